@@ -1,0 +1,13 @@
+"""Exceptions raised by the core. All derive from ValueError so callers can catch one type."""
+
+
+class SplineJointsError(ValueError):
+    """Base class: a message that says what was wrong and what to do."""
+
+
+class InvalidInputError(SplineJointsError):
+    """An argument has the wrong shape, non-finite numbers, or is otherwise unusable."""
+
+
+class SimulationError(SplineJointsError):
+    """A simulation produced NaN or blew up; the message names the time and the body."""
