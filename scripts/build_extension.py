@@ -1,0 +1,217 @@
+"""Build the Spline Joints extension zips with Blender's own extension CLI.
+
+    python scripts/build_extension.py                       # all four platforms
+    python scripts/build_extension.py --platform linux-x64  # one platform (fast path for tests)
+    python scripts/build_extension.py --offline             # use only build/wheels/ (no network)
+
+Steps:
+1. The scipy wheels listed in blender_manifest.toml (pinned, CPython 3.11) are downloaded once
+   with ``pip download --only-binary=:all: --no-deps`` into the cache build/wheels/.
+2. The runtime files (manifest, __init__.py, addon/, core/, README/LICENSE when present) and the
+   wheels of the requested platforms are copied into build/stage/; for a platform subset the
+   staged manifest's ``platforms`` and ``wheels`` lists are narrowed to that subset.
+3. ``blender_ext.py build --split-platforms`` writes one zip per platform into build/dist/,
+   then ``blender_ext.py validate`` checks each zip.
+
+A build is skipped when the sources, manifest and wheels have not changed since the last one
+(fingerprint stored in build/dist/); ``--force`` rebuilds. Everything under build/ is ignored by
+git (build/.gitignore is written by this script). Exit status is non-zero on any failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+WHEEL_CACHE = BUILD / "wheels"
+STAGE = BUILD / "stage"
+DIST = BUILD / "dist"
+RUNTIME_FILES = ("blender_manifest.toml", "__init__.py", "README.md", "LICENSE")
+RUNTIME_DIRS = ("addon", "core")
+
+# Blender platform -> pip ``--platform`` tag of the wheel named in the manifest.
+PIP_PLATFORM = {
+    "linux-x64": "manylinux_2_17_x86_64",
+    "windows-x64": "win_amd64",
+    "macos-arm64": "macosx_12_0_arm64",
+    "macos-x64": "macosx_10_13_x86_64",
+}
+
+
+class BuildError(RuntimeError):
+    """A build step failed; the message says which and what to do."""
+
+
+def find_blender_ext() -> Path:
+    """Locate Blender's ``blender_ext.py`` inside the installed ``bpy`` module without importing it."""
+    spec = importlib.util.find_spec("bpy")
+    if spec is None or spec.origin is None:
+        raise BuildError("the 'bpy' module is not installed: pip install bpy==5.0.1, or pass --blender-ext")
+    bpy_dir = Path(spec.origin).parent
+    hits = sorted(bpy_dir.glob("*/scripts/addons_core/bl_pkg/cli/blender_ext.py"))
+    if not hits:
+        raise BuildError(f"blender_ext.py not found under {bpy_dir}; pass --blender-ext PATH")
+    return hits[-1]
+
+
+def wheel_platform(wheel_name: str) -> str:
+    """Blender platform of a wheel named in the manifest, e.g. 'linux-x64'."""
+    for platform, tag in PIP_PLATFORM.items():
+        if tag in wheel_name:
+            return platform
+    raise BuildError(f"wheel {wheel_name!r} matches no known platform {sorted(PIP_PLATFORM)}")
+
+
+def wheel_requirement(wheel_name: str) -> str:
+    """``name==version`` from a wheel file name (PEP 427)."""
+    name, version = wheel_name.split("-")[:2]
+    return f"{name}=={version}"
+
+
+def ensure_wheels(wheels: list[str], offline: bool) -> None:
+    """Download each wheel into the cache unless it is already there."""
+    WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
+    for wheel in wheels:
+        name = Path(wheel).name
+        if (WHEEL_CACHE / name).is_file():
+            continue
+        if offline:
+            raise BuildError(f"{name} is not in the cache {WHEEL_CACHE}; run once without --offline")
+        cmd = [
+            sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--no-deps",
+            "--platform", PIP_PLATFORM[wheel_platform(name)], "--python-version", "3.11",
+            "--implementation", "cp", "--abi", "cp311", "--dest", str(WHEEL_CACHE),
+            wheel_requirement(name),
+        ]
+        print("downloading", name, flush=True)
+        if subprocess.run(cmd).returncode != 0:
+            raise BuildError(f"pip could not download {name}; check the network or use --offline")
+        if not (WHEEL_CACHE / name).is_file():
+            got = sorted(p.name for p in WHEEL_CACHE.glob("*.whl"))
+            raise BuildError(f"pip downloaded a different file than {name} (cache holds {got}); "
+                             "update the wheels list in blender_manifest.toml")
+
+
+def narrow_manifest(text: str, platforms: list[str], wheels: list[str]) -> str:
+    """Rewrite the ``platforms`` and ``wheels`` arrays of the manifest text to the given subset."""
+    def array(key: str, values: list[str]) -> str:
+        body = "".join(f'  "{v}",\n' for v in values)
+        return f"{key} = [\n{body}]"
+
+    for key, values in (("platforms", platforms), ("wheels", wheels)):
+        text, n = re.subn(rf"(?ms)^{key}\s*=\s*\[.*?\]", array(key, values), text, count=1)
+        if n != 1:
+            raise BuildError(f"blender_manifest.toml has no top-level '{key} = [...]' array to narrow")
+    return text
+
+
+def runtime_paths() -> list[Path]:
+    paths = [ROOT / f for f in RUNTIME_FILES if (ROOT / f).is_file()]
+    for d in RUNTIME_DIRS:
+        paths += sorted(p for p in (ROOT / d).rglob("*")
+                        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    return paths
+
+
+def fingerprint(paths: list[Path], wheels: list[str], platforms: list[str]) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps([platforms, wheels]).encode())
+    for p in paths:
+        st = p.stat()
+        h.update(f"{p.relative_to(ROOT)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def stage(paths: list[Path], manifest_text: str, wheels: list[str]) -> None:
+    if STAGE.exists():
+        shutil.rmtree(STAGE)
+    for p in paths:
+        dst = STAGE / p.relative_to(ROOT)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(p, dst)
+    (STAGE / "blender_manifest.toml").write_text(manifest_text)
+    for wheel in wheels:
+        dst = STAGE / wheel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(WHEEL_CACHE / Path(wheel).name, dst)
+
+
+def run_cli(blender_ext: Path, *args: str) -> str:
+    proc = subprocess.run([sys.executable, str(blender_ext), *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"blender_ext {args[0]} failed:\n{proc.stdout}{proc.stderr}")
+    return proc.stdout
+
+
+def build(platforms: list[str] | None, offline: bool, force: bool, blender_ext: Path | None) -> list[Path]:
+    """Build (or reuse) one zip per platform; return their paths."""
+    BUILD.mkdir(exist_ok=True)
+    (BUILD / ".gitignore").write_text("*\n")
+    manifest_text = (ROOT / "blender_manifest.toml").read_text()
+    manifest = tomllib.loads(manifest_text)
+    all_platforms = list(manifest["platforms"])
+    platforms = all_platforms if not platforms else platforms
+    unknown = sorted(set(platforms) - set(all_platforms))
+    if unknown:
+        raise BuildError(f"unknown platform(s) {unknown}; the manifest declares {all_platforms}")
+    wheels = [w for w in manifest.get("wheels", []) if wheel_platform(Path(w).name) in platforms]
+
+    stem = f"{manifest['id']}-{manifest['version']}"
+    zips = [DIST / f"{stem}-{p.replace('-', '_')}.zip" for p in platforms]
+    paths = runtime_paths()
+    stamp = fingerprint(paths, wheels, platforms)
+    stamp_file = DIST / f".fingerprint-{'+'.join(platforms)}"
+    if (not force and stamp_file.is_file() and stamp_file.read_text() == stamp
+            and all(z.is_file() for z in zips)):
+        print("up to date:", *[z.name for z in zips])
+        return zips
+
+    ensure_wheels(wheels, offline)
+    if platforms != all_platforms:
+        manifest_text = narrow_manifest(manifest_text, platforms, wheels)
+    stage(paths, manifest_text, wheels)
+    blender_ext = blender_ext or find_blender_ext()
+    DIST.mkdir(exist_ok=True)
+    for z in zips:
+        z.unlink(missing_ok=True)
+    print(run_cli(blender_ext, "build", "--source-dir", str(STAGE), "--output-dir", str(DIST),
+                  "--split-platforms"), end="")
+    for z in zips:
+        if not z.is_file():
+            raise BuildError(f"the build did not write {z}; see the output above")
+        print(run_cli(blender_ext, "validate", str(z)), end="")
+    stamp_file.write_text(stamp)
+    return zips
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--platform", action="append", dest="platforms",
+                        help="platform to build (repeatable); default: every platform in the manifest")
+    parser.add_argument("--offline", action="store_true", help="never download; use build/wheels/ only")
+    parser.add_argument("--force", action="store_true", help="rebuild even if nothing changed")
+    parser.add_argument("--blender-ext", type=Path, help="path to Blender's blender_ext.py")
+    args = parser.parse_args(argv)
+    try:
+        zips = build(args.platforms, args.offline, args.force, args.blender_ext)
+    except BuildError as exc:
+        print("error:", exc, file=sys.stderr)
+        return 1
+    for z in zips:
+        print(z)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
