@@ -1,0 +1,9 @@
+"""Reference models: exact re-implementations of other programs' joint definitions.
+
+:mod:`.opensim` evaluates the OpenSim gait2392 knee and the Seth 2019 scapulothoracic joint
+from the data in :mod:`core.data`; they are the ground truth for fitting tests and demos.
+"""
+
+from .opensim import CustomJoint, KneeGait2392, ScapulothoracicSeth2019, SimmSpline, offset_frame
+
+__all__ = ["CustomJoint", "KneeGait2392", "ScapulothoracicSeth2019", "SimmSpline", "offset_frame"]
