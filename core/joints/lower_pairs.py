@@ -23,8 +23,8 @@ from ..errors import InvalidInputError
 from ..lie import so3
 from .base import Joint
 
-__all__ = ["Revolute", "Prismatic", "Helical", "Cylindrical", "Universal", "Planar", "Fixed",
-           "unit_axis", "plane_basis"]
+__all__ = ["ParamJoint", "Revolute", "Prismatic", "Helical", "Cylindrical", "Universal",
+           "Planar", "Fixed", "unit_axis", "plane_basis"]
 
 
 def unit_axis(axis, name="axis"):
@@ -89,8 +89,10 @@ def _limits_from_list(v, default):
     return [default if x is None else x for x in np.atleast_1d(np.asarray(v, dtype=object))]
 
 
-class _LowerPair(Joint):
-    """Shared limits, serialization and checks. Subclasses set ``nq`` and ``_params``."""
+class ParamJoint(Joint):
+    """A joint defined by a few constant parameters: stores the coordinate limits and
+    serializes to/from a plain dict. Subclasses set ``nq``, call ``_init_limits`` in their
+    constructor and return their constructor arguments from ``_params``."""
 
     def _init_limits(self, lower, upper):
         self._lower = _limits(lower, self.nq, "lower", -np.inf)
@@ -146,7 +148,7 @@ class _LowerPair(Joint):
     __hash__ = None
 
 
-class _Screw1(_LowerPair):
+class _Screw1(ParamJoint):
     """1-DOF joint ``G(q) = exp(s q)`` about/along a constant unit axis; ``S = s``, ``H = 0``."""
 
     nq = 1
@@ -272,7 +274,7 @@ class Helical(_Screw1):
         return G
 
 
-class Cylindrical(_LowerPair):
+class Cylindrical(ParamJoint):
     """Rotation ``q[0]`` (rad) about and translation ``q[1]`` (m) along one unit ``axis``.
 
     ``G(q) = exp([k; 0] q0) exp([0; k] q1) = [exp([k] q0), q1 k; 0, 1]`` (the two screws
@@ -320,7 +322,7 @@ class Cylindrical(_LowerPair):
         return G
 
 
-class Universal(_LowerPair):
+class Universal(ParamJoint):
     """Two revolutes in series with intersecting axes: ``G(q) = exp([a0; 0] q0) exp([a1; 0] q1)``.
 
     Seed 000 section 4.1: ``S = [Ad_{exp(-s1 q1)} s0, s1] = [[R1^T a0, a1], [0, 0]]`` with
@@ -384,7 +386,7 @@ class Universal(_LowerPair):
         return G
 
 
-class Planar(_LowerPair):
+class Planar(ParamJoint):
     """Motion in the plane through the origin normal to ``normal``: ``q = (x, y, theta)``.
 
     ``G(q) = exp([0; t1] x) exp([0; t2] y) exp([n; 0] theta) = [exp([n] theta), x t1 + y t2]``
@@ -446,7 +448,7 @@ class Planar(_LowerPair):
         return G
 
 
-class Fixed(_LowerPair):
+class Fixed(ParamJoint):
     """A weld: ``nq = 0``, ``G = I``, ``S: (6, 0)``, ``H: (0, 6, 0)``."""
 
     nq = 0
