@@ -1,0 +1,23 @@
+"""Blender side of Spline Joints: the classes tuple and register/unregister.
+
+Imported only from the extension's register(), so ``bpy`` is available here.
+"""
+
+import bpy
+
+from . import panels, properties
+from .operators import classes as operator_classes
+
+classes = (*properties.classes, *operator_classes, *panels.classes)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    properties.register_properties()
+
+
+def unregister():
+    properties.unregister_properties()
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

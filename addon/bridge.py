@@ -1,0 +1,384 @@
+"""The only code that converts between Blender data and numpy arrays.
+
+Operators read Blender state through the ``read_*`` functions, hand numpy arrays to the core,
+and write results back through the ``write_*`` functions. Nothing here does joint maths.
+
+Frames and units:
+* ``T_parent_child`` is the pose of the child bone's frame (head at the joint, Y along the bone,
+  roll included) in the parent bone's frame, as a (4, 4) float64 array. It is computed in
+  armature space, so the armature object's own transform is ignored. Armature-space units are
+  taken as metres (the project's scenes use a unit scale of 1 and unscaled armature objects).
+* Matrices are row-major numpy arrays, exactly as mathutils prints them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+SAMPLE_PROPERTY_PREFIX = "sj_q"
+
+
+class BridgeError(ValueError):
+    """The scene is not in a state the operation can use; the message says what to change."""
+
+
+# --------------------------------------------------------------------------------------------
+# Matrices
+# --------------------------------------------------------------------------------------------
+
+def matrix_to_array(m) -> np.ndarray:
+    """mathutils Matrix (4x4) -> (4, 4) float64 array."""
+    return np.array(m, dtype=np.float64).reshape(4, 4)
+
+
+def array_to_matrix(a: np.ndarray) -> Matrix:
+    """(4, 4) array -> mathutils Matrix."""
+    a = np.asarray(a, dtype=np.float64).reshape(4, 4)
+    return Matrix(a.tolist())
+
+
+def _require_parent(pose_bone) -> None:
+    if pose_bone.parent is None:
+        raise BridgeError(f"bone '{pose_bone.name}' has no parent: a joint needs a parent bone; "
+                          "parent it (Edit Mode, Ctrl+P > Keep Offset)")
+
+
+def read_rest_T_parent_child(pose_bone) -> np.ndarray:
+    """Rest pose of the bone in its parent's frame. Returns (4, 4)."""
+    _require_parent(pose_bone)
+    parent = matrix_to_array(pose_bone.parent.bone.matrix_local)
+    child = matrix_to_array(pose_bone.bone.matrix_local)
+    return np.linalg.solve(parent, child)
+
+
+def read_pose_T_parent_child(pose_bone) -> np.ndarray:
+    """Current (evaluated) pose of the bone in its parent's frame. Returns (4, 4).
+
+    Uses the pose matrices in armature space, so constraints and drivers are included once the
+    depsgraph has been evaluated (``view_layer.update()`` or ``scene.frame_set``).
+    """
+    _require_parent(pose_bone)
+    parent = matrix_to_array(pose_bone.parent.matrix)
+    child = matrix_to_array(pose_bone.matrix)
+    return np.linalg.solve(parent, child)
+
+
+def check_drivable(pose_bone) -> None:
+    """Raise BridgeError unless ``write_pose_T_parent_child`` can pose this bone exactly."""
+    _require_parent(pose_bone)
+    bone = pose_bone.bone
+    problems = []
+    if bone.use_connect:
+        problems.append("it is connected to its parent (Edit Mode: Alt+P > Disconnect Bone)")
+    if not bone.use_inherit_rotation:
+        problems.append("'Inherit Rotation' is off")
+    if bone.inherit_scale != "FULL":
+        problems.append("'Inherit Scale' is not Full")
+    if not bone.use_local_location:
+        problems.append("'Local Location' is off")
+    if problems:
+        raise BridgeError(f"bone '{pose_bone.name}' cannot be posed by a joint: " + "; ".join(problems))
+
+
+def basis_from_T_parent_child(pose_bone, T_parent_child: np.ndarray) -> np.ndarray:
+    """matrix_basis (4, 4) that puts the bone at ``T_parent_child`` relative to its parent.
+
+    With default inheritance, child_pose = parent_pose @ rest_rel @ basis, so
+    basis = rest_rel^-1 @ T_parent_child.
+    """
+    rest = read_rest_T_parent_child(pose_bone)
+    return np.linalg.solve(rest, np.asarray(T_parent_child, dtype=np.float64))
+
+
+def write_pose_T_parent_child(pose_bone, T_parent_child: np.ndarray) -> None:
+    """Pose the bone so that its frame sits at ``T_parent_child`` (4, 4) in its parent's frame."""
+    check_drivable(pose_bone)
+    pose_bone.matrix_basis = array_to_matrix(basis_from_T_parent_child(pose_bone, T_parent_child))
+
+
+# --------------------------------------------------------------------------------------------
+# Driving coordinates
+# --------------------------------------------------------------------------------------------
+
+def read_rotation_channel(pose_bone, axis: int) -> float:
+    """Rotation channel X/Y/Z (0/1/2) of the bone in radians.
+
+    Euler modes read the keyed Euler value itself (so angles past pi stay continuous);
+    quaternion and axis-angle modes convert the basis rotation to an XYZ Euler angle.
+    """
+    if pose_bone.rotation_mode in {"QUATERNION", "AXIS_ANGLE"}:
+        return float(pose_bone.matrix_basis.to_euler("XYZ")[axis])
+    return float(pose_bone.rotation_euler[axis])
+
+
+def read_custom_property(owner, name: str) -> float:
+    """A numeric custom property; BridgeError names the owner and property if it is missing."""
+    if name not in owner.keys():
+        raise BridgeError(f"'{owner.name}' has no custom property '{name}'; add it or pick another source")
+    value = owner[name]
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise BridgeError(f"custom property '{name}' on '{owner.name}' is not a number") from None
+
+
+def coordinate_property_name(i: int) -> str:
+    return f"{SAMPLE_PROPERTY_PREFIX}{i}"
+
+
+def ensure_coordinate_property(pose_bone, i: int, lower: float, upper: float, value: float | None = None) -> str:
+    """Create/update the float custom property ``sj_q<i>`` with the range [lower, upper].
+
+    It is animatable (a regular ID property) and shown as a slider in the panel.
+    """
+    name = coordinate_property_name(i)
+    if value is None:
+        value = float(pose_bone.get(name, 0.5 * (lower + upper)))
+    pose_bone[name] = float(min(max(value, lower), upper))
+    ui = pose_bone.id_properties_ui(name)
+    ui.update(min=lower, max=upper, soft_min=lower, soft_max=upper,
+              description=f"Spline Joints coordinate {i} of this bone's joint")
+    return name
+
+
+# --------------------------------------------------------------------------------------------
+# Stored JSON
+# --------------------------------------------------------------------------------------------
+
+def write_json_string(owner, attribute: str, data: dict) -> None:
+    setattr(owner, attribute, json.dumps(data, separators=(",", ":")))
+
+
+def read_json_string(owner, attribute: str) -> dict:
+    text = getattr(owner, attribute)
+    if not text:
+        raise BridgeError(f"nothing stored in '{attribute}'")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BridgeError(f"'{attribute}' does not hold valid JSON ({exc}); fit the joint again") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Keyframes
+# --------------------------------------------------------------------------------------------
+
+def _fcurves_for(obj, create: bool):
+    """The F-curve collection of the object's action (Blender 4.2 and the 4.4+ slotted actions)."""
+    ad = obj.animation_data
+    if ad is None:
+        if not create:
+            return None
+        ad = obj.animation_data_create()
+    if ad.action is None:
+        if not create:
+            return None
+        ad.action = bpy.data.actions.new(f"{obj.name}Action")
+    action = ad.action
+    if not hasattr(action, "layers"):  # Blender < 4.4: legacy action
+        return action.fcurves
+    from bpy_extras import anim_utils
+
+    slot = ad.action_slot
+    if slot is None:
+        if not create:
+            return None
+        slot = action.slots.new(id_type="OBJECT", name=obj.name)
+        ad.action_slot = slot
+    if create:
+        return anim_utils.action_ensure_channelbag_for_slot(action, slot).fcurves
+    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    return None if bag is None else bag.fcurves
+
+
+def find_fcurve(obj, data_path: str, index: int):
+    fcurves = _fcurves_for(obj, create=False)
+    return None if fcurves is None else fcurves.find(data_path, index=index)
+
+
+def write_fcurve_keys(obj, data_path: str, index: int, frames: np.ndarray, values: np.ndarray,
+                      group: str = "", interpolation: str = "LINEAR") -> None:
+    """Replace the keys of one F-curve inside [frames.min(), frames.max()] with (frames, values).
+
+    Keys outside that frame range are kept. Written with ``keyframe_points.add`` +
+    ``foreach_set`` (never one keyframe_insert per key). frames, values: (N,).
+    """
+    frames = np.asarray(frames, dtype=np.float64).ravel()
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if frames.shape != values.shape or frames.size == 0:
+        raise BridgeError("keyframes need as many values as frames, and at least one")
+    fcurves = _fcurves_for(obj, create=True)
+    fc = fcurves.find(data_path, index=index)
+    if fc is None:
+        if hasattr(obj.animation_data.action, "layers"):
+            fc = fcurves.new(data_path, index=index, group_name=group)
+        else:
+            fc = fcurves.new(data_path, index=index, action_group=group)
+    old = np.empty(2 * len(fc.keyframe_points), dtype=np.float64)
+    fc.keyframe_points.foreach_get("co", old)
+    old = old.reshape(-1, 2)
+    keep = old[(old[:, 0] < frames.min() - 1e-6) | (old[:, 0] > frames.max() + 1e-6)]
+    co = np.concatenate([keep, np.column_stack([frames, values])])
+    co = co[np.argsort(co[:, 0], kind="stable")]
+    fc.keyframe_points.clear()
+    fc.keyframe_points.add(len(co))
+    fc.keyframe_points.foreach_set("co", co.ravel())
+    interp = fc.keyframe_points[0].bl_rna.properties["interpolation"].enum_items[interpolation].value
+    fc.keyframe_points.foreach_set("interpolation", np.full(len(co), interp, dtype=np.int32))
+    fc.update()
+
+
+def read_fcurve_keys(obj, data_path: str, index: int) -> np.ndarray:
+    """Keys of one F-curve as an (N, 2) array of (frame, value); empty if there is none."""
+    fc = find_fcurve(obj, data_path, index)
+    if fc is None:
+        return np.zeros((0, 2))
+    co = np.empty(2 * len(fc.keyframe_points), dtype=np.float64)
+    fc.keyframe_points.foreach_get("co", co)
+    return co.reshape(-1, 2)
+
+
+def write_bone_keyframes(obj, pose_bone, frames: np.ndarray, basis: np.ndarray) -> list[str]:
+    """Key a bone's location and rotation (in its rotation mode) from basis matrices.
+
+    frames: (N,); basis: (N, 4, 4) matrix_basis per frame. Returns the data paths written.
+    Quaternion keys are made sign-continuous so interpolation takes the short way.
+    """
+    frames = np.asarray(frames, dtype=np.float64)
+    basis = np.asarray(basis, dtype=np.float64)
+    path = pose_bone.path_from_id()
+    loc = basis[:, :3, 3]
+    mode = pose_bone.rotation_mode
+    rots = []
+    previous = None
+    for m in basis:
+        mat = Matrix(m[:3, :3].tolist())
+        if mode == "QUATERNION":
+            rots.append(tuple(mat.to_quaternion()))
+        elif mode == "AXIS_ANGLE":
+            axis, angle = mat.to_quaternion().to_axis_angle()
+            rots.append((angle, *axis))
+        else:
+            # compatible Euler: no 2*pi jumps between consecutive keys
+            previous = mat.to_euler(mode) if previous is None else mat.to_euler(mode, previous)
+            rots.append(tuple(previous))
+    rots = np.array(rots)
+    if mode == "QUATERNION":
+        for k in range(1, len(rots)):
+            if np.dot(rots[k], rots[k - 1]) < 0.0:
+                rots[k] = -rots[k]
+        rot_path = "rotation_quaternion"
+    elif mode == "AXIS_ANGLE":
+        rot_path = "rotation_axis_angle"
+    else:
+        rot_path = "rotation_euler"
+    written = []
+    for i in range(3):
+        write_fcurve_keys(obj, f"{path}.location", i, frames, loc[:, i], group=pose_bone.name)
+    written.append(f"{path}.location")
+    for i in range(rots.shape[1]):
+        write_fcurve_keys(obj, f"{path}.{rot_path}", i, frames, rots[:, i], group=pose_bone.name)
+    written.append(f"{path}.{rot_path}")
+    return written
+
+
+# --------------------------------------------------------------------------------------------
+# Meshes and curves
+# --------------------------------------------------------------------------------------------
+
+def _ensure_object(name: str, data, collection) -> bpy.types.Object:
+    obj = bpy.data.objects.get(name)
+    if obj is not None and obj.type != ("MESH" if isinstance(data, bpy.types.Mesh) else "CURVE"):
+        raise BridgeError(f"an object named '{name}' exists and is not a {type(data).__name__}; rename it")
+    if obj is None:
+        obj = bpy.data.objects.new(name, data)
+        collection.objects.link(obj)
+    else:
+        old = obj.data
+        obj.data = data
+        if old is not None and old.users == 0:
+            (bpy.data.meshes if isinstance(old, bpy.types.Mesh) else bpy.data.curves).remove(old)
+    return obj
+
+
+def parent_to_bone(obj, armature_obj, bone_name: str, T_bone_obj: np.ndarray) -> None:
+    """Parent ``obj`` to a bone so that it sits at ``T_bone_obj`` (4, 4) in the bone's frame.
+
+    Blender puts a bone-parented child at the bone's *tail*; matrix_parent_inverse is set to a
+    translation back to the head so the given pose is relative to the bone's head frame.
+    """
+    bone = armature_obj.data.bones[bone_name]
+    obj.parent = armature_obj
+    obj.parent_type = "BONE"
+    obj.parent_bone = bone_name
+    back = np.eye(4)
+    back[1, 3] = -bone.length
+    obj.matrix_parent_inverse = array_to_matrix(back)
+    obj.matrix_basis = array_to_matrix(T_bone_obj)
+
+
+def write_mesh_object(name: str, vertices: np.ndarray, faces: np.ndarray, collection) -> bpy.types.Object:
+    """Create or update a mesh object from vertices (V, 3) and triangles/quads (F, k) int.
+
+    The old mesh data-block is replaced (and freed when unused) so the update is one undo step.
+    """
+    vertices = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+    faces = np.asarray(faces, dtype=np.int64)
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(vertices.tolist(), [], faces.tolist())
+    mesh.validate()
+    mesh.update()
+    return _ensure_object(name, mesh, collection)
+
+
+def write_poly_curve_object(name: str, points: np.ndarray, collection) -> bpy.types.Object:
+    """Create or update a curve object with one POLY spline through points (N, 3)."""
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    curve = bpy.data.curves.new(name, type="CURVE")
+    curve.dimensions = "3D"
+    spline = curve.splines.new("POLY")
+    spline.points.add(len(points) - 1)
+    co = np.column_stack([points, np.ones(len(points))])
+    spline.points.foreach_set("co", co.ravel())
+    return _ensure_object(name, curve, collection)
+
+
+def write_axes_empties(prefix: str, frames: np.ndarray, size: float, parent, collection) -> list:
+    """Small 'ARROWS' empties at each pose in frames (K, 4, 4), children of ``parent``.
+
+    Empties named ``{prefix}.000``... are created or moved; extra old ones are removed.
+    """
+    frames = np.asarray(frames, dtype=np.float64).reshape(-1, 4, 4)
+    out = []
+    for k, T in enumerate(frames):
+        name = f"{prefix}.{k:03d}"
+        obj = bpy.data.objects.get(name)
+        if obj is None:
+            obj = bpy.data.objects.new(name, None)
+            collection.objects.link(obj)
+        obj.empty_display_type = "ARROWS"
+        obj.empty_display_size = size
+        obj.parent = parent
+        obj.matrix_parent_inverse = Matrix.Identity(4)
+        obj.matrix_basis = array_to_matrix(T)
+        out.append(obj)
+    k = len(frames)
+    while (extra := bpy.data.objects.get(f"{prefix}.{k:03d}")) is not None:
+        bpy.data.objects.remove(extra)
+        k += 1
+    return out
+
+
+def ensure_translucent_material(name: str, rgba: tuple[float, float, float, float]):
+    """A material that shows translucent in Workbench and EEVEE (viewport colour with alpha)."""
+    mat = bpy.data.materials.get(name) or bpy.data.materials.new(name)
+    mat.diffuse_color = rgba
+    if hasattr(mat, "blend_method"):
+        mat.blend_method = "BLEND"
+    if hasattr(mat, "surface_render_method"):
+        mat.surface_render_method = "BLENDED"
+    return mat

@@ -1,0 +1,66 @@
+"""Shared operator plumbing: find the target bone, turn ValueErrors into reports."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+
+
+def target_bone(context):
+    """(armature object, pose bone) for the active pose bone; ValueError when there is none."""
+    pose_bone = getattr(context, "active_pose_bone", None)
+    obj = context.object
+    if pose_bone is None and obj is not None and obj.type == "ARMATURE" and obj.data.bones.active:
+        pose_bone = obj.pose.bones.get(obj.data.bones.active.name)
+    if pose_bone is None:
+        raise ValueError("no active pose bone: select an armature and make the joint's child bone active")
+    return pose_bone.id_data, pose_bone
+
+
+def has_target(context) -> bool:
+    try:
+        target_bone(context)
+    except ValueError:
+        return False
+    return True
+
+
+def reporting(execute):
+    """Wrap ``execute``: a ValueError (core or bridge) becomes an ERROR report and CANCELLED.
+
+    Operators compute everything before writing to the scene, so a cancelled run changes nothing.
+    """
+
+    @functools.wraps(execute)
+    def wrapper(self, context):
+        try:
+            return execute(self, context)
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+
+    return wrapper
+
+
+def sample_poses(settings) -> np.ndarray:
+    """(N, 4, 4) poses of the stored samples."""
+    n = len(settings.samples)
+    flat = np.empty(16 * n, dtype=np.float64)
+    settings.samples.foreach_get("pose", flat)
+    return flat.reshape(n, 4, 4)
+
+
+def sample_coordinates(settings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q (N, MAX_COORDINATES), n_coordinates (N,), weights (N,) of the stored samples."""
+    from ..properties import MAX_COORDINATES
+
+    n = len(settings.samples)
+    q = np.empty(MAX_COORDINATES * n, dtype=np.float64)
+    settings.samples.foreach_get("q", q)
+    nq = np.empty(n, dtype=np.int32)
+    settings.samples.foreach_get("n_coordinates", nq)
+    w = np.empty(n, dtype=np.float64)
+    settings.samples.foreach_get("weight", w)
+    return q.reshape(n, MAX_COORDINATES), nq, w

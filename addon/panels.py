@@ -1,0 +1,75 @@
+"""Sidebar panels (tab "Spline Joints") and the samples UIList. Drawing only: no scene changes."""
+
+from __future__ import annotations
+
+import bpy
+
+from .operators._common import target_bone
+
+CATEGORY = "Spline Joints"
+
+
+def _bone(context):
+    try:
+        return target_bone(context)
+    except ValueError:
+        return None, None
+
+
+class SPLINE_JOINTS_UL_samples(bpy.types.UIList):
+    """One row per captured sample: frame, coordinates, weight."""
+
+    bl_idname = "SPLINE_JOINTS_UL_samples"
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
+        row = layout.row(align=True)
+        row.label(text=f"{index + 1}  f{item.frame}")
+        q = ", ".join(f"{v:.3f}" for v in tuple(item.q)[: item.n_coordinates]) or "-"
+        row.label(text=f"q = {q}")
+        row.prop(item, "weight", text="w", emboss=False)
+
+
+class _Panel:
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = CATEGORY
+
+
+class VIEW3D_PT_spline_joints_capture(_Panel, bpy.types.Panel):
+    bl_label = "Capture"
+    bl_idname = "VIEW3D_PT_spline_joints_capture"
+
+    def draw(self, context):
+        layout = self.layout
+        armature, pose_bone = _bone(context)
+        if pose_bone is None:
+            layout.label(text="Make the joint's child bone active in Pose Mode", icon="INFO")
+            return
+        s = pose_bone.spline_joints
+        parent = pose_bone.parent.name if pose_bone.parent else "none"
+        layout.label(text=f"{pose_bone.name} in {parent}", icon="BONE_DATA")
+        col = layout.column(align=True)
+        col.prop(s, "n_coordinates")
+        col.prop(s, "source")
+        if s.source == "FRAME":
+            row = col.row(align=True)
+            row.prop(s, "frame_start")
+            row.prop(s, "frame_end")
+            row = col.row(align=True)
+            row.prop(s, "frame_q_start")
+            row.prop(s, "frame_q_end")
+        else:
+            col.prop_search(s, "source_bone", armature.pose, "bones")
+            for i in range(s.n_coordinates):
+                col.prop(s, f"rotation_axis_{i}" if s.source == "ROTATION" else f"property_{i}")
+        row = layout.row(align=True)
+        row.operator("spline_joints.capture_pose", icon="REC")
+        row.operator("spline_joints.capture_range", icon="RENDER_ANIMATION")
+        layout.prop(s, "capture_step")
+        layout.template_list("SPLINE_JOINTS_UL_samples", "", s, "samples", s, "active_sample", rows=4)
+        row = layout.row(align=True)
+        row.operator("spline_joints.delete_sample", icon="REMOVE")
+        row.operator("spline_joints.clear_samples", icon="TRASH")
+
+
+classes = (SPLINE_JOINTS_UL_samples, VIEW3D_PT_spline_joints_capture)

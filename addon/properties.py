@@ -1,0 +1,101 @@
+"""Data stored in the .blend: samples, fitted joint and reach-cone settings, per pose bone.
+
+Everything lives in ``PoseBone.spline_joints`` (a PointerProperty to :class:`SJ_BoneSettings`),
+so it is saved with the file, restored by undo, and carries no executable code.
+"""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty,
+                       FloatVectorProperty, IntProperty, PointerProperty, StringProperty)
+from bpy.types import PropertyGroup
+
+MAX_COORDINATES = 2
+
+AXIS_ITEMS = [("0", "X", "Rotation about the local X axis"),
+              ("1", "Y", "Rotation about the local Y axis"),
+              ("2", "Z", "Rotation about the local Z axis")]
+
+SOURCE_ITEMS = [
+    ("ROTATION", "Rotation Channel", "A rotation channel (radians) of the source bone"),
+    ("PROPERTY", "Custom Property", "A numeric custom property of the source bone"),
+    ("FRAME", "Frame Number", "The frame number mapped linearly to a coordinate range (1 coordinate)"),
+]
+
+
+class SJ_Sample(PropertyGroup):
+    """One captured pose: coordinate value(s), child-in-parent pose and weight."""
+
+    q: FloatVectorProperty(name="Coordinates", size=MAX_COORDINATES,
+                           description="Driving coordinate values (first n_coordinates are used)")
+    n_coordinates: IntProperty(name="Coordinates Used", min=0, max=MAX_COORDINATES,
+                               description="How many entries of q are valid (0: no coordinate)")
+    pose: FloatVectorProperty(name="Pose", size=16,
+                              description="Child-in-parent pose T_parent_child, row-major 4x4, metres")
+    weight: FloatProperty(name="Weight", default=1.0, min=0.0, description="Weight of this sample in the fit")
+    frame: IntProperty(name="Frame", description="Frame the sample was captured at")
+
+
+class SJ_BoneSettings(PropertyGroup):
+    """Spline Joints data of one pose bone (the joint's child; its parent is the joint's parent)."""
+
+    samples: CollectionProperty(type=SJ_Sample)
+    active_sample: IntProperty(name="Active Sample", default=0)
+
+    # --- driving coordinate source ---------------------------------------------------------
+    n_coordinates: IntProperty(name="Coordinates", default=1, min=1, max=MAX_COORDINATES,
+                               description="Number of driving coordinates (1: spline curve, 2: surface)")
+    source: EnumProperty(name="Source", items=SOURCE_ITEMS, default="ROTATION",
+                         description="Where the driving coordinate of a captured sample comes from")
+    source_bone: StringProperty(name="Source Bone",
+                                description="Bone whose channel or property is read (empty: this bone)")
+    rotation_axis_0: EnumProperty(name="Axis 1", items=AXIS_ITEMS, default="0")
+    rotation_axis_1: EnumProperty(name="Axis 2", items=AXIS_ITEMS, default="2")
+    property_0: StringProperty(name="Property 1", default="q")
+    property_1: StringProperty(name="Property 2", default="q2")
+    frame_start: IntProperty(name="Frame Start", default=1)
+    frame_end: IntProperty(name="Frame End", default=100)
+    frame_q_start: FloatProperty(name="Coordinate at Start", default=0.0)
+    frame_q_end: FloatProperty(name="Coordinate at End", default=1.0)
+    capture_step: IntProperty(name="Step", default=1, min=1, description="Capture every n-th frame")
+
+    # --- fitted joint and driving ------------------------------------------------------------
+    joint_json: StringProperty(name="Joint", description="Fitted joint as the core's versioned JSON")
+    range_min: FloatVectorProperty(name="Range Min", size=MAX_COORDINATES, default=(0.0, 0.0))
+    range_max: FloatVectorProperty(name="Range Max", size=MAX_COORDINATES, default=(1.0, 1.0))
+    drive: BoolProperty(name="Drive", default=False,
+                        description="Pose this bone from its coordinate slider through the stored joint")
+
+    # --- reach cone ---------------------------------------------------------------------------
+    cone_shape: EnumProperty(name="Shape", default="CIRCULAR", items=[
+        ("CIRCULAR", "Circular", "One half-angle"),
+        ("ELLIPTICAL", "Elliptical", "Two half-angles about the bone's X and Z axes"),
+    ])
+    cone_axis: FloatVectorProperty(name="Axis", size=3, default=(0.0, 1.0, 0.0), subtype="DIRECTION",
+                                   description="Cone axis in the child bone's rest frame (Y: along the bone)")
+    cone_half_angle: FloatProperty(name="Half-Angle", default=math.radians(45.0), min=0.0, max=math.pi,
+                                   subtype="ANGLE")
+    cone_half_angle_x: FloatProperty(name="Half-Angle X", default=math.radians(45.0), min=0.0,
+                                     max=0.5 * math.pi, subtype="ANGLE")
+    cone_half_angle_z: FloatProperty(name="Half-Angle Z", default=math.radians(30.0), min=0.0,
+                                     max=0.5 * math.pi, subtype="ANGLE")
+    twist_limit: FloatProperty(name="Twist Limit", default=math.pi, min=0.0, max=math.pi, subtype="ANGLE",
+                               description="Largest twist about the bone axis")
+    cone_margin: FloatProperty(name="Margin", default=math.radians(2.0), min=0.0, max=0.5 * math.pi,
+                               subtype="ANGLE", description="Added to the fitted half-angles")
+    cone_length: FloatProperty(name="Display Length", default=0.0, min=0.0, unit="LENGTH",
+                               description="Length of the drawn cone (0: the bone's length)")
+
+
+classes = (SJ_Sample, SJ_BoneSettings)
+
+
+def register_properties():
+    bpy.types.PoseBone.spline_joints = PointerProperty(type=SJ_BoneSettings)
+
+
+def unregister_properties():
+    del bpy.types.PoseBone.spline_joints

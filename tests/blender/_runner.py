@@ -1,0 +1,63 @@
+"""Runs one step of the Blender tests in a fresh process with the PyPI ``bpy`` module.
+
+bpy is a process-wide singleton (one Main database, one set of registered classes), so every
+test runs its scenario in its own process: ``python _runner.py install ZIP OUT`` once per
+session, then ``python _runner.py run TEST_FILE FUNCTION KWARGS_JSON OUT`` per test.
+BLENDER_USER_RESOURCES must point at the sandbox before this script starts: Blender reads it
+when bpy is imported. The scenario's return value (JSON-serialisable) is written to OUT.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+
+MODULE = "bl_ext.user_default.spline_joints"
+
+
+def install(zip_path):
+    import bpy  # first: it puts Blender's own script modules (addon_utils) on sys.path
+    import addon_utils
+
+    user = os.environ["BLENDER_USER_RESOURCES"]
+    result = bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default",
+                                                      enable_on_install=True)
+    loaded_default, loaded_state = addon_utils.check(MODULE)
+    site = os.path.join(user, "extensions", ".local", "lib",
+                        f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
+    return {
+        "result": sorted(result),
+        "enabled": MODULE in bpy.context.preferences.addons,
+        "loaded": bool(loaded_state),
+        "extension_dir": os.path.join(user, "extensions", "user_default", "spline_joints"),
+        "scipy_unpacked": os.path.isdir(os.path.join(site, "scipy")),
+        "user_path": bpy.utils.resource_path("USER"),
+    }
+
+
+def run(test_file, function, kwargs):
+    import bpy
+
+    bpy.ops.preferences.addon_enable(module=MODULE)
+    if MODULE not in bpy.context.preferences.addons:
+        raise RuntimeError(f"{MODULE} could not be enabled")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(test_file)))  # for the scenes helper
+    spec = importlib.util.spec_from_file_location("scenario_module", test_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, function)(**kwargs)
+
+
+def main(argv):
+    if argv[0] == "install":
+        out, value = argv[2], install(argv[1])
+    elif argv[0] == "run":
+        out, value = argv[4], run(argv[1], argv[2], json.loads(argv[3]))
+    else:
+        raise SystemExit(f"unknown mode {argv[0]!r}: use 'install' or 'run'")
+    with open(out, "w") as fh:
+        json.dump(value, fh)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,61 @@
+"""Scenes built by the Blender tests (imported inside scenario functions, in Blender)."""
+
+import importlib
+
+import numpy as np
+
+ADDON = "bl_ext.user_default.spline_joints"
+
+
+def addon_module(name):
+    """A module of the installed extension, e.g. addon_module('addon.bridge')."""
+    return importlib.import_module(f"{ADDON}.{name}")
+
+
+def leg_armature(name="Leg"):
+    """Armature 'Leg': root bone 'thigh' and a disconnected child 'shin' (both with roll).
+
+    The armature object is moved, rotated and left in Pose Mode with 'shin' active, so tests
+    also check that the object's transform is ignored.
+    """
+    import bpy
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    data = bpy.data.armatures.new(name)
+    obj = bpy.data.objects.new(name, data)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.location = (0.4, -0.3, 0.2)
+    obj.rotation_euler = (0.1, 0.2, 0.3)
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    thigh = data.edit_bones.new("thigh")
+    thigh.head, thigh.tail, thigh.roll = (0.0, 0.0, 1.0), (0.0, 0.02, 0.55), 0.3
+    shin = data.edit_bones.new("shin")
+    shin.head, shin.tail, shin.roll = (0.01, 0.0, 0.5), (0.0, 0.03, 0.1), -0.2
+    shin.parent = thigh
+    shin.use_connect = False
+    bpy.ops.object.mode_set(mode="POSE")
+    data.bones.active = data.bones["shin"]
+    obj.pose.bones["shin"].rotation_mode = "XYZ"
+    bpy.context.view_layer.update()
+    return obj
+
+
+def pose_leg(obj, thigh_quat=(0.96, 0.2, 0.1, 0.15), shin_rot=(0.7, 0.05, -0.1), shin_loc=(0.003, -0.01, 0.002)):
+    import bpy
+
+    thigh = obj.pose.bones["thigh"]
+    thigh.rotation_mode = "QUATERNION"
+    q = np.array(thigh_quat) / np.linalg.norm(thigh_quat)
+    thigh.rotation_quaternion = q
+    shin = obj.pose.bones["shin"]
+    shin.rotation_euler = shin_rot
+    shin.location = shin_loc
+    bpy.context.view_layer.update()
+
+
+def expected_T_parent_child(obj, child="shin"):
+    """Child-in-parent pose computed with mathutils only (independent of the bridge)."""
+    pb = obj.pose.bones[child]
+    return np.array(pb.parent.matrix.inverted() @ pb.matrix)
