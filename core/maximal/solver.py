@@ -1,0 +1,200 @@
+"""The one constrained-system solver of the maximal-coordinate package.
+
+Every solver in :mod:`core.maximal` (Hakenberg skeletons, ArtiSynth-style couplings, Faure's
+assembly) reduces to the same mass-weighted projection (seed 004 eq. 13, seed 001 eq. 6):
+
+    A lam = b,   A = J M^-1 J^T,   dx = M^-1 J^T lam,
+
+with a sparse constraint Jacobian ``J: (m, n)`` and a sparse block-diagonal inverse mass
+``M^-1: (n, n)``. ``dx`` is the smallest correction in the kinetic-energy metric with
+``J dx = b``. The helpers below build ``J`` and ``M^-1`` for rigid bodies with array operations
+(no per-constraint Python loop) and apply rigid displacements.
+
+Rigid-body velocity layout used by the couplings and the assembly: per body six entries
+``[w; v]`` (angular first, project convention), ``w`` the angular velocity in world
+coordinates and ``v`` the velocity of the centre of mass in world coordinates. A body with
+zero inverse mass and zero inverse inertia does not move (a grounded or dragged target).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ..errors import InvalidInputError, SimulationError
+from ..lie import so3
+
+__all__ = ["ProjectionResult", "project", "world_inverse_mass", "rigid_jacobian",
+           "point_rows", "apply_displacement"]
+
+METHODS = ("cg", "direct", "lsqr")
+
+
+@dataclass(frozen=True)
+class ProjectionResult:
+    """Outcome of :func:`project`.
+
+    Attributes:
+        dx: ``(n,)`` correction ``M^-1 J^T lam``.
+        lam: ``(m,)`` multipliers.
+        iterations: iterations used by the linear solver (0 for ``direct``).
+        residual: ``|A lam - b|`` (Euclidean).
+        converged: False when the iteration cap stopped CG/LSQR before ``tol``.
+    """
+
+    dx: np.ndarray
+    lam: np.ndarray
+    iterations: int
+    residual: float
+    converged: bool
+
+
+def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=None):
+    """Solve ``(J M^-1 J^T) lam = b`` and return ``dx = M^-1 J^T lam`` (seed 004 eq. 13).
+
+    Args:
+        J: sparse or dense ``(m, n)`` constraint Jacobian.
+        minv: inverse mass, sparse/dense ``(n, n)`` or its diagonal ``(n,)``.
+        b: ``(m,)`` right-hand side (displacement, velocity or acceleration constraint).
+        method: ``"cg"`` (scipy conjugate gradients; handles the positive semidefinite
+            systems of redundant constraints when ``b`` is consistent), ``"direct"``
+            (sparse LU via ``spsolve``; needs full row rank) or ``"lsqr"`` (minimum-norm
+            least squares, the pseudoinverse solution of seed 001).
+        tol: relative tolerance for CG/LSQR.
+        maxiter: iteration cap for CG/LSQR (``None``: scipy's default); the seed 004 knob
+            that trades accuracy for speed.
+        x0: ``(m,)`` initial multipliers for CG.
+        J_force: optional ``(m, n)`` matrix whose transpose maps multipliers to generalized
+            forces when it differs from ``J`` (the skeleton's momentum-exact levers); the
+            system is then ``J M^-1 J_force^T`` (unsymmetric: use ``"direct"``/``"lsqr"``).
+    Returns:
+        :class:`ProjectionResult`.
+    """
+    if method not in METHODS:
+        raise InvalidInputError(f"project: method must be one of {METHODS}, got {method!r}")
+    J = sp.csr_matrix(J)
+    m, n = J.shape
+    Minv = sp.diags(np.asarray(minv, dtype=float)) if np.ndim(minv) == 1 else sp.csr_matrix(minv)
+    b = np.asarray(b, dtype=float).reshape(-1)
+    if Minv.shape != (n, n) or b.shape != (m,):
+        raise InvalidInputError(f"project: shapes disagree: J {J.shape}, M^-1 {Minv.shape}, "
+                                f"b {b.shape}; need J (m, n), M^-1 (n, n), b (m,)")
+    if not np.all(np.isfinite(b)):
+        raise InvalidInputError("project: b contains NaN or inf; check the constraint errors")
+    if m == 0 or not np.any(b):
+        return ProjectionResult(np.zeros(n), np.zeros(m), 0, 0.0, True)
+    Jf = J if J_force is None else sp.csr_matrix(J_force)
+    if Jf.shape != J.shape:
+        raise InvalidInputError(f"project: J_force {Jf.shape} must match J {J.shape}")
+    if J_force is not None and method == "cg":
+        raise InvalidInputError("project: J_force makes the system unsymmetric; "
+                                "use method='direct' or 'lsqr'")
+    MJt = Minv @ Jf.T
+    A = (J @ MJt).tocsr()
+    iterations = 0
+    converged = True
+    if method == "cg":
+        count = [0]
+
+        def _count(_xk):
+            count[0] += 1
+
+        lam, info = spla.cg(A, b, x0=x0, rtol=tol, atol=0.0, maxiter=maxiter, callback=_count)
+        iterations, converged = count[0], info == 0
+    elif method == "direct":
+        lam = spla.spsolve(A.tocsc(), b)
+        lam = np.atleast_1d(lam)
+    else:
+        out = spla.lsqr(A, b, atol=tol, btol=tol, iter_lim=maxiter)
+        lam, istop, iterations = out[0], out[1], out[2]
+        converged = istop in (1, 2, 4, 5) or (istop == 0)
+    if not np.all(np.isfinite(lam)):
+        raise SimulationError("project: the constraint system is singular (NaN multipliers); "
+                              "remove redundant constraints or use method='cg'/'lsqr'")
+    residual = float(np.linalg.norm(A @ lam - b))
+    return ProjectionResult(np.asarray(MJt @ lam).reshape(-1), lam, int(iterations), residual,
+                            bool(converged))
+
+
+def world_inverse_mass(R, inv_inertia_body, inv_mass):
+    """Sparse block-diagonal ``M^-1: (6N, 6N)`` for the ``[w; v]`` world layout.
+
+    Args:
+        R: ``(N, 3, 3)`` body orientations (body to world).
+        inv_inertia_body: ``(N, 3, 3)`` inverse inertia about the centre of mass, body axes.
+        inv_mass: ``(N,)`` inverse masses (0 for an immovable body).
+    Returns:
+        csr ``(6N, 6N)`` with blocks ``[[R I^-1 R^T, 0], [0, m^-1 1]]``.
+    """
+    R = np.asarray(R, dtype=float)
+    N = R.shape[0]
+    blocks = np.zeros((N, 6, 6))
+    blocks[:, :3, :3] = R @ np.asarray(inv_inertia_body, dtype=float) @ np.swapaxes(R, 1, 2)
+    blocks[:, 3:, 3:] = np.asarray(inv_mass, dtype=float)[:, None, None] * np.eye(3)
+    return block_diag(blocks)
+
+
+def block_diag(blocks):
+    """Sparse block diagonal from ``blocks: (N, k, k)`` without a Python loop."""
+    blocks = np.asarray(blocks, dtype=float)
+    N, k, _ = blocks.shape
+    base = (np.arange(N) * k)[:, None, None]
+    rows = np.broadcast_to(base + np.arange(k)[None, :, None], blocks.shape)
+    cols = np.broadcast_to(base + np.arange(k)[None, None, :], blocks.shape)
+    return sp.csr_matrix((blocks.ravel(), (rows.ravel(), cols.ravel())), shape=(N * k, N * k))
+
+
+def rigid_jacobian(body_a, rows_a, body_b, rows_b, nbodies):
+    """Sparse ``J: (m, 6 nbodies)`` from per-row 6-vectors acting on two bodies.
+
+    Row ``r`` reads ``rows_a[r] . u_{body_a[r]} + rows_b[r] . u_{body_b[r]}``; a body index
+    of ``-1`` means ground (its entries are dropped).
+
+    Args:
+        body_a, body_b: ``(m,)`` int body indices (``-1`` for ground).
+        rows_a, rows_b: ``(m, 6)`` row blocks in the ``[w; v]`` layout.
+        nbodies: number of bodies N.
+    """
+    body_a = np.asarray(body_a, dtype=int)
+    body_b = np.asarray(body_b, dtype=int)
+    m = body_a.shape[0]
+    r = np.repeat(np.arange(m), 6)
+    blocks = []
+    for body, vals in ((body_a, rows_a), (body_b, rows_b)):
+        vals = np.asarray(vals, dtype=float).reshape(m, 6)
+        c = (body[:, None] * 6 + np.arange(6)[None, :]).ravel()
+        keep = np.repeat(body >= 0, 6)
+        blocks.append((vals.ravel()[keep], r[keep], c[keep]))
+    data = np.concatenate([blk[0] for blk in blocks])
+    rr = np.concatenate([blk[1] for blk in blocks])
+    cc = np.concatenate([blk[2] for blk in blocks])
+    return sp.csr_matrix((data, (rr, cc)), shape=(m, 6 * nbodies))
+
+
+def point_rows(direction, point, com):
+    """Row blocks ``[r x d; d]`` so that ``row . [w; v] = d . (v + w x r)``, ``r = point - com``.
+
+    The velocity of a body point along ``direction``: ``direction, point, com: (m, 3) ->
+    (m, 6)``. With ``direction`` a moment axis instead, use ``[d; 0]``.
+    """
+    d = np.asarray(direction, dtype=float)
+    r = np.asarray(point, dtype=float) - np.asarray(com, dtype=float)
+    return np.concatenate([np.cross(r, d), d], axis=-1)
+
+
+def apply_displacement(p, R, dx, max_rotation=None):
+    """Move bodies by ``dx: (6N,)`` in the ``[w; v]`` world layout.
+
+    ``p: (N, 3)``, ``R: (N, 3, 3)``; rotation increments are applied on the left
+    (world axes): ``R <- exp(dtheta) R``. With ``max_rotation`` the rotation increment of a
+    body is truncated to that angle (seed 004 section 3.4: 0.8 rad); the translation is
+    scaled with it so the increment keeps its direction.
+    Returns new ``(p, R)``.
+    """
+    d = np.asarray(dx, dtype=float).reshape(-1, 6)
+    if max_rotation is not None:
+        ang = np.linalg.norm(d[:, :3], axis=1)
+        scale = np.where(ang > max_rotation, max_rotation / np.maximum(ang, 1e-300), 1.0)
+        d = d * scale[:, None]
+    return p + d[:, 3:], so3.exp(d[:, :3]) @ R
