@@ -1,9 +1,14 @@
 """Reference models: exact re-implementations of other programs' joint definitions.
 
 :mod:`.opensim` evaluates the OpenSim gait2392 knee and the Seth 2019 scapulothoracic joint
-from the data in :mod:`core.data`; they are the ground truth for fitting tests and demos.
+from the JSON files in ``core/data/``; they are the ground truth for fitting tests and demos.
+:mod:`.datasets` loads those files (``load``, ``coastlines``).
 """
 
+from .datasets import available, coastlines, load
 from .opensim import CustomJoint, KneeGait2392, ScapulothoracicSeth2019, SimmSpline, offset_frame
 
-__all__ = ["CustomJoint", "KneeGait2392", "ScapulothoracicSeth2019", "SimmSpline", "offset_frame"]
+__all__ = [
+    "available", "coastlines", "load",
+    "CustomJoint", "KneeGait2392", "ScapulothoracicSeth2019", "SimmSpline", "offset_frame",
+]

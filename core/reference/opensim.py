@@ -23,9 +23,9 @@ so the pose of the child body in the parent body is
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .. import data as _data
 from ..errors import InvalidInputError
 from ..lie import se3
+from . import datasets as _data
 
 __all__ = [
     "SimmSpline",

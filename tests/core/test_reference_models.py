@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
-from core import data
+from core.reference import datasets as data
 from core.errors import InvalidInputError
 from core.reference import KneeGait2392, ScapulothoracicSeth2019, SimmSpline, offset_frame
 
@@ -42,7 +42,7 @@ def _orthonormal(T):
 def test_data_copies_identical_to_shared(name):
     if not (SHARED / f"{name}.json").exists():
         pytest.skip("shared/data is not beside this checkout")
-    ours = Path(data.__file__).parent / f"{name}.json"
+    ours = data.DATA_DIR / f"{name}.json"
     assert ours.read_bytes() == (SHARED / f"{name}.json").read_bytes()
 
 
