@@ -696,6 +696,10 @@ def _ellipse_frame(axis, ref_axis):
     return p, u, np.cross(p, u)
 
 
+#: below this x^2 + y^2 the swing is treated as exactly pi (p' = -p) by the elliptic cone
+_ANTIPODE_RHO2 = 1e-28
+
+
 def _elliptic_parts(r, axis, ref_axis, half_angle_1, half_angle_2):
     r = _vec(r, "r")
     p, u, w = _ellipse_frame(axis, ref_axis)
@@ -723,24 +727,24 @@ def elliptic_cone_value(r, axis, ref_axis, half_angle_1, half_angle_2):
             orthogonal to p and normalized).
         half_angle_1, half_angle_2: in (0, pi] radians.
     Returns: (...).
-    At s = pi exactly (p' = -p) the tilt direction is undefined and the value returned is
-    the most negative one, ``1 - 1/min(A, B)``.
+    At the antipode (p' = -p to within 1e-14, i.e. ``x^2 + y^2 <= 1e-28``) the tilt direction
+    is undefined and the value returned is the most negative one, ``1 - 1/min(A, B)``.
     """
     x, y, z, A, B, *_ = _elliptic_parts(r, axis, ref_axis, half_angle_1, half_angle_2)
     N = x * x / A + y * y / B
     rho2 = x * x + y * y
     front = z >= 0.0
     g_front = 1.0 - N / (2.0 * (1.0 + np.where(front, z, 0.0)))
-    safe = np.where(rho2 > 0.0, rho2, 1.0)
-    g_back = np.where(rho2 > 0.0, 1.0 - (1.0 - z) * N / (2.0 * safe), 1.0 - 1.0 / min(A, B))
+    ok = rho2 > _ANTIPODE_RHO2
+    safe = np.where(ok, rho2, 1.0)
+    g_back = np.where(ok, 1.0 - (1.0 - z) * N / (2.0 * safe), 1.0 - 1.0 / min(A, B))
     return np.where(front, g_front, g_back)
 
 
 def elliptic_cone_gradient(r, axis, ref_axis, half_angle_1, half_angle_2):
     """Gradient of :func:`elliptic_cone_value` with respect to r: ``(..., 3)``.
 
-    ``grad = J_b^T (p x (R^T dg/dp'))`` (the chain rule of eqs. 53-58). Zero at s = pi
-    exactly (where the value has its minimum over the tilt circle, as eq. 58 is for the
+    ``grad = J_b^T (p x (R^T dg/dp'))`` (the chain rule of eqs. 53-58). Zero at the antipode (where the value has its minimum over the tilt circle, as eq. 58 is for the
     circular cone).
     """
     x, y, z, A, B, u, w, p, chain = _elliptic_parts(r, axis, ref_axis, half_angle_1,
@@ -750,7 +754,7 @@ def elliptic_cone_gradient(r, axis, ref_axis, half_angle_1, half_angle_2):
     front = z >= 0.0
     D = 2.0 * (1.0 + np.where(front, z, 0.0))
     gx_f, gy_f, gz_f = -2.0 * x / (A * D), -2.0 * y / (B * D), 2.0 * N / (D * D)
-    ok = rho2 > 0.0
+    ok = rho2 > _ANTIPODE_RHO2
     safe = np.where(ok, rho2, 1.0)
     k = np.where(ok, (1.0 - z) / safe, 0.0)
     gx_b = -k * x * (1.0 / A - N / safe)
@@ -769,8 +773,8 @@ def _twist_parts(r, axis):
     W = np.cos(0.5 * th)
     rp = _dot(r, p)
     Y = sh * rp
-    den = W * W + Y * Y
-    if np.any(den == 0.0):
+    den = W * W + Y * Y  # = cos^2(swing / 2)
+    if np.any(den < 1e-24):
         raise InvalidInputError(
             "twist_angle: the twist about the axis is undefined when the swing is exactly pi "
             "(rotation by pi about an axis orthogonal to the cone axis); limit the swing first")
@@ -784,7 +788,8 @@ def twist_angle(r, axis):
     an axis orthogonal to p. From the unit quaternion ``(cos(theta/2), sin(theta/2)/theta r)``
     (sign chosen with non-negative scalar part): ``tau = 2 atan2(sin(theta/2)/theta <r, p>,
     cos(theta/2))``. ``r: (..., 3), axis: (3,) -> (...)``.
-    Raises InvalidInputError where the swing is exactly pi (tau undefined).
+    Raises InvalidInputError where the swing is pi to within 2e-12 rad (tau undefined; the
+    gradient grows like 1/cos(swing/2)).
     """
     r, p, th, t, sh, W, Y, rp, den = _twist_parts(r, axis)
     sgn = np.where(W < 0.0, -1.0, 1.0)
