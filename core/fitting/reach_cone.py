@@ -128,7 +128,7 @@ def _max_product(a, b, lo=1.0, hi=1e8):
             cand.append((0.5 / ak, 0.5 / bk))
     i, j = np.triu_indices(len(a), k=1)  # vertices: pairs of edges
     det = a[i] * b[j] - a[j] * b[i]
-    ok = np.abs(det) > 1e-15
+    ok = det != 0.0
     X = (b[j][ok] - b[i][ok]) / det[ok]
     Y = (a[i][ok] - a[j][ok]) / det[ok]
     cand += list(zip(X, Y))
