@@ -1,0 +1,356 @@
+"""Fitting 1-DOF spline curve joints to sampled poses (seed 000 sections 6.1-6.3).
+
+The spline curve joint (eqs. 21-24) is ``G(q) = G_{i0} prod_{l=1}^{k-1} exp(Bc_{i0+l}(q) z_{i0+l})``
+on the knot span ``[t_mu, t_mu+1)``, ``i0 = mu - k + 1``, with control frames ``G_i``, their
+relative twists ``z_i = log(G_{i-1}^-1 G_i)`` and the cumulative basis ``Bc`` (eq. 22).
+
+Data fitting (eqs. 31-36). Each iteration moves every control frame by a body twist,
+``G_i <- G_i exp(u_i)``, and linearizes the pose at every sample: ``G(q_s) <- G(q_s) exp(M_s u)``
+with ``u = (u_0, ..., u_{n-1})``. The printed eqs. 33-34 are rebuilt here from eq. 24 exactly:
+with ``x_l = Bc_{i0+l} z_{i0+l}``, ``T_l = exp(x_{l+1}) ... exp(x_{k-1})`` (``T_{k-1} = I``),
+
+    dz_i   = Jr(z_i)^-1 (u_i - Ad_{exp(-z_i)} u_{i-1})                        (eq. 33, exact)
+    M_s u  = Ad_{T_0^-1} u_{i0} + sum_l Ad_{T_l^-1} Jr(x_l) Bc_{i0+l} dz_{i0+l}   (eq. 34)
+
+Setting the Jacobians ``Jr`` to the identity gives the paper's approximation, in which the
+blocks collapse to the regular B-spline weights ``B_j Ad_{T_j^-1}`` of eq. 34. The desired
+velocities are ``u_d = log(G(q_s)^-1 G_s)`` (eq. 36) and, since ``exp(-d) exp(r) =
+exp(r - Jl(r)^-1 d)``, the rows are premultiplied by ``Jl(r_s)^-1`` (the identity for small
+residuals). The normal equations of ``M u = u_d`` (eq. 35) in the metric are block banded
+(bandwidth ``6k``) and solved with :func:`scipy.linalg.solveh_banded`, with Levenberg-Marquardt
+damping: a step is kept only if the objective decreases, so the trace never increases.
+
+Smoothing (eqs. 37-43). The joint Hessian ``h(q) = dS/dq`` (a twist for 1 DOF) is computed
+analytically from the same product, and the combined objective
+``(1 - w) mean ||u_d||^2 + w mean ||h||^2`` is minimized; ``N`` (eq. 42), the map from control
+frame velocities to ``h_dot``, is obtained by central differences in the control frames (the
+paper notes numerical differentiation is simple and effective here) and the target rate is
+``h_dot_d = -c h`` (eq. 43).
+"""
+
+import numpy as np
+from scipy.linalg import solveh_banded
+
+from .. import bspline
+from ..errors import InvalidInputError
+from ..lie import se3, so3
+from .metric import DEFAULT_LENGTH_SCALE, SE3Metric
+from .report import FitResult, make_report
+from .samples import JointSamples
+
+__all__ = ["fit_spline_curve", "curve_terms", "initial_frames", "fit_knots", "adaptive_knots"]
+
+_FD_STEP = 1e-6
+
+
+def fit_knots(q_min, q_max, n_frames, order):
+    """Uniform knot vector ``(n_frames + order,)`` whose domain is exactly ``[q_min, q_max]``."""
+    spacing = (q_max - q_min) / (n_frames - order + 1)
+    return bspline.uniform_knots(n_frames, order, start=q_min, spacing=spacing)
+
+
+def curve_terms(frames, knots, order, qs, hessian=False, blocks=True):
+    """Poses, the eq. 34 Jacobian blocks and (optionally) the joint Hessian at many ``qs``.
+
+    frames: (n, 4, 4) control frames; knots: (n + k,); qs: (N,) inside the domain.
+    Returns dict: ``G`` (N, 4, 4); ``i0`` (N,) first active control frame; ``C`` (N, k, 6, 6)
+    with ``C[s, l]`` the block of ``u_{i0+l}`` in ``M_s`` (omitted unless ``blocks``); if
+    ``hessian``: ``S`` (N, 6) the joint Jacobian (eq. 27) and ``h`` (N, 6) its derivative
+    ``dS/dq``.
+    """
+    k = order
+    n = frames.shape[0]
+    z = np.zeros((n, 6))
+    z[1:] = se3.log(se3.inv(frames[:-1]) @ frames[1:])
+    span = bspline.find_span(knots, k, qs)
+    cb = bspline.cumulative_basis(knots, k, qs, nderiv=2 if hessian else 0)
+    N = qs.shape[0]
+    i0 = span - k + 1
+    rows = np.arange(N)
+    idx = i0[:, None] + np.arange(1, k)[None, :]  # (N, k-1)
+    b = cb[0][rows[:, None], idx]  # (N, k-1)
+    zl = z[idx]  # (N, k-1, 6)
+    x = b[..., None] * zl
+    E = se3.exp(x)  # (N, k-1, 4, 4)
+    tails = [np.broadcast_to(np.eye(4), (N, 4, 4))]
+    for l in range(k - 1, 0, -1):  # T_{l-1} = exp(x_l) T_l
+        tails.append(E[:, l - 1] @ tails[-1])
+    tails = np.stack(tails[::-1], axis=1)  # (N, k, 4, 4): tails[:, l] = T_l
+    G = frames[i0] @ tails[:, 0]
+    AdTi = se3.Ad_inv(tails)  # (N, k, 6, 6)
+    out = {"G": G, "i0": i0}
+    if blocks:
+        Jinv_z = se3.right_jacobian_inv(z[1:])  # (n-1, 6, 6)
+        Ad_ez = se3.Ad_inv(np.concatenate([np.eye(4)[None], se3.exp(z[1:])]))  # (n, 6, 6)
+        A = AdTi[:, 1:] @ se3.right_jacobian(x) * b[..., None, None] @ Jinv_z[idx - 1]
+        C = np.empty((N, k, 6, 6))
+        C[:, 0] = AdTi[:, 0]
+        C[:, 1:] = A
+        C[:, :-1] -= A @ Ad_ez[idx]
+        out["C"] = C
+    if hessian:
+        db = cb[1][rows[:, None], idx]
+        d2b = cb[2][rows[:, None], idx]
+        sigma = np.einsum("nlij,nlj->nli", AdTi[:, 1:], zl)  # Ad_{T_l^-1} z_l
+        vel = sigma * db[..., None]
+        # V_l = sum_{m > l} sigma_m b'_m: body velocity of T_l
+        V = np.cumsum(vel[:, ::-1], axis=1)[:, ::-1] - vel
+        h = np.einsum("nl,nli->ni", d2b, sigma) + np.einsum(
+            "nl,nlij,nlj->ni", db, se3.ad(sigma), V)
+        out["S"] = vel.sum(axis=1)
+        out["h"] = h
+    return out
+
+
+def adaptive_knots(qs, poses, n_frames, order, length_scale, floor=0.2):
+    """Knots ``(n_frames + order,)`` with the domain ``[qs[0], qs[-1]]`` whose interior knots
+    equidistribute ``|f^(4)|^(1/4)`` of the sampled motion (de Boor's knot placement for cubic
+    approximation; the spacing stays within about ``1/floor`` of uniform).
+
+    The motion is read as a Euclidean curve ``f(q) = [L log(R_ref^T R(q)); p(q)]`` (metres, the
+    metric's weighting), fitted by least squares with twice as many uniform spans; the jumps of
+    its third derivative at the knots estimate ``f^(4)``. qs: (N,) ascending; poses (N, 4, 4).
+    """
+    k = order
+    ref = poses[poses.shape[0] // 2, :3, :3]
+    y = np.concatenate([length_scale * so3.log(ref.T @ poses[:, :3, :3]), poses[:, :3, 3]],
+                       axis=1)
+    m = min(max(2 * n_frames, 2 * k), max(qs.size - 1, k))
+    t = bspline.clamped_knots(m, k, qs[0], qs[-1])
+    B = bspline.basis_matrix(t, k, qs)[0]
+    coef = np.linalg.lstsq(B, y, rcond=None)[0]
+    edges = t[k - 1:m + 1]
+    width = np.diff(edges)
+    mids = 0.5 * (edges[:-1] + edges[1:])
+    d3 = bspline.basis_matrix(t, k, mids, nderiv=k - 1)[k - 1] @ coef  # (spans, 6)
+    jumps = np.linalg.norm(np.diff(d3, axis=0), axis=1) / (0.5 * (width[:-1] + width[1:]))
+    f4 = np.zeros(width.size)
+    f4[:-1] += 0.5 * jumps
+    f4[1:] += 0.5 * jumps
+    rho = f4 ** 0.25
+    mean = np.sum(rho * width) / np.sum(width)
+    if not mean > 0.0:
+        return fit_knots(qs[0], qs[-1], n_frames, k)
+    rho = np.maximum(rho, floor * mean)
+    cum = np.concatenate([[0.0], np.cumsum(rho * width)])
+    inner = np.interp(np.linspace(0.0, cum[-1], n_frames - k + 2), cum, edges)
+    inner[0], inner[-1] = qs[0], qs[-1]
+    d0, d1 = inner[1] - inner[0], inner[-1] - inner[-2]
+    return np.concatenate([inner[0] - d0 * np.arange(k - 1, 0, -1), inner,
+                           inner[-1] + d1 * np.arange(1, k)])
+
+
+def initial_frames(samples_q, poses, knots, order):
+    """Starting control frames: the sampled motion, interpolated (and extrapolated) along
+    geodesics between neighbouring samples, at the Greville abscissae of the knots.
+
+    samples_q: (N,) sorted ascending; poses: (N, 4, 4); knots: (n + k,). Returns (n, 4, 4).
+    """
+    k = order
+    n = knots.size - k
+    grev = np.array([knots[i + 1:i + k].mean() for i in range(n)])
+    j = np.clip(np.searchsorted(samples_q, grev) - 1, 0, samples_q.size - 2)
+    s = (grev - samples_q[j]) / (samples_q[j + 1] - samples_q[j])
+    rel = se3.log(se3.inv(poses[j]) @ poses[j + 1])
+    return poses[j] @ se3.exp(s[:, None] * rel)
+
+
+def _normal_equations(J, i0, weights, n, k):
+    """Dense ``sum_s w_s J_s^T J_s`` for per-sample rows ``J: (N, m, 6k)`` placed at columns
+    ``6 i0 .. 6 (i0 + k)``; returns (6n, 6n)."""
+    A = np.zeros((6 * n, 6 * n))
+    blocks = np.matmul(np.swapaxes(J, 1, 2) * weights[:, None, None], J)
+    for start in np.unique(i0):
+        sel = i0 == start
+        c = slice(6 * start, 6 * (start + k))
+        A[c, c] += blocks[sel].sum(axis=0)
+    return A
+
+
+def _solve_banded(A, g, bandwidth):
+    """Solve the symmetric positive definite banded system ``A x = g`` (upper band storage)."""
+    m = A.shape[0]
+    u = min(bandwidth, m - 1)
+    ab = np.zeros((u + 1, m))
+    for d in range(u + 1):
+        ab[u - d, d:] = np.diagonal(A, d)
+    return solveh_banded(ab, g, lower=False, check_finite=False)
+
+
+class _CurveProblem:
+    """The objective ``(1 - w) sum_s omega_s ||r_s||^2 / sum omega + w mean_s ||h_s||^2``
+    (norms in the metric) and its Gauss-Newton model around given control frames."""
+
+    def __init__(self, qs, targets, weights, knots, order, metric, smoothing, rate):
+        self.qs, self.targets, self.knots, self.k = qs, targets, knots, order
+        self.omega = weights / weights.sum()
+        self.metric = metric
+        self.w = smoothing
+        self.rate = rate
+        self.sw = metric.sqrt_weights
+
+    def evaluate(self, frames, linearize):
+        smooth = self.w > 0.0
+        t = curve_terms(frames, self.knots, self.k, self.qs, hessian=smooth, blocks=linearize)
+        r = self.metric.residuals(t["G"], self.targets)
+        F = (1.0 - self.w) * np.sum(self.omega * np.sum((r * self.sw) ** 2, axis=1))
+        if smooth:
+            F += self.w * np.mean(np.sum((t["h"] * self.sw) ** 2, axis=1))
+        if not linearize:
+            return F, t
+        n, k = frames.shape[0], self.k
+        J = -se3.left_jacobian_inv(r) @ t["C"].transpose(0, 2, 1, 3).reshape(-1, 6, 6 * k)
+        J = J * self.sw[None, :, None]
+        rw = r * self.sw
+        A = (1.0 - self.w) * _normal_equations(J, t["i0"], self.omega, n, k)
+        g = np.zeros(6 * n)
+        contrib = (1.0 - self.w) * np.einsum("s,sai,sa->si", self.omega, J, rw)
+        for l in range(6 * k):
+            np.add.at(g, 6 * t["i0"] + l, contrib[:, l])
+        if smooth:
+            Nh = self._hessian_jacobian(frames, t["i0"]) * self.sw[None, :, None]  # (N, 6, 6n)
+            hw = t["h"] * self.sw
+            wn = self.w / self.qs.size
+            A += wn * np.einsum("sai,saj->ij", Nh, Nh)
+            # h_dot_d = -c h (eq. 43): the rows ask N u = -c h
+            g += wn * self.rate * np.einsum("sai,sa->i", Nh, hw)
+        return F, t, A, g  # step solves A u = -g
+
+    def _hessian_jacobian(self, frames, i0):
+        """``N`` of eq. 42: d h(q_s) / d u_i by central differences, (N, 6, 6n); only the
+        samples whose span uses control frame i (``i0 <= i < i0 + k``) are re-evaluated."""
+        n = frames.shape[0]
+        Nh = np.zeros((self.qs.size, 6, 6 * n))
+        steps = se3.exp(np.concatenate([np.eye(6), -np.eye(6)]) * _FD_STEP)  # (12, 4, 4)
+        for i in range(n):
+            sel = np.flatnonzero((i0 <= i) & (i < i0 + self.k))
+            if sel.size == 0:
+                continue
+            f = np.broadcast_to(frames, (12,) + frames.shape).copy()
+            f[:, i] = frames[i] @ steps
+            for d in range(6):
+                hp = curve_terms(f[d], self.knots, self.k, self.qs[sel], True, False)["h"]
+                hm = curve_terms(f[d + 6], self.knots, self.k, self.qs[sel], True, False)["h"]
+                Nh[sel, :, 6 * i + d] = (hp - hm) / (2.0 * _FD_STEP)
+        return Nh
+
+
+def _levenberg_marquardt(problem, frames, max_iterations, tol, bandwidth):
+    """Damped Gauss-Newton over control frames; returns frames, status, iterations, trace."""
+    lam = 1e-6
+    F, _, A, g = problem.evaluate(frames, True)
+    trace = [F]
+    if not np.isfinite(F):
+        return frames, "diverged", 0, trace
+    it = 0
+    status = "max_iterations"
+    while it < max_iterations:
+        it += 1
+        diag = np.diag(A).copy()
+        floor = 1e-12 * max(diag.max(), 1e-300)
+        damped = A + np.diag(lam * (diag + floor) + floor)
+        try:
+            step = -_solve_banded(damped, g, bandwidth)
+        except np.linalg.LinAlgError:
+            lam *= 10.0
+            continue
+        cand = frames @ se3.exp(step.reshape(-1, 6))
+        F_new, _ = problem.evaluate(cand, False)
+        if np.isfinite(F_new) and F_new < F:
+            decrease = F - F_new
+            frames, F = cand, F_new
+            trace.append(F)
+            lam = max(lam / 5.0, 1e-12)
+            if decrease <= tol * F or np.abs(step).max() < 1e-13 or F < 1e-28:
+                status = "converged"
+                break
+            F, _, A, g = problem.evaluate(frames, True)
+        else:
+            lam *= 8.0
+            if lam > 1e12:
+                # no descent left along any damped direction: stationary to round-off
+                gnorm = np.linalg.norm(g)
+                status = "converged" if gnorm <= 1e-8 * max(F, 1e-300) ** 0.5 or F < 1e-20 \
+                    else "diverged"
+                break
+    return frames, status, it, trace
+
+
+def fit_spline_curve(samples, n_frames=8, order=4, smoothing=0.0,
+                     length_scale=DEFAULT_LENGTH_SCALE, hessian_rate=1.0, knots="adaptive",
+                     max_iterations=50, tol=1e-10):
+    """Fit a 1-DOF spline curve joint to samples (seed 000 sections 6.1-6.3).
+
+    Args:
+        samples: :class:`JointSamples` (or an (N, 4, 4) array of ordered poses). With
+            coordinates, the joint's coordinate is the sample coordinate; without, the poses
+            are parameterized naturally (section 6.1) with the metric's length scale.
+        n_frames: number of control frames n (>= order); more than needed is allowed.
+        order: spline order k (4 = cubic, C2).
+        smoothing: Hessian weight w in [0, 1) (eq. 43); 0 fits the data only.
+        length_scale: metres of translation weighed like one radian of rotation (:class:`SE3Metric`).
+        hessian_rate: c in ``h_dot_d = -c h``, 0 < c <= 1.
+        knots: "adaptive" (default: :func:`adaptive_knots`, denser where the motion bends),
+            "uniform" (:func:`fit_knots`), or a full knot vector ``(n_frames + order,)``
+            whose domain contains the sample coordinates. The domain of the first two is the
+            sample range.
+        max_iterations: cap on solver iterations; tol: relative objective decrease to stop.
+
+    Returns :class:`FitResult` with ``joint`` (a SplineCurveJoint) and ``report``
+    (:class:`FitReport`; ``report.status`` says whether it converged).
+    """
+    from ..joints.spline_curve import SplineCurveJoint
+
+    if not isinstance(samples, JointSamples):
+        samples = JointSamples(samples)
+    if samples.n_coordinates != 1:
+        raise InvalidInputError(f"fit_spline_curve fits 1-DOF joints; the samples have "
+                                f"{samples.n_coordinates} coordinates: use fit_spline_surface")
+    k = int(order)
+    if k < 2:
+        raise InvalidInputError(f"order must be >= 2 (4 = cubic), got {order}")
+    n = int(n_frames)
+    if n < k:
+        raise InvalidInputError(f"n_frames ({n}) must be at least the order ({k})")
+    if not (0.0 <= float(smoothing) < 1.0):
+        raise InvalidInputError(f"smoothing must be in [0, 1), got {smoothing}")
+    if not (0.0 < float(hessian_rate) <= 1.0):
+        raise InvalidInputError(f"hessian_rate must be in (0, 1], got {hessian_rate}")
+    if int(max_iterations) < 1:
+        raise InvalidInputError(f"max_iterations must be >= 1, got {max_iterations}")
+    samples.require(k, f"an order-{k} spline")
+    metric = SE3Metric(length_scale)
+    qs = samples.q[:, 0] if samples.q is not None else samples.natural_parameters(length_scale)
+    order_idx = np.argsort(qs, kind="stable")
+    qs, poses, weights = qs[order_idx], samples.poses[order_idx], samples.weights[order_idx]
+    if isinstance(knots, str) and knots == "adaptive":
+        knots = adaptive_knots(qs, poses, n, k, metric.length_scale)
+    elif isinstance(knots, str) and knots == "uniform":
+        knots = fit_knots(qs[0], qs[-1], n, k)
+    elif isinstance(knots, str):
+        raise InvalidInputError(f"knots must be 'adaptive', 'uniform' or an array, got {knots!r}")
+    else:
+        knots = bspline.check_knots(knots, k)
+        if knots.size != n + k:
+            raise InvalidInputError(f"knots must have n_frames + order = {n + k} entries, "
+                                    f"got {knots.size}")
+        lo, hi = bspline.domain(knots, k)
+        if qs[0] < lo or qs[-1] > hi:
+            raise InvalidInputError(f"the sample coordinates [{qs[0]:.6g}, {qs[-1]:.6g}] leave "
+                                    f"the knots' domain [{lo:.6g}, {hi:.6g}]; widen the knots")
+    frames = initial_frames(qs, poses, knots, k)
+    problem = _CurveProblem(qs, poses, weights, knots, k, metric, float(smoothing),
+                            float(hessian_rate))
+    frames, status, iterations, trace = _levenberg_marquardt(
+        problem, frames, int(max_iterations), float(tol), 6 * k - 1)
+    t = curve_terms(frames, knots, k, qs, hessian=True)
+    hnorm = float(np.mean(metric.norm(t["h"])))
+    inverse = np.empty_like(order_idx)
+    inverse[order_idx] = np.arange(order_idx.size)
+    report = make_report(
+        t["G"][inverse], poses[inverse], status=status, iterations=iterations, trace=trace,
+        method="curve", length_scale=metric.length_scale, smoothing=float(smoothing),
+        mean_hessian_norm=hnorm,
+        message=f"{n} control frames, order {k}: {status} after {iterations} iterations")
+    joint = SplineCurveJoint(frames, knots=knots, order=k)
+    return FitResult(joint=joint, report=report)

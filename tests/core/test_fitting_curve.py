@@ -1,0 +1,159 @@
+"""Spline curve fitting (seed 000 sections 6.1-6.3) on the gait2392 knee."""
+
+import numpy as np
+import pytest
+
+from core.errors import InvalidInputError
+from core.fitting.curve import adaptive_knots, curve_terms, fit_knots, fit_spline_curve
+from core.fitting.metric import pose_errors
+from core.fitting.samples import JointSamples
+from core.joints.spline_curve import SplineCurveJoint
+from core.lie import se3
+from core.reference.opensim import KneeGait2392
+
+
+@pytest.fixture(scope="module")
+def knee():
+    ref = KneeGait2392()
+    d = ref.samples()
+    return ref, d["q"], d["T_femur_tibia"]
+
+
+def _random_curve(seed, n=7, k=4):
+    rng = np.random.default_rng(seed)
+    steps = rng.normal(size=(n - 1, 6)) * np.array([0.4, 0.4, 0.4, 0.05, 0.05, 0.05])
+    frames = [se3.exp(rng.normal(size=6) * 0.5)]
+    for s in steps:
+        frames.append(frames[-1] @ se3.exp(s))
+    knots = np.cumsum(rng.uniform(0.3, 1.0, size=n + k)) - 1.0
+    return np.array(frames), knots
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_jacobian_blocks_match_finite_differences(seed):
+    """M_s u (eq. 34, rebuilt exactly from eq. 24) against central differences."""
+    k = 4
+    frames, knots = _random_curve(seed)
+    rng = np.random.default_rng(100 + seed)
+    lo, hi = knots[k - 1], knots[frames.shape[0]]
+    qs = np.concatenate([rng.uniform(lo, hi, 20), [lo, hi - 1e-9, knots[k + 1]]])
+    t = curve_terms(frames, knots, k, qs)
+    u = rng.normal(size=(frames.shape[0], 6))
+    eps = 1e-6
+    Gp = curve_terms(frames @ se3.exp(eps * u), knots, k, qs, blocks=False)["G"]
+    Gm = curve_terms(frames @ se3.exp(-eps * u), knots, k, qs, blocks=False)["G"]
+    fd = (se3.log(se3.inv(t["G"]) @ Gp) - se3.log(se3.inv(t["G"]) @ Gm)) / (2 * eps)
+    idx = t["i0"][:, None] + np.arange(k)
+    analytic = np.einsum("slij,slj->si", t["C"], u[idx])
+    np.testing.assert_allclose(analytic, fd, atol=1e-7)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_pose_jacobian_and_hessian_match_spline_curve_joint(seed):
+    k = 4
+    frames, knots = _random_curve(seed)
+    joint = SplineCurveJoint(frames, knots=knots, order=k)
+    qs = np.linspace(knots[k - 1], knots[frames.shape[0]], 17)
+    t = curve_terms(frames, knots, k, qs, hessian=True)
+    np.testing.assert_allclose(t["G"], joint.transforms(qs), atol=1e-12)
+    for s, q in enumerate(qs):
+        _, S, H = joint.evaluate(q)
+        np.testing.assert_allclose(t["S"][s], S[:, 0], atol=1e-11)
+        np.testing.assert_allclose(t["h"][s], H[0, :, 0], atol=1e-10)
+    # h = dS/dq by central differences at interior points
+    eps = 1e-6
+    inner = qs[1:-1]
+    fd = (curve_terms(frames, knots, k, inner + eps, hessian=True)["S"]
+          - curve_terms(frames, knots, k, inner - eps, hessian=True)["S"]) / (2 * eps)
+    np.testing.assert_allclose(curve_terms(frames, knots, k, inner, hessian=True)["h"], fd,
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("n_frames", [8, 9, 10])
+def test_knee_fit_meets_accuracy(knee, n_frames):
+    ref, q, G = knee
+    res = fit_spline_curve(JointSamples(G, q), n_frames=n_frames)
+    rep = res.report
+    assert rep.status == "converged", rep.message
+    assert rep.rms_position_mm <= 0.05 and rep.rms_rotation_deg <= 0.05
+    assert np.all(np.diff(rep.objective_trace) <= 0.0)
+    assert len(rep.objective_trace) >= 2 and rep.iterations >= 1
+    assert isinstance(res.joint, SplineCurveJoint) and len(res.joint.control_frames) == n_frames
+    # the returned joint reproduces the report and generalizes between the 1-degree samples
+    pos, rot = pose_errors(res.joint.transforms(q), G)
+    np.testing.assert_allclose(pos, rep.position_residuals_mm, atol=1e-9)
+    dense = np.linspace(*ref.range, 997)
+    pos, rot = pose_errors(res.joint.transforms(dense), ref.poses(dense))
+    assert np.sqrt(np.mean(pos ** 2)) <= 0.06 and np.sqrt(np.mean(rot ** 2)) <= 0.05
+    np.testing.assert_allclose([res.joint.lower[0], res.joint.upper[0]], ref.range, atol=1e-12)
+
+
+def test_knee_fit_without_coordinates_uses_natural_parameterization(knee):
+    _, q, G = knee
+    res = fit_spline_curve(JointSamples(G), n_frames=8, length_scale=0.1)
+    assert res.report.rms_position_mm <= 0.05 and res.report.rms_rotation_deg <= 0.05
+    assert res.joint.lower[0] == 0.0
+    # natural parameter ~ arc length in the metric: |S| close to 1 across the range
+    qs = np.linspace(res.joint.lower[0], res.joint.upper[0], 50)
+    S = curve_terms(res.joint.control_frames, res.joint.knots, 4, qs, hessian=True)["S"]
+    speed = np.sqrt(0.01 * np.sum(S[:, :3] ** 2, axis=1) + np.sum(S[:, 3:] ** 2, axis=1))
+    np.testing.assert_allclose(speed, 1.0, atol=0.05)
+
+
+def test_uniform_knots_and_explicit_knots(knee):
+    _, q, G = knee
+    s = JointSamples(G, q)
+    kn = fit_knots(q[0], q[-1], 10, 4)
+    a = fit_spline_curve(s, n_frames=10, knots="uniform")
+    b = fit_spline_curve(s, n_frames=10, knots=kn)
+    np.testing.assert_allclose(a.joint.knots, kn)
+    np.testing.assert_allclose(a.report.rms_position_mm, b.report.rms_position_mm, rtol=1e-9)
+    assert a.report.rms_position_mm <= 0.05
+    ak = adaptive_knots(q, G, 8, 4, 0.1)
+    assert ak.size == 12 and ak[3] == q[0] and ak[8] == q[-1] and np.all(np.diff(ak) > 0)
+
+
+def _noisy_knee(q, G, seed=7, sigma_mm=0.5, sigma_deg=0.5):
+    rng = np.random.default_rng(seed)
+    N = q.size
+    w = rng.normal(size=(N, 3)) * np.radians(sigma_deg) / np.sqrt(3)
+    p = rng.normal(size=(N, 3)) * 1e-3 * sigma_mm / np.sqrt(3)
+    Gn = G @ se3.exp(np.concatenate([w, np.zeros((N, 3))], axis=1))
+    Gn[:, :3, 3] += p
+    return JointSamples(Gn, q)
+
+
+def test_smoothing_halves_hessian_and_keeps_residual(knee):
+    _, q, G = knee
+    s = _noisy_knee(q, G)
+    plain = fit_spline_curve(s, n_frames=10)
+    smooth = fit_spline_curve(s, n_frames=10, smoothing=1e-3)
+    assert smooth.report.mean_hessian_norm <= 0.5 * plain.report.mean_hessian_norm
+    assert smooth.report.rms_position_mm <= 1.5 * 0.5
+    assert smooth.report.rms_rotation_deg <= 1.5 * 0.5
+    assert np.all(np.diff(smooth.report.objective_trace) <= 0.0)
+    assert smooth.report.smoothing == 1e-3
+
+
+def test_non_convergence_is_a_status(knee):
+    _, q, G = knee
+    res = fit_spline_curve(JointSamples(G, q), n_frames=8, max_iterations=1)
+    assert res.report.status == "max_iterations"
+    assert res.report.iterations == 1
+
+
+def test_bad_arguments_raise(knee):
+    _, q, G = knee
+    s = JointSamples(G, q)
+    with pytest.raises(InvalidInputError, match="smoothing"):
+        fit_spline_curve(s, smoothing=1.0)
+    with pytest.raises(InvalidInputError, match="n_frames"):
+        fit_spline_curve(s, n_frames=3)
+    with pytest.raises(InvalidInputError, match="knots"):
+        fit_spline_curve(s, knots="cubic")
+    with pytest.raises(InvalidInputError, match="domain"):
+        fit_spline_curve(s, n_frames=8, knots=fit_knots(q[0] + 0.1, q[-1], 8, 4))
+    with pytest.raises(InvalidInputError, match="2 coordinates"):
+        fit_spline_curve(JointSamples(G[:10], np.c_[q[:10], q[:10]]))
+    with pytest.raises(InvalidInputError, match="at least 4 distinct"):
+        fit_spline_curve(JointSamples(G[:3], q[:3]), n_frames=4)
