@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import linprog, minimize
 
 from .. import expcoords
 from ..errors import InvalidInputError
@@ -95,20 +95,18 @@ def _smallest_cap(d):
     """Centre (3,) and half-angle of the smallest cap holding unit directions d (N, 3).
 
     Solves the separator problem ``min |v|^2 subject to d_k . v >= 1`` (3 unknowns, SLSQP,
-    started from a feasible point); then ``c = v / |v|`` and ``phi = acos(min_k d_k . c)``.
+    started from the feasible point of a linear programme); then ``c = v / |v|`` and ``phi = acos(min_k d_k . c)``.
     """
-    m = d.mean(axis=0)
-    nm = float(np.linalg.norm(m))
-    start = m / nm if nm > 1e-12 else d[0]
-    lo = float(np.min(d @ start))
-    if lo <= 1e-9:
-        # the mean direction does not separate them: try the best of the samples themselves
-        k = int(np.argmax((d @ d.T).min(axis=1)))
-        start, lo = d[k], float(np.min(d @ d[k]))
+    # Feasible start from a linear programme: maximize t with d_k . v >= t, -1 <= v <= 1.
+    n = len(d)
+    lp = linprog(c=[0.0, 0.0, 0.0, -1.0], A_ub=np.hstack([-d, np.ones((n, 1))]), b_ub=np.zeros(n),
+                 bounds=[(-1.0, 1.0)] * 3 + [(None, 1.0)], method="highs")
+    lo = -lp.fun if lp.status == 0 else 0.0
     if lo <= 1e-9:
         raise InvalidInputError(
             "the observed directions are not inside one open hemisphere, so the smallest cone "
             "would be wider than 90 degrees; set the cone axis and half-angle by hand")
+    start = lp.x[:3]
     res = minimize(lambda v: v @ v, start / lo, jac=lambda v: 2.0 * v, method="SLSQP",
                    constraints=[{"type": "ineq", "fun": lambda v: d @ v - 1.0, "jac": lambda v: d}],
                    options={"ftol": 1e-15, "maxiter": 200})
