@@ -1,0 +1,200 @@
+"""Fitting n-DOF spline joints ``G(q) = H prod_j exp(e_j phi_j(q))`` (seed 000 eqs. 25-26) to
+sampled poses: the data-fitting problem that seed 000 section 8 leaves for future work.
+
+Two methods:
+
+* ``"coordinatewise"`` (the naive approach of section 8): read each sample's target values of
+  ``phi_j`` off ``H^-1 G_s`` (with the default basis twists: the translation, then the XYZ
+  Euler angles ``R = Rx(phi_4) Ry(phi_5) Rz(phi_6)``) and fit each ``phi_j`` by linear least
+  squares in the tensor-product B-spline basis.
+* ``"se3"``: minimize the SE(3) metric itself, ``sum_s omega_s ||log(G(q_s)^-1 G_s)||^2``
+  (eq. 32 with the metric of :class:`SE3Metric`), by Levenberg-Marquardt over all spline
+  coefficients, started from the coordinatewise solution. The analytic Jacobian: a change of
+  ``phi_j`` moves the pose by the body twist ``sigma_j = Ad_{(E_{j+1} ... E_m)^-1} e_j``
+  (``E_j = exp(e_j phi_j)``, eq. 27), ``phi_j = c_j . W(q)`` is linear in the coefficients,
+  and ``exp(-d) exp(r) = exp(r - Jl(r)^-1 d)``, so
+  ``d r_s / d c_{j,J} = -Jl(r_s)^-1 sigma_j(q_s) W_J(q_s)``.
+
+The offset ``H`` is the sample pose nearest the centre of the coordinate box, so the Euler
+angles stay small and away from their singularity (``|phi_5| = pi/2``).
+"""
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from .. import bspline
+from ..errors import InvalidInputError
+from ..lie import se3
+from .curve import fit_knots
+from .metric import DEFAULT_LENGTH_SCALE, SE3Metric
+from .report import FitResult, make_report
+from .samples import JointSamples
+
+__all__ = ["fit_spline_surface", "surface_terms", "METHODS"]
+
+METHODS = ("se3", "coordinatewise")
+
+
+def surface_terms(H, twists, C, W, jacobian=True):
+    """Poses and the body-twist sensitivities of ``G = H prod_j exp(e_j phi_j)``.
+
+    H: (4, 4); twists: (m, 6); C: (m, P) flattened coefficients; W: (N, P) basis weights.
+    Returns ``G`` (N, 4, 4), ``phi`` (N, m) and, if ``jacobian``, ``sigma`` (N, m, 6) with
+    ``G(c + dc) = G exp(sum_j sigma_j dphi_j)`` to first order.
+    """
+    phi = W @ C.T  # (N, m)
+    E = se3.exp(phi[:, :, None] * twists[None])  # (N, m, 4, 4)
+    N, m = phi.shape
+    tails = np.empty((N, m, 4, 4))
+    tails[:, m - 1] = np.eye(4)
+    for j in range(m - 2, -1, -1):
+        tails[:, j] = E[:, j + 1] @ tails[:, j + 1]
+    G = H @ E[:, 0] @ tails[:, 0]
+    out = {"G": G, "phi": phi}
+    if jacobian:
+        out["sigma"] = np.einsum("nmij,mj->nmi", se3.Ad_inv(tails), twists)
+    return out
+
+
+def _coordinatewise_targets(H, poses):
+    """Target phi values (N, 6) for the default basis twists: translation then XYZ Euler."""
+    rel = se3.inv(H) @ poses
+    ang = Rotation.from_matrix(rel[:, :3, :3]).as_euler("XYZ")
+    return np.concatenate([rel[:, :3, 3], ang], axis=1)
+
+
+def _default_twists_ok(twists):
+    from ..joints.spline_surface import DEFAULT_BASIS_TWISTS
+    return np.array_equal(twists, DEFAULT_BASIS_TWISTS)
+
+
+def fit_spline_surface(samples, grid=(6, 6), method="se3", order=4,
+                       length_scale=DEFAULT_LENGTH_SCALE, max_iterations=50, tol=1e-10):
+    """Fit an n-DOF :class:`SplineJoint` (n = len(grid), 1..3) to samples with coordinates.
+
+    Args:
+        samples: :class:`JointSamples` with ``q: (N, n)``.
+        grid: control points per coordinate (c_1, .., c_n), each >= order.
+        method: "se3" (minimize the SE(3) metric, Levenberg-Marquardt with analytic
+            derivatives) or "coordinatewise" (linear least squares per phi_j).
+        order: spline order per axis (4 = cubic).
+        length_scale: metres of translation weighed like one radian (:class:`SE3Metric`).
+        max_iterations, tol: LM iteration cap and relative objective decrease to stop.
+
+    Knots are uniform with the domain equal to the sample coordinate box. Returns
+    :class:`FitResult` (``joint``: SplineJoint, ``report``: :class:`FitReport`).
+    """
+    from ..joints.spline_surface import DEFAULT_BASIS_TWISTS, SplineJoint
+
+    if method not in METHODS:
+        raise InvalidInputError(f"method must be one of {METHODS}, got {method!r}")
+    if not isinstance(samples, JointSamples):
+        raise InvalidInputError("fit_spline_surface needs JointSamples with coordinates q")
+    if samples.q is None:
+        raise InvalidInputError("fit_spline_surface needs coordinates: pass JointSamples(poses, "
+                                "q) with q of shape (N, n)")
+    try:
+        grid = tuple(int(g) for g in grid)
+    except TypeError:
+        raise InvalidInputError(f"grid must be a tuple of ints, e.g. (6, 6); got {grid!r}") from None
+    n = samples.n_coordinates
+    if len(grid) != n:
+        raise InvalidInputError(f"grid has {len(grid)} entries but the samples have {n} "
+                                "coordinates; give one control-point count per coordinate")
+    k = int(order)
+    if k < 2 or any(g < k for g in grid):
+        raise InvalidInputError(f"every grid entry must be >= order ({k}) and order >= 2; got "
+                                f"grid {grid}")
+    if int(max_iterations) < 1:
+        raise InvalidInputError(f"max_iterations must be >= 1, got {max_iterations}")
+    P = int(np.prod(grid))
+    samples.require(P, f"a {'x'.join(map(str, grid))} control grid")
+    q = samples.q
+    lo, hi = q.min(axis=0), q.max(axis=0)
+    if np.any(hi <= lo):
+        raise InvalidInputError("every coordinate must take at least two distinct values in "
+                                "the samples")
+    knots = [fit_knots(lo[a], hi[a], grid[a], k) for a in range(n)]
+    W = bspline.tensor_basis(knots, k, q)[0]  # (N, P)
+    metric = SE3Metric(length_scale)
+    omega = samples.weights / samples.weights.sum()
+    twists = DEFAULT_BASIS_TWISTS
+    centre = 0.5 * (lo + hi)
+    H = samples.poses[int(np.argmin(np.sum(((q - centre) / (hi - lo)) ** 2, axis=1)))]
+    # (a) coordinatewise weighted least squares, also the start of (b)
+    Y = _coordinatewise_targets(H, samples.poses)
+    sq = np.sqrt(omega)[:, None]
+    C = np.linalg.lstsq(W * sq, Y * sq, rcond=None)[0].T  # (6, P)
+    sw = metric.sqrt_weights
+
+    def objective(Cf):
+        t = surface_terms(H, twists, Cf, W, jacobian=False)
+        r = metric.residuals(t["G"], samples.poses)
+        return float(np.sum(omega * np.sum((r * sw) ** 2, axis=1)))
+
+    F = objective(C)
+    trace = [F]
+    status, iterations = "converged", 0
+    if method == "se3":
+        status, iterations, C, trace = _lm(H, twists, C, W, samples.poses, omega, metric,
+                                           int(max_iterations), float(tol), trace)
+    joint = SplineJoint(knots, C.reshape((6,) + grid), order=k, basis_twists=twists, offset=H)
+    G_fit = surface_terms(H, twists, C, W, jacobian=False)["G"]
+    report = make_report(G_fit, samples.poses, status=status, iterations=iterations,
+                         trace=trace, method=f"surface-{method}",
+                         length_scale=metric.length_scale,
+                         message=f"{'x'.join(map(str, grid))} control grid, {method}: {status}")
+    return FitResult(joint=joint, report=report)
+
+
+def residual_jacobian(H, twists, C, W, targets, metric):
+    """Weighted residuals ``(N, 6)`` and their Jacobian ``(N, 6, m P)`` with respect to the
+    flattened coefficients (analytic, see the module docstring)."""
+    t = surface_terms(H, twists, C, W)
+    r = metric.residuals(t["G"], targets)
+    D = -se3.left_jacobian_inv(r) @ np.swapaxes(t["sigma"], 1, 2)  # (N, 6, m)
+    J = (D[:, :, :, None] * W[:, None, None, :]).reshape(r.shape[0], 6, -1)
+    sw = metric.sqrt_weights
+    return r * sw, J * sw[None, :, None]
+
+
+def _lm(H, twists, C, W, targets, omega, metric, max_iterations, tol, trace):
+    lam = 1e-4
+    F = trace[-1]
+    shape = C.shape
+    r, J = residual_jacobian(H, twists, C, W, targets, metric)
+    it = 0
+    status = "max_iterations"
+    while it < max_iterations:
+        it += 1
+        Jw = J * np.sqrt(omega)[:, None, None]
+        Jf = Jw.reshape(-1, J.shape[2])
+        A = Jf.T @ Jf
+        g = Jf.T @ (r * np.sqrt(omega)[:, None]).reshape(-1)
+        d = np.diag(A)
+        floor = 1e-12 * max(d.max(), 1e-300)
+        try:
+            step = -np.linalg.solve(A + np.diag(lam * (d + floor) + floor), g)
+        except np.linalg.LinAlgError:
+            lam *= 10.0
+            continue
+        Cn = C + step.reshape(shape)
+        t = surface_terms(H, twists, Cn, W, jacobian=False)
+        rn = metric.residuals(t["G"], targets)
+        Fn = float(np.sum(omega * np.sum((rn * metric.sqrt_weights) ** 2, axis=1)))
+        if np.isfinite(Fn) and Fn < F:
+            decrease = F - Fn
+            C, F = Cn, Fn
+            trace.append(F)
+            lam = max(lam / 5.0, 1e-12)
+            if decrease <= tol * F or F < 1e-28:
+                status = "converged"
+                break
+            r, J = residual_jacobian(H, twists, C, W, targets, metric)
+        else:
+            lam *= 8.0
+            if lam > 1e12:
+                status = "converged" if np.linalg.norm(g) <= 1e-6 * np.sqrt(max(F, 1e-300)) \
+                    else "diverged"
+                break
+    return status, it, C, trace

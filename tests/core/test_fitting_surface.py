@@ -1,0 +1,106 @@
+"""n-DOF spline joint fitting (seed 000 section 8's future work) on the Seth 2019
+scapulothoracic grid."""
+
+import numpy as np
+import pytest
+
+from core import bspline
+from core.errors import InvalidInputError
+from core.fitting.curve import fit_knots
+from core.fitting.metric import SE3Metric, pose_errors
+from core.fitting.samples import JointSamples
+from core.fitting.surface import fit_spline_surface, residual_jacobian, surface_terms
+from core.joints.spline_surface import DEFAULT_BASIS_TWISTS, SplineJoint
+from core.lie import se3
+from core.reference.opensim import ScapulothoracicSeth2019
+
+
+@pytest.fixture(scope="module")
+def grid():
+    g = ScapulothoracicSeth2019().grid()
+    q = g["q"][..., :2].reshape(-1, 2)
+    G = g["T_pjoint_cjoint"].reshape(-1, 4, 4)
+    I, J = np.meshgrid(np.arange(17), np.arange(11), indexing="ij")
+    # held-out interior points (the knot box stays that of the full grid)
+    hold = (((I + 2 * J) % 5 == 0) & (I > 0) & (I < 16) & (J > 0) & (J < 10)).ravel()
+    return q, G, hold
+
+
+@pytest.fixture(scope="module")
+def fits(grid):
+    q, G, hold = grid
+    train = JointSamples(G[~hold], q[~hold])
+    return {m: fit_spline_surface(train, (6, 6), method=m) for m in ("coordinatewise", "se3")}
+
+
+@pytest.mark.parametrize("method", ["coordinatewise", "se3"])
+def test_held_out_accuracy(grid, fits, method):
+    q, G, hold = grid
+    res = fits[method]
+    assert isinstance(res.joint, SplineJoint) and res.joint.coefficients.shape == (6, 6, 6)
+    assert res.report.status == "converged"
+    pos, rot = pose_errors(res.joint.transforms(q[hold]), G[hold])
+    assert np.sqrt(np.mean(pos ** 2)) <= 0.5 and np.sqrt(np.mean(rot ** 2)) <= 0.5
+    assert res.report.rms_position_mm <= 0.5 and res.report.rms_rotation_deg <= 0.5
+    # the report describes the returned joint
+    pos_fit, _ = pose_errors(res.joint.transforms(q[~hold]), G[~hold])
+    np.testing.assert_allclose(pos_fit, res.report.position_residuals_mm, atol=1e-9)
+
+
+def test_se3_at_least_as_good_on_the_metric(grid, fits):
+    q, G, hold = grid
+    m = SE3Metric(0.1)
+    cw, s3 = fits["coordinatewise"], fits["se3"]
+    assert s3.report.objective_trace[-1] <= cw.report.objective_trace[-1]
+    assert np.all(np.diff(s3.report.objective_trace) <= 0.0)
+    d_cw = m.distance(cw.joint.transforms(q[hold]), G[hold])
+    d_s3 = m.distance(s3.joint.transforms(q[hold]), G[hold])
+    assert np.mean(d_s3 ** 2) <= np.mean(d_cw ** 2)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_residual_jacobian_matches_finite_differences(seed):
+    rng = np.random.default_rng(seed)
+    knots = [fit_knots(-1.0, 1.0, 5, 4), fit_knots(-0.5, 0.7, 4, 4)]
+    q = np.c_[rng.uniform(-1, 1, 12), rng.uniform(-0.5, 0.7, 12)]
+    W = bspline.tensor_basis(knots, 4, q)[0]
+    C = rng.normal(size=(6, W.shape[1])) * 0.3
+    H = se3.exp(rng.normal(size=6))
+    targets = se3.exp(rng.normal(size=(12, 6)) * 0.5)
+    metric = SE3Metric(0.2)
+    r, J = residual_jacobian(H, DEFAULT_BASIS_TWISTS, C, W, targets, metric)
+    # the poses agree with the joint's own evaluation
+    joint = SplineJoint(knots, C.reshape(6, 5, 4), basis_twists=DEFAULT_BASIS_TWISTS, offset=H)
+    np.testing.assert_allclose(surface_terms(H, DEFAULT_BASIS_TWISTS, C, W)["G"],
+                               joint.transforms(q), atol=1e-12)
+    eps = 1e-6
+    for p in rng.choice(C.size, 8, replace=False):
+        dC = np.zeros(C.size)
+        dC[p] = eps
+        rp, _ = residual_jacobian(H, DEFAULT_BASIS_TWISTS, C + dC.reshape(C.shape), W,
+                                  targets, metric)
+        rm, _ = residual_jacobian(H, DEFAULT_BASIS_TWISTS, C - dC.reshape(C.shape), W,
+                                  targets, metric)
+        np.testing.assert_allclose(J[:, :, p], (rp - rm) / (2 * eps), atol=1e-7)
+
+
+def test_full_grid_and_max_iterations_status(grid):
+    q, G, _ = grid
+    res = fit_spline_surface(JointSamples(G, q), (6, 6), method="se3", max_iterations=1)
+    assert res.report.status == "max_iterations"
+    assert res.report.iterations == 1
+
+
+def test_bad_arguments(grid):
+    q, G, _ = grid
+    s = JointSamples(G, q)
+    with pytest.raises(InvalidInputError, match="method"):
+        fit_spline_surface(s, method="euler")
+    with pytest.raises(InvalidInputError, match="grid"):
+        fit_spline_surface(s, grid=(6,))
+    with pytest.raises(InvalidInputError, match="order"):
+        fit_spline_surface(s, grid=(3, 6))
+    with pytest.raises(InvalidInputError, match="coordinates"):
+        fit_spline_surface(JointSamples(G[:40]), grid=(4,))
+    with pytest.raises(InvalidInputError, match="at least 36"):
+        fit_spline_surface(s.subset(np.arange(20)), grid=(6, 6))
