@@ -36,7 +36,7 @@ from .. import expcoords
 from ..errors import InvalidInputError
 from ..lie import so3
 
-__all__ = ["ReachConeFit", "neutral_rotation", "cone_coordinates", "fit_reach_cone"]
+__all__ = ["ReachConeFit", "neutral_rotation", "cone_coordinates", "fit_reach_cone", "cone_boundary"]
 
 
 @dataclass(frozen=True)
@@ -184,3 +184,35 @@ def fit_reach_cone(R, direction=(0.0, 1.0, 0.0), ref_axis=(1.0, 0.0, 0.0), margi
     return ReachConeFit(axis=c, neutral=N, half_angle=grow(phi, math.pi),
                         half_angle_1=grow(phi1, math.pi), half_angle_2=grow(phi2, math.pi),
                         twist_limit=grow(twist, math.pi), n_samples=len(R))
+
+
+def cone_boundary(neutral, half_angle_1, half_angle_2=None, n=48, direction=(0.0, 1.0, 0.0),
+                  ref_axis=(1.0, 0.0, 0.0)):
+    """Unit directions on the cone's boundary, for drawing: (n, 3) in the joint's rest frame.
+
+    The tracked direction ``p`` swings by ``s(psi)`` towards ``cos(psi) u + sin(psi) w`` with
+    ``sin^2(s/2) (cos^2 psi / sin^2(phi1/2) + sin^2 psi / sin^2(phi2/2)) = 1`` (the zero set of
+    :func:`core.expcoords.elliptic_cone_value`; ``half_angle_2=None`` gives the circular cone
+    of :func:`core.expcoords.reach_cone_value`), then ``neutral`` maps it to the rest frame.
+    neutral: (3, 3); half angles in (0, pi]; n >= 3.
+    """
+    if int(n) < 3:
+        raise InvalidInputError(f"n must be at least 3 boundary points, got {n!r}")
+    p = _unit(direction, "direction")
+    u = _unit(ref_axis, "ref_axis")
+    u = u - np.dot(u, p) * p
+    if np.linalg.norm(u) < 1e-9:
+        raise InvalidInputError("ref_axis is parallel to direction; pass one orthogonal to it")
+    u = u / np.linalg.norm(u)
+    w = np.cross(p, u)
+    half_angle_2 = half_angle_1 if half_angle_2 is None else half_angle_2
+    for name, phi in (("half_angle_1", half_angle_1), ("half_angle_2", half_angle_2)):
+        if not (math.isfinite(phi) and 0.0 < phi <= math.pi):
+            raise InvalidInputError(f"{name} must be an angle in (0, pi] radians, got {phi!r}")
+    A, B = math.sin(0.5 * half_angle_1) ** 2, math.sin(0.5 * half_angle_2) ** 2
+    psi = np.linspace(0.0, 2.0 * math.pi, int(n), endpoint=False)
+    c, s_ = np.cos(psi), np.sin(psi)
+    s = 2.0 * np.arcsin(np.sqrt(np.minimum(1.0, 1.0 / (c * c / A + s_ * s_ / B))))
+    tilt = c[:, None] * u + s_[:, None] * w
+    d = np.cos(s)[:, None] * p + np.sin(s)[:, None] * tilt
+    return d @ np.asarray(neutral, dtype=float).T

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from core import expcoords
 from core.errors import InvalidInputError
-from core.fitting.reach_cone import cone_coordinates, fit_reach_cone, neutral_rotation
+from core.fitting.reach_cone import cone_boundary, cone_coordinates, fit_reach_cone, neutral_rotation
 from core.lie import so3
 
 P = np.array([0.0, 1.0, 0.0])
@@ -118,3 +118,21 @@ def test_bad_input_is_rejected_with_advice():
         fit_reach_cone(2 * np.eye(3)[None])
     with pytest.raises(InvalidInputError, match="parallel"):
         fit_reach_cone(np.eye(3)[None], ref_axis=P)
+
+
+@pytest.mark.parametrize("phi1, phi2", [(0.6, None), (0.9, 0.3), (2.5, 1.0)])
+def test_cone_boundary_lies_on_the_limit_functions_zero_set(phi1, phi2):
+    N = neutral_rotation(P, unit([0.2, 1.0, -0.3]))
+    d = cone_boundary(N, phi1, phi2, n=24)
+    np.testing.assert_allclose(np.linalg.norm(d, axis=1), 1.0, atol=1e-12)
+    # rotations carrying p to each boundary direction by the swing alone (no twist)
+    swing = so3.exp(np.cross(N @ P, d) / np.linalg.norm(np.cross(N @ P, d), axis=1, keepdims=True)
+                    * np.arccos(np.clip(d @ (N @ P), -1, 1))[:, None]) @ N
+    r = cone_coordinates(swing, N)
+    if phi2 is None:
+        g = expcoords.reach_cone_value(r, P, phi1)
+    else:
+        g = expcoords.elliptic_cone_value(r, P, U, phi1, phi2)
+    np.testing.assert_allclose(g, 0.0, atol=1e-9)
+    with pytest.raises(InvalidInputError, match="n must"):
+        cone_boundary(N, phi1, n=2)
