@@ -50,7 +50,8 @@ class ProjectionResult:
     converged: bool
 
 
-def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=None):
+def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=None,
+            regularization=0.0):
     """Solve ``(J M^-1 J^T) lam = b`` and return ``dx = M^-1 J^T lam`` (seed 004 eq. 13).
 
     Args:
@@ -68,6 +69,10 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
         J_force: optional ``(m, n)`` matrix whose transpose maps multipliers to generalized
             forces when it differs from ``J`` (the skeleton's momentum-exact levers); the
             system is then ``J M^-1 J_force^T`` (unsymmetric: use ``"direct"``/``"lsqr"``).
+        regularization: ``eps >= 0`` added to the diagonal of ``A`` (times its mean
+            diagonal). Redundant constraints make ``A`` singular and, off the solution, the
+            linearized system inconsistent; with ``eps > 0`` the correction becomes the
+            damped least-squares one ``(J^T J + eps' M)^-1 J^T b`` and CG stays bounded.
     Returns:
         :class:`ProjectionResult`.
     """
@@ -92,6 +97,10 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
                                 "use method='direct' or 'lsqr'")
     MJt = Minv @ Jf.T
     A = (J @ MJt).tocsr()
+    if regularization:
+        if regularization < 0:
+            raise InvalidInputError("project: regularization must be >= 0")
+        A = (A + sp.identity(m) * (regularization * max(A.diagonal().mean(), 1e-300))).tocsr()
     iterations = 0
     converged = True
     if method == "cg":
