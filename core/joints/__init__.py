@@ -3,6 +3,8 @@
 from .base import Joint
 from .elliptic import Elliptic
 from .lower_pairs import Cylindrical, Fixed, Helical, Planar, Prismatic, Revolute, Universal
+from .registry import JOINT_TYPES, joint_from_dict
+from .spherical import Free, Spherical
 
 __all__ = ["Joint", "Revolute", "Prismatic", "Helical", "Cylindrical", "Universal", "Planar",
-           "Fixed", "Elliptic"]
+           "Fixed", "Elliptic", "Spherical", "Free", "JOINT_TYPES", "joint_from_dict"]

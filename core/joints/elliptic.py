@@ -24,6 +24,8 @@ tangent, ``R^T p' = sqrt(D) t1``: the child origin moves along its own t1 axis (
 ``cos phi = a c / sqrt(D)`` and ``sin phi = b s / sqrt(D)``, so no atan2 is evaluated.
 """
 
+import math
+
 import numpy as np
 
 from ..errors import InvalidInputError
@@ -65,7 +67,7 @@ class Elliptic(ParamJoint):
         return {"a": self.a, "b": self.b, "axis": self.axis.tolist()}
 
     def _frames(self, q):
-        """R: (N, 3, 3), p: (N, 3), and the pieces of the derivatives, for q: (N,)."""
+        """``R: (N, 3, 3)`` and ``p: (N, 3)`` for ``q: (N,)`` (eqs. 17-18)."""
         a, b = self.a, self.b
         c, s = np.cos(q), np.sin(q)
         D = a * a * c * c + b * b * s * s
@@ -73,21 +75,32 @@ class Elliptic(ParamJoint):
         cphi, sphi = (a * c / r)[:, None, None], (b * s / r)[:, None, None]
         R = np.eye(3) + sphi * self._K + (1.0 - cphi) * self._K2
         p = (a * s)[:, None] * self.t1 - (b * c)[:, None] * self.t2
-        return R, p, c, s, D
+        return R, p
 
     def transforms(self, qs):
         """``qs: (N, 1)`` or ``(N,)`` -> ``G: (N, 4, 4)`` (eq. 17)."""
         qs = self.check_qs(qs)
-        R, p = self._frames(qs[:, 0])[:2]
+        R, p = self._frames(qs[:, 0])
         G = np.zeros((len(qs), 4, 4))
         G[:, :3, :3] = R
         G[:, :3, 3] = p
         G[:, 3, 3] = 1.0
         return G
 
+    def _single(self, q):
+        """``G (4, 4)``, its rotation ``R`` and ``(c, s, D)`` at one coordinate ``q`` (float)."""
+        a, b = self.a, self.b
+        c, s = math.cos(q), math.sin(q)
+        D = a * a * c * c + b * b * s * s
+        r = math.sqrt(D)
+        G = np.eye(4)
+        G[:3, :3] += (b * s / r) * self._K + (1.0 - a * c / r) * self._K2
+        G[:3, 3] = (a * s) * self.t1 - (b * c) * self.t2
+        return G, G[:3, :3], c, s, D
+
     def transform(self, q):
         """``G(q)``: ``(4, 4)`` (eq. 17)."""
-        return self.transforms(self.check_q(q)[None])[0]
+        return self._single(self.check_q(q)[0])[0]
 
     def jacobian(self, q):
         """``S(q)``: ``(6, 1)`` (eq. 19)."""
@@ -99,17 +112,12 @@ class Elliptic(ParamJoint):
 
     def evaluate(self, q):
         """``(G (4, 4), S (6, 1), H (1, 6, 1))`` in one pass."""
-        q = self.check_q(q)
         a, b = self.a, self.b
-        R, p, c, s, D = self._frames(q)
-        R, p, c, s, D = R[0], p[0], c[0], s[0], D[0]
+        G, R, c, s, D = self._single(self.check_q(q)[0])
         dphi = a * b / D
         ddphi = 2.0 * a * b * (a * a - b * b) * s * c / (D * D)
         dp = a * c * self.t1 + b * s * self.t2
         bracket = (b * dphi - a) * s * self.t1 + (b - a * dphi) * c * self.t2
-        G = np.eye(4)
-        G[:3, :3] = R
-        G[:3, 3] = p
         S = np.empty((6, 1))
         S[:3, 0] = dphi * self.axis
         S[3:, 0] = R.T @ dp

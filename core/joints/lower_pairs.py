@@ -17,6 +17,8 @@ Coordinates: angles in radians, displacements in metres. Axes are normalized on
 construction; a zero, non-finite or wrongly shaped axis raises InvalidInputError.
 """
 
+import math
+
 import numpy as np
 
 from ..errors import InvalidInputError
@@ -199,7 +201,7 @@ class Revolute(_Screw1):
         return {"axis": self.axis.tolist()}
 
     def _G(self, q):
-        c, s = np.cos(q), np.sin(q)
+        c, s = math.cos(q), math.sin(q)
         G = np.eye(4)
         G[:3, :3] += s * self._K + (1.0 - c) * self._K2
         return G
@@ -260,7 +262,7 @@ class Helical(_Screw1):
         return {"axis": self.axis.tolist(), "pitch": self.pitch}
 
     def _G(self, q):
-        c, s = np.cos(q), np.sin(q)
+        c, s = math.cos(q), math.sin(q)
         G = np.eye(4)
         G[:3, :3] += s * self._K + (1.0 - c) * self._K2
         G[:3, 3] = (self.pitch * q) * self.axis
@@ -298,7 +300,7 @@ class Cylindrical(ParamJoint):
     def transform(self, q):
         q = self.check_q(q)
         G = np.eye(4)
-        G[:3, :3] += np.sin(q[0]) * self._K + (1.0 - np.cos(q[0])) * self._K2
+        G[:3, :3] += math.sin(q[0]) * self._K + (1.0 - math.cos(q[0])) * self._K2
         G[:3, 3] = q[1] * self.axis
         return G
 
@@ -347,7 +349,7 @@ class Universal(ParamJoint):
         return {"axis0": self.axis0.tolist(), "axis1": self.axis1.tolist()}
 
     def _parts(self, q):
-        c0, s0, c1, s1 = np.cos(q[0]), np.sin(q[0]), np.cos(q[1]), np.sin(q[1])
+        c0, s0, c1, s1 = math.cos(q[0]), math.sin(q[0]), math.cos(q[1]), math.sin(q[1])
         R0 = np.eye(3) + s0 * self._K0 + (1.0 - c0) * self._K0sq
         R1 = np.eye(3) + s1 * self._K1 + (1.0 - c1) * self._K1sq
         return R0, R1
@@ -373,7 +375,7 @@ class Universal(ParamJoint):
         S[:3, 0] = s0
         S[:3, 1] = self.axis1
         H = np.zeros((2, 6, 2))
-        H[1, :3, 0] = np.cross(s0, self.axis1)
+        H[1, :3, 0] = self._K1 @ -s0  # s0 x a1 = -[a1] s0
         return G, S, H
 
     def transforms(self, qs):
@@ -408,7 +410,7 @@ class Planar(ParamJoint):
         return {"normal": self.normal.tolist()}
 
     def _R(self, theta):
-        return np.eye(3) + np.sin(theta) * self._K + (1.0 - np.cos(theta)) * self._K2
+        return np.eye(3) + math.sin(theta) * self._K + (1.0 - math.cos(theta)) * self._K2
 
     def transform(self, q):
         q = self.check_q(q)
@@ -435,8 +437,7 @@ class Planar(ParamJoint):
         S[3:, 1] = u2
         S[:3, 2] = self.normal
         H = np.zeros((3, 6, 3))
-        H[2, 3:, 0] = -np.cross(self.normal, u1)
-        H[2, 3:, 1] = -np.cross(self.normal, u2)
+        H[2, 3:, :2] = -self._K @ S[3:, :2]  # -n x R^T t_i
         return G, S, H
 
     def transforms(self, qs):

@@ -288,3 +288,29 @@ def test_from_dict_rejects_wrong_type_and_keys():
         Revolute.from_dict({"type": "Prismatic", "axis": [0, 0, 1]})
     with pytest.raises(InvalidInputError, match="bad keys"):
         Revolute.from_dict({"type": "Revolute", "axis": [0, 0, 1], "pitch": 2.0})
+
+
+# -- registry ------------------------------------------------------------------------------
+def test_registry_round_trips_every_family():
+    from core.joints import JOINT_TYPES, Elliptic, Free, Spherical, joint_from_dict
+    examples = JOINTS + [Fixed(), Elliptic(2.0, 0.5, AXIS, lower=-1.0), Spherical(), Free()]
+    assert {type(j).__name__ for j in examples} == set(JOINT_TYPES)
+    for joint in examples:
+        d = json.loads(json.dumps(joint.to_dict()))
+        back = joint_from_dict(d)
+        assert type(back) is type(joint) and back.to_dict() == joint.to_dict()
+        q = np.linspace(0.1, 0.7, joint.nq)
+        for x, y in zip(back.evaluate(q), joint.evaluate(q)):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_registry_rejects_bad_dicts():
+    from core.joints import joint_from_dict
+    with pytest.raises(InvalidInputError, match="unknown joint type"):
+        joint_from_dict({"type": "Hinge"})
+    with pytest.raises(InvalidInputError, match="unknown joint type"):
+        joint_from_dict({"axis": [0, 0, 1]})
+    with pytest.raises(InvalidInputError, match="expects a dict"):
+        joint_from_dict([("type", "Revolute")])
+    with pytest.raises(InvalidInputError, match="zero length"):
+        joint_from_dict({"type": "Revolute", "axis": [0, 0, 0]})

@@ -1,0 +1,170 @@
+"""The project's single benchmark entry point (never a timed test).
+
+    python scripts/bench.py                      # every section
+    python scripts/bench.py --only joints        # one section (repeat --only for more)
+    python scripts/bench.py --quick              # fewer repeats and smaller batches
+
+Prints the machine description and one markdown table per measurement, each figure the
+median over ``repeat`` timing runs (``timeit``, the number of calls per run chosen by
+``Timer.autorange``) in microseconds per call unless the column says otherwise.
+
+Adding a section: write ``bench_<name>(quick: bool) -> list[Table]`` in a sibling script
+``scripts/bench_<name>.py`` (build tables with :func:`table`, time with :func:`median_us`,
+both imported with ``from bench import median_us, table``) and add one line to
+:data:`SECTIONS`.
+"""
+
+import argparse
+import importlib
+import os
+import platform
+import sys
+import timeit
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for path in (ROOT, HERE):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+#: section name -> "module:function" (resolved when the section runs, so ``--only joints``
+#: does not import the other sections' dependencies). A function takes ``quick`` and
+#: returns a list of tables made by :func:`table`.
+SECTIONS = {
+    "joints": "bench:bench_joints",
+}
+
+
+# -- helpers the sections share ------------------------------------------------------------
+def median_us(fn, quick=False, repeat=None):
+    """Median wall time of one call of ``fn()`` in microseconds.
+
+    The number of calls per run is the ``timeit`` autorange count (runs of >= 0.2 s, or
+    >= 0.02 s with ``quick``); ``repeat`` runs (default 7, quick 3); the median is returned.
+    """
+    timer = timeit.Timer(fn)
+    target = 0.02 if quick else 0.2
+    number = 1
+    while True:
+        if timer.timeit(number) >= target:
+            break
+        number *= 2 if number < 8 else 4
+    runs = timer.repeat(repeat=repeat or (3 if quick else 7), number=number)
+    return float(np.median(runs)) / number * 1e6
+
+
+def table(title, columns, rows, note=None):
+    """A table for :func:`format_table`: ``rows`` is a list of lists matching ``columns``."""
+    for row in rows:
+        if len(row) != len(columns):
+            raise ValueError(f"table {title!r}: row {row!r} has {len(row)} cells, "
+                             f"expected {len(columns)} ({columns})")
+    return {"title": title, "columns": list(columns), "rows": [list(r) for r in rows],
+            "note": note}
+
+
+def _cell(x):
+    if isinstance(x, (float, np.floating)):
+        if x == 0 or 0.1 <= abs(x) < 1e6:
+            return f"{x:,.1f}" if abs(x) >= 10 else f"{x:.2f}"
+        return f"{x:.3g}"
+    return str(x)
+
+
+def format_table(t):
+    """Markdown for one table made by :func:`table`."""
+    lines = [f"### {t['title']}", "", "| " + " | ".join(t["columns"]) + " |",
+             "|" + "|".join("---" if i == 0 else "--:" for i in range(len(t["columns"]))) + "|"]
+    lines += ["| " + " | ".join(_cell(x) for x in row) + " |" for row in t["rows"]]
+    if t.get("note"):
+        lines += ["", t["note"]]
+    return "\n".join(lines) + "\n"
+
+
+def machine_description():
+    """One line: CPU model, logical cores, load average (other work skews the medians),
+    Python, numpy and scipy versions, OS."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+        if names:
+            cpu = names[0]
+    except OSError:
+        pass
+    import scipy
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return (f"CPU: {cpu} ({os.cpu_count()} logical cores, load average {load} at start); "
+            f"Python {platform.python_version()}; numpy {np.__version__}; "
+            f"scipy {scipy.__version__}; {platform.system()} {platform.release()}")
+
+
+# -- joints ---------------------------------------------------------------------------------
+def _joint_cases():
+    """(label, joint) for every joint family, with representative parameters."""
+    from core.joints import (Cylindrical, Elliptic, Free, Helical, Planar, Prismatic, Revolute,
+                             Spherical, Universal)
+    return [
+        ("Revolute", Revolute((0.0, 0.6, 0.8))),
+        ("Prismatic", Prismatic((0.0, 0.6, 0.8))),
+        ("Helical", Helical((0.0, 0.6, 0.8), 0.05)),
+        ("Cylindrical", Cylindrical((0.0, 0.6, 0.8))),
+        ("Universal", Universal((1.0, 0.0, 0.0), (0.0, 1.0, 0.0))),
+        ("Planar", Planar()),
+        ("Elliptic(2, 1)", Elliptic(2.0, 1.0)),
+        ("Spherical", Spherical()),
+        ("Free", Free()),
+    ]
+
+
+def bench_joints(quick=False):
+    """Per-call medians of transform, jacobian, hessian, evaluate for every joint family, and
+    batched ``transforms`` throughput."""
+    n_batch = 1_000 if quick else 10_000
+    rng = np.random.default_rng(0)
+    single, batch = [], []
+    for label, joint in _joint_cases():
+        q = rng.uniform(-1.0, 1.0, joint.nq)
+        qs = rng.uniform(-1.0, 1.0, (n_batch, joint.nq))
+        times = [median_us(lambda f=f: f(q), quick) for f in
+                 (joint.transform, joint.jacobian, joint.hessian, joint.evaluate)]
+        single.append([label, joint.nq] + times)
+        t = median_us(lambda: joint.transforms(qs), quick)
+        batch.append([label, n_batch, t / 1e3, t / n_batch, n_batch / t * 1e6])
+    return [
+        table("Joints: one configuration (us per call, median)",
+              ["joint", "nq", "transform", "jacobian", "hessian", "evaluate (G,S,H)"], single),
+        table(f"Joints: batched transforms(qs) at N = {n_batch:,}",
+              ["joint", "N", "ms per batch", "us per q", "q per second"], batch),
+    ]
+
+
+# -- entry point ------------------------------------------------------------------------------
+def run_section(name, quick=False):
+    """Run one section of :data:`SECTIONS` and return its markdown."""
+    module_name, func_name = SECTIONS[name].split(":")
+    if module_name == "bench":
+        func = globals()[func_name]
+    else:
+        func = getattr(importlib.import_module(module_name), func_name)
+    tables = func(quick=quick)
+    return f"## {name}\n\n" + "\n".join(format_table(t) for t in tables)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", choices=sorted(SECTIONS),
+                        help="run only this section (may be repeated)")
+    parser.add_argument("--quick", action="store_true",
+                        help="3 repeats of >= 20 ms and small batches (a smoke run)")
+    args = parser.parse_args(argv)
+    print("# Spline Joints benchmarks\n")
+    print(machine_description() + ("; --quick" if args.quick else "") + "\n")
+    for name in args.only or list(SECTIONS):
+        print(run_section(name, args.quick), flush=True)
+
+
+if __name__ == "__main__":
+    main()
