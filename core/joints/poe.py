@@ -1,0 +1,196 @@
+"""Product-of-exponentials engine shared by the spline joints (seed 000 eqs. 26-30, Appendix B).
+
+Both spline joints have the form ``G(q) = H prod_{k=1..m} exp(g_k phi_k(q))`` with constant
+twists ``g_k: (6,)`` and scalar functions ``phi_k`` of ``q: (n,)`` (eq. 26). This module
+evaluates ``G``, the body Jacobian ``S = [s_1 .. s_n]`` (eq. 27) and its derivative by the
+recursion of Appendix B in ``O(n^2 m)``:
+
+    mu_0^i = 0
+    mu_k^i = g_k dphi_k/dq_i + Ad_{exp(-g_k phi_k)} mu_{k-1}^i                     (eq. 28)
+    dmu_k^i/dq_j = g_k d2phi_k/dq_i dq_j + Ad_{exp(-g_k phi_k)} dmu_{k-1}^i/dq_j
+                   + ad_{mu_k^i} g_k dphi_k/dq_j                                   (eq. 30)
+    s_i = mu_m^i,  ds_i/dq_j = dmu_m^i/dq_j                                        (eq. 29)
+
+The ad term uses the *updated* ``mu_k^i`` (seeds README, known traps): differentiating
+``Ad_{exp(-g phi)} x`` in ``phi`` gives ``-ad_g Ad_{exp(-g phi)} x = ad_{Ad x} g``, and since
+``ad_g g = 0`` this equals ``ad_{mu_k^i} g``, and ``ad_{mu_k^i} g_k = -ad_{g_k} mu_k^i``.
+
+Speed: for a twist ``z = [w; v]`` with ``theta = |w|`` and a scalar ``b``, ``exp(z b)`` and
+``Ad_{exp(-z b)}`` are linear in ten scalar functions of ``b`` (see :func:`exp_scalars`):
+
+    exp(z b)        = I4 + sum_r s_r(b) KE_r      (only r = 0..3 are non-zero)
+    Ad_{exp(-z b)}  = I6 + sum_r s_r(b) KA_r
+
+with constant matrices ``KE_r``, ``KA_r`` built once per twist by :class:`TwistTable`. One
+small batched matrix product then gives every exponential and adjoint of an evaluation.
+"""
+
+import math
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..lie import _series, so3
+
+__all__ = ["TwistTable", "exp_scalars", "exp_scalars_batch", "evaluate", "transforms"]
+
+#: below this |b theta| the Taylor branches of the coefficient functions are used (as in
+#: core.lie._series)
+SMALL = _series.SMALL
+#: (x - sin x)/x^3 cancels to eps/x^2 relative, so its series (to x^8, first neglected term
+#: 2e-20 at the switch) runs up to this |x|
+F3_SMALL = 0.1
+
+_I4 = np.eye(4).ravel()
+_I6 = np.eye(6).ravel()
+
+
+def exp_scalars(b, theta):
+    """The ten scalars ``[a, c, b, e, ab, ac, ae, bc, cc, ce]`` of ``exp(z b)`` (pure Python).
+
+    With ``x = b theta``: ``a = sin(x)/theta = b sin(x)/x``,
+    ``c = (1 - cos x)/theta^2 = b^2 (1 - cos x)/x^2``, ``e = (x - sin x)/theta^3 =
+    b^3 (x - sin x)/x^3``, so that ``R = I + a W + c W^2`` and ``p = (b I + c W + e W^2) v``
+    (Rodrigues; W = [w]). The products are the coefficients of ``Ad_{exp(-z b)}``. Exact
+    for every angle, including ``x`` near 0 (series), pi and 2 pi. Scalar twin of
+    :func:`exp_scalars_batch` (which uses :mod:`core.lie._series`; the two agree to ~1e-10
+    relative in ``e`` just above ``SMALL``, where _series' closed form cancels, i.e. to
+    ~1e-17 absolute in ``exp``).
+    """
+    x = b * theta
+    x2 = x * x
+    if abs(x) < SMALL:
+        f1 = 1.0 - x2 / 6.0 + x2 * x2 / 120.0
+        f2 = 0.5 - x2 / 24.0 + x2 * x2 / 720.0
+    else:
+        f1 = math.sin(x) / x
+        h = math.sin(0.5 * x)
+        f2 = 2.0 * h * h / x2  # no cancellation, unlike (1 - cos x)/x^2
+    if abs(x) < F3_SMALL:
+        f3 = 1.0 / 6.0 - x2 * (1.0 / 120.0 - x2 * (1.0 / 5040.0 - x2 * (
+            1.0 / 362880.0 - x2 / 39916800.0)))
+    else:
+        f3 = (x - math.sin(x)) / (x2 * x)
+    a = b * f1
+    c = b * b * f2
+    e = b * b * b * f3
+    return [a, c, b, e, a * b, a * c, a * e, b * c, c * c, c * e]
+
+
+def exp_scalars_batch(b, theta):
+    """Vectorised :func:`exp_scalars`: ``b, theta`` broadcastable arrays -> (..., 10)."""
+    b = np.asarray(b, dtype=float)
+    x2 = (b * theta) ** 2
+    a = b * _series.a(x2)
+    c = b * b * _series.b(x2)
+    e = b * b * b * _series.c(x2)
+    return np.stack([a, c, b, e, a * b, a * c, a * e, b * c, c * c, c * e], axis=-1)
+
+
+class TwistTable:
+    """Per-twist constants for fast ``exp(g b)`` and ``Ad_{exp(-g b)}``.
+
+    g: (m, 6) twists ``[w; v]``. Attributes: ``g`` (m, 6), ``theta`` (m,) = |w|,
+    ``adg`` (m, 6, 6) = ad_g (seed 000 eq. 4), ``K`` (m, 10, 52) with ``K[k, r, :16]`` = KE_r and
+    ``K[k, r, 16:]`` = KA_r flattened (see the module docstring).
+    """
+
+    def __init__(self, g):
+        g = np.array(g, dtype=float, copy=True)
+        if g.ndim != 2 or g.shape[1] != 6:
+            raise InvalidInputError(f"twists must have shape (m, 6); got {g.shape}.")
+        if not np.all(np.isfinite(g)):
+            raise InvalidInputError("twists contain NaN or inf; pass finite twists.")
+        m = g.shape[0]
+        w, v = g[:, :3], g[:, 3:]
+        W = so3.hat(w)
+        W2 = W @ W
+        Wv = np.einsum("kij,kj->ki", W, v)
+        WWv = np.einsum("kij,kj->ki", W, Wv)
+        V0, V1, V2 = so3.hat(v), so3.hat(Wv), so3.hat(WWv)
+        KE = np.zeros((m, 10, 4, 4))
+        KA = np.zeros((m, 10, 6, 6))
+        # exp(+g b): R = I + a W + c W^2, p = b v + c W v + e W^2 v
+        KE[:, 0, :3, :3] = W
+        KE[:, 1, :3, :3] = W2
+        KE[:, 1, :3, 3] = Wv
+        KE[:, 2, :3, 3] = v
+        KE[:, 3, :3, 3] = WWv
+        # Ad_{exp(-g b)} = [[R-, 0], [[p-] R-, R-]] with R- = I - a W + c W^2,
+        # [p-] = -b V0 + c V1 - e V2 (V_i = [W^i v]); expand [p-] R- in the ten scalars.
+        for blk in (slice(0, 3), slice(3, 6)):
+            KA[:, 0, blk, blk] = -W
+            KA[:, 1, blk, blk] = W2
+        ll = (slice(3, 6), slice(0, 3))
+        KA[:, 2][:, ll[0], ll[1]] = -V0
+        KA[:, 1][:, ll[0], ll[1]] = V1
+        KA[:, 3][:, ll[0], ll[1]] = -V2
+        KA[:, 4][:, ll[0], ll[1]] = V0 @ W
+        KA[:, 5][:, ll[0], ll[1]] = -(V1 @ W)
+        KA[:, 6][:, ll[0], ll[1]] = V2 @ W
+        KA[:, 7][:, ll[0], ll[1]] = -(V0 @ W2)
+        KA[:, 8][:, ll[0], ll[1]] = V1 @ W2
+        KA[:, 9][:, ll[0], ll[1]] = -(V2 @ W2)
+        self.g = g
+        self.theta = np.linalg.norm(w, axis=1)
+        self.adg = np.zeros((m, 6, 6))
+        self.adg[:, :3, :3] = W
+        self.adg[:, 3:, 3:] = W
+        self.adg[:, 3:, :3] = V0
+        self.K = np.ascontiguousarray(
+            np.concatenate([KE.reshape(m, 10, 16), KA.reshape(m, 10, 36)], axis=2))
+        self.KE = np.ascontiguousarray(self.K[:, :4, :16])
+
+    def __len__(self):
+        return self.g.shape[0]
+
+    def take(self, idx):
+        """A new table with the twists ``idx`` (no recomputation)."""
+        out = TwistTable.__new__(TwistTable)
+        out.g = self.g[idx]
+        out.theta = self.theta[idx]
+        out.adg = self.adg[idx]
+        out.K = np.ascontiguousarray(self.K[idx])
+        out.KE = np.ascontiguousarray(self.KE[idx])
+        return out
+
+
+def evaluate(H, g, theta, adg, K, phi, dphi, d2phi):
+    """``(G, S, dS)`` of ``G(q) = H prod_k exp(g_k phi_k)`` (eqs. 26-30, Appendix B).
+
+    H: (4, 4); g: (m, 6), theta: (m,), adg: (m, 6, 6), K: (m, 10, 52) from :class:`TwistTable`;
+    phi: (m,) values, dphi: (m, n) = dphi_k/dq_i, d2phi: (m, n, n) second derivatives.
+    Returns G (4, 4), S (6, n) and Hs (n, 6, n) with ``Hs[j] = dS/dq_j``. O(n^2 m).
+    """
+    m, n = dphi.shape
+    coef = np.array([exp_scalars(phi[k], theta[k]) for k in range(m)])
+    r = np.matmul(coef[:, None, :], K)[:, 0, :]
+    E = (r[:, :16] + _I4).reshape(m, 4, 4)
+    A = (r[:, 16:] + _I6).reshape(m, 6, 6)
+    G = H @ E[0]
+    for k in range(1, m):
+        G = G @ E[k]
+    # X = [mu^1..mu^n | dmu^i/dq_j at column n + j n + i]
+    cc = np.concatenate([dphi, d2phi.reshape(m, n * n)], axis=1)
+    X = g[0][:, None] * cc[0]
+    for k in range(1, m):
+        X = A[k] @ X
+        X += g[k][:, None] * cc[k]
+        T = adg[k] @ X[:, :n]
+        X[:, n:] -= (T[:, None, :] * dphi[k][None, :, None]).reshape(6, n * n)
+    S = X[:, :n].copy()
+    Hs = X[:, n:].reshape(6, n, n).transpose(1, 0, 2).copy()
+    return G, S, Hs
+
+
+def transforms(H, theta, KE, phi):
+    """Batched ``G`` for N samples: H (N, 4, 4) or (4, 4); theta (N, m) or (m,);
+    KE (N, m, 4, 16) or (m, 4, 16) (``TwistTable.KE``); phi (N, m). Returns (N, 4, 4)."""
+    N, m = phi.shape
+    coef = exp_scalars_batch(phi, theta)[..., :4]  # (N, m, 4)
+    E = np.matmul(coef[:, :, None, :], KE)[:, :, 0, :] + _I4  # (N, m, 16)
+    E = E.reshape(N, m, 4, 4)
+    G = np.matmul(H, E[:, 0])
+    for k in range(1, m):
+        G = np.matmul(G, E[:, k])
+    return G

@@ -1,0 +1,382 @@
+"""1-DOF spline curve joint: a cumulative B-spline on SE(3) (seed 000 section 5.1, eqs. 21-24).
+
+Given control frames ``G_0 .. G_m`` (m + 1 of them) and control twists
+``z_j = log(G_{j-1}^-1 G_j)``, the joint transform is (eq. 21)
+
+    G(q) = G_0 prod_{j=1..m} exp(z_j Bc_j(q)),    Bc_j = sum_{l >= j} B_{l,k}  (eq. 22)
+
+On the knot span ``t_mu <= q < t_{mu+1}`` all ``Bc_j`` with ``j <= mu - k + 1`` are 1 and those
+with ``j > mu`` are 0, so ``G(q) = G_{mu-k+1} prod_{j=mu-k+2..mu} exp(z_j Bc_j(q))``: a product of
+only k - 1 exponentials (eq. 24). S and dS/dq come from the shared product-of-exponentials
+recursion (:mod:`core.joints.poe`, Appendix B) with ``phi_j = Bc_j``.
+
+Knot convention. The knot vector has ``m + 1 + k`` entries ``t_0 .. t_{m+k}`` (one B-spline
+basis function per control frame); the valid coordinate range is the B-spline domain
+``[t_{k-1}, t_{m+1}]``. With simple knots ``G`` is ``C^{k-2}`` (C2 for the default cubic,
+k = 4); a knot repeated r times lowers that to ``C^{k-1-r}``. The default (``knots=None``) is
+uniform with unit spacing and the range ``[0, m + 2 - k]``. :func:`natural_knots` builds knots
+from the distances between control frames (section 6.1).
+
+Outside ``[t_{k-1}, t_{m+1}]`` the joint continues along its end twist with constant body
+velocity: ``G(q) = G(q_end) exp(S(q_end) (q - q_end))``, ``S(q) = S(q_end)``, ``dS/dq = 0``.
+This is C1 (G and S continuous; dS/dq jumps to 0) and never raises for finite q.
+
+Control twists come from the principal log, so consecutive control frames must differ by a
+rotation of less than pi; to pass larger turns give the twists directly with
+:meth:`SplineCurveJoint.from_twists`.
+"""
+
+import bisect
+
+import numpy as np
+
+from .. import bspline
+from ..errors import InvalidInputError
+from ..lie import se3
+from . import poe
+from .base import Joint
+
+__all__ = ["SplineCurveJoint", "natural_knots", "frame_knots_to_full"]
+
+
+def _check_frames(control_frames, order, name="control_frames"):
+    F = np.asarray(control_frames, dtype=float)
+    if F.ndim != 3 or F.shape[1:] != (4, 4):
+        raise InvalidInputError(
+            f"{name} must have shape (m + 1, 4, 4): a stack of 4x4 transforms; got {F.shape}.")
+    if F.shape[0] < order:
+        raise InvalidInputError(
+            f"a spline curve joint of order {order} needs at least {order} control frames; got "
+            f"{F.shape[0]}. Add control frames or lower the order (order 4 = cubic).")
+    return se3.check_transform(F, name)
+
+
+def _check_spline_order(order):
+    if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)) \
+            or order < 2:
+        raise InvalidInputError(
+            f"order must be an integer >= 2 (4 = cubic, C2; order k gives C^(k-2)); got {order!r}.")
+    return int(order)
+
+
+def frame_knots_to_full(frame_knots, order):
+    """Expand one knot per control frame ``s_0 .. s_m`` into a full knot vector (m + 1 + k,).
+
+    Control frame j gets knot index ``j + k // 2`` (for the cubic: ``t_{j+2} = s_j``, the middle
+    of its basis function's support), so that the parameter advances by about
+    ``s_j - s_{j-1}`` between control frames j-1 and j. ``k // 2`` knots are added before
+    (spaced like ``s_1 - s_0``) and ``k - k // 2`` after (spaced like ``s_m - s_{m-1}``).
+    """
+    k = _check_spline_order(order)
+    s = np.asarray(frame_knots, dtype=float)
+    if s.ndim != 1 or s.size < 2:
+        raise InvalidInputError(f"frame_knots must be 1-D with at least 2 values; got {s.shape}.")
+    c = k // 2
+    d0, d1 = s[1] - s[0], s[-1] - s[-2]
+    before = s[0] - d0 * np.arange(c, 0, -1)
+    after = s[-1] + d1 * np.arange(1, k - c + 1)
+    return np.concatenate([before, s, after])
+
+
+def natural_knots(control_frames, length_scale=1.0, order=4):
+    """Natural knots (seed 000 section 6.1) for ``SplineCurveJoint(control_frames, knots, order)``.
+
+    control_frames: (m + 1, 4, 4); length_scale: metres per radian (> 0).
+    Per-frame knots follow ``s_j = s_{j-1} + |log(G_{j-1}^-1 G_j)|`` with the metric
+    ``|[w; v]| = sqrt((length_scale |w|)^2 + |v|^2)``: a rotation of theta radians counts as
+    ``length_scale * theta`` metres, so q measures (approximately) arc length in metres and
+    ``|S(q)| ~ 1`` in that metric. They are expanded by :func:`frame_knots_to_full` and shifted
+    so that the valid range starts at q = 0. Returns (m + 1 + order,).
+    Raises InvalidInputError if two consecutive control frames coincide (zero distance would
+    repeat a knot and break C2): remove the duplicate frame.
+    """
+    k = _check_spline_order(order)
+    F = _check_frames(control_frames, k)
+    if not (np.isscalar(length_scale) and np.isfinite(length_scale) and length_scale > 0):
+        raise InvalidInputError(
+            f"length_scale must be a finite number > 0 (metres per radian); got {length_scale!r}.")
+    z = se3.log(np.matmul(se3.inv(F[:-1]), F[1:]))
+    d = np.sqrt((length_scale ** 2) * np.sum(z[:, :3] ** 2, axis=1) + np.sum(z[:, 3:] ** 2, axis=1))
+    tiny = 1e-12 * max(1.0, float(d.max()))
+    if np.any(d <= tiny):
+        j = int(np.argmax(d <= tiny)) + 1
+        raise InvalidInputError(
+            f"control frames {j - 1} and {j} coincide, so natural knots would repeat; remove one "
+            "of them (or pass explicit knots).")
+    full = frame_knots_to_full(np.concatenate([[0.0], np.cumsum(d)]), k)
+    return full - full[k - 1]
+
+
+class SplineCurveJoint(Joint):
+    """1-DOF joint along a cumulative B-spline on SE(3) (seed 000 eqs. 21-24).
+
+    control_frames: (m + 1, 4, 4) rigid transforms, m + 1 >= order;
+    knots: (m + 1 + order,) non-decreasing, or None for uniform unit spacing
+    (see :func:`natural_knots`); order: k >= 2 (4 = cubic, C2).
+
+    Attributes: ``order``, ``knots`` (m+1+k,), ``control_frames`` (m+1, 4, 4),
+    ``control_twists`` (m, 6), ``lower``/``upper`` = ``[t_{k-1}]``/``[t_{m+1}]``.
+    """
+
+    nq = 1
+
+    def __init__(self, control_frames, knots=None, order=4):
+        k = _check_spline_order(order)
+        F = _check_frames(control_frames, k)
+        z = se3.log(np.matmul(se3.inv(F[:-1]), F[1:]))
+        self._setup(F[0], z, knots, k)
+
+    @classmethod
+    def from_twists(cls, first_frame, control_twists, knots=None, order=4):
+        """Build from ``G_0: (4, 4)`` and control twists ``z: (m, 6)`` (any rotation angle,
+        e.g. turns beyond pi between consecutive frames); ``G_j = G_{j-1} exp(z_j)``."""
+        k = _check_spline_order(order)
+        G0 = se3.check_transform(first_frame, "first_frame")
+        if G0.shape != (4, 4):
+            raise InvalidInputError(f"first_frame must be one 4x4 transform; got {G0.shape}.")
+        z = se3.check_twist(control_twists, "control_twists")
+        if z.ndim != 2:
+            raise InvalidInputError(
+                f"control_twists must have shape (m, 6); got {z.shape}.")
+        if z.shape[0] + 1 < k:
+            raise InvalidInputError(
+                f"order {k} needs at least {k - 1} control twists ({k} control frames); got "
+                f"{z.shape[0]}. Add twists or lower the order.")
+        self = cls.__new__(cls)
+        self._setup(G0, z, knots, k)
+        return self
+
+    # -- construction -------------------------------------------------------------------
+    def _setup(self, G0, z, knots, k):
+        m = z.shape[0]
+        if knots is None:
+            t = bspline.uniform_knots(m + 1, k)
+        else:
+            t = np.asarray(knots, dtype=float)
+            if t.ndim != 1 or t.size != m + 1 + k:
+                raise InvalidInputError(
+                    f"knots must have m + 1 + order = {m + 1 + k} entries for {m + 1} control "
+                    f"frames of order {k}; got shape {t.shape}. Use natural_knots(...) or "
+                    "bspline.uniform_knots(m + 1, order).")
+            t = bspline.check_knots(t, k)
+        self.order = k
+        self.knots = t
+        self.control_twists = np.array(z, dtype=float)
+        frames = np.empty((m + 1, 4, 4))
+        frames[0] = G0
+        E = se3.exp(z)
+        for j in range(m):
+            frames[j + 1] = frames[j] @ E[j]
+        self.control_frames = frames
+        table = poe.TwistTable(z)
+
+        mus, coeffs = bspline.span_polynomials(t, k)  # (S,), (S, k, k)
+        # cumulative functions Bc_{mu-k+2..mu} = suffix sums of the local basis, as polynomials
+        cum = np.cumsum(coeffs[:, ::-1, :], axis=1)[:, ::-1, :][:, 1:, :]  # (S, k-1, k)
+        pw = np.arange(k, dtype=float)
+        d1 = np.zeros_like(cum)
+        d1[..., :-1] = cum[..., 1:] * pw[1:]
+        d2 = np.zeros_like(cum)
+        d2[..., :-1] = d1[..., 1:] * pw[1:]
+        self._D = np.ascontiguousarray(np.stack([cum, d1, d2], axis=1))  # (S, 3, k-1, k)
+        # twists of span mu: z_{mu-k+2..mu} stored at z[mu-k+1 .. mu-1]
+        idx = (mus - k + 1)[:, None] + np.arange(k - 1)[None, :]
+        spans = table.take(idx.ravel())
+        S_ = mus.size
+        self._g = spans.g.reshape(S_, k - 1, 6)
+        self._theta = spans.theta.reshape(S_, k - 1)
+        self._adg = spans.adg.reshape(S_, k - 1, 6, 6)
+        self._K = spans.K.reshape(S_, k - 1, 10, 52)
+        self._KE = spans.KE.reshape(S_, k - 1, 4, 16)
+        self._H = np.ascontiguousarray(frames[mus - k + 1])
+        self._starts = t[mus]
+        self._starts_list = [float(v) for v in self._starts]
+        self._pw = pw
+        self._lo = float(t[k - 1])
+        self._hi = float(t[m + 1])
+        self._zeroH = np.zeros((1, 6, 1))
+        self._cubic = None
+        if k == 4:
+            self._cubic = _cubic_tables(self._H, self._g, self._adg, self._K)
+            self._cubic_poly = [row.ravel().tolist() for row in self._D]
+            self._theta_list = self._theta.tolist()
+        # end data for the constant-twist extrapolation
+        G_lo, S_lo, _ = self._inside(self._lo)
+        G_hi, S_hi, _ = self._inside(self._hi)
+        self._end_G = np.stack([G_lo, G_hi])
+        self._end_S = np.stack([S_lo[:, 0], S_hi[:, 0]])
+        self._end_table = poe.TwistTable(self._end_S)
+
+    # -- evaluation -----------------------------------------------------------------------
+    @property
+    def lower(self):
+        return np.array([self._lo])
+
+    @property
+    def upper(self):
+        return np.array([self._hi])
+
+    def neutral(self):
+        """The start of the valid range, ``[t_{k-1}]``."""
+        return np.array([self._lo])
+
+    def _scalar(self, q):
+        if type(q) is float:
+            x = q
+        else:
+            x = float(self.check_q(q)[0])
+        if not (x == x and abs(x) != float("inf")):
+            raise InvalidInputError("SplineCurveJoint: q is NaN or inf; pass a finite coordinate.")
+        return x
+
+    def _inside(self, x):
+        s = bisect.bisect_right(self._starts_list, x) - 1
+        if s < 0:
+            s = 0
+        u = x - self._starts_list[s]
+        if self._cubic is not None:
+            return _cubic_evaluate(self._cubic[s], self._theta_list[s], self._adg[s, 2],
+                                   self._cubic_poly[s], u)
+        vals = self._D[s] @ (u ** self._pw)  # (3, k-1): Bc, dBc/dq, d2Bc/dq2
+        return poe.evaluate(self._H[s], self._g[s], self._theta[s], self._adg[s], self._K[s],
+                            vals[0], vals[1][:, None], vals[2][:, None, None])
+
+    def evaluate(self, q):
+        """``(G (4, 4), S (6, 1), H (1, 6, 1))`` at ``q: (1,)`` or a float (eqs. 24, 27-30)."""
+        x = self._scalar(q)
+        if x < self._lo:
+            end, dq = 0, x - self._lo
+        elif x > self._hi:
+            end, dq = 1, x - self._hi
+        else:
+            return self._inside(x)
+        tab = self._end_table
+        coef = poe.exp_scalars(dq, tab.theta[end])
+        E = (np.dot(coef[:4], tab.KE[end]) + poe._I4).reshape(4, 4)
+        return self._end_G[end] @ E, self._end_S[end][:, None].copy(), self._zeroH.copy()
+
+    def transforms(self, qs):
+        """Batched ``G``: ``qs: (N, 1)`` or ``(N,)`` -> ``(N, 4, 4)``, vectorised."""
+        x = self.check_qs(qs)[:, 0]
+        N = x.size
+        out = np.empty((N, 4, 4))
+        below = x < self._lo
+        above = x > self._hi
+        inside = ~(below | above)
+        xi = x[inside]
+        if xi.size:
+            s = np.clip(np.searchsorted(self._starts, xi, side="right") - 1, 0, None)
+            u = xi - self._starts[s]
+            powers = u[:, None] ** self._pw  # (n, k)
+            phi = np.matmul(self._D[s, 0], powers[:, :, None])[:, :, 0]  # (n, k-1)
+            out[inside] = poe.transforms(self._H[s], self._theta[s], self._KE[s], phi)
+        for end, mask, q_end in ((0, below, self._lo), (1, above, self._hi)):
+            if np.any(mask):
+                tab = self._end_table
+                dq = (x[mask] - q_end)[:, None]
+                out[mask] = poe.transforms(self._end_G[end], tab.theta[end:end + 1],
+                                           tab.KE[end:end + 1], dq)
+        return out
+
+    # -- serialisation ------------------------------------------------------------------------
+    def to_dict(self):
+        """Plain data: type, order, knots, control_frames and control_twists (lists)."""
+        return {
+            "type": "SplineCurveJoint",
+            "order": self.order,
+            "knots": self.knots.tolist(),
+            "control_frames": self.control_frames.tolist(),
+            "control_twists": self.control_twists.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data):
+        """Inverse of :meth:`to_dict` (uses the twists, so turns beyond pi survive)."""
+        if not isinstance(data, dict) or data.get("type") != "SplineCurveJoint":
+            raise InvalidInputError(
+                "from_dict expects the dict made by SplineCurveJoint.to_dict() "
+                "(with type 'SplineCurveJoint').")
+        try:
+            frames = np.asarray(data["control_frames"], dtype=float)
+            order = int(data["order"])
+            knots = data["knots"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"SplineCurveJoint description is incomplete or malformed ({exc!r}); it needs "
+                "order, knots and control_frames.") from None
+        if "control_twists" in data:
+            if frames.ndim != 3 or frames.shape[0] < 1:
+                raise InvalidInputError("control_frames must be a (m + 1, 4, 4) list.")
+            return cls.from_twists(frames[0], data["control_twists"], knots, order)
+        return cls(frames, knots, order)
+
+    def __repr__(self):
+        return (f"SplineCurveJoint(order={self.order}, control_frames={len(self.control_frames)}, "
+                f"range=[{self._lo:g}, {self._hi:g}])")
+
+
+# -- cubic fast path --------------------------------------------------------------------------
+# For k = 4 the recursion of Appendix B over the three exponentials of a span unrolls to
+# (E_i = exp(g_i b_i), A_i = Ad_{exp(-g_i b_i)}, b_i = Bc_i(q), primes = d/dq):
+#   y = A_2 g_1, w = ad_{g_2} y, a = A_3 g_2, c = ad_{g_3} a, [Zy, Zw] = A_3 [y, w], V = ad_{g_3} Zy
+#   S  = g_3 b3' + a b2' + Zy b1'
+#   dS = g_3 b3'' + a b2'' + Zy b1'' - Zw b1' b2' - c b3' b2' - V b3' b1'
+# (the ad terms use the updated mu, as in poe). Everything that is linear in the exp scalars of
+# one twist (H E_1, E_2, E_3, A_3, [y, w], [g_3, a, c]) comes out of one product of the 31-vector
+# [1, s_1(10), s_2(10), s_3(10)] with a (31, 120) table built per span below. Tested against the
+# generic poe.evaluate.
+
+def _cubic_tables(H, g, adg, K):
+    """(S, 31, 120) tables of the unrolled cubic recursion for every span."""
+    S_ = H.shape[0]
+    T = np.zeros((S_, 31, 120))
+    KE = K[:, :, :, :16].reshape(S_, 3, 10, 4, 4)
+    KA = K[:, :, :, 16:].reshape(S_, 3, 10, 6, 6)
+    eye4 = np.eye(4)
+    # H E_1 = H + sum_r s1_r H KE1_r
+    T[:, 0, 0:16] = H.reshape(S_, 16)
+    T[:, 1:11, 0:16] = np.matmul(H[:, None], KE[:, 0]).reshape(S_, 10, 16)
+    T[:, 0, 16:32] = eye4.ravel()
+    T[:, 11:21, 16:32] = KE[:, 1].reshape(S_, 10, 16)
+    T[:, 0, 32:48] = eye4.ravel()
+    T[:, 21:31, 32:48] = KE[:, 2].reshape(S_, 10, 16)
+    T[:, 0, 48:84] = np.eye(6).ravel()
+    T[:, 21:31, 48:84] = KA[:, 2].reshape(S_, 10, 36)
+    # [y, w] (6, 2) row-major at 84:96: y = g1 + sum s2_r KA2_r g1, w = adg2 y
+    g1, g2, g3 = g[:, 0], g[:, 1], g[:, 2]
+    KA2g1 = np.einsum("srij,sj->sri", KA[:, 1], g1)  # (S, 10, 6)
+    yw0 = np.stack([g1, np.einsum("sij,sj->si", adg[:, 1], g1)], axis=-1)  # (S, 6, 2)
+    yw = np.stack([KA2g1, np.einsum("sij,srj->sri", adg[:, 1], KA2g1)], axis=-1)  # (S,10,6,2)
+    T[:, 0, 84:96] = yw0.reshape(S_, 12)
+    T[:, 11:21, 84:96] = yw.reshape(S_, 10, 12)
+    # [g3, a, c] (6, 3) row-major at 96:114: a = g2 + sum s3_r KA3_r g2, c = adg3 a
+    KA3g2 = np.einsum("srij,sj->sri", KA[:, 2], g2)
+    gac0 = np.stack([g3, g2, np.einsum("sij,sj->si", adg[:, 2], g2)], axis=-1)
+    gac = np.stack([np.zeros_like(KA3g2), KA3g2,
+                    np.einsum("sij,srj->sri", adg[:, 2], KA3g2)], axis=-1)
+    T[:, 0, 96:114] = gac0.reshape(S_, 18)
+    T[:, 21:31, 96:114] = gac.reshape(S_, 10, 18)
+    return T
+
+
+def _cubic_evaluate(table, theta, adg3, poly, u):
+    """``(G, S, H)`` on one span of a cubic curve joint at ``u = q - t_mu``.
+
+    table: (31, 120) from :func:`_cubic_tables`; theta: 3 twist angles; adg3: (6, 6);
+    poly: 36 floats, the (3 derivative orders, 3 functions, 4 powers) coefficients of Bc.
+    """
+    u2 = u * u
+    u3 = u2 * u
+    (b1, b2, b3, d1, d2, d3, e1, e2, e3) = [
+        poly[i] + poly[i + 1] * u + poly[i + 2] * u2 + poly[i + 3] * u3 for i in range(0, 36, 4)]
+    t1, t2, t3 = theta
+    cvec = np.array([1.0] + poe.exp_scalars(b1, t1) + poe.exp_scalars(b2, t2)
+                    + poe.exp_scalars(b3, t3))
+    r = cvec @ table
+    G = r[0:16].reshape(4, 4) @ r[16:32].reshape(4, 4) @ r[32:48].reshape(4, 4)
+    Z = r[48:84].reshape(6, 6) @ r[84:96].reshape(6, 2)  # [Zy, Zw]
+    M = np.concatenate((r[96:114].reshape(6, 3), Z, adg3 @ Z[:, :1]), axis=1)  # (6, 6)
+    C = np.array([[d3, e3], [d2, e2], [0.0, -d3 * d2], [d1, e1], [0.0, -d1 * d2],
+                  [0.0, -d3 * d1]])
+    SH = M @ C
+    return G, SH[:, :1], SH[:, 1].reshape(1, 6, 1)

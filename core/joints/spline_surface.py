@@ -1,0 +1,306 @@
+"""n-DOF spline joint: a product of exponentials of basis twists times Euclidean splines
+(seed 000 section 5.2, eqs. 25-26).
+
+    G(q) = H prod_{j=1..m} exp(e_j phi_j(q)),    q in R^n (n = 1, 2, 3)
+
+Each ``phi_j`` is a tensor-product B-spline ``phi_j(q) = sum_J c_j[J] W_J(q)`` with
+``W_J(q) = prod_a B^{(a)}_{J_a}(q_a)`` (one knot vector and order per coordinate). The basis
+twists default to the three unit translations then the three unit rotations (section 5.2:
+translation first, then an Euler-angle-like rotation, which has singular configurations; keep
+the joint's range away from them). S and dS/dq come from the shared recursion
+(:mod:`core.joints.poe`, Appendix B).
+
+Outside the box ``prod_a [t^a_{k_a-1}, t^a_{n_a}]`` each 1-D basis function continues linearly
+from the nearest end of its axis (value plus slope times distance); the tensor product of those
+continuations is C1 everywhere (faces and corners), its second derivatives are bounded, and G, S,
+H are finite for every finite q.
+"""
+
+import bisect
+
+import numpy as np
+
+from .. import bspline
+from ..errors import InvalidInputError
+from ..lie import se3
+from . import poe
+from .base import Joint
+
+__all__ = ["SplineJoint", "DEFAULT_BASIS_TWISTS"]
+
+#: translations x, y, z then rotations about x, y, z, as twists [w; v]
+DEFAULT_BASIS_TWISTS = np.array([
+    [0, 0, 0, 1, 0, 0],
+    [0, 0, 0, 0, 1, 0],
+    [0, 0, 0, 0, 0, 1],
+    [1, 0, 0, 0, 0, 0],
+    [0, 1, 0, 0, 0, 0],
+    [0, 0, 1, 0, 0, 0],
+], dtype=float)
+
+
+class _Axis:
+    """One coordinate: knots, order, domain and per-span polynomials of the local basis."""
+
+    def __init__(self, knots, order, a):
+        self.k = int(order)
+        self.t = bspline.check_knots(knots, self.k, name=f"knots[{a}]")
+        self.n = self.t.size - self.k
+        self.lo, self.hi = bspline.domain(self.t, self.k)
+        mus, coeffs = bspline.span_polynomials(self.t, self.k)  # (S,), (S, k, k)
+        k = self.k
+        pw = np.arange(k, dtype=float)
+        d1 = np.zeros_like(coeffs)
+        d1[..., :-1] = coeffs[..., 1:] * pw[1:]
+        d2 = np.zeros_like(coeffs)
+        d2[..., :-1] = d1[..., 1:] * pw[1:]
+        self.P = np.ascontiguousarray(np.stack([coeffs, d1, d2], axis=1))  # (S, 3, k, k)
+        self.mus = mus
+        self.first = mus - k + 1  # first basis index of each span
+        self.starts = self.t[mus]
+        self.starts_list = self.starts.tolist()
+        self.pw = pw
+
+    def local(self, x):
+        """(first index, (3, k) values/1st/2nd derivatives) at a scalar x, extrapolated."""
+        c = min(max(x, self.lo), self.hi)
+        s = max(bisect.bisect_right(self.starts_list, c) - 1, 0)
+        v = self.P[s] @ ((c - self.starts_list[s]) ** self.pw)
+        if c != x:
+            v[0] += v[1] * (x - c)
+            v[2] = 0.0
+        return self.first[s], v
+
+    def local_batch(self, x):
+        """(first (N,), values (N, k)) for many x, extrapolated (values only)."""
+        c = np.clip(x, self.lo, self.hi)
+        s = np.clip(np.searchsorted(self.starts, c, side="right") - 1, 0, None)
+        powers = (c - self.starts[s])[:, None] ** self.pw  # (N, k)
+        P = self.P[s]  # (N, 3, k, k)
+        val = np.matmul(P[:, 0], powers[:, :, None])[:, :, 0]
+        out = x != c
+        if np.any(out):
+            slope = np.matmul(P[out, 1], powers[out, :, None])[:, :, 0]
+            val[out] += slope * (x[out] - c[out])[:, None]
+        return self.first[s], val
+
+
+class SplineJoint(Joint):
+    """n-DOF spline joint ``G(q) = H prod_j exp(e_j phi_j(q))`` (seed 000 eqs. 25-26).
+
+    knots: n knot vectors (n = 1, 2, 3; a single 1-D array means n = 1);
+    coefficients: (m, c_1, .., c_n) with ``c_a = len(knots[a]) - order_a``: phi_j's
+    tensor-product B-spline coefficients; order: int or n ints (default 4, cubic, C2);
+    basis_twists: (m, 6) constant twists e_j, default :data:`DEFAULT_BASIS_TWISTS` (m = 6);
+    offset: (4, 4) constant H, default identity.
+
+    Attributes: ``nq = n``, ``orders``, ``knots`` (list), ``basis_twists``, ``offset``,
+    ``coefficients`` (a copy), ``lower``/``upper`` = the knot domain of each coordinate.
+    For fitting: :meth:`basis` gives the tensor-product weights and their q-derivatives, so
+    ``phi_j = coefficients[j].ravel() @ W``; :meth:`with_coefficients` makes a new joint.
+    """
+
+    def __init__(self, knots, coefficients, order=4, basis_twists=None, offset=None):
+        if isinstance(knots, np.ndarray) and knots.ndim == 1:
+            knots = [knots]
+        try:
+            knots = [np.asarray(t, dtype=float) for t in knots]
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"knots must be a list of n 1-D knot vectors (n = 1, 2, 3) ({exc}).") from None
+        n = len(knots)
+        if not 1 <= n <= 3:
+            raise InvalidInputError(
+                f"SplineJoint supports n = 1, 2 or 3 coordinates; got {n} knot vectors.")
+        if np.isscalar(order):
+            orders = [order] * n
+        else:
+            orders = list(order)
+        if len(orders) != n:
+            raise InvalidInputError(f"got {len(orders)} orders for {n} knot vectors; pass one "
+                                    "order per coordinate or a single int.")
+        for k in orders:
+            if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 2:
+                raise InvalidInputError(
+                    f"orders must be integers >= 2 (4 = cubic, C2); got {orders!r}.")
+        self._axes = [_Axis(knots[a], orders[a], a) for a in range(n)]
+        self.nq = n
+        e = DEFAULT_BASIS_TWISTS if basis_twists is None else basis_twists
+        e = se3.check_twist(e, "basis_twists")
+        if e.ndim != 2 or e.shape[0] < 1:
+            raise InvalidInputError(f"basis_twists must have shape (m, 6); got {e.shape}.")
+        m = e.shape[0]
+        shape = (m,) + tuple(ax.n for ax in self._axes)
+        C = np.asarray(coefficients, dtype=float)
+        if C.shape != shape:
+            raise InvalidInputError(
+                f"coefficients must have shape {shape} (one tensor of spline coefficients per "
+                f"basis twist, len(knots[a]) - order per axis); got {C.shape}.")
+        if not np.all(np.isfinite(C)):
+            raise InvalidInputError("coefficients contain NaN or inf; pass finite numbers.")
+        H = np.eye(4) if offset is None else se3.check_transform(offset, "offset")
+        if H.shape != (4, 4):
+            raise InvalidInputError(f"offset must be one 4x4 transform; got {H.shape}.")
+        self._C = np.array(C)
+        self._Cflat = self._C.reshape(m, -1)
+        self.offset = np.array(H)
+        self._table = poe.TwistTable(e)
+        self.basis_twists = self._table.g
+        self._theta_list = self._table.theta.tolist()
+        # positions of phi, dphi/dq_a, d2phi/dq_a dq_b in the flattened (3,)*n derivative table
+        # whose axes run (d_n, ..., d_1) (see _functions)
+        def flat(orders_):
+            return int(np.ravel_multi_index(tuple(reversed(orders_)), (3,) * n))
+        z = [0] * n
+        self._i0 = flat(z)
+        self._i1 = [flat([1 if b == a else 0 for b in range(n)]) for a in range(n)]
+        self._i2 = np.array([[flat([(b == a) + (b == c) for b in range(n)]) for c in range(n)]
+                             for a in range(n)])
+
+    # -- properties -----------------------------------------------------------------------
+    @property
+    def orders(self):
+        return [ax.k for ax in self._axes]
+
+    @property
+    def knots(self):
+        return [ax.t.copy() for ax in self._axes]
+
+    @property
+    def coefficients(self):
+        """(m, c_1, .., c_n) copy of the spline coefficients."""
+        return self._C.copy()
+
+    @property
+    def lower(self):
+        return np.array([ax.lo for ax in self._axes])
+
+    @property
+    def upper(self):
+        return np.array([ax.hi for ax in self._axes])
+
+    def neutral(self):
+        """q = 0 clipped into the knot box."""
+        return np.clip(np.zeros(self.nq), self.lower, self.upper)
+
+    def with_coefficients(self, coefficients):
+        """A new joint with the same knots, orders, twists and offset."""
+        return SplineJoint(self.knots, coefficients, self.orders, self.basis_twists, self.offset)
+
+    # -- spline functions ---------------------------------------------------------------------
+    def _functions(self, q):
+        """phi (m,), dphi (m, n), d2phi (m, n, n) at a checked q."""
+        n = self.nq
+        X = self._C
+        sl = [slice(None)]
+        bases = []
+        for a, ax in enumerate(self._axes):
+            first, v = ax.local(float(q[a]))
+            sl.append(slice(first, first + ax.k))
+            bases.append(v)
+        X = X[tuple(sl)]
+        for a in range(n - 1, -1, -1):
+            X = np.tensordot(X, bases[a], axes=([a + 1], [1]))
+        Xf = X.reshape(X.shape[0], -1)
+        return Xf[:, self._i0], Xf[:, self._i1], Xf[:, self._i2]
+
+    def basis(self, q):
+        """Tensor-product basis weights at ``q: (n,)`` (with the linear extrapolation).
+
+        Returns W (C,), dW (n, C), d2W (n, n, C) with ``C = prod_a c_a`` in C order, so that
+        ``phi_j(q) = coefficients[j].ravel() @ W`` and likewise for the derivatives. These are
+        d(phi_j)/d(coefficients[j]); chain them with S (``dG = G hat(S dq)``) for fitting.
+        """
+        q = self.check_q(q)
+        n = self.nq
+        dense = []
+        for a, ax in enumerate(self._axes):
+            first, v = ax.local(float(q[a]))
+            d = np.zeros((3, ax.n))
+            d[:, first:first + ax.k] = v
+            dense.append(d)
+
+        def product(o):
+            w = dense[0][o[0]]
+            for a in range(1, n):
+                w = np.multiply.outer(w, dense[a][o[a]]).ravel()
+            return w
+
+        W = product([0] * n)
+        dW = np.stack([product([int(b == a) for b in range(n)]) for a in range(n)])
+        d2W = np.empty((n, n, W.size))
+        for a in range(n):
+            for c in range(n):
+                d2W[a, c] = product([(b == a) + (b == c) for b in range(n)])
+        return W, dW, d2W
+
+    def functions(self, q):
+        """``(phi (m,), dphi (m, n), d2phi (m, n, n))``: the spline functions of eq. 25."""
+        return self._functions(self.check_q(q))
+
+    # -- joint interface -------------------------------------------------------------------------
+    def evaluate(self, q):
+        """``(G (4, 4), S (6, n), H (n, 6, n))`` at ``q: (n,)`` (eqs. 25-30)."""
+        q = self.check_q(q)
+        phi, dphi, d2phi = self._functions(q)
+        t = self._table
+        return poe.evaluate(self.offset, t.g, self._theta_list, t.adg, t.K, phi.tolist(), dphi,
+                            d2phi)
+
+    def transforms(self, qs):
+        """Batched ``G``: ``qs: (N, n) -> (N, 4, 4)``, vectorised over the samples."""
+        qs = self.check_qs(qs)
+        N = qs.shape[0]
+        if N == 0:
+            return np.zeros((0, 4, 4))
+        m = self._C.shape[0]
+        idx = []
+        vals = []
+        for a, ax in enumerate(self._axes):
+            first, v = ax.local_batch(qs[:, a])
+            idx.append(first[:, None] + np.arange(ax.k)[None, :])  # (N, k_a)
+            vals.append(v)
+        n = self.nq
+        if n == 1:
+            block = self._C[:, idx[0]]  # (m, N, k1)
+            phi = np.einsum("mni,ni->nm", block, vals[0])
+        elif n == 2:
+            block = self._C[:, idx[0][:, :, None], idx[1][:, None, :]]
+            phi = np.einsum("mnij,ni,nj->nm", block, vals[0], vals[1], optimize=True)
+        else:
+            block = self._C[:, idx[0][:, :, None, None], idx[1][:, None, :, None],
+                            idx[2][:, None, None, :]]
+            phi = np.einsum("mnijl,ni,nj,nl->nm", block, vals[0], vals[1], vals[2],
+                            optimize=True)
+        t = self._table
+        return poe.transforms(self.offset, t.theta, t.KE, np.ascontiguousarray(phi))
+
+    # -- serialisation -------------------------------------------------------------------------
+    def to_dict(self):
+        """Plain data: type, knots, order, coefficients, basis_twists, offset (lists)."""
+        return {
+            "type": "SplineJoint",
+            "knots": [ax.t.tolist() for ax in self._axes],
+            "order": self.orders,
+            "coefficients": self._C.tolist(),
+            "basis_twists": self.basis_twists.tolist(),
+            "offset": self.offset.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data):
+        """Inverse of :meth:`to_dict`."""
+        if not isinstance(data, dict) or data.get("type") != "SplineJoint":
+            raise InvalidInputError("from_dict expects the dict made by SplineJoint.to_dict() "
+                                    "(with type 'SplineJoint').")
+        try:
+            return cls(data["knots"], data["coefficients"], data["order"],
+                       data.get("basis_twists"), data.get("offset"))
+        except KeyError as exc:
+            raise InvalidInputError(
+                f"SplineJoint description lacks {exc}; it needs knots, coefficients and "
+                "order.") from None
+
+    def __repr__(self):
+        return (f"SplineJoint(n={self.nq}, twists={self._C.shape[0]}, "
+                f"coefficients={self._C.shape[1:]})")
