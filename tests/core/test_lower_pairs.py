@@ -190,10 +190,12 @@ def test_fixed():
 
 
 # -- against Pinocchio -------------------------------------------------------------------
-pin = pytest.importorskip("pinocchio")
+def _pin():
+    return pytest.importorskip("pinocchio")
 
 
 def _pin_chain(joint_models):
+    pin = _pin()
     model = pin.Model()
     parent = 0
     for i, jm in enumerate(joint_models):
@@ -202,6 +204,7 @@ def _pin_chain(joint_models):
 
 
 def _pin_placement_and_local_jacobian(model, data, q):
+    pin = _pin()
     pin.forwardKinematics(model, data, q)
     pin.computeJointJacobians(model, data, q)
     last = model.njoints - 1
@@ -212,6 +215,7 @@ def _pin_placement_and_local_jacobian(model, data, q):
 
 
 def test_against_pinocchio_revolute_prismatic():
+    pin = _pin()
     k = AXIS / np.linalg.norm(AXIS)
     cases = [(Revolute(AXIS), pin.JointModelRevoluteUnaligned(*k)),
              (Revolute((1, 0, 0)), pin.JointModelRX()),
@@ -226,6 +230,7 @@ def test_against_pinocchio_revolute_prismatic():
 
 
 def test_against_pinocchio_universal_cylindrical_planar():
+    pin = _pin()
     a0 = AXIS / np.linalg.norm(AXIS)
     a1 = AXIS2 / np.linalg.norm(AXIS2)
     uni = Universal(AXIS, AXIS2)
