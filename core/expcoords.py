@@ -150,6 +150,8 @@ def _f(name, theta, t):
 
 
 def _check_det(beta, theta, what):
+    if isinstance(beta, float) and 2.0 * beta >= DET_TOL:
+        return
     bad = 2.0 * beta < DET_TOL
     if np.any(bad):
         th = float(np.max(np.where(bad, theta, 0.0)))
@@ -212,6 +214,10 @@ def coefficient_rates(theta):
 # small helpers
 # --------------------------------------------------------------------------------------
 def _vec(x, name):
+    """x as a finite float array (..., 3), else InvalidInputError (fast path for one (3,))."""
+    if type(x) is np.ndarray and x.shape == (3,) and x.dtype == np.float64 \
+            and math.isfinite(sum(x.tolist())):
+        return x
     return so3.check_vector(x, name)
 
 
@@ -345,20 +351,18 @@ def rdot_from_spatial(r, w_s):
 # derivatives of the Jacobians
 # --------------------------------------------------------------------------------------
 _E = so3.hat(np.eye(3))  # _E[j] = [e_j]
-_IDX = np.arange(3)
+# _T[j, a, b, c] r_c = (e_j r^T + r e_j^T)[a, b]
+_T = np.einsum("ja,bc->jabc", np.eye(3), np.eye(3)) + np.einsum("ac,jb->jabc", np.eye(3),
+                                                                  np.eye(3))
 
 
 def _dJ(r, th, t, a, b, g, sign):
     """d/dr_j of alpha I + sign*beta [r] + gamma r r^T, stacked over j: (..., 3, 3, 3)."""
-    a1 = g - b
-    b1, g1 = _f("b1", th, t), _f("g1", th, t)
-    M = _mat(r, a1, sign * b1, g1)  # the part proportional to r_j
-    out = r[..., :, None, None] * M[..., None, :, :]
-    out = out + (sign * b if isinstance(b, float) else sign * b[..., None, None, None]) * _E
-    gr = _col(g) * r
-    out[..., _IDX, _IDX, :] += gr[..., None, :]  # gamma e_j r^T
-    np.swapaxes(out, -1, -2)[..., _IDX, _IDX, :] += gr[..., None, :]  # gamma r e_j^T
-    return out
+    M = _mat(r, g - b, sign * _f("b1", th, t), _f("g1", th, t))  # the part proportional to r_j
+    if r.ndim == 1:
+        return np.multiply.outer(r, M) + (sign * b) * _E + g * (_T @ r)
+    return (r[..., :, None, None] * M[..., None, :, :] + (sign * b)[..., None, None, None] * _E
+            + g[..., None, None, None] * np.einsum("jabc,...c->...jab", _T, r))
 
 
 def dJ_b_dr(r):

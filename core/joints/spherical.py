@@ -22,9 +22,18 @@ import numpy as np
 from .. import expcoords
 from ..errors import InvalidInputError
 from ..lie import so3
+from .base import Joint
 from .lower_pairs import ParamJoint
 
 __all__ = ["Spherical", "Free"]
+
+
+def _check_q_fast(joint, q, name):
+    """Joint.check_q with a fast path for a finite float64 array of the right shape."""
+    if type(q) is np.ndarray and q.shape == (joint.nq,) and q.dtype == np.float64 \
+            and math.isfinite(sum(q.tolist())):
+        return q
+    return Joint.check_q(joint, q, name)
 
 
 def _no_box_limits(joint, lower, upper):
@@ -42,6 +51,10 @@ class Spherical(ParamJoint):
 
     def __init__(self, lower=None, upper=None):
         _no_box_limits(self, lower, upper)
+
+    def check_q(self, q, name="q"):
+        """``q`` as a finite float array ``(nq,)`` or InvalidInputError."""
+        return _check_q_fast(self, q, name)
 
     def evaluate(self, q):
         """``(G (4, 4), S (6, 3), H (3, 6, 3))`` from one evaluation of the coefficients."""
@@ -102,6 +115,10 @@ class Free(ParamJoint):
 
     def __init__(self, lower=None, upper=None):
         _no_box_limits(self, lower, upper)
+
+    def check_q(self, q, name="q"):
+        """``q`` as a finite float array ``(nq,)`` or InvalidInputError."""
+        return _check_q_fast(self, q, name)
 
     def evaluate(self, q):
         """``(G (4, 4), S (6, 6), H (6, 6, 6))``; see the module docstring for the formulas."""

@@ -1,0 +1,76 @@
+"""Per-call cost of the exponential-coordinate maps (seed 003) and the Spherical/Free joints.
+
+    python scripts/bench_expcoords.py [--quick]
+
+:func:`bench_expcoords` returns rows ``(name, median_us)``: the median over timing runs of
+one call, in microseconds (batched rows give the cost per rotation vector). Timing uses
+:func:`bench.median_us`; :func:`bench_expcoords_tables` wraps the rows as a section for
+``scripts/bench.py``.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for _path in (ROOT, HERE):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+from bench import machine_description, median_us, table  # noqa: E402
+
+from core import expcoords as ec  # noqa: E402
+from core.joints.spherical import Free, Spherical  # noqa: E402
+from core.lie import so3  # noqa: E402
+
+
+def bench_expcoords(quick=False):
+    """Rows ``(name, median_us)`` for single calls and batched calls (per r) at random r."""
+    rng = np.random.default_rng(0)
+    r = np.array([0.4, -1.1, 0.7])
+    rd = np.array([0.3, 0.2, -0.5])
+    rdd = np.array([1.0, -0.4, 0.2])
+    n = 1_000
+    rs = rng.normal(size=(n, 3))
+    rds = rng.normal(size=(n, 3))
+    sph, free = Spherical(), Free()
+    q6 = np.concatenate([r, [0.1, 0.2, 0.3]])
+    axis = np.array([0.0, 0.0, 1.0])
+    single = [
+        ("J_b(r)", lambda: ec.J_b(r)),
+        ("G_b(r)", lambda: ec.G_b(r)),
+        ("dJ_b_dr(r)", lambda: ec.dJ_b_dr(r)),
+        ("body_velocity(r, r_dot)", lambda: ec.body_velocity(r, rd)),
+        ("body_acceleration(r, r_dot, r_ddot)", lambda: ec.body_acceleration(r, rd, rdd)),
+        ("reparametrize(r, r_dot) past pi", lambda: ec.reparametrize(4.0 * r, rd)),
+        ("reach_cone_gradient(r)", lambda: ec.reach_cone_gradient(r, axis, 0.8)),
+        ("Spherical.evaluate (G, S, H)", lambda: sph.evaluate(r)),
+        ("Spherical.transform", lambda: sph.transform(r)),
+        ("Free.evaluate (G, S, H)", lambda: free.evaluate(q6)),
+        ("so3.exp(r) (for comparison)", lambda: so3.exp(r)),
+    ]
+    rows = [(name, median_us(fn, quick)) for name, fn in single]
+    batched = [
+        (f"J_b batched, per r ({n})", lambda: ec.J_b(rs)),
+        (f"G_b batched, per r ({n})", lambda: ec.G_b(rs)),
+        (f"body_velocity batched, per r ({n})", lambda: ec.body_velocity(rs, rds)),
+        (f"Spherical.transforms, per q ({n})", lambda: sph.transforms(rs)),
+    ]
+    rows += [(name, median_us(fn, quick) / n) for name, fn in batched]
+    return rows
+
+
+def bench_expcoords_tables(quick=False):
+    """The rows as one table, in the section format of ``scripts/bench.py``."""
+    rows = bench_expcoords(quick)
+    return [table("Exponential coordinates (seed 003) and Spherical/Free joints",
+                  ["call", "median us"], [[name, us] for name, us in rows])]
+
+
+if __name__ == "__main__":
+    quick = "--quick" in sys.argv[1:]
+    print(machine_description())
+    for name, us in bench_expcoords(quick):
+        print(f"{name:45s} {us:9.2f} us")
