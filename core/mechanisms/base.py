@@ -1,0 +1,402 @@
+"""Scene descriptions shared by every mechanism, and the one simulation entry point.
+
+A :class:`Mechanism` says everything the Blender side needs to build and bake a demo without
+knowing any physics: the model (reduced coordinates, :class:`core.model.Model`) or a seed-001
+:class:`core.maximal.skeleton.Skeleton`, the initial state, the time stepping (output frame
+rate, substeps per frame, duration, integrator), an optional prescribed :class:`Drive` and
+one :class:`BodyDisplay` per body (mesh hint, size, colour, optional polyline).
+
+:func:`simulate` integrates it and returns a :class:`SimulationResult` with per-frame
+``q, v``, body poses ``(F, nb, 4, 4)``, mechanical energy, the work done by the drive, the
+constraint error and the wall time.
+
+Prescribed coordinates (rheonomic drives). Some demos move part of the tree kinematically:
+the spinning wire frame of the beads (a revolute coordinate ``q_p = w t``) or the time axis of
+a deforming spline surface joint (a coordinate ``q_p = t``). With the free coordinates ``f``
+and the prescribed ones ``p`` the equations of motion ``M a + h = tau`` split into
+
+    M_ff a_f = -h_f - M_fp a_p            (solved for a_f; seed 000 eq. 7 summed by crba)
+    tau_p    =  M_pf a_f + M_pp a_p + h_p (the drive's generalized force)
+
+with ``M`` from :func:`core.dynamics.crba` and ``h`` from
+:func:`core.dynamics.nonlinear_effects` (gravity, velocity products, springs). The drive's
+power is ``tau_p . v_p``; the mechanical energy changes by exactly its integral, which
+the tests check.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+from .. import dynamics
+from ..errors import InvalidInputError, SimulationError
+from ..joints.base import Joint
+from ..kinematics import forward_kinematics
+
+__all__ = ["BodyDisplay", "Drive", "Mechanism", "SimulationResult", "simulate",
+           "MESH_HINTS", "INTEGRATORS"]
+
+#: mesh hints the Blender side understands
+MESH_HINTS = ("capsule", "sphere", "ellipsoid", "box", "plane", "bead", "letter", "wire",
+              "surface", "bone", "airplane")
+#: integrators of :func:`simulate`
+INTEGRATORS = ("euler", "semi_implicit", "rk4")
+
+
+@dataclass(frozen=True)
+class BodyDisplay:
+    """How to draw one body (all lengths in metres, in the body frame).
+
+    name: object name; mesh: one of :data:`MESH_HINTS`; size: ``(3,)`` extents (radius,
+    length, ... as the hint needs: capsule = (radius, length, 0) along the body's local
+    axis ``axis``; sphere/bead = (radius, 0, 0); ellipsoid = semi-axes; box/plane/letter =
+    full extents);
+    colour: RGBA ``(4,)`` in [0, 1]; offset: ``(4, 4)`` mesh pose in the body frame;
+    axis: local capsule axis (0, 1 or 2); polylines: tuple of ``(K, 3)`` arrays drawn as
+    curves attached to the body (wires, coastlines); visible: False for carrier bodies.
+    """
+
+    name: str
+    mesh: str
+    size: tuple = (0.05, 0.0, 0.0)
+    colour: tuple = (0.8, 0.8, 0.8, 1.0)
+    offset: np.ndarray = field(default_factory=lambda: np.eye(4))
+    axis: int = 2
+    polylines: tuple = ()
+    visible: bool = True
+
+    def __post_init__(self):
+        if self.mesh not in MESH_HINTS:
+            raise InvalidInputError(f"display {self.name!r}: mesh must be one of {MESH_HINTS}, "
+                                    f"got {self.mesh!r}")
+        if len(self.colour) != 4:
+            raise InvalidInputError(f"display {self.name!r}: colour must be RGBA (4 numbers)")
+
+
+@dataclass(frozen=True)
+class Drive:
+    """Prescribed (kinematically driven) coordinates.
+
+    dofs: indices of the driven coordinates ``(k,)``; motion: ``t -> (q (k,), v (k,),
+    a (k,))`` their position, rate and acceleration at time t (seconds); description: text.
+    """
+
+    dofs: tuple
+    motion: object
+    description: str = ""
+
+    def evaluate(self, t):
+        q, v, a = (np.asarray(x, dtype=float).reshape(len(self.dofs))
+                   for x in self.motion(float(t)))
+        return q, v, a
+
+
+@dataclass
+class Mechanism:
+    """A demo scene without Blender (see the module docstring).
+
+    Attributes:
+        name: identifier; title: human-readable name.
+        model: :class:`core.model.Model` (reduced coordinates) or None for a skeleton.
+        q0, v0: initial state ``(nq,)``, ``(nv,)`` (for a skeleton: None).
+        fps: output frames per second; substeps: integration steps per output frame, so the
+            step size is ``dt = 1 / (fps * substeps)``; duration: seconds simulated.
+        integrator: one of :data:`INTEGRATORS` (reduced coordinates; a skeleton uses seed
+            001's own update).
+        drive: :class:`Drive` or None.
+        display: one :class:`BodyDisplay` per body, in body order.
+        constraint_error: None or ``(mechanism, times (F,), q (F, nq), poses (F, nb, 4, 4))
+            -> (F,)`` metres: distance of the constrained bodies from the geometry they must
+            stay on, measured independently of the joint coordinates (e.g. a bead's distance
+            to its wire). None uses the kinematic consistency of the poses with the tree.
+        skeleton, skeleton_state, skeleton_gravity: the seed-001 variant (model is None).
+        passive: True if no drive and no damping (energy must be conserved).
+        info: free-form facts for the demo table (e.g. reference data used).
+    """
+
+    name: str
+    title: str
+    model: object
+    q0: np.ndarray
+    v0: np.ndarray
+    fps: float = 60.0
+    substeps: int = 10
+    duration: float = 2.0
+    integrator: str = "rk4"
+    drive: Drive = None
+    display: tuple = ()
+    constraint_error: object = None
+    skeleton: object = None
+    skeleton_state: object = None
+    skeleton_gravity: tuple = (0.0, 0.0, -9.81)
+    passive: bool = True
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.integrator not in INTEGRATORS:
+            raise InvalidInputError(f"mechanism {self.name!r}: integrator must be one of "
+                                    f"{INTEGRATORS}, got {self.integrator!r}")
+        if not (self.fps > 0 and int(self.substeps) >= 1 and self.duration > 0):
+            raise InvalidInputError(f"mechanism {self.name!r}: fps and duration must be > 0 "
+                                    "and substeps >= 1")
+        self.substeps = int(self.substeps)
+        if self.model is not None:
+            self.model.compile()
+            self.q0 = self.model.check_state(self.q0, name="q0")
+            self.v0 = self.model.check_state(self.v0, name="v0")
+            nb = self.model.nbodies
+        else:
+            if self.skeleton is None or self.skeleton_state is None:
+                raise InvalidInputError(f"mechanism {self.name!r}: give a model or a skeleton "
+                                        "with its initial state")
+            nb = self.skeleton.N
+        if len(self.display) != nb:
+            raise InvalidInputError(f"mechanism {self.name!r}: {len(self.display)} display "
+                                    f"entries for {nb} bodies; give one per body")
+
+    @property
+    def dt(self):
+        """Integration step size in seconds."""
+        return 1.0 / (self.fps * self.substeps)
+
+    @property
+    def n_frames(self):
+        """Output frames including the initial one."""
+        return int(round(self.duration * self.fps)) + 1
+
+    @property
+    def nbodies(self):
+        return self.model.nbodies if self.model is not None else self.skeleton.N
+
+    @property
+    def ndof(self):
+        """Degrees of freedom (free coordinates; a skeleton's 6N minus its constraint rank)."""
+        if self.model is None:
+            return 6 * self.skeleton.N - self.skeleton.rank
+        return self.model.nv - (len(self.drive.dofs) if self.drive is not None else 0)
+
+
+@dataclass
+class SimulationResult:
+    """Per-frame output of :func:`simulate` (F frames, nb bodies).
+
+    status: "completed" or "cancelled" (then every array has zero frames).
+    times (F,), q (F, nq), v (F, nv) (skeletons: zero columns), poses (F, nb, 4, 4) world
+    poses of the body frames, energy (F,) kinetic + potential (J), drive_work (F,) work done
+    by the drive since t = 0 (J), constraint_error (F,) (m), wall_time (s), steps (int).
+    """
+
+    name: str
+    status: str
+    times: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    poses: np.ndarray
+    energy: np.ndarray
+    drive_work: np.ndarray
+    constraint_error: np.ndarray
+    wall_time: float
+    steps: int
+    dt: float
+
+    @property
+    def energy_drift(self):
+        """``max |E - E_0 - W_drive| / max(|E_0|, kinetic scale)``, relative (0 if no frames)."""
+        if self.energy.size == 0:
+            return 0.0
+        dev = self.energy - self.energy[0] - self.drive_work
+        scale = max(np.abs(self.energy).max(), 1e-12)
+        return float(np.abs(dev).max() / scale)
+
+
+def _empty(mech, nb, nq, wall, steps):
+    z = np.zeros(0)
+    return SimulationResult(mech.name, "cancelled", z, np.zeros((0, nq)), np.zeros((0, nq)),
+                            np.zeros((0, nb, 4, 4)), z, z, z, wall, steps, mech.dt)
+
+
+class _Dynamics:
+    """Accelerations and drive power for one mechanism (reuses one Data)."""
+
+    def __init__(self, mech):
+        self.model = mech.model
+        self.data = mech.model.create_data()
+        self.drive = mech.drive
+        nv = self.model.nv
+        self.tau0 = np.zeros(nv)
+        if self.drive is not None:
+            p = np.asarray(self.drive.dofs, dtype=int)
+            if p.size == 0 or len(set(p.tolist())) != p.size or p.min() < 0 or p.max() >= nv:
+                raise InvalidInputError(f"drive dofs {p.tolist()} must be distinct indices in "
+                                        f"[0, {nv})")
+            self.p = p
+            self.f = np.setdiff1d(np.arange(nv), p)
+
+    def impose(self, t, q, v):
+        """Overwrite the driven coordinates with the drive's motion at t (in place)."""
+        if self.drive is not None:
+            qp, vp, _ = self.drive.evaluate(t)
+            q[self.p] = qp
+            v[self.p] = vp
+
+    def accel(self, t, q, v):
+        """``(q_ddot (nv,), drive power)`` at time t."""
+        if self.drive is None:
+            return dynamics.aba(self.model, self.data, q, v, self.tau0).copy(), 0.0
+        _, vp, ap = self.drive.evaluate(t)
+        h = dynamics.nonlinear_effects(self.model, self.data, q, v)
+        M = dynamics.crba(self.model, self.data, q)
+        f, p = self.f, self.p
+        a = np.empty(self.model.nv)
+        a[p] = ap
+        if f.size:
+            rhs = -h[f] - M[np.ix_(f, p)] @ ap
+            a[f] = cho_solve(cho_factor(M[np.ix_(f, f)], check_finite=False), rhs,
+                             check_finite=False)
+        tau_p = M[p] @ a + h[p]
+        return a, float(tau_p @ vp)
+
+
+def _normalize(model, q, v):
+    for i, j in enumerate(model.joints):
+        if type(j).normalize is not Joint.normalize:
+            s = slice(model.q_start[i], model.q_start[i] + model.q_count[i])
+            q[s], v[s] = j.normalize(q[s], v[s])
+    return q, v
+
+
+def _step(dyn, method, t, q, v, dt):
+    """One step of ``method``; returns ``(q, v, work)`` (work = drive work over the step)."""
+    if method == "rk4":
+        a1, P1 = dyn.accel(t, q, v)
+        q2, v2 = q + 0.5 * dt * v, v + 0.5 * dt * a1
+        a2, P2 = dyn.accel(t + 0.5 * dt, q2, v2)
+        q3, v3 = q + 0.5 * dt * v2, v + 0.5 * dt * a2
+        a3, P3 = dyn.accel(t + 0.5 * dt, q3, v3)
+        q4, v4 = q + dt * v3, v + dt * a3
+        a4, P4 = dyn.accel(t + dt, q4, v4)
+        qn = q + dt / 6.0 * (v + 2 * v2 + 2 * v3 + v4)
+        vn = v + dt / 6.0 * (a1 + 2 * a2 + 2 * a3 + a4)
+        return qn, vn, dt / 6.0 * (P1 + 2 * P2 + 2 * P3 + P4)
+    a, P = dyn.accel(t, q, v)
+    if method == "euler":
+        return q + dt * v, v + dt * a, dt * P
+    vn = v + dt * a                                    # semi-implicit (symplectic) Euler
+    return q + dt * vn, vn, dt * P
+
+
+def _kinematic_error(model, data, q, poses):
+    """Largest distance between each body's pose and its parent pose x placement x G(q)."""
+    err = 0.0
+    for i, j in enumerate(model.joints):
+        s = slice(model.q_start[i], model.q_start[i] + model.q_count[i])
+        parent = np.eye(4) if model.parents[i] < 0 else poses[model.parents[i]]
+        T = parent @ model.placements[i] @ j.transform(q[s])
+        err = max(err, float(np.abs(T[:3, 3] - poses[i, :3, 3]).max()))
+    return err
+
+
+def _simulate_model(mech, progress):
+    model = mech.model
+    dyn = _Dynamics(mech)
+    data = model.create_data()
+    F, sub, dt = mech.n_frames, mech.substeps, mech.dt
+    nb, nq = model.nbodies, model.nq
+    q, v = mech.q0.copy(), mech.v0.copy()
+    dyn.impose(0.0, q, v)
+    Q = np.empty((F, nq))
+    V = np.empty((F, nq))
+    P = np.empty((F, nb, 4, 4))
+    E = np.empty(F)
+    W = np.zeros(F)
+    work = 0.0
+    t0 = time.perf_counter()
+    steps = 0
+
+    def record(k):
+        Q[k], V[k] = q, v
+        P[k] = forward_kinematics(model, data, q)
+        E[k] = dynamics.mechanical_energy(model, data, q, v)
+        W[k] = work
+
+    record(0)
+    for k in range(1, F):
+        for s in range(sub):
+            t = ((k - 1) * sub + s) * dt
+            q, v, dw = _step(dyn, mech.integrator, t, q, v, dt)
+            dyn.impose(t + dt, q, v)
+            q, v = _normalize(model, q, v)
+            work += dw
+            steps += 1
+            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+                bad = int(model.dof_body[np.nonzero(~np.isfinite(q + v))[0][0]])
+                raise SimulationError(f"{mech.name}: the state became non-finite at t = "
+                                      f"{t + dt:.4f} s on body {model.names[bad]!r}; reduce "
+                                      f"the step (dt = {dt:.4g} s) or check the joint")
+        record(k)
+        if progress is not None and progress(k / (F - 1)) is False:
+            return _empty(mech, nb, nq, time.perf_counter() - t0, steps)
+    wall = time.perf_counter() - t0
+    times = np.arange(F) / mech.fps
+    if mech.constraint_error is not None:
+        cerr = np.asarray(mech.constraint_error(mech, times, Q, P), dtype=float)
+    else:
+        cerr = np.array([_kinematic_error(model, data, Q[k], P[k]) for k in range(F)])
+    scale = max(np.abs(E).max(), 1.0)
+    if np.any(np.abs(E - E[0] - W) > 1e3 * scale):
+        raise SimulationError(f"{mech.name}: the energy blew up; reduce the step "
+                              f"(dt = {dt:.4g} s)")
+    return SimulationResult(mech.name, "completed", times, Q, V, P, E, W, cerr, wall, steps, dt)
+
+
+def _simulate_skeleton(mech, progress):
+    sk = mech.skeleton
+    st = mech.skeleton_state.copy()
+    F, sub, dt = mech.n_frames, mech.substeps, mech.dt
+    nb = sk.N
+    g = np.asarray(mech.skeleton_gravity, dtype=float)
+    f_ext = sk.mass[:, None] * g[None, :]
+    P = np.empty((F, nb, 4, 4))
+    E = np.empty(F)
+    C = np.empty(F)
+    t0 = time.perf_counter()
+    steps = 0
+
+    def record(k):
+        P[k] = np.eye(4)
+        P[k, :, :3, :3] = st.R
+        P[k, :, :3, 3] = st.p
+        E[k] = sk.kinetic_energy(st) - float(sk.mass @ (st.p @ g))
+        C[k] = sk.separation(st)[0]
+
+    record(0)
+    for k in range(1, F):
+        for _ in range(sub):
+            st, _info = sk.step(st, dt, f_ext=f_ext, stabilize=True)
+            steps += 1
+        record(k)
+        if progress is not None and progress(k / (F - 1)) is False:
+            return _empty(mech, nb, 0, time.perf_counter() - t0, steps)
+    wall = time.perf_counter() - t0
+    times = np.arange(F) / mech.fps
+    return SimulationResult(mech.name, "completed", times, np.zeros((F, 0)), np.zeros((F, 0)),
+                            P, E, np.zeros(F), C, wall, steps, dt)
+
+
+def simulate(mechanism, progress=None):
+    """Integrate ``mechanism`` for its duration and return a :class:`SimulationResult`.
+
+    progress: optional ``fraction -> bool`` called after every output frame; returning False
+    cancels, and the result then has ``status == "cancelled"`` and no frames.
+    Raises SimulationError (naming the time and the body) if the state becomes non-finite or
+    the energy blows up.
+    """
+    if not isinstance(mechanism, Mechanism):
+        raise InvalidInputError(f"simulate expects a Mechanism, got {type(mechanism).__name__}")
+    if progress is not None and not callable(progress):
+        raise InvalidInputError("progress must be a callable fraction -> bool, or None")
+    if mechanism.model is None:
+        return _simulate_skeleton(mechanism, progress)
+    return _simulate_model(mechanism, progress)

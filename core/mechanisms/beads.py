@@ -1,0 +1,189 @@
+"""Beads on a wire (seed 000 section 7, Fig. 5a).
+
+Three beads (configurable), each on its own closed flower-shaped wire (a rose curve
+``r(theta) = R (1 + e cos(k theta))`` in a vertical plane), modelled as 1-DOF spline curve
+joints (eqs. 21-24) whose control frames have x along the wire and z normal to the wire's
+plane. The wire frame spins about the world z axis at a prescribed rate (a revolute
+coordinate driven kinematically, see :mod:`.base`), so the beads gain and lose energy only
+through the drive. With ``spin=True`` each bead also turns freely about the wire on a
+revolute joint after the spline joint (the seed's "simple rotational joint"), carried by a
+light carrier body.
+
+Closed curves. The control frames are wrapped periodically (G_0 .. G_{n-1}, G_0, G_1, G_2
+for the cubic), which makes the cumulative spline periodic with period n in q and C2 across
+the seam; :class:`ClosedSplineCurveJoint` shifts q by one period when it leaves the knot
+domain (its :meth:`normalize`), so a bead can go round any number of times.
+"""
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..joints.lower_pairs import Revolute
+from ..joints.spline_curve import SplineCurveJoint
+from ..lie import se3
+from ..model import Model
+from .base import BodyDisplay, Drive, Mechanism
+from .shapes import frame, sphere_inertia
+
+__all__ = ["ClosedSplineCurveJoint", "rose_frames", "beads_on_a_wire", "closest_point_distance"]
+
+
+class ClosedSplineCurveJoint(SplineCurveJoint):
+    """A cubic spline curve joint through periodically wrapped control frames.
+
+    control_frames: ``(n, 4, 4)`` one period (not repeated); the joint's coordinate has
+    period ``n`` (uniform unit knots) and :meth:`normalize` wraps it into ``[0, n)``.
+    """
+
+    def __init__(self, control_frames, order=4):
+        F = np.asarray(control_frames, dtype=float)
+        if F.ndim != 3 or F.shape[0] < order:
+            raise InvalidInputError(f"a closed curve of order {order} needs at least {order} "
+                                    f"control frames (n, 4, 4); got shape {F.shape}")
+        wrapped = np.concatenate([F, F[:order - 1]])
+        z = se3.log(np.matmul(se3.inv(wrapped[:-1]), wrapped[1:]))
+        # the same twists as SplineCurveJoint(wrapped) but with G_n = G_0 exactly periodic
+        self._setup(F[0], z, None, order)
+        self.period = float(self.upper[0] - self.lower[0])
+
+    def _wrap(self, x):
+        lo = self._lo
+        return lo + np.mod(x - lo, self.period)
+
+    def evaluate(self, q):
+        """``(G, S, H)`` at ``q: (1,)``, periodic: q is wrapped into the domain first."""
+        return super().evaluate(np.array([self._wrap(float(self.check_q(q)[0]))]))
+
+    def transforms(self, qs):
+        """Batched periodic ``G``: ``qs: (N,)`` or ``(N, 1)`` -> ``(N, 4, 4)``."""
+        return super().transforms(self._wrap(self.check_qs(qs)[:, 0]))
+
+    def normalize(self, q, v):
+        """Wrap ``q: (1,)`` into ``[lower, lower + period)``; ``v`` unchanged."""
+        return np.array([self._wrap(float(self.check_q(q)[0]))]), v
+
+
+def rose_frames(n_frames=40, radius=0.3, amplitude=0.25, petals=5):
+    """Control frames ``(n, 4, 4)`` on the rose ``r = radius (1 + amplitude cos(petals th))``
+    in the x-z plane of the wire: x along the curve (theta increasing), z along -y (the
+    plane's normal) and y = z x x in the plane."""
+    if not (0.0 <= amplitude < 1.0 and radius > 0 and n_frames >= 8 and petals >= 1):
+        raise InvalidInputError("rose_frames: need radius > 0, 0 <= amplitude < 1, "
+                                "n_frames >= 8, petals >= 1")
+    th = 2 * np.pi * np.arange(n_frames) / n_frames
+    r = radius * (1 + amplitude * np.cos(petals * th))
+    dr = -radius * amplitude * petals * np.sin(petals * th)
+    p = np.stack([r * np.cos(th), np.zeros_like(th), r * np.sin(th)], axis=1)
+    tangent = np.stack([dr * np.cos(th) - r * np.sin(th), np.zeros_like(th),
+                        dr * np.sin(th) + r * np.cos(th)], axis=1)
+    normal = np.broadcast_to([0.0, -1.0, 0.0], p.shape)
+    return frame(p, tangent, normal)
+
+
+def closest_point_distance(joint, points, samples=2000, iterations=4):
+    """Distance of ``points: (N, 3)`` (in the joint's parent frame) from the curve traced by
+    the origin of ``joint`` over its domain: dense sampling, then Newton steps on
+    ``|p(s) - x|^2`` with ``dp/ds = R(s) v(s)`` from the joint Jacobian. Returns (N,)."""
+    lo, hi = joint.lower[0], joint.upper[0]
+    s = np.linspace(lo, hi, samples)
+    curve = joint.transforms(s)[:, :3, 3]
+    pts = np.asarray(points, dtype=float)
+    d2 = ((pts[:, None, :] - curve[None, :, :]) ** 2).sum(-1)
+    best = s[np.argmin(d2, axis=1)]
+    out = np.empty(len(pts))
+    h = 1e-6
+    for i, (x, si) in enumerate(zip(pts, best)):
+        for _ in range(iterations):
+            G, S, _ = joint.evaluate(np.array([si]))
+            e = G[:3, 3] - x
+            dp = G[:3, :3] @ S[3:, 0]
+            dp2 = (G[:3, :3] @ joint.evaluate(np.array([si + h]))[1][3:, 0] - dp) / h
+            g1 = float(e @ dp)
+            g2 = float(dp @ dp + e @ dp2)
+            si = float(np.clip(si - g1 / g2 if g2 > 0 else si, lo, hi))
+        out[i] = np.linalg.norm(joint.transform(np.array([si]))[:3, 3] - x)
+    return out
+
+
+def beads_on_a_wire(n_beads=3, spin_rate=1.5, spin=False, radius=0.3, amplitude=0.25,
+                    petals=5, offset=0.25, bead_radius=0.03, bead_mass=0.05, n_frames=40,
+                    fps=30.0, substeps=4, duration=4.0, integrator="rk4"):
+    """Beads on closed rose-curve wires on a frame spinning about world z at ``spin_rate``
+    (rad/s, prescribed). Wire ``i`` lies in the vertical plane at azimuth ``2 pi i / n``,
+    its centre ``offset`` metres from the axis and 1 m up.
+
+    Bodies: ``frame`` (revolute about z, driven), then per bead either the bead on its
+    curve joint, or (``spin=True``) a 1 g carrier on the curve joint plus the bead on a
+    revolute about the wire tangent. The constraint error is each bead's distance from its
+    wire (:func:`closest_point_distance`), measured from the body poses.
+    """
+    n = int(n_beads)
+    if n < 1:
+        raise InvalidInputError(f"n_beads must be >= 1, got {n_beads}")
+    frames = rose_frames(n_frames, radius, amplitude, petals)
+    wire = ClosedSplineCurveJoint(frames)
+    model = Model(name="beads_on_a_wire")
+    frame_mass = 0.5
+    model.add_body("frame", -1, Revolute((0.0, 0.0, 1.0)), mass=frame_mass,
+                   com=(0.0, 0.0, 1.0), inertia=frame_mass * (radius + offset) ** 2
+                   * np.diag([0.5, 0.5, 1.0]))
+    s = np.linspace(wire.lower[0], wire.upper[0], 401)
+    curve = wire.transforms(s)[:, :3, 3]
+    placements, polylines, display = [], [], []
+    bead_bodies = []
+    colours = ((0.9, 0.2, 0.2, 1.0), (0.2, 0.7, 0.3, 1.0), (0.2, 0.4, 0.9, 1.0),
+               (0.9, 0.7, 0.1, 1.0))
+    for i in range(n):
+        az = 2 * np.pi * i / n
+        c, sn = np.cos(az), np.sin(az)
+        H = np.eye(4)
+        H[:3, :3] = [[c, -sn, 0.0], [sn, c, 0.0], [0.0, 0.0, 1.0]]
+        H[:3, 3] = [offset * c, offset * sn, 1.0]
+        placements.append(H)
+        polylines.append(curve @ H[:3, :3].T + H[:3, 3])
+    display.append(BodyDisplay("frame", "wire", (0.004, 0.0, 0.0), (0.75, 0.75, 0.8, 1.0),
+                               polylines=tuple(polylines)))
+    inertia = sphere_inertia(bead_mass, bead_radius)
+    for i in range(n):
+        col = colours[i % len(colours)]
+        if spin:
+            carrier = model.add_body(f"carrier{i}", 0, wire, placements[i], mass=1e-3,
+                                     inertia=1e-8 * np.eye(3))
+            display.append(BodyDisplay(f"carrier{i}", "sphere", (0.002, 0, 0), col,
+                                       visible=False))
+            b = model.add_body(f"bead{i}", carrier, Revolute((1.0, 0.0, 0.0)), mass=bead_mass,
+                               inertia=inertia)
+        else:
+            b = model.add_body(f"bead{i}", 0, wire, placements[i], mass=bead_mass,
+                               inertia=inertia)
+        display.append(BodyDisplay(f"bead{i}", "bead", (bead_radius, 0, 0), col))
+        bead_bodies.append(b)
+    period = wire.period
+    model.compile()
+    q0 = np.zeros(model.nq)
+    v0 = np.zeros(model.nv)
+    for i, b in enumerate(bead_bodies):
+        dof = model.q_start[b - 1] if spin else model.q_start[b]
+        q0[dof] = wire.lower[0] + period * (0.1 + 0.8 * i / max(n, 1))
+        if spin:
+            v0[model.q_start[b]] = 3.0          # each bead turns about the wire
+    w = float(spin_rate)
+    drive = Drive((0,), lambda t: ([w * t], [w], [0.0]),
+                  f"wire frame spins about z at {w} rad/s")
+    H_all = np.array(placements)
+
+    def error(mech, times, q, poses):
+        """Max over beads of the bead centre's distance from its wire (m): (F,)."""
+        out = np.zeros(len(times))
+        Tf_inv = np.linalg.inv(poses[:, 0])
+        for i, b in enumerate(bead_bodies):
+            x = np.einsum("fij,fj->fi", Tf_inv, poses[:, b, :, 3])[:, :3]
+            x_plane = (x - H_all[i, :3, 3]) @ H_all[i, :3, :3]
+            out = np.maximum(out, closest_point_distance(wire, x_plane))
+        return out
+
+    return Mechanism("beads_on_a_wire", f"Beads on a wire: {n} beads, frame at {w} rad/s",
+                     model, q0, v0, fps, substeps, duration, integrator, drive=drive,
+                     display=tuple(display), constraint_error=error, passive=False,
+                     info={"wire_joint": wire, "bead_bodies": tuple(bead_bodies),
+                           "spin_rate": w})
