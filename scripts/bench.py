@@ -67,8 +67,13 @@ def table(title, columns, rows, note=None):
 
 def _cell(x):
     if isinstance(x, (float, np.floating)):
-        if x == 0 or 0.1 <= abs(x) < 1e6:
-            return f"{x:,.1f}" if abs(x) >= 10 else f"{x:.2f}"
+        ax = abs(x)
+        if ax >= 1e4:
+            return f"{x:,.0f}"
+        if ax >= 10:
+            return f"{x:.1f}"
+        if ax >= 0.1 or ax == 0:
+            return f"{x:.2f}"
         return f"{x:.3g}"
     return str(x)
 
@@ -105,7 +110,12 @@ def machine_description():
 def _joint_cases():
     """(label, joint) for every joint family, with representative parameters."""
     from core.joints import (Cylindrical, Elliptic, Free, Helical, Planar, Prismatic, Revolute,
-                             Spherical, Universal)
+                             Spherical, SplineCurveJoint, SplineJoint, Universal)
+    from core.lie import se3
+    rng = np.random.default_rng(1)
+    frames = se3.exp(np.cumsum(rng.normal(size=(8, 6)) * 0.3, axis=0))
+    knots = np.linspace(-1.5, 1.5, 10)
+    surface = SplineJoint([knots, knots], rng.normal(size=(6, 6, 6)) * 0.2)
     return [
         ("Revolute", Revolute((0.0, 0.6, 0.8))),
         ("Prismatic", Prismatic((0.0, 0.6, 0.8))),
@@ -116,18 +126,23 @@ def _joint_cases():
         ("Elliptic(2, 1)", Elliptic(2.0, 1.0)),
         ("Spherical", Spherical()),
         ("Free", Free()),
+        ("SplineCurveJoint (cubic, 8 frames)", SplineCurveJoint(frames)),
+        ("SplineJoint (n = 2, cubic, 6 twists)", surface),
     ]
 
 
 def bench_joints(quick=False):
     """Per-call medians of transform, jacobian, hessian, evaluate for every joint family, and
-    batched ``transforms`` throughput."""
+    batched ``transforms`` throughput. Coordinates are uniform in the joint's limits, or in
+    [-1, 1] where a coordinate is unlimited."""
     n_batch = 1_000 if quick else 10_000
     rng = np.random.default_rng(0)
     single, batch = [], []
     for label, joint in _joint_cases():
-        q = rng.uniform(-1.0, 1.0, joint.nq)
-        qs = rng.uniform(-1.0, 1.0, (n_batch, joint.nq))
+        lo = np.where(np.isfinite(joint.lower), joint.lower, -1.0)
+        hi = np.where(np.isfinite(joint.upper), joint.upper, 1.0)
+        q = rng.uniform(lo, hi)
+        qs = rng.uniform(lo, hi, (n_batch, joint.nq))
         times = [median_us(lambda f=f: f(q), quick) for f in
                  (joint.transform, joint.jacobian, joint.hessian, joint.evaluate)]
         single.append([label, joint.nq] + times)
