@@ -34,6 +34,7 @@ for path in (ROOT, HERE):
 #: returns a list of tables made by :func:`table`.
 SECTIONS = {
     "joints": "bench:bench_joints",
+    "expcoords": "bench_expcoords:bench_expcoords_tables",
 }
 
 
