@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import bpy
 
 from .operators._common import target_bone
@@ -72,4 +74,44 @@ class VIEW3D_PT_spline_joints_capture(_Panel, bpy.types.Panel):
         row.operator("spline_joints.clear_samples", icon="TRASH")
 
 
-classes = (SPLINE_JOINTS_UL_samples, VIEW3D_PT_spline_joints_capture)
+class VIEW3D_PT_spline_joints_reach_cone(_Panel, bpy.types.Panel):
+    bl_label = "Reach Cone"
+    bl_idname = "VIEW3D_PT_spline_joints_reach_cone"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        armature, pose_bone = _bone(context)
+        if pose_bone is None or pose_bone.parent is None:
+            layout.label(text="Make a child bone active in Pose Mode", icon="INFO")
+            return
+        s = pose_bone.spline_joints
+        col = layout.column(align=True)
+        col.prop(s, "cone_shape", expand=True)
+        col.prop(s, "cone_axis", text="")
+        if s.cone_shape == "CIRCULAR":
+            col.prop(s, "cone_half_angle")
+        else:
+            col.prop(s, "cone_half_angle_x")
+            col.prop(s, "cone_half_angle_z")
+        col.prop(s, "twist_limit")
+        col.prop(s, "cone_margin")
+        col.prop(s, "cone_length")
+        row = layout.row(align=True)
+        row.operator("spline_joints.fit_reach_cone", icon="CON_ROTLIMIT")
+        row.operator("spline_joints.draw_reach_cone", icon="MESH_CONE")
+        from . import bridge
+        from .operators.reach_cone import cone_status, joint_rotations
+
+        try:
+            status = cone_status(s, joint_rotations(pose_bone, bridge.read_pose_T_parent_child(pose_bone)))
+        except ValueError as exc:
+            layout.label(text=str(exc), icon="ERROR")
+            return
+        box = layout.box()
+        box.label(text="Pose inside the limits" if status["inside"] else "Pose OUTSIDE the limits",
+                  icon="CHECKMARK" if status["inside"] else "ERROR")
+        box.label(text=f"swing value {status['swing_value']:+.3f}   twist {math.degrees(status['twist']):+.1f} deg")
+
+
+classes = (SPLINE_JOINTS_UL_samples, VIEW3D_PT_spline_joints_capture, VIEW3D_PT_spline_joints_reach_cone)

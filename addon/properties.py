@@ -72,16 +72,18 @@ class SJ_BoneSettings(PropertyGroup):
     # --- reach cone ---------------------------------------------------------------------------
     cone_shape: EnumProperty(name="Shape", default="CIRCULAR", items=[
         ("CIRCULAR", "Circular", "One half-angle"),
-        ("ELLIPTICAL", "Elliptical", "Two half-angles about the bone's X and Z axes"),
+        ("ELLIPTICAL", "Elliptical", "Two half-angles: swing towards the bone's X and Z axes"),
     ])
     cone_axis: FloatVectorProperty(name="Axis", size=3, default=(0.0, 1.0, 0.0), subtype="DIRECTION",
                                    description="Cone axis in the child bone's rest frame (Y: along the bone)")
-    cone_half_angle: FloatProperty(name="Half-Angle", default=math.radians(45.0), min=0.0, max=math.pi,
-                                   subtype="ANGLE")
-    cone_half_angle_x: FloatProperty(name="Half-Angle X", default=math.radians(45.0), min=0.0,
-                                     max=0.5 * math.pi, subtype="ANGLE")
-    cone_half_angle_z: FloatProperty(name="Half-Angle Z", default=math.radians(30.0), min=0.0,
-                                     max=0.5 * math.pi, subtype="ANGLE")
+    cone_half_angle: FloatProperty(name="Half-Angle", default=math.radians(45.0), min=1e-3, max=math.pi,
+                                   subtype="ANGLE", description="Largest swing of the bone from the axis")
+    cone_half_angle_x: FloatProperty(name="Half-Angle X", default=math.radians(45.0), min=1e-3,
+                                     max=0.5 * math.pi, subtype="ANGLE",
+                                     description="Largest swing of the bone towards its X axis")
+    cone_half_angle_z: FloatProperty(name="Half-Angle Z", default=math.radians(30.0), min=1e-3,
+                                     max=0.5 * math.pi, subtype="ANGLE",
+                                     description="Largest swing of the bone towards its Z axis")
     twist_limit: FloatProperty(name="Twist Limit", default=math.pi, min=0.0, max=math.pi, subtype="ANGLE",
                                description="Largest twist about the bone axis")
     cone_margin: FloatProperty(name="Margin", default=math.radians(2.0), min=0.0, max=0.5 * math.pi,
