@@ -355,8 +355,8 @@ class SplineCurveCoupling(Coupling):
     step), the coordinate ``s`` is limited to the joint's knot range with the limit wrench
     ``S / |S|^2`` (so that ``s_dot = N . v_GD``, eq. 4.19), and ``project_to_constraints``
     moves ``T_CD`` to the nearest point of the spline: ``s* = argmin |log(G(s)^-1 T_CD)|_W``
-    (rotation weighted by ``length_scale``), searched on a grid around the current value and
-    refined with scipy's bounded scalar minimizer.
+    (rotation weighted by ``length_scale``), by Gauss-Newton from the current value with a
+    grid search plus scipy's bounded scalar minimizer as the fallback.
     """
 
     def __init__(self, joint, length_scale=1.0, search_window=None, value=None):
@@ -382,16 +382,28 @@ class SplineCurveCoupling(Coupling):
         xi = se3.log(np.einsum("nij,jk->nik", se3.inv(G), TCD))
         return (self.length_scale ** 2 * (xi[:, :3] ** 2).sum(1) + (xi[:, 3:] ** 2).sum(1))
 
-    def TCD_to_coordinates(self, TCD):
+    def TCD_to_coordinates(self, TCD, iterations=20):
+        """Nearest point of the curve: Gauss-Newton on ``xi(s) = log(G(s)^-1 T_CD)`` with
+        ``dxi/ds = -Jl^-1(xi) S(s)`` from the current value; if it does not settle, a grid
+        search in the window refined by scipy's bounded scalar minimizer."""
+        s = self.coordinates[0].value
+        wgt = np.array([self.length_scale ** 2] * 3 + [1.0] * 3)
+        for _ in range(iterations):
+            G, S, _ = self.joint.evaluate(np.array([s]))
+            xi = se3.log(se3.inv(G) @ TCD)
+            a = se3.left_jacobian_inv(xi) @ S[:, 0]
+            step = float((a * wgt) @ xi) / float((a * wgt) @ a)
+            step = float(np.clip(step, -self.window, self.window))
+            s += step
+            if abs(step) < 1e-13:
+                return np.array([s])
         c = self.coordinates[0]
-        # a legal T_CD lies on the curve: the nearest point is the coordinate
         lo = max(c.value - self.window, self.joint.lower[0] - self.window)
         hi = min(c.value + self.window, self.joint.upper[0] + self.window)
         grid = np.linspace(lo, hi, 41)
-        d2 = self._distance2(TCD, grid)
-        k = int(np.argmin(d2))
+        k = int(np.argmin(self._distance2(TCD, grid)))
         a, b = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
-        res = opt.minimize_scalar(lambda s: float(self._distance2(TCD, s)[0]), bounds=(a, b),
+        res = opt.minimize_scalar(lambda x: float(self._distance2(TCD, x)[0]), bounds=(a, b),
                                   method="bounded", options={"xatol": 1e-12})
         return np.array([res.x])
 
