@@ -1,0 +1,115 @@
+"""Knee pendulum (seed 000 section 7, Fig. 1): the OpenSim gait2392 right knee as a fitted
+spline curve joint, with a hip and an ankle, swinging under gravity.
+
+The knee joint is :func:`core.fitting.curve.fit_spline_curve` fitted to the femur->tibia
+poses of :class:`core.reference.KneeGait2392` (131 samples over the OpenSim range
+[-120, 10] deg; the coordinate is the OpenSim knee angle, flexion negative). The hip is a
+revolute about the pelvis z axis (flexion), held at ``hip_flexion`` by a prescribed drive
+with zero rate (so it does no work: the pendulum is passive); the ankle is a revolute about
+the gait2392 ankle axis with a linear spring. This is the seated "pendulum test" posture:
+thigh horizontal, shank released from ``knee_start`` (rad).
+
+Bodies and inertias are the gait2392 values (femur_r, tibia_r, and the foot as one body
+lumping talus, calcaneus and toes), in OpenSim body frames (y up the bone, x forward); the
+pelvis frame is turned so that OpenSim's y is the world's z.
+"""
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..fitting.curve import fit_spline_curve
+from ..fitting.samples import JointSamples
+from ..joints.lower_pairs import Fixed, Revolute
+from ..model import Model
+from ..reference import KneeGait2392
+from .base import BodyDisplay, Drive, Mechanism
+from .shapes import translation
+
+__all__ = ["knee_joint", "knee_pendulum", "GAIT2392_BODIES"]
+
+#: gait2392 body parameters: mass (kg), centre of mass (m, body frame), principal inertia
+GAIT2392_BODIES = {
+    "pelvis": (11.777, (-0.0707, 0.0, 0.0), (0.1028, 0.0871, 0.0579)),
+    "femur": (9.3014, (0.0, -0.17, 0.0), (0.1339, 0.0351, 0.1412)),
+    "tibia": (3.7075, (0.0, -0.1867, 0.0), (0.0504, 0.0051, 0.0511)),
+    "foot": (1.5666, (0.08, -0.03, 0.0), (0.0016, 0.0045, 0.0048)),
+}
+#: hip centre in the pelvis frame, ankle centre in the tibia frame, ankle axis (tibia frame)
+HIP_IN_PELVIS = (-0.0707, -0.0661, 0.0835)
+ANKLE_IN_TIBIA = (0.0, -0.43, 0.0)
+ANKLE_AXIS = (-0.10501355, -0.17402245, 0.97912632)
+
+_KNEE_CACHE = {}
+
+
+def knee_joint(n_frames=12):
+    """The gait2392 knee as a cubic spline curve joint fitted to the OpenSim poses.
+
+    Returns ``(joint, report)`` (a :class:`SplineCurveJoint` and its fit report); cached
+    per ``n_frames``. 12 control frames keep the tibia within 0.01 mm of the OpenSim path.
+    """
+    if n_frames not in _KNEE_CACHE:
+        ref = KneeGait2392()
+        s = ref.samples()
+        fit = fit_spline_curve(JointSamples(s["T_femur_tibia"], q=s["q"]), n_frames=n_frames)
+        _KNEE_CACHE[n_frames] = (fit.joint, fit.report)
+    return _KNEE_CACHE[n_frames]
+
+
+def knee_pendulum(knee_start=-1.3, hip_flexion=np.pi / 2, ankle_stiffness=5.0, n_frames=12,
+                  fps=60.0, substeps=4, duration=3.0, integrator="rk4"):
+    """The seated knee pendulum: pelvis fixed 0.9 m up, hip held at ``hip_flexion`` (rad),
+    shank released at rest from ``knee_start`` (rad, within the OpenSim range and such that
+    the swing stays inside it), foot on a spring-loaded ankle.
+
+    The constraint error is the largest distance (m) between the simulated tibia (its
+    origin and its ankle centre) in the femur frame and the OpenSim knee's tibia at the same
+    knee angle (:meth:`KneeGait2392.poses`).
+    """
+    ref = KneeGait2392()
+    lo, hi = ref.range
+    if not lo < knee_start < hi:
+        raise InvalidInputError(f"knee_start must lie in the OpenSim range ({lo:.4f}, "
+                                f"{hi:.4f}) rad, got {knee_start}")
+    joint, report = knee_joint(n_frames)
+    model = Model(name="knee_pendulum")
+    T_world_pelvis = np.eye(4)
+    T_world_pelvis[:3, :3] = [[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]
+    T_world_pelvis[:3, 3] = [0.0, 0.0, 0.9]
+
+    def add(name, parent, j, placement):
+        m, c, d = GAIT2392_BODIES[name]
+        return model.add_body(name, parent, j, placement, mass=m, com=c, inertia=np.diag(d))
+
+    add("pelvis", -1, Fixed(), T_world_pelvis)
+    add("femur", 0, Revolute((0.0, 0.0, 1.0)), translation(HIP_IN_PELVIS))
+    add("tibia", 1, joint, None)
+    add("foot", 2, Revolute(ANKLE_AXIS), translation(ANKLE_IN_TIBIA))
+    model.add_joint_spring("foot", ankle_stiffness, 0.0, rest=0.0)
+    q0 = np.array([hip_flexion, knee_start, 0.0])
+    h = float(hip_flexion)
+    drive = Drive((0,), lambda t: ([h], [0.0], [0.0]), "hip held at a fixed flexion")
+
+    def bone(name, length, colour):
+        return BodyDisplay(name, "bone", (0.03, length, 0.0), colour,
+                           translation([0.0, -0.5 * length, 0.0]), axis=1)
+
+    display = (BodyDisplay("pelvis", "box", (0.2, 0.15, 0.25), (0.85, 0.8, 0.7, 1.0)),
+               bone("femur", 0.40, (0.93, 0.9, 0.82, 1.0)),
+               bone("tibia", 0.43, (0.93, 0.9, 0.82, 1.0)),
+               BodyDisplay("foot", "box", (0.22, 0.06, 0.09), (0.9, 0.85, 0.75, 1.0),
+                           translation([0.07, -0.03, 0.0])))
+    ankle = np.array([*ANKLE_IN_TIBIA, 1.0])
+
+    def error(mech, times, q, poses):
+        """Largest distance (m) of the tibia origin and ankle centre from OpenSim's: (F,)."""
+        T_sim = np.linalg.inv(poses[:, 1]) @ poses[:, 2]
+        T_ref = ref.poses(q[:, 1])
+        d0 = np.linalg.norm(T_sim[:, :3, 3] - T_ref[:, :3, 3], axis=1)
+        d1 = np.linalg.norm((T_sim - T_ref)[:, :3] @ ankle, axis=1)
+        return np.maximum(d0, d1)
+
+    return Mechanism("knee_pendulum", "Knee pendulum: gait2392 knee as a spline curve joint",
+                     model, q0, np.zeros(3), fps, substeps, duration, integrator, drive=drive,
+                     display=display, constraint_error=error, passive=True,
+                     info={"fit_report": report, "knee_dof": 1, "knee_range": (lo, hi)})

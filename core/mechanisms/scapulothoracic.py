@@ -1,0 +1,95 @@
+"""Scapulothoracic joint (seed 000 section 7, Fig. 4): the Seth 2019 scapula on a 2-DOF spline
+surface joint over the thorax, held to the clavicle by damped springs.
+
+The surface joint is :func:`core.fitting.surface.fit_spline_surface` fitted to the OpenSim
+scapula poses ``T_thorax_scapula`` of :class:`core.reference.ScapulothoracicSeth2019` on its
+17 x 11 grid over (abduction, elevation) with upward rotation and winging at zero, so the
+joint's coordinates are OpenSim's abduction and elevation (rad) and the body frame is the
+OpenSim scapula frame. The clavicle is fixed to the thorax; two damped springs of zero rest
+length join points of the scapula to the clavicle where those points sit at the rest pose
+(the OpenSim default abduction and elevation). Released away from rest, the scapula swings
+over the thorax under gravity and the springs and settles.
+"""
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..fitting.samples import JointSamples
+from ..fitting.surface import fit_spline_surface
+from ..joints.lower_pairs import Fixed
+from ..model import Model
+from ..reference import ScapulothoracicSeth2019
+from .base import BodyDisplay, Mechanism
+from .shapes import translation
+
+__all__ = ["scapulothoracic", "scapula_joint", "SCAPULA_MASS", "SCAPULA_INERTIA"]
+
+#: Seth 2019 scapula mass (kg) and an approximate principal inertia (kg m^2)
+SCAPULA_MASS = 0.7054
+SCAPULA_INERTIA = (0.0012, 0.0012, 0.0005)
+#: spring attachment points on the scapula (scapula frame, m)
+SPRING_POINTS = ((0.0, 0.0, 0.0), (-0.03, -0.06, -0.06))
+
+_CACHE = {}
+
+
+def scapula_joint(grid=(8, 6)):
+    """The scapulothoracic surface joint fitted to the OpenSim grid; ``(joint, report)``."""
+    grid = tuple(int(g) for g in grid)
+    if grid not in _CACHE:
+        ref = ScapulothoracicSeth2019()
+        g = ref.grid()
+        q = g["q"][..., :2].reshape(-1, 2)
+        T = g["T_thorax_scapula"].reshape(-1, 4, 4)
+        fit = fit_spline_surface(JointSamples(T, q), grid=grid, method="coordinatewise")
+        _CACHE[grid] = (fit.joint, fit.report)
+    return _CACHE[grid]
+
+
+def scapulothoracic(start_offset=(0.25, 0.15), stiffness=150.0, damping=1.5, fps=60.0,
+                    substeps=4, duration=3.0, integrator="rk4"):
+    """The scapula released ``start_offset`` (abduction, elevation; rad) away from the
+    OpenSim default pose, with damped springs (``stiffness`` N/m, ``damping`` N s/m).
+
+    The constraint error is the largest distance (m) between the simulated scapula origin
+    (in the thorax frame) and OpenSim's at the same (abduction, elevation).
+    """
+    ref = ScapulothoracicSeth2019()
+    joint, report = scapula_joint()
+    rest = ref.defaults[:2]
+    q0 = rest + np.asarray(start_offset, dtype=float)
+    if np.any(q0 < joint.lower) or np.any(q0 > joint.upper):
+        raise InvalidInputError(f"start pose {q0} leaves the fitted range "
+                                f"{joint.lower}..{joint.upper}; use a smaller start_offset")
+    model = Model(name="scapulothoracic")
+    T_world_thorax = np.eye(4)
+    T_world_thorax[:3, :3] = [[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]
+    T_world_thorax[:3, 3] = [0.0, 0.0, 1.3]
+    model.add_body("thorax", -1, Fixed(), T_world_thorax, mass=20.0,
+                   com=(0.0, -0.15, 0.0), inertia=np.diag([1.0, 0.4, 0.9]))
+    model.add_body("clavicle", 0, Fixed(), None, mass=0.16, inertia=np.diag([3e-4, 3e-4, 6e-5]))
+    model.add_body("scapula", 0, joint, None, mass=SCAPULA_MASS,
+                   inertia=np.diag(SCAPULA_INERTIA))
+    T_rest = joint.transform(rest)
+    for p in SPRING_POINTS:
+        anchor = T_rest[:3, :3] @ np.asarray(p) + T_rest[:3, 3]     # in the clavicle frame
+        model.add_point_spring("scapula", p, "clavicle", anchor, stiffness, damping, 0.0)
+    display = (BodyDisplay("thorax", "ellipsoid", tuple(ref.radii), (0.85, 0.75, 0.7, 0.5),
+                           ref.T_thorax_pjoint),
+               BodyDisplay("clavicle", "bone", (0.008, 0.15, 0.0), (0.95, 0.92, 0.85, 1.0),
+                           translation([0.0, 0.0, 0.0]), axis=2),
+               BodyDisplay("scapula", "plane", (0.1, 0.14, 0.01), (0.95, 0.92, 0.85, 1.0),
+                           translation([-0.03, -0.06, -0.05])))
+
+    def error(mech, times, q, poses):
+        """Distance (m) of the scapula origin from OpenSim's at the same coordinates."""
+        T_sim = np.linalg.inv(poses[:, 0]) @ poses[:, 2]
+        qs = np.zeros((len(q), 4))
+        qs[:, :2] = q
+        T_ref = ref.poses(qs)
+        return np.linalg.norm(T_sim[:, :3, 3] - T_ref[:, :3, 3], axis=1)
+
+    return Mechanism("scapulothoracic", "Scapulothoracic: Seth 2019 scapula on a spline "
+                     "surface joint", model, q0, np.zeros(2), fps, substeps, duration,
+                     integrator, display=display, constraint_error=error, passive=False,
+                     info={"fit_report": report, "rest": rest, "springs": SPRING_POINTS})
