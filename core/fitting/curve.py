@@ -17,7 +17,8 @@ blocks collapse to the regular B-spline weights ``B_j Ad_{T_j^-1}`` of eq. 34. T
 velocities are ``u_d = log(G(q_s)^-1 G_s)`` (eq. 36) and, since ``exp(-d) exp(r) =
 exp(r - Jl(r)^-1 d)``, the rows are premultiplied by ``Jl(r_s)^-1`` (the identity for small
 residuals). The normal equations of ``M u = u_d`` (eq. 35) in the metric are block banded
-(bandwidth ``6k``) and solved with :func:`scipy.linalg.solveh_banded`, with Levenberg-Marquardt
+(bandwidth ``6k``) and solved by banded Cholesky (:func:`scipy.linalg.cholesky_banded`,
+:func:`scipy.linalg.cho_solve_banded`), with Levenberg-Marquardt
 damping: a step is kept only if the objective decreases, so the trace never increases.
 
 Smoothing (eqs. 37-43). The joint Hessian ``h(q) = dS/dq`` (a twist for 1 DOF) is computed
@@ -29,7 +30,7 @@ paper notes numerical differentiation is simple and effective here) and the targ
 """
 
 import numpy as np
-from scipy.linalg import solveh_banded
+from scipy.linalg import cho_solve_banded, cholesky_banded
 
 from .. import bspline
 from ..errors import InvalidInputError
@@ -174,7 +175,8 @@ def _solve_banded(A, g, bandwidth):
     ab = np.zeros((u + 1, m))
     for d in range(u + 1):
         ab[u - d, d:] = np.diagonal(A, d)
-    return solveh_banded(ab, g, lower=False, check_finite=False)
+    factor = cholesky_banded(ab, lower=False, check_finite=False)
+    return cho_solve_banded((factor, False), g, check_finite=False)
 
 
 class _CurveProblem:

@@ -1,0 +1,135 @@
+"""Benchmark of the fitting module (never a timed test).
+
+    python scripts/bench_fitting.py          # markdown table on stdout
+    python scripts/bench_fitting.py --quick  # fewer repeats
+
+:func:`bench_fitting` returns the rows as dicts (median wall time over repeats, plus the
+accuracy each fit reaches), so the project's bench.py can tabulate them:
+
+* gait2392 knee: 131 samples (1-degree grid over -120..10 deg), 8 and 10 control frames;
+  target <= 50 ms for 8 frames;
+* the same knee with 0.5 mm / 0.5 deg noise and smoothing w = 1e-3 (no target);
+* Seth 2019 scapulothoracic 2-DOF grid (17 x 11 = 187 poses), 6 x 6 control grid, both
+  methods; target <= 1 s; accuracy also on 27 held-out interior grid points (fit on 160);
+* IK on the Fig. 3 leg (spherical hip, fitted knee, revolute ankle), one random reachable
+  target per call.
+"""
+
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from core.fitting.curve import fit_spline_curve  # noqa: E402
+from core.fitting.ik import leg_chain, solve_ik  # noqa: E402
+from core.fitting.metric import pose_errors  # noqa: E402
+from core.fitting.samples import JointSamples  # noqa: E402
+from core.fitting.surface import fit_spline_surface  # noqa: E402
+from core.lie import se3  # noqa: E402
+from core.reference.opensim import KneeGait2392, ScapulothoracicSeth2019  # noqa: E402
+
+
+def _median_ms(fn, repeat):
+    times = []
+    out = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * float(np.median(times)), out
+
+
+def _row(name, ms, target_ms, report, held=None, note=""):
+    return {
+        "case": name, "median_ms": ms, "target_ms": target_ms,
+        "rms_position_mm": report.rms_position_mm, "rms_rotation_deg": report.rms_rotation_deg,
+        "held_out_rms_position_mm": None if held is None else held[0],
+        "held_out_rms_rotation_deg": None if held is None else held[1],
+        "iterations": report.iterations, "status": report.status, "note": note,
+    }
+
+
+def bench_fitting(quick=False):
+    """Rows (list of dicts) with median times (ms) and accuracies; see the module docstring."""
+    repeat = 3 if quick else 7
+    rows = []
+    d = KneeGait2392().samples()
+    knee = JointSamples(d["T_femur_tibia"], d["q"])
+    for n in (8, 10):
+        ms, res = _median_ms(lambda: fit_spline_curve(knee, n_frames=n), repeat)
+        rows.append(_row(f"knee gait2392, {knee.size} samples, {n} frames", ms,
+                         50.0 if n == 8 else None, res.report))
+    rng = np.random.default_rng(7)
+    N = knee.size
+    w = rng.normal(size=(N, 3)) * np.radians(0.5) / np.sqrt(3)
+    p = rng.normal(size=(N, 3)) * 0.5e-3 / np.sqrt(3)
+    Gn = d["T_femur_tibia"] @ se3.exp(np.concatenate([w, np.zeros((N, 3))], axis=1))
+    Gn[:, :3, 3] += p
+    noisy = JointSamples(Gn, d["q"])
+    plain = fit_spline_curve(noisy, n_frames=10)
+    ms, res = _median_ms(lambda: fit_spline_curve(noisy, n_frames=10, smoothing=1e-3),
+                         max(1, repeat // 2))
+    rows.append(_row("knee + noise 0.5 mm/0.5 deg, 10 frames, smoothing 1e-3", ms, None,
+                     res.report, note=f"mean |h| {res.report.mean_hessian_norm:.4g} vs "
+                                      f"{plain.report.mean_hessian_norm:.4g} unsmoothed"))
+    g = ScapulothoracicSeth2019().grid()
+    q = g["q"][..., :2].reshape(-1, 2)
+    G = g["T_pjoint_cjoint"].reshape(-1, 4, 4)
+    I, J = np.meshgrid(np.arange(17), np.arange(11), indexing="ij")
+    hold = (((I + 2 * J) % 5 == 0) & (I > 0) & (I < 16) & (J > 0) & (J < 10)).ravel()
+    full = JointSamples(G, q)
+    train = JointSamples(G[~hold], q[~hold])
+    for method in ("coordinatewise", "se3"):
+        ms, res = _median_ms(lambda: fit_spline_surface(full, (6, 6), method=method), repeat)
+        part = fit_spline_surface(train, (6, 6), method=method)
+        pos, rot = pose_errors(part.joint.transforms(q[hold]), G[hold])
+        held = (float(np.sqrt(np.mean(pos ** 2))), float(np.sqrt(np.mean(rot ** 2))))
+        rows.append(_row(f"scapulothoracic Seth 2019, 187-point grid, 6x6, {method}", ms, 1000.0,
+                         res.report, held, note=f"SE(3) objective {res.report.objective_trace[-1]:.4g}"))
+    chain = leg_chain()
+    targets = []
+    for _ in range(20):
+        qt = rng.uniform(chain.lower.clip(-1, 1), chain.upper.clip(-1, 1))
+        qt[:3] = rng.normal(size=3) * 0.6
+        targets.append(chain.pose(qt))
+    results = []
+    t0 = time.perf_counter()
+    for T in targets:
+        results.append(solve_ik(chain, T))
+    ms = 1e3 * (time.perf_counter() - t0) / len(targets)
+    its = [r.iterations for r in results]
+    ok = sum(r.status == "converged" for r in results)
+    rows.append({"case": "IK leg (hip ball, spline knee, ankle), random reachable target",
+                 "median_ms": ms, "target_ms": None, "rms_position_mm": None,
+                 "rms_rotation_deg": None, "held_out_rms_position_mm": None,
+                 "held_out_rms_rotation_deg": None, "iterations": int(np.median(its)),
+                 "status": f"{ok}/{len(results)} converged", "note": f"mean over 20 targets, "
+                                                                     f"max {max(its)} iterations"})
+    return rows
+
+
+def markdown(rows):
+    def f(x, fmt):
+        return "" if x is None else format(x, fmt)
+    lines = [f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+             f"Python {platform.python_version()}, numpy {np.__version__}", "",
+             "| case | median ms | target ms | RMS pos mm | RMS rot deg | held-out pos mm | "
+             "held-out rot deg | iterations | status | note |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {r['median_ms']:.1f} | {f(r['target_ms'], '.0f')} | "
+                     f"{f(r['rms_position_mm'], '.4f')} | {f(r['rms_rotation_deg'], '.4f')} | "
+                     f"{f(r['held_out_rms_position_mm'], '.4f')} | "
+                     f"{f(r['held_out_rms_rotation_deg'], '.4f')} | {r['iterations']} | "
+                     f"{r['status']} | {r['note']} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown(bench_fitting(quick="--quick" in sys.argv)))
