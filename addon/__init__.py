@@ -5,7 +5,7 @@ Imported only from the extension's register(), so ``bpy`` is available here.
 
 import bpy
 
-from . import panels, properties
+from . import handlers, panels, properties
 from .operators import classes as operator_classes
 
 classes = (*properties.classes, *operator_classes, *panels.classes)
@@ -15,9 +15,11 @@ def register():
     for cls in classes:
         bpy.utils.register_class(cls)
     properties.register_properties()
+    handlers.register()
 
 
 def unregister():
+    handlers.unregister()
     properties.unregister_properties()
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

@@ -335,15 +335,20 @@ def write_mesh_object(name: str, vertices: np.ndarray, faces: np.ndarray, collec
     return _ensure_object(name, mesh, collection)
 
 
-def write_poly_curve_object(name: str, points: np.ndarray, collection) -> bpy.types.Object:
-    """Create or update a curve object with one POLY spline through points (N, 3)."""
-    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+def write_poly_curve_object(name: str, polylines, collection, bevel: float = 0.0) -> bpy.types.Object:
+    """Create or update a curve object with one POLY spline per polyline (each (N, 3)).
+
+    bevel: tube radius (so the curve shows in renders; 0 draws a wire in the viewport only).
+    """
     curve = bpy.data.curves.new(name, type="CURVE")
     curve.dimensions = "3D"
-    spline = curve.splines.new("POLY")
-    spline.points.add(len(points) - 1)
-    co = np.column_stack([points, np.ones(len(points))])
-    spline.points.foreach_set("co", co.ravel())
+    curve.bevel_depth = bevel
+    for points in polylines:
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        spline = curve.splines.new("POLY")
+        spline.points.add(len(points) - 1)
+        co = np.column_stack([points, np.ones(len(points))])
+        spline.points.foreach_set("co", co.ravel())
     return _ensure_object(name, curve, collection)
 
 

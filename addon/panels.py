@@ -74,6 +74,59 @@ class VIEW3D_PT_spline_joints_capture(_Panel, bpy.types.Panel):
         row.operator("spline_joints.clear_samples", icon="TRASH")
 
 
+class VIEW3D_PT_spline_joints_fit(_Panel, bpy.types.Panel):
+    bl_label = "Fit"
+    bl_idname = "VIEW3D_PT_spline_joints_fit"
+
+    def draw(self, context):
+        layout = self.layout
+        _, pose_bone = _bone(context)
+        if pose_bone is None:
+            layout.label(text="Make the joint's child bone active in Pose Mode", icon="INFO")
+            return
+        s = pose_bone.spline_joints
+        col = layout.column(align=True)
+        col.prop(s, "fit_type", text="")
+        if s.fit_type == "CURVE":
+            col.prop(s, "fit_frames")
+            col.prop(s, "fit_smoothing")
+        else:
+            col.prop(s, "fit_grid")
+            col.prop(s, "fit_method", text="")
+        col.prop(s, "fit_order")
+        col.prop(s, "fit_length_scale")
+        row = layout.row(align=True)
+        row.operator("spline_joints.fit", icon="IPO_BEZIER")
+        row.operator("spline_joints.draw_joint_path", icon="CURVE_PATH", text="Draw Path")
+        if s.fit_status:
+            box = layout.box()
+            box.label(text=f"Status: {s.fit_status}",
+                      icon="CHECKMARK" if s.fit_status == "converged" else "ERROR")
+            box.label(text=f"Position RMS {s.fit_rms_mm:.3f} mm, max {s.fit_max_mm:.3f} mm")
+            box.label(text=f"Rotation RMS {s.fit_rms_deg:.3f} deg, max {s.fit_max_deg:.3f} deg")
+
+
+class VIEW3D_PT_spline_joints_drive(_Panel, bpy.types.Panel):
+    bl_label = "Drive"
+    bl_idname = "VIEW3D_PT_spline_joints_drive"
+
+    def draw(self, context):
+        layout = self.layout
+        _, pose_bone = _bone(context)
+        if pose_bone is None or not pose_bone.spline_joints.joint_json:
+            layout.label(text="Fit a joint first", icon="INFO")
+            return
+        s = pose_bone.spline_joints
+        row = layout.row(align=True)
+        row.operator("spline_joints.drive_joint", icon="DRIVER")
+        row.prop(s, "drive", toggle=True)
+        for i in range(len(s.range_min)):
+            name = f"sj_q{i}"
+            if name in pose_bone.keys():
+                layout.prop(pose_bone, f'["{name}"]', slider=True)
+        layout.operator("spline_joints.bake_joint", icon="KEYINGSET")
+
+
 class VIEW3D_PT_spline_joints_reach_cone(_Panel, bpy.types.Panel):
     bl_label = "Reach Cone"
     bl_idname = "VIEW3D_PT_spline_joints_reach_cone"
@@ -114,4 +167,5 @@ class VIEW3D_PT_spline_joints_reach_cone(_Panel, bpy.types.Panel):
         box.label(text=f"swing value {status['swing_value']:+.3f}   twist {math.degrees(status['twist']):+.1f} deg")
 
 
-classes = (SPLINE_JOINTS_UL_samples, VIEW3D_PT_spline_joints_capture, VIEW3D_PT_spline_joints_reach_cone)
+classes = (SPLINE_JOINTS_UL_samples, VIEW3D_PT_spline_joints_capture, VIEW3D_PT_spline_joints_fit,
+           VIEW3D_PT_spline_joints_drive, VIEW3D_PT_spline_joints_reach_cone)

@@ -10,7 +10,8 @@ import math
 
 import bpy
 from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty,
-                       FloatVectorProperty, IntProperty, PointerProperty, StringProperty)
+                       FloatVectorProperty, IntProperty, IntVectorProperty, PointerProperty,
+                       StringProperty)
 from bpy.types import PropertyGroup
 
 MAX_COORDINATES = 2
@@ -61,6 +62,30 @@ class SJ_BoneSettings(PropertyGroup):
     frame_q_start: FloatProperty(name="Coordinate at Start", default=0.0)
     frame_q_end: FloatProperty(name="Coordinate at End", default=1.0)
     capture_step: IntProperty(name="Step", default=1, min=1, description="Capture every n-th frame")
+
+    # --- fit settings -------------------------------------------------------------------------
+    fit_type: EnumProperty(name="Joint Type", default="CURVE", items=[
+        ("CURVE", "Spline Curve (1-DOF)", "Cumulative B-spline on SE(3) through the samples"),
+        ("SURFACE", "Spline Surface (2-DOF)", "Two-coordinate spline joint (needs 2 coordinates)"),
+    ])
+    fit_frames: IntProperty(name="Control Frames", default=8, min=2, max=64,
+                            description="Number of control frames of the spline curve")
+    fit_order: IntProperty(name="Order", default=4, min=2, max=6, description="Spline order (4: cubic)")
+    fit_smoothing: FloatProperty(name="Smoothing", default=0.0, min=0.0, max=0.99,
+                                 description="Joint-Hessian smoothing weight in [0, 1)")
+    fit_length_scale: FloatProperty(name="Length Scale", default=0.1, min=1e-4, unit="LENGTH",
+                                    description="Translation weighed like one radian of rotation")
+    fit_grid: IntVectorProperty(name="Grid", size=2, default=(6, 6), min=2, max=32,
+                                description="Control points per coordinate of the spline surface")
+    fit_method: EnumProperty(name="Method", default="se3", items=[
+        ("se3", "SE(3) Metric", "Minimize the SE(3) pose error (Levenberg-Marquardt)"),
+        ("coordinatewise", "Coordinate-wise", "Least squares of each coordinate function"),
+    ])
+    fit_status: StringProperty(name="Fit Status")
+    fit_rms_mm: FloatProperty(name="RMS Position (mm)")
+    fit_max_mm: FloatProperty(name="Max Position (mm)")
+    fit_rms_deg: FloatProperty(name="RMS Rotation (deg)")
+    fit_max_deg: FloatProperty(name="Max Rotation (deg)")
 
     # --- fitted joint and driving ------------------------------------------------------------
     joint_json: StringProperty(name="Joint", description="Fitted joint as the core's versioned JSON")

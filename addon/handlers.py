@@ -1,0 +1,101 @@
+"""The live drive: a frame-change and depsgraph handler that poses driven bones.
+
+Registered by the add-on (nothing executable is stored in the .blend, so it works with
+auto-run scripts off). For every pose bone whose Spline Joints ``drive`` flag is on, the
+coordinate custom properties ``sj_q0..`` are read and the bone is posed at ``G(q)`` of the
+stored joint. A bone is written only when its pose changes, so the handler's own write does
+not retrigger it endlessly.
+"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+from bpy.app.handlers import persistent
+
+from . import bridge
+from .operators._common import joint_document
+
+_state = {"busy": False, "suspended": 0, "errors": set()}
+
+
+def driven_bones(scene):
+    for obj in scene.objects:
+        if obj.type != "ARMATURE" or obj.pose is None:
+            continue
+        for pb in obj.pose.bones:
+            s = pb.spline_joints
+            if s.drive and s.joint_json:
+                yield obj, pb
+
+
+def coordinates(pose_bone, nq: int) -> np.ndarray:
+    """Current coordinate values (nq,) from the bone's sj_q<i> properties."""
+    return np.array([float(pose_bone.get(bridge.coordinate_property_name(i), 0.0)) for i in range(nq)])
+
+
+def pose_bone_from_joint(pose_bone) -> bool:
+    """Pose one driven bone from its coordinates; True when its basis changed."""
+    doc = joint_document(pose_bone.spline_joints)
+    q = coordinates(pose_bone, doc.joint.nq)
+    basis = bridge.basis_from_T_parent_child(pose_bone, doc.joint.transform(q))
+    if np.allclose(np.array(pose_bone.matrix_basis), basis, atol=1e-7, rtol=0.0):
+        return False
+    bridge.check_drivable(pose_bone)
+    pose_bone.matrix_basis = bridge.array_to_matrix(basis)
+    return True
+
+
+def update_scene(scene) -> int:
+    """Pose every driven bone of the scene; returns how many changed."""
+    if _state["busy"] or _state["suspended"]:
+        return 0
+    _state["busy"] = True
+    changed = 0
+    try:
+        for obj, pb in driven_bones(scene):
+            key = (obj.name, pb.name)
+            try:
+                changed += pose_bone_from_joint(pb)
+                _state["errors"].discard(key)
+            except ValueError as exc:
+                if key not in _state["errors"]:  # say it once, not on every redraw
+                    _state["errors"].add(key)
+                    print(f"Spline Joints: cannot drive {obj.name}/{pb.name}: {exc}")
+    finally:
+        _state["busy"] = False
+    return changed
+
+
+class suspended:
+    """Context manager: no live driving inside (used while baking)."""
+
+    def __enter__(self):
+        _state["suspended"] += 1
+
+    def __exit__(self, *exc):
+        _state["suspended"] -= 1
+
+
+@persistent
+def on_frame_change(scene, depsgraph=None):
+    update_scene(scene)
+
+
+@persistent
+def on_depsgraph_update(scene, depsgraph=None):
+    update_scene(scene)
+
+
+def register():
+    for lst, fn in ((bpy.app.handlers.frame_change_post, on_frame_change),
+                    (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update)):
+        if fn not in lst:
+            lst.append(fn)
+
+
+def unregister():
+    for lst, fn in ((bpy.app.handlers.frame_change_post, on_frame_change),
+                    (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update)):
+        while fn in lst:
+            lst.remove(fn)

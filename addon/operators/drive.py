@@ -1,0 +1,105 @@
+"""Drive a bone through its stored joint (coordinate sliders) and bake the motion to keyframes."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, IntProperty
+
+from .. import bridge, handlers
+from ._common import has_target, joint_document, reporting, target_bone
+
+
+def coordinate_ranges(doc) -> np.ndarray:
+    """(nq, 2) finite coordinate ranges of a joint document."""
+    ranges = np.asarray(doc.ranges, dtype=float)
+    if not np.all(np.isfinite(ranges)):
+        raise ValueError("the stored joint has an unbounded coordinate range; a slider needs finite "
+                         "limits: fit the joint again")
+    return ranges
+
+
+class SPLINE_JOINTS_OT_drive_joint(bpy.types.Operator):
+    """Add coordinate sliders (custom properties sj_q0..) with the joint's range to the bone and
+    pose it live through the stored joint"""
+
+    bl_idname = "spline_joints.drive_joint"
+    bl_label = "Drive from Joint"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return has_target(context)
+
+    @reporting
+    def execute(self, context):
+        _, pose_bone = target_bone(context)
+        s = pose_bone.spline_joints
+        doc = joint_document(s)
+        bridge.check_drivable(pose_bone)
+        ranges = coordinate_ranges(doc)
+        names = [bridge.ensure_coordinate_property(pose_bone, i, lo, hi) for i, (lo, hi) in enumerate(ranges)]
+        for i, (lo, hi) in enumerate(ranges):
+            s.range_min[i], s.range_max[i] = float(lo), float(hi)
+        s.drive = True
+        handlers.pose_bone_from_joint(pose_bone)
+        self.report({"INFO"}, f"'{pose_bone.name}' follows {', '.join(names)} through its "
+                              f"{type(doc.joint).__name__}")
+        return {"FINISHED"}
+
+
+class SPLINE_JOINTS_OT_bake_joint(bpy.types.Operator):
+    """Write the bone's location/rotation keyframes over a frame range from its joint coordinates"""
+
+    bl_idname = "spline_joints.bake_joint"
+    bl_label = "Bake Joint"
+    bl_options = {"REGISTER", "UNDO"}
+
+    frame_start: IntProperty(name="Start", default=-1, description="First frame (-1: the scene's start)")
+    frame_end: IntProperty(name="End", default=-1, description="Last frame (-1: the scene's end)")
+    step: IntProperty(name="Step", default=1, min=1)
+    stop_driving: BoolProperty(name="Stop Live Drive", default=True,
+                               description="Turn the live drive off so the baked keys play back")
+
+    @classmethod
+    def poll(cls, context):
+        return has_target(context)
+
+    @reporting
+    def execute(self, context):
+        scene = context.scene
+        armature, pose_bone = target_bone(context)
+        s = pose_bone.spline_joints
+        doc = joint_document(s)
+        bridge.check_drivable(pose_bone)
+        start = scene.frame_start if self.frame_start < 0 else self.frame_start
+        end = scene.frame_end if self.frame_end < 0 else self.frame_end
+        if end < start:
+            raise ValueError(f"frame range {start}..{end} is empty: the end must not be before the start")
+        frames = np.arange(start, end + 1, self.step)
+        name = pose_bone.name
+        current = scene.frame_current, scene.frame_subframe
+        qs = []
+        with handlers.suspended():
+            try:
+                for f in frames:
+                    scene.frame_set(int(f))
+                    qs.append(handlers.coordinates(armature.pose.bones[name], doc.joint.nq))
+            finally:
+                scene.frame_set(current[0], subframe=current[1])
+        qs = np.array(qs)
+        if not np.all(np.isfinite(qs)):
+            raise ValueError("a coordinate value is not finite in the frame range; check its animation")
+        G = doc.joint.transforms(qs)
+        pose_bone = armature.pose.bones[name]
+        rest = bridge.read_rest_T_parent_child(pose_bone)
+        basis = np.linalg.solve(rest[None], G)
+        written = bridge.write_bone_keyframes(armature, pose_bone, frames, basis)
+        if self.stop_driving:
+            pose_bone.spline_joints.drive = False
+        self.report({"INFO"}, f"Baked {len(frames)} frames ({start}-{end}) of '{name}' into "
+                              f"{', '.join(p.rsplit('.', 1)[-1] for p in written)}")
+        return {"FINISHED"}
+
+
+classes = (SPLINE_JOINTS_OT_drive_joint, SPLINE_JOINTS_OT_bake_joint)

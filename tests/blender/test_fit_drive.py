@@ -1,0 +1,161 @@
+"""Fit a spline curve joint from captured samples, drive the bone live, bake keyframes, reload."""
+
+import numpy as np
+
+FRAMES = (1, 41)
+ANGLES = (0.0, 1.6)
+
+
+def _knee_motion(obj):
+    """Shin flexes about X from 0 to 1.6 rad over frames 1-41 while its head slides (knee-like)."""
+    import bpy
+
+    shin = obj.pose.bones["shin"]
+    for f in range(FRAMES[0], FRAMES[1] + 1, 4):
+        a = ANGLES[0] + (ANGLES[1] - ANGLES[0]) * (f - FRAMES[0]) / (FRAMES[1] - FRAMES[0])
+        shin.rotation_euler = (a, 0.0, 0.0)
+        shin.location = (0.0, 0.02 * np.sin(a), 0.01 * a * a)
+        shin.keyframe_insert("rotation_euler", frame=f)
+        shin.keyframe_insert("location", frame=f)
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = FRAMES
+
+
+def _T(obj):
+    from scenes import expected_T_parent_child
+
+    return expected_T_parent_child(obj)
+
+
+def scenario_fit_drive_bake(tmp):
+    import bpy
+
+    from scenes import addon_module, leg_armature
+
+    io = addon_module("core.io")
+    obj = leg_armature()
+    _knee_motion(obj)
+    shin = obj.pose.bones["shin"]
+    s = shin.spline_joints
+    s.source, s.rotation_axis_0 = "ROTATION", "0"
+    assert bpy.ops.spline_joints.capture_range() == {"FINISHED"}
+    reference = {}
+    for f in (5, 17, 30):
+        bpy.context.scene.frame_set(f)
+        reference[f] = (shin.rotation_euler[0], _T(obj))
+    s.fit_frames = 8
+    assert bpy.ops.spline_joints.fit() == {"FINISHED"}
+    assert s.fit_status == "converged", s.fit_status
+    assert s.fit_rms_mm < 0.05 and s.fit_rms_deg < 0.05, (s.fit_rms_mm, s.fit_rms_deg)
+    doc = io.loads(s.joint_json)
+    assert type(doc.joint).__name__ == "SplineCurveJoint"
+    np.testing.assert_allclose(doc.ranges[0], ANGLES, atol=1e-6)
+    for q, T in reference.values():  # the stored joint reproduces the captured poses
+        np.testing.assert_allclose(doc.joint.transform(np.array([q])), T, atol=2e-4)
+    path = bpy.data.objects["SJ_JointPath_Leg_shin"]
+    assert path.parent == obj and path.parent_bone == "thigh" and path.type == "CURVE"
+    axes = [o for o in bpy.data.objects if o.name.startswith("SJ_JointPath_Leg_shin.axes")]
+    assert len(axes) == 8 and all(o.parent == path for o in axes)
+
+    # Live drive: the slider poses the bone; animating the slider animates the bone.
+    obj.animation_data_clear()
+    assert bpy.ops.spline_joints.drive_joint() == {"FINISHED"}
+    ui = shin.id_properties_ui("sj_q0").as_dict()
+    assert abs(ui["min"] - ANGLES[0]) < 1e-6 and abs(ui["max"] - ANGLES[1]) < 1e-6
+    q, T = reference[17]
+    shin["sj_q0"] = q
+    obj.update_tag()
+    bpy.context.view_layer.update()  # depsgraph_update_post -> the add-on's handler
+    bpy.context.view_layer.update()  # evaluate the pose it wrote
+    np.testing.assert_allclose(_T(obj), T, atol=2e-4)
+    shin["sj_q0"] = 0.2
+    shin.keyframe_insert('["sj_q0"]', frame=1)
+    shin["sj_q0"] = 1.4
+    shin.keyframe_insert('["sj_q0"]', frame=11)
+    driven = {}
+    for f in (1, 4, 11):
+        bpy.context.scene.frame_set(f)  # frame_change_post -> handler
+        bpy.context.view_layer.update()
+        qf = shin["sj_q0"]
+        driven[f] = qf
+        np.testing.assert_allclose(_T(obj), doc.joint.transform(np.array([qf])), atol=1e-5)
+    assert 0.2 < driven[4] < 1.4
+
+    # Bake: keys written with foreach_set; with the drive off they reproduce the driven poses.
+    assert bpy.ops.spline_joints.bake_joint(frame_start=1, frame_end=11) == {"FINISHED"}
+    assert not s.drive
+    bridge = addon_module("addon.bridge")
+    for path_, n in (("location", 3), ("rotation_euler", 3)):
+        for i in range(n):
+            keys = bridge.read_fcurve_keys(obj, f'pose.bones["shin"].{path_}', i)
+            assert keys.shape == (11, 2) and np.allclose(keys[:, 0], np.arange(1, 12))
+    for f in (1, 4, 11):
+        bpy.context.scene.frame_set(f)
+        bpy.context.view_layer.update()
+        np.testing.assert_allclose(_T(obj), doc.joint.transform(np.array([driven[f]])), atol=1e-5)
+
+    # Persistence, loading with scripts disabled (nothing executable is stored).
+    blend = f"{tmp}/knee.blend"
+    text = s.joint_json
+    bpy.ops.wm.save_as_mainfile(filepath=blend)
+    bpy.ops.wm.open_mainfile(filepath=blend, load_ui=False, use_scripts=False)
+    obj = bpy.data.objects["Leg"]
+    shin = obj.pose.bones["shin"]
+    assert shin.spline_joints.joint_json == text and shin.spline_joints.fit_status == "converged"
+    assert len(shin.spline_joints.samples) == 41
+    shin.spline_joints.drive = True
+    obj.animation_data.action = None  # drop the slider and baked keys: the slider value rules
+    shin["sj_q0"] = 0.9
+    obj.update_tag()
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    np.testing.assert_allclose(_T(obj), doc.joint.transform(np.array([0.9])), atol=1e-5)
+    return {"driven": driven}
+
+
+def test_fit_drive_bake_reload(blender):
+    out = blender(scenario_fit_drive_bake)
+    assert set(out["driven"]) == {"1", "4", "11"}
+
+
+def scenario_fit_errors(tmp):
+    import bpy
+
+    from scenes import leg_armature
+
+    obj = leg_armature()
+    shin = obj.pose.bones["shin"]
+    messages = []
+    try:
+        bpy.ops.spline_joints.fit()
+    except RuntimeError as exc:
+        messages.append(str(exc))
+    for a in (0.1, 0.2, 0.3):
+        shin.rotation_euler = (a, 0, 0)
+        bpy.context.view_layer.update()
+        bpy.ops.spline_joints.capture_pose()
+    shin.spline_joints.fit_type = "SURFACE"
+    try:
+        bpy.ops.spline_joints.fit()
+    except RuntimeError as exc:
+        messages.append(str(exc))
+    shin.spline_joints.fit_type = "CURVE"
+    try:
+        bpy.ops.spline_joints.fit()  # 3 samples for a cubic spline with 8 frames
+    except RuntimeError as exc:
+        messages.append(str(exc))
+    try:
+        bpy.ops.spline_joints.drive_joint()
+    except RuntimeError as exc:
+        messages.append(str(exc))
+    assert shin.spline_joints.joint_json == "" and "sj_q0" not in shin.keys()
+    assert not [o for o in bpy.data.objects if o.name.startswith("SJ_")]
+    return {"messages": messages}
+
+
+def test_fit_errors_change_nothing(blender):
+    messages = blender(scenario_fit_errors)["messages"]
+    assert len(messages) == 4, messages
+    assert "no samples" in messages[0]
+    assert "two coordinates" in messages[1]
+    assert "at least 4 distinct samples" in messages[2]  # the core's JointSamples validation
+    assert "no joint stored" in messages[3]
