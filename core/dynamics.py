@@ -1,0 +1,308 @@
+"""Inverse and forward dynamics of trees of general scleronomic joints (seed 000 eqs. 7-16,
+43-44, Appendix A).
+
+Names and call shapes follow Pinocchio: ``rnea(model, data, q, v, a)``,
+``aba(model, data, q, v, tau)``, ``crba(model, data, q)``, ``nonlinear_effects``; each writes
+into ``data`` and returns its main result. Vectors: ``q, v, a, tau: (nv,)`` (coordinate
+rates; every joint here has nq == nv); external wrenches ``fext: (nb, 6)`` ``[moment; force]``
+in each body's frame (as Pinocchio's fext), or None.
+
+Forces included in every algorithm (so that ``rnea(aba(tau)) == tau`` holds with them):
+gravity, ``fext``, joint springs/dampers ``-k (q - rest) - c q_dot`` and point-to-point damped
+springs between bodies (:meth:`core.model.Model.add_point_spring`). ``rnea`` returns the
+actuation torque still needed on top of them.
+
+Formulation and the speed trade-off
+-----------------------------------
+All quantities live in the world (spatial) frame, where eq. 7 keeps its form
+(``f = J A - ad*_V J V``, coordinate-invariant) and the tree recursions of eqs. 11, 14, 15
+become sums over ancestors or descendants: one product with the model's ``(nb, nb)``
+ancestry matrix replaces a Python loop over bodies. Kinematics, rnea, crba and the
+nonlinear effects therefore cost a fixed number of array operations (about 30) whatever
+the number of bodies; constant-screw joints (revolute, prismatic, helical) are evaluated
+for all bodies in one expression with their placement folded in.
+
+The articulated-body recursion of Appendix A (O(n)) is sequential in the tree depth: on a
+chain every body costs ~12 small numpy calls (~1-2 us each here), i.e. ~15-25 us per link.
+The dense alternative (CRBA mass matrix + nonlinear effects + Cholesky) does O(n^2)
+array work and an O(n^3) LAPACK factorisation, negligible below a few hundred dofs, and is
+several times faster in numpy for every chain we benchmark (N <= 128). ``aba`` therefore
+takes ``method="auto"`` (dense up to :data:`DENSE_MAX_DOFS` dofs, recursive above),
+``"dense"`` or ``"recursive"``; both agree to round-off and both are tested against
+Pinocchio. ``scripts/bench_dynamics.py`` prints the measured figures.
+"""
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+from .errors import InvalidInputError
+from .kinematics import _check_vec, _poses, _velocities
+
+__all__ = ["rnea", "aba", "crba", "nonlinear_effects", "kinetic_energy", "potential_energy",
+           "mechanical_energy", "momentum", "passive_forces", "DENSE_MAX_DOFS"]
+
+#: ``aba(method="auto")`` uses the dense formulation up to this many dofs.
+DENSE_MAX_DOFS = 256
+
+
+def _check_fext(model, fext):
+    if fext is None:
+        return None
+    fext = np.asarray(fext, dtype=float)
+    if fext.shape != (model.nbodies, 6):
+        raise InvalidInputError(f"fext must have shape ({model.nbodies}, 6) (one wrench "
+                                f"[moment; force] per body in its own frame), got {fext.shape}")
+    if not np.all(np.isfinite(fext)):
+        raise InvalidInputError("fext contains NaN or inf; pass finite wrenches")
+    return fext
+
+
+def _external_wrenches(model, data, v, fext):
+    """World-frame wrenches on each body from ``fext`` and the point springs: ``(nb, 6)``.
+
+    Needs poses (and V if v is given) in ``data``."""
+    F = data.f_ext_world
+    if fext is not None:
+        np.einsum("nba,nb->na", data.Adinv, fext, out=F)       # Ad*_{T^-1} f (eq. 5)
+    else:
+        F[:] = 0.0
+    T = data.oMi
+    for a, pa, b, pb, k, c, rest in model.point_springs:
+        xa = T[a, :3, :3] @ pa + T[a, :3, 3]
+        xb = pb if b < 0 else T[b, :3, :3] @ pb + T[b, :3, 3]
+        d = xb - xa
+        length = float(np.sqrt(d @ d))
+        if length < 1e-12:
+            continue
+        e = d / length
+        mag = k * (length - rest)
+        if v is not None and c:
+            Va = data.V[a]
+            va = Va[3:] + np.cross(Va[:3], xa)
+            vb = np.zeros(3) if b < 0 else data.V[b, 3:] + np.cross(data.V[b, :3], xb)
+            mag += c * float(e @ (vb - va))
+        fa = mag * e
+        F[a, :3] += np.cross(xa, fa)
+        F[a, 3:] += fa
+        if b >= 0:
+            F[b, :3] -= np.cross(xb, fa)
+            F[b, 3:] -= fa
+    return F
+
+
+def passive_forces(model, q, v):
+    """Joint spring and damper torques ``-k (q - rest) - c q_dot``: ``(nv,)``."""
+    model.compile()
+    if not model.has_joint_springs:
+        return np.zeros(model.nv)
+    return -model.spring_k * (q - model.spring_rest) - model.spring_c * v
+
+
+def _world_inertias(model, data):
+    """``I_world = Ad_{T^-1}^T J Ad_{T^-1}`` for every body: ``(nb, 6, 6)``."""
+    np.matmul(np.swapaxes(data.Adinv, 1, 2), model.inertias @ data.Adinv, out=data.I_world)
+    return data.I_world
+
+
+def _gravity_twist(model):
+    g = np.zeros(6)
+    g[3:] = -model.gravity          # the base accelerates upwards: Featherstone's trick
+    return g
+
+
+def _bias_wrenches(model, data, v, fext):
+    """``-ad*_V I V - f_ext`` per body (world frame): ``(nb, 6)``."""
+    IV = data.I_world @ data.V[:, :, None]
+    out = -(np.swapaxes(data.adV, 1, 2) @ IV)[:, :, 0]
+    if fext is not None or model.point_springs:
+        out -= _external_wrenches(model, data, v, fext)
+    return out
+
+
+def _prepare(model, data, q, v, fext):
+    model.compile()
+    q = model.check_state(q)
+    v = _check_vec(model, v, "v")
+    fext = _check_fext(model, fext)
+    data.q[:] = q
+    data.v[:] = v
+    _poses(model, data, q)
+    _velocities(model, data, v)
+    _world_inertias(model, data)
+    return q, v, fext
+
+
+def _joint_forces(model, data, f):
+    """Subtree sums ``f_joint = sum_{descendants} f`` (eq. 15) and ``tau = S^T f_joint``
+    (eq. 16) for body wrenches ``f: (nb, 6)``; returns ``(nv,)``."""
+    np.matmul(model.ancestry_T, f, out=data.f_joint)
+    fj = data.f_joint if model.one_dof_each else data.f_joint[model.dof_body]
+    return np.einsum("ja,ja->j", data.S_world, fj)
+
+
+def rnea(model, data, q, v, a, fext=None):
+    """Recursive Newton-Euler inverse dynamics (seed 000 eqs. 14-16): the actuation
+    ``tau: (nv,)`` that produces ``a`` at ``(q, v)`` given gravity, ``fext: (nb, 6)`` and the
+    model's springs. Writes ``data.tau``, ``data.f`` (body wrenches), ``data.f_joint``."""
+    q, v, fext = _prepare(model, data, q, v, fext)
+    a = _check_vec(model, a, "a")
+    # eq. 14 in the world frame: A_i = A_parent + Ad_T(S q_ddot + q_dot^T dS q_dot) + ad_V u
+    Sa = data.S_world * a[:, None]
+    if not model.one_dof_each:
+        Sa = model.dof_incidence @ Sa
+    np.matmul(model.ancestry, Sa + data.bias, out=data.A)
+    data.A += _gravity_twist(model)
+    # eq. 15: f_i = J A_i - ad*_V J V - f_ext, summed over each subtree
+    data.f[:] = (data.I_world @ data.A[:, :, None])[:, :, 0] + _bias_wrenches(model, data, v,
+                                                                                 fext)
+    data.tau[:] = _joint_forces(model, data, data.f) - passive_forces(model, q, v)
+    return data.tau
+
+
+def _nle_prepared(model, data, q, v, fext):
+    A0 = model.ancestry @ data.bias + _gravity_twist(model)
+    f = (data.I_world @ A0[:, :, None])[:, :, 0] + _bias_wrenches(model, data, v, fext)
+    data.nle[:] = _joint_forces(model, data, f) - passive_forces(model, q, v)
+    return data.nle
+
+
+def nonlinear_effects(model, data, q, v, fext=None):
+    """``h(q, v) = rnea(q, v, 0)``: gravity, Coriolis/centrifugal and joint Hessian terms,
+    minus springs and fext: ``(nv,)`` (written to ``data.nle``)."""
+    q, v, fext = _prepare(model, data, q, v, fext)
+    return _nle_prepared(model, data, q, v, fext)
+
+
+def _crba_prepared(model, data):
+    nb = model.nbodies
+    np.matmul(model.ancestry_T, data.I_world.reshape(nb, 36), out=data.Ic.reshape(nb, 36))
+    Ic = data.Ic if model.one_dof_each else data.Ic[model.dof_body]
+    F = np.einsum("jab,jb->ja", Ic, data.S_world)
+    Mfull = F @ data.S_world.T
+    # M[j, l] = S_j^T Ic_{body(j)} S_l where body(l) is an ancestor of body(j) (or itself)
+    M = data.M
+    np.multiply(Mfull, model.mass_mask, out=M)
+    M += Mfull.T * model.mass_mask_upper_only
+    return M
+
+
+def crba(model, data, q):
+    """Joint-space mass matrix ``M(q): (nv, nv)`` (symmetric, full), by composite rigid
+    bodies: ``M_jl = S_j^T Ic S_l`` with ``Ic`` the subtree inertia of the deeper body."""
+    model.compile()
+    q = model.check_state(q)
+    _poses(model, data, q)
+    _world_inertias(model, data)
+    return _crba_prepared(model, data)
+
+
+def _aba_dense(model, data, q, v, tau, fext):
+    rhs = tau - _nle_prepared(model, data, q, v, fext)
+    M = _crba_prepared(model, data)
+    if model.nv == 1:
+        data.ddq[:] = rhs / M[0, 0]
+    else:
+        data.ddq[:] = cho_solve(cho_factor(M, check_finite=False), rhs, check_finite=False)
+    return data.ddq
+
+
+def _aba_recursive(model, data, q, v, tau, fext):
+    """Appendix A: backward recursion of articulated inertias ``IA`` and bias forces ``pA``
+    (eq. 43 ``f = IA A + pA``), forward recursion of eq. 44, in the world frame and batched
+    over the bodies of one depth."""
+    tau = tau + passive_forces(model, q, v)
+    IA, pA = data.IA, data.pA
+    IA[:] = data.I_world
+    pA[:] = _bias_wrenches(model, data, v, fext)
+    Sw, c = data.S_world, data.bias
+    for k, (idx, par, dofs, n, has_parent, unique) in enumerate(model.aba_levels):
+        Ia = IA[idx]
+        ci = c[idx]
+        if n:
+            S = Sw[dofs]                                           # (m, n, 6)
+            U = np.einsum("mab,mnb->man", Ia, S)                   # IA S
+            Dinv = np.linalg.inv(np.einsum("mna,mak->mnk", S, U))  # Omega^-1
+            u = tau[dofs] - np.einsum("mna,ma->mn", S, pA[idx])
+            UD = U @ Dinv
+            Pa = Ia - UD @ np.swapaxes(U, 1, 2)
+            pa = pA[idx] + np.einsum("mab,mb->ma", Pa, ci) + np.einsum("man,mn->ma", UD, u)
+            data.aba_U[k], data.aba_Dinv[k], data.aba_u[k] = U, Dinv, u
+        else:
+            Pa = Ia
+            pa = pA[idx] + np.einsum("mab,mb->ma", Ia, ci)
+        if has_parent.any():
+            pp = par[has_parent]
+            if unique:
+                IA[pp] += Pa[has_parent]
+                pA[pp] += pa[has_parent]
+            else:
+                np.add.at(IA, pp, Pa[has_parent])
+                np.add.at(pA, pp, pa[has_parent])
+    g = _gravity_twist(model)
+    for k in range(len(model.aba_levels) - 1, -1, -1):
+        idx, par, dofs, n, has_parent, unique = model.aba_levels[k]
+        Ap = np.where(has_parent[:, None], data.A[np.maximum(par, 0)], g) + c[idx]
+        if n:
+            U, Dinv, u = data.aba_U[k], data.aba_Dinv[k], data.aba_u[k]
+            qdd = np.einsum("mnk,mk->mn", Dinv, u - np.einsum("man,ma->mn", U, Ap))
+            data.ddq[dofs] = qdd
+            data.A[idx] = Ap + np.einsum("mna,mn->ma", Sw[dofs], qdd)
+        else:
+            data.A[idx] = Ap
+    return data.ddq
+
+
+def aba(model, data, q, v, tau, fext=None, method="auto"):
+    """Forward dynamics ``q_ddot: (nv,)`` at ``(q, v)`` under actuation ``tau: (nv,)``,
+    gravity, ``fext: (nb, 6)`` and the model's springs (seed 000 Appendix A, eqs. 43-44).
+
+    ``method``: "recursive" runs the O(n) articulated-body recursion of Appendix A; "dense"
+    solves ``M q_ddot = tau - h`` with the CRBA mass matrix (Cholesky); "auto" picks dense up
+    to :data:`DENSE_MAX_DOFS` dofs (faster in numpy, see the module docstring). Writes
+    ``data.ddq``.
+    """
+    q, v, fext = _prepare(model, data, q, v, fext)
+    tau = _check_vec(model, tau, "tau")
+    if method == "auto":
+        method = "dense" if model.nv <= DENSE_MAX_DOFS else "recursive"
+    if method == "dense":
+        return _aba_dense(model, data, q, v, tau, fext)
+    if method == "recursive":
+        return _aba_recursive(model, data, q, v, tau, fext)
+    raise InvalidInputError(f"method must be 'auto', 'dense' or 'recursive', got {method!r}")
+
+
+def kinetic_energy(model, data, q, v):
+    """``sum_i 1/2 v_i^T J_i v_i`` (eq. 8 inertias): a float."""
+    _prepare(model, data, q, v, None)
+    return 0.5 * float(np.einsum("na,nab,nb->", data.V, data.I_world, data.V))
+
+
+def potential_energy(model, data, q):
+    """Gravity ``-sum m_i g . c_i`` (c_i world centre of mass) plus the elastic energy of joint
+    springs ``1/2 k (q - rest)^2`` and point springs ``1/2 k (l - rest)^2``: a float."""
+    model.compile()
+    q = model.check_state(q)
+    T = _poses(model, data, q)
+    c = np.einsum("nab,nb->na", T[:, :3, :3], model.coms) + T[:, :3, 3]
+    e = -float(model.masses @ (c @ model.gravity))
+    if model.has_joint_springs:
+        e += 0.5 * float(model.spring_k @ (q - model.spring_rest) ** 2)
+    for a, pa, b, pb, k, _c, rest in model.point_springs:
+        xa = T[a, :3, :3] @ pa + T[a, :3, 3]
+        xb = pb if b < 0 else T[b, :3, :3] @ pb + T[b, :3, 3]
+        e += 0.5 * k * (np.linalg.norm(xb - xa) - rest) ** 2
+    return e
+
+
+def mechanical_energy(model, data, q, v):
+    """Kinetic plus potential energy: a float."""
+    return kinetic_energy(model, data, q, v) + potential_energy(model, data, q)
+
+
+def momentum(model, data, q, v):
+    """World-frame momentum: ``(linear (3,), angular (3,))``, the angular part about the world
+    origin (the spatial momentum ``sum_i I_world_i V_i``)."""
+    _prepare(model, data, q, v, None)
+    h = np.einsum("nab,nb->a", data.I_world, data.V)
+    return h[3:].copy(), h[:3].copy()
