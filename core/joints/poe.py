@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..lie import _series, so3
 
-__all__ = ["TwistTable", "exp_scalars", "exp_scalars_batch", "evaluate", "transforms"]
+__all__ = ["TwistTable", "exp_scalars", "exp_scalars_batch", "evaluate", "soa_twists", "transforms"]
 
 #: below this |b theta| the Taylor branches of the coefficient functions are used (as in
 #: core.lie._series)
@@ -183,14 +183,80 @@ def evaluate(H, g, theta, adg, K, phi, dphi, d2phi):
     return G, S, Hs
 
 
-def transforms(H, theta, KE, phi):
-    """Batched ``G`` for N samples: H (N, 4, 4) or (4, 4); theta (N, m) or (m,);
-    KE (N, m, 4, 16) or (m, 4, 16) (``TwistTable.KE``); phi (N, m). Returns (N, 4, 4)."""
-    N, m = phi.shape
-    coef = exp_scalars_batch(phi, theta)[..., :4]  # (N, m, 4)
-    E = np.matmul(coef[:, :, None, :], KE)[:, :, 0, :] + _I4  # (N, m, 16)
-    E = E.reshape(N, m, 4, 4)
-    G = np.matmul(H, E[:, 0])
-    for k in range(1, m):
-        G = np.matmul(G, E[:, k])
-    return G
+def soa_twists(g):
+    """Per-twist constants for :func:`transforms`: g (..., 6) -> (..., 11) holding
+    ``[w (3), v (3), w x v (3), w . v, |w|^2]``."""
+    g = np.asarray(g, dtype=float)
+    w, v = g[..., :3], g[..., 3:]
+    return np.concatenate([w, v, np.cross(w, v), np.sum(w * v, axis=-1, keepdims=True),
+                           np.sum(w * w, axis=-1, keepdims=True)], axis=-1)
+
+
+def _exp_coefficients(x2):
+    """``sin(x)/x, (1 - cos x)/x^2, (x - sin x)/x^3`` for an array of ``x2 = x^2``, with the
+    series of :func:`exp_scalars` where x is small (one sqrt and two sines per element)."""
+    x2s = np.where(x2 < F3_SMALL * F3_SMALL, 1.0, x2)
+    x = np.sqrt(x2s)
+    sx = np.sin(x)
+    h = np.sin(0.5 * x)
+    f1 = sx / x
+    f2 = 2.0 * h * h / x2s
+    f3 = (x - sx) / (x2s * x)
+    small = x2 < F3_SMALL * F3_SMALL
+    if np.any(small):
+        y = x2[small]
+        f1[small] = 1.0 - y * (1.0 / 6.0 - y * (1.0 / 120.0 - y * (1.0 / 5040.0 - y / 362880.0)))
+        f2[small] = 0.5 - y * (1.0 / 24.0 - y * (1.0 / 720.0 - y * (1.0 / 40320.0
+                                                                     - y / 3628800.0)))
+        f3[small] = 1.0 / 6.0 - y * (1.0 / 120.0 - y * (1.0 / 5040.0 - y * (
+            1.0 / 362880.0 - y / 39916800.0)))
+    return f1, f2, f3
+
+
+def transforms(H, P, phi):
+    """Batched ``G = H prod_k exp(g_k phi_k)`` for N samples, vectorised over the samples.
+
+    Works on "structure of arrays" (samples along the last axis): H (3, 4, N) or (3, 4, 1)
+    (the top rows of the 4x4 transforms); P (m, 11, N) or (m, 11, 1) from :func:`soa_twists`;
+    phi (m, N). Returns (N, 4, 4). Rodrigues' formula and the affine products are written as
+    broadcast products: numpy's stacked 4x4 matmul is several times slower for large N.
+    """
+    m, N = phi.shape
+    G = np.array(np.broadcast_to(H, (3, 4, N)))
+    T2 = P[:, 10]
+    f1, f2, f3 = _exp_coefficients(phi * phi * T2)
+    A_ = phi * f1
+    C_ = phi * phi * f2
+    E_ = phi * phi * phi * f3
+    E = np.empty((3, 4, N))
+    out = np.empty((3, 4, N))
+    for k in range(m):
+        w, v, wxv, wv = P[k, 0:3], P[k, 3:6], P[k, 6:9], P[k, 9]
+        b, t2, a, c, e = phi[k], T2[k], A_[k], C_[k], E_[k]
+        # R = I + a [w] + c (w w^T - t2 I)
+        cw = c * w
+        np.multiply(cw[:, None, :], w[None, :, :], out=E[:, :3, :])
+        diag = 1.0 - c * t2
+        for i in range(3):
+            E[i, i] += diag
+        aw = a * w
+        E[0, 1] -= aw[2]
+        E[1, 0] += aw[2]
+        E[0, 2] += aw[1]
+        E[2, 0] -= aw[1]
+        E[1, 2] -= aw[0]
+        E[2, 1] += aw[0]
+        # p = b v + c (w x v) + e (w (w . v) - t2 v)
+        np.multiply(v, b - e * t2, out=E[:, 3])
+        E[:, 3] += c * wxv
+        E[:, 3] += (e * wv) * w
+        # G <- G E (affine 3x4 blocks)
+        np.multiply(G[:, 0:1], E[0:1], out=out)
+        out += G[:, 1:2] * E[1:2]
+        out += G[:, 2:3] * E[2:3]
+        out[:, 3] += G[:, 3]
+        G, out = out, G
+    res = np.empty((N, 4, 4))
+    res[:, :3, :] = G.transpose(2, 0, 1)
+    res[:, 3, :] = (0.0, 0.0, 0.0, 1.0)
+    return res

@@ -187,8 +187,11 @@ class SplineCurveJoint(Joint):
         self._theta = spans.theta.reshape(S_, k - 1)
         self._adg = spans.adg.reshape(S_, k - 1, 6, 6)
         self._K = spans.K.reshape(S_, k - 1, 10, 52)
-        self._KE = spans.KE.reshape(S_, k - 1, 4, 16)
         self._H = np.ascontiguousarray(frames[mus - k + 1])
+        # structure-of-arrays tables for the batched path (span index last)
+        self._DT = np.ascontiguousarray(self._D[:, 0].transpose(1, 2, 0))  # (k-1, k, S)
+        self._HT = np.ascontiguousarray(self._H[:, :3, :].transpose(1, 2, 0))  # (3, 4, S)
+        self._PT = np.ascontiguousarray(poe.soa_twists(self._g).transpose(1, 2, 0))  # (k-1,11,S)
         self._starts = t[mus]
         self._starts_list = [float(v) for v in self._starts]
         self._pw = pw
@@ -267,15 +270,19 @@ class SplineCurveJoint(Joint):
         if xi.size:
             s = np.clip(np.searchsorted(self._starts, xi, side="right") - 1, 0, None)
             u = xi - self._starts[s]
-            powers = u[:, None] ** self._pw  # (n, k)
-            phi = np.matmul(self._D[s, 0], powers[:, :, None])[:, :, 0]  # (n, k-1)
-            out[inside] = poe.transforms(self._H[s], self._theta[s], self._KE[s], phi)
+            # np.take keeps the samples axis contiguous (fancy indexing would not)
+            C = np.take(self._DT, s, axis=2)  # (k-1, k, n) polynomial coefficients
+            phi = C[:, -1]
+            for p in range(self.order - 2, -1, -1):  # Horner
+                phi = phi * u + C[:, p]
+            out[inside] = poe.transforms(np.take(self._HT, s, axis=2),
+                                         np.take(self._PT, s, axis=2), phi)
         for end, mask, q_end in ((0, below, self._lo), (1, above, self._hi)):
             if np.any(mask):
-                tab = self._end_table
-                dq = (x[mask] - q_end)[:, None]
-                out[mask] = poe.transforms(self._end_G[end], tab.theta[end:end + 1],
-                                           tab.KE[end:end + 1], dq)
+                dq = (x[mask] - q_end)[None, :]
+                out[mask] = poe.transforms(self._end_G[end, :3, :, None],
+                                           poe.soa_twists(self._end_S[end:end + 1])[:, :, None],
+                                           dq)
         return out
 
     # -- serialisation ------------------------------------------------------------------------

@@ -146,6 +146,7 @@ class SplineJoint(Joint):
         self.offset = np.array(H)
         self._table = poe.TwistTable(e)
         self.basis_twists = self._table.g
+        self._P = poe.soa_twists(self.basis_twists)[:, :, None]
         self._theta_list = self._table.theta.tolist()
         # positions of phi, dphi/dq_a, d2phi/dq_a dq_b in the flattened (3,)*n derivative table
         # whose axes run (d_n, ..., d_1) (see _functions)
@@ -272,8 +273,7 @@ class SplineJoint(Joint):
                             idx[2][:, None, None, :]]
             phi = np.einsum("mnijl,ni,nj,nl->nm", block, vals[0], vals[1], vals[2],
                             optimize=True)
-        t = self._table
-        return poe.transforms(self.offset, t.theta, t.KE, np.ascontiguousarray(phi))
+        return poe.transforms(self.offset[:3, :, None], self._P, np.ascontiguousarray(phi.T))
 
     # -- serialisation -------------------------------------------------------------------------
     def to_dict(self):

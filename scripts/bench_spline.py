@@ -1,0 +1,79 @@
+"""Spline-joint benchmarks (a section for scripts/bench.py; never a timed test).
+
+    python scripts/bench_spline.py [--quick]     # this section alone
+    python scripts/bench.py --only spline        # once registered in bench.SECTIONS as
+                                                 # "spline": "bench_spline:bench_spline"
+
+Targets (issue 2): cubic SplineCurveJoint transform + jacobian + hessian at one q within 40 us
+(``evaluate`` gives all three), batched ``transforms`` at least 500,000 q per second at
+N = 10,000.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+for path in (os.path.dirname(HERE), HERE):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from bench import format_table, machine_description, median_us, table  # noqa: E402
+
+
+def _curve(m=12, order=4):
+    from core.joints.spline_curve import SplineCurveJoint, natural_knots
+    from core.lie import se3
+    rng = np.random.default_rng(0)
+    z0 = np.array([0.4, -0.2, 0.3, 0.1, 0.05, 0.3])
+    F = [np.eye(4)]
+    for _ in range(m):
+        F.append(F[-1] @ se3.exp(z0 + 0.2 * rng.normal(size=6)))
+    F = np.array(F)
+    return SplineCurveJoint(F, natural_knots(F, 0.5, order), order)
+
+
+def _surface(n):
+    from core import bspline
+    from core.joints.spline_surface import SplineJoint
+    rng = np.random.default_rng(n)
+    knots = [bspline.uniform_knots(8, 4, start=-1.0, spacing=0.4) for _ in range(n)]
+    C = 0.3 * rng.normal(size=(6,) + (8,) * n)
+    return SplineJoint(knots, C, 4)
+
+
+def bench_spline(quick=False):
+    """Tables: one-q medians (transform, jacobian, hessian, evaluate) and batched
+    ``transforms`` throughput for the spline curve joint (orders 4 and 5) and the n-DOF spline
+    joint (n = 1, 2, 3, six basis twists)."""
+    n_batch = 1_000 if quick else 10_000
+    rng = np.random.default_rng(1)
+    cases = [("SplineCurveJoint cubic (13 frames)", _curve()),
+             ("SplineCurveJoint order 5 (13 frames)", _curve(order=5))]
+    cases += [(f"SplineJoint n={n}, 6 twists, 8^{n} coefs", _surface(n)) for n in (1, 2, 3)]
+    single, batch = [], []
+    for label, joint in cases:
+        lo, hi = joint.lower, joint.upper
+        q = lo + 0.37 * (hi - lo)
+        qs = rng.uniform(lo, hi, (n_batch, joint.nq))
+        times = [median_us(lambda f=f: f(q), quick) for f in
+                 (joint.transform, joint.jacobian, joint.hessian, joint.evaluate)]
+        single.append([label, joint.nq] + times)
+        t = median_us(lambda: joint.transforms(qs), quick)
+        batch.append([label, n_batch, t / 1e3, t / n_batch, n_batch / t * 1e6])
+    return [
+        table("Spline joints: one configuration (us per call, median)",
+              ["joint", "nq", "transform", "jacobian", "hessian", "evaluate (G,S,H)"], single,
+              note="Target: cubic curve joint G, S and H at one q within 40 us (evaluate)."),
+        table(f"Spline joints: batched transforms(qs) at N = {n_batch:,}",
+              ["joint", "N", "ms per batch", "us per q", "q per second"], batch,
+              note="Target: cubic curve joint >= 500,000 q per second."),
+    ]
+
+
+if __name__ == "__main__":
+    quick = "--quick" in sys.argv[1:]
+    print(machine_description() + ("; --quick" if quick else "") + "\n")
+    for t in bench_spline(quick):
+        print(format_table(t))
