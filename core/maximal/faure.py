@@ -268,11 +268,23 @@ class Assembly:
 
     # -- Stoermer stepping (section 4.2) -------------------------------------------------
     def set_velocity(self, u, dt, acc=None):
-        """Initialize ``Dq(0) = u dt + dt^2 a / 2`` from velocities ``u: (N, 6)`` ``[w; v]``
-        (world) and optional accelerations ``acc: (N, 6)``."""
+        """Initialize the Stoermer displacement from velocities ``u: (N, 6)`` ``[w; v]``
+        (world) and optional accelerations ``acc: (N, 6)`` (e.g. ``M^-1 f``).
+
+        The seed writes ``Dq(0) = q_dot dt + dt^2 q_ddot / 2`` for the first displacement.
+        Because :meth:`step` adds ``M^-1 f dt^2`` before moving, the stored value is
+        ``u dt - dt^2 acc / 2``, so that the first step moves by ``u dt + dt^2 acc / 2``
+        (second-order start; the correction removes the constrained part).
+        """
         u = np.asarray(u, dtype=float).reshape(self.nbodies, 6)
-        self.Dq = u * dt + (0.0 if acc is None else 0.5 * dt ** 2 * np.asarray(acc))
+        a = 0.0 if acc is None else np.asarray(acc, dtype=float).reshape(self.nbodies, 6)
+        self.Dq = u * dt - 0.5 * dt ** 2 * a
         self.dt = dt
+
+    def free_acceleration(self, forces):
+        """``M^-1 f``: ``forces (N, 6)`` world wrenches -> accelerations ``(N, 6)``."""
+        f = np.asarray(forces, dtype=float).reshape(-1)
+        return (self.inverse_mass() @ f).reshape(-1, 6)
 
     def velocity(self):
         """Velocity estimate ``Dq / dt``: ``(N, 6)`` ``[w; v]`` world."""
