@@ -13,8 +13,6 @@ Frames and units:
 
 from __future__ import annotations
 
-import json
-
 import bpy
 import numpy as np
 from mathutils import Matrix
@@ -143,24 +141,6 @@ def ensure_coordinate_property(pose_bone, i: int, lower: float, upper: float, va
     ui.update(min=lower, max=upper, soft_min=lower, soft_max=upper,
               description=f"Spline Joints coordinate {i} of this bone's joint")
     return name
-
-
-# --------------------------------------------------------------------------------------------
-# Stored JSON
-# --------------------------------------------------------------------------------------------
-
-def write_json_string(owner, attribute: str, data: dict) -> None:
-    setattr(owner, attribute, json.dumps(data, separators=(",", ":")))
-
-
-def read_json_string(owner, attribute: str) -> dict:
-    text = getattr(owner, attribute)
-    if not text:
-        raise BridgeError(f"nothing stored in '{attribute}'")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BridgeError(f"'{attribute}' does not hold valid JSON ({exc}); fit the joint again") from None
 
 
 # --------------------------------------------------------------------------------------------

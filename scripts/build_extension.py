@@ -195,6 +195,23 @@ def build(platforms: list[str] | None, offline: bool, force: bool, blender_ext: 
     return zips
 
 
+class build_lock:
+    """Exclusive lock on build/.lock so parallel test workers never build over each other."""
+
+    def __enter__(self):
+        BUILD.mkdir(exist_ok=True)
+        self.fh = open(BUILD / ".lock", "w")
+        try:
+            import fcntl
+        except ImportError:  # Windows: builds are run one at a time there
+            return self
+        fcntl.flock(self.fh, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        self.fh.close()  # closing releases the lock
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--platform", action="append", dest="platforms",
@@ -204,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blender-ext", type=Path, help="path to Blender's blender_ext.py")
     args = parser.parse_args(argv)
     try:
-        zips = build(args.platforms, args.offline, args.force, args.blender_ext)
+        with build_lock():
+            zips = build(args.platforms, args.offline, args.force, args.blender_ext)
     except BuildError as exc:
         print("error:", exc, file=sys.stderr)
         return 1

@@ -159,3 +159,62 @@ def test_fit_errors_change_nothing(blender):
     assert "two coordinates" in messages[1]
     assert "at least 4 distinct samples" in messages[2]  # the core's JointSamples validation
     assert "no joint stored" in messages[3]
+
+
+def scenario_undo_fit_and_render_knee(tmp):
+    import bpy
+    from mathutils import Vector
+
+    from scenes import leg_armature
+
+    obj = leg_armature()
+    obj.location, obj.rotation_euler = (0, 0, 0), (0, 0, 0)
+    _knee_motion(obj)
+    shin = obj.pose.bones["shin"]
+    assert bpy.ops.spline_joints.capture_range() == {"FINISHED"}
+    # Undo restores the state before the fit (no joint, no path objects).
+    bpy.ops.ed.undo_push(message="before fit")
+    assert bpy.ops.spline_joints.fit("EXEC_DEFAULT", True) == {"FINISHED"}
+    assert bpy.data.objects.get("SJ_JointPath_Leg_shin") is not None
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["Leg"]
+    shin = obj.pose.bones["shin"]
+    undone = (shin.spline_joints.joint_json == "" and bpy.data.objects.get("SJ_JointPath_Leg_shin") is None
+              and len(shin.spline_joints.samples) == 41)
+    bpy.ops.ed.redo()
+    obj = bpy.data.objects["Leg"]
+    shin = obj.pose.bones["shin"]
+    redone = shin.spline_joints.joint_json != ""
+
+    # Render the fitted knee: the path tube, axes are empties (not rendered), a shin mesh.
+    bpy.context.scene.frame_set(25)
+    bpy.ops.mesh.primitive_cylinder_add(radius=0.035, depth=0.38, location=(0, 0, 0))
+    tibia = bpy.context.object
+    tibia.parent, tibia.parent_type, tibia.parent_bone = obj, "BONE", "shin"
+    tibia.location = (0.0, -0.5 * shin.bone.length, 0.0)  # bone children sit at the tail
+    tibia.rotation_euler = (1.5708, 0.0, 0.0)  # cylinder axis along the bone
+    bpy.context.view_layer.objects.active = obj
+    shin.spline_joints.cone_length = 0.08
+    assert bpy.ops.spline_joints.draw_reach_cone() == {"FINISHED"}
+    scene = bpy.context.scene
+    cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    scene.collection.objects.link(cam)
+    cam.location = (0.55, -0.35, 0.65)
+    cam.rotation_euler = (Vector((0.0, 0.0, 0.45)) - cam.location).to_track_quat("-Z", "Y").to_euler()
+    scene.camera = cam
+    scene.render.engine = "BLENDER_WORKBENCH"
+    scene.display.shading.color_type = "MATERIAL"
+    scene.render.resolution_x, scene.render.resolution_y = 240, 180
+    scene.render.filepath = f"{tmp}/knee.png"
+    bpy.ops.render.render(write_still=True)
+    img = bpy.data.images.load(scene.render.filepath)
+    px = np.empty(img.size[0] * img.size[1] * 4, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    return {"undone": undone, "redone": redone, "std": float(px.reshape(-1, 4)[:, :3].std()),
+            "path": scene.render.filepath}
+
+
+def test_undo_fit_and_render_knee(blender):
+    out = blender(scenario_undo_fit_and_render_knee)
+    assert out["undone"] and out["redone"]
+    assert out["std"] > 0.02, out
