@@ -222,7 +222,26 @@ def _vec(x, name):
 
 
 def _dot(a, b):
+    if a.ndim == 1 and b.ndim == 1:
+        return float(a @ b)
     return np.einsum("...i,...i->...", a, b)
+
+
+def _bcast(*arrays):
+    """np.broadcast_arrays, skipped when the shapes already agree (the common case)."""
+    shape = arrays[0].shape
+    if all(a.shape == shape for a in arrays[1:]):
+        return arrays
+    return np.broadcast_arrays(*arrays)
+
+
+def _cross(a, b):
+    """a x b for (..., 3) arrays; one pair of (3,) vectors without np.cross's overhead."""
+    if a.ndim == 1 and b.ndim == 1:
+        ax, ay, az = a.tolist()
+        bx, by, bz = b.tolist()
+        return np.array([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx])
+    return np.cross(a, b)
 
 
 def _col(k):
@@ -310,10 +329,10 @@ def body_velocity(r, r_dot):
 
     ``r, r_dot: (..., 3) -> (..., 3)`` (body-frame angular velocity, ``[w_b] = R^T R_dot``).
     """
-    r, rd = np.broadcast_arrays(_vec(r, "r"), _vec(r_dot, "r_dot"))
+    r, rd = _bcast(_vec(r, "r"), _vec(r_dot, "r_dot"))
     th, t = _angle(r)
     a, b, g = _abg(th, t)
-    return _col(a) * rd + _col(b) * np.cross(rd, r) + _col(g * _dot(r, rd)) * r
+    return _col(a) * rd + _col(b) * _cross(rd, r) + _col(g * _dot(r, rd)) * r
 
 
 def spatial_velocity(r, r_dot):
@@ -321,10 +340,10 @@ def spatial_velocity(r, r_dot):
 
     ``r, r_dot: (..., 3) -> (..., 3)``.
     """
-    r, rd = np.broadcast_arrays(_vec(r, "r"), _vec(r_dot, "r_dot"))
+    r, rd = _bcast(_vec(r, "r"), _vec(r_dot, "r_dot"))
     th, t = _angle(r)
     a, b, g = _abg(th, t)
-    return _col(a) * rd - _col(b) * np.cross(rd, r) + _col(g * _dot(r, rd)) * r
+    return _col(a) * rd - _col(b) * _cross(rd, r) + _col(g * _dot(r, rd)) * r
 
 
 def rdot_from_body(r, w_b):
@@ -332,9 +351,9 @@ def rdot_from_body(r, w_b):
 
     ``r, w_b: (..., 3) -> (..., 3)``. Raises InvalidInputError near |r| = 2 pi k.
     """
-    r, w = np.broadcast_arrays(_vec(r, "r"), _vec(w_b, "w_b"))
+    r, w = _bcast(_vec(r, "r"), _vec(w_b, "w_b"))
     d, z = _delta_zeta(r, "rdot_from_body")
-    return _col(d) * w + 0.5 * np.cross(r, w) + _col(z * _dot(r, w)) * r
+    return _col(d) * w + 0.5 * _cross(r, w) + _col(z * _dot(r, w)) * r
 
 
 def rdot_from_spatial(r, w_s):
@@ -342,9 +361,9 @@ def rdot_from_spatial(r, w_s):
 
     ``r, w_s: (..., 3) -> (..., 3)``. Raises InvalidInputError near |r| = 2 pi k.
     """
-    r, w = np.broadcast_arrays(_vec(r, "r"), _vec(w_s, "w_s"))
+    r, w = _bcast(_vec(r, "r"), _vec(w_s, "w_s"))
     d, z = _delta_zeta(r, "rdot_from_spatial")
-    return _col(d) * w - 0.5 * np.cross(r, w) + _col(z * _dot(r, w)) * r
+    return _col(d) * w - 0.5 * _cross(r, w) + _col(z * _dot(r, w)) * r
 
 
 # --------------------------------------------------------------------------------------
@@ -428,13 +447,13 @@ def J_b_dot(r, r_dot):
     ``J_b_dot = alpha_dot I - beta_dot [r] - beta [r_dot] + gamma_dot r r^T
     + gamma (r_dot r^T + r r_dot^T)``; ``J_b_dot r_dot`` is eq. 40.
     """
-    r, rd = np.broadcast_arrays(_vec(r, "r"), _vec(r_dot, "r_dot"))
+    r, rd = _bcast(_vec(r, "r"), _vec(r_dot, "r_dot"))
     return _jdot(r, rd, -1.0)
 
 
 def J_s_dot(r, r_dot):
     """Time derivative of J_s along ``r_dot`` (``J_s_dot r_dot`` is eq. 43): ``(..., 3, 3)``."""
-    r, rd = np.broadcast_arrays(_vec(r, "r"), _vec(r_dot, "r_dot"))
+    r, rd = _bcast(_vec(r, "r"), _vec(r_dot, "r_dot"))
     return _jdot(r, rd, 1.0)
 
 
@@ -458,7 +477,7 @@ def G_b_dot(r, r_dot):
     ``G_b_dot = delta_dot I + [r_dot]/2 + zeta_dot r r^T + zeta (r_dot r^T + r r_dot^T)``;
     ``G_b_dot w_b`` is eq. 41. Raises InvalidInputError near |r| = 2 pi k.
     """
-    r, rd = np.broadcast_arrays(_vec(r, "r"), _vec(r_dot, "r_dot"))
+    r, rd = _bcast(_vec(r, "r"), _vec(r_dot, "r_dot"))
     return _gdot(r, rd, 1.0, "G_b_dot")
 
 
@@ -469,7 +488,7 @@ def G_s_dot(r, r_dot):
     ``G_s_dot w_s = delta_dot w_s - (1/2) r_dot x w_s + (zeta_dot <r, w_s> + zeta <r_dot, w_s>) r
     + zeta <r, w_s> r_dot``. Raises InvalidInputError near |r| = 2 pi k.
     """
-    r, rd = np.broadcast_arrays(_vec(r, "r"), _vec(r_dot, "r_dot"))
+    r, rd = _bcast(_vec(r, "r"), _vec(r_dot, "r_dot"))
     return _gdot(r, rd, -1.0, "G_s_dot")
 
 
@@ -484,7 +503,7 @@ def _acc(r, rd, rdd, sign):
     a_dot, b_dot, g_dot = (g - b) * s, b1 * s, g1 * s
     # eq. 35 (sign = -1 for the spatial form, eqs. 42-43)
     return (_col(a) * rdd + _col(g * s + a_dot) * rd
-            - sign * np.cross(_col(b_dot) * rd + _col(b) * rdd, r)
+            - sign * _cross(_col(b_dot) * rd + _col(b) * rdd, r)
             + _col(g_dot * s + g * (_dot(rd, rd) + _dot(r, rdd))) * r)
 
 
@@ -493,13 +512,13 @@ def body_acceleration(r, r_dot, r_ddot):
 
     ``r, r_dot, r_ddot: (..., 3) -> (..., 3)``.
     """
-    r, rd, rdd = np.broadcast_arrays(_vec(r, "r"), _vec(r_dot, "r_dot"), _vec(r_ddot, "r_ddot"))
+    r, rd, rdd = _bcast(_vec(r, "r"), _vec(r_dot, "r_dot"), _vec(r_ddot, "r_ddot"))
     return _acc(r, rd, rdd, -1.0)
 
 
 def spatial_acceleration(r, r_dot, r_ddot):
     """``w_s_dot = J_s r_ddot + J_s_dot r_dot`` (eq. 43). ``(..., 3) -> (..., 3)``."""
-    r, rd, rdd = np.broadcast_arrays(_vec(r, "r"), _vec(r_dot, "r_dot"), _vec(r_ddot, "r_ddot"))
+    r, rd, rdd = _bcast(_vec(r, "r"), _vec(r_dot, "r_dot"), _vec(r_ddot, "r_ddot"))
     return _acc(r, rd, rdd, 1.0)
 
 
@@ -511,10 +530,10 @@ def _racc(r, w, wd, sign, what):
     d, z = a / (2.0 * b), -_f("b1", th, t) / (2.0 * b)
     d1, z1 = -g / (2.0 * b), _f("q", th, t) / (2.0 * b)
     rw = _dot(r, w)
-    rd = _col(d) * w + (0.5 * sign) * np.cross(r, w) + _col(z * rw) * r  # eqs. 15/16
+    rd = _col(d) * w + (0.5 * sign) * _cross(r, w) + _col(z * rw) * r  # eqs. 15/16
     s = _dot(r, rd)  # = <r, w> (eq. 18)
     return (_col(d1 * s) * w + _col(d) * wd
-            + (0.5 * sign) * (np.cross(rd, w) + np.cross(r, wd))
+            + (0.5 * sign) * (_cross(rd, w) + _cross(r, wd))
             + _col(z1 * s * rw + z * (_dot(rd, w) + _dot(r, wd))) * r + _col(z * rw) * rd)
 
 
@@ -523,7 +542,7 @@ def rddot_from_body(r, w_b, w_b_dot):
 
     ``r, w_b, w_b_dot: (..., 3) -> (..., 3)``. Raises InvalidInputError near |r| = 2 pi k.
     """
-    r, w, wd = np.broadcast_arrays(_vec(r, "r"), _vec(w_b, "w_b"), _vec(w_b_dot, "w_b_dot"))
+    r, w, wd = _bcast(_vec(r, "r"), _vec(w_b, "w_b"), _vec(w_b_dot, "w_b_dot"))
     return _racc(r, w, wd, 1.0, "rddot_from_body")
 
 
@@ -532,7 +551,7 @@ def rddot_from_spatial(r, w_s, w_s_dot):
 
     ``r, w_s, w_s_dot: (..., 3) -> (..., 3)``. Raises InvalidInputError near |r| = 2 pi k.
     """
-    r, w, wd = np.broadcast_arrays(_vec(r, "r"), _vec(w_s, "w_s"), _vec(w_s_dot, "w_s_dot"))
+    r, w, wd = _bcast(_vec(r, "r"), _vec(w_s, "w_s"), _vec(w_s_dot, "w_s_dot"))
     return _racc(r, w, wd, -1.0, "rddot_from_spatial")
 
 
@@ -683,7 +702,7 @@ def _pprime_and_chain(r, p):
     pp = R @ p
 
     def chain(c):
-        v = np.cross(p, np.einsum("...ji,...j->...i", R, c))
+        v = _cross(p, np.einsum("...ji,...j->...i", R, c))
         return np.einsum("...ji,...j->...i", Jb, v)
     return pp, chain
 
@@ -697,7 +716,7 @@ def _ellipse_frame(axis, ref_axis):
         raise InvalidInputError("ref_axis is parallel to axis; pass a direction orthogonal to "
                                 "the cone axis (it is projected onto the plane normal to axis)")
     u = u / nu
-    return p, u, np.cross(p, u)
+    return p, u, _cross(p, u)
 
 
 #: below this x^2 + y^2 the swing is treated as exactly pi (p' = -p) by the elliptic cone
