@@ -394,6 +394,24 @@ def test_reparametrized_rates_are_time_derivatives(theta):
     _close(out.r_ddot, (chart(h) - 2 * chart(0) + chart(-h)) / h ** 2, 1e-5)  # eq. 70
 
 
+@given(st.lists(st.floats(-1, 1), min_size=3, max_size=3), st.floats(0.0, 30.0),
+       st.lists(st.floats(-4, 4), min_size=9, max_size=9))
+@settings(max_examples=60, deadline=None)
+def test_reparametrize_invariants_hold_for_any_angle(direction, theta, rates):
+    n = np.linalg.norm(direction)
+    if n < 1e-3 or abs(math.remainder(theta, 2 * PI)) < 1e-3 < theta:
+        return          # no direction, or too close to the singular 2 pi k for the torque
+    r = theta * np.asarray(direction) / n
+    rd, rdd, tau = np.reshape(rates, (3, 3))
+    out = ec.reparametrize(r, rd, rdd, tau)
+    assert np.linalg.norm(out.r) <= PI * (1 + 1e-15)
+    _close(_rot(out.r), _rot(r), 1e-12)
+    _close(ec.body_velocity(out.r, out.r_dot), ec.body_velocity(r, rd), 1e-10)
+    _close(ec.body_acceleration(out.r, out.r_dot, out.r_ddot),
+           ec.body_acceleration(r, rd, rdd), 1e-9)
+    assert np.dot(out.torque, out.r_dot) == pytest.approx(np.dot(tau, rd), rel=1e-9, abs=1e-9)
+
+
 def test_reparametrize_is_identity_up_to_pi_and_batched():
     for th in (0.0, 1e-8, 1.0, PI):
         r = _at(th)
