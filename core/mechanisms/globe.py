@@ -25,7 +25,7 @@ from .base import BodyDisplay, Drive, Mechanism
 from .beads import ClosedSplineCurveJoint
 from .shapes import box_inertia, frame, sphere_inertia, translation
 
-__all__ = ["globe", "coast_points", "coast_frames", "coast_distance", "CLOSED_COASTS"]
+__all__ = ["spinning_globe", "coast_points", "coast_frames", "coast_distance", "CLOSED_COASTS"]
 
 #: closed coast rings usable as closed curve joints
 CLOSED_COASTS = ("africa", "south_america", "australia", "north_america")
@@ -49,11 +49,12 @@ def coast_points(name):
     return p
 
 
-def coast_frames(name, n_frames=48, smoothing=2):
+def coast_frames(name, n_frames=40, smoothing=0):
     """Control frames ``(n, 4, 4)``: rotations about the globe's centre with z through the
     coast (resampled to ``n_frames`` points of equal great-circle spacing) and x along the
-    coast's tangent (central differences, averaged over ``smoothing`` neighbours each side so
-    that consecutive frames turn by well under pi)."""
+    coast's tangent (central differences; ``smoothing`` > 0 averages them over that many
+    neighbours each side, trading tangency for gentler turns). Raises if consecutive frames
+    turn by more than 2.5 rad."""
     p = coast_points(name)
     seg = np.arccos(np.clip(np.sum(p * np.roll(p, -1, axis=0), axis=1), -1.0, 1.0))
     s = np.concatenate([[0.0], np.cumsum(seg)])
@@ -92,8 +93,8 @@ def coast_distance(directions, name):
     return np.minimum(arc.min(axis=1), ends.min(axis=1))
 
 
-def globe(coasts=("africa", "south_america", "australia"), radius=0.5, spin_rate=0.5,
-          n_frames=48, plane_mass=0.05, fps=30.0, substeps=4, duration=6.0,
+def spinning_globe(coasts=("africa", "south_america", "australia"), radius=0.5, spin_rate=0.5,
+          n_frames=40, plane_mass=0.05, fps=30.0, substeps=4, duration=6.0,
           integrator="rk4"):
     """A globe of ``radius`` spinning at ``spin_rate`` rad/s about world z (prescribed),
     centre 1 m up, with one plane per coast in ``coasts`` sliding along it under gravity.

@@ -22,7 +22,7 @@ from ..reference import ScapulothoracicSeth2019
 from .base import BodyDisplay, Mechanism
 from .shapes import translation
 
-__all__ = ["scapulothoracic", "scapula_joint", "SCAPULA_MASS", "SCAPULA_INERTIA"]
+__all__ = ["scapulothoracic_rig", "scapula_joint", "SCAPULA_MASS", "SCAPULA_INERTIA"]
 
 #: Seth 2019 scapula mass (kg) and an approximate principal inertia (kg m^2)
 SCAPULA_MASS = 0.7054
@@ -46,7 +46,7 @@ def scapula_joint(grid=(8, 6)):
     return _CACHE[grid]
 
 
-def scapulothoracic(start_offset=(0.25, 0.15), stiffness=150.0, damping=1.5, fps=60.0,
+def scapulothoracic_rig(start_offset=(0.25, 0.15), stiffness=150.0, damping=1.5, fps=60.0,
                     substeps=4, duration=3.0, integrator="rk4"):
     """The scapula released ``start_offset`` (abduction, elevation; rad) away from the
     OpenSim default pose, with damped springs (``stiffness`` N/m, ``damping`` N s/m).

@@ -1,0 +1,221 @@
+"""Behaviour checks of the demo mechanisms (seed 000 section 7): beads stay on their wires,
+passive mechanisms conserve energy, drives change the energy only by their work, planes stay
+on the globe and their coasts, chains fall, the knee follows OpenSim's path.
+
+Runs are kept short (fractions of a second of simulated time) so the file stays well under a
+minute; the demos' own durations are exercised by scripts/bench_mechanisms.py.
+"""
+
+import numpy as np
+import pytest
+
+from core.errors import InvalidInputError
+from core.mechanisms import (Drive, Mechanism, beads_on_a_wire, hinge_chain,
+                             knee_pendulum, scapulothoracic_rig, simulate, sliding_chain,
+                             spherical_chain, spinning_globe)
+from core.mechanisms.beads import ClosedSplineCurveJoint, closest_point_distance, rose_frames
+from core.mechanisms.deforming import deforming_surface
+from core.mechanisms.globe import coast_distance, coast_frames
+from core.mechanisms.skeleton import skeleton_chain
+from core.lie import se3
+
+#: relative energy bounds (of the largest kinetic-energy scale seen): RK4 on cubic spline
+#: joints is second order where q crosses a knot (dS/dq is only C0 there), so these bounds
+#: are set for each run's step size, about 10x above the measured drift.
+ENERGY_TOL = {"hinge": 1e-6, "knee": 1e-6, "sliding": 1e-5, "beads_work": 0.05,
+              "deforming": 1e-5}
+
+
+def kinetic_scale(r):
+    assert r.energy_scale > 1e-3                              # something moves
+    return r.energy_scale
+
+
+# -- the closed curve joint -----------------------------------------------------------------
+
+def test_closed_curve_joint_is_periodic_and_c2_across_the_seam():
+    j = ClosedSplineCurveJoint(rose_frames(24))
+    lo, P = j.lower[0], j.period
+    for x in (lo, lo + 0.37, lo + P - 1e-9, lo + 5.5):
+        for a, b in zip(j.evaluate(np.array([x])), j.evaluate(np.array([x + P]))):
+            assert np.allclose(a, b, atol=1e-12)
+    # S and H on both sides of the seam against central differences
+    h = 1e-6
+    for x in (lo, lo + P):
+        G, S, H = j.evaluate(np.array([x]))
+        Sfd = se3.vee(np.linalg.inv(G) @ (j.transform(np.array([x + h]))
+                                          - j.transform(np.array([x - h]))) / (2 * h))
+        assert np.allclose(Sfd, S[:, 0], atol=1e-7)
+        Hfd = (j.jacobian(np.array([x + h])) - j.jacobian(np.array([x - h]))) / (2 * h)
+        assert np.allclose(Hfd[:, 0], H[0, :, 0], atol=1e-6)
+    q, v = j.normalize(np.array([lo + 2.5 * P]), np.array([3.0]))
+    assert lo <= q[0] < lo + P and np.isclose(q[0], lo + 0.5 * P) and v[0] == 3.0
+
+
+def test_closest_point_distance_measures_offsets_from_the_curve():
+    j = ClosedSplineCurveJoint(rose_frames(24))
+    G = j.transforms(np.array([1.3, 7.8, 15.2]))
+    normal_offset = G[:, :3, 2] * 0.01          # z is the wire plane's normal
+    d = closest_point_distance(j, G[:, :3, 3] + normal_offset)
+    assert np.allclose(d, 0.01, atol=1e-9)
+    assert np.all(closest_point_distance(j, G[:, :3, 3]) < 1e-12)
+
+
+# -- beads on a wire --------------------------------------------------------------------------
+
+def test_beads_stay_on_their_wires_and_move():
+    r = simulate(beads_on_a_wire(duration=0.5))
+    assert r.status == "completed" and r.poses.shape == (16, 4, 4, 4)
+    assert r.constraint_error.max() <= 1e-9
+    assert np.abs(r.q[-1, 1:] - r.q[0, 1:]).max() > 0.5     # the beads slide
+    assert np.allclose(r.q[:, 0], 1.5 * r.times)             # the frame follows the drive
+
+
+def test_spinning_wire_changes_energy_only_through_the_drive():
+    m = beads_on_a_wire(duration=0.6, substeps=8, amplitude=0.15)
+    r = simulate(m)
+    W = r.drive_work
+    assert np.abs(W).max() > 5e-3                             # the drive does real work
+    dev = np.abs(r.energy - r.energy[0] - W).max()
+    assert dev <= ENERGY_TOL["beads_work"] * np.abs(W).max()
+    # a wire frame at rest does no work
+    r0 = simulate(beads_on_a_wire(duration=0.3, spin_rate=0.0, substeps=8, amplitude=0.15))
+    assert np.all(r0.drive_work == 0.0)
+
+
+def test_beads_with_free_spin_keep_spinning_and_stay_on_the_wire():
+    m = beads_on_a_wire(n_beads=2, spin=True, duration=0.3)
+    r = simulate(m)
+    assert r.constraint_error.max() <= 1e-9
+    beads = m.info["bead_bodies"]
+    spins = r.q[-1, [m.model.q_start[b] for b in beads]]
+    assert np.all(spins > 0.3)                                # each bead turned about the wire
+
+
+# -- chains -------------------------------------------------------------------------------
+
+def test_hinge_chain_falls_and_conserves_energy():
+    r = simulate(hinge_chain(n_links=4, duration=0.5))
+    tip = r.poses[:, -1] @ np.array([0.3, 0.0, 0.0, 1.0])
+    assert tip[-1, 2] < tip[0, 2] - 0.3
+    # early on the whole chain falls like a free rigid rod pinned at the origin
+    assert np.all(np.diff(tip[:8, 2]) < 0)
+    assert np.abs(r.energy - r.energy[0]).max() <= ENERGY_TOL["hinge"] * kinetic_scale(r)
+    assert r.constraint_error.max() < 1e-12
+
+
+def test_spherical_chain_falls_and_leaves_the_plane():
+    m = spherical_chain(n_links=3, duration=0.4)
+    r = simulate(m)
+    assert r.poses[-1, -1, 2, 3] < r.poses[0, -1, 2, 3] - 0.1
+    assert np.abs(r.energy - r.energy[0]).max() <= 1e-5 * kinetic_scale(r)
+    assert len(m.info["reach_cones"]) == 2
+
+
+def test_sliding_chain_stays_on_the_parent_surfaces_and_conserves_energy():
+    m = sliding_chain(n_links=3, duration=0.3)
+    r = simulate(m)
+    # the spline surface approximates each ellipsoid to 0.02 mm (fit report)
+    assert m.info["fit_report"].max_position_mm < 0.05
+    assert r.constraint_error.max() < 5e-5
+    assert np.abs(r.energy - r.energy[0]).max() <= ENERGY_TOL["sliding"] * kinetic_scale(r)
+    assert np.abs(r.q[-1] - r.q[0]).max() > 1e-3               # the links slide
+
+
+def test_skeleton_chain_holds_its_joints():
+    m = skeleton_chain(n_links=3, spherical=(1,), duration=0.1, substeps=4)
+    r = simulate(m)
+    assert r.status == "completed" and r.poses.shape == (7, 3, 4, 4)
+    assert r.constraint_error.max() < 1e-8
+    assert r.poses[-1, -1, 2, 3] < r.poses[0, -1, 2, 3]       # it falls
+    assert m.ndof == 6 * 3 - (5 * 2 + 3)
+
+
+# -- globe ------------------------------------------------------------------------------------
+
+def test_globe_planes_stay_on_the_sphere_and_their_coasts():
+    m = spinning_globe(coasts=("africa", "australia"), duration=0.4, substeps=8)
+    r = simulate(m)
+    R = m.info["radius"]
+    assert r.constraint_error.max() <= 1e-9                   # on the sphere
+    T_globe_inv = np.linalg.inv(r.poses[:, 0])
+    for i, name in enumerate(m.info["coasts"]):
+        d = np.einsum("fij,fj->fi", T_globe_inv[:, :3, :3], r.poses[:, 1 + i, :3, 2])
+        # the spline smooths the 1:110m coast: within 3% of the radius (15 mm on 0.5 m)
+        assert coast_distance(d, name).max() * R < 0.03 * R
+    assert np.abs(r.q[-1, 1:] - r.q[0, 1:]).min() > 0.05     # the planes slide
+    dev = np.abs(r.energy - r.energy[0] - r.drive_work).max()
+    assert dev <= 0.01 * kinetic_scale(r)
+
+
+def test_coast_frames_have_two_axes_in_the_tangent_plane_one_along_the_coast():
+    F = coast_frames("africa")
+    z = F[:, :3, 2]
+    assert np.allclose(np.linalg.norm(z, axis=1), 1.0)
+    assert np.allclose(F[:, :3, 3], 0.0)                      # rotations about the centre
+    step = np.roll(z, -1, axis=0) - np.roll(z, 1, axis=0)
+    step /= np.linalg.norm(step, axis=1, keepdims=True)
+    assert np.sum(step * F[:, :3, 0], axis=1).min() > 0.99
+
+
+def test_coast_distance_of_points_on_and_off_the_coast():
+    F = coast_frames("australia")
+    on = coast_distance(F[:, :3, 2], "australia")
+    assert on.max() < 0.03
+    assert np.all(coast_distance(np.array([[0.0, 0.0, 1.0]]), "australia") > 1.0)
+
+
+# -- knee, scapula, deforming surface ---------------------------------------------------------
+
+def test_knee_pendulum_follows_the_opensim_knee_path_and_conserves_energy():
+    m = knee_pendulum(duration=0.8)
+    r = simulate(m)
+    assert r.constraint_error.max() <= 1e-4                   # 0.1 mm
+    lo, hi = m.info["knee_range"]
+    assert lo <= r.q[:, 1].min() and r.q[:, 1].max() <= hi
+    assert np.ptp(r.q[:, 1]) > 0.3                            # it swings
+    assert np.all(r.drive_work == 0.0)                        # the held hip does no work
+    assert np.abs(r.energy - r.energy[0]).max() <= ENERGY_TOL["knee"] * kinetic_scale(r)
+
+
+def test_scapula_stays_on_the_opensim_surface_and_springs_dissipate():
+    m = scapulothoracic_rig(duration=0.8)
+    r = simulate(m)
+    assert r.constraint_error.max() < 1e-5
+    assert np.diff(r.energy).max() <= 1e-9 * np.abs(r.energy).max()
+    assert r.energy[-1] < r.energy[0] - 1e-3
+
+
+def test_deforming_surface_energy_changes_by_the_drive_work():
+    m = deforming_surface(duration=0.5)
+    r = simulate(m)
+    assert np.allclose(r.q[:, 2], r.times)
+    assert np.abs(r.drive_work).max() > 1e-3
+    dev = np.abs(r.energy - r.energy[0] - r.drive_work).max()
+    assert dev <= ENERGY_TOL["deforming"] * kinetic_scale(r)
+    assert r.constraint_error.max() < 2e-3                    # the fitted sheet, 1 mm class
+
+
+# -- the simulate() contract ------------------------------------------------------------------
+
+def test_progress_reports_fractions_and_cancels_without_partial_output():
+    m = hinge_chain(n_links=2, duration=0.2, substeps=2)
+    seen = []
+    r = simulate(m, progress=lambda f: seen.append(f) is None)
+    assert r.status == "completed" and seen[-1] == 1.0 and np.all(np.diff(seen) > 0)
+    r = simulate(m, progress=lambda f: f < 0.5)
+    assert r.status == "cancelled" and r.q.shape[0] == 0 and r.poses.shape[0] == 0
+
+
+def test_invalid_descriptions_raise_with_advice():
+    m = hinge_chain(n_links=2)
+    with pytest.raises(InvalidInputError, match="integrator"):
+        Mechanism("x", "x", m.model, m.q0, m.v0, integrator="leapfrog", display=m.display)
+    with pytest.raises(InvalidInputError, match="display"):
+        Mechanism("x", "x", m.model, m.q0, m.v0, display=m.display[:1])
+    with pytest.raises(InvalidInputError, match="Mechanism"):
+        simulate("hinge_chain")
+    bad = Mechanism("x", "x", m.model, m.q0, m.v0, display=m.display, duration=0.1,
+                    drive=Drive((5,), lambda t: ([0.0], [0.0], [0.0])))
+    with pytest.raises(InvalidInputError, match="drive dofs"):
+        simulate(bad)
