@@ -23,22 +23,24 @@ delta   alpha / (2 beta) = (t/2)cot(t/2)  (alpha - 1) / (2 beta t^2)
 zeta    (1 - delta) / t^2                 ((alpha + 1)/(2 beta) - 2) / t^4
 ======  ================================  ====================================
 
-Numerical robustness (replaces the two-term series of eqs. 30-34 and 45-49, which are only
-accurate to about 1e-8 relative at the printed threshold 1e-4 because the closed forms they
-replace lose ``eps / theta^2`` to ``eps / theta^4`` to cancellation). Each function that
-cancels is evaluated from its full Taylor series below a threshold and from its closed form
-above it; both branches are within a few ulp of the exact value at the switch (checked
-against long-double references in ``tests/core/test_expcoords.py``):
+Numerical robustness. The seed switches from the closed forms to two-term series
+(eqs. 30-34, 45-49) at theta = 1e-4, but the closed forms lose ``eps/theta^2`` (gamma, zeta,
+beta_dot) to ``eps/theta^4`` (zeta_dot) to cancellation: just above 1e-4, evaluated as
+printed, gamma is off by 6e-9 relative, zeta comes out as -0.58 instead of 1/12 and zeta_dot
+as 1e8 instead of 1/360. Here each function that cancels is evaluated from its full Taylor
+series below a threshold and from a closed form above it, and both branches are within a
+few ulp of the exact value at the switch (checked against exact rational series in
+``tests/core/test_expcoords.py``):
 
 ==========================  ==========  ===========  =================================
-function                    threshold   series terms  closed form used above
+function (key)              threshold   series terms  closed form used above
 ==========================  ==========  ===========  =================================
-alpha, beta, sin(t/2)/t     0.1 rad     6            sin t/t, 2 (sin(t/2)/t)^2, ...
+alpha, beta, sh=sin(t/2)/t  0.1 rad     6            sin t/t, 2 (sin(t/2)/t)^2, ...
 gamma                       1.5 rad     10           (t - sin t)/t^3
-(alpha - 2 beta)/t^2        2.5 rad     13           (t sin t - 4 sin^2(t/2))/t^4
-(beta - 3 gamma)/t^2        3.0 rad     13           (2t sin^2(t/2) - 3t + 3 sin t)/t^5
-(alpha + 1 - 4 beta)/t^4    3.0 rad     13           (t sin t + t^2 - 8 sin^2(t/2))/t^6
-d/dt(sin(t/2)/t) / t        2.0 rad     10           (t cos(t/2)/2 - sin(t/2))/t^3
+b1 = (alpha-2 beta)/t^2     2.5 rad     13           (t sin t - 4 sin^2(t/2))/t^4
+g1 = (beta-3 gamma)/t^2     3.0 rad     13           (2t sin^2(t/2) - 3t + 3 sin t)/t^5
+q = (alpha+1-4 beta)/t^4    3.0 rad     13           (t sin t + t^2 - 8 sin^2(t/2))/t^6
+sh1 = (d sh/dt) / t         2.0 rad     10           (t cos(t/2)/2 - sin(t/2))/t^3
 ==========================  ==========  ===========  =================================
 
 delta, zeta and the delta/zeta rates are quotients of these by ``2 beta`` (no further
