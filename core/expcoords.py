@@ -33,7 +33,7 @@ few ulp of the exact value at the switch (checked against exact rational series 
 ``tests/core/test_expcoords.py``):
 
 ==========================  ==========  ===========  =================================
-function (key)              threshold   series terms  closed form used above
+function (key)              threshold   terms        closed form used above
 ==========================  ==========  ===========  =================================
 alpha, beta, sh=sin(t/2)/t  0.1 rad     6            sin t/t, 2 (sin(t/2)/t)^2, ...
 gamma                       1.5 rad     10           (t - sin t)/t^3
