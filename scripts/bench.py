@@ -5,13 +5,13 @@
     python scripts/bench.py --quick              # fewer repeats and smaller batches
 
 Prints the machine description and one markdown table per measurement, each figure the
-median over ``repeat`` timing runs (``timeit``, the number of calls per run chosen by
-``Timer.autorange``) in microseconds per call unless the column says otherwise.
+median over timing runs (:func:`median_us`: ``timeit`` runs of >= 0.2 s, 7 of them) in
+microseconds per call unless the column says otherwise.
 
-Adding a section: write ``bench_<name>(quick: bool) -> list[Table]`` in a sibling script
-``scripts/bench_<name>.py`` (build tables with :func:`table`, time with :func:`median_us`,
-both imported with ``from bench import median_us, table``) and add one line to
-:data:`SECTIONS`.
+Adding a section: write ``bench_<name>(quick: bool) -> list[Table] | list[dict]`` in a
+sibling script ``scripts/bench_<name>.py`` (build tables with :func:`table`, time with
+:func:`median_us`, both imported with ``from bench import median_us, table``) and add one
+line to :data:`SECTIONS`.
 """
 
 import argparse
@@ -31,10 +31,13 @@ for path in (ROOT, HERE):
 
 #: section name -> "module:function" (resolved when the section runs, so ``--only joints``
 #: does not import the other sections' dependencies). A function takes ``quick`` and
-#: returns a list of tables made by :func:`table`.
+#: returns a list of tables made by :func:`table`, or a list of flat row dicts with the
+#: same keys (tabulated as one table, keys as columns, ``None`` as a blank cell).
 SECTIONS = {
     "joints": "bench:bench_joints",
+    "spline": "bench_spline:bench_spline",
     "expcoords": "bench_expcoords:bench_expcoords_tables",
+    "fitting": "bench_fitting:bench_fitting",
 }
 
 
@@ -42,8 +45,8 @@ SECTIONS = {
 def median_us(fn, quick=False, repeat=None):
     """Median wall time of one call of ``fn()`` in microseconds.
 
-    The number of calls per run is the ``timeit`` autorange count (runs of >= 0.2 s, or
-    >= 0.02 s with ``quick``); ``repeat`` runs (default 7, quick 3); the median is returned.
+    The number of calls per run grows until one run takes >= 0.2 s (>= 0.02 s with
+    ``quick``); then ``repeat`` runs (default 7, quick 3) are timed and the median returned.
     """
     timer = timeit.Timer(fn)
     target = 0.02 if quick else 0.2
@@ -165,8 +168,22 @@ def run_section(name, quick=False):
         func = globals()[func_name]
     else:
         func = getattr(importlib.import_module(module_name), func_name)
-    tables = func(quick=quick)
-    return f"## {name}\n\n" + "\n".join(format_table(t) for t in tables)
+    return f"## {name}\n\n" + "\n".join(format_table(t) for t in _as_tables(name, func(quick)))
+
+
+def _as_tables(name, result):
+    """A section's result as tables: tables pass through, row dicts become one table."""
+    result = list(result)
+    if all(isinstance(t, dict) and {"title", "columns", "rows"} <= set(t) for t in result):
+        return result
+    if all(isinstance(r, dict) for r in result) and result:
+        columns = list(result[0])
+        if any(list(r) != columns for r in result):
+            raise ValueError(f"section {name!r}: row dicts must all have the keys {columns}")
+        rows = [["" if r[c] is None else r[c] for c in columns] for r in result]
+        return [table(f"{name} (median wall times)", columns, rows)]
+    raise TypeError(f"section {name!r} must return tables made by bench.table() or a list of "
+                    f"row dicts; got {type(result[0]).__name__ if result else 'nothing'}")
 
 
 def main(argv=None):
