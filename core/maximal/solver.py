@@ -51,7 +51,7 @@ class ProjectionResult:
 
 
 def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=None,
-            regularization=0.0):
+            regularization=0.0, preconditioner="jacobi"):
     """Solve ``(J M^-1 J^T) lam = b`` and return ``dx = M^-1 J^T lam`` (seed 004 eq. 13).
 
     Args:
@@ -73,6 +73,8 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
             diagonal). Redundant constraints make ``A`` singular and, off the solution, the
             linearized system inconsistent; with ``eps > 0`` the correction becomes the
             damped least-squares one ``(J^T J + eps' M)^-1 J^T b`` and CG stays bounded.
+        preconditioner: ``"jacobi"`` (CG preconditioned by ``diag(A)^-1``; it divides the
+            condition number of badly mass-scaled structures by ~100) or ``None``.
     Returns:
         :class:`ProjectionResult`.
     """
@@ -109,7 +111,14 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
         def _count(_xk):
             count[0] += 1
 
-        lam, info = spla.cg(A, b, x0=x0, rtol=tol, atol=0.0, maxiter=maxiter, callback=_count)
+        pre = None
+        if preconditioner == "jacobi":
+            diag = A.diagonal()
+            pre = sp.diags(np.where(diag > 0, 1.0 / np.where(diag > 0, diag, 1.0), 1.0))
+        elif preconditioner is not None:
+            raise InvalidInputError("project: preconditioner must be 'jacobi' or None")
+        lam, info = spla.cg(A, b, x0=x0, rtol=tol, atol=0.0, maxiter=maxiter, M=pre,
+                            callback=_count)
         iterations, converged = count[0], info == 0
     elif method == "direct":
         lam = spla.spsolve(A.tocsc(), b)

@@ -96,13 +96,15 @@ def test_planar_four_bar_with_pins_is_redundant_and_assembles_regularized():
     asm = four_bar(coupler_joint="pin")
     J = asm._entries(asm.p, asm.R)[0].toarray()
     assert J.shape == (20, 18) and np.linalg.matrix_rank(J) == 17
-    rng = np.random.default_rng(3)
-    asm.p += rng.normal(scale=0.2, size=asm.p.shape)
-    asm.R = so3.exp(rng.normal(scale=0.5, size=(3, 3))) @ asm.R
-    _, info = asm.correction(geometric_iterations=4)
-    assert not info.converged  # plain CG on the inconsistent linearization
-    _, info = asm.correction(geometric_iterations=15, regularization=1e-6)
-    assert info.converged
+    outcome = []
+    for reg in (0.0, 1e-6):
+        asm = four_bar(coupler_joint="pin")
+        rng = np.random.default_rng(3)
+        asm.p += rng.normal(scale=0.2, size=asm.p.shape)
+        asm.R = so3.exp(rng.normal(scale=0.5, size=(3, 3))) @ asm.R
+        outcome.append(asm.correction(geometric_iterations=15, regularization=reg)[1])
+    assert not outcome[0].converged  # plain CG on the inconsistent linearization
+    assert outcome[1].converged
 
 
 def test_bar_between_disks_converges_and_keeps_the_centre_of_mass():
@@ -214,3 +216,31 @@ def test_bad_input_raises():
         asm.step(0.0)
     with pytest.raises(InvalidInputError):
         asm.move_target(0, np.eye(4))
+
+
+def test_shared_solver_methods_agree_and_satisfy_the_constraints():
+    import scipy.sparse as sp
+
+    from core.maximal.solver import project, world_inverse_mass
+
+    rng = np.random.default_rng(5)
+    J = sp.random(8, 18, density=0.5, random_state=6, format="csr")
+    R = so3.exp(rng.normal(size=(3, 3)))
+    A = rng.normal(size=(3, 3, 3))
+    Minv = world_inverse_mass(R, A @ np.swapaxes(A, 1, 2) + np.eye(3), [1.0, 0.5, 2.0])
+    b = rng.normal(size=8)
+    out = {m: project(J, Minv, b, method=m) for m in ("cg", "direct", "lsqr")}
+    for res in out.values():
+        np.testing.assert_allclose(J @ res.dx, b, atol=1e-8)
+        np.testing.assert_allclose(res.dx, out["direct"].dx, atol=1e-8)
+    assert out["cg"].iterations > 0 and out["cg"].converged
+    # the projection is the smallest correction in the kinetic metric: dx = M^-1 J^T lam
+    np.testing.assert_allclose(out["direct"].dx, Minv @ (J.T @ out["direct"].lam), atol=1e-12)
+    capped = project(J, Minv, b, method="cg", maxiter=2)
+    assert capped.iterations == 2 and not capped.converged
+    with pytest.raises(InvalidInputError):
+        project(J, Minv, b[:3])
+    with pytest.raises(InvalidInputError):
+        project(J, Minv, b, method="qr")
+    with pytest.raises(InvalidInputError):
+        project(J, Minv, b, J_force=J)  # unsymmetric system with CG

@@ -1,0 +1,155 @@
+"""Benchmarks of the maximal-coordinate solvers (seeds 001 and 004).
+
+``bench_maximal()`` returns rows (dicts) for
+
+* the skeleton step (seed 001) on chains of 10, 100 and 1000 bodies (every third joint
+  spherical, random consistent velocities): median time per step;
+* the assembly of a 56-body structure with 264 scalar constraints (8 rows of 7 bars on
+  pins, rows linked by ball joints, hung from the world; Faure's had 261): median time of a
+  full correction from a perturbed configuration;
+* the accuracy-for-speed table of seed 004 section 4.3: Stoermer steps of that structure
+  under gravity at dt = 1/30 s with (geometric iterations x CG iterations) caps: median
+  time per step and the largest constraint error after the step.
+
+Run directly (``.venv/bin/python scripts/bench_maximal.py``) to print markdown tables.
+"""
+
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from core.lie import se3, so3  # noqa: E402
+from core.maximal.faure import Assembly, FaureJoint  # noqa: E402
+from core.maximal.skeleton import chain  # noqa: E402
+
+ROWS, COLS, BAR, GAP = 8, 7, 0.3, 0.35
+
+
+def _median_time(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def skeleton_rows(sizes=(10, 100, 1000), repeats=7):
+    rows = []
+    for n in sizes:
+        skel, st = chain(n, spherical=tuple(range(0, n - 1, 3)))
+        rng = np.random.default_rng(0)
+        st.v = rng.normal(size=st.v.shape)
+        st.w = rng.normal(size=st.w.shape)
+        st, _ = skel.stabilize(st)
+        box = [st]
+
+        def step():
+            box[0], _ = skel.step(box[0], 1e-3)
+
+        step()
+        rows.append({"case": f"skeleton step, {n} bodies ({skel.n} joints, rank {skel.rank})",
+                     "bodies": n, "seconds": _median_time(step, repeats)})
+    return rows
+
+
+def structure():
+    """The 56-body structure: returns an assembled :class:`Assembly`."""
+    p, R = [], []
+    for r in range(ROWS):
+        for c in range(COLS):
+            p.append([c * BAR + BAR / 2, -r * GAP, 0.0])
+            R.append(np.eye(3))
+    Rz = so3.exp(np.array([0.0, -np.pi / 2, 0.0]))  # frame axis i = z
+    joints = []
+    for r in range(ROWS):
+        for c in range(COLS - 1):
+            a, b = r * COLS + c, r * COLS + c + 1
+            joints.append(FaureJoint("pin", a, b, se3.from_rp(Rz, [BAR / 2, 0, 0]),
+                                     se3.from_rp(Rz, [-BAR / 2, 0, 0])))
+    for r in range(ROWS - 1):
+        c = 0 if r % 2 == 0 else COLS - 1
+        a, b = r * COLS + c, (r + 1) * COLS + c
+        joints.append(FaureJoint("universal", a, b, se3.from_rp(np.eye(3), [0, -GAP / 2, 0]),
+                                 se3.from_rp(np.eye(3), [0, GAP / 2, 0])))
+    joints.append(FaureJoint("universal", -1, 0, se3.from_rp(np.eye(3), [BAR / 2, GAP / 2, 0]),
+                             se3.from_rp(np.eye(3), [0, GAP / 2, 0])))
+    n = ROWS * COLS
+    inertia = np.broadcast_to(np.diag([1e-4, BAR ** 2 / 12, BAR ** 2 / 12]), (n, 3, 3))
+    return Assembly(np.ones(n), inertia, joints, np.array(p), np.array(R))
+
+
+def perturbed(seed=0, sigma_p=0.02, sigma_r=0.05):
+    asm = structure()
+    rng = np.random.default_rng(seed)
+    asm.p += rng.normal(scale=sigma_p, size=asm.p.shape)
+    asm.R = so3.exp(rng.normal(scale=sigma_r, size=(asm.nbodies, 3))) @ asm.R
+    return asm
+
+
+def assembly_rows(repeats=5):
+    base = perturbed()
+    p0, R0 = base.p.copy(), base.R.copy()
+    infos = []
+
+    def run():
+        base.p, base.R = p0.copy(), R0.copy()
+        infos.append(base.correction(geometric_iterations=10, cg_iterations=300, tol=1e-10)[1])
+
+    sec = _median_time(run, repeats)
+    info = infos[-1]
+    return [{"case": f"assembly, {base.nbodies} bodies / {base.nconstraints} constraints "
+                     f"({info.geometric_iterations} geometric iterations, "
+                     f"CG {list(info.cg_iterations)}, error {info.error:.1e})",
+             "bodies": base.nbodies, "seconds": sec}]
+
+
+def accuracy_for_speed(geometric=(1, 2, 3), cg=(5, 15, 50), steps=8, dt=1.0 / 30.0):
+    table = []
+    for gi in geometric:
+        for ci in cg:
+            asm = structure()
+            f = asm.gravity_forces((0.0, -9.81, 0.0))
+            asm.set_velocity(np.zeros((asm.nbodies, 6)), dt, asm.free_acceleration(f))
+            times, errs = [], []
+            for _ in range(steps):
+                t = time.perf_counter()
+                info = asm.step(dt, f, geometric_iterations=gi, cg_iterations=ci, tol=0.0)
+                times.append(time.perf_counter() - t)
+                errs.append(np.abs(asm.errors()).max())
+            table.append({"geometric": gi, "cg": ci, "seconds": float(np.median(times)),
+                          "error": float(np.max(errs)), "last_error": info.error})
+    return table
+
+
+def bench_maximal():
+    """All rows: ``{"skeleton": [...], "assembly": [...], "accuracy": [...], "machine": str}``."""
+    return {"skeleton": skeleton_rows(), "assembly": assembly_rows(),
+            "accuracy": accuracy_for_speed(),
+            "machine": f"{platform.machine()} {platform.processor() or ''} "
+                       f"{os.cpu_count()} cpus, Python {platform.python_version()}, "
+                       f"numpy {np.__version__}".strip()}
+
+
+def markdown(res):
+    out = [f"Machine: {res['machine']}", "", "| case | bodies | median time per call |",
+           "|---|---:|---:|"]
+    for row in res["skeleton"] + res["assembly"]:
+        out.append(f"| {row['case']} | {row['bodies']} | {row['seconds'] * 1e3:.2f} ms |")
+    out += ["", "Stoermer step of the 56-body structure, dt = 1/30 s, gravity "
+            "(seed 004 section 4.3):", "",
+            "| geometric iterations | CG iterations | median time per step | "
+            "max constraint error |", "|---:|---:|---:|---:|"]
+    for row in res["accuracy"]:
+        out.append(f"| {row['geometric']} | {row['cg']} | {row['seconds'] * 1e3:.1f} ms | "
+                   f"{row['error']:.1e} |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(markdown(bench_maximal()))
