@@ -126,6 +126,9 @@ class ParamJoint(Joint):
     @classmethod
     def from_dict(cls, d):
         """Inverse of :meth:`to_dict`."""
+        if not isinstance(d, dict):
+            raise InvalidInputError(f"{cls.__name__}.from_dict expects a dict, got "
+                                    f"{type(d).__name__}; pass the output of to_dict()")
         if d.get("type", cls.__name__) != cls.__name__:
             raise InvalidInputError(f"{cls.__name__}.from_dict got type {d.get('type')!r}; "
                                     "use core.joints.joint_from_dict to dispatch on the type")
@@ -183,7 +186,6 @@ class _Screw1(ParamJoint):
     def transforms(self, qs):
         """``qs: (N, 1)`` or ``(N,)`` -> ``(N, 4, 4)``."""
         return self._Gs(self.check_qs(qs)[:, 0])
-
 
 
 class Revolute(_Screw1):

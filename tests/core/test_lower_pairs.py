@@ -293,6 +293,8 @@ def test_from_dict_rejects_wrong_type_and_keys():
         Revolute.from_dict({"type": "Prismatic", "axis": [0, 0, 1]})
     with pytest.raises(InvalidInputError, match="bad keys"):
         Revolute.from_dict({"type": "Revolute", "axis": [0, 0, 1], "pitch": 2.0})
+    with pytest.raises(InvalidInputError, match="expects a dict"):
+        Revolute.from_dict("Revolute")
 
 
 # -- registry ------------------------------------------------------------------------------
