@@ -24,9 +24,9 @@ damping: a step is kept only if the objective decreases, so the trace never incr
 Smoothing (eqs. 37-43). The joint Hessian ``h(q) = dS/dq`` (a twist for 1 DOF) is computed
 analytically from the same product, and the combined objective
 ``(1 - w) mean ||u_d||^2 + w mean ||h||^2`` is minimized; ``N`` (eq. 42), the map from control
-frame velocities to ``h_dot``, is obtained by central differences in the control frames (the
-paper notes numerical differentiation is simple and effective here) and the target rate is
-``h_dot_d = -c h`` (eq. 43).
+frame velocities to ``h_dot``, chains central differences of ``h`` in the span twists (the
+paper notes numerical differentiation is simple and effective here) with the exact twist
+rates of eq. 33, and the target rate is ``h_dot_d = -c h`` (eq. 43).
 """
 
 import numpy as np
@@ -39,7 +39,8 @@ from .metric import DEFAULT_LENGTH_SCALE, SE3Metric
 from .report import FitResult, make_report
 from .samples import JointSamples
 
-__all__ = ["fit_spline_curve", "curve_terms", "initial_frames", "fit_knots", "adaptive_knots"]
+__all__ = ["fit_spline_curve", "curve_terms", "hessian_jacobian", "initial_frames", "fit_knots",
+           "adaptive_knots"]
 
 _FD_STEP = 1e-6
 
@@ -56,8 +57,9 @@ def curve_terms(frames, knots, order, qs, hessian=False, blocks=True):
     frames: (n, 4, 4) control frames; knots: (n + k,); qs: (N,) inside the domain.
     Returns dict: ``G`` (N, 4, 4); ``i0`` (N,) first active control frame; ``C`` (N, k, 6, 6)
     with ``C[s, l]`` the block of ``u_{i0+l}`` in ``M_s`` (omitted unless ``blocks``); if
-    ``hessian``: ``S`` (N, 6) the joint Jacobian (eq. 27) and ``h`` (N, 6) its derivative
-    ``dS/dq``.
+    ``hessian``: ``S`` (N, 6) the joint Jacobian (eq. 27), ``h`` (N, 6) its derivative
+    ``dS/dq`` and ``span`` (the span's twist indices, twists and basis values, for
+    :func:`hessian_jacobian`).
     """
     k = order
     n = frames.shape[0]
@@ -92,14 +94,8 @@ def curve_terms(frames, knots, order, qs, hessian=False, blocks=True):
     if hessian:
         db = cb[1][rows[:, None], idx]
         d2b = cb[2][rows[:, None], idx]
-        sigma = np.einsum("nlij,nlj->nli", AdTi[:, 1:], zl)  # Ad_{T_l^-1} z_l
-        vel = sigma * db[..., None]
-        # V_l = sum_{m > l} sigma_m b'_m: body velocity of T_l
-        V = np.cumsum(vel[:, ::-1], axis=1)[:, ::-1] - vel
-        h = np.einsum("nl,nli->ni", d2b, sigma) + np.einsum(
-            "nl,nlij,nlj->ni", db, se3.ad(sigma), V)
-        out["S"] = vel.sum(axis=1)
-        out["h"] = h
+        out["S"], out["h"] = _velocity_and_hessian(AdTi[:, 1:], zl, db, d2b)
+        out["span"] = (idx, zl, b, db, d2b)
     return out
 
 
@@ -139,6 +135,64 @@ def adaptive_knots(qs, poses, n_frames, order, length_scale, floor=0.2):
     d0, d1 = inner[1] - inner[0], inner[-1] - inner[-2]
     return np.concatenate([inner[0] - d0 * np.arange(k - 1, 0, -1), inner,
                            inner[-1] + d1 * np.arange(1, k)])
+
+
+def _velocity_and_hessian(AdTi, zl, db, d2b):
+    """``S`` and ``h = dS/dq`` (N, 6) of ``T_0 = prod_l exp(b_l z_l)`` from ``AdTi[:, l] =
+    Ad_{T_l^-1}`` (N, k-1, 6, 6), the twists ``zl`` (N, k-1, 6) and ``db, d2b`` (N, k-1).
+
+    ``S = sum_l sigma_l b'_l`` with ``sigma_l = Ad_{T_l^-1} z_l`` (eq. 27), and since
+    ``d/dq Ad_{T_l^-1} = -ad_{V_l} Ad_{T_l^-1}`` with ``V_l = sum_{m > l} sigma_m b'_m``,
+    ``h = sum_l (sigma_l b''_l + b'_l ad_{sigma_l} V_l)``.
+    """
+    sigma = np.einsum("nlij,nlj->nli", AdTi, zl)
+    vel = sigma * db[..., None]
+    V = np.cumsum(vel[:, ::-1], axis=1)[:, ::-1] - vel
+    h = np.einsum("nl,nli->ni", d2b, sigma) + np.einsum("nl,nlij,nlj->ni", db, se3.ad(sigma), V)
+    return vel.sum(axis=1), h
+
+
+def _hessian_from_twists(zl, b, db, d2b):
+    """``h`` (N, 6) from the span twists and basis values alone (see curve_terms)."""
+    N, m = b.shape
+    E = se3.exp(b[..., None] * zl)
+    tails = np.empty((N, m, 4, 4))
+    tails[:, m - 1] = np.eye(4)
+    for l in range(m - 2, -1, -1):
+        tails[:, l] = E[:, l + 1] @ tails[:, l + 1]
+    return _velocity_and_hessian(se3.Ad_inv(tails), zl, db, d2b)[1]
+
+
+def hessian_jacobian(frames, span):
+    """``N`` of eq. 42: ``d h(q_s) / d u`` (N, 6, 6n) for control frame velocities ``u``.
+
+    ``h`` depends on the frames only through the span twists ``z``; ``dh/dz`` is taken by
+    central differences in ``z`` (batched over the samples; the paper notes numerical
+    differentiation is simple and effective here) and chained with the exact
+    ``dz_i = Jr(z_i)^-1 (u_i - Ad_{exp(-z_i)} u_{i-1})`` (eq. 33). span: ``curve_terms(...,
+    hessian=True)["span"]``.
+    """
+    idx, zl, b, db, d2b = span
+    N, m = b.shape
+    n = frames.shape[0]
+    eps = _FD_STEP
+    D = np.empty((N, m, 6, 6))  # D[s, l, :, d] = dh / dz_l[d]
+    for l in range(m):
+        for d in range(6):
+            zp = zl.copy()
+            zp[:, l, d] += eps
+            zm = zl.copy()
+            zm[:, l, d] -= eps
+            D[:, l, :, d] = (_hessian_from_twists(zp, b, db, d2b)
+                             - _hessian_from_twists(zm, b, db, d2b)) / (2.0 * eps)
+    DJ = D @ se3.right_jacobian_inv(zl)  # d h / d(u_j - Ad u_{j-1})
+    prev = -DJ @ se3.Ad_inv(se3.exp(zl))
+    Nh = np.zeros((N, 6, n, 6))
+    rows = np.arange(N)
+    for l in range(m):
+        Nh[rows, :, idx[:, l], :] += DJ[:, l]
+        Nh[rows, :, idx[:, l] - 1, :] += prev[:, l]
+    return Nh.reshape(N, 6, 6 * n)
 
 
 def initial_frames(samples_q, poses, knots, order):
@@ -210,31 +264,13 @@ class _CurveProblem:
         for l in range(6 * k):
             np.add.at(g, 6 * t["i0"] + l, contrib[:, l])
         if smooth:
-            Nh = self._hessian_jacobian(frames, t["i0"]) * self.sw[None, :, None]  # (N, 6, 6n)
+            Nh = hessian_jacobian(frames, t["span"]) * self.sw[None, :, None]  # (N, 6, 6n)
             hw = t["h"] * self.sw
             wn = self.w / self.qs.size
             A += wn * np.einsum("sai,saj->ij", Nh, Nh)
             # h_dot_d = -c h (eq. 43): the rows ask N u = -c h
             g += wn * self.rate * np.einsum("sai,sa->i", Nh, hw)
         return F, t, A, g  # step solves A u = -g
-
-    def _hessian_jacobian(self, frames, i0):
-        """``N`` of eq. 42: d h(q_s) / d u_i by central differences, (N, 6, 6n); only the
-        samples whose span uses control frame i (``i0 <= i < i0 + k``) are re-evaluated."""
-        n = frames.shape[0]
-        Nh = np.zeros((self.qs.size, 6, 6 * n))
-        steps = se3.exp(np.concatenate([np.eye(6), -np.eye(6)]) * _FD_STEP)  # (12, 4, 4)
-        for i in range(n):
-            sel = np.flatnonzero((i0 <= i) & (i < i0 + self.k))
-            if sel.size == 0:
-                continue
-            f = np.broadcast_to(frames, (12,) + frames.shape).copy()
-            f[:, i] = frames[i] @ steps
-            for d in range(6):
-                hp = curve_terms(f[d], self.knots, self.k, self.qs[sel], True, False)["h"]
-                hm = curve_terms(f[d + 6], self.knots, self.k, self.qs[sel], True, False)["h"]
-                Nh[sel, :, 6 * i + d] = (hp - hm) / (2.0 * _FD_STEP)
-        return Nh
 
 
 def _levenberg_marquardt(problem, frames, max_iterations, tol, bandwidth):

@@ -2,9 +2,12 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.errors import InvalidInputError
-from core.fitting.curve import adaptive_knots, curve_terms, fit_knots, fit_spline_curve
+from core.fitting.curve import (adaptive_knots, curve_terms, fit_knots, fit_spline_curve,
+                                hessian_jacobian)
 from core.fitting.metric import pose_errors
 from core.fitting.samples import JointSamples
 from core.joints.spline_curve import SplineCurveJoint
@@ -46,6 +49,23 @@ def test_jacobian_blocks_match_finite_differences(seed):
     idx = t["i0"][:, None] + np.arange(k)
     analytic = np.einsum("slij,slj->si", t["C"], u[idx])
     np.testing.assert_allclose(analytic, fd, atol=1e-7)
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_hessian_jacobian_matches_finite_differences_in_the_frames(seed):
+    """N of eq. 42 against central differences of h over control-frame perturbations."""
+    k = 4
+    frames, knots = _random_curve(seed)
+    rng = np.random.default_rng(200 + seed)
+    qs = rng.uniform(knots[k - 1], knots[frames.shape[0]], 15)
+    t = curve_terms(frames, knots, k, qs, hessian=True)
+    Nh = hessian_jacobian(frames, t["span"])
+    u = rng.normal(size=frames.shape[0] * 6)
+    eps = 1e-6
+    step = se3.exp(eps * u.reshape(-1, 6))
+    hp = curve_terms(frames @ step, knots, k, qs, hessian=True)["h"]
+    hm = curve_terms(frames @ se3.inv(step), knots, k, qs, hessian=True)["h"]
+    np.testing.assert_allclose(Nh @ u, (hp - hm) / (2 * eps), atol=1e-5)
 
 
 @pytest.mark.parametrize("seed", [0, 3])
@@ -157,3 +177,62 @@ def test_bad_arguments_raise(knee):
         fit_spline_curve(JointSamples(G[:10], np.c_[q[:10], q[:10]]))
     with pytest.raises(InvalidInputError, match="at least 4 distinct"):
         fit_spline_curve(JointSamples(G[:3], q[:3]), n_frames=4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), scale=st.sampled_from([1e-8, 1e-3, 0.3, 1.0]),
+       near_pi=st.booleans())
+def test_jacobian_blocks_property(seed, scale, near_pi):
+    """Eq. 34 blocks against central differences for tiny, moderate and large control twists,
+    including a rotation of nearly pi between two control frames."""
+    k = 4
+    rng = np.random.default_rng(seed)
+    n = 6
+    steps = rng.normal(size=(n - 1, 6)) * scale
+    if near_pi:
+        axis = rng.normal(size=3)
+        steps[2, :3] = 3.1 * axis / np.linalg.norm(axis)
+    frames = [se3.exp(rng.normal(size=6))]
+    for s in steps:
+        frames.append(frames[-1] @ se3.exp(s))
+    frames = np.array(frames)
+    knots = np.cumsum(rng.uniform(0.2, 1.0, size=n + k))
+    qs = rng.uniform(knots[k - 1], knots[n], 8)
+    t = curve_terms(frames, knots, k, qs, hessian=True)
+    u = rng.normal(size=(n, 6))
+    eps = 1e-6
+    Gp = curve_terms(frames @ se3.exp(eps * u), knots, k, qs, blocks=False)["G"]
+    Gm = curve_terms(frames @ se3.exp(-eps * u), knots, k, qs, blocks=False)["G"]
+    fd = (se3.log(se3.inv(t["G"]) @ Gp) - se3.log(se3.inv(t["G"]) @ Gm)) / (2 * eps)
+    idx = t["i0"][:, None] + np.arange(k)
+    analytic = np.einsum("slij,slj->si", t["C"], u[idx])
+    np.testing.assert_allclose(analytic, fd, atol=1e-6 * max(1.0, np.abs(fd).max()))
+    dq = 1e-6
+    Sp = curve_terms(frames, knots, k, qs + dq, hessian=True)["S"]
+    Sm = curve_terms(frames, knots, k, qs - dq, hessian=True)["S"]
+    inside = np.all(np.abs(qs[:, None] - knots[None, :]) > 2 * dq, axis=1)
+    np.testing.assert_allclose(t["h"][inside], ((Sp - Sm) / (2 * dq))[inside],
+                               atol=1e-5 * max(1.0, np.abs(t["h"]).max()))
+
+
+def test_weights_pull_the_fit_towards_heavy_samples(knee):
+    _, q, G = knee
+    rng = np.random.default_rng(2)
+    Gn = G.copy()
+    Gn[:, :3, 3] += rng.normal(size=(q.size, 3)) * 1e-3
+    w = np.ones(q.size)
+    w[60] = 1e4
+    light = fit_spline_curve(JointSamples(Gn, q), n_frames=8)
+    heavy = fit_spline_curve(JointSamples(Gn, q, weights=w), n_frames=8)
+    assert heavy.report.position_residuals_mm[60] < 0.2 * light.report.position_residuals_mm[60]
+
+
+def test_partial_hessian_rate_still_descends(knee):
+    _, q, G = knee
+    s = _noisy_knee(q, G, seed=11)
+    full = fit_spline_curve(s, n_frames=8, smoothing=1e-3, max_iterations=4)
+    half = fit_spline_curve(s, n_frames=8, smoothing=1e-3, hessian_rate=0.5, max_iterations=4)
+    # h_dot_d = -c h asks for a partial step: still a descent, but slower than c = 1
+    assert np.all(np.diff(half.report.objective_trace) < 0.0)
+    assert half.report.objective_trace[-1] > full.report.objective_trace[-1]
+    assert half.report.status == "max_iterations"
