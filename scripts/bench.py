@@ -38,6 +38,7 @@ SECTIONS = {
     "spline": "bench_spline:bench_spline",
     "expcoords": "bench_expcoords:bench_expcoords_tables",
     "fitting": "bench_fitting:bench_fitting",
+    "mechanisms": "bench_mechanisms:bench_mechanisms",
 }
 
 

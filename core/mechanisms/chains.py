@@ -61,9 +61,10 @@ def hinge_chain(n_links=8, length=0.3, radius=0.02, mass=0.5, fps=60.0, substeps
 
 
 def spherical_chain(n_links=8, length=0.3, radius=0.02, mass=0.5, cone_half_angle=0.6,
-                    fps=60.0, substeps=10, duration=3.0, integrator="rk4", twist=0.05):
+                    fps=60.0, substeps=10, duration=3.0, integrator="rk4", yaw_rate=1.0):
     """(a) A chain of rods on spherical joints (exponential coordinates, seed 003), released
-    horizontal with a small initial twist rate so the motion leaves the vertical plane.
+    horizontal with the first link turning about the vertical at ``yaw_rate`` (rad/s) so the
+    motion leaves the vertical plane.
 
     Each joint after the first carries a reach cone about its rest direction (the parent's
     x axis) of half-angle ``cone_half_angle`` (rad), listed in ``info["reach_cones"]`` as
@@ -75,7 +76,7 @@ def spherical_chain(n_links=8, length=0.3, radius=0.02, mass=0.5, cone_half_angl
     model = chain_model(n, lambda i: Spherical(), length, radius, mass,
                         name="spherical_chain")
     v0 = np.zeros(3 * n)
-    v0[0] = twist                       # spin of the first link about its own axis
+    v0[2] = yaw_rate                    # r_dot = angular velocity at r = 0
     cones = tuple((i, (1.0, 0.0, 0.0), float(cone_half_angle)) for i in range(1, n))
     return Mechanism("spherical_chain", f"Falling chain: {n} ball joints with reach cones",
                      model, np.zeros(3 * n), v0, fps, substeps, duration, integrator,
@@ -103,10 +104,10 @@ def _hanging_map(semi_axes):
     return pose
 
 
-def sliding_chain(n_links=4, semi_axes=(0.09, 0.06, 0.12), mass=0.4, fps=60.0,
+def sliding_chain(n_links=5, semi_axes=(0.09, 0.06, 0.12), mass=0.4, fps=60.0,
                   substeps=10, duration=3.0, integrator="rk4", start=(0.35, 0.2)):
-    """(c) The seed's sliding chain: ``n_links`` ellipsoidal links (the letters of Fig. 5c);
-    the first hangs fixed, each next one slides on the lower surface of its parent through
+    """(c) The seed's sliding chain: ``n_links`` ellipsoidal links (the letters of Fig. 5c;
+    the default 5 links give the 8 DOF of the seed's "SIGGRAPH Joint 1"); the first hangs fixed, each next one slides on the lower surface of its parent through
     a 2-DOF spline surface joint and falls under gravity from ``start`` (fractions of the
     parent's semi-axes a, b) towards the bottom pole.
 

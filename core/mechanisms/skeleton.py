@@ -4,14 +4,11 @@ constraint forces with post-stabilization), released horizontal under gravity. T
 chain with hinges only in reduced coordinates is :func:`.chains.hinge_chain`.
 """
 
-import numpy as np
-
 from ..errors import InvalidInputError
 from ..maximal.skeleton import chain
 from .base import BodyDisplay, Mechanism
 
 __all__ = ["skeleton_chain"]
-
 
 def skeleton_chain(n_links=8, spherical=(2, 5), length=0.3, radius=0.02, mass=0.5,
                    fps=60.0, substeps=10, duration=3.0):

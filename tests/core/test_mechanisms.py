@@ -108,6 +108,7 @@ def test_spherical_chain_falls_and_leaves_the_plane():
     m = spherical_chain(n_links=3, duration=0.4)
     r = simulate(m)
     assert r.poses[-1, -1, 2, 3] < r.poses[0, -1, 2, 3] - 0.1
+    assert abs(r.poses[-1, -1, 1, 3]) > 0.05                  # out of the x-z plane
     assert np.abs(r.energy - r.energy[0]).max() <= 1e-5 * kinetic_scale(r)
     assert len(m.info["reach_cones"]) == 2
 

@@ -1,0 +1,125 @@
+"""Mechanism benchmark: simulated seconds per wall second for every demo at its own step size,
+beside the seed's reported step times (seed 000 section 7: 6 ms per step for the 1-DOF knee,
+49 ms per step for the 8-DOF "SIGGRAPH Joint 1" chain, on a 2.6 GHz Core 2), and the 8-link
+hinge chain against MuJoCo on the same chain (same links, inertias, step size and RK4) in the
+same run.
+
+    python scripts/bench.py --only mechanisms [--quick]
+    python scripts/bench_mechanisms.py [--quick]
+
+Each figure is the median of ``repeat`` runs (3, quick 1) of ``duration`` simulated seconds
+(1 s, quick 0.25 s); one "step" is one integration step (RK4 = four dynamics evaluations).
+"""
+
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for _p in (ROOT, HERE):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from bench import table  # noqa: E402
+from core.mechanisms import DEMOS, simulate  # noqa: E402
+
+#: seed 000 section 7, unoptimized implementation on a 2.6 GHz Intel Core 2
+SEED_MS_PER_STEP = {"knee_pendulum": 6.0, "sliding_chain": 49.0}
+
+
+def _run(name, duration, repeat):
+    mech = DEMOS[name](duration=duration)
+    walls, res = [], None
+    for _ in range(repeat):
+        res = simulate(mech)
+        walls.append(res.wall_time)
+    return mech, res, float(np.median(walls))
+
+
+def mujoco_hinge_chain(mech):
+    """MJCF of the hinge chain in ``mech`` (links, inertias, gravity, step, RK4), or None if
+    MuJoCo is not installed."""
+    try:
+        import mujoco
+    except ImportError:
+        return None
+    info = mech.info
+    L, m = info["length"], info["mass"]
+    model = mech.model
+    n = model.nbodies
+    I = model.inertias[0]
+    Ic = I[:3, :3] - m * np.diag([0.0, (0.5 * L) ** 2, (0.5 * L) ** 2])  # about the COM
+    body = ""
+    for i in reversed(range(n)):
+        pos = "0 0 0" if i == 0 else f"{L} 0 0"
+        body = (f'<body name="l{i}" pos="{pos}"><joint type="hinge" axis="0 1 0"/>'
+                f'<inertial pos="{L / 2} 0 0" mass="{m}" diaginertia="{Ic[0, 0]} {Ic[1, 1]} '
+                f'{Ic[2, 2]}"/><geom type="capsule" fromto="0 0 0 {L} 0 0" size="0.02" '
+                f'contype="0" conaffinity="0"/>{body}</body>')
+    g = " ".join(str(x) for x in model.gravity)
+    xml = (f'<mujoco><option timestep="{mech.dt}" integrator="RK4" gravity="{g}"/>'
+           f'<worldbody>{body}</worldbody></mujoco>')
+    return mujoco.MjModel.from_xml_string(xml)
+
+
+def _mujoco_run(mj_model, steps, repeat):
+    import mujoco
+    walls = []
+    data = None
+    for _ in range(repeat):
+        data = mujoco.MjData(mj_model)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            mujoco.mj_step(mj_model, data)
+        walls.append(time.perf_counter() - t0)
+    return float(np.median(walls)), data
+
+
+def bench_mechanisms(quick=False):
+    """Rows per demo and the MuJoCo comparison, as tables for scripts/bench.py."""
+    duration = 0.25 if quick else 1.0
+    repeat = 1 if quick else 3
+    rows = []
+    hinge = None
+    for name in DEMOS:
+        mech, res, wall = _run(name, duration, repeat)
+        ms_step = wall / res.steps * 1e3
+        seed = SEED_MS_PER_STEP.get(name)
+        rows.append([name, mech.nbodies, mech.ndof, mech.integrator, mech.dt * 1e3, res.steps,
+                     wall, duration / wall, ms_step, "" if seed is None else seed,
+                     res.energy_drift, float(res.constraint_error.max())])
+        if name == "hinge_chain":
+            hinge = (mech, res, wall)
+    out = [table(f"Mechanisms: {duration:g} s simulated per demo (median of {repeat})",
+                 ["demo", "bodies", "DOF", "integrator", "dt (ms)", "steps", "wall (s)",
+                  "sim s / wall s", "ms / step", "seed ms / step", "energy drift",
+                  "constraint error (m)"], rows,
+                 note="energy drift: max |E - E0 - W_drive| / max(kinetic, |W_drive|); for "
+                      "the damped scapula it is the dissipation. Seed figures: knee (1 DOF) "
+                      "and the 8-DOF sliding-letter chain, 2.6 GHz Core 2.")]
+    mech, res, wall = hinge
+    mj = mujoco_hinge_chain(mech)
+    if mj is not None:
+        mj_wall, data = _mujoco_run(mj, res.steps, repeat)
+        tip_ours = res.q[-1]
+        diff = float(np.abs(np.asarray(data.qpos) - tip_ours).max())
+        out.append(table(
+            f"Hinge chain ({mech.nbodies} links, dt = {mech.dt * 1e3:g} ms, RK4) vs MuJoCo, "
+            "same run",
+            ["engine", "steps", "wall (s)", "sim s / wall s", "us / step",
+             "max |q - q_mujoco| at the end (rad)"],
+            [["core (numpy)", res.steps, wall, duration / wall, wall / res.steps * 1e6, diff],
+             ["MuJoCo mj_step", res.steps, mj_wall, duration / mj_wall,
+              mj_wall / res.steps * 1e6, 0.0]],
+            note=f"ratio core / MuJoCo per step: {wall / mj_wall:.0f}x"))
+    return out
+
+
+if __name__ == "__main__":
+    from bench import format_table, machine_description
+    print(machine_description())
+    for t in bench_mechanisms(quick="--quick" in sys.argv):
+        print(format_table(t))
