@@ -107,11 +107,12 @@ def _hanging_map(semi_axes):
 def sliding_chain(n_links=5, semi_axes=(0.09, 0.06, 0.12), mass=0.4, fps=60.0,
                   substeps=10, duration=3.0, integrator="rk4", start=(0.35, 0.2)):
     """(c) The seed's sliding chain: ``n_links`` ellipsoidal links (the letters of Fig. 5c;
-    the default 5 links give the 8 DOF of the seed's "SIGGRAPH Joint 1"); the first hangs fixed, each next one slides on the lower surface of its parent through
-    a 2-DOF spline surface joint and falls under gravity from ``start`` (fractions of the
-    parent's semi-axes a, b) towards the bottom pole.
+    the default 5 links give the 8 DOF of the seed's "SIGGRAPH Joint 1"); the first hangs
+    fixed, each next one slides on the lower surface of its parent through a 2-DOF spline
+    surface joint and falls under gravity from ``start`` (fractions of the parent's
+    semi-axes a, b) towards the bottom pole.
 
-    ``info["surface_maps"]`` holds the exact surface (the pose map the joint was fitted
+    ``info["surface_map"]`` holds the exact surface (the pose map the joint was fitted
     to); the constraint error is the distance of each child's origin from its parent's
     ellipsoid surface (metres), measured from the body poses.
     """
