@@ -155,6 +155,17 @@ class TwistTable:
         return out
 
 
+_AD_INDEX = {}
+
+
+def _ad_index(n):
+    """Index arrays placing dphi_k[j] at F[i, n + j n + i] (cached per n)."""
+    if n not in _AD_INDEX:
+        j, i = np.divmod(np.arange(n * n), n)
+        _AD_INDEX[n] = (i, n + np.arange(n * n), j)
+    return _AD_INDEX[n]
+
+
 def evaluate(H, g, theta, adg, K, phi, dphi, d2phi):
     """``(G, S, dS)`` of ``G(q) = H prod_k exp(g_k phi_k)`` (eqs. 26-30, Appendix B).
 
@@ -170,14 +181,18 @@ def evaluate(H, g, theta, adg, K, phi, dphi, d2phi):
     G = H @ E[0]
     for k in range(1, m):
         G = G @ E[k]
-    # X = [mu^1..mu^n | dmu^i/dq_j at column n + j n + i]
+    # X = [mu^1..mu^n | dmu^i/dq_j at column n + j n + i], (6, n + n^2)
+    c = n + n * n
     cc = np.concatenate([dphi, d2phi.reshape(m, n * n)], axis=1)
-    X = g[0][:, None] * cc[0]
+    gcc = g[:, :, None] * cc[:, None, :]  # (m, 6, c): the g_k dphi_k, g_k d2phi_k terms
+    # the ad term as a right factor: (X @ F_k)[:, n + j n + i] = X[:, i] dphi_k[j]
+    rows, cols, rep = _ad_index(n)
+    F = np.zeros((m, c, c))
+    F[:, rows, cols] = dphi[:, rep]
+    X = gcc[0]
     for k in range(1, m):
-        X = A[k] @ X
-        X += g[k][:, None] * cc[k]
-        T = adg[k] @ X[:, :n]
-        X[:, n:] -= (T[:, None, :] * dphi[k][None, :, None]).reshape(6, n * n)
+        X = A[k] @ X + gcc[k]
+        X -= adg[k] @ (X @ F[k])  # ad_{mu_k^i} g_k dphi_k/dq_j = -ad_{g_k} mu_k^i dphi_k/dq_j
     S = X[:, :n].copy()
     Hs = X[:, n:].reshape(6, n, n).transpose(1, 0, 2).copy()
     return G, S, Hs

@@ -27,6 +27,7 @@ rotation of less than pi; to pass larger turns give the twists directly with
 """
 
 import bisect
+import math
 
 import numpy as np
 
@@ -224,11 +225,14 @@ class SplineCurveJoint(Joint):
         return np.array([self._lo])
 
     def _scalar(self, q):
-        if type(q) is float:
-            x = q
+        # fast paths for a float and a float64 array of shape (1,); the rest via check_q
+        if isinstance(q, float):
+            x = float(q)
+        elif type(q) is np.ndarray and q.shape == (1,) and q.dtype == np.float64:
+            x = float(q[0])
         else:
             x = float(self.check_q(q)[0])
-        if not (x == x and abs(x) != float("inf")):
+        if not math.isfinite(x):
             raise InvalidInputError("SplineCurveJoint: q is NaN or inf; pass a finite coordinate.")
         return x
 
@@ -380,7 +384,8 @@ def _cubic_evaluate(table, theta, adg3, poly, u):
     cvec = np.array([1.0] + poe.exp_scalars(b1, t1) + poe.exp_scalars(b2, t2)
                     + poe.exp_scalars(b3, t3))
     r = cvec @ table
-    G = r[0:16].reshape(4, 4) @ r[16:32].reshape(4, 4) @ r[32:48].reshape(4, 4)
+    E = r[:48].reshape(3, 4, 4)  # H E_1, E_2, E_3
+    G = E[0] @ E[1] @ E[2]
     Z = r[48:84].reshape(6, 6) @ r[84:96].reshape(6, 2)  # [Zy, Zw]
     M = np.concatenate((r[96:114].reshape(6, 3), Z, adg3 @ Z[:, :1]), axis=1)  # (6, 6)
     C = np.array([[d3, e3], [d2, e2], [0.0, -d3 * d2], [d1, e1], [0.0, -d1 * d2],

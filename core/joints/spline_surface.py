@@ -149,9 +149,9 @@ class SplineJoint(Joint):
         self._P = poe.soa_twists(self.basis_twists)[:, :, None]
         self._theta_list = self._table.theta.tolist()
         # positions of phi, dphi/dq_a, d2phi/dq_a dq_b in the flattened (3,)*n derivative table
-        # whose axes run (d_n, ..., d_1) (see _functions)
+        # whose axes are the derivative orders (d_1, ..., d_n) (see _functions)
         def flat(orders_):
-            return int(np.ravel_multi_index(tuple(reversed(orders_)), (3,) * n))
+            return int(np.ravel_multi_index(tuple(orders_), (3,) * n))
         z = [0] * n
         self._i0 = flat(z)
         self._i1 = [flat([1 if b == a else 0 for b in range(n)]) for a in range(n)]
@@ -199,10 +199,13 @@ class SplineJoint(Joint):
             first, v = ax.local(float(q[a]))
             sl.append(slice(first, first + ax.k))
             bases.append(v)
-        X = X[tuple(sl)]
-        for a in range(n - 1, -1, -1):
-            X = np.tensordot(X, bases[a], axes=([a + 1], [1]))
-        Xf = X.reshape(X.shape[0], -1)
+        X = X[tuple(sl)]  # (m, k_1, .., k_n)
+        m = X.shape[0]
+        # contract the last axis first: X[m, k_1.., k_a, (d_{a+1}..d_n)] -> ... (m, 3^n)
+        X = X @ bases[n - 1].T  # (m, k_1, .., k_{n-1}, 3)
+        for a in range(n - 2, -1, -1):
+            X = bases[a] @ X.reshape((m,) + X.shape[1:a + 1] + (X.shape[a + 1], -1))
+        Xf = X.reshape(m, -1)
         return Xf[:, self._i0], Xf[:, self._i1], Xf[:, self._i2]
 
     def basis(self, q):
