@@ -218,3 +218,44 @@ def test_undo_fit_and_render_knee(blender):
     out = blender(scenario_undo_fit_and_render_knee)
     assert out["undone"] and out["redone"]
     assert out["std"] > 0.02, out
+
+
+def scenario_surface_fit_and_drive(tmp):
+    import bpy
+
+    from scenes import addon_module, leg_armature
+
+    io = addon_module("core.io")
+    obj = leg_armature()
+    shin = obj.pose.bones["shin"]
+    s = shin.spline_joints
+    s.n_coordinates, s.source = 2, "PROPERTY"
+    s.property_0, s.property_1 = "a", "b"
+    shin["a"], shin["b"] = 0.0, 0.0
+    grid = np.linspace(-0.5, 0.5, 6)
+    for a in grid:
+        for b in grid:  # a smooth 2-DOF motion: swing about X and Z, the head sliding with it
+            shin["a"], shin["b"] = a, b
+            shin.rotation_euler = (a, 0.0, b)
+            shin.location = (0.01 * b, 0.005 * a * b, 0.01 * a)
+            bpy.context.view_layer.update()
+            assert bpy.ops.spline_joints.capture_pose() == {"FINISHED"}
+    target = obj.pose.bones["shin"].matrix_basis.copy()
+    s.fit_type, s.fit_grid = "SURFACE", (4, 4)
+    assert bpy.ops.spline_joints.fit() == {"FINISHED"}
+    doc = io.loads(s.joint_json)
+    assert type(doc.joint).__name__ == "SplineJoint" and doc.joint.nq == 2
+    assert s.fit_rms_mm < 0.5 and s.fit_rms_deg < 0.5, (s.fit_rms_mm, s.fit_rms_deg)
+    path = bpy.data.objects["SJ_JointPath_Leg_shin"]
+    assert len(path.data.splines) == 10  # 5 iso-lines per coordinate
+    assert bpy.ops.spline_joints.drive_joint() == {"FINISHED"}
+    shin["sj_q0"], shin["sj_q1"] = 0.5, 0.5
+    obj.update_tag()
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    err = np.abs(np.array(shin.matrix_basis) - np.array(target)).max()
+    return {"err": float(err)}
+
+
+def test_surface_fit_and_drive(blender):
+    assert blender(scenario_surface_fit_and_drive)["err"] < 2e-3
