@@ -161,7 +161,7 @@ class SplineCurveJoint(Joint):
                     "bspline.uniform_knots(m + 1, order).")
             t = bspline.check_knots(t, k)
         self.order = k
-        self.knots = t
+        self.knots = np.array(t)
         self.control_twists = np.array(z, dtype=float)
         frames = np.empty((m + 1, 4, 4))
         frames[0] = G0
@@ -169,6 +169,8 @@ class SplineCurveJoint(Joint):
         for j in range(m):
             frames[j + 1] = frames[j] @ E[j]
         self.control_frames = frames
+        for arr in (self.knots, self.control_twists, self.control_frames):
+            arr.flags.writeable = False  # the precomputed tables below depend on them
         table = poe.TwistTable(z)
 
         mus, coeffs = bspline.span_polynomials(t, k)  # (S,), (S, k, k)

@@ -147,6 +147,8 @@ class SplineJoint(Joint):
         self._table = poe.TwistTable(e)
         self.basis_twists = self._table.g
         self._P = poe.soa_twists(self.basis_twists)[:, :, None]
+        for arr in (self.offset, self.basis_twists):
+            arr.flags.writeable = False  # the precomputed tables depend on them
         self._theta_list = self._table.theta.tolist()
         # positions of phi, dphi/dq_a, d2phi/dq_a dq_b in the flattened (3,)*n derivative table
         # whose axes are the derivative orders (d_1, ..., d_n) (see _functions)

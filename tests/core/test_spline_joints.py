@@ -223,6 +223,32 @@ def test_curve_passes_near_control_frames_and_uniform_default_range():
         np.testing.assert_allclose(joint.hessian(q), 0.0, atol=1e-12)
 
 
+def test_curve_clamped_knots_interpolate_end_frames_and_repeated_knot_lowers_continuity():
+    joint = make_curve(11, m=7)
+    F = joint.control_frames
+    clamped = SplineCurveJoint(F, bs.clamped_knots(8, 4, 0.0, 2.0))
+    np.testing.assert_allclose(clamped.transform(0.0), F[0], atol=1e-12)
+    np.testing.assert_allclose(clamped.transform(2.0), F[-1], atol=1e-12)
+    for q in [1e-3, 0.77, 2.0 - 1e-3]:
+        assert_derivatives(clamped, np.array([q]))
+    # a double interior knot: still C1 there (G and S continuous), derivatives right elsewhere
+    t = bs.uniform_knots(8, 4)
+    t[5] = t[4]
+    t = np.sort(t)
+    double = SplineCurveJoint(F, t)
+    for x, y in zip(double.evaluate(t[4] - 1e-11)[:2], double.evaluate(t[4])[:2]):
+        np.testing.assert_allclose(x, y, atol=1e-8)
+    assert_derivatives(double, np.array([t[4] + 0.3]))
+
+
+def test_curve_attributes_are_read_only():
+    joint = make_curve(12)
+    with pytest.raises(ValueError):
+        joint.knots[0] = 5.0
+    with pytest.raises(ValueError):
+        joint.control_frames[0, 0, 0] = 2.0
+
+
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 10 ** 6), st.floats(0.05, 2.0))
 def test_natural_parameterization_keeps_s_away_from_zero(seed, length_scale):
@@ -367,6 +393,18 @@ def test_surface_derivatives_vs_fd(n, seed):
         qs.append(np.where(np.arange(n) % 2 == 0, lo - 0.2, hi + 0.7))  # a corner
     for q in qs:
         assert_derivatives(joint, q)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 10 ** 6), st.floats(-0.3, 1.3))
+def test_surface_derivatives_random(n, seed, frac):
+    joint = make_surface(n, seed, orders=[4, 5, 4][:n])
+    rng = np.random.default_rng(seed)
+    q = joint.lower + (frac + 0.1 * rng.uniform(-1, 1, n)) * (joint.upper - joint.lower)
+    near = [np.min(np.abs(np.concatenate([[lo, hi], t]) - x))
+            for x, lo, hi, t in zip(q, joint.lower, joint.upper, joint.knots)]
+    q = q + np.where(np.array(near) < 1e-4, 3e-4, 0.0)  # keep FD steps off knots and faces
+    assert_derivatives(joint, q)
 
 
 def test_surface_with_general_twists_and_big_angles():
