@@ -10,6 +10,9 @@ one :class:`BodyDisplay` per body (mesh hint, size, colour, optional polyline).
 ``q, v``, body poses ``(F, nb, 4, 4)``, mechanical energy, the work done by the drive, the
 constraint error and the wall time.
 
+Time stepping is :class:`core.integrators.Integrator` (one of its methods, chart changes,
+NaN checks, limits after every step) with the accelerations below.
+
 Prescribed coordinates (rheonomic drives). Some demos move part of the tree kinematically:
 the spinning wire frame of the beads (a revolute coordinate ``q_p = w t``) or the time axis of
 a deforming spline surface joint (a coordinate ``q_p = t``). With the free coordinates ``f``
@@ -32,8 +35,9 @@ from scipy.linalg import cho_factor, cho_solve
 
 from .. import dynamics
 from ..errors import InvalidInputError, SimulationError
-from ..joints.base import Joint
+from ..integrators import Integrator
 from ..kinematics import forward_kinematics
+from ..limits import LimitSolver
 
 __all__ = ["BodyDisplay", "Drive", "Mechanism", "SimulationResult", "simulate",
            "MESH_HINTS", "INTEGRATORS"]
@@ -115,7 +119,9 @@ class Mechanism:
             stay on, measured independently of the joint coordinates (e.g. a bead's distance
             to its wire). None uses the kinematic consistency of the poses with the tree.
         skeleton, skeleton_state, skeleton_gravity: the seed-001 variant (model is None).
-        passive: True if no drive and no damping (energy must be conserved).
+        limits: :mod:`core.limits` objects (reach cones, coordinate limits) enforced by
+            impulses after every step with ``restitution`` (:class:`core.limits.LimitSolver`).
+        passive: True if nothing drives, damps or stops the motion (energy is conserved).
         info: free-form facts for the demo table (e.g. reference data used).
     """
 
@@ -134,6 +140,8 @@ class Mechanism:
     skeleton: object = None
     skeleton_state: object = None
     skeleton_gravity: tuple = (0.0, 0.0, -9.81)
+    limits: tuple = ()
+    restitution: float = 0.0
     passive: bool = True
     info: dict = field(default_factory=dict)
 
@@ -272,32 +280,33 @@ class _Dynamics:
         return a, float(tau_p @ vp)
 
 
-def _normalize(model, q, v):
-    for i, j in enumerate(model.joints):
-        if type(j).normalize is not Joint.normalize:
-            s = slice(model.q_start[i], model.q_start[i] + model.q_count[i])
-            q[s], v[s] = j.normalize(q[s], v[s])
-    return q, v
+class _DrivenIntegrator(Integrator):
+    """:class:`core.integrators.Integrator` whose accelerations come from :class:`_Dynamics`
+    (prescribed coordinates split out) and which keeps the drive power of every dynamics
+    evaluation, so a step's drive work uses the method's own quadrature weights."""
 
+    WEIGHTS = {"rk4": (1 / 6, 2 / 6, 2 / 6, 1 / 6), "euler": (1.0,), "semi_implicit": (1.0,)}
 
-def _step(dyn, method, t, q, v, dt):
-    """One step of ``method``; returns ``(q, v, work)`` (work = drive work over the step)."""
-    if method == "rk4":
-        a1, P1 = dyn.accel(t, q, v)
-        q2, v2 = q + 0.5 * dt * v, v + 0.5 * dt * a1
-        a2, P2 = dyn.accel(t + 0.5 * dt, q2, v2)
-        q3, v3 = q + 0.5 * dt * v2, v + 0.5 * dt * a2
-        a3, P3 = dyn.accel(t + 0.5 * dt, q3, v3)
-        q4, v4 = q + dt * v3, v + dt * a3
-        a4, P4 = dyn.accel(t + dt, q4, v4)
-        qn = q + dt / 6.0 * (v + 2 * v2 + 2 * v3 + v4)
-        vn = v + dt / 6.0 * (a1 + 2 * a2 + 2 * a3 + a4)
-        return qn, vn, dt / 6.0 * (P1 + 2 * P2 + 2 * P3 + P4)
-    a, P = dyn.accel(t, q, v)
-    if method == "euler":
-        return q + dt * v, v + dt * a, dt * P
-    vn = v + dt * a                                    # semi-implicit (symplectic) Euler
-    return q + dt * vn, vn, dt * P
+    def __init__(self, mech, limits):
+        super().__init__(mech.model, mech.dt, 1, mech.integrator, limits=limits)
+        self.dyn = _Dynamics(mech)
+        self.powers = []
+
+    def acceleration(self, t, q, v):
+        a, power = self.dyn.accel(t, q, v)
+        self.powers.append(power)
+        return a
+
+    def step_with_work(self, t, q, v):
+        """One step of dt; returns ``(q, v, drive work over the step)``."""
+        self.powers.clear()
+        q, v = self.step(t, q, v)
+        w = self.WEIGHTS[self.method]
+        if len(self.powers) != len(w):
+            raise SimulationError(f"the integrator evaluated the dynamics {len(self.powers)} "
+                                  f"times in one {self.method} step, expected {len(w)}")
+        self.dyn.impose(t + self.dt, q, v)
+        return q, v, self.dt * float(np.dot(w, self.powers))
 
 
 def _kinematic_error(model, data, q, poses):
@@ -313,7 +322,11 @@ def _kinematic_error(model, data, q, poses):
 
 def _simulate_model(mech, progress):
     model = mech.model
-    dyn = _Dynamics(mech)
+    solver = None
+    if mech.limits:
+        solver = LimitSolver(model, list(mech.limits), restitution=mech.restitution)
+    integ = _DrivenIntegrator(mech, solver)
+    dyn = integ.dyn
     data = model.create_data()
     F, sub, dt = mech.n_frames, mech.substeps, mech.dt
     nb, nq = model.nbodies, model.nq
@@ -343,17 +356,9 @@ def _simulate_model(mech, progress):
     record(0)
     for k in range(1, F):
         for s in range(sub):
-            t = ((k - 1) * sub + s) * dt
-            q, v, dw = _step(dyn, mech.integrator, t, q, v, dt)
-            dyn.impose(t + dt, q, v)
-            q, v = _normalize(model, q, v)
+            q, v, dw = integ.step_with_work(((k - 1) * sub + s) * dt, q, v)
             work += dw
             steps += 1
-            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
-                bad = int(model.dof_body[np.nonzero(~np.isfinite(q + v))[0][0]])
-                raise SimulationError(f"{mech.name}: the state became non-finite at t = "
-                                      f"{t + dt:.4f} s on body {model.names[bad]!r}; reduce "
-                                      f"the step (dt = {dt:.4g} s) or check the joint")
         record(k)
         if progress is not None and progress(k / (F - 1)) is False:
             return _empty(mech, nb, nq, time.perf_counter() - t0, steps)

@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..joints.lower_pairs import Fixed, Revolute
 from ..joints.spherical import Spherical
+from ..limits import ReachCone
 from ..model import Model
 from .base import BodyDisplay, Mechanism
 from .shapes import ellipsoid_inertia, frame, rod_inertia, surface_joint_from_map, translation
@@ -67,8 +68,9 @@ def spherical_chain(n_links=8, length=0.3, radius=0.02, mass=0.5, cone_half_angl
     motion leaves the vertical plane.
 
     Each joint after the first carries a reach cone about its rest direction (the parent's
-    x axis) of half-angle ``cone_half_angle`` (rad), listed in ``info["reach_cones"]`` as
-    ``(body, axis (3,), half_angle)`` for :mod:`core.limits` and the reach-cone display.
+    x axis) of half-angle ``cone_half_angle`` (rad), enforced by :class:`core.limits.ReachCone`
+    impulses (inelastic, so the chain is not passive) and listed in ``info["reach_cones"]``
+    as ``(body, axis (3,), half_angle)`` for the reach-cone display.
     """
     n = _check_links(n_links)
     if not 0.0 < cone_half_angle < np.pi:
@@ -80,7 +82,8 @@ def spherical_chain(n_links=8, length=0.3, radius=0.02, mass=0.5, cone_half_angl
     cones = tuple((i, (1.0, 0.0, 0.0), float(cone_half_angle)) for i in range(1, n))
     return Mechanism("spherical_chain", f"Falling chain: {n} ball joints with reach cones",
                      model, np.zeros(3 * n), v0, fps, substeps, duration, integrator,
-                     display=_rod_display(n, length, radius),
+                     display=_rod_display(n, length, radius), passive=False,
+                     limits=tuple(ReachCone(i, axis, half) for i, axis, half in cones),
                      info={"length": length, "radius": radius, "mass": mass,
                            "reach_cones": cones})
 
