@@ -236,3 +236,17 @@ def test_partial_hessian_rate_still_descends(knee):
     assert np.all(np.diff(half.report.objective_trace) < 0.0)
     assert half.report.objective_trace[-1] > full.report.objective_trace[-1]
     assert half.report.status == "max_iterations"
+
+
+def test_more_control_frames_than_samples(knee):
+    """Extra control frames (20 frames, 17 samples) are allowed: the plain fit interpolates,
+    and smoothing spends the extra freedom on a small joint Hessian (section 6.3)."""
+    _, q, G = knee
+    s = JointSamples(G[::8], q[::8])
+    plain = fit_spline_curve(s, n_frames=20, max_iterations=6)
+    smooth = fit_spline_curve(s, n_frames=20, smoothing=1e-3, max_iterations=6)
+    assert plain.report.rms_position_mm <= 0.01 and plain.report.rms_rotation_deg <= 0.01
+    assert smooth.report.rms_position_mm <= 0.2
+    assert smooth.report.mean_hessian_norm <= 0.5 * plain.report.mean_hessian_norm
+    for rep in (plain.report, smooth.report):
+        assert np.all(np.diff(rep.objective_trace) <= 0.0)

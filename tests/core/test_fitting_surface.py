@@ -58,14 +58,15 @@ def test_se3_at_least_as_good_on_the_metric(grid, fits):
     assert np.mean(d_s3 ** 2) <= np.mean(d_cw ** 2)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_residual_jacobian_matches_finite_differences(seed):
+@pytest.mark.parametrize("seed, scale", [(0, 0.3), (1, 0.3), (2, 0.0), (3, 1e-8), (4, 1.5)])
+def test_residual_jacobian_matches_finite_differences(seed, scale):
+    """At zero coefficients (identity), tiny ones, random ones and large Euler angles."""
     rng = np.random.default_rng(seed)
     knots = [fit_knots(-1.0, 1.0, 5, 4), fit_knots(-0.5, 0.7, 4, 4)]
     q = np.c_[rng.uniform(-1, 1, 12), rng.uniform(-0.5, 0.7, 12)]
     W = bspline.tensor_basis(knots, 4, q)[0]
-    C = rng.normal(size=(6, W.shape[1])) * 0.3
-    H = se3.exp(rng.normal(size=6))
+    C = rng.normal(size=(6, W.shape[1])) * scale
+    H = np.eye(4) if scale == 0.0 else se3.exp(rng.normal(size=6))
     targets = se3.exp(rng.normal(size=(12, 6)) * 0.5)
     metric = SE3Metric(0.2)
     r, J = residual_jacobian(H, DEFAULT_BASIS_TWISTS, C, W, targets, metric)

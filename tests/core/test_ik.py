@@ -24,9 +24,11 @@ def _random_q(chain, rng):
 
 def test_chain_jacobian_matches_finite_differences(leg):
     rng = np.random.default_rng(3)
-    for _ in range(3):
-        q = _random_q(leg, rng)
-        q[3] = min(q[3], 0.1)
+    configurations = [np.zeros(5), np.array([1e-8, -1e-8, 1e-8, -1e-8, 1e-8])]
+    axis = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
+    configurations.append(np.concatenate([(np.pi - 1e-4) * axis, [-1.0, 0.2]]))  # hip near pi
+    configurations += [np.minimum(_random_q(leg, rng), [9, 9, 9, 0.1, 9]) for _ in range(3)]
+    for q in configurations:
         T, J = leg.forward(q)
         eps = 1e-6
         for i in range(leg.nq):
