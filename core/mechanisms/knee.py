@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..fitting.curve import fit_spline_curve
+from ..fitting.ik import GAIT2392_ANKLE_AXIS, GAIT2392_ANKLE_OFFSET, leg_chain
 from ..fitting.samples import JointSamples
 from ..joints.lower_pairs import Fixed, Revolute
 from ..model import Model
@@ -34,10 +35,11 @@ GAIT2392_BODIES = {
     "tibia": (3.7075, (0.0, -0.1867, 0.0), (0.0504, 0.0051, 0.0511)),
     "foot": (1.5666, (0.08, -0.03, 0.0), (0.0016, 0.0045, 0.0048)),
 }
-#: hip centre in the pelvis frame, ankle centre in the tibia frame, ankle axis (tibia frame)
+#: hip centre in the pelvis frame (gait2392 hip_r); the ankle centre and axis in the tibia
+#: frame are :data:`core.fitting.ik.GAIT2392_ANKLE_OFFSET` / ``GAIT2392_ANKLE_AXIS``
 HIP_IN_PELVIS = (-0.0707, -0.0661, 0.0835)
-ANKLE_IN_TIBIA = (0.0, -0.43, 0.0)
-ANKLE_AXIS = (-0.10501355, -0.17402245, 0.97912632)
+ANKLE_IN_TIBIA = GAIT2392_ANKLE_OFFSET
+ANKLE_AXIS = GAIT2392_ANKLE_AXIS
 
 _KNEE_CACHE = {}
 
@@ -64,7 +66,8 @@ def knee_pendulum(knee_start=-1.3, hip_flexion=np.pi / 2, ankle_stiffness=5.0, n
 
     The constraint error is the largest distance (m) between the simulated tibia (its
     origin and its ankle centre) in the femur frame and the OpenSim knee's tibia at the same
-    knee angle (:meth:`KneeGait2392.poses`).
+    knee angle (:meth:`KneeGait2392.poses`). ``info["ik_chain"]`` is the Fig. 3 leg
+    (:func:`core.fitting.ik.leg_chain`: spherical hip, this knee, ankle) for the IK demo.
     """
     ref = KneeGait2392()
     lo, hi = ref.range
@@ -112,4 +115,5 @@ def knee_pendulum(knee_start=-1.3, hip_flexion=np.pi / 2, ankle_stiffness=5.0, n
     return Mechanism("knee_pendulum", "Knee pendulum: gait2392 knee as a spline curve joint",
                      model, q0, np.zeros(3), fps, substeps, duration, integrator, drive=drive,
                      display=display, constraint_error=error, passive=True,
-                     info={"fit_report": report, "knee_dof": 1, "knee_range": (lo, hi)})
+                     info={"fit_report": report, "knee_dof": 1, "knee_range": (lo, hi),
+                           "ik_chain": leg_chain(knee=joint)})

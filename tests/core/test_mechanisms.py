@@ -6,12 +6,15 @@ Runs are kept short (fractions of a second of simulated time) so the file stays 
 minute; the demos' own durations are exercised by scripts/bench_mechanisms.py.
 """
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from core import expcoords
 from core.errors import InvalidInputError
-from core.mechanisms import (Drive, Mechanism, beads_on_a_wire, hinge_chain,
+from core.mechanisms import (DEMOS, Drive, Mechanism, beads_on_a_wire, hinge_chain,
                              knee_pendulum, scapulothoracic_rig, simulate, sliding_chain,
                              spherical_chain, spinning_globe)
 from core.mechanisms.beads import ClosedSplineCurveJoint, closest_point_distance, rose_frames
@@ -227,3 +230,32 @@ def test_invalid_descriptions_raise_with_advice():
                     drive=Drive((5,), lambda t: ([0.0], [0.0], [0.0])))
     with pytest.raises(InvalidInputError, match="drive dofs"):
         simulate(bad)
+
+
+# -- every demo, and the hinge chain against MuJoCo -------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(DEMOS))
+def test_every_demo_builds_and_runs_a_few_frames(name):
+    m = DEMOS[name](duration=0.05)
+    assert len(m.display) == m.nbodies and m.ndof >= 1 and m.dt > 0
+    r = simulate(m)
+    assert r.status == "completed" and r.poses.shape == (m.n_frames, m.nbodies, 4, 4)
+    assert np.all(np.isfinite(r.poses)) and np.all(np.isfinite(r.energy))
+    assert np.allclose(r.poses[:, :, 3], [0.0, 0.0, 0.0, 1.0])
+    R = r.poses[:, :, :3, :3]
+    assert np.allclose(R @ np.swapaxes(R, -1, -2), np.eye(3), atol=1e-9)
+
+
+def test_hinge_chain_matches_mujoco_on_the_same_chain():
+    mujoco = pytest.importorskip("mujoco")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    from bench_mechanisms import mujoco_hinge_chain
+    m = hinge_chain(n_links=4, duration=0.3)
+    r = simulate(m)
+    mj = mujoco_hinge_chain(m)
+    data = mujoco.MjData(mj)
+    per_frame = m.substeps
+    for k in range(1, m.n_frames):
+        for _ in range(per_frame):
+            mujoco.mj_step(mj, data)
+        assert np.allclose(data.qpos, r.q[k], atol=1e-9)
