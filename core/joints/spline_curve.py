@@ -19,7 +19,8 @@ from the distances between control frames (section 6.1).
 
 Outside ``[t_{k-1}, t_{m+1}]`` the joint continues along its end twist with constant body
 velocity: ``G(q) = G(q_end) exp(S(q_end) (q - q_end))``, ``S(q) = S(q_end)``, ``dS/dq = 0``.
-This is C1 (G and S continuous; dS/dq jumps to 0) and never raises for finite q.
+This is C1 (G and S continuous; dS/dq jumps to 0) and finite for every |q| <= Q_MAX = 1e15
+(larger |q| raises InvalidInputError: it only comes from a diverged simulation).
 
 Control twists come from the principal log, so consecutive control frames must differ by a
 rotation of less than pi; to pass larger turns give the twists directly with
@@ -37,7 +38,20 @@ from ..lie import se3
 from . import poe
 from .base import Joint
 
-__all__ = ["SplineCurveJoint", "natural_knots", "frame_knots_to_full"]
+__all__ = ["SplineCurveJoint", "natural_knots", "frame_knots_to_full", "Q_MAX"]
+
+
+#: |q| beyond this is rejected: the linear extrapolation stays finite far beyond it, but such
+#: coordinates only come from a diverged simulation (and q itself has no digits left)
+Q_MAX = 1e15
+
+
+def _bad_q(x, lo, hi):
+    if not math.isfinite(x):
+        return InvalidInputError("spline joint: q is NaN or inf; pass finite coordinates.")
+    return InvalidInputError(
+        f"spline joint: q = {x:g} is beyond +-{Q_MAX:g} (the knot range is [{lo:g}, {hi:g}]); "
+        "such coordinates mean the simulation diverged: reduce the time step or check forces.")
 
 
 def _check_frames(control_frames, order, name="control_frames"):
@@ -223,8 +237,9 @@ class SplineCurveJoint(Joint):
         return np.array([self._hi])
 
     def neutral(self):
-        """The start of the valid range, ``[t_{k-1}]``."""
-        return np.array([self._lo])
+        """q = 0 clipped into the valid range (the start of the range for natural or default
+        knots)."""
+        return np.array([min(max(0.0, self._lo), self._hi)])
 
     def _scalar(self, q):
         # fast paths for a float and a float64 array of shape (1,); the rest via check_q
@@ -234,8 +249,8 @@ class SplineCurveJoint(Joint):
             x = float(q[0])
         else:
             x = float(self.check_q(q)[0])
-        if not math.isfinite(x):
-            raise InvalidInputError("SplineCurveJoint: q is NaN or inf; pass a finite coordinate.")
+        if not abs(x) <= Q_MAX:
+            raise _bad_q(x, self._lo, self._hi)
         return x
 
     def _inside(self, x):
@@ -268,6 +283,8 @@ class SplineCurveJoint(Joint):
         """Batched ``G``: ``qs: (N, 1)`` or ``(N,)`` -> ``(N, 4, 4)``, vectorised."""
         x = self.check_qs(qs)[:, 0]
         N = x.size
+        if N and not np.abs(x).max() <= Q_MAX:
+            raise _bad_q(float(x[np.argmax(np.abs(x))]), self._lo, self._hi)
         out = np.empty((N, 4, 4))
         below = x < self._lo
         above = x > self._hi

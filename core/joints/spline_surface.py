@@ -13,7 +13,7 @@ the joint's range away from them). S and dS/dq come from the shared recursion
 Outside the box ``prod_a [t^a_{k_a-1}, t^a_{n_a}]`` each 1-D basis function continues linearly
 from the nearest end of its axis (value plus slope times distance); the tensor product of those
 continuations is C1 everywhere (faces and corners), its second derivatives are bounded, and G, S,
-H are finite for every finite q.
+H are finite for every |q| <= Q_MAX (1e15; beyond, InvalidInputError as for the curve joint).
 """
 
 import bisect
@@ -25,6 +25,7 @@ from ..errors import InvalidInputError
 from ..lie import se3
 from . import poe
 from .base import Joint
+from .spline_curve import Q_MAX, _bad_q
 
 __all__ = ["SplineJoint", "DEFAULT_BASIS_TWISTS"]
 
@@ -210,6 +211,13 @@ class SplineJoint(Joint):
         Xf = X.reshape(m, -1)
         return Xf[:, self._i0], Xf[:, self._i1], Xf[:, self._i2]
 
+    def _check_range(self, q):
+        if not np.abs(q).max() <= Q_MAX:
+            i = np.unravel_index(np.argmax(np.abs(q)), q.shape)
+            a = i[-1]
+            raise _bad_q(float(q[i]), self._axes[a].lo, self._axes[a].hi)
+        return q
+
     def basis(self, q):
         """Tensor-product basis weights at ``q: (n,)`` (with the linear extrapolation).
 
@@ -217,7 +225,7 @@ class SplineJoint(Joint):
         ``phi_j(q) = coefficients[j].ravel() @ W`` and likewise for the derivatives. These are
         d(phi_j)/d(coefficients[j]); chain them with S (``dG = G hat(S dq)``) for fitting.
         """
-        q = self.check_q(q)
+        q = self._check_range(self.check_q(q))
         n = self.nq
         dense = []
         for a, ax in enumerate(self._axes):
@@ -242,12 +250,12 @@ class SplineJoint(Joint):
 
     def functions(self, q):
         """``(phi (m,), dphi (m, n), d2phi (m, n, n))``: the spline functions of eq. 25."""
-        return self._functions(self.check_q(q))
+        return self._functions(self._check_range(self.check_q(q)))
 
     # -- joint interface -------------------------------------------------------------------------
     def evaluate(self, q):
         """``(G (4, 4), S (6, n), H (n, 6, n))`` at ``q: (n,)`` (eqs. 25-30)."""
-        q = self.check_q(q)
+        q = self._check_range(self.check_q(q))
         phi, dphi, d2phi = self._functions(q)
         t = self._table
         return poe.evaluate(self.offset, t.g, self._theta_list, t.adg, t.K, phi.tolist(), dphi,
@@ -259,6 +267,7 @@ class SplineJoint(Joint):
         N = qs.shape[0]
         if N == 0:
             return np.zeros((0, 4, 4))
+        self._check_range(qs)
         m = self._C.shape[0]
         idx = []
         vals = []

@@ -298,7 +298,7 @@ def test_curve_extrapolation_is_c1_constant_twist_and_finite():
         outside = joint.evaluate(end + sign * 1e-9)
         np.testing.assert_allclose(outside[0], inside[0], atol=1e-8)
         np.testing.assert_allclose(outside[1], inside[1], atol=1e-7)
-        for d in [1e-9, 0.3, 5.0, 1e4]:
+        for d in [1e-9, 0.3, 5.0, 1e4, 1e14]:
             q = end + sign * d
             G, S, H = joint.evaluate(q)
             assert np.all(np.isfinite(G)) and np.all(np.isfinite(S))
@@ -358,6 +358,8 @@ def _frames(m, seed=0):
         (lambda: make_curve(1).transform(np.array([0.1, 0.2])), "shape"),
         (lambda: make_curve(1).transforms(np.array([0.1, np.inf])), "NaN or inf"),
         (lambda: SplineCurveJoint.from_dict({"type": "Revolute"}), "SplineCurveJoint"),
+        (lambda: make_curve(1).evaluate(2e15), "diverged"),
+        (lambda: make_curve(1).transforms([0.1, -3e15]), "diverged"),
     ],
 )
 def test_curve_bad_input_raises_with_message(make, fragment):
@@ -447,8 +449,9 @@ def test_surface_c1_across_box_and_c2_inside(n):
         q_l[a], q_r[a] = t - 1e-11, t
         for x, y in zip(joint.evaluate(q_l), joint.evaluate(q_r)):
             np.testing.assert_allclose(x, y, atol=1e-8)
-    far = joint.evaluate(hi + 1e3)
-    assert all(np.all(np.isfinite(x)) for x in far)
+    for far in (hi + 1e3, lo - 1e14):
+        assert all(np.all(np.isfinite(x)) for x in joint.evaluate(far))
+        assert np.all(np.isfinite(joint.transforms(far[None, :])))
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -500,6 +503,8 @@ def test_surface_serialisation_and_with_coefficients():
         (lambda: make_surface(2).transform([0.1, np.nan]), "NaN or inf"),
         (lambda: make_surface(2).transforms(np.zeros((3, 3))), "shape"),
         (lambda: SplineJoint.from_dict({"type": "SplineJoint"}), "lacks"),
+        (lambda: make_surface(2).evaluate([0.1, 1e16]), "diverged"),
+        (lambda: make_surface(3).transforms(np.full((2, 3), -1e16)), "diverged"),
     ],
 )
 def test_surface_bad_input_raises_with_message(make, fragment):
