@@ -66,7 +66,7 @@ def read_pose_T_parent_child(pose_bone) -> np.ndarray:
 
 
 def check_drivable(pose_bone) -> None:
-    """Raise BridgeError unless ``write_pose_T_parent_child`` can pose this bone exactly."""
+    """Raise BridgeError unless setting matrix_basis from T_parent_child poses this bone exactly."""
     _require_parent(pose_bone)
     bone = pose_bone.bone
     problems = []
@@ -90,12 +90,6 @@ def basis_from_T_parent_child(pose_bone, T_parent_child: np.ndarray) -> np.ndarr
     """
     rest = read_rest_T_parent_child(pose_bone)
     return np.linalg.solve(rest, np.asarray(T_parent_child, dtype=np.float64))
-
-
-def write_pose_T_parent_child(pose_bone, T_parent_child: np.ndarray) -> None:
-    """Pose the bone so that its frame sits at ``T_parent_child`` (4, 4) in its parent's frame."""
-    check_drivable(pose_bone)
-    pose_bone.matrix_basis = array_to_matrix(basis_from_T_parent_child(pose_bone, T_parent_child))
 
 
 # --------------------------------------------------------------------------------------------
@@ -222,48 +216,52 @@ def read_fcurve_keys(obj, data_path: str, index: int) -> np.ndarray:
     return co.reshape(-1, 2)
 
 
-def write_bone_keyframes(obj, pose_bone, frames: np.ndarray, basis: np.ndarray) -> list[str]:
-    """Key a bone's location and rotation (in its rotation mode) from basis matrices.
+def write_transform_keyframes(owner, path_prefix: str, rotation_mode: str, frames: np.ndarray,
+                              matrices: np.ndarray, id_obj=None, group: str = "") -> list[str]:
+    """Key location and rotation (in ``rotation_mode``) from (N, 4, 4) matrices at frames (N,).
 
-    frames: (N,); basis: (N, 4, 4) matrix_basis per frame. Returns the data paths written.
-    Quaternion keys are made sign-continuous so interpolation takes the short way.
+    ``owner`` is an object (``path_prefix`` "") or a pose bone (its ``path_from_id()``);
+    ``id_obj`` is the object whose action receives the keys (default: owner). Quaternion keys
+    are made sign-continuous and Euler keys compatible, so interpolation takes the short way.
+    Returns the data paths written.
     """
     frames = np.asarray(frames, dtype=np.float64)
-    basis = np.asarray(basis, dtype=np.float64)
-    path = pose_bone.path_from_id()
-    loc = basis[:, :3, 3]
-    mode = pose_bone.rotation_mode
+    matrices = np.asarray(matrices, dtype=np.float64)
+    id_obj = owner if id_obj is None else id_obj
+    loc = matrices[:, :3, 3]
     rots = []
     previous = None
-    for m in basis:
+    for m in matrices:
         mat = Matrix(m[:3, :3].tolist())
-        if mode == "QUATERNION":
+        if rotation_mode == "QUATERNION":
             rots.append(tuple(mat.to_quaternion()))
-        elif mode == "AXIS_ANGLE":
+        elif rotation_mode == "AXIS_ANGLE":
             axis, angle = mat.to_quaternion().to_axis_angle()
             rots.append((angle, *axis))
         else:
-            # compatible Euler: no 2*pi jumps between consecutive keys
-            previous = mat.to_euler(mode) if previous is None else mat.to_euler(mode, previous)
+            previous = mat.to_euler(rotation_mode) if previous is None else mat.to_euler(rotation_mode, previous)
             rots.append(tuple(previous))
     rots = np.array(rots)
-    if mode == "QUATERNION":
+    if rotation_mode == "QUATERNION":
         for k in range(1, len(rots)):
             if np.dot(rots[k], rots[k - 1]) < 0.0:
                 rots[k] = -rots[k]
         rot_path = "rotation_quaternion"
-    elif mode == "AXIS_ANGLE":
+    elif rotation_mode == "AXIS_ANGLE":
         rot_path = "rotation_axis_angle"
     else:
         rot_path = "rotation_euler"
-    written = []
-    for i in range(3):
-        write_fcurve_keys(obj, f"{path}.location", i, frames, loc[:, i], group=pose_bone.name)
-    written.append(f"{path}.location")
-    for i in range(rots.shape[1]):
-        write_fcurve_keys(obj, f"{path}.{rot_path}", i, frames, rots[:, i], group=pose_bone.name)
-    written.append(f"{path}.{rot_path}")
-    return written
+    prefix = f"{path_prefix}." if path_prefix else ""
+    for name, values in (("location", loc), (rot_path, rots)):
+        for i in range(values.shape[1]):
+            write_fcurve_keys(id_obj, f"{prefix}{name}", i, frames, values[:, i], group=group)
+    return [f"{prefix}location", f"{prefix}{rot_path}"]
+
+
+def write_bone_keyframes(obj, pose_bone, frames: np.ndarray, basis: np.ndarray) -> list[str]:
+    """Key a bone's location and rotation from matrix_basis per frame: frames (N,), basis (N, 4, 4)."""
+    return write_transform_keyframes(pose_bone, pose_bone.path_from_id(), pose_bone.rotation_mode,
+                                     frames, basis, id_obj=obj, group=pose_bone.name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -302,14 +300,14 @@ def parent_to_bone(obj, armature_obj, bone_name: str, T_bone_obj: np.ndarray) ->
 
 
 def write_mesh_object(name: str, vertices: np.ndarray, faces: np.ndarray, collection) -> bpy.types.Object:
-    """Create or update a mesh object from vertices (V, 3) and triangles/quads (F, k) int.
+    """Create or update a mesh object from vertices (V, 3) and faces (lists of vertex indices).
 
     The old mesh data-block is replaced (and freed when unused) so the update is one undo step.
     """
     vertices = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
-    faces = np.asarray(faces, dtype=np.int64)
+    faces = [[int(i) for i in f] for f in faces]
     mesh = bpy.data.meshes.new(name)
-    mesh.from_pydata(vertices.tolist(), [], faces.tolist())
+    mesh.from_pydata(vertices.tolist(), [], faces)
     mesh.validate()
     mesh.update()
     return _ensure_object(name, mesh, collection)
@@ -358,12 +356,13 @@ def write_axes_empties(prefix: str, frames: np.ndarray, size: float, parent, col
     return out
 
 
-def ensure_translucent_material(name: str, rgba: tuple[float, float, float, float]):
-    """A material that shows translucent in Workbench and EEVEE (viewport colour with alpha)."""
+def ensure_material(name: str, rgba) -> bpy.types.Material:
+    """A material with this viewport colour (Workbench 'Material' colour); alpha < 1 blends."""
     mat = bpy.data.materials.get(name) or bpy.data.materials.new(name)
-    mat.diffuse_color = rgba
-    if hasattr(mat, "blend_method"):
-        mat.blend_method = "BLEND"
-    if hasattr(mat, "surface_render_method"):
-        mat.surface_render_method = "BLENDED"
+    mat.diffuse_color = tuple(float(c) for c in rgba)
+    if rgba[3] < 1.0:
+        if hasattr(mat, "surface_render_method"):  # Blender >= 4.2 (EEVEE Next)
+            mat.surface_render_method = "BLENDED"
+        if hasattr(mat, "blend_method"):
+            mat.blend_method = "BLEND"
     return mat

@@ -167,5 +167,39 @@ class VIEW3D_PT_spline_joints_reach_cone(_Panel, bpy.types.Panel):
         box.label(text=f"swing value {status['swing_value']:+.3f}   twist {math.degrees(status['twist']):+.1f} deg")
 
 
-classes = (SPLINE_JOINTS_UL_samples, VIEW3D_PT_spline_joints_capture, VIEW3D_PT_spline_joints_fit,
-           VIEW3D_PT_spline_joints_drive, VIEW3D_PT_spline_joints_reach_cone)
+class SPLINE_JOINTS_UL_mechanisms(bpy.types.UIList):
+    """One row per mechanism placed in the scene."""
+
+    bl_idname = "SPLINE_JOINTS_UL_mechanisms"
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
+        layout.label(text=item.name, icon="PHYSICS")
+        layout.label(text=f"{item.baked_frames} frames" if item.baked_frames else "not baked")
+
+
+class VIEW3D_PT_spline_joints_mechanisms(_Panel, bpy.types.Panel):
+    bl_label = "Mechanisms"
+    bl_idname = "VIEW3D_PT_spline_joints_mechanisms"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        scene = context.scene
+        layout.operator_menu_enum("spline_joints.add_mechanism", "demo", icon="ADD")
+        layout.template_list("SPLINE_JOINTS_UL_mechanisms", "", scene, "spline_joints_mechanisms",
+                             scene, "spline_joints_active_mechanism", rows=3)
+        mechs = scene.spline_joints_mechanisms
+        i = scene.spline_joints_active_mechanism
+        if 0 <= i < len(mechs):
+            item = mechs[i]
+            col = layout.column(align=True)
+            col.prop(item, "duration")
+            col.prop(item, "substeps")
+            layout.operator("spline_joints.bake_dynamics", icon="PHYSICS")
+            if item.baked_frames:
+                layout.label(text=f"Energy drift {100 * item.energy_drift:.3f} %, {item.bake_seconds:.2f} s")
+
+
+classes = (SPLINE_JOINTS_UL_samples, SPLINE_JOINTS_UL_mechanisms, VIEW3D_PT_spline_joints_capture,
+           VIEW3D_PT_spline_joints_fit, VIEW3D_PT_spline_joints_drive, VIEW3D_PT_spline_joints_reach_cone,
+           VIEW3D_PT_spline_joints_mechanisms)

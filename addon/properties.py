@@ -117,12 +117,36 @@ class SJ_BoneSettings(PropertyGroup):
                                description="Length of the drawn cone (0: the bone's length)")
 
 
-classes = (SJ_Sample, SJ_BoneSettings)
+class SJ_BodyRef(PropertyGroup):
+    """One body of a mechanism: the Blender object that shows it."""
+
+    object: PointerProperty(name="Object", type=bpy.types.Object)
+
+
+class SJ_Mechanism(PropertyGroup):
+    """A core demo mechanism placed in the scene (rebuilt from its name and settings to bake)."""
+
+    demo: StringProperty(name="Demo", description="Key of core.mechanisms.DEMOS")
+    title: StringProperty(name="Title")
+    duration: FloatProperty(name="Duration", default=2.0, min=0.01, unit="TIME_ABSOLUTE")
+    substeps: IntProperty(name="Substeps", default=0, min=0,
+                          description="Integration steps per frame (0: the demo's default)")
+    bodies: CollectionProperty(type=SJ_BodyRef)
+    baked_frames: IntProperty(name="Baked Frames")
+    energy_drift: FloatProperty(name="Energy Drift")
+    bake_seconds: FloatProperty(name="Bake Time (s)")
+
+
+classes = (SJ_Sample, SJ_BoneSettings, SJ_BodyRef, SJ_Mechanism)
 
 
 def register_properties():
     bpy.types.PoseBone.spline_joints = PointerProperty(type=SJ_BoneSettings)
+    bpy.types.Scene.spline_joints_mechanisms = CollectionProperty(type=SJ_Mechanism)
+    bpy.types.Scene.spline_joints_active_mechanism = IntProperty(name="Active Mechanism")
 
 
 def unregister_properties():
+    del bpy.types.Scene.spline_joints_active_mechanism
+    del bpy.types.Scene.spline_joints_mechanisms
     del bpy.types.PoseBone.spline_joints

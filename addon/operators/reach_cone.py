@@ -127,7 +127,7 @@ class SPLINE_JOINTS_OT_draw_reach_cone(bpy.types.Operator):
         obj = bridge.write_mesh_object(name, verts, faces, context.scene.collection)
         bridge.parent_to_bone(obj, armature, pose_bone.parent.name, rest)
         obj.data.materials.clear()
-        obj.data.materials.append(bridge.ensure_translucent_material("SJ_ReachCone", (0.2, 0.6, 1.0, 0.35)))
+        obj.data.materials.append(bridge.ensure_material("SJ_ReachCone", (0.2, 0.6, 1.0, 0.35)))
         obj.show_transparent = True
         obj.hide_select = True
         self.report({"INFO"}, f"Reach cone '{name}' drawn at '{pose_bone.name}' in '{pose_bone.parent.name}'")

@@ -1,0 +1,225 @@
+"""Mechanisms from the core's demo library: place one in the scene, bake its dynamics to keys.
+
+A mechanism is stored in the scene as its demo name and settings plus the objects that show
+its bodies (``Scene.spline_joints_mechanisms``); baking rebuilds it with
+``core.mechanisms.DEMOS[demo]`` and calls ``core.mechanisms.simulate`` once.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+
+import bpy
+import numpy as np
+from bpy.props import EnumProperty, FloatProperty, IntProperty
+
+from .. import bridge, shapes
+from ._common import reporting
+
+_DEMO_ITEMS: list = []  # Blender needs the enum item strings kept alive
+
+
+def demos():
+    from ...core.mechanisms import DEMOS
+
+    return DEMOS
+
+
+def demo_items(self, context):
+    if not _DEMO_ITEMS:
+        _DEMO_ITEMS.extend((k, k.replace("_", " ").title(), f"core.mechanisms.DEMOS['{k}']")
+                           for k in demos())
+    return _DEMO_ITEMS
+
+
+def build_mechanism(demo: str, duration: float, substeps: int, scene):
+    """The core Mechanism of a demo, at the scene's frame rate when the demo allows it."""
+    builder = demos().get(demo)
+    if builder is None:
+        raise ValueError(f"unknown demo '{demo}'; available: {', '.join(sorted(demos()))}")
+    params = inspect.signature(builder).parameters
+    kwargs = {"duration": duration}
+    if "fps" in params:
+        kwargs["fps"] = scene.render.fps / scene.render.fps_base
+    if substeps and "substeps" in params:
+        kwargs["substeps"] = substeps
+    return builder(**kwargs)
+
+
+def _unique_name(scene, base: str) -> str:
+    names = {m.name for m in scene.spline_joints_mechanisms}
+    name, k = base, 1
+    while name in names or bpy.data.collections.get(f"SJ {name}") is not None:
+        name, k = f"{base}.{k:03d}", k + 1
+    return name
+
+
+class SPLINE_JOINTS_OT_add_mechanism(bpy.types.Operator):
+    """Place a demo mechanism of the core library in the scene (one object per body)"""
+
+    bl_idname = "spline_joints.add_mechanism"
+    bl_label = "Add Mechanism"
+    bl_options = {"REGISTER", "UNDO"}
+
+    demo: EnumProperty(name="Demo", items=demo_items)
+    duration: FloatProperty(name="Duration", default=2.0, min=0.01, unit="TIME_ABSOLUTE")
+
+    @reporting
+    def execute(self, context):
+        scene = context.scene
+        mech = build_mechanism(self.demo, self.duration, 0, scene)
+        poses = np.tile(np.eye(4), (len(mech.display), 1, 1))
+        if mech.model is not None:
+            from ...core.kinematics import forward_kinematics
+
+            poses = forward_kinematics(mech.model, mech.model.create_data(), mech.q0)
+        meshes = [shapes.body_mesh(d.mesh, d.size, d.axis, d.offset) for d in mech.display]
+        name = _unique_name(scene, mech.name)
+        collection = bpy.data.collections.new(f"SJ {name}")
+        scene.collection.children.link(collection)
+        item = scene.spline_joints_mechanisms.add()
+        item.name, item.demo, item.title, item.duration = name, self.demo, mech.title, self.duration
+        for disp, mesh, T in zip(mech.display, meshes, poses):
+            obj_name = f"{name}.{disp.name}"
+            if mesh is None:
+                obj = bpy.data.objects.new(obj_name, None)
+                collection.objects.link(obj)
+            else:
+                obj = bridge.write_mesh_object(obj_name, mesh[0], mesh[1], collection)
+                obj.data.materials.append(bridge.ensure_material(f"SJ {disp.name}", disp.colour))
+                obj.hide_render = not disp.visible
+                obj.display_type = "TEXTURED" if disp.visible else "WIRE"
+            if disp.polylines:
+                lines = bridge.write_poly_curve_object(f"{obj_name}.lines", disp.polylines, collection,
+                                                       bevel=0.003)
+                lines.parent = obj
+                lines.data.materials.append(bridge.ensure_material(f"SJ {disp.name}", disp.colour))
+            obj.rotation_mode = "QUATERNION"
+            obj.matrix_world = bridge.array_to_matrix(T)
+            item.bodies.add().object = obj
+        scene.spline_joints_active_mechanism = len(scene.spline_joints_mechanisms) - 1
+        self.report({"INFO"}, f"Added '{mech.title}' as '{name}' ({len(mech.display)} bodies)")
+        return {"FINISHED"}
+
+
+def write_bake(scene, item, result) -> int:
+    """Key every body object from the result's world poses (F, nb, 4, 4); returns frames written."""
+    frames = scene.frame_start + result.times * scene.render.fps / scene.render.fps_base
+    for k, ref in enumerate(item.bodies):
+        obj = ref.object
+        obj.rotation_mode = "QUATERNION"
+        bridge.write_transform_keyframes(obj, "", "QUATERNION", frames, result.poses[:, k])
+    item.baked_frames = len(frames)
+    item.energy_drift = result.energy_drift
+    item.bake_seconds = result.wall_time
+    return len(frames)
+
+
+class SPLINE_JOINTS_OT_bake_dynamics(bpy.types.Operator):
+    """Simulate a mechanism with the core and key its bodies at the scene's frame rate
+    (Esc cancels and writes nothing)"""
+
+    bl_idname = "spline_joints.bake_dynamics"
+    bl_label = "Bake Dynamics"
+    bl_options = {"REGISTER", "UNDO"}
+
+    index: IntProperty(name="Mechanism", default=-1, description="Mechanism to bake (-1: the active one)")
+
+    @classmethod
+    def poll(cls, context):
+        return len(context.scene.spline_joints_mechanisms) > 0
+
+    def _prepare(self, context):
+        scene = context.scene
+        i = scene.spline_joints_active_mechanism if self.index < 0 else self.index
+        if not 0 <= i < len(scene.spline_joints_mechanisms):
+            raise ValueError(f"mechanism {i} does not exist: the scene has "
+                             f"{len(scene.spline_joints_mechanisms)}")
+        item = scene.spline_joints_mechanisms[i]
+        self._index = i
+        missing = [k for k, ref in enumerate(item.bodies) if ref.object is None]
+        if missing:
+            raise ValueError(f"mechanism '{item.name}' lost the objects of bodies {missing}; add it again")
+        mech = build_mechanism(item.demo, item.duration, item.substeps, scene)
+        if len(mech.display) != len(item.bodies):
+            raise ValueError(f"mechanism '{item.name}' has {len(mech.display)} bodies but the scene "
+                             f"holds {len(item.bodies)} objects; add it again")
+        return item, mech
+
+    def _finish(self, context, result):
+        from ...core.errors import SplineJointsError
+
+        item = context.scene.spline_joints_mechanisms[self._index]
+        if isinstance(result, SplineJointsError):
+            raise result
+        if isinstance(result, BaseException):
+            raise ValueError(f"the simulation failed: {result}")
+        if result.status != "completed":
+            self.report({"WARNING"}, f"Bake of '{item.name}' cancelled: no keyframes written")
+            return {"CANCELLED"}
+        n = write_bake(context.scene, item, result)
+        self.report({"INFO"}, f"Baked '{item.name}': {n} frames in {result.wall_time:.2f} s, "
+                              f"energy drift {100.0 * result.energy_drift:.3f} %")
+        return {"FINISHED"}
+
+    @reporting
+    def execute(self, context):
+        from ...core.mechanisms import simulate
+
+        _, mech = self._prepare(context)
+        try:
+            result = simulate(mech)
+        except ValueError as exc:
+            result = exc
+        return self._finish(context, result)
+
+    def invoke(self, context, event):
+        """Interactive run: simulate in a worker thread (numpy only) with a progress bar."""
+        try:
+            _, mech = self._prepare(context)
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        from ...core.mechanisms import simulate
+
+        self._fraction, self._cancel, self._result = 0.0, False, None
+
+        def progress(fraction):
+            self._fraction = fraction
+            return not self._cancel
+
+        def work():
+            try:
+                self._result = simulate(mech, progress)
+            except Exception as exc:  # handed to the main thread, reported there
+                self._result = exc
+
+        self._thread = threading.Thread(target=work, daemon=True)
+        self._thread.start()
+        wm = context.window_manager
+        wm.progress_begin(0, 100)
+        self._timer = wm.event_timer_add(0.1, window=context.window)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        wm = context.window_manager
+        if event.type == "ESC":
+            self._cancel = True
+            return {"RUNNING_MODAL"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        wm.progress_update(int(100 * self._fraction))
+        if self._thread.is_alive():
+            return {"RUNNING_MODAL"}
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+        try:
+            return self._finish(context, self._result)
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+
+
+classes = (SPLINE_JOINTS_OT_add_mechanism, SPLINE_JOINTS_OT_bake_dynamics)

@@ -1,0 +1,72 @@
+"""Display meshes for mechanism bodies from the core's mesh hints (numpy only, no bpy).
+
+Each function returns ``(vertices (V, 3), faces (F, 3 or 4))`` in the body frame. The hints
+and sizes are those of :class:`core.mechanisms.BodyDisplay`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def uv_sphere(radii, n_u: int = 16, n_v: int = 8):
+    """Ellipsoid with semi-axes radii (3,) as a UV sphere: quads plus two triangle fans."""
+    radii = np.asarray(radii, dtype=float)
+    theta = np.linspace(0.0, np.pi, n_v + 1)[1:-1]
+    phi = np.linspace(0.0, 2.0 * np.pi, n_u, endpoint=False)
+    t, p = np.meshgrid(theta, phi, indexing="ij")
+    ring = np.stack([np.sin(t) * np.cos(p), np.sin(t) * np.sin(p), np.cos(t)], axis=-1).reshape(-1, 3)
+    verts = np.vstack([[0.0, 0.0, 1.0], ring, [0.0, 0.0, -1.0]]) * radii
+    bottom = len(verts) - 1
+    quads = []
+    for i in range(n_v - 2):
+        for j in range(n_u):
+            k = (j + 1) % n_u
+            a, b = 1 + i * n_u, 1 + (i + 1) * n_u
+            quads.append([a + j, b + j, b + k, a + k])
+    last = 1 + (n_v - 2) * n_u
+    tris_top = [[0, 1 + j, 1 + (j + 1) % n_u] for j in range(n_u)]
+    tris_bottom = [[bottom, last + (j + 1) % n_u, last + j] for j in range(n_u)]
+    return verts, tris_top + quads + tris_bottom
+
+
+def cylinder(radius: float, length: float, axis: int = 2, n: int = 16):
+    """Closed cylinder of the given radius and length centred on the origin along ``axis``."""
+    a = np.linspace(0.0, 2.0 * np.pi, n, endpoint=False)
+    circle = np.column_stack([radius * np.cos(a), radius * np.sin(a)])
+    verts = np.vstack([np.column_stack([circle, np.full(n, -0.5 * length)]),
+                       np.column_stack([circle, np.full(n, 0.5 * length)])])
+    faces = [[j, (j + 1) % n, n + (j + 1) % n, n + j] for j in range(n)]
+    faces += [list(range(n - 1, -1, -1)), list(range(n, 2 * n))]
+    order = {2: [0, 1, 2], 0: [2, 0, 1], 1: [1, 2, 0]}[int(axis)]
+    return verts[:, order], faces
+
+
+def box(extents):
+    """Box with full extents (3,) centred on the origin."""
+    e = 0.5 * np.maximum(np.asarray(extents, dtype=float), 1e-4)
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+    faces = [[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]]
+    return corners * e, faces
+
+
+def body_mesh(hint: str, size, axis: int = 2, offset=None):
+    """Mesh for one body: vertices (V, 3) moved by ``offset`` (4, 4) and faces, or None for
+    hints drawn only by their polylines ('wire')."""
+    size = tuple(float(s) for s in size) + (0.0,) * 3
+    if hint == "wire":
+        return None
+    if hint in ("sphere", "bead"):
+        verts, faces = uv_sphere(np.full(3, size[0]))
+    elif hint == "ellipsoid":
+        verts, faces = uv_sphere(np.array(size[:3]))
+    elif hint in ("capsule", "bone"):
+        verts, faces = cylinder(size[0], max(size[1], 2.0 * size[0]), axis)
+    elif hint == "plane":
+        verts, faces = box((size[0], size[1], max(size[2], 0.002)))
+    else:  # box, letter, surface, airplane: a box of the given extents
+        verts, faces = box(size[:3] if any(size[:3]) else (0.05, 0.05, 0.05))
+    if offset is not None:
+        T = np.asarray(offset, dtype=float)
+        verts = verts @ T[:3, :3].T + T[:3, 3]
+    return verts, faces
