@@ -4,7 +4,8 @@
     python scripts/bench_fitting.py --quick  # fewer repeats
 
 :func:`bench_fitting` returns the rows as dicts (median wall time over repeats, plus the
-accuracy each fit reaches), so the project's bench.py can tabulate them:
+accuracy each fit reaches); :func:`bench_fitting_tables` wraps them as a section for
+``scripts/bench.py`` (``"fitting": "bench_fitting:bench_fitting_tables"``). Cases:
 
 * gait2392 knee: 131 samples (1-degree grid over -120..10 deg), 8 and 10 control frames;
   target <= 50 ms for 8 frames;
@@ -16,15 +17,18 @@ accuracy each fit reaches), so the project's bench.py can tabulate them:
 """
 
 import os
-import platform
 import sys
 import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for _path in (ROOT, HERE):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+from bench import format_table, machine_description, table  # noqa: E402
 
 from core.fitting.curve import fit_spline_curve  # noqa: E402
 from core.fitting.ik import leg_chain, solve_ik  # noqa: E402
@@ -114,22 +118,23 @@ def bench_fitting(quick=False):
     return rows
 
 
-def markdown(rows):
-    def f(x, fmt):
-        return "" if x is None else format(x, fmt)
-    lines = [f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-             f"Python {platform.python_version()}, numpy {np.__version__}", "",
-             "| case | median ms | target ms | RMS pos mm | RMS rot deg | held-out pos mm | "
-             "held-out rot deg | iterations | status | note |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['case']} | {r['median_ms']:.1f} | {f(r['target_ms'], '.0f')} | "
-                     f"{f(r['rms_position_mm'], '.4f')} | {f(r['rms_rotation_deg'], '.4f')} | "
-                     f"{f(r['held_out_rms_position_mm'], '.4f')} | "
-                     f"{f(r['held_out_rms_rotation_deg'], '.4f')} | {r['iterations']} | "
-                     f"{r['status']} | {r['note']} |")
-    return "\n".join(lines)
+COLUMNS = ["case", "median ms", "target ms", "RMS pos mm", "RMS rot deg", "held-out pos mm",
+           "held-out rot deg", "iterations", "status", "note"]
+
+
+def bench_fitting_tables(quick=False):
+    """The rows of :func:`bench_fitting` as one table for ``scripts/bench.py``."""
+    def cell(x):
+        return "" if x is None else x
+    rows = [[r["case"], r["median_ms"], cell(r["target_ms"]), cell(r["rms_position_mm"]),
+             cell(r["rms_rotation_deg"]), cell(r["held_out_rms_position_mm"]),
+             cell(r["held_out_rms_rotation_deg"]), r["iterations"], r["status"], r["note"]]
+            for r in bench_fitting(quick)]
+    return [table("Fitting (median wall time per fit, ms)", COLUMNS, rows,
+                  note="Held-out: fit on 160 grid points, evaluated on 27 interior ones.")]
 
 
 if __name__ == "__main__":
-    print(markdown(bench_fitting(quick="--quick" in sys.argv)))
+    print(machine_description() + "\n")
+    for t in bench_fitting_tables(quick="--quick" in sys.argv):
+        print(format_table(t))

@@ -210,16 +210,21 @@ def initial_frames(samples_q, poses, knots, order):
     return poses[j] @ se3.exp(s[:, None] * rel)
 
 
-def _normal_equations(J, i0, weights, n, k):
-    """Dense ``sum_s w_s J_s^T J_s`` for per-sample rows ``J: (N, m, 6k)`` placed at columns
-    ``6 i0 .. 6 (i0 + k)``; returns (6n, 6n)."""
+def _normal_equations(J, r, i0, weights, n, k):
+    """``A = sum_s w_s J_s^T J_s`` (6n, 6n) and ``g = sum_s w_s J_s^T r_s`` (6n,) for per-sample
+    rows ``J: (N, m, 6k)`` and residuals ``r: (N, m)`` placed at columns
+    ``6 i0 .. 6 (i0 + k)``."""
     A = np.zeros((6 * n, 6 * n))
-    blocks = np.matmul(np.swapaxes(J, 1, 2) * weights[:, None, None], J)
+    g = np.zeros(6 * n)
+    Jt = np.swapaxes(J, 1, 2) * weights[:, None, None]
+    blocks = np.matmul(Jt, J)
+    grads = np.matmul(Jt, r[:, :, None])[:, :, 0]
     for start in np.unique(i0):
         sel = i0 == start
         c = slice(6 * start, 6 * (start + k))
         A[c, c] += blocks[sel].sum(axis=0)
-    return A
+        g[c] += grads[sel].sum(axis=0)
+    return A, g
 
 
 def _solve_banded(A, g, bandwidth):
@@ -258,11 +263,9 @@ class _CurveProblem:
         J = -se3.left_jacobian_inv(r) @ t["C"].transpose(0, 2, 1, 3).reshape(-1, 6, 6 * k)
         J = J * self.sw[None, :, None]
         rw = r * self.sw
-        A = (1.0 - self.w) * _normal_equations(J, t["i0"], self.omega, n, k)
-        g = np.zeros(6 * n)
-        contrib = (1.0 - self.w) * np.einsum("s,sai,sa->si", self.omega, J, rw)
-        for l in range(6 * k):
-            np.add.at(g, 6 * t["i0"] + l, contrib[:, l])
+        A, g = _normal_equations(J, rw, t["i0"], self.omega, n, k)
+        A *= 1.0 - self.w
+        g *= 1.0 - self.w
         if smooth:
             Nh = hessian_jacobian(frames, t["span"]) * self.sw[None, :, None]  # (N, 6, 6n)
             hw = t["h"] * self.sw
