@@ -250,3 +250,24 @@ def test_more_control_frames_than_samples(knee):
     assert smooth.report.mean_hessian_norm <= 0.5 * plain.report.mean_hessian_norm
     for rep in (plain.report, smooth.report):
         assert np.all(np.diff(rep.objective_trace) <= 0.0)
+
+
+class _BrokenProblem:
+    """A problem whose objective is NaN away from the start: no step can be accepted."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def evaluate(self, frames, linearize):
+        if linearize:
+            return 1.0, None, np.eye(6 * self.n), np.ones(6 * self.n)
+        return float("nan"), None
+
+
+def test_diverged_is_a_status():
+    from core.fitting.curve import _levenberg_marquardt
+    frames = se3.exp(np.zeros((5, 6)))
+    out, status, iterations, trace = _levenberg_marquardt(_BrokenProblem(5), frames, 50, 1e-10,
+                                                          23)
+    assert status == "diverged" and trace == [1.0] and iterations < 50
+    np.testing.assert_array_equal(out, frames)
