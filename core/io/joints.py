@@ -74,6 +74,13 @@ class JointDocument:
                                     f"upper, got {self.ranges!r}")
         self.ranges = r
 
+    @classmethod
+    def from_fit(cls, result, coordinate_names=(), name=""):
+        """Document of a :class:`core.fitting.FitResult`: its joint, the joint's range, the
+        fit's metric (from ``report.length_scale``) and the report."""
+        return cls(result.joint, coordinate_names, metric=SE3Metric(result.report.length_scale),
+                   report=result.report, name=name)
+
 
 def _bound(x):
     return None if math.isinf(x) else float(x)

@@ -66,6 +66,16 @@ def test_surface_document_round_trip_is_exact():
     assert json.loads(dumps(doc))["joint"]["basis_twists"] == res.joint.basis_twists.tolist()
 
 
+def test_document_from_fit(knee_doc):
+    from core.fitting.report import FitResult
+    doc = JointDocument.from_fit(FitResult(knee_doc.joint, knee_doc.report), ("knee_angle_r",),
+                                 name="knee_r")
+    back = loads(dumps(doc))
+    np.testing.assert_array_equal(back.ranges, [[knee_doc.joint.lower[0], knee_doc.joint.upper[0]]])
+    assert back.metric.length_scale == knee_doc.report.length_scale
+    assert back.report == knee_doc.report and back.name == "knee_r"
+
+
 def test_infinite_ranges_written_as_null():
     doc = JointDocument(Revolute((0, 0, 1)))
     d = json.loads(dumps(doc))
