@@ -19,6 +19,7 @@ H are finite for every |q| <= Q_MAX (1e15; beyond, InvalidInputError as for the 
 import bisect
 
 import numpy as np
+from scipy import sparse
 
 from .. import bspline
 from ..errors import InvalidInputError
@@ -56,6 +57,8 @@ class _Axis:
         d2 = np.zeros_like(coeffs)
         d2[..., :-1] = d1[..., 1:] * pw[1:]
         self.P = np.ascontiguousarray(np.stack([coeffs, d1, d2], axis=1))  # (S, 3, k, k)
+        # value and slope polynomials with the span index last, for np.take in local_batch
+        self.PT = np.ascontiguousarray(self.P[:, :2].transpose(1, 2, 3, 0))  # (2, k, k, S)
         self.mus = mus
         self.first = mus - k + 1  # first basis index of each span
         self.starts = self.t[mus]
@@ -76,14 +79,19 @@ class _Axis:
         """(first (N,), values (N, k)) for many x, extrapolated (values only)."""
         c = np.clip(x, self.lo, self.hi)
         s = np.clip(np.searchsorted(self.starts, c, side="right") - 1, 0, None)
-        powers = (c - self.starts[s])[:, None] ** self.pw  # (N, k)
-        P = self.P[s]  # (N, 3, k, k)
-        val = np.matmul(P[:, 0], powers[:, :, None])[:, :, 0]
-        out = x != c
-        if np.any(out):
-            slope = np.matmul(P[out, 1], powers[out, :, None])[:, :, 0]
-            val[out] += slope * (x[out] - c[out])[:, None]
-        return self.first[s], val
+        u = c - self.starts[s]
+        C = np.take(self.PT, s, axis=3)  # (2, k, k, N): value and slope polynomials
+        val = C[0, :, -1]
+        for p in range(self.k - 2, -1, -1):  # Horner
+            val = val * u + C[0, :, p]
+        out = np.nonzero(x != c)[0]
+        if out.size:
+            Co = C[1][:, :, out]
+            slope = Co[:, -1]
+            for p in range(self.k - 2, -1, -1):
+                slope = slope * u[out] + Co[:, p]
+            val[:, out] += slope * (x[out] - c[out])
+        return self.first[s], val.T
 
 
 class SplineJoint(Joint):
@@ -268,25 +276,19 @@ class SplineJoint(Joint):
         if N == 0:
             return np.zeros((0, 4, 4))
         self._check_range(qs)
-        m = self._C.shape[0]
-        idx = []
-        vals = []
+        # tensor-product weights of the prod(k_a) non-zero basis functions of each sample as a
+        # sparse (N, C) matrix: phi = W @ coefficients.reshape(m, C).T
+        w = np.ones((N, 1))
+        flat = np.zeros((N, 1), dtype=np.intp)
         for a, ax in enumerate(self._axes):
             first, v = ax.local_batch(qs[:, a])
-            idx.append(first[:, None] + np.arange(ax.k)[None, :])  # (N, k_a)
-            vals.append(v)
-        n = self.nq
-        if n == 1:
-            block = self._C[:, idx[0]]  # (m, N, k1)
-            phi = np.einsum("mni,ni->nm", block, vals[0])
-        elif n == 2:
-            block = self._C[:, idx[0][:, :, None], idx[1][:, None, :]]
-            phi = np.einsum("mnij,ni,nj->nm", block, vals[0], vals[1], optimize=True)
-        else:
-            block = self._C[:, idx[0][:, :, None, None], idx[1][:, None, :, None],
-                            idx[2][:, None, None, :]]
-            phi = np.einsum("mnijl,ni,nj,nl->nm", block, vals[0], vals[1], vals[2],
-                            optimize=True)
+            idx = first[:, None] + np.arange(ax.k)[None, :]  # (N, k_a)
+            w = (w[:, :, None] * v[:, None, :]).reshape(N, -1)
+            flat = (flat[:, :, None] * ax.n + idx[:, None, :]).reshape(N, -1)
+        K = w.shape[1]
+        W = sparse.csr_matrix((w.ravel(), flat.ravel(), np.arange(0, N * K + 1, K)),
+                              shape=(N, self._Cflat.shape[1]))
+        phi = np.asarray(W @ self._Cflat.T)  # (N, m)
         return poe.transforms(self.offset[:3, :, None], self._P, np.ascontiguousarray(phi.T))
 
     # -- serialisation -------------------------------------------------------------------------
