@@ -95,7 +95,8 @@ def bench_fitting(quick=False):
         pos, rot = pose_errors(part.joint.transforms(q[hold]), G[hold])
         held = (float(np.sqrt(np.mean(pos ** 2))), float(np.sqrt(np.mean(rot ** 2))))
         rows.append(_row(f"scapulothoracic Seth 2019, 187-point grid, 6x6, {method}", ms, 1000.0,
-                         res.report, held, note=f"SE(3) objective {res.report.objective_trace[-1]:.4g}"))
+                         res.report, held,
+                         note=f"SE(3) objective {res.report.objective_trace[-1]:.4g}"))
     chain = leg_chain()
     targets = []
     for _ in range(20):

@@ -329,7 +329,8 @@ def fit_spline_curve(samples, n_frames=8, order=4, smoothing=0.0,
         n_frames: number of control frames n (>= order); more than needed is allowed.
         order: spline order k (4 = cubic, C2).
         smoothing: Hessian weight w in [0, 1) (eq. 43); 0 fits the data only.
-        length_scale: metres of translation weighed like one radian of rotation (:class:`SE3Metric`).
+        length_scale: metres of translation weighed like one radian of rotation
+            (:class:`SE3Metric`).
         hessian_rate: c in ``h_dot_d = -c h``, 0 < c <= 1.
         knots: "adaptive" (default: :func:`adaptive_knots`, denser where the motion bends),
             "uniform" (:func:`fit_knots`), or a full knot vector ``(n_frames + order,)``

@@ -18,8 +18,9 @@ from ..errors import InvalidInputError
 from ..lie import se3, so3
 from .metric import SE3Metric
 
-__all__ = ["Chain", "IKResult", "solve_ik", "leg_chain", "IK_STATUSES", "default_start", "default_start",
-           "GAIT2392_ANKLE_OFFSET", "GAIT2392_ANKLE_AXIS", "GAIT2392_ANKLE_RANGE"]
+__all__ = ["Chain", "IKResult", "solve_ik", "leg_chain", "default_start", "IK_STATUSES",
+           "IK_LENGTH_SCALE", "RESTART_FRACTIONS", "GAIT2392_ANKLE_OFFSET", "GAIT2392_ANKLE_AXIS",
+           "GAIT2392_ANKLE_RANGE"]
 
 #: possible IKResult.status values
 IK_STATUSES = ("converged", "unreachable", "max_iterations")

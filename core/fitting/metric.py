@@ -2,7 +2,8 @@
 footnote 2, the "unweighted" metric).
 
 ``||[w; v]||_L^2 = L^2 |w|^2 + |v|^2`` (metres): a rotation of one radian costs as much as a
-translation of ``L`` metres, as in :func:`core.joints.spline_curve.natural_knots`. Distances between poses are ``d(A, B) = ||log(A^-1 B)||_L`` (eq. 32).
+translation of ``L`` metres, as in :func:`core.joints.spline_curve.natural_knots`.
+Distances between poses are ``d(A, B) = ||log(A^-1 B)||_L`` (eq. 32).
 Reported errors are metric-free: position error in mm and rotation angle in degrees.
 """
 

@@ -30,7 +30,7 @@ from .metric import DEFAULT_LENGTH_SCALE, SE3Metric
 from .report import FitResult, make_report
 from .samples import JointSamples
 
-__all__ = ["fit_spline_surface", "surface_terms", "METHODS"]
+__all__ = ["fit_spline_surface", "surface_terms", "residual_jacobian", "METHODS"]
 
 METHODS = ("se3", "coordinatewise")
 
@@ -63,11 +63,6 @@ def _coordinatewise_targets(H, poses):
     return np.concatenate([rel[:, :3, 3], ang], axis=1)
 
 
-def _default_twists_ok(twists):
-    from ..joints.spline_surface import DEFAULT_BASIS_TWISTS
-    return np.array_equal(twists, DEFAULT_BASIS_TWISTS)
-
-
 def fit_spline_surface(samples, grid=(6, 6), method="se3", order=4,
                        length_scale=DEFAULT_LENGTH_SCALE, max_iterations=50, tol=1e-10):
     """Fit an n-DOF :class:`SplineJoint` (n = len(grid), 1..3) to samples with coordinates.
@@ -96,7 +91,8 @@ def fit_spline_surface(samples, grid=(6, 6), method="se3", order=4,
     try:
         grid = tuple(int(g) for g in grid)
     except TypeError:
-        raise InvalidInputError(f"grid must be a tuple of ints, e.g. (6, 6); got {grid!r}") from None
+        raise InvalidInputError(f"grid must be a tuple of ints, e.g. (6, 6); got "
+                                f"{grid!r}") from None
     n = samples.n_coordinates
     if len(grid) != n:
         raise InvalidInputError(f"grid has {len(grid)} entries but the samples have {n} "

@@ -10,7 +10,8 @@ from core.fitting.curve import fit_spline_curve
 from core.fitting.metric import SE3Metric
 from core.fitting.samples import JointSamples
 from core.fitting.surface import fit_spline_surface
-from core.io import SCHEMA, SCHEMA_VERSION, JointDocument, document_to_dict, dumps, load, loads, save
+from core.io import (SCHEMA, SCHEMA_VERSION, JointDocument, document_to_dict, dumps, load, loads,
+                     save)
 from core.joints.lower_pairs import Revolute
 from core.reference.opensim import KneeGait2392, ScapulothoracicSeth2019
 
