@@ -45,6 +45,7 @@ class Data:
         self.S_body = np.zeros((nv, 6))
         self.S_world = np.zeros((nv, 6))
         self.hess = [np.zeros((0, 6, 0))] * nb
+        self.spline_hess = np.zeros((len(model.spline_bodies), 6))   # dS/dq of cubic splines
         self.screw_coef = np.zeros((len(model.screw_bodies), 4))
         self.screw_coef[:, 0] = 1.0
         if len(model.screw_bodies):

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from .errors import InvalidInputError
-from .kinematics import _check_vec, _poses, _velocities
+from .kinematics import _check_vec, _poses, _velocities, ad_matrices
 
 __all__ = ["rnea", "aba", "crba", "nonlinear_effects", "kinetic_energy", "potential_energy",
            "mechanical_energy", "momentum", "passive_forces", "DENSE_MAX_DOFS"]
@@ -252,15 +252,42 @@ def _aba_recursive(model, data, q, v, tau, fext):
     return data.ddq
 
 
+def _aba_single(model, data, q, v, tau, fext):
+    """One body on one joint (eqs. 14-16 in the body frame, no tree): ``S^T J S q_ddot =
+    tau - S^T (J (c + a_g) - ad*_v J v - f_ext)`` with ``c = q_dot^T dS q_dot`` (the ad term
+    vanishes since ``v = S q_dot``) and the gravity ``a_g = [0; -R^T g]`` in the body frame."""
+    G, S, H = model.joints[0].evaluate(q)
+    T = data.oMi[0]
+    np.matmul(model.placements[0], G, out=T)
+    vb = S @ v
+    a0 = np.einsum("jak,j,k->a", H, v, v) if H.size else np.zeros(6)
+    a0[3:] -= model.gravity @ T[:3, :3]
+    J = model.inertias[0]
+    w = J @ a0 - ad_matrices(vb[None])[0].T @ (J @ vb)
+    if fext is not None:
+        w -= fext[0]
+    rhs = tau + passive_forces(model, q, v) - S.T @ w
+    JS = J @ S
+    Mq = S.T @ JS
+    data.ddq[:] = rhs / Mq[0, 0] if model.nv == 1 else np.linalg.solve(Mq, rhs)
+    return data.ddq
+
+
 def aba(model, data, q, v, tau, fext=None, method="auto"):
     """Forward dynamics ``q_ddot: (nv,)`` at ``(q, v)`` under actuation ``tau: (nv,)``,
     gravity, ``fext: (nb, 6)`` and the model's springs (seed 000 Appendix A, eqs. 43-44).
 
     ``method``: "recursive" runs the O(n) articulated-body recursion of Appendix A; "dense"
     solves ``M q_ddot = tau - h`` with the CRBA mass matrix (Cholesky); "auto" picks dense up
-    to :data:`DENSE_MAX_DOFS` dofs (faster in numpy, see the module docstring). Writes
-    ``data.ddq``.
+    to :data:`DENSE_MAX_DOFS` dofs (faster in numpy, see the module docstring), and for a
+    single body without point springs solves its one Newton-Euler equation directly.
+    Writes ``data.ddq`` (and, on the single-body path, only ``data.oMi`` besides).
     """
+    if method == "auto" and model.compile().nbodies == 1 and not model.point_springs:
+        q = model.check_state(q)
+        v = _check_vec(model, v, "v")
+        return _aba_single(model, data, q, v, _check_vec(model, tau, "tau"),
+                           _check_fext(model, fext))
     q, v, fext = _prepare(model, data, q, v, fext)
     tau = _check_vec(model, tau, "tau")
     if method == "auto":

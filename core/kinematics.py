@@ -14,9 +14,12 @@ sum over ancestors (a product with the model's ancestry matrix) instead of a Pyt
 Every function takes ``model, data`` first, writes into ``data`` and returns its main result.
 """
 
+import bisect
+
 import numpy as np
 
 from .errors import InvalidInputError
+from .joints import poe
 
 __all__ = ["forward_kinematics", "body_jacobian", "body_velocity", "body_pose",
            "compute_joint_jacobians", "ad_apply", "ad_star_apply"]
@@ -76,6 +79,47 @@ def _check_vec(model, x, name):
     return x
 
 
+def _cubic_splines(model, data, q):
+    """G, S and dS/dq of every cubic spline curve joint at once (the batched form of
+    ``core.joints.spline_curve._cubic_evaluate``: eqs. 24, 27-30 unrolled for k = 4)."""
+    x = q[model.spline_dofs]
+    n = x.size
+    gs = np.empty(n, dtype=int)
+    outside = []
+    for k, (starts, lo, hi, off) in enumerate(model.spline_info):
+        xk = float(x[k])
+        if xk < lo or xk > hi:
+            outside.append(k)
+        gs[k] = off + max(bisect.bisect_right(starts, xk) - 1, 0)
+    u = (x - model.spline_starts[gs])[:, None, None]
+    D = model.spline_poly[gs]                                   # (n, 3, 3, 4)
+    b = ((D[..., 3] * u + D[..., 2]) * u + D[..., 1]) * u + D[..., 0]   # (n, order, fn)
+    cvec = np.empty((n, 31))
+    cvec[:, 0] = 1.0
+    cvec[:, 1:] = poe.exp_scalars_batch(b[:, 0], model.spline_theta[gs]).reshape(n, 30)
+    r = (cvec[:, None, :] @ model.spline_table[gs])[:, 0]      # (n, 120)
+    G = r[:, 0:16].reshape(n, 4, 4) @ r[:, 16:32].reshape(n, 4, 4) @ \
+        r[:, 32:48].reshape(n, 4, 4)
+    Z = r[:, 48:84].reshape(n, 6, 6) @ r[:, 84:96].reshape(n, 6, 2)
+    M = np.concatenate((r[:, 96:114].reshape(n, 6, 3), Z, model.spline_adg3[gs] @ Z[:, :, :1]),
+                       axis=2)
+    d1, d2, d3 = b[:, 1, 0], b[:, 1, 1], b[:, 1, 2]
+    C = np.zeros((n, 6, 2))
+    C[:, 0, 0], C[:, 1, 0], C[:, 3, 0] = d3, d2, d1
+    C[:, 0, 1], C[:, 1, 1], C[:, 3, 1] = b[:, 2, 2], b[:, 2, 1], b[:, 2, 0]
+    C[:, 2, 1], C[:, 4, 1], C[:, 5, 1] = -d3 * d2, -d1 * d2, -d3 * d1
+    SH = M @ C
+    S, H = SH[:, :, 0], SH[:, :, 1]
+    for k in outside:
+        i = model.spline_bodies[k]
+        Gk, Sk, Hk = model.joints[i].evaluate(x[k:k + 1])
+        G[k], S[k], H[k] = Gk, Sk[:, 0], Hk[0, :, 0]
+    data.G[model.spline_bodies] = G
+    data.oMi[model.spline_bodies] = model.spline_H @ G
+    data.S_body[model.spline_dofs] = S
+    data.spline_hess = H
+
+
 def _poses(model, data, q):
     """Joint evaluation, world poses, adjoints and world Jacobian columns for ``q: (nq,)``."""
     L = data.oMi
@@ -96,6 +140,8 @@ def _poses(model, data, q):
             np.subtract(1.0, coef[:, 2], out=coef[:, 2])
             coef[:, 3] = qs
             L[sb, :3, :] = (coef[:, None, :] @ model.screw_table).reshape(-1, 3, 4)
+        if len(model.spline_bodies):
+            _cubic_splines(model, data, q)
         for i, dofs in zip(model.other_bodies, model.other_dofs):
             G, S, H = model.joints[i].evaluate(q[dofs])
             data.G[i] = G
@@ -132,6 +178,10 @@ def _velocities(model, data, v):
     ad_matrices(data.V, out=data.adV)
     c = data.bias
     np.matmul(data.adV, Ub[:, :, None], out=c[:, :, None])
+    if len(model.spline_bodies):
+        vs = v[model.spline_dofs]
+        hb = data.spline_hess * (vs * vs)[:, None]
+        c[model.spline_bodies] += (data.Ad[model.spline_bodies] @ hb[:, :, None])[:, :, 0]
     for i, dofs in zip(model.other_bodies, model.other_dofs):
         H = data.hess[i]
         if H.size:

@@ -284,6 +284,10 @@ class Model:
         ``H G(q) = [H_R + sin q H_R[k] + (1 - cos q) H_R[k]^2, H_p + q H_R v]`` for the screw
         ``[k; v]`` with ``v`` parallel to ``k`` or ``k = 0`` (then ``[k] v = 0``)."""
         from .joints.lower_pairs import Helical, Prismatic, Revolute
+        from .joints.spline_curve import SplineCurveJoint
+        spline_bodies = [i for i, j in enumerate(self.joints)
+                         if type(j) is SplineCurveJoint and getattr(j, "_cubic", None) is not None]
+        self._compile_cubic_splines(spline_bodies)
         screw_bodies = []
         for i, j in enumerate(self.joints):
             if isinstance(j, (Revolute, Prismatic, Helical)):
@@ -292,7 +296,8 @@ class Model:
                     screw_bodies.append(i)
         self.screw_bodies = np.array(screw_bodies, dtype=int)
         sb = self.screw_bodies
-        self.other_bodies = np.array([i for i in range(self.nbodies) if i not in set(sb.tolist())],
+        special = set(sb.tolist()) | set(spline_bodies)
+        self.other_bodies = np.array([i for i in range(self.nbodies) if i not in special],
                                      dtype=int)
         self.all_screws = len(sb) == self.nbodies and self.one_dof_each
         if len(sb):
@@ -311,6 +316,25 @@ class Model:
             self.screw_S = screws
         self.other_dofs = [np.arange(self.q_start[i], self.q_start[i] + self.q_count[i])
                            for i in self.other_bodies]
+
+    def _compile_cubic_splines(self, bodies):
+        """Stack the per-span tables of every cubic :class:`SplineCurveJoint` (the joint's own
+        unrolled Appendix B recursion, see ``core.joints.spline_curve._cubic_evaluate``) so
+        that :mod:`core.kinematics` evaluates G, S and dS/dq of all of them with one set of
+        batched array operations. Joints outside their knot range fall back to evaluate()."""
+        self.spline_bodies = np.array(bodies, dtype=int)
+        self.spline_dofs = self.q_start[self.spline_bodies] if bodies else np.zeros(0, int)
+        if not bodies:
+            return
+        js = [self.joints[i] for i in bodies]
+        offsets = np.cumsum([0] + [len(j._starts) for j in js])[:-1]
+        self.spline_info = [(j._starts_list, j._lo, j._hi, int(o)) for j, o in zip(js, offsets)]
+        self.spline_table = np.concatenate([j._cubic for j in js])          # (S, 31, 120)
+        self.spline_theta = np.concatenate([j._theta for j in js])          # (S, 3)
+        self.spline_adg3 = np.concatenate([j._adg[:, 2] for j in js])       # (S, 6, 6)
+        self.spline_poly = np.concatenate([j._D for j in js])               # (S, 3, 3, 4)
+        self.spline_starts = np.concatenate([j._starts for j in js])        # (S,)
+        self.spline_H = self.placements[self.spline_bodies]
 
     def _compile_springs(self):
         js = self.joint_springs

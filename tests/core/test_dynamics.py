@@ -336,6 +336,26 @@ def test_free_floating_tree_conserves_momentum():
     np.testing.assert_allclose(h1, h0, atol=1e-8 * max(1.0, np.abs(h0).max()))
 
 
+@pytest.mark.parametrize("joint", [Revolute((0.3, 1.0, -0.2)), Spherical(), Free()],
+                         ids=["revolute", "spherical", "free"])
+def test_single_body_path_matches_tree_algorithms(joint):
+    rng = np.random.default_rng(12)
+    m = Model(gravity=GRAVITY)
+    m.add_body("b", -1, joint, se3.exp(rng.normal(size=6)), 1.5, [0.1, -0.2, 0.05],
+               rand_inertia(rng))
+    m.add_joint_spring("b", 2.0, 0.3)
+    d = m.create_data()
+    q, v, _, tau = random_state(rng, m)
+    if joint.nq == 6:
+        q[:3] *= 0.5 / np.linalg.norm(q[:3])
+    fext = rng.normal(size=(1, 6))
+    fast = dyn.aba(m, d, q, v, tau, fext).copy()
+    np.testing.assert_allclose(fast, dyn.aba(m, d, q, v, tau, fext, method="dense"),
+                               rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(fast, dyn.aba(m, d, q, v, tau, fext, method="recursive"),
+                               rtol=1e-11, atol=1e-11)
+
+
 def test_input_validation():
     m = Model()
     with pytest.raises(InvalidInputError, match="mass"):

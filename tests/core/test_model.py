@@ -1,0 +1,125 @@
+"""Model building, validation, compiled structure, and the batched joint evaluation of the
+kinematics against each joint's own evaluate()."""
+
+import numpy as np
+import pytest
+
+from core import kinematics as kin
+from core.errors import InvalidInputError
+from core.joints.elliptic import Elliptic
+from core.joints.lower_pairs import Fixed, Helical, Prismatic, Revolute, Universal
+from core.joints.spherical import Free, Spherical
+from core.joints.spline_curve import SplineCurveJoint
+from core.lie import se3
+from core.model import Model, spatial_inertia
+
+
+def random_frames(rng, n=7):
+    out, T = np.empty((n, 4, 4)), np.eye(4)
+    for k in range(n):
+        T = T @ se3.exp(np.r_[rng.normal(size=3) * 0.3, rng.normal(size=3) * 0.1])
+        out[k] = T
+    return out
+
+
+def mixed_tree(rng):
+    joints = [Revolute(rng.normal(size=3)), SplineCurveJoint(random_frames(rng)),
+              Spherical(), Prismatic(rng.normal(size=3)), Helical(rng.normal(size=3), 0.1),
+              SplineCurveJoint(random_frames(rng), order=3), Elliptic(0.3, 0.2),
+              Universal(), Fixed(), SplineCurveJoint(random_frames(rng)), Free()]
+    parents = [-1, 0, 1, 1, 0, 4, 2, 6, 7, 3, 8]
+    m = Model()
+    for i, (j, p) in enumerate(zip(joints, parents)):
+        m.add_body(f"b{i}", p, j, se3.exp(rng.normal(size=6) * 0.5), 1.0 + i,
+                   rng.normal(size=3) * 0.1, np.diag([0.02, 0.03, 0.04]))
+    return m
+
+
+def test_spatial_inertia_matches_eq8():
+    m, c, I = 2.0, np.array([0.1, -0.2, 0.3]), np.diag([0.1, 0.2, 0.25])
+    J = spatial_inertia(m, c, I)
+    # kinetic energy of a body moving with twist [w; v] about its origin
+    w, v = np.array([0.3, -1.0, 0.5]), np.array([1.0, 2.0, -0.5])
+    vc = v + np.cross(w, c)
+    T = 0.5 * m * vc @ vc + 0.5 * w @ I @ w
+    np.testing.assert_allclose(0.5 * np.r_[w, v] @ J @ np.r_[w, v], T, rtol=1e-14)
+    np.testing.assert_allclose(J, J.T)
+
+
+def test_compiled_structure():
+    rng = np.random.default_rng(0)
+    m = mixed_tree(rng).compile()
+    assert m.nbodies == 11 and m.nq == m.nv == sum(j.nq for j in m.joints)
+    for i, p in enumerate(m.parents):
+        anc = {i}
+        while p >= 0:
+            anc.add(int(p))
+            p = m.parents[p]
+        assert set(np.nonzero(m.ancestry[i])[0].tolist()) == anc
+    assert m.neutral().shape == (m.nq,)
+    assert m.lower.shape == m.upper.shape == (m.nq,)
+    assert len(m.spline_bodies) == 2        # the two cubic ones; the order-3 one is generic
+    d = m.create_data()
+    assert d.M.shape == (m.nv, m.nv)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_batched_kinematics_match_sequential_joint_evaluation(seed):
+    rng = np.random.default_rng(seed)
+    m = mixed_tree(rng)
+    d = m.create_data()
+    q = m.neutral() + rng.normal(size=m.nq) * 0.4
+    for i in m.spline_bodies:                            # one spline joint outside its range
+        q[m.q_start[i]] = m.joints[i].upper[0] + 0.3 if seed == 1 else q[m.q_start[i]] + 1.0
+    v = rng.normal(size=m.nv)
+    T = kin.forward_kinematics(m, d, q, v)
+    poses = []
+    for i, j in enumerate(m.joints):
+        s = slice(m.q_start[i], m.q_start[i] + j.nq)
+        G, S, H = j.evaluate(q[s])
+        parent = np.eye(4) if m.parents[i] < 0 else poses[m.parents[i]]
+        poses.append(parent @ m.placements[i] @ G)
+        np.testing.assert_allclose(T[i], poses[-1], atol=1e-12)
+        np.testing.assert_allclose(d.S_world[s], (se3.Ad(poses[-1]) @ S).T, atol=1e-12)
+        bias_joint = se3.Ad(poses[-1]) @ np.einsum("jak,j,k->a", H, v[s], v[s])
+        Ub = (d.S_world[s].T @ v[s])
+        expected = bias_joint + se3.ad(d.V[i]) @ Ub
+        np.testing.assert_allclose(d.bias[i], expected, atol=1e-10)
+
+
+def test_validation_messages():
+    m = Model()
+    with pytest.raises(InvalidInputError, match="mass"):
+        m.add_body("a", -1, Revolute(), None, 0.0)
+    with pytest.raises(InvalidInputError, match="triangle"):
+        m.add_body("a", -1, Revolute(), None, 1.0, inertia=np.diag([1.0, 1.0, 3.0]))
+    with pytest.raises(InvalidInputError, match="positive definite"):
+        m.add_body("a", -1, Revolute(), None, 1.0, inertia=np.diag([1.0, 1.0, -0.5]))
+    with pytest.raises(InvalidInputError, match="symmetric"):
+        m.add_body("a", -1, Revolute(), None, 1.0, inertia=[[1, 0.1, 0], [0, 1, 0], [0, 0, 1]])
+    with pytest.raises(InvalidInputError, match="add the parent body first"):
+        m.add_body("a", 0, Revolute())
+    with pytest.raises(InvalidInputError, match="finite"):
+        m.add_body("a", -1, Revolute(), None, 1.0, com=[0, np.nan, 0])
+    with pytest.raises(InvalidInputError, match="placement"):
+        m.add_body("a", -1, Revolute(), np.diag([2.0, 1.0, 1.0, 1.0]))
+    with pytest.raises(InvalidInputError, match="Joint"):
+        m.add_body("a", -1, "revolute")
+    with pytest.raises(InvalidInputError, match="no bodies"):
+        m.create_data()
+    m.add_body("a", -1, Revolute())
+    with pytest.raises(InvalidInputError, match="already"):
+        m.add_body("a", -1, Revolute())
+    with pytest.raises(InvalidInputError, match="no body named"):
+        m.body_index("b")
+    with pytest.raises(InvalidInputError, match=">= 0"):
+        m.add_joint_spring("a", -1.0)
+    with pytest.raises(InvalidInputError, match="different"):
+        m.add_point_spring("a", [0, 0, 0], "a", [0, 0, 0], 1.0)
+    with pytest.raises(InvalidInputError, match="gravity"):
+        Model(gravity=(0.0, np.inf, 0.0))
+    d = m.create_data()
+    with pytest.raises(InvalidInputError, match="shape"):
+        kin.forward_kinematics(m, d, [0.0, 0.0])
+    with pytest.raises(InvalidInputError, match="with a"):
+        kin.forward_kinematics(m, d, [0.0], None, [0.0])
