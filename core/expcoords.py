@@ -377,11 +377,50 @@ _T = np.einsum("ja,bc->jabc", np.eye(3), np.eye(3)) + np.einsum("ac,jb->jabc", n
                                                                   np.eye(3))
 
 
+def _dJ_one(r, k0, k1, k2, sb, g):
+    """_dJ for one r (3,) in Python floats: r_j (k0 I + k1 [r] + k2 r r^T) + sb [e_j]
+    + g (e_j r^T + r e_j^T), built with a single array allocation."""
+    x, y, z = r.tolist()
+    xx, yy, zz, xy, xz, yz = k2 * x * x, k2 * y * y, k2 * z * z, k2 * x * y, k2 * x * z, k2 * y * z
+    m = (k0 + xx, -k1 * z + xy, k1 * y + xz,
+         k1 * z + xy, k0 + yy, -k1 * x + yz,
+         -k1 * y + xz, k1 * x + yz, k0 + zz)
+    gx, gy, gz = g * x, g * y, g * z
+    d0 = [x * v for v in m]
+    d1 = [y * v for v in m]
+    d2 = [z * v for v in m]
+    # j = 0: sb [e_x] = sb (e_z e_y^T - e_y e_z^T); g (e_x r^T + r e_x^T)
+    d0[0] += 2.0 * gx
+    d0[1] += gy
+    d0[2] += gz
+    d0[3] += gy
+    d0[6] += gz
+    d0[5] -= sb
+    d0[7] += sb
+    # j = 1: sb [e_y] = sb (e_x e_z^T - e_z e_x^T)
+    d1[4] += 2.0 * gy
+    d1[3] += gx
+    d1[5] += gz
+    d1[1] += gx
+    d1[7] += gz
+    d1[2] += sb
+    d1[6] -= sb
+    # j = 2: sb [e_z] = sb (e_y e_x^T - e_x e_y^T)
+    d2[8] += 2.0 * gz
+    d2[6] += gx
+    d2[7] += gy
+    d2[2] += gx
+    d2[5] += gy
+    d2[1] -= sb
+    d2[3] += sb
+    return np.array(d0 + d1 + d2).reshape(3, 3, 3)
+
+
 def _dJ(r, th, t, a, b, g, sign):
     """d/dr_j of alpha I + sign*beta [r] + gamma r r^T, stacked over j: (..., 3, 3, 3)."""
-    M = _mat(r, g - b, sign * _f("b1", th, t), _f("g1", th, t))  # the part proportional to r_j
     if r.ndim == 1:
-        return np.multiply.outer(r, M) + (sign * b) * _E + g * (_T @ r)
+        return _dJ_one(r, g - b, sign * _f("b1", th, t), _f("g1", th, t), sign * b, g)
+    M = _mat(r, g - b, sign * _f("b1", th, t), _f("g1", th, t))  # the part proportional to r_j
     return (r[..., :, None, None] * M[..., None, :, :] + (sign * b)[..., None, None, None] * _E
             + g[..., None, None, None] * np.einsum("jabc,...c->...jab", _T, r))
 
