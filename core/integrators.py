@@ -156,11 +156,14 @@ class Integrator:
         """Advance ``(q, v)`` from time t by one step dt (``substeps`` substeps).
 
         Returns new arrays ``(q, v)``; raises SimulationError on NaN/inf."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._step(t, q, v)
+
+    def _step(self, t, q, v):
         for k in range(self.substeps):
             ts = t + k * self.h
             try:
-                with np.errstate(over="ignore", invalid="ignore"):
-                    q, v = self._substep(ts, q, v)
+                q, v = self._substep(ts, q, v)
             except InvalidInputError as err:        # a stage state or force turned non-finite
                 if "NaN or inf" not in str(err):
                     raise
@@ -186,20 +189,23 @@ class Integrator:
         K = n_steps // record_every + 1 + (1 if n_steps % record_every else 0)
         T, Q, V, E = np.empty(K), np.empty((K, m.nq)), np.empty((K, m.nv)), np.empty(K)
         self._E0 = None
+        if self.limits is not None:
+            self.limits.reset()
         self.normalize(q, v)
         T[0], Q[0], V[0] = t0, q, v
         E[0] = self._check_energy(t0, q, v) if check_energy else np.nan
         k = 0
         step = 0
-        for step in range(1, n_steps + 1):
-            t = t0 + (step - 1) * self.dt
-            q, v = self.step(t, q, v)
-            if step % record_every == 0 or step == n_steps:
-                k += 1
-                T[k], Q[k], V[k] = t + self.dt, q, v
-                E[k] = self._check_energy(t + self.dt, q, v) if check_energy else np.nan
-                if progress is not None and progress(step / n_steps) is False:
-                    break
+        with np.errstate(over="ignore", invalid="ignore"):
+            for step in range(1, n_steps + 1):
+                t = t0 + (step - 1) * self.dt
+                q, v = self._step(t, q, v)
+                if step % record_every == 0 or step == n_steps:
+                    k += 1
+                    T[k], Q[k], V[k] = t + self.dt, q, v
+                    E[k] = self._check_energy(t + self.dt, q, v) if check_energy else np.nan
+                    if progress is not None and progress(step / n_steps) is False:
+                        break
         return SimulationResult(T[:k + 1], Q[:k + 1], V[:k + 1], E[:k + 1], step)
 
 

@@ -1,0 +1,274 @@
+"""Joint limits enforced by impulses (seed 003 eqs. 50-61, seed 002 section 4.10.2).
+
+Limit kinds (each gives one or two unilateral constraints ``d(q) >= 0`` with a gradient in
+the joint's coordinates; d < 0 means inside the inadmissible region):
+
+* :class:`CoordinateLimit`: ``lower <= q_k <= upper`` on one coordinate of a joint
+  (``d = q - lower`` and ``d = upper - q``, seed 002 eq. 4.13);
+* :class:`ReachCone`: spherical joints, ``g(r) = <p, exp(r) p> - cos(phi) >= 0`` (seed 003
+  eqs. 50-52) with ``grad g`` of eqs. 58-60 (:func:`core.expcoords.reach_cone_value`);
+* :class:`EllipticCone`: two half-angles (:func:`core.expcoords.elliptic_cone_value`);
+* :class:`TwistLimit`: ``lower <= twist angle about p <= upper``
+  (:func:`core.expcoords.twist_angle`).
+
+Spherical-joint limits read the rotation coordinates ``r`` (the first three coordinates of a
+:class:`~core.joints.spherical.Spherical` or :class:`~core.joints.spherical.Free` joint).
+
+:class:`LimitSolver` runs after every integrator substep. For the engaged constraints
+(rows ``n_l`` of ``N``, gradients in the full coordinate vector) it applies
+
+1. a velocity impulse ``v += M^-1 N^T lambda``, ``lambda >= 0``, so that
+   ``n_l . v >= -e min(n_l . v_before, 0)`` (restitution e; seed 003: the impulse is along
+   grad g, mass-weighted by the inverse mass matrix);
+2. a position correction ``q += M^-1 N^T mu``, ``mu >= 0``, with ``N dq >= -d - p_tol``: the
+   deadband of seed 002 leaves the joint ``p_tol`` inside the region so it does not chatter.
+
+Engagement (seed 002 section 4.10.2): a constraint engages when ``d < 0``; it disengages
+only when ``d > 0`` and ``d_dot > 0`` (moving away) and after at least ``min_engaged_steps``
+(default 2) substeps engaged. The small complementarity problems are solved by projected
+Gauss-Seidel on ``W = N M^-1 N^T``.
+"""
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+from . import dynamics, expcoords
+from .errors import InvalidInputError
+
+__all__ = ["CoordinateLimit", "ReachCone", "EllipticCone", "TwistLimit", "LimitSolver",
+           "limits_from_model"]
+
+
+def _joint_slice(model, body, need_rotation):
+    model.compile()
+    i = model.body_index(body)
+    if i < 0:
+        raise InvalidInputError("a limit needs a body, not the world (-1)")
+    n = int(model.q_count[i])
+    if need_rotation and n not in (3, 6):
+        raise InvalidInputError(f"body {model.names[i]!r}: reach cones and twist limits need a "
+                                "Spherical or Free joint (exponential coordinates)")
+    return i, int(model.q_start[i]), n
+
+
+class _Limit:
+    """Base: ``constraints(model, q) -> (d (c,), grads (c, n_joint))`` and the joint's dofs."""
+
+    rotary = True
+
+    def bind(self, model):
+        self.body_index, self.start, self.n = _joint_slice(model, self.body,
+                                                           self.need_rotation)
+        return self
+
+    def dofs(self):
+        return np.arange(self.start, self.start + self.n)
+
+
+class CoordinateLimit(_Limit):
+    """``lower <= q[k] <= upper`` on coordinate ``k`` of ``body``'s joint (either bound may be
+    infinite). ``rotary`` selects the tolerance kind (radians vs metres)."""
+
+    need_rotation = False
+
+    def __init__(self, body, lower=-np.inf, upper=np.inf, index=0, rotary=True):
+        self.body, self.index = body, int(index)
+        self.lower, self.upper = float(lower), float(upper)
+        self.rotary = bool(rotary)
+        if np.isnan(self.lower) or np.isnan(self.upper) or self.lower > self.upper:
+            raise InvalidInputError(f"coordinate limit on {body!r}: need lower <= upper, got "
+                                    f"[{lower}, {upper}]")
+
+    def bind(self, model):
+        super().bind(model)
+        if not 0 <= self.index < self.n:
+            raise InvalidInputError(f"coordinate limit on {self.body!r}: index {self.index} "
+                                    f"outside the joint's {self.n} coordinates")
+        return self
+
+    def constraints(self, qj):
+        d, g = [], []
+        e = np.zeros(self.n)
+        e[self.index] = 1.0
+        if np.isfinite(self.lower):
+            d.append(qj[self.index] - self.lower)
+            g.append(e)
+        if np.isfinite(self.upper):
+            d.append(self.upper - qj[self.index])
+            g.append(-e)
+        return np.array(d), np.array(g).reshape(len(d), self.n)
+
+
+class ReachCone(_Limit):
+    """Circular reach cone of a spherical joint: the angle between ``axis`` p and
+    ``exp(r) p`` stays below ``half_angle`` (seed 003 eqs. 50-61)."""
+
+    need_rotation = True
+
+    def __init__(self, body, axis, half_angle):
+        self.body, self.axis, self.half_angle = body, np.asarray(axis, float), float(half_angle)
+        self.value(np.zeros(3))                       # validates axis and angle
+
+    def value(self, r):
+        """``g(r)`` (eq. 52), >= 0 inside: ``r: (..., 3) -> (...)``."""
+        return expcoords.reach_cone_value(r, self.axis, self.half_angle)
+
+    def constraints(self, qj):
+        r = qj[:3]
+        g = np.zeros((1, self.n))
+        g[0, :3] = expcoords.reach_cone_gradient(r, self.axis, self.half_angle)
+        return np.array([self.value(r)]), g
+
+
+class EllipticCone(_Limit):
+    """Elliptic reach cone: swing of ``axis`` up to ``half_angle_1`` towards ``ref_axis`` and
+    ``half_angle_2`` across it (:func:`core.expcoords.elliptic_cone_value`)."""
+
+    need_rotation = True
+
+    def __init__(self, body, axis, ref_axis, half_angle_1, half_angle_2):
+        self.body = body
+        self.args = (np.asarray(axis, float), np.asarray(ref_axis, float), float(half_angle_1),
+                     float(half_angle_2))
+        self.value(np.zeros(3))
+
+    def value(self, r):
+        """Elliptic cone value, >= 0 inside: ``r: (..., 3) -> (...)``."""
+        return expcoords.elliptic_cone_value(r, *self.args)
+
+    def constraints(self, qj):
+        r = qj[:3]
+        g = np.zeros((1, self.n))
+        g[0, :3] = expcoords.elliptic_cone_gradient(r, *self.args)
+        return np.array([self.value(r)]), g
+
+
+class TwistLimit(_Limit):
+    """``lower <= twist angle about axis <= upper`` (swing-twist decomposition, radians)."""
+
+    need_rotation = True
+
+    def __init__(self, body, axis, lower, upper):
+        self.body, self.axis = body, np.asarray(axis, float)
+        self.lower, self.upper = float(lower), float(upper)
+        if not -np.pi <= self.lower <= self.upper <= np.pi:
+            raise InvalidInputError(f"twist limit on {body!r}: need -pi <= lower <= upper <= pi, "
+                                    f"got [{lower}, {upper}]")
+        self.value(np.zeros(3))
+
+    def value(self, r):
+        """The twist angle: ``r: (..., 3) -> (...)``."""
+        return expcoords.twist_angle(r, self.axis)
+
+    def constraints(self, qj):
+        r = qj[:3]
+        tw = float(self.value(r))
+        gr = expcoords.twist_gradient(r, self.axis)
+        g = np.zeros((2, self.n))
+        g[0, :3], g[1, :3] = gr, -gr
+        return np.array([tw - self.lower, self.upper - tw]), g
+
+
+def limits_from_model(model):
+    """A :class:`CoordinateLimit` for every finite joint bound ``joint.lower/upper``."""
+    out = []
+    for i, j in enumerate(model.joints):
+        lo, hi = np.asarray(j.lower, float), np.asarray(j.upper, float)
+        for k in range(j.nq):
+            if np.isfinite(lo[k]) or np.isfinite(hi[k]):
+                out.append(CoordinateLimit(i, lo[k], hi[k], index=k))
+    return out
+
+
+class LimitSolver:
+    """Impulse-based enforcement of a list of limits with ArtiSynth's anti-chattering rules.
+
+    Args:
+        model: the :class:`core.model.Model`; limits: list of limit objects above.
+        restitution: e in [0, 1]; rotary_tol / linear_tol: deadband p_tol (rad / m, applied
+            to d in the limit's own units); min_engaged_steps: >= 1 (seed 002 uses 2);
+        iterations: projected Gauss-Seidel sweeps.
+
+    Attributes after :meth:`apply`: ``engaged`` (bool per constraint), ``distances``.
+    """
+
+    def __init__(self, model, limits, restitution=0.0, rotary_tol=1e-3, linear_tol=1e-4,
+                 min_engaged_steps=2, iterations=30):
+        self.model = model.compile()
+        self.limits = [lim.bind(model) for lim in limits]
+        if not 0.0 <= restitution <= 1.0:
+            raise InvalidInputError(f"restitution must be in [0, 1], got {restitution}")
+        if rotary_tol < 0 or linear_tol < 0 or int(min_engaged_steps) < 1:
+            raise InvalidInputError("tolerances must be >= 0 and min_engaged_steps >= 1")
+        self.restitution = float(restitution)
+        self.min_engaged_steps = int(min_engaged_steps)
+        self.iterations = int(iterations)
+        q0 = model.neutral()
+        counts = [len(lim.constraints(q0[lim.dofs()])[0]) for lim in self.limits]
+        self.n_constraints = int(sum(counts))
+        self.tol = np.concatenate([[0.0]] + [np.full(c, rotary_tol if lim.rotary else linear_tol)
+                                             for c, lim in zip(counts, self.limits)])[1:]
+        self.engaged = np.zeros(self.n_constraints, dtype=bool)
+        self.engaged_steps = np.zeros(self.n_constraints, dtype=int)
+        self.distances = np.full(self.n_constraints, np.inf)
+
+    def reset(self):
+        """Forget the engagement state (call before a new run)."""
+        self.engaged[:] = False
+        self.engaged_steps[:] = 0
+
+    def evaluate(self, q):
+        """All constraints: ``d (c,)`` and ``N (c, nv)`` (rows are the gradients)."""
+        d = np.empty(self.n_constraints)
+        N = np.zeros((self.n_constraints, self.model.nv))
+        k = 0
+        for lim in self.limits:
+            dofs = lim.dofs()
+            dl, gl = lim.constraints(q[dofs])
+            d[k:k + len(dl)] = dl
+            N[k:k + len(dl), dofs] = gl
+            k += len(dl)
+        return d, N
+
+    def _pgs(self, W, b):
+        """``lambda >= 0`` with ``W lambda + b >= 0`` complementary (projected Gauss-Seidel)."""
+        lam = np.zeros(len(b))
+        diag = np.diag(W)
+        for _ in range(self.iterations):
+            for i in range(len(b)):
+                r = b[i] + W[i] @ lam
+                lam[i] = max(0.0, lam[i] - r / diag[i])
+        return lam
+
+    def apply(self, data, q, v):
+        """Engage/disengage, then the velocity impulse and position correction.
+
+        ``q, v: (nv,)``; returns new ``(q, v)`` arrays (unchanged when nothing is engaged)."""
+        if self.n_constraints == 0:
+            return q, v
+        d, N = self.evaluate(q)
+        ddot = N @ v
+        self.distances = d
+        was = self.engaged
+        leave = was & (d > 0) & (ddot > 0) & (self.engaged_steps >= self.min_engaged_steps)
+        engaged = (was & ~leave) | (d < 0)
+        self.engaged_steps = np.where(engaged, self.engaged_steps + 1, 0)
+        self.engaged = engaged
+        if not engaged.any():
+            return q, v
+        Ne = N[engaged]
+        M = dynamics.crba(self.model, data, q)
+        fac = cho_factor(M, check_finite=False)
+        MinvNt = cho_solve(fac, Ne.T, check_finite=False)           # (nv, c)
+        W = Ne @ MinvNt
+        # velocity: n.v_new >= -e min(n.v, 0)
+        target = -self.restitution * np.minimum(ddot[engaged], 0.0)
+        lam = self._pgs(W, ddot[engaged] - target)
+        v = v + MinvNt @ lam
+        # position: N dq >= -d - p_tol (deadband keeps the joint p_tol inside)
+        de = d[engaged]
+        need = -de - self.tol[engaged]
+        if np.any(need > 0):
+            mu = self._pgs(W, -np.maximum(need, 0.0))
+            q = q + MinvNt @ mu
+        return q, v
