@@ -230,7 +230,7 @@ class Assembly:
 
     # -- the fast assembly algorithm (section 3.4) -------------------------------------------
     def correction(self, geometric_iterations=3, cg_iterations=50, tol=1e-10, cg_tol=1e-12,
-                   max_rotation=MAX_ROTATION, apply=True, regularization=0.0):
+                   max_rotation=MAX_ROTATION, apply=True, regularization=0.0, jacobian=None):
         """Iterative mass-weighted assembly of the current configuration.
 
         Args:
@@ -241,6 +241,10 @@ class Assembly:
             apply: move the bodies (else restore the configuration).
             regularization: relative diagonal shift for redundant or unreachable constraint
                 sets (least-squares assembly, see :func:`core.maximal.solver.project`).
+            jacobian: optional fixed sparse ``J`` for the correction directions and the
+                system matrix (chord iterations; only ``b`` is re-evaluated). The seed
+                re-evaluates ``J`` at every iteration (``None``); :meth:`step` passes the
+                Jacobian of the start of the step for its ``directions="start"`` variant.
         Returns:
             ``(dq: (N, 6) world [dtheta; dp], CorrectionInfo)``.
         """
@@ -251,11 +255,12 @@ class Assembly:
             errs.append(float(np.abs(e).max(initial=0.0)))
             if errs[-1] <= tol:
                 break
-            res = project(J, self.inverse_mass(R), -e, method="cg", maxiter=cg_iterations,
-                          tol=cg_tol, regularization=regularization)
+            res = project(J if jacobian is None else jacobian, self.inverse_mass(R), -e,
+                          method="cg", maxiter=cg_iterations, tol=cg_tol,
+                          regularization=regularization)
             cgs.append(res.iterations)
             p, R = apply_displacement(p, R, res.dx, max_rotation)
-            J, e = self._entries(p, R)
+            J, e = self._entries(p, R, jacobian=jacobian is None)
         else:
             errs.append(float(np.abs(e).max(initial=0.0)))
         if not (np.all(np.isfinite(p)) and np.all(np.isfinite(R))):
@@ -290,9 +295,20 @@ class Assembly:
         """Velocity estimate ``Dq / dt``: ``(N, 6)`` ``[w; v]`` world."""
         return self.Dq / self.dt if self.dt else np.zeros_like(self.Dq)
 
-    def step(self, dt, forces=None, geometric_iterations=3, cg_iterations=50, tol=1e-10):
+    def step(self, dt, forces=None, geometric_iterations=3, cg_iterations=50, tol=1e-10,
+             directions="current"):
         """The seed's ``step(dt)``; ``forces: (N, 6)`` world wrenches ``[torque; force]`` at
-        the centres of mass. Returns the :class:`CorrectionInfo` of the post-correction."""
+        the centres of mass. Returns the :class:`CorrectionInfo` of the post-correction.
+
+        ``directions="current"`` is the seed's correction (Jacobian re-evaluated at the
+        moved configuration). Projecting along the end-of-step constraint normals makes the
+        scheme first order in dt (the per-step correction, O(dt^2), is tilted by O(dt)).
+        ``directions="start"`` keeps the Jacobian of the start of the step for the
+        correction directions, as SHAKE does, which restores second order (measured in
+        tests/core/test_cross_validation.py).
+        """
+        if directions not in ("current", "start"):
+            raise InvalidInputError("Assembly.step: directions must be 'current' or 'start'")
         if not (np.isfinite(dt) and dt > 0):
             raise InvalidInputError(f"Assembly.step: dt must be a positive number, got {dt}")
         if self.dt is not None and dt != self.dt:
@@ -303,8 +319,9 @@ class Assembly:
             self.Dq = self.Dq + (self.inverse_mass() @ f.reshape(-1)).reshape(-1, 6) * dt ** 2
         for idx in self._targets:
             self.Dq[idx] = 0.0
+        J0 = self._entries(self.p, self.R)[0] if directions == "start" else None
         self.p, self.R = apply_displacement(self.p, self.R, self.Dq.reshape(-1))
-        dq, info = self.correction(geometric_iterations, cg_iterations, tol)
+        dq, info = self.correction(geometric_iterations, cg_iterations, tol, jacobian=J0)
         self.Dq = self.Dq + dq
         return info
 

@@ -74,7 +74,7 @@ def run_aba(T):
     tau = np.zeros(NLINKS)
 
     def f(q, v):
-        return v, dynamics.aba(model, data, q, v, tau)
+        return v, dynamics.aba(model, data, q, v, tau).copy()  # aba returns data.ddq
 
     for _ in range(int(round(T / H))):
         k1 = f(q, v)
@@ -116,7 +116,7 @@ def run_couplings(T):
     return np.array([j.coupling.coordinates[0].value for j in joints])
 
 
-def run_faure(T):
+def run_faure(T, directions="start"):
     p, R = link_poses(Q0)
     Rz = so3.exp(np.array([0.0, -np.pi / 2, 0.0]))  # frame axis i = body z
     joints = []
@@ -127,7 +127,8 @@ def run_faure(T):
     f = asm.gravity_forces(G)
     asm.set_velocity(np.zeros((NLINKS, 6)), H, asm.free_acceleration(f))
     for _ in range(int(round(T / H))):
-        asm.step(H, f, geometric_iterations=3, cg_iterations=60, tol=1e-12)
+        asm.step(H, f, geometric_iterations=3, cg_iterations=60, tol=1e-12,
+                 directions=directions)
     return relative_angles(asm.R)
 
 
