@@ -1,0 +1,85 @@
+"""Panels draw in every state without errors, and name only properties and operators that exist.
+
+The sidebar cannot be drawn headless, so each panel's draw() runs against a recording layout
+that checks every ``prop``/``operator``/``template_list`` argument against Blender's RNA.
+"""
+
+
+def scenario_draw_panels(tmp):
+    import bpy
+
+    from scenes import leg_armature
+
+    problems, calls = [], []
+
+    def has_prop(data, name):
+        if name.startswith('["'):
+            return name[2:-2] in data.keys()
+        return name in data.bl_rna.properties
+
+    class Layout:
+        def __getattr__(self, attr):
+            calls.append(attr)
+            return lambda *a, **k: self
+
+        def prop(self, data, name, **kw):
+            calls.append("prop")
+            if not has_prop(data, name):
+                problems.append(f"prop {name!r} not on {data.bl_rna.identifier}")
+            return self
+
+        def prop_search(self, data, name, search_data, search_name, **kw):
+            self.prop(data, name)
+            self.prop(search_data, search_name)
+
+        def operator(self, idname, **kw):
+            calls.append("operator")
+            module, op = idname.split(".")
+            if op not in dir(getattr(bpy.ops, module)):
+                problems.append(f"operator {idname!r} missing")
+            return self
+
+        def operator_menu_enum(self, idname, prop, **kw):
+            return self.operator(idname)
+
+        def template_list(self, ui_list, list_id, data, prop, active_data, active_prop, **kw):
+            self.prop(data, prop)
+            self.prop(active_data, active_prop)
+            if not hasattr(bpy.types, ui_list):
+                problems.append(f"UIList {ui_list!r} missing")
+
+    panels = [getattr(bpy.types, n) for n in dir(bpy.types) if n.startswith("VIEW3D_PT_spline_joints")]
+
+    def draw_all():
+        for panel in panels:
+            fake = type("P", (), {"layout": Layout()})()
+            panel.draw(fake, bpy.context)
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    draw_all()  # nothing selected
+    obj = leg_armature()
+    draw_all()  # a bone, no samples
+    shin = obj.pose.bones["shin"]
+    for a in (0.0, 0.3, 0.6, 0.9, 1.2):
+        shin.rotation_euler = (a, 0.0, 0.0)
+        shin.location = (0.0, 0.01 * a, 0.0)
+        bpy.context.view_layer.update()
+        bpy.ops.spline_joints.capture_pose()
+    shin.spline_joints.fit_frames = 4
+    bpy.ops.spline_joints.fit()
+    bpy.ops.spline_joints.drive_joint()
+    bpy.ops.spline_joints.add_mechanism(demo="hinge_chain", duration=0.1)
+    bpy.context.view_layer.objects.active = obj
+    for shape in ("CIRCULAR", "ELLIPTICAL"):
+        for source in ("ROTATION", "PROPERTY", "FRAME"):
+            shin.spline_joints.cone_shape, shin.spline_joints.source = shape, source
+            draw_all()
+    shin.spline_joints.fit_type = "SURFACE"
+    draw_all()
+    return {"problems": problems, "panels": len(panels), "calls": len(calls)}
+
+
+def test_panels_draw_with_existing_names(blender):
+    out = blender(scenario_draw_panels)
+    assert out["problems"] == []
+    assert out["panels"] == 5 and out["calls"] > 100
