@@ -255,21 +255,30 @@ def _aba_recursive(model, data, q, v, tau, fext):
 def _aba_single(model, data, q, v, tau, fext):
     """One body on one joint (eqs. 14-16 in the body frame, no tree): ``S^T J S q_ddot =
     tau - S^T (J (c + a_g) - ad*_v J v - f_ext)`` with ``c = q_dot^T dS q_dot`` (the ad term
-    vanishes since ``v = S q_dot``) and the gravity ``a_g = [0; -R^T g]`` in the body frame."""
+    of eq. 14 vanishes since ``v = S q_dot``) and gravity ``a_g = [0; -R^T g]`` in the body
+    frame. For one coordinate ``S^T ad*_v J v = q_dot^2 (ad_s s)^T J s = 0``, leaving
+    ``q_ddot = (tau - q_dot^2 (J s).h - (J s).a_g + s.f_ext) / (s.J s)`` with ``h = dS/dq``."""
     G, S, H = model.joints[0].evaluate(q)
     T = data.oMi[0]
     np.matmul(model.placements[0], G, out=T)
+    J = model.inertias[0]
+    gb = model.gravity @ T[:3, :3]                       # R^T g
+    tau = tau + passive_forces(model, q, v) if model.has_joint_springs else tau
+    if model.nv == 1:
+        s = S[:, 0]
+        Js = J @ s
+        rhs = float(tau[0]) - float(v[0]) ** 2 * float(Js @ H[0, :, 0]) + float(Js[3:] @ gb)
+        if fext is not None:
+            rhs += float(s @ fext[0])
+        data.ddq[0] = rhs / float(Js @ s)
+        return data.ddq
     vb = S @ v
     a0 = np.einsum("jak,j,k->a", H, v, v) if H.size else np.zeros(6)
-    a0[3:] -= model.gravity @ T[:3, :3]
-    J = model.inertias[0]
+    a0[3:] -= gb
     w = J @ a0 - ad_matrices(vb[None])[0].T @ (J @ vb)
     if fext is not None:
         w -= fext[0]
-    rhs = tau + passive_forces(model, q, v) - S.T @ w
-    JS = J @ S
-    Mq = S.T @ JS
-    data.ddq[:] = rhs / Mq[0, 0] if model.nv == 1 else np.linalg.solve(Mq, rhs)
+    data.ddq[:] = np.linalg.solve(S.T @ J @ S, tau - S.T @ w)
     return data.ddq
 
 
