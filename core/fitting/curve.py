@@ -280,7 +280,7 @@ class _CurveProblem:
 
 def _levenberg_marquardt(problem, frames, max_iterations, tol):
     """Damped Gauss-Newton over control frames; returns frames, status, iterations, trace."""
-    lam = 1e-6
+    lam = 1e-4
     F, _, A, g = problem.evaluate(frames, True)
     trace = [F]
     if not np.isfinite(F):
