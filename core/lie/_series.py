@@ -1,31 +1,61 @@
 """Trigonometric coefficient functions of exp/log and their Jacobians, robust near zero.
 
 Each function takes the squared angle ``t2 = theta**2`` (any shape) and returns the
-coefficient with the same shape. Below ``SMALL`` the closed form loses digits to
-cancellation, so a Taylor series is used instead. The series are written out to an order
-whose first neglected term is below 1e-17 relative at the threshold, so both branches
-agree to round-off at the switch (tested in tests/core/test_lie.py).
+coefficient with the same shape. Near zero the closed forms lose digits to cancellation
+(``t - sin t`` keeps only about ``eps / t^2`` relative accuracy), so below ``SMALL`` a Taylor
+series in ``t2`` is used instead. The series run through ``t^14``: at ``t = SMALL = 0.5`` the
+first neglected term is below 1e-20 relative, and the closed forms are accurate to ~1e-13
+relative there, so both branches agree to round-off at the switch (tested in
+tests/core/test_lie.py).
 
-Names (theta = sqrt(t2)):
-
-=========  ======================================  =====================
-name       closed form                              series at 0
-=========  ======================================  =====================
-``a``      sin(t)/t                                 1 - t2/6 + t2^2/120
-``b``      (1 - cos t)/t^2                          1/2 - t2/24 + ...
-``c``      (t - sin t)/t^3                          1/6 - t2/120 + ...
-``d``      (1 - t/2 cot(t/2))/t^2                   1/12 + t2/720 + ...
-=========  ======================================  =====================
+========  ==========================================  ===================
+name      closed form                                  value at 0
+========  ==========================================  ===================
+``a``     sin(t)/t                                     1
+``b``     (1 - cos t)/t^2                              1/2
+``c``     (t - sin t)/t^3                              1/6
+``d``     (1 - (t/2) cot(t/2))/t^2                     1/12
+========  ==========================================  ===================
 
 plus the four coefficients of the SE(3) Jacobian in :func:`se3_coefficients`.
 """
 
+from fractions import Fraction as _F
+
 import numpy as np
 
 #: below this angle (radians) the Taylor branches are used
-SMALL = 1e-3
-#: the SE(3) Jacobian coefficients cancel to t^5, so their series run up to this angle
-SE3_SMALL = 0.1
+SMALL = 0.5
+
+# Taylor coefficients in powers of t2 (t^0, t^2, ..., t^14), exact rationals from sympy.
+_SERIES = {
+    "a": ["1", "-1/6", "1/120", "-1/5040", "1/362880", "-1/39916800", "1/6227020800",
+          "-1/1307674368000"],
+    "b": ["1/2", "-1/24", "1/720", "-1/40320", "1/3628800", "-1/479001600", "1/87178291200",
+          "-1/20922789888000"],
+    "c": ["1/6", "-1/120", "1/5040", "-1/362880", "1/39916800", "-1/6227020800",
+          "1/1307674368000", "-1/355687428096000"],
+    "d": ["1/12", "1/720", "1/30240", "1/1209600", "1/47900160", "691/1307674368000",
+          "1/74724249600", "3617/10670622842880000"],
+    "c1": ["1/2", "0", "-1/720", "1/20160", "-1/1209600", "1/119750400", "-1/17435658240",
+           "1/3487131648000"],
+    "c2": ["1/6", "0", "-1/5040", "1/181440", "-1/13305600", "1/1556755200",
+           "-1/261534873600", "1/59281238016000"],
+    "c3": ["1/24", "-1/360", "1/13440", "-1/907200", "1/95800320", "-1/14529715200",
+           "1/2988969984000", "-1/800296713216000"],
+    "c4": ["1/120", "-1/2520", "1/120960", "-1/9979200", "1/1245404160", "-1/217945728000",
+           "1/50812489728000", "-1/15205637551104000"],
+}
+SERIES = {k: tuple(float(_F(c)) for c in v) for k, v in _SERIES.items()}
+
+
+def series(name, t2):
+    """Evaluate the Taylor polynomial of coefficient ``name`` at ``t2`` (Horner in t2)."""
+    coeffs = SERIES[name]
+    out = np.full(np.shape(t2), coeffs[-1])
+    for c in coeffs[-2::-1]:
+        out = out * t2 + c
+    return out
 
 
 def _split(t2):
@@ -39,20 +69,19 @@ def _split(t2):
 def a(t2):
     """sin(t)/t."""
     t2, small, t2s, t = _split(t2)
-    return np.where(small, 1.0 - t2 / 6.0 + t2 * t2 / 120.0, np.sin(t) / t)
+    return np.where(small, series("a", t2), np.sin(t) / t)
 
 
 def b(t2):
     """(1 - cos t)/t^2."""
     t2, small, t2s, t = _split(t2)
-    return np.where(small, 0.5 - t2 / 24.0 + t2 * t2 / 720.0, (1.0 - np.cos(t)) / t2s)
+    return np.where(small, series("b", t2), (1.0 - np.cos(t)) / t2s)
 
 
 def c(t2):
     """(t - sin t)/t^3."""
     t2, small, t2s, t = _split(t2)
-    return np.where(small, 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0,
-                    (t - np.sin(t)) / (t2s * t))
+    return np.where(small, series("c", t2), (t - np.sin(t)) / (t2s * t))
 
 
 def d(t2):
@@ -61,8 +90,7 @@ def d(t2):
     Singular at t = 2 pi (where the exponential map is not invertible)."""
     t2, small, t2s, t = _split(t2)
     half = 0.5 * t
-    return np.where(small, 1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0,
-                    (1.0 - half * np.cos(half) / np.sin(half)) / t2s)
+    return np.where(small, series("d", t2), (1.0 - half * np.cos(half) / np.sin(half)) / t2s)
 
 
 def se3_coefficients(t2):
@@ -76,20 +104,11 @@ def se3_coefficients(t2):
     c3 = (2 - t sin t - 2 cos t) / (2 t^4)
     c4 = (2 t - 3 sin t + t cos t) / (2 t^5)
     """
-    t2 = np.asarray(t2, dtype=float)
-    small = t2 < SE3_SMALL * SE3_SMALL
-    t2s = np.where(small, 1.0, t2)
-    t = np.sqrt(t2s)
+    t2, small, t2s, t = _split(t2)
     s, co = np.sin(t), np.cos(t)
-    u = t2
-    c1 = np.where(small, 0.5 - u * u / 720.0 + u ** 3 / 20160.0 - u ** 4 / 1209600.0,
-                  (4.0 - t * s - 4.0 * co) / (2.0 * t2s))
-    c2 = np.where(small, 1.0 / 6.0 - u * u / 5040.0 + u ** 3 / 181440.0 - u ** 4 / 13305600.0,
-                  (4.0 * t - 5.0 * s + t * co) / (2.0 * t2s * t))
-    c3 = np.where(small, 1.0 / 24.0 - u / 360.0 + u * u / 13440.0 - u ** 3 / 907200.0
-                  + u ** 4 / 95800320.0,
-                  (2.0 - t * s - 2.0 * co) / (2.0 * t2s * t2s))
-    c4 = np.where(small, 1.0 / 120.0 - u / 2520.0 + u * u / 120960.0 - u ** 3 / 9979200.0
-                  + u ** 4 / 1245404160.0,
+    c1 = np.where(small, series("c1", t2), (4.0 - t * s - 4.0 * co) / (2.0 * t2s))
+    c2 = np.where(small, series("c2", t2), (4.0 * t - 5.0 * s + t * co) / (2.0 * t2s * t))
+    c3 = np.where(small, series("c3", t2), (2.0 - t * s - 2.0 * co) / (2.0 * t2s * t2s))
+    c4 = np.where(small, series("c4", t2),
                   (2.0 * t - 3.0 * s + t * co) / (2.0 * t2s * t2s * t))
     return c1, c2, c3, c4

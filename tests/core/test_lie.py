@@ -240,13 +240,25 @@ _REFERENCES = {
 _CANCELLATION_D = (12, 2)  # 1 - (t/2) cot(t/2) ~ t^2 / 12
 
 
+def _bernoulli(n):
+    """Exact Bernoulli numbers B_0..B_n (B_1 = -1/2) by the Akiyama-Tanigawa algorithm."""
+    out, row = [], []
+    for m in range(n + 1):
+        row.append(Fraction(1, m + 1))
+        for j in range(m, 0, -1):
+            row[j - 1] = j * (row[j - 1] - row[j])
+        out.append(row[0])
+    out[1] = -out[1]
+    return out
+
+
 def _reference(name, t):
     """Exact-coefficient Taylor series evaluated in float (no cancellation for t <= 1)."""
     if name == "d":  # (1 - (t/2) cot(t/2)) / t^2 = -sum_{n>=1} (-1)^n B_2n t^(2n-2) / (2n)!
-        from scipy.special import bernoulli
-        B = bernoulli(2 * _N_TERMS)
-        return -sum((-1) ** n * B[2 * n] * t ** (2 * n - 2) / factorial(2 * n)
-                    for n in range(_N_TERMS, 0, -1))
+        B = _bernoulli(2 * _N_TERMS)
+        tf = Fraction(float(t))
+        return float(-sum((-1) ** n * B[2 * n] * tf ** (2 * n - 2) / factorial(2 * n)
+                          for n in range(_N_TERMS, 0, -1)))
     num, shift, den = _REFERENCES[name][:3]
     coeffs = {k - shift: v / den for k, v in num.items() if v != 0}
     assert min(coeffs) >= 0
@@ -262,7 +274,7 @@ def _coefficient(name, t2):
 def _tolerance(name, t):
     """Relative round-off bound of the closed form: a few ulps of its largest term, which is
     K / t^m times the result (from _REFERENCES); the Taylor branch has no cancellation."""
-    thr = _series.SMALL if name in ("a", "b", "c", "d") else _series.SE3_SMALL
+    thr = _series.SMALL
     if t < thr:
         return 4 * EPS
     K, m = _CANCELLATION_D if name == "d" else _REFERENCES[name][3]
@@ -272,8 +284,7 @@ def _tolerance(name, t):
 @pytest.mark.parametrize("name", ["a", "b", "c", "d", "c1", "c2", "c3", "c4"])
 def test_series_coefficients_match_exact_taylor(name):
     ts = np.concatenate([[0.0, 1e-12, 1e-8], np.geomspace(1e-5, 1.0, 41),
-                         _series.SMALL * (1 + np.array([-1e-9, 1e-9])),
-                         _series.SE3_SMALL * (1 + np.array([-1e-9, 1e-9]))])
+                         _series.SMALL * (1 + np.array([-1e-9, 1e-9]))])
     for t in ts:
         ref = _reference(name, t)
         got = float(_coefficient(name, t * t))
@@ -286,9 +297,10 @@ def test_series_coefficients_match_exact_taylor(name):
 def test_series_coefficients_continuous_at_switch(name):
     """The jump between the Taylor and the closed-form branch at the switch is at the level
     of the closed form's cancellation error (documented in _tolerance)."""
-    thr = _series.SMALL if name in ("a", "b", "c", "d") else _series.SE3_SMALL
-    below = float(_coefficient(name, (thr * (1 - 1e-12)) ** 2))
-    above = float(_coefficient(name, (thr * (1 + 1e-12)) ** 2))
+    thr2 = _series.SMALL ** 2
+    below = float(_coefficient(name, np.nextafter(thr2, 0.0)))   # last Taylor value
+    above = float(_coefficient(name, thr2))                      # first closed-form value
+    thr = _series.SMALL
     assert abs(above - below) <= 2 * _tolerance(name, thr) * abs(below)
 
 
