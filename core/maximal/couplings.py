@@ -13,6 +13,10 @@ enforced by unilateral constraints. Every coupling implements the four duties of
 * :meth:`Coupling.update_constraints` (``updateConstraints``: wrenches, and for
   unilateral constraints that are not coordinate limits the engaged/distance values)
 
+The wrench derivatives ``dotWrenchG`` of the manual are not kept: :class:`CoupledBodies`
+maps every wrench to world-frame rows re-evaluated at each step, and the manual allows
+leaving the derivative terms at zero.
+
 :class:`CoupledBodies` runs them: velocity-level stepping with the bilateral rows as
 equalities and the engaged unilateral rows as an active set (non-negative multipliers),
 then position correction ``G dq = -d_g`` (eq. 4.12) and ``N dq >= -d_n`` with a deadband
@@ -59,7 +63,6 @@ class Constraint:
     bilateral: bool
     rotary: bool
     wrench: np.ndarray
-    dot_wrench: np.ndarray
     constant: bool
     engaged: int = 0
     distance: float = 0.0
@@ -68,9 +71,6 @@ class Constraint:
 
     def set_wrench(self, m=(0.0, 0.0, 0.0), f=(0.0, 0.0, 0.0)):
         self.wrench = _wrench(m, f)
-
-    def set_dot_wrench(self, m=(0.0, 0.0, 0.0), f=(0.0, 0.0, 0.0)):
-        self.dot_wrench = _wrench(m, f)
 
 
 @dataclass
@@ -119,7 +119,7 @@ class Coupling:
     def add_constraint(self, bilateral, rotary, wrench=None):
         c = Constraint(bool(bilateral), bool(rotary),
                        np.zeros(6) if wrench is None else np.asarray(wrench, dtype=float),
-                       np.zeros(6), wrench is not None)
+                       wrench is not None)
         self.constraints.append(c)
         return c
 
@@ -261,12 +261,9 @@ class SlottedHingeCoupling(Coupling):
 
     def update_constraints(self, TGD, TCD, errC, velGD, update_engaged):
         s, c = TGD[1, 0], TGD[0, 0]
-        dtheta = velGD[2]
         self.constraints[0].set_wrench(f=(s, c, 0.0))                 # D's y axis seen in G
-        self.constraints[0].set_dot_wrench(f=(c * dtheta, -s * dtheta, 0.0))
         # x limit: D's x axis seen in G, so that x_dot = N . v_GD (eq. 4.19)
         self.constraints[4].set_wrench(f=(c, -s, 0.0))
-        self.constraints[4].set_dot_wrench(f=(-s * dtheta, -c * dtheta, 0.0))
 
 
 class CylindricalCoupling(Coupling):

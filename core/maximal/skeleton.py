@@ -230,7 +230,7 @@ class Skeleton:
                             body_b, np.concatenate([fb.reshape(-1, 6), gb.reshape(-1, 6)]), nb)
         return J, Jf, B, geo
 
-    def _free_forces(self, state, p, R, w, f_ext):
+    def _free_forces(self, R, w, f_ext):
         """Generalized forces ``[t_body; f]`` per body (N+1, 6) without constraint forces:
         gyroscopic ``-W I w``, intrinsic joint torques ``e_j`` and external forces."""
         i1, i2 = self._idx[:, 0], self._idx[:, 1]
@@ -258,7 +258,7 @@ class Skeleton:
         p, R, v, w = self._ext(state)
         J, Jf, B, geo = self._jacobians(p, R)
         i1, i2, R1, R2, a1, a2, n1, n2 = geo
-        F = self._free_forces(state, p, R, w, f_ext)
+        F = self._free_forces(R, w, f_ext)
         Minv = self._minv
         acc_free = Minv @ F.reshape(-1)
         # velocity-product terms of eq. (3): R1 W1 W1 l1 - R2 W2 W2 l2, same with z
@@ -321,11 +321,11 @@ class Skeleton:
         if not all(np.all(np.isfinite(x)) for x in (p, R, v, w)):
             raise SimulationError(f"Skeleton.step: state became non-finite (h={h}); "
                                   "reduce the time step")
-        before = max(self.separation(new))
+        before = after = max(self.separation(new))
         iters = 0
         if stabilize:
             new, iters = self.stabilize(new, stabilize_tol, stabilize_iterations)
-        after = max(self.separation(new))
+            after = max(self.separation(new))
         return new, StepInfo(c, d, before, after, iters)
 
     def stabilize(self, state, tol=1e-10, max_iterations=10):

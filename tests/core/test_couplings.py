@@ -245,4 +245,4 @@ def test_bad_input_raises():
     _, sim = slider()
     with pytest.raises(InvalidInputError):
         sim.step(-1.0)
-    assert isinstance(Constraint(True, False, np.zeros(6), np.zeros(6), True).engaged, int)
+    assert isinstance(Constraint(True, False, np.zeros(6), True).engaged, int)
