@@ -98,6 +98,9 @@ class VIEW3D_PT_spline_joints_fit(_Panel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("spline_joints.fit", icon="IPO_BEZIER")
         row.operator("spline_joints.draw_joint_path", icon="CURVE_PATH", text="Draw Path")
+        row = layout.row(align=True)
+        row.operator("spline_joints.import_joint", icon="IMPORT", text="Import")
+        row.operator("spline_joints.export_joint", icon="EXPORT", text="Export")
         if s.fit_status:
             box = layout.box()
             box.label(text=f"Status: {s.fit_status}",

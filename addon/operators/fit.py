@@ -6,7 +6,8 @@ import warnings
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty
+from bpy.props import BoolProperty, StringProperty
+from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge
 from ._common import has_target, joint_document, reporting, sample_coordinates, sample_poses, target_bone
@@ -145,3 +146,65 @@ class SPLINE_JOINTS_OT_draw_joint_path(bpy.types.Operator):
 
 
 classes = (SPLINE_JOINTS_OT_fit, SPLINE_JOINTS_OT_draw_joint_path)
+
+
+class SPLINE_JOINTS_OT_export_joint(bpy.types.Operator, ExportHelper):
+    """Write the bone's stored joint to a JSON file (the core's versioned joint document)"""
+
+    bl_idname = "spline_joints.export_joint"
+    bl_label = "Export Joint JSON"
+    filename_ext = ".json"
+    filter_glob: StringProperty(default="*.json", options={"HIDDEN"})
+
+    @classmethod
+    def poll(cls, context):
+        return has_target(context) and bool(target_bone(context)[1].spline_joints.joint_json)
+
+    @reporting
+    def execute(self, context):
+        from ...core import io
+
+        _, pose_bone = target_bone(context)
+        doc = joint_document(pose_bone.spline_joints)
+        io.save(self.filepath, doc)
+        self.report({"INFO"}, f"Wrote {self.filepath}")
+        return {"FINISHED"}
+
+
+class SPLINE_JOINTS_OT_import_joint(bpy.types.Operator, ImportHelper):
+    """Read a joint JSON file (core versioned joint document) and store it on the active bone"""
+
+    bl_idname = "spline_joints.import_joint"
+    bl_label = "Import Joint JSON"
+    bl_options = {"REGISTER", "UNDO"}
+    filename_ext = ".json"
+    filter_glob: StringProperty(default="*.json", options={"HIDDEN"})
+
+    @classmethod
+    def poll(cls, context):
+        return has_target(context)
+
+    @reporting
+    def execute(self, context):
+        from ...core import io
+
+        _, pose_bone = target_bone(context)
+        try:
+            doc = io.load(self.filepath)
+        except OSError as exc:
+            raise ValueError(f"cannot read {self.filepath}: {exc.strerror}") from None
+        s = pose_bone.spline_joints
+        s.joint_json = io.dumps(doc)
+        ranges = np.asarray(doc.ranges, dtype=float)
+        for i, (lo, hi) in enumerate(ranges[: len(s.range_min)]):
+            s.range_min[i], s.range_max[i] = float(lo), float(hi)
+        report = doc.report
+        s.fit_status = report.status if report is not None else "imported"
+        if report is not None:
+            s.fit_rms_mm, s.fit_max_mm = report.rms_position_mm, report.max_position_mm
+            s.fit_rms_deg, s.fit_max_deg = report.rms_rotation_deg, report.max_rotation_deg
+        self.report({"INFO"}, f"Stored {type(doc.joint).__name__} from {self.filepath} on '{pose_bone.name}'")
+        return {"FINISHED"}
+
+
+classes = (*classes, SPLINE_JOINTS_OT_export_joint, SPLINE_JOINTS_OT_import_joint)

@@ -259,3 +259,40 @@ def scenario_surface_fit_and_drive(tmp):
 
 def test_surface_fit_and_drive(blender):
     assert blender(scenario_surface_fit_and_drive)["err"] < 5e-4
+
+
+def scenario_export_import(tmp):
+    import bpy
+
+    from scenes import leg_armature
+
+    obj = leg_armature()
+    shin = obj.pose.bones["shin"]
+    for a in np.linspace(0.0, 1.0, 7):
+        shin.rotation_euler = (a, 0.0, 0.0)
+        shin.location = (0.0, 0.01 * a, 0.0)
+        bpy.context.view_layer.update()
+        bpy.ops.spline_joints.capture_pose()
+    shin.spline_joints.fit_frames = 5
+    assert bpy.ops.spline_joints.fit(draw_path=False) == {"FINISHED"}
+    text = shin.spline_joints.joint_json
+    path = f"{tmp}/shin_joint.json"
+    assert bpy.ops.spline_joints.export_joint(filepath=path) == {"FINISHED"}
+    obj.data.bones.active = obj.data.bones["thigh"]
+    messages = []
+    with open(f"{tmp}/bad.json", "w") as fh:
+        fh.write('{"schema": "spline_joints.joint", "version": 99}')
+    try:
+        bpy.ops.spline_joints.import_joint(filepath=f"{tmp}/bad.json")
+    except RuntimeError as exc:
+        messages.append(str(exc))
+    assert obj.pose.bones["thigh"].spline_joints.joint_json == ""
+    assert bpy.ops.spline_joints.import_joint(filepath=path) == {"FINISHED"}
+    thigh = obj.pose.bones["thigh"].spline_joints
+    assert thigh.joint_json == text and thigh.fit_status == shin.spline_joints.fit_status
+    return {"messages": messages}
+
+
+def test_export_import_joint_json(blender):
+    messages = blender(scenario_export_import)["messages"]
+    assert len(messages) == 1 and "version 99" in messages[0]
