@@ -20,6 +20,7 @@ name      closed form                                  value at 0
 plus the four coefficients of the SE(3) Jacobian in :func:`se3_coefficients`.
 """
 
+import math
 from fractions import Fraction as _F
 
 import numpy as np
@@ -58,6 +59,28 @@ def series(name, t2):
     return out
 
 
+def _scalar(name, t2):
+    """Python-float fast path for one angle given as a Python or numpy scalar (no array
+    overhead); ``None`` for arrays (0-d included), which take the vectorised path."""
+    if isinstance(t2, np.ndarray):
+        return None
+    t2 = float(t2)
+    if t2 < SMALL * SMALL:
+        out = 0.0
+        for c in reversed(SERIES[name]):
+            out = out * t2 + c
+        return out
+    t = math.sqrt(t2)
+    if name == "a":
+        return math.sin(t) / t
+    if name == "b":
+        return (1.0 - math.cos(t)) / t2
+    if name == "c":
+        return (t - math.sin(t)) / (t2 * t)
+    half = 0.5 * t
+    return (1.0 - half / math.tan(half)) / t2
+
+
 def _split(t2):
     t2 = np.asarray(t2, dtype=float)
     small = t2 < SMALL * SMALL
@@ -68,18 +91,27 @@ def _split(t2):
 
 def a(t2):
     """sin(t)/t."""
+    one = _scalar("a", t2)
+    if one is not None:
+        return one
     t2, small, t2s, t = _split(t2)
     return np.where(small, series("a", t2), np.sin(t) / t)
 
 
 def b(t2):
     """(1 - cos t)/t^2."""
+    one = _scalar("b", t2)
+    if one is not None:
+        return one
     t2, small, t2s, t = _split(t2)
     return np.where(small, series("b", t2), (1.0 - np.cos(t)) / t2s)
 
 
 def c(t2):
     """(t - sin t)/t^3."""
+    one = _scalar("c", t2)
+    if one is not None:
+        return one
     t2, small, t2s, t = _split(t2)
     return np.where(small, series("c", t2), (t - np.sin(t)) / (t2s * t))
 
@@ -88,6 +120,9 @@ def d(t2):
     """(1 - (t/2) cot(t/2)) / t^2: the W^2 coefficient of the inverse SO(3) Jacobian.
 
     Singular at t = 2 pi (where the exponential map is not invertible)."""
+    one = _scalar("d", t2)
+    if one is not None:
+        return one
     t2, small, t2s, t = _split(t2)
     half = 0.5 * t
     return np.where(small, series("d", t2), (1.0 - half * np.cos(half) / np.sin(half)) / t2s)

@@ -5,6 +5,8 @@ Jacobian conventions are in :mod:`core.conventions`:
 ``exp(w + dw) = exp(w) exp(Jr(w) dw)`` and ``exp(w + dw) = exp(Jl(w) dw) exp(w)``.
 """
 
+import math
+
 import numpy as np
 
 from ..errors import InvalidInputError
@@ -75,9 +77,20 @@ def _poly(w, k0, k1, k2):
             + np.asarray(k2)[..., None, None] * W2)
 
 
+def _exp_one(x, y, z, t2, ka, kb):
+    """I + ka [w] + kb [w]^2 for one vector, using [w]^2 = w w^T - t2 I."""
+    return np.array([[1.0 + kb * (x * x - t2), kb * x * y - ka * z, kb * x * z + ka * y],
+                     [kb * x * y + ka * z, 1.0 + kb * (y * y - t2), kb * y * z - ka * x],
+                     [kb * x * z - ka * y, kb * y * z + ka * x, 1.0 + kb * (z * z - t2)]])
+
+
 def exp(w):
     """Rodrigues' formula: R = I + a [w] + b [w]^2. ``w: (..., 3) -> (..., 3, 3)``."""
     w = np.asarray(w, dtype=float)
+    if w.shape == (3,):
+        x, y, z = w.tolist()
+        t2 = x * x + y * y + z * z
+        return _exp_one(x, y, z, t2, _series.a(t2), _series.b(t2))
     t2 = np.einsum("...i,...i->...", w, w)
     return _poly(w, 1.0, _series.a(t2), _series.b(t2))
 
@@ -91,12 +104,14 @@ def log(R):
     At exactly pi both signs are valid; the one returned is deterministic.
     """
     R = np.asarray(R, dtype=float)
+    if R.shape == (3, 3):
+        return _log_one(R.tolist())
     s_vec = vee(R)  # = sin(theta) n
     sin_t = np.linalg.norm(s_vec, axis=-1)
     cos_t = 0.5 * (np.trace(R, axis1=-2, axis2=-1) - 1.0)
     theta = np.arctan2(sin_t, cos_t)
     # away from pi: w = theta / sin(theta) * s_vec, with theta/sin via the series near 0
-    ratio = 1.0 / _series.a(theta * theta)
+    ratio = 1.0 / np.asarray(_series.a(theta * theta))
     w = ratio[..., None] * s_vec
     near_pi = cos_t < -0.5
     if np.any(near_pi):
@@ -111,9 +126,30 @@ def log(R):
     return w
 
 
+def _log_one(r):
+    """:func:`log` of one rotation given as nested lists, in Python floats."""
+    s = (0.5 * (r[2][1] - r[1][2]), 0.5 * (r[0][2] - r[2][0]), 0.5 * (r[1][0] - r[0][1]))
+    sin_t = math.sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
+    cos_t = 0.5 * (r[0][0] + r[1][1] + r[2][2] - 1.0)
+    theta = math.atan2(sin_t, cos_t)
+    if cos_t >= -0.5:
+        ratio = 1.0 / _series.a(theta * theta)
+        return np.array([ratio * s[0], ratio * s[1], ratio * s[2]])
+    i = max(range(3), key=lambda k: r[k][k])
+    v = [0.5 * (r[j][i] + r[i][j]) - (cos_t if j == i else 0.0) for j in range(3)]
+    scale = theta / math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    if v[0] * s[0] + v[1] * s[1] + v[2] * s[2] < 0.0:
+        scale = -scale
+    return np.array([scale * v[0], scale * v[1], scale * v[2]])
+
+
 def left_jacobian(w):
     """Jl(w) = I + b [w] + c [w]^2. ``(..., 3) -> (..., 3, 3)``."""
     w = np.asarray(w, dtype=float)
+    if w.shape == (3,):
+        x, y, z = w.tolist()
+        t2 = x * x + y * y + z * z
+        return _exp_one(x, y, z, t2, _series.b(t2), _series.c(t2))
     t2 = np.einsum("...i,...i->...", w, w)
     return _poly(w, 1.0, _series.b(t2), _series.c(t2))
 
@@ -126,6 +162,10 @@ def right_jacobian(w):
 def left_jacobian_inv(w):
     """Jl(w)^-1 = I - [w]/2 + d [w]^2; singular at |w| = 2 pi."""
     w = np.asarray(w, dtype=float)
+    if w.shape == (3,):
+        x, y, z = w.tolist()
+        t2 = x * x + y * y + z * z
+        return _exp_one(x, y, z, t2, -0.5, _series.d(t2))
     t2 = np.einsum("...i,...i->...", w, w)
     return _poly(w, 1.0, -0.5, _series.d(t2))
 

@@ -439,3 +439,21 @@ def test_property_se3(xi, eta):
     jac = (se3.ad(xi) @ se3.ad(eta) @ zeta + se3.ad(eta) @ se3.ad(zeta) @ xi
            + se3.ad(zeta) @ se3.ad(xi) @ eta)
     np.testing.assert_allclose(jac, 0.0, atol=1e-10)
+
+
+# -- single-element fast paths agree with the batched paths --------------------------------
+@pytest.mark.parametrize("angle", [0.0, 1e-12, 1e-8, 0.3, 0.5, 1.0, 2.0, 2.0944, 2.1,
+                                   np.pi - 1e-9, np.pi])
+def test_single_and_batched_paths_agree(angle):
+    rng = np.random.default_rng(7)
+    axis = rng.normal(size=3)
+    w = angle * axis / np.linalg.norm(axis)
+    xi = np.concatenate([w, rng.normal(size=3)])
+    R = Rotation.from_rotvec(w).as_matrix()
+    for fn, arg in [(so3.exp, w), (so3.log, R), (so3.left_jacobian, w),
+                    (so3.right_jacobian, w), (so3.left_jacobian_inv, w), (se3.exp, xi),
+                    (se3.log, se3.exp(xi))]:
+        one = fn(arg)
+        batch = fn(np.stack([arg, arg]))[1]
+        np.testing.assert_allclose(one, batch, rtol=0, atol=1e-14, err_msg=fn.__name__)
+    assert np.allclose(so3.exp(so3.log(R)), R, atol=1e-14)
