@@ -38,7 +38,9 @@ SECTIONS = {
     "spline": "bench_spline:bench_spline",
     "expcoords": "bench_expcoords:bench_expcoords_tables",
     "fitting": "bench_fitting:bench_fitting",
+    "dynamics": "bench_dynamics:bench_dynamics",
     "mechanisms": "bench_mechanisms:bench_mechanisms",
+    "maximal": "bench:bench_maximal_tables",
 }
 
 
@@ -158,6 +160,26 @@ def bench_joints(quick=False):
               ["joint", "nq", "transform", "jacobian", "hessian", "evaluate (G,S,H)"], single),
         table(f"Joints: batched transforms(qs) at N = {n_batch:,}",
               ["joint", "N", "ms per batch", "us per q", "q per second"], batch),
+    ]
+
+
+# -- maximal coordinates (scripts/bench_maximal.py returns its own row dicts) -----------------
+def bench_maximal_tables(quick=False):
+    """The rows of ``scripts/bench_maximal.py`` as tables (quick: fewer bodies and repeats)."""
+    import bench_maximal as bm
+    skeleton = bm.skeleton_rows(sizes=(10, 100) if quick else (10, 100, 1000),
+                                repeats=3 if quick else 7)
+    assembly = bm.assembly_rows(repeats=2 if quick else 5)
+    accuracy = bm.accuracy_for_speed(steps=3 if quick else 8)
+    return [
+        table("Maximal coordinates: skeleton step (seed 001) and assembly (seed 004)",
+              ["case", "bodies", "median ms per call"],
+              [[r["case"], r["bodies"], r["seconds"] * 1e3] for r in skeleton + assembly]),
+        table("Maximal coordinates: Stoermer step of the 56-body structure, dt = 1/30 s "
+              "(seed 004 section 4.3)",
+              ["geometric iterations", "CG iterations", "median ms per step",
+               "max constraint error"],
+              [[r["geometric"], r["cg"], r["seconds"] * 1e3, r["error"]] for r in accuracy]),
     ]
 
 
