@@ -259,3 +259,20 @@ def test_hinge_chain_matches_mujoco_on_the_same_chain():
         for _ in range(per_frame):
             mujoco.mj_step(mj, data)
         assert np.allclose(data.qpos, r.q[k], atol=1e-9)
+
+
+def test_builders_reject_bad_settings_with_advice():
+    with pytest.raises(InvalidInputError, match="n_links"):
+        hinge_chain(n_links=0)
+    with pytest.raises(InvalidInputError, match="cone_half_angle"):
+        spherical_chain(cone_half_angle=4.0)
+    with pytest.raises(InvalidInputError, match="closed ring"):
+        spinning_globe(coasts=("eurasia",))
+    with pytest.raises(InvalidInputError, match="OpenSim range"):
+        knee_pendulum(knee_start=0.5)
+    with pytest.raises(InvalidInputError, match="fitted range"):
+        scapulothoracic_rig(start_offset=(2.0, 0.0))
+    with pytest.raises(InvalidInputError, match="n_beads"):
+        beads_on_a_wire(n_beads=0)
+    with pytest.raises(InvalidInputError, match="spherical joint"):
+        skeleton_chain(n_links=3, spherical=(5,))
