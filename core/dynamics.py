@@ -32,8 +32,9 @@ takes ``method="auto"`` (dense up to :data:`DENSE_MAX_DOFS` dofs, recursive abov
 Pinocchio. ``scripts/bench_dynamics.py`` prints the measured figures.
 """
 
+import math
+
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
 from .errors import InvalidInputError
 from .kinematics import _check_vec, _poses, _velocities, ad_matrices
@@ -202,7 +203,7 @@ def _aba_dense(model, data, q, v, tau, fext):
     if model.nv == 1:
         data.ddq[:] = rhs / M[0, 0]
     else:
-        data.ddq[:] = cho_solve(cho_factor(M, check_finite=False), rhs, check_finite=False)
+        data.ddq[:] = np.linalg.solve(M, rhs)
     return data.ddq
 
 
@@ -258,22 +259,30 @@ def _aba_single(model, data, q, v, tau, fext):
     of eq. 14 vanishes since ``v = S q_dot``) and gravity ``a_g = [0; -R^T g]`` in the body
     frame. For one coordinate ``S^T ad*_v J v = q_dot^2 (ad_s s)^T J s = 0``, leaving
     ``q_ddot = (tau - q_dot^2 (J s).h - (J s).a_g + s.f_ext) / (s.J s)`` with ``h = dS/dq``."""
-    G, S, H = model.joints[0].evaluate(q)
     T = data.oMi[0]
-    np.matmul(model.placements[0], G, out=T)
+    if model.all_screws:                   # G(q) from the screw table, S constant, H = 0
+        x = float(q[0])
+        T[:3, :] = (np.array([1.0, math.sin(x), 1.0 - math.cos(x), x]) @
+                    model.screw_table[0]).reshape(3, 4)
+        S, H = data.S_body.T, None
+    else:
+        G, S, H = model.joints[0].evaluate(q)
+        np.matmul(model.placements[0], G, out=T)
     J = model.inertias[0]
     gb = model.gravity @ T[:3, :3]                       # R^T g
     tau = tau + passive_forces(model, q, v) if model.has_joint_springs else tau
     if model.nv == 1:
         s = S[:, 0]
         Js = J @ s
-        rhs = float(tau[0]) - float(v[0]) ** 2 * float(Js @ H[0, :, 0]) + float(Js[3:] @ gb)
+        rhs = float(tau[0]) + float(Js[3:] @ gb)
+        if H is not None:
+            rhs -= float(v[0]) ** 2 * float(Js @ H[0, :, 0])
         if fext is not None:
             rhs += float(s @ fext[0])
         data.ddq[0] = rhs / float(Js @ s)
         return data.ddq
     vb = S @ v
-    a0 = np.einsum("jak,j,k->a", H, v, v) if H.size else np.zeros(6)
+    a0 = np.einsum("jak,j,k->a", H, v, v) if H is not None and H.size else np.zeros(6)
     a0[3:] -= gb
     w = J @ a0 - ad_matrices(vb[None])[0].T @ (J @ vb)
     if fext is not None:
@@ -306,6 +315,14 @@ def aba(model, data, q, v, tau, fext=None, method="auto"):
     if method == "recursive":
         return _aba_recursive(model, data, q, v, tau, fext)
     raise InvalidInputError(f"method must be 'auto', 'dense' or 'recursive', got {method!r}")
+
+
+def _aba_trusted(model, data, q, v, tau, fext, method="auto"):
+    """:func:`aba` without argument validation, for integrators whose state is checked for
+    non-finite values after every step (q, v, tau float arrays of the right shapes)."""
+    if method == "auto" and model.nbodies == 1 and not model.point_springs:
+        return _aba_single(model, data, q, v, tau, fext)
+    return aba(model, data, q, v, tau, fext, method)
 
 
 def kinetic_energy(model, data, q, v):

@@ -18,6 +18,7 @@ Memory is constant per step: the state lives in a few arrays and only every
 ``record_every``-th step is stored.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,8 +97,17 @@ class Integrator:
 
     def acceleration(self, t, q, v):
         """``q_ddot (nv,)`` at time t (a fresh array)."""
-        return dynamics.aba(self.model, self.data, q, v, self._tau(t, q, v),
-                            self._fext(t, q, v), method=self.aba_method).copy()
+        fext = self._fext(t, q, v)
+        if fext is not None:
+            fext = dynamics._check_fext(self.model, fext)
+        tau = self._tau(t, q, v)
+        if tau is not self._zero:
+            tau = np.asarray(tau, dtype=float)
+            if tau.shape != (self.model.nv,):
+                raise InvalidInputError(f"tau must have shape ({self.model.nv},), got "
+                                        f"{tau.shape}")
+        return dynamics._aba_trusted(self.model, self.data, q, v, tau, fext,
+                                     self.aba_method).copy()
 
     # -- stepping ------------------------------------------------------------------
     def _substep(self, t, q, v):
@@ -127,11 +137,10 @@ class Integrator:
         return q, v
 
     def _check(self, t, q, v):
-        ok = np.isfinite(q).all() and np.isfinite(v).all()
-        if not ok:
-            bad = int(np.nonzero(~(np.isfinite(q) & np.isfinite(v)))[0][0])
-            name = self.model.names[int(self.model.dof_body[bad])]
-            raise SimulationError(f"the state became NaN/inf at t = {t:.6g} s on body "
+        if not math.isfinite(float(q @ q + v @ v)):       # NaN, inf (or > 1e154: a blow-up)
+            size = np.where(np.isfinite(q) & np.isfinite(v), np.abs(q) + np.abs(v), np.inf)
+            name = self.model.names[int(self.model.dof_body[int(np.argmax(size))])]
+            raise SimulationError(f"the state became NaN/inf (diverged) at t = {t:.6g} s on body "
                                   f"{name!r}; reduce the step (dt = {self.dt:g} s, "
                                   f"{self.substeps} substeps) or check that body's joint")
 
