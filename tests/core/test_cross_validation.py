@@ -12,6 +12,8 @@ they are first order (the error ~ h a t / 2 would reach ~1e-3 rad within the sec
 They therefore start staggered, as leapfrog does: velocities at -h/2 from the constrained
 acceleration at rest (skeleton: its own system (6); couplings: one probe step; Faure: the
 second-order ``Dq(0)`` of :meth:`Assembly.set_velocity`). The steppers are unchanged.
+Faure's stepping uses ``directions="start"`` (SHAKE-like correction directions): the seed's
+own choice (``"current"``) is first order and drifts further over the full second.
 """
 
 import copy
