@@ -36,6 +36,7 @@ class Data:
     def __init__(self, model):
         nb, nv = model.nbodies, int(model.q_count.sum())
         self.nbodies, self.nv = nb, nv
+        self.model_id = (id(model), nb, nv)
         self.q = np.zeros(nv)
         self.v = np.zeros(nv)
         self.G = np.tile(np.eye(4), (nb, 1, 1))

@@ -121,7 +121,7 @@ def _bias_wrenches(model, data, v, fext):
 
 
 def _prepare(model, data, q, v, fext):
-    model.compile()
+    model.check_data(data)
     q = model.check_state(q)
     v = _check_vec(model, v, "v")
     fext = _check_fext(model, fext)
@@ -190,7 +190,7 @@ def _crba_prepared(model, data):
 def crba(model, data, q):
     """Joint-space mass matrix ``M(q): (nv, nv)`` (symmetric, full), by composite rigid
     bodies: ``M_jl = S_j^T Ic S_l`` with ``Ic`` the subtree inertia of the deeper body."""
-    model.compile()
+    model.check_data(data)
     q = model.check_state(q)
     _poses(model, data, q)
     _world_inertias(model, data)
@@ -301,7 +301,8 @@ def aba(model, data, q, v, tau, fext=None, method="auto"):
     single body without point springs solves its one Newton-Euler equation directly.
     Writes ``data.ddq`` (and, on the single-body path, only ``data.oMi`` besides).
     """
-    if method == "auto" and model.compile().nbodies == 1 and not model.point_springs:
+    model.check_data(data)
+    if method == "auto" and model.nbodies == 1 and not model.point_springs:
         q = model.check_state(q)
         v = _check_vec(model, v, "v")
         return _aba_single(model, data, q, v, _check_vec(model, tau, "tau"),
@@ -334,7 +335,7 @@ def kinetic_energy(model, data, q, v):
 def potential_energy(model, data, q):
     """Gravity ``-sum m_i g . c_i`` (c_i world centre of mass) plus the elastic energy of joint
     springs ``1/2 k (q - rest)^2`` and point springs ``1/2 k (l - rest)^2``: a float."""
-    model.compile()
+    model.check_data(data)
     q = model.check_state(q)
     T = _poses(model, data, q)
     c = np.einsum("nab,nb->na", T[:, :3, :3], model.coms) + T[:, :3, 3]

@@ -198,7 +198,7 @@ def forward_kinematics(model, data, q, v=None, a=None):
     ``data.V (nb, 6)`` spatial velocities and ``data.A (nb, 6)`` spatial accelerations
     without gravity (eq. 14 in the world frame). Returns ``data.oMi``.
     """
-    model.compile()
+    model.check_data(data)
     q = model.check_state(q)
     data.q[:] = q
     _poses(model, data, q)

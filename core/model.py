@@ -128,9 +128,10 @@ class Model:
                                     "(nq == nv)")
         H = np.eye(4) if placement is None else se3.check_transform(
             placement, f"placement of body {name!r}")
+        mass, com, inertia = _check_inertia(mass, com, np.eye(3) if inertia is None else inertia,
+                                            name)
         if inertia is None:
-            inertia = 1e-3 * float(mass) * np.eye(3) if np.isfinite(float(mass)) else np.eye(3)
-        mass, com, inertia = _check_inertia(mass, com, inertia, name)
+            inertia = 1e-3 * mass * np.eye(3)
         self.names.append(name)
         self.parents_list.append(parent)
         self.joints.append(joint)
@@ -349,8 +350,16 @@ class Model:
             self.spring_rest[s] = r
         self.has_joint_springs = bool(np.any(self.spring_k) or np.any(self.spring_c))
 
-    def check_state(self, q, v=None, name="q"):
-        """Validate ``q: (nq,)`` (and ``v: (nv,)``) as finite float arrays."""
+    def check_data(self, data):
+        """Raise InvalidInputError unless ``data`` was made by this model's create_data()
+        after the last change of the model."""
+        self.compile()
+        if getattr(data, "model_id", None) != (id(self), self.nbodies, self._nq):
+            raise InvalidInputError("data does not belong to this model (or the model changed "
+                                    "after create_data()); call model.create_data() again")
+
+    def check_state(self, q, name="q"):
+        """Validate ``q: (nq,)`` (or a velocity ``(nv,)``) as a finite float array."""
         q = np.asarray(q, dtype=float)
         if q.shape != (self.nq,):
             raise InvalidInputError(f"{name} must have shape ({self.nq},), got {q.shape}; "

@@ -141,5 +141,12 @@ def test_validation_messages():
     d = m.create_data()
     with pytest.raises(InvalidInputError, match="shape"):
         kin.forward_kinematics(m, d, [0.0, 0.0])
+    m2 = Model()
+    m2.add_body("a", -1, Revolute())
+    with pytest.raises(InvalidInputError, match="create_data"):
+        kin.forward_kinematics(m2, d, [0.0])
     with pytest.raises(InvalidInputError, match="with a"):
         kin.forward_kinematics(m, d, [0.0], None, [0.0])
+    m.add_body("b", 0, Revolute())
+    with pytest.raises(InvalidInputError, match="create_data"):
+        kin.forward_kinematics(m, d, [0.0, 0.0])
