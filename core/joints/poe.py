@@ -34,12 +34,12 @@ from ..lie import _series, so3
 
 __all__ = ["TwistTable", "exp_scalars", "exp_scalars_batch", "evaluate", "soa_twists", "transforms"]
 
-#: below this |b theta| the Taylor branches of the coefficient functions are used (as in
-#: core.lie._series)
+#: below this |b theta| the Taylor series of (x - sin x)/x^3 is used (core.lie._series's switch;
+#: its series runs through x^14). sin(x)/x and (1 - cos x)/x^2 = (sin(x/2)/(x/2))^2 / 2 have no
+#: cancellation and use their closed forms down to TINY.
 SMALL = _series.SMALL
-#: (x - sin x)/x^3 cancels to eps/x^2 relative, so its series (to x^8, first neglected term
-#: 2e-20 at the switch) runs up to this |x|
-F3_SMALL = 0.1
+TINY = 1e-100
+_C3 = _series.SERIES["c"][::-1]  # highest power first, for Horner
 
 _I4 = np.eye(4).ravel()
 _I6 = np.eye(6).ravel()
@@ -52,25 +52,24 @@ def exp_scalars(b, theta):
     ``c = (1 - cos x)/theta^2 = b^2 (1 - cos x)/x^2``, ``e = (x - sin x)/theta^3 =
     b^3 (x - sin x)/x^3``, so that ``R = I + a W + c W^2`` and ``p = (b I + c W + e W^2) v``
     (Rodrigues; W = [w]). The products are the coefficients of ``Ad_{exp(-z b)}``. Exact
-    for every angle, including ``x`` near 0 (series), pi and 2 pi. Scalar twin of
-    :func:`exp_scalars_batch` (which uses :mod:`core.lie._series`; the two agree to ~1e-10
-    relative in ``e`` just above ``SMALL``, where _series' closed form cancels, i.e. to
-    ~1e-17 absolute in ``exp``).
+    for every angle, including ``x`` near 0, pi and 2 pi. Scalar twin of
+    :func:`exp_scalars_batch` (which uses :mod:`core.lie._series`).
     """
     x = b * theta
-    x2 = x * x
-    if abs(x) < SMALL:
-        f1 = 1.0 - x2 / 6.0 + x2 * x2 / 120.0
-        f2 = 0.5 - x2 / 24.0 + x2 * x2 / 720.0
+    ax = abs(x)
+    if ax < TINY:
+        f1, f2 = 1.0, 0.5
     else:
         f1 = math.sin(x) / x
-        h = math.sin(0.5 * x)
-        f2 = 2.0 * h * h / x2  # no cancellation, unlike (1 - cos x)/x^2
-    if abs(x) < F3_SMALL:
-        f3 = 1.0 / 6.0 - x2 * (1.0 / 120.0 - x2 * (1.0 / 5040.0 - x2 * (
-            1.0 / 362880.0 - x2 / 39916800.0)))
+        h = math.sin(0.5 * x) / (0.5 * x)
+        f2 = 0.5 * h * h
+    if ax < SMALL:
+        x2 = x * x
+        f3 = 0.0
+        for coef in _C3:
+            f3 = f3 * x2 + coef
     else:
-        f3 = (x - math.sin(x)) / (x2 * x)
+        f3 = (x - math.sin(x)) / (x * x * x)
     a = b * f1
     c = b * b * f2
     e = b * b * b * f3
@@ -208,23 +207,18 @@ def soa_twists(g):
 
 
 def _exp_coefficients(x2):
-    """``sin(x)/x, (1 - cos x)/x^2, (x - sin x)/x^3`` for an array of ``x2 = x^2``, with the
-    series of :func:`exp_scalars` where x is small (one sqrt and two sines per element)."""
-    x2s = np.where(x2 < F3_SMALL * F3_SMALL, 1.0, x2)
-    x = np.sqrt(x2s)
-    sx = np.sin(x)
-    h = np.sin(0.5 * x)
-    f1 = sx / x
-    f2 = 2.0 * h * h / x2s
-    f3 = (x - sx) / (x2s * x)
-    small = x2 < F3_SMALL * F3_SMALL
+    """``sin(x)/x, (1 - cos x)/x^2, (x - sin x)/x^3`` for an array of ``x2 = x^2`` (the
+    branches of :func:`exp_scalars`; one sqrt and two sines per element)."""
+    x = np.sqrt(x2)
+    xs = np.where(x < TINY, 1.0, x)
+    sx = np.sin(xs)
+    f1 = np.where(x < TINY, 1.0, sx / xs)
+    h = np.sin(0.5 * xs) / (0.5 * xs)
+    f2 = np.where(x < TINY, 0.5, 0.5 * h * h)
+    f3 = (xs - sx) / (xs * xs * xs)
+    small = x < SMALL
     if np.any(small):
-        y = x2[small]
-        f1[small] = 1.0 - y * (1.0 / 6.0 - y * (1.0 / 120.0 - y * (1.0 / 5040.0 - y / 362880.0)))
-        f2[small] = 0.5 - y * (1.0 / 24.0 - y * (1.0 / 720.0 - y * (1.0 / 40320.0
-                                                                     - y / 3628800.0)))
-        f3[small] = 1.0 / 6.0 - y * (1.0 / 120.0 - y * (1.0 / 5040.0 - y * (
-            1.0 / 362880.0 - y / 39916800.0)))
+        f3[small] = _series.series("c", x2[small])
     return f1, f2, f3
 
 

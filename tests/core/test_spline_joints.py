@@ -74,8 +74,8 @@ def knots_interior(joint):
 
 # --- the engine ---------------------------------------------------------------------------
 
-SPECIAL_ANGLES = [0.0, 1e-12, 1e-8, 1e-3 - 1e-12, 1e-3 + 1e-12, 0.5, np.pi - 1e-9, np.pi,
-                  np.pi + 1e-7, 2 * np.pi - 1e-6, 2 * np.pi, 7.0]
+SPECIAL_ANGLES = [0.0, 1e-12, 1e-8, 1e-3, 0.1, 0.5 - 1e-12, 0.5 + 1e-12, 0.5, 1.35, 1.36,
+                  np.pi - 1e-9, np.pi, np.pi + 1e-7, 2 * np.pi - 1e-6, 2 * np.pi, 7.0]
 
 
 @pytest.mark.parametrize("angle", SPECIAL_ANGLES)
@@ -84,11 +84,16 @@ def test_twist_table_exp_and_adjoint_match_se3(angle):
     g = np.array([random_twist(rng, angle), random_twist(rng, angle)])
     g[1, 3:] = 0.0  # pure rotation
     tab = poe.TwistTable(np.vstack([g, [[0, 0, 0, 0.3, -0.2, 1.0]]]))  # and pure translation
-    for b in [0.0, 1e-9, 0.37, -1.3, 1.0]:
+    # b theta crosses the series switch (0.5) for several of these
+    for b in [0.0, 1e-9, 0.37, -1.3, 1.0, 0.999999999999, 1.000000000001]:
         for k in range(3):
             s = np.array(poe.exp_scalars(b, tab.theta[k]))
             np.testing.assert_allclose(s, poe.exp_scalars_batch(b, tab.theta[k]),
-                                       rtol=1e-9, atol=1e-14)
+                                       rtol=1e-13, atol=1e-15)
+            x2 = np.array([(b * tab.theta[k]) ** 2])
+            f = np.array(poe._exp_coefficients(x2))[:, 0]
+            np.testing.assert_allclose(f * [b, b * b, b ** 3], s[[0, 1, 3]], rtol=1e-13,
+                                       atol=1e-15)
             r = s @ tab.K[k]
             E = r[:16].reshape(4, 4) + np.eye(4)
             A = r[16:].reshape(6, 6) + np.eye(6)
@@ -123,6 +128,51 @@ def test_poe_engine_vs_finite_differences(n, m):
     joint = Quadratic()
     for q in [np.zeros(n), np.full(n, 1e-8), rng.normal(size=n)]:
         assert_derivatives(joint, q)
+
+
+def test_appendix_b_hessian_needs_the_updated_mu():
+    """The seeds README trap, shown numerically: eq. 30 with ad of the *previous* mu_{k-1}
+    (as printed) disagrees with central differences; with the updated mu_k (ours) it agrees."""
+    rng = np.random.default_rng(42)
+    m, n = 3, 2
+    g = np.array([random_twist(rng) for _ in range(m)])
+    a1 = rng.normal(size=(m, n))
+
+    def G_of(q):
+        G = np.eye(4)
+        for k in range(m):
+            G = G @ se3.exp(g[k] * (a1[k] @ q))
+        return G
+
+    def S_H(q, updated):
+        mu = np.zeros((6, n))
+        dmu = np.zeros((n, 6, n))
+        for k in range(m):
+            Ai = se3.Ad(se3.exp(-g[k] * (a1[k] @ q)))
+            new = np.outer(g[k], a1[k]) + Ai @ mu
+            use = new if updated else mu
+            dmu = np.stack([Ai @ dmu[j] + (se3.ad(use.T) @ g[k]).T * a1[k, j]
+                            for j in range(n)])
+            mu = new
+        return mu, dmu
+
+    q = rng.normal(size=n)
+    h = 1e-6
+    H_fd = np.stack([(S_H(q + e, True)[0] - S_H(q - e, True)[0]) / (2 * h)
+                     for e in np.eye(n) * h])
+    S_fd = np.stack([se3.vee(se3.inv(G_of(q)) @ (G_of(q + e) - G_of(q - e)) / (2 * h))
+                     for e in np.eye(n) * h], axis=1)
+    S, H_right = S_H(q, True)
+    _, H_wrong = S_H(q, False)
+    np.testing.assert_allclose(S, S_fd, atol=1e-8)
+    np.testing.assert_allclose(H_right, H_fd, atol=1e-7)
+    assert np.abs(H_wrong - H_fd).max() > 1e-2
+    # and the engine agrees with the right one
+    tab = poe.TwistTable(g)
+    _, S_e, H_e = poe.evaluate(np.eye(4), tab.g, tab.theta, tab.adg, tab.K, a1 @ q, a1,
+                               np.zeros((m, n, n)))
+    np.testing.assert_allclose(S_e, S, atol=1e-12)
+    np.testing.assert_allclose(H_e, H_right, atol=1e-12)
 
 
 # --- the spline curve joint ------------------------------------------------------------------
