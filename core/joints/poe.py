@@ -39,7 +39,7 @@ __all__ = ["TwistTable", "exp_scalars", "exp_scalars_batch", "evaluate", "soa_tw
 #: cancellation and use their closed forms down to TINY.
 SMALL = _series.SMALL
 TINY = 1e-100
-_C3 = _series.SERIES["c"][::-1]  # highest power first, for Horner
+_C3_0, _C3_1, _C3_2, _C3_3, _C3_4, _C3_5, _C3_6, _C3_7 = _series.SERIES["c"]  # x^0 .. x^14
 
 _I4 = np.eye(4).ravel()
 _I6 = np.eye(6).ravel()
@@ -65,9 +65,8 @@ def exp_scalars(b, theta):
         f2 = 0.5 * h * h
     if ax < SMALL:
         x2 = x * x
-        f3 = 0.0
-        for coef in _C3:
-            f3 = f3 * x2 + coef
+        f3 = ((((((_C3_7 * x2 + _C3_6) * x2 + _C3_5) * x2 + _C3_4) * x2 + _C3_3) * x2 + _C3_2)
+              * x2 + _C3_1) * x2 + _C3_0
     else:
         f3 = (x - math.sin(x)) / (x * x * x)
     a = b * f1
