@@ -69,14 +69,13 @@ def check_knots(knots, order, name="knots"):
             f"{name}[{i}] = {t[i]!r}. Sort the knots."
         )
     # multiplicity: a run of more than k equal knots makes a basis function vanish identically
-    run = 1
-    for i in range(1, t.size):
-        run = run + 1 if t[i] == t[i - 1] else 1
-        if run > k:
-            raise InvalidInputError(
-                f"{name} repeats the value {t[i]!r} {run} times; order {k} allows at most {k}. "
-                "Remove the extra copies."
-            )
+    ends = np.concatenate([np.flatnonzero(steps != 0), [t.size - 1]])  # last index of each run
+    runs = np.diff(np.concatenate([[-1], ends]))
+    if runs.max() > k:
+        i = int(np.argmax(runs))
+        raise InvalidInputError(
+            f"{name} repeats the value {t[ends[i]]!r} {int(runs[i])} times; order {k} allows at "
+            f"most {k}. Remove the extra copies.")
     n = t.size - k
     if not t[n] > t[k - 1]:
         raise InvalidInputError(
