@@ -110,8 +110,9 @@ class SplineJoint(Joint):
     """
 
     def __init__(self, knots, coefficients, order=4, basis_twists=None, offset=None):
-        if isinstance(knots, np.ndarray) and knots.ndim == 1:
-            knots = [knots]
+        if isinstance(knots, np.ndarray) and knots.ndim == 1 or \
+                isinstance(knots, (list, tuple)) and all(np.isscalar(t) for t in knots):
+            knots = [knots]  # one knot vector: n = 1
         try:
             knots = [np.asarray(t, dtype=float) for t in knots]
         except (TypeError, ValueError) as exc:

@@ -529,6 +529,8 @@ def test_surface_serialisation_and_with_coefficients():
     q = np.array([0.1, -0.3])
     for a, b in zip(joint.evaluate(q), back.evaluate(q)):
         np.testing.assert_allclose(a, b, atol=1e-14)
+    one = SplineJoint(bs.uniform_knots(5, 4).tolist(), np.zeros((6, 5)))  # a plain list, n = 1
+    assert one.nq == 1
     zero = joint.with_coefficients(np.zeros_like(joint.coefficients))
     np.testing.assert_allclose(zero.transform(q), joint.offset, atol=1e-15)
     assert zero.nq == 2 and joint.neutral().shape == (2,)
