@@ -219,7 +219,16 @@ def _aba_recursive(model, data, q, v, tau, fext):
     for k, (idx, par, dofs, n, has_parent, unique) in enumerate(model.aba_levels):
         Ia = IA[idx]
         ci = c[idx]
-        if n:
+        if n == 1:                                                 # the common 1-DOF case
+            S = Sw[dofs[:, 0]]                                     # (m, 6)
+            U = (Ia @ S[:, :, None])[:, :, 0]
+            D = (S * U).sum(axis=1)
+            u = tau[dofs[:, 0]] - (S * pA[idx]).sum(axis=1)
+            UD = U / D[:, None]
+            Pa = Ia - UD[:, :, None] * U[:, None, :]
+            pa = pA[idx] + (Pa @ ci[:, :, None])[:, :, 0] + UD * u[:, None]
+            data.aba_U[k], data.aba_Dinv[k], data.aba_u[k] = U, D, u
+        elif n:
             S = Sw[dofs]                                           # (m, n, 6)
             U = np.einsum("mab,mnb->man", Ia, S)                   # IA S
             Dinv = np.linalg.inv(np.einsum("mna,mak->mnk", S, U))  # Omega^-1
@@ -243,7 +252,12 @@ def _aba_recursive(model, data, q, v, tau, fext):
     for k in range(len(model.aba_levels) - 1, -1, -1):
         idx, par, dofs, n, has_parent, unique = model.aba_levels[k]
         Ap = np.where(has_parent[:, None], data.A[np.maximum(par, 0)], g) + c[idx]
-        if n:
+        if n == 1:
+            U, D, u = data.aba_U[k], data.aba_Dinv[k], data.aba_u[k]
+            qdd = (u - (U * Ap).sum(axis=1)) / D
+            data.ddq[dofs[:, 0]] = qdd
+            data.A[idx] = Ap + Sw[dofs[:, 0]] * qdd[:, None]
+        elif n:
             U, Dinv, u = data.aba_U[k], data.aba_Dinv[k], data.aba_u[k]
             qdd = np.einsum("mnk,mk->mn", Dinv, u - np.einsum("man,ma->mn", U, Ap))
             data.ddq[dofs] = qdd

@@ -2,7 +2,9 @@
 
     python scripts/bench_dynamics.py [--quick]
 
-Tables (median microseconds per call, :func:`bench.median_us`):
+Tables (median microseconds of CPU time per call, :func:`median_cpu_us`: like
+:func:`bench.median_us` but timed with ``time.process_time``, so that other processes on a
+shared machine inflate the figures less; every column, ours and the references, uses it):
 
 1. revolute chains N = 1, 8, 32, 128: ``core.dynamics.aba`` (auto = single-body path for
    N = 1, dense CRBA + Cholesky otherwise), the O(n) articulated-body recursion of
@@ -17,6 +19,7 @@ Tables (median microseconds per call, :func:`bench.median_us`):
 import os
 import sys
 import time
+import timeit
 
 # one BLAS thread: on a loaded 2-core machine OpenBLAS threads stall small products (set
 # before numpy is imported; when bench.py imports this module the caller's setting applies)
@@ -30,7 +33,7 @@ for _p in (ROOT, HERE):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from bench import format_table, machine_description, median_us, table  # noqa: E402
+from bench import format_table, machine_description, table  # noqa: E402
 
 from core import dynamics  # noqa: E402
 from core.joints.lower_pairs import Revolute  # noqa: E402
@@ -41,6 +44,21 @@ from core.model import Model  # noqa: E402
 LINK = 0.3
 MASS = 1.0
 INERTIA = (1e-3, 8e-3, 8e-3)
+
+
+def median_cpu_us(fn, quick=False, repeat=None):
+    """Median CPU time (``time.process_time``) of one call of ``fn()`` in microseconds: runs of
+    >= 0.2 s (0.02 s with quick), 7 of them (3 with quick)."""
+    timer = timeit.Timer(fn, timer=time.process_time)
+    target = 0.02 if quick else 0.2
+    number = 1
+    while timer.timeit(number) < target:
+        number *= 2 if number < 8 else 4
+    runs = timer.repeat(repeat=repeat or (3 if quick else 7), number=number)
+    return float(np.median(runs)) / number * 1e6
+
+
+median_us = median_cpu_us
 
 
 def revolute_chain(n):
