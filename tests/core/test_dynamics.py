@@ -259,6 +259,32 @@ def test_crba_and_nle_reproduce_rnea():
     assert np.all(np.linalg.eigvalsh(M) > 0)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spline_joint_trees_are_self_consistent(seed):
+    """Spline joints (no Pinocchio counterpart): rnea(aba(tau)) == tau and
+    crba^-1 (tau - nle) equals the Appendix A recursion, on a branching tree mixing cubic and
+    quadratic spline curve joints with lower pairs and a ball joint."""
+    rng = np.random.default_rng(seed)
+    m = Model(gravity=GRAVITY)
+    joints = [_spline_joint(), Revolute(rng.normal(size=3)), _spline_joint(),
+              SplineCurveJoint(_spline_joint().control_frames, order=3), Spherical(),
+              _spline_joint()]
+    for i, (j, p) in enumerate(zip(joints, [-1, 0, 1, 0, 3, 4])):
+        m.add_body(f"b{i}", p, j, se3.from_rp(rand_rot(rng), rng.normal(size=3) * 0.3),
+                   rng.uniform(0.5, 2.0), rng.normal(size=3) * 0.1, rand_inertia(rng))
+    d = m.create_data()
+    q, v, _, tau = random_state(rng, m)
+    for i, j in enumerate(m.joints):
+        if isinstance(j, SplineCurveJoint):          # inside the knot range
+            q[m.q_start[i]] = rng.uniform(j.lower[0], j.upper[0])
+    ddq = dyn.aba(m, d, q, v, tau, method="recursive").copy()
+    np.testing.assert_allclose(dyn.rnea(m, d, q, v, ddq), tau, rtol=1e-10, atol=1e-10)
+    M = dyn.crba(m, d, q).copy()
+    h = dyn.nonlinear_effects(m, d, q, v).copy()
+    np.testing.assert_allclose(np.linalg.solve(M, tau - h), ddq, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(dyn.aba(m, d, q, v, tau), ddq, rtol=1e-10, atol=1e-10)
+
+
 def test_springs_are_consistent_and_conservative():
     """rnea(aba(tau)) == tau with joint and point springs; energy balance of the springs."""
     rng = np.random.default_rng(8)
