@@ -5,7 +5,7 @@
     python scripts/bench.py --quick              # fewer repeats and smaller batches
 
 Prints the machine description and one markdown table per measurement, each figure the
-median over timing runs (:func:`median_us`: ``timeit`` runs of >= 0.2 s, 7 of them) in
+median over timing runs (:func:`median_us`: ``timeit`` runs of >= 0.1 s, 5 of them) in
 microseconds per call unless the column says otherwise.
 
 Adding a section: write ``bench_<name>(quick: bool) -> list[Table] | list[dict]`` in a
@@ -19,6 +19,7 @@ import importlib
 import os
 import platform
 import sys
+import time
 import timeit
 
 import numpy as np
@@ -45,20 +46,22 @@ SECTIONS = {
 
 
 # -- helpers the sections share ------------------------------------------------------------
-def median_us(fn, quick=False, repeat=None):
+def median_us(fn, quick=False, repeat=None, cpu=False):
     """Median wall time of one call of ``fn()`` in microseconds.
 
-    The number of calls per run grows until one run takes >= 0.2 s (>= 0.02 s with
-    ``quick``); then ``repeat`` runs (default 7, quick 3) are timed and the median returned.
+    The number of calls per run grows until one run takes >= 0.1 s (>= 0.02 s with
+    ``quick``); then ``repeat`` runs (default 5, quick 3) are timed and the median returned.
+    ``cpu=True`` times process CPU time instead (``time.process_time``), which other
+    processes on a shared machine inflate less than wall time.
     """
-    timer = timeit.Timer(fn)
-    target = 0.02 if quick else 0.2
+    timer = timeit.Timer(fn, timer=time.process_time) if cpu else timeit.Timer(fn)
+    target = 0.02 if quick else 0.1
     number = 1
     while True:
         if timer.timeit(number) >= target:
             break
         number *= 2 if number < 8 else 4
-    runs = timer.repeat(repeat=repeat or (3 if quick else 7), number=number)
+    runs = timer.repeat(repeat=repeat or (3 if quick else 5), number=number)
     return float(np.median(runs)) / number * 1e6
 
 
@@ -152,14 +155,19 @@ def bench_joints(quick=False):
         qs = rng.uniform(lo, hi, (n_batch, joint.nq))
         times = [median_us(lambda f=f: f(q), quick) for f in
                  (joint.transform, joint.jacobian, joint.hessian, joint.evaluate)]
-        single.append([label, joint.nq] + times)
+        single.append([label, joint.nq] + times
+                      + [median_us(lambda: joint.evaluate(q), quick, cpu=True)])
         t = median_us(lambda: joint.transforms(qs), quick)
-        batch.append([label, n_batch, t / 1e3, t / n_batch, n_batch / t * 1e6])
+        tc = median_us(lambda: joint.transforms(qs), quick, cpu=True)
+        batch.append([label, n_batch, t / 1e3, t / n_batch, n_batch / t * 1e6,
+                      n_batch / tc * 1e6])
     return [
         table("Joints: one configuration (us per call, median)",
-              ["joint", "nq", "transform", "jacobian", "hessian", "evaluate (G,S,H)"], single),
+              ["joint", "nq", "transform", "jacobian", "hessian", "evaluate (G,S,H)",
+               "evaluate, CPU time"], single),
         table(f"Joints: batched transforms(qs) at N = {n_batch:,}",
-              ["joint", "N", "ms per batch", "us per q", "q per second"], batch),
+              ["joint", "N", "ms per batch", "us per q", "q per second",
+               "q per CPU second"], batch),
     ]
 
 
