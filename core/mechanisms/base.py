@@ -35,7 +35,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from .. import dynamics
 from ..errors import InvalidInputError, SimulationError
-from ..integrators import Integrator
+from ..integrators import METHODS, Integrator
 from ..kinematics import forward_kinematics
 from ..limits import LimitSolver
 
@@ -43,10 +43,10 @@ __all__ = ["BodyDisplay", "Drive", "Mechanism", "SimulationResult", "simulate",
            "MESH_HINTS", "INTEGRATORS"]
 
 #: mesh hints the Blender side understands
-MESH_HINTS = ("capsule", "sphere", "ellipsoid", "box", "plane", "bead", "letter", "wire",
-              "surface", "bone", "airplane")
-#: integrators of :func:`simulate`
-INTEGRATORS = ("euler", "semi_implicit", "rk4")
+MESH_HINTS = ("capsule", "sphere", "ellipsoid", "box", "plane", "bead", "wire", "bone",
+              "airplane")
+#: integrators of :func:`simulate` (those of :mod:`core.integrators`)
+INTEGRATORS = METHODS
 #: :func:`simulate` stops when ``|E - E_0 - W_drive|`` exceeds this many times the larger of
 #: ``|E_0|``, the largest kinetic energy so far and 1 J
 BLOWUP = 100.0
@@ -58,8 +58,9 @@ class BodyDisplay:
 
     name: object name; mesh: one of :data:`MESH_HINTS`; size: ``(3,)`` extents (radius,
     length, ... as the hint needs: capsule = (radius, length, 0) along the body's local
-    axis ``axis``; sphere/bead = (radius, 0, 0); ellipsoid = semi-axes; box/plane/letter =
-    full extents);
+    axis ``axis``; sphere/bead = (radius, 0, 0); ellipsoid = semi-axes; box/plane/airplane
+    = full extents; bone = (radius, length, 0) like a capsule; wire = (wire radius, 0, 0)
+    with the wire in ``polylines``);
     colour: RGBA ``(4,)`` in [0, 1]; offset: ``(4, 4)`` mesh pose in the body frame;
     axis: local capsule axis (0, 1 or 2); polylines: tuple of ``(K, 3)`` arrays drawn as
     curves attached to the body (wires, coastlines); visible: False for carrier bodies.
