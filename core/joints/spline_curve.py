@@ -321,7 +321,9 @@ class SplineCurveJoint(Joint):
 
     @classmethod
     def from_dict(cls, data):
-        """Inverse of :meth:`to_dict` (uses the twists, so turns beyond pi survive)."""
+        """Inverse of :meth:`to_dict`. With ``control_twists`` the joint is rebuilt from
+        ``control_frames[0]`` and the twists (turns beyond pi survive) and the frames must agree
+        with them; without, from the frames."""
         if not isinstance(data, dict) or data.get("type") != "SplineCurveJoint":
             raise InvalidInputError(
                 "from_dict expects the dict made by SplineCurveJoint.to_dict() "
@@ -337,7 +339,13 @@ class SplineCurveJoint(Joint):
         if "control_twists" in data:
             if frames.ndim != 3 or frames.shape[0] < 1:
                 raise InvalidInputError("control_frames must be a (m + 1, 4, 4) list.")
-            return cls.from_twists(frames[0], data["control_twists"], knots, order)
+            joint = cls.from_twists(frames[0], data["control_twists"], knots, order)
+            if frames.shape != joint.control_frames.shape or \
+                    np.abs(frames - joint.control_frames).max() > 1e-6:
+                raise InvalidInputError(
+                    "control_frames and control_twists disagree (G_j != G_{j-1} exp(z_j)); "
+                    "after editing the frames, drop control_twists to rebuild from the frames.")
+            return joint
         return cls(frames, knots, order)
 
     def __repr__(self):

@@ -369,6 +369,10 @@ def test_curve_serialisation_round_trip_keeps_big_turns():
     np.testing.assert_allclose(back.control_twists, twists)
     plain = SplineCurveJoint.from_dict({k: v for k, v in data.items() if k != "control_twists"})
     assert plain.control_twists[0, 2] < np.pi  # rebuilt from frames: the short way round
+    edited = dict(data, control_frames=(np.array(data["control_frames"]) * 1.0).tolist())
+    edited["control_frames"][2][0][3] += 0.1
+    with pytest.raises(InvalidInputError, match="disagree"):
+        SplineCurveJoint.from_dict(edited)
 
 
 def test_curve_interface_basics():
