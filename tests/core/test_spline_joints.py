@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from scipy.linalg import expm
 
 from core import bspline as bs
 from core.errors import InvalidInputError
@@ -98,6 +99,7 @@ def test_twist_table_exp_and_adjoint_match_se3(angle):
             E = r[:16].reshape(4, 4) + np.eye(4)
             A = r[16:].reshape(6, 6) + np.eye(6)
             np.testing.assert_allclose(E, se3.exp(tab.g[k] * b), atol=1e-12)
+            np.testing.assert_allclose(E, expm(se3.hat(tab.g[k] * b)), atol=1e-11)
             np.testing.assert_allclose(A, se3.Ad(se3.exp(-tab.g[k] * b)), atol=1e-11)
             np.testing.assert_allclose(tab.adg[k], se3.ad(tab.g[k]))
 
