@@ -58,8 +58,6 @@ def median_cpu_us(fn, quick=False, repeat=None):
     return float(np.median(runs)) / number * 1e6
 
 
-median_us = median_cpu_us
-
 
 def revolute_chain(n):
     m = Model(gravity=(0.0, 0.0, -9.81), name=f"revolute{n}")
@@ -139,11 +137,11 @@ def revolute_table(quick):
     for n in (1, 8, 32, 128):
         m = revolute_chain(n)
         q, v, tau = _state(m, np.random.default_rng(0))
-        ours = median_us(_ours(m), quick)
-        rec = median_us(_ours(m, "recursive"), quick)
+        ours = median_cpu_us(_ours(m), quick)
+        rec = median_cpu_us(_ours(m, "recursive"), quick)
         pm = pin_chain(n)
         pd = pm.createData()
-        t_pin = median_us(lambda: pin.aba(pm, pd, q, v, tau), quick)
+        t_pin = median_cpu_us(lambda: pin.aba(pm, pd, q, v, tau), quick)
         mm = mujoco.MjModel.from_xml_string(mjcf_chain(n))
         md = mujoco.MjData(mm)
         md.qpos[:] = q
@@ -154,7 +152,7 @@ def revolute_table(quick):
                 md.time = 0.0
                 md.qpos[:] = q
                 md.qvel[:] = 0.0
-        t_mj = median_us(step, quick)
+        t_mj = median_cpu_us(step, quick)
         rows.append([n, ours, rec, t_pin, t_mj, ours / t_pin, ours / t_mj])
     return table("aba on revolute chains (us per call)",
                  ["N", "ours aba", "ours Appendix A recursion", "pin.aba", "mujoco.mj_step",
@@ -167,10 +165,10 @@ def spline_table(quick):
     rows = []
     for n in (1, 8, 32, 128):
         m = spline_chain(n)
-        rows.append([f"spline chain N={n}", n, median_us(_ours(m), quick),
-                     median_us(_ours(m, "recursive"), quick)])
-    rows.append(["knee (gait2392 tibia, 1 DOF)", 1, median_us(_ours(knee_model()), quick),
-                 median_us(_ours(knee_model(), "recursive"), quick)])
+        rows.append([f"spline chain N={n}", n, median_cpu_us(_ours(m), quick),
+                     median_cpu_us(_ours(m, "recursive"), quick)])
+    rows.append(["knee (gait2392 tibia, 1 DOF)", 1, median_cpu_us(_ours(knee_model()), quick),
+                 median_cpu_us(_ours(knee_model(), "recursive"), quick)])
     return table("aba with cubic spline curve joints (us per call)",
                  ["model", "N", "ours aba", "ours Appendix A recursion"], rows,
                  note="targets: N = 8 spline chain <= 200 us; 1-DOF knee <= 30 us")
