@@ -14,8 +14,6 @@ sum over ancestors (a product with the model's ancestry matrix) instead of a Pyt
 Every function takes ``model, data`` first, writes into ``data`` and returns its main result.
 """
 
-import bisect
-
 import numpy as np
 
 from .errors import InvalidInputError
@@ -84,16 +82,13 @@ def _cubic_splines(model, data, q):
     ``core.joints.spline_curve._cubic_evaluate``: eqs. 24, 27-30 unrolled for k = 4)."""
     x = q[model.spline_dofs]
     n = x.size
-    gs = np.empty(n, dtype=int)
-    outside = []
-    for k, (starts, lo, hi, off) in enumerate(model.spline_info):
-        xk = float(x[k])
-        if xk < lo or xk > hi:
-            outside.append(k)
-        gs[k] = off + max(bisect.bisect_right(starts, xk) - 1, 0)
-    u = (x - model.spline_starts[gs])[:, None, None]
-    D = model.spline_poly[gs]                                   # (n, 3, 3, 4)
-    b = ((D[..., 3] * u + D[..., 2]) * u + D[..., 1]) * u + D[..., 0]   # (n, order, fn)
+    # global span index: last span start <= x (clamped to the joint's first span)
+    gs = np.maximum(np.searchsorted(model.spline_keys, x + model.spline_shift, side="right") - 1,
+                    model.spline_first)
+    outside = np.nonzero((x < model.spline_lo) | (x > model.spline_hi))[0]
+    u = x - model.spline_starts[gs]
+    upow = np.stack([np.ones(n), u, u * u, u * u * u], axis=1)[:, :, None]
+    b = (model.spline_poly[gs] @ upow).reshape(n, 3, 3)               # (n, order, fn)
     cvec = np.empty((n, 31))
     cvec[:, 0] = 1.0
     cvec[:, 1:] = poe.exp_scalars_batch(b[:, 0], model.spline_theta[gs]).reshape(n, 30)
@@ -104,10 +99,10 @@ def _cubic_splines(model, data, q):
     M = np.concatenate((r[:, 96:114].reshape(n, 6, 3), Z, model.spline_adg3[gs] @ Z[:, :, :1]),
                        axis=2)
     d1, d2, d3 = b[:, 1, 0], b[:, 1, 1], b[:, 1, 2]
-    C = np.zeros((n, 6, 2))
-    C[:, 0, 0], C[:, 1, 0], C[:, 3, 0] = d3, d2, d1
-    C[:, 0, 1], C[:, 1, 1], C[:, 3, 1] = b[:, 2, 2], b[:, 2, 1], b[:, 2, 0]
-    C[:, 2, 1], C[:, 4, 1], C[:, 5, 1] = -d3 * d2, -d1 * d2, -d3 * d1
+    e1, e2, e3 = b[:, 2, 0], b[:, 2, 1], b[:, 2, 2]
+    zero = np.zeros(n)
+    C = np.stack([d3, e3, d2, e2, zero, -d3 * d2, d1, e1, zero, -d1 * d2, zero, -d3 * d1],
+                 axis=1).reshape(n, 6, 2)
     SH = M @ C
     S, H = SH[:, :, 0], SH[:, :, 1]
     for k in outside:

@@ -328,12 +328,20 @@ class Model:
         if not bodies:
             return
         js = [self.joints[i] for i in bodies]
-        offsets = np.cumsum([0] + [len(j._starts) for j in js])[:-1]
-        self.spline_info = [(j._starts_list, j._lo, j._hi, int(o)) for j, o in zip(js, offsets)]
+        # span lookup for all joints with one searchsorted: joint k's span starts are shifted
+        # by k * shift (shift > every knot range) into one increasing array
+        lo = np.array([j._lo for j in js])
+        hi = np.array([j._hi for j in js])
+        shift = 2.0 * float(np.max(np.abs(np.concatenate([j._starts for j in js] + [lo, hi])))) \
+            + 1.0
+        self.spline_lo, self.spline_hi = lo, hi
+        self.spline_shift = shift * np.arange(len(js))
+        self.spline_keys = np.concatenate([j._starts + shift * k for k, j in enumerate(js)])
+        self.spline_first = np.cumsum([0] + [len(j._starts) for j in js])[:-1]
         self.spline_table = np.concatenate([j._cubic for j in js])          # (S, 31, 120)
         self.spline_theta = np.concatenate([j._theta for j in js])          # (S, 3)
         self.spline_adg3 = np.concatenate([j._adg[:, 2] for j in js])       # (S, 6, 6)
-        self.spline_poly = np.concatenate([j._D for j in js])               # (S, 3, 3, 4)
+        self.spline_poly = np.concatenate([j._D for j in js]).reshape(-1, 9, 4)  # (S, 9, 4)
         self.spline_starts = np.concatenate([j._starts for j in js])        # (S,)
         self.spline_H = self.placements[self.spline_bodies]
 
