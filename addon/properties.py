@@ -135,6 +135,9 @@ class SJ_Mechanism(PropertyGroup):
     baked_frames: IntProperty(name="Baked Frames")
     energy_drift: FloatProperty(name="Energy Drift")
     bake_seconds: FloatProperty(name="Bake Time (s)")
+    baked_steps: IntProperty(name="Baked Steps", description="Integration steps of the last bake")
+    constraint_error: FloatProperty(name="Constraint Error", unit="LENGTH",
+                                    description="Largest constraint error of the last bake (m)")
 
 
 classes = (SJ_Sample, SJ_BoneSettings, SJ_BodyRef, SJ_Mechanism)

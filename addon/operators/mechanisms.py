@@ -113,6 +113,8 @@ def write_bake(scene, item, result) -> int:
     item.baked_frames = len(frames)
     item.energy_drift = result.energy_drift
     item.bake_seconds = result.wall_time
+    item.baked_steps = result.steps
+    item.constraint_error = float(result.constraint_error.max()) if len(result.constraint_error) else 0.0
     return len(frames)
 
 

@@ -1,0 +1,576 @@
+"""Write demo_blends/: one .blend per core demo mechanism plus three rigs, with the bpy module.
+
+    .venv/bin/python scripts/build_demos.py                 # every file
+    .venv/bin/python scripts/build_demos.py --only globe knee_fit_rig
+    .venv/bin/python scripts/build_demos.py --out DIR --zip build/dist/spline_joints-...zip
+
+The extension zip (built with scripts/build_extension.py --platform linux-x64 unless --zip is
+given) is installed into a private, temporary Blender user folder (BLENDER_USER_RESOURCES) and
+enabled, exactly as the tests do; the user's own Blender configuration is never touched.
+
+Files written (each scene: low-poly meshes, solid-colour materials, an orthographic camera
+framing the whole motion, a sun light and Workbench render settings):
+
+* ``<demo>.blend`` for every key of ``core.mechanisms.DEMOS``: the mechanism placed with the
+  add-on's ``spline_joints.add_mechanism`` at the demo's own frame rate and duration, unbaked.
+  The camera frames the motion, which is simulated once here (core only, 2 processes).
+* ``knee_fit_rig.blend``: femur/tibia armature; the tibia is posed over the OpenSim gait2392
+  knee range (1-degree grid, ``core.reference.KneeGait2392``), the poses are recorded with
+  ``spline_joints.capture_range`` (frame-number source), fitted with ``spline_joints.fit``
+  (12-frame spline curve, path drawn) and driven by the ``sj_q0`` slider, which is animated.
+* ``scapulothoracic_fit_rig.blend``: thorax ellipsoid and scapula; the 17 x 11 Seth 2019 grid
+  (``core.reference.ScapulothoracicSeth2019``) captured with ``spline_joints.capture_pose``
+  (custom-property source), a fitted 8 x 6 spline surface joint and animated sliders.
+* ``shoulder_reach_cone.blend``: a humerus on a ball joint; swing samples captured, a reach
+  cone fitted (``spline_joints.fit_reach_cone``) and drawn (``spline_joints.draw_reach_cone``).
+
+Every scene carries ``scene["spline_joints_demo_build"] = BUILD_VERSION`` so the tests can
+tell a stale file; bump it whenever this script changes what it writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import inspect
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "demo_blends"
+MODULE = "bl_ext.user_default.spline_joints"
+BUILD_VERSION = 1
+RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone")
+RESOLUTION = (640, 400)
+BACKGROUND = (0.93, 0.94, 0.96)
+#: view direction (from the target towards the camera) per file; default: front-right, above
+VIEWS = {
+    "beads_on_a_wire": (0.35, -1.0, 0.45),
+    "globe": (0.6, -1.0, 0.5),
+    "knee_pendulum": (0.15, -1.0, 0.25),
+    "knee_fit_rig": (0.12, -1.0, 0.12),
+    "scapulothoracic": (-0.9, -0.8, 0.45),
+    "scapulothoracic_fit_rig": (-1.0, -0.45, 0.35),
+    "shoulder_reach_cone": (1.0, -0.35, 0.3),
+    "deforming_surface": (0.7, -1.0, 0.9),
+}
+DEFAULT_VIEW = (0.55, -1.0, 0.35)
+
+
+# ------------------------------------------------------------------------------------------
+# Core side (no bpy): demo settings and the points the camera must see
+# ------------------------------------------------------------------------------------------
+
+def _repo_core():
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module("core.mechanisms")
+
+
+def _shapes_module():
+    """addon/shapes.py (numpy only) without importing the add-on package (which needs bpy)."""
+    spec = importlib.util.spec_from_file_location("sj_shapes", ROOT / "addon" / "shapes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def demo_settings(demo: str) -> dict:
+    """The builder's default frame rate and duration: ``{"fps": int, "duration": float}``."""
+    params = inspect.signature(_repo_core().DEMOS[demo]).parameters
+    fps = params["fps"].default if "fps" in params else 60.0
+    duration = params["duration"].default if "duration" in params else 2.0
+    if float(fps) != int(fps):
+        raise SystemExit(f"error: demo {demo!r} runs at {fps} fps; a scene needs a whole number")
+    return {"fps": int(fps), "duration": float(duration)}
+
+
+def motion_points(demo: str) -> np.ndarray:
+    """World points (M, 3) of every visible mesh vertex and polyline over the simulated motion
+    (every 4th frame), for framing the camera. Runs the core simulation once."""
+    mechs = _repo_core()
+    shapes = _shapes_module()
+    mech = mechs.DEMOS[demo](**demo_settings(demo))
+    result = mechs.simulate(mech)
+    poses = result.poses[::4]
+    pts = []
+    for k, disp in enumerate(mech.display):
+        if not disp.visible:
+            continue
+        local = [np.asarray(p, dtype=float).reshape(-1, 3) for p in disp.polylines]
+        mesh = shapes.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)
+        if mesh is not None:
+            local.append(np.asarray(mesh[0]))
+        if not local:
+            continue
+        local = np.vstack(local)
+        pts.append(np.einsum("fij,vj->fvi", poses[:, k, :3, :3], local).reshape(-1, 3)
+                   + np.repeat(poses[:, k, :3, 3], len(local), axis=0))
+    return np.vstack(pts)
+
+
+# ------------------------------------------------------------------------------------------
+# Blender side
+# ------------------------------------------------------------------------------------------
+
+def build_zip() -> str:
+    """Build (or reuse) the linux-x64 extension zip; returns its path."""
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_extension.py"), "--platform",
+                           "linux-x64"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"error: building the extension failed:\n{proc.stdout}{proc.stderr}")
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def start_blender(zip_path: str | None = None, user_dir: str | None = None):
+    """Import bpy with a sandboxed user folder and enable the extension (installing the zip
+    when it is not installed there yet). Returns the bpy module."""
+    if "bpy" in sys.modules:
+        raise RuntimeError("start_blender must run before bpy is imported (it sets the user folder)")
+    if user_dir:
+        os.environ["BLENDER_USER_RESOURCES"] = user_dir
+    elif not os.environ.get("BLENDER_USER_RESOURCES"):
+        os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="spline_joints_user_")
+    import bpy  # noqa: E402 (the environment above must be set first)
+    import addon_utils
+
+    ext_dir = Path(os.environ["BLENDER_USER_RESOURCES"]) / "extensions" / "user_default" / "spline_joints"
+    if not ext_dir.is_dir():
+        bpy.ops.extensions.package_install_files(filepath=os.path.abspath(zip_path or build_zip()),
+                                                 repo="user_default", enable_on_install=True)
+    if not addon_utils.check(MODULE)[1]:
+        bpy.ops.preferences.addon_enable(module=MODULE)
+    if MODULE not in bpy.context.preferences.addons:
+        raise RuntimeError(f"{MODULE} could not be enabled from {ext_dir}")
+    return bpy
+
+
+def addon_module(name: str):
+    """A module of the installed extension, e.g. ``addon_module("addon.bridge")``."""
+    return importlib.import_module(f"{MODULE}.{name}")
+
+
+def setup_render(scene, points: np.ndarray, view=DEFAULT_VIEW, margin: float = 1.12,
+                 resolution=RESOLUTION) -> None:
+    """Orthographic camera looking along ``-view`` that frames ``points`` (M, 3), a sun light,
+    a light background and Workbench settings (studio light, material colours, cavity, outline)."""
+    import bpy
+    from mathutils import Matrix, Vector
+
+    d = np.asarray(view, dtype=float)
+    d /= np.linalg.norm(d)
+    rot = Vector(d.tolist()).to_track_quat("Z", "Y").to_matrix()  # camera looks along its -Z
+    R = np.array(rot)
+    local = points @ R  # coordinates in the camera's axes
+    lo, hi = local.min(axis=0), local.max(axis=0)
+    centre = R @ (0.5 * (lo + hi))
+    aspect = resolution[0] / resolution[1]
+    width = max(hi[0] - lo[0], (hi[1] - lo[1]) * aspect, 1e-3) * margin
+    depth = hi[2] - lo[2]
+    cam_data = bpy.data.cameras.new("Camera")
+    cam_data.type = "ORTHO"
+    cam_data.ortho_scale = float(width)
+    cam_data.clip_start = 0.01
+    cam_data.clip_end = float(depth + 2.0 * width + 10.0)
+    cam = bpy.data.objects.new("Camera", cam_data)
+    scene.collection.objects.link(cam)
+    T = Matrix.Translation(Vector((centre + d * (0.5 * depth + width + 1.0)).tolist())) @ rot.to_4x4()
+    cam.matrix_world = T
+    scene.camera = cam
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
+    scene.collection.objects.link(sun)
+    sun.matrix_world = Matrix.Translation(Vector((centre + np.array([0.0, 0.0, width])).tolist())) @ \
+        Vector((0.4, -0.6, 1.0)).to_track_quat("Z", "Y").to_matrix().to_4x4()
+    sun.data.energy = 3.0
+    world = bpy.data.worlds.new("World")
+    world.color = BACKGROUND
+    scene.world = world
+    scene.render.engine = "BLENDER_WORKBENCH"
+    scene.render.resolution_x, scene.render.resolution_y = resolution
+    scene.render.resolution_percentage = 100
+    scene.render.film_transparent = False
+    scene.render.image_settings.file_format = "PNG"
+    shading = scene.display.shading
+    shading.light = "STUDIO"
+    shading.color_type = "MATERIAL"
+    shading.show_cavity = True
+    shading.cavity_type = "WORLD"
+    shading.show_object_outline = True
+    shading.show_specular_highlight = True
+    scene.view_settings.view_transform = "Standard"
+
+
+def render_frame(scene, frame: int, resolution=None) -> np.ndarray:
+    """Workbench render of one frame as an (H, W, 4) float32 RGBA array (top row first)."""
+    import bpy
+
+    if resolution is not None:
+        scene.render.resolution_x, scene.render.resolution_y = resolution
+    scene.frame_set(int(frame))
+    bpy.context.view_layer.update()  # let the add-on's live drive pose driven bones
+    fd, path = tempfile.mkstemp(suffix=".png", prefix="sj_frame_")
+    os.close(fd)
+    try:
+        scene.render.filepath = path
+        with bpy.context.temp_override(scene=scene):
+            bpy.ops.render.render(write_still=True, scene=scene.name)
+        img = bpy.data.images.load(path)
+        w, h = img.size
+        px = np.empty(w * h * 4, dtype=np.float32)
+        img.pixels.foreach_get(px)
+        bpy.data.images.remove(img)
+    finally:
+        os.remove(path)
+    return px.reshape(h, w, 4)[::-1]
+
+
+def contact_sheet(tiles: list, columns: int, gap: int = 4) -> np.ndarray:
+    """Tile equally sized (H, W, 4) images row by row with white gaps; returns (H', W', 4)."""
+    h, w = tiles[0].shape[:2]
+    rows = -(-len(tiles) // columns)
+    sheet = np.ones((rows * h + (rows - 1) * gap, columns * w + (columns - 1) * gap, 4), dtype=np.float32)
+    for k, tile in enumerate(tiles):
+        r, c = divmod(k, columns)
+        sheet[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = tile
+    return sheet
+
+
+def save_png(rgba: np.ndarray, path: Path, compression: int = 100) -> None:
+    """Write an (H, W, 4) float array in [0, 1] (top row first) as an 8-bit RGB PNG via bpy."""
+    import bpy
+
+    h, w = rgba.shape[:2]
+    img = bpy.data.images.new(f"sj_png_{Path(path).stem}", w, h, alpha=False)
+    img.pixels.foreach_set(np.ascontiguousarray(rgba[::-1], dtype=np.float32).ravel())
+    scene = bpy.context.scene
+    settings = scene.render.image_settings
+    settings.file_format, settings.color_mode, settings.color_depth = "PNG", "RGB", "8"
+    settings.compression = compression
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    img.save_render(str(path), scene=scene)
+    bpy.data.images.remove(img)
+
+
+def new_scene(fps: int, frame_end: int, name: str):
+    import bpy
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.name = name
+    scene.render.fps, scene.render.fps_base = int(fps), 1.0
+    scene.frame_start, scene.frame_end, scene.frame_current = 1, int(frame_end), 1
+    scene.unit_settings.system, scene.unit_settings.scale_length = "METRIC", 1.0
+    return scene
+
+
+def save(scene, path: Path) -> None:
+    import bpy
+
+    scene["spline_joints_demo_build"] = BUILD_VERSION
+    scene.frame_set(scene.frame_start)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp), compress=True, relative_remap=False)
+    os.replace(tmp, path)
+    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} kB)", flush=True)
+
+
+def build_mechanism_file(demo: str, points: np.ndarray, out: Path) -> None:
+    import bpy
+
+    s = demo_settings(demo)
+    scene = new_scene(s["fps"], 1 + round(s["duration"] * s["fps"]), demo)
+    if bpy.ops.spline_joints.add_mechanism(demo=demo, duration=s["duration"]) != {"FINISHED"}:
+        raise RuntimeError(f"add_mechanism failed for {demo}")
+    setup_render(scene, points, VIEWS.get(demo, DEFAULT_VIEW))
+    save(scene, out / f"{demo}.blend")
+
+
+# --- rigs ---------------------------------------------------------------------------------
+
+def _matrix(a):
+    from mathutils import Matrix
+
+    return Matrix(np.asarray(a, dtype=float).tolist())
+
+
+def _armature(name: str, bones):
+    """Armature object at the origin with bones ``(name, parent, T_arm_bone (4, 4), length)``,
+    left in Pose Mode with the last bone active."""
+    import bpy
+
+    data = bpy.data.armatures.new(name)
+    data.display_type = "STICK"
+    obj = bpy.data.objects.new(name, data)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    for bname, parent, T, length in bones:
+        eb = data.edit_bones.new(bname)
+        eb.head, eb.tail = (0.0, 0.0, 0.0), (0.0, float(length), 0.0)
+        eb.matrix = _matrix(T)
+        if parent:
+            eb.parent = data.edit_bones[parent]
+            eb.use_connect = False
+    bpy.ops.object.mode_set(mode="POSE")
+    data.bones.active = data.bones[bones[-1][0]]
+    for pb in obj.pose.bones:
+        pb.rotation_mode = "QUATERNION"
+    obj.show_in_front = True
+    obj.hide_render = True
+    return obj
+
+
+def _bone_mesh(arm, bone: str, name: str, mesh, colour, T_bone_obj=None):
+    """A mesh (vertices, faces) parented to a bone at ``T_bone_obj`` (bone head frame)."""
+    import bpy
+
+    bridge = addon_module("addon.bridge")
+    obj = bridge.write_mesh_object(name, mesh[0], mesh[1], bpy.context.scene.collection)
+    obj.data.materials.append(bridge.ensure_material(f"SJ {name}", colour))
+    bridge.parent_to_bone(obj, arm, bone, np.eye(4) if T_bone_obj is None else T_bone_obj)
+    return obj
+
+
+def _translation(p):
+    T = np.eye(4)
+    T[:3, 3] = p
+    return T
+
+
+def _colour_path(arm, child: str, colour=(0.85, 0.15, 0.1, 1.0)) -> None:
+    """Give the fitted-path curve drawn by spline_joints.fit a solid colour."""
+    import bpy
+
+    bridge = addon_module("addon.bridge")
+    path = bpy.data.objects[addon_module("addon.operators.fit").path_object_name(arm, arm.pose.bones[child])]
+    path.data.materials.append(bridge.ensure_material("SJ joint path", colour))
+
+
+def _key_sliders(pose_bone, keys) -> None:
+    """Key the coordinate sliders: keys = [(frame, (q0, q1, ...)), ...] (linear in between)."""
+    for frame, values in keys:
+        for i, v in enumerate(values):
+            pose_bone[f"sj_q{i}"] = float(v)
+            pose_bone.keyframe_insert(f'["sj_q{i}"]', frame=frame)
+
+
+def _check(result, what: str) -> None:
+    if result != {"FINISHED"}:
+        raise RuntimeError(f"{what} returned {result}")
+
+
+#: OpenSim body frame (y up the bone, x forward) -> Blender bone frame (Y head -> tail down the
+#: leg): a half turn about z
+C_LEG = np.diag([-1.0, -1.0, 1.0, 1.0])
+#: OpenSim pelvis/thorax frame in the world (OpenSim y up = world z)
+T_WORLD_OPENSIM = np.array([[1.0, 0, 0, 0], [0, 0, -1.0, 0], [0, 1.0, 0, 0], [0, 0, 0, 1.0]])
+BONE = (0.93, 0.9, 0.82, 1.0)
+
+
+def build_knee_rig(out: Path) -> None:
+    """Femur/tibia armature; gait2392 knee captured, fitted (spline curve) and driven."""
+    import bpy
+
+    ref = addon_module("core.reference").KneeGait2392()
+    bridge = addon_module("addon.bridge")
+    shapes = addon_module("addon.shapes")
+    lo, hi = ref.range
+    n = int(round(math.degrees(hi - lo))) + 1  # the reference's 1-degree grid (131 poses)
+    scene = new_scene(30, n, "knee_fit_rig")
+    T_hip = T_WORLD_OPENSIM @ _translation((0.0, 0.95, 0.0))  # OpenSim femur frame in the world
+    T_rest = ref.pose(0.0)
+    femur_len = float(np.linalg.norm(T_rest[:3, 3]))
+    bones = [("femur", None, T_hip @ C_LEG, femur_len),
+             ("tibia", "femur", T_hip @ T_rest @ C_LEG, 0.43)]
+    arm = _armature("Knee", bones)
+    tibia = arm.pose.bones["tibia"]
+
+    # Pose the tibia over the OpenSim range, one reference pose per frame, and capture it.
+    qs = np.linspace(lo, hi, n)
+    T_pc = np.linalg.inv(C_LEG) @ ref.poses(qs) @ C_LEG  # tibia bone in femur bone
+    basis = np.linalg.solve(bridge.read_rest_T_parent_child(tibia)[None], T_pc)
+    bridge.write_bone_keyframes(arm, tibia, np.arange(1, n + 1), basis)
+    s = tibia.spline_joints
+    s.source, s.n_coordinates = "FRAME", 1
+    s.frame_start, s.frame_end, s.frame_q_start, s.frame_q_end = 1, n, lo, hi
+    _check(bpy.ops.spline_joints.capture_range(frame_start=1, frame_end=n, step=1), "capture_range")
+    arm.animation_data_clear()
+    s.fit_type, s.fit_frames, s.fit_order, s.fit_length_scale = "CURVE", 12, 4, 0.1
+    _check(bpy.ops.spline_joints.fit(), "fit")
+    _colour_path(arm, "tibia")
+    _check(bpy.ops.spline_joints.drive_joint(), "drive_joint")
+    frames = 96
+    scene.frame_end = frames
+    _key_sliders(tibia, [(1, (hi,)), (frames // 2, (lo,)), (frames, (hi,))])
+
+    # Low-poly bones: femur shaft and condyles, tibia plateau and shaft, a foot, the pelvis.
+    _bone_mesh(arm, "femur", "femur shaft", shapes.cylinder(0.022, femur_len - 0.06, axis=1), BONE,
+               _translation((0.0, 0.5 * femur_len - 0.01, 0.0)))
+    _bone_mesh(arm, "femur", "femur condyles", shapes.uv_sphere((0.03, 0.028, 0.045), 12, 6), BONE,
+               _translation((0.0, femur_len - 0.03, 0.0)))
+    _bone_mesh(arm, "femur", "femoral head", shapes.uv_sphere((0.026,) * 3, 12, 6), BONE)
+    _bone_mesh(arm, "tibia", "tibial plateau", shapes.uv_sphere((0.034, 0.016, 0.042), 12, 6),
+               (0.88, 0.84, 0.74, 1.0), _translation((0.0, 0.02, 0.0)))
+    _bone_mesh(arm, "tibia", "tibia shaft", shapes.cylinder(0.017, 0.39, axis=1), (0.88, 0.84, 0.74, 1.0),
+               _translation((0.0, 0.22, 0.0)))
+    _bone_mesh(arm, "tibia", "foot", shapes.box((0.2, 0.05, 0.08)), (0.8, 0.75, 0.65, 1.0),
+               _translation((-0.06, 0.455, 0.0)))
+    pelvis = bridge.write_mesh_object("pelvis", *shapes.box((0.16, 0.12, 0.24)), scene.collection)
+    pelvis.data.materials.append(bridge.ensure_material("SJ pelvis", (0.85, 0.8, 0.7, 1.0)))
+    pelvis.location = (0.0, 0.08, 1.02)
+
+    # Frame the whole swing: knee and foot over the range.
+    ankle = np.array([[0.0, -0.43, 0.0, 1.0], [0.1, -0.46, 0.0, 1.0], [-0.1, -0.46, 0.0, 1.0]])
+    pts = [(T_hip @ T @ ankle.T).T[:, :3] for T in ref.poses(qs[::5])]
+    pts += [np.array([[x, y, z] for x in (-0.08, 0.08) for y in (0.02, 0.14) for z in (0.9, 1.16)])]
+    setup_render(scene, np.vstack(pts), VIEWS["knee_fit_rig"])
+    save(scene, out / "knee_fit_rig.blend")
+
+
+def build_scapula_rig(out: Path) -> None:
+    """Thorax/scapula armature; the Seth 2019 grid captured, fitted (spline surface), driven."""
+    import bpy
+
+    ref = addon_module("core.reference").ScapulothoracicSeth2019()
+    bridge = addon_module("addon.bridge")
+    shapes = addon_module("addon.shapes")
+    scene = new_scene(30, 96, "scapulothoracic_fit_rig")
+    T_thorax = T_WORLD_OPENSIM.copy()
+    T_thorax[:3, 3] = (0.0, 0.0, 1.3)
+    rest = ref.defaults.copy()
+    bones = [("thorax", None, T_thorax, 0.12), ("scapula", "thorax", T_thorax @ ref.pose(rest), 0.08)]
+    arm = _armature("Shoulder", bones)
+    scap = arm.pose.bones["scapula"]
+    s = scap.spline_joints
+    s.n_coordinates, s.source, s.property_0, s.property_1 = 2, "PROPERTY", "abduction", "elevation"
+    grid = ref.grid()
+    rest_rel = bridge.read_rest_T_parent_child(scap)
+    for q, T in zip(grid["q"].reshape(-1, 4), grid["T_thorax_scapula"].reshape(-1, 4, 4)):
+        scap["abduction"], scap["elevation"] = float(q[0]), float(q[1])
+        scap.matrix_basis = _matrix(np.linalg.solve(rest_rel, T))
+        bpy.context.view_layer.update()
+        _check(bpy.ops.spline_joints.capture_pose(), "capture_pose")
+    scap.matrix_basis = _matrix(np.eye(4))
+    s.fit_type, s.fit_grid, s.fit_method, s.fit_order, s.fit_length_scale = \
+        "SURFACE", (8, 6), "coordinatewise", 4, 0.1
+    _check(bpy.ops.spline_joints.fit(), "fit")
+    _colour_path(arm, "scapula", (0.2, 0.35, 0.8, 1.0))
+    _check(bpy.ops.spline_joints.drive_joint(), "drive_joint")
+    lo, hi = np.array(s.range_min), np.array(s.range_max)
+    mid, amp = 0.5 * (lo + hi), 0.35 * (hi - lo)
+    keys = [(1 + 12 * k, mid + amp * np.array([math.cos(k * math.pi / 4), math.sin(k * math.pi / 4)]))
+            for k in range(9)]
+    _key_sliders(scap, keys)
+
+    _bone_mesh(arm, "thorax", "thorax", shapes.uv_sphere(ref.radii, 24, 12), (0.85, 0.72, 0.66, 1.0),
+               ref.T_thorax_pjoint)
+    # the blade lies in the tangent plane of the ellipsoid at the joint's contact frame
+    _bone_mesh(arm, "scapula", "scapula blade", shapes.box((0.09, 0.13, 0.01)), (0.95, 0.92, 0.85, 1.0),
+               ref.T_scapula_cjoint @ _translation((0.0, 0.0, 0.006)))
+    _bone_mesh(arm, "thorax", "clavicle", shapes.cylinder(0.009, 0.15, axis=2), BONE,
+               _translation((0.0, 0.0, 0.08)))
+    centre = T_thorax @ ref.T_thorax_pjoint
+    box = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float) * ref.radii
+    pts = box @ centre[:3, :3].T + centre[:3, 3]
+    scap_pts = (T_thorax @ grid["T_thorax_scapula"].reshape(-1, 4, 4))[:, :3, 3]
+    setup_render(scene, np.vstack([pts, scap_pts]), VIEWS["scapulothoracic_fit_rig"], margin=1.05)
+    save(scene, out / "scapulothoracic_fit_rig.blend")
+
+
+#: humerus swings captured for the reach cone: XYZ Euler angles (rad) relative to the rest pose
+#: (hanging down), around an abducted, slightly flexed centre; X < 0 swings laterally, Z forward
+SHOULDER_CENTRE = (-0.6, 0.0, 0.15)
+SHOULDER_SWINGS = [(SHOULDER_CENTRE[0] + a * math.cos(t), 0.0, SHOULDER_CENTRE[2] + b * math.sin(t))
+                   for t in np.linspace(0, 2 * math.pi, 12, endpoint=False)
+                   for a, b in ((0.45, 0.6), (0.22, 0.3))] + [SHOULDER_CENTRE]
+
+
+def build_shoulder_rig(out: Path) -> None:
+    """A humerus on a ball joint with a fitted, drawn elliptical reach cone."""
+    import bpy
+
+    bridge = addon_module("addon.bridge")
+    shapes = addon_module("addon.shapes")
+    scene = new_scene(30, 48, "shoulder_reach_cone")
+    # Shoulder girdle bone pointing laterally (world -y), humerus hanging down and forward.
+    T_sh = np.eye(4)
+    T_sh[:3, :3] = np.diag([1.0, -1.0, -1.0])  # Y along world -y (the right shoulder)
+    T_sh[:3, 3] = (0.0, 0.0, 1.4)
+    T_hu = np.eye(4)
+    T_hu[:3, :3] = [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]]  # Y down (-z world)
+    T_hu[:3, 3] = (0.0, -0.18, 1.4)
+    arm = _armature("Arm", [("girdle", None, T_sh, 0.18), ("humerus", "girdle", T_hu, 0.3)])
+    hum = arm.pose.bones["humerus"]
+    hum.rotation_mode = "XYZ"
+    s = hum.spline_joints
+    s.source, s.property_0 = "PROPERTY", "sample"  # a counter: the cone needs no coordinate
+    for k, rot in enumerate(SHOULDER_SWINGS):
+        hum["sample"] = float(k)
+        hum.rotation_euler = rot
+        bpy.context.view_layer.update()
+        _check(bpy.ops.spline_joints.capture_pose(), "capture_pose")
+    s.cone_margin = math.radians(3.0)
+    _check(bpy.ops.spline_joints.fit_reach_cone(), "fit_reach_cone")
+    s.cone_shape, s.cone_length = "ELLIPTICAL", 0.26
+    _check(bpy.ops.spline_joints.draw_reach_cone(), "draw_reach_cone")
+    for k in range(5):  # the arm sweeps along inside the cone
+        t = k * math.pi / 2
+        hum.rotation_euler = (SHOULDER_CENTRE[0] + 0.36 * math.cos(t), 0.0,
+                              SHOULDER_CENTRE[2] + 0.48 * math.sin(t))
+        hum.keyframe_insert("rotation_euler", frame=1 + 12 * k)
+    _bone_mesh(arm, "humerus", "humerus shaft", shapes.cylinder(0.02, 0.26, axis=1), BONE,
+               _translation((0.0, 0.15, 0.0)))
+    _bone_mesh(arm, "humerus", "humeral head", shapes.uv_sphere((0.028,) * 3, 12, 6), BONE)
+    _bone_mesh(arm, "humerus", "elbow", shapes.uv_sphere((0.03, 0.02, 0.022), 12, 6), BONE,
+               _translation((0.0, 0.29, 0.0)))
+    _bone_mesh(arm, "girdle", "girdle", shapes.cylinder(0.014, 0.16, axis=1), (0.85, 0.8, 0.7, 1.0),
+               _translation((0.0, 0.08, 0.0)))
+    torso = bridge.write_mesh_object("torso", *shapes.uv_sphere((0.1, 0.13, 0.26), 20, 10), scene.collection)
+    torso.data.materials.append(bridge.ensure_material("SJ torso", (0.85, 0.72, 0.66, 1.0)))
+    torso.location = (0.0, 0.02, 1.2)
+    pts = [np.array([[x, y, z] for x in (-0.2, 0.2) for y in (-0.5, 0.16) for z in (0.95, 1.48)])]
+    setup_render(scene, np.vstack(pts), VIEWS["shoulder_reach_cone"], margin=1.0)
+    save(scene, out / "shoulder_reach_cone.blend")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(OUT), help="output folder (default demo_blends/)")
+    parser.add_argument("--only", nargs="*", help="file names (without .blend) to write")
+    parser.add_argument("--zip", help="extension zip to install (default: build it)")
+    parser.add_argument("--jobs", type=int, default=2, help="processes for the framing simulations")
+    args = parser.parse_args(argv)
+    demos = list(_repo_core().DEMOS)
+    names = args.only or demos + list(RIGS)
+    unknown = sorted(set(names) - set(demos) - set(RIGS))
+    if unknown:
+        print(f"error: unknown demo(s) {unknown}; choose from {demos + list(RIGS)}", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    todo = [n for n in names if n in demos]
+    zip_path = args.zip or build_zip()
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:  # before bpy: spawn-free fork
+        points = dict(zip(todo, pool.map(motion_points, todo)))
+    start_blender(zip_path)
+    builders = {"knee_fit_rig": build_knee_rig, "scapulothoracic_fit_rig": build_scapula_rig,
+                "shoulder_reach_cone": build_shoulder_rig}
+    for name in names:
+        if name in builders:
+            builders[name](out)
+        else:
+            build_mechanism_file(name, points[name], out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,226 @@
+"""The main job: bake every demo in demo_blends/ headless, render contact sheets, print a table.
+
+    .venv/bin/python scripts/main.py --out out/ [--jobs 2] [--only globe knee_fit_rig]
+                                     [--duration SECONDS] [--frames 8]
+
+(``bash scripts/main.sh`` sets up the environment and builds the extension first.)
+
+1. The linux-x64 extension zip (scripts/build_extension.py, cached) is installed into a private
+   Blender user folder ``OUT/.blender_user`` (BLENDER_USER_RESOURCES): nothing outside OUT is
+   touched.
+2. Each demo file is handled in its own process (bpy is a process-wide singleton), ``--jobs`` at
+   a time: the file is opened, every mechanism is baked by ``spline_joints.bake_dynamics`` through
+   ``scripts/bake.py``'s ``bake_open_file`` (atomic save to ``OUT/blends/<file>``), and
+   ``--frames`` Workbench frames spread over the scene's range are tiled into
+   ``OUT/sheets/<file>.png``. Fitting rigs have no mechanism: they are saved and rendered as
+   their sliders play (the add-on's live drive poses the bones).
+3. A table is printed: mechanism, bodies, DOF, steps, wall time (the core simulation), energy
+   drift (``max |E - E0 - W_drive| / energy in motion``; for damped mechanisms this is the
+   dissipation, not an error) and constraint error (m). It is also written to OUT/summary.json.
+
+Exit status 0 when every file baked and rendered, 1 otherwise (``error: FILE: reason`` lines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DEMOS_DIR = ROOT / "demo_blends"
+TILE = (320, 200)
+
+
+# ------------------------------------------------------------------------------------------
+# Worker (one process per file, with bpy)
+# ------------------------------------------------------------------------------------------
+
+def worker(path: str, out: str, frames: int, duration: float | None, result_file: str) -> None:
+    sys.path.insert(0, str(HERE))
+    import build_demos as bd
+
+    bpy = bd.start_blender()  # BLENDER_USER_RESOURCES is set by the parent: already installed
+    import bake
+
+    name = Path(path).stem
+    bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
+    if duration is not None:
+        for scene in bpy.data.scenes:
+            for item in scene.spline_joints_mechanisms:
+                item.duration = min(item.duration, duration)
+    t0 = time.perf_counter()
+    bake.bake_open_file(os.path.join(out, "blends"), Path(path).name)
+    bake_wall = time.perf_counter() - t0
+    build_mechanism = bd.addon_module("addon.operators.mechanisms").build_mechanism
+    rows, rigs = [], []
+    scene = bpy.context.scene
+    for sc in bpy.data.scenes:
+        for item in sc.spline_joints_mechanisms:
+            mech = build_mechanism(item.demo, item.duration, item.substeps, sc)
+            rows.append({"file": name, "mechanism": item.name, "title": item.title,
+                         "bodies": len(item.bodies), "dof": int(mech.ndof), "steps": item.baked_steps,
+                         "frames": item.baked_frames, "dt": mech.dt, "duration": item.duration,
+                         "wall": item.bake_seconds, "energy_drift": item.energy_drift,
+                         "passive": bool(mech.passive), "constraint_error": item.constraint_error})
+        for obj in sc.objects:
+            if obj.type == "ARMATURE":
+                for pb in obj.pose.bones:
+                    s = pb.spline_joints
+                    if s.joint_json or len(s.samples):
+                        rigs.append({"file": name, "bone": f"{obj.name}/{pb.name}",
+                                     "samples": len(s.samples), "fit": s.fit_status or "-",
+                                     "rms_mm": s.fit_rms_mm, "rms_deg": s.fit_rms_deg,
+                                     "max_mm": s.fit_max_mm, "max_deg": s.fit_max_deg})
+    last = scene.frame_end
+    if rows and scene.spline_joints_mechanisms:
+        last = scene.frame_start + max(1, scene.spline_joints_mechanisms[0].baked_frames) - 1
+    first = scene.frame_start
+    picks = [round(first + k * (last - first) / max(frames - 1, 1)) for k in range(frames)]
+    t0 = time.perf_counter()
+    tiles = [bd.render_frame(scene, f, TILE) for f in picks]
+    sheet = Path(out) / "sheets" / f"{name}.png"
+    bd.save_png(bd.contact_sheet(tiles, columns=min(4, frames)), sheet)
+    mean = float(sum(float(t[..., :3].std()) for t in tiles) / len(tiles))
+    with open(result_file, "w") as fh:
+        json.dump({"rows": rows, "rigs": rigs, "sheet": str(sheet), "frames": picks,
+                   "bake_wall": bake_wall, "render_wall": time.perf_counter() - t0,
+                   "tile_std": mean}, fh)
+
+
+# ------------------------------------------------------------------------------------------
+# Parent
+# ------------------------------------------------------------------------------------------
+
+def run_file(path: Path, args, env) -> tuple[Path, dict | None, str]:
+    result_file = Path(args.out) / ".work" / f"{path.stem}.json"
+    cmd = [sys.executable, __file__, "--worker", str(path), "--out", args.out, "--frames", str(args.frames),
+           "--result", str(result_file)]
+    if args.duration is not None:
+        cmd += ["--duration", str(args.duration)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    (Path(args.out) / ".work" / f"{path.stem}.log").write_text(log)
+    if proc.returncode != 0 or not result_file.is_file():
+        reason = [ln for ln in log.splitlines() if ln.strip()][-1:] or [f"exit status {proc.returncode}"]
+        return path, None, reason[0]
+    return path, json.loads(result_file.read_text()), ""
+
+
+def table(rows: list[dict]) -> str:
+    head = ("mechanism", "bodies", "DOF", "steps", "dt (ms)", "wall (s)", "energy drift", "constraint err (m)")
+    lines = []
+    for r in rows:
+        drift = f"{r['energy_drift']:.2e}" + ("" if r["passive"] else " (not passive)")
+        lines.append((r["mechanism"], str(r["bodies"]), str(r["dof"]), str(r["steps"]), f"{1e3 * r['dt']:.3g}",
+                      f"{r['wall']:.2f}", drift, f"{r['constraint_error']:.1e}"))
+    widths = [max(len(h), *(len(ln[i]) for ln in lines)) if lines else len(h) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    out = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+    out += [fmt.format(*ln) for ln in lines]
+    return "\n".join(out)
+
+
+def rig_table(rigs: list[dict]) -> str:
+    out = [f"{'rig':<26} {'bone':<18} {'samples':>7}  {'fit':<10} {'RMS mm':>7} {'RMS deg':>8} "
+           f"{'max mm':>7} {'max deg':>8}"]
+    for r in rigs:
+        out.append(f"{r['file']:<26} {r['bone']:<18} {r['samples']:>7}  {r['fit']:<10} {r['rms_mm']:>7.3f} "
+                   f"{r['rms_deg']:>8.3f} {r['max_mm']:>7.3f} {r['max_deg']:>8.3f}")
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(ROOT / "out"), help="output folder (created)")
+    parser.add_argument("--jobs", type=int, default=2, help="files processed in parallel")
+    parser.add_argument("--only", nargs="*", help="demo file names (without .blend)")
+    parser.add_argument("--frames", type=int, default=8, help="frames per contact sheet")
+    parser.add_argument("--duration", type=float, help="cap every mechanism's duration (s)")
+    parser.add_argument("--zip", help="extension zip (default: scripts/build_extension.py --platform linux-x64)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args.worker, args.out, args.frames, args.duration, args.result)
+        return 0
+    if args.frames < 1 or args.jobs < 1:
+        print("error: --frames and --jobs must be at least 1", file=sys.stderr)
+        return 1
+    t_start = time.perf_counter()
+    files = sorted(DEMOS_DIR.glob("*.blend"))
+    if args.only:
+        files = [f for f in files if f.stem in set(args.only)]
+        missing = sorted(set(args.only) - {f.stem for f in files})
+        if missing:
+            print(f"error: no demo file(s) {missing} in {DEMOS_DIR}", file=sys.stderr)
+            return 1
+    if not files:
+        print(f"error: no .blend files in {DEMOS_DIR}; run scripts/build_demos.py", file=sys.stderr)
+        return 1
+    out = Path(args.out).resolve()
+    args.out = str(out)
+    (out / ".work").mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(HERE))
+    import build_demos as bd
+
+    zip_path = args.zip or bd.build_zip()
+    user = out / ".blender_user"
+    shutil.rmtree(user, ignore_errors=True)
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(user), PYTHONDONTWRITEBYTECODE="1")
+    install = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                              "import build_demos; build_demos.start_blender(sys.argv[2])",
+                              str(HERE), zip_path], env=env, capture_output=True, text=True)
+    if install.returncode != 0:
+        print(f"error: installing {zip_path} failed:\n{install.stdout[-2000:]}{install.stderr[-2000:]}",
+              file=sys.stderr)
+        return 1
+    print(f"extension {Path(zip_path).name} installed in {user}; baking {len(files)} files, "
+          f"{args.jobs} at a time" + (f", durations capped at {args.duration} s" if args.duration else ""),
+          flush=True)
+    rows, rigs, failed = [], [], []
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for path, res, reason in pool.map(lambda p: run_file(p, args, env), files):
+            if res is None:
+                failed.append((path, reason))
+                print(f"error: {path.name}: {reason} (log: {out / '.work' / (path.stem + '.log')})",
+                      file=sys.stderr, flush=True)
+                continue
+            if res["tile_std"] < 0.01:
+                failed.append((path, "the rendered frames are blank"))
+                print(f"error: {path.name}: the rendered frames are blank", file=sys.stderr, flush=True)
+            rows += res["rows"]
+            rigs += res["rigs"]
+            print(f"  {path.name}: baked {len(res['rows'])} mechanism(s) in {res['bake_wall']:.1f} s, "
+                  f"sheet {Path(res['sheet']).relative_to(out)} ({res['render_wall']:.1f} s)", flush=True)
+    total = time.perf_counter() - t_start
+    print()
+    print(table(rows))
+    if rigs:
+        print()
+        print(rig_table(rigs))
+    print(f"\nbaked files: {out / 'blends'}   contact sheets: {out / 'sheets'}   "
+          f"total wall time {total:.0f} s")
+    (out / "summary.json").write_text(json.dumps({"mechanisms": rows, "rigs": rigs, "wall": total,
+                                                  "failed": [[str(p), r] for p, r in failed]}, indent=1))
+    if failed:
+        print(f"error: {len(failed)} of {len(files)} file(s) failed: "
+              f"{', '.join(p.name for p, _ in failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except Exception:  # a worker's traceback ends up in its log; the parent says what failed
+        traceback.print_exc()
+        sys.exit(1)

@@ -1,0 +1,118 @@
+"""demo_blends/: the committed files match scripts/build_demos.py and the core's demo library,
+and a short headless bake of one of them (scripts/bake.py's bake_open_file) writes keyframes."""
+
+import importlib.util
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_DIR = ROOT / "demo_blends"
+
+
+def _build_script():
+    spec = importlib.util.spec_from_file_location("build_demos", ROOT / "scripts" / "build_demos.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # numpy only at import time; bpy is imported by its functions
+    return module
+
+
+def scenario_check_files(tmp, demo_dir, version, rigs):
+    import bpy
+
+    from scenes import addon_module
+
+    demos = addon_module("core.mechanisms").DEMOS
+    files = sorted(p[:-6] for p in os.listdir(demo_dir) if p.endswith(".blend"))
+    problems = []
+    if files != sorted([*demos, *rigs]):
+        problems.append(f"files {files} != demos {sorted(demos)} + rigs {sorted(rigs)}")
+    for name in files:
+        path = os.path.join(demo_dir, f"{name}.blend")
+        bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+        scene = bpy.context.scene
+        where = f"{name}.blend"
+        if scene.get("spline_joints_demo_build") != version:
+            problems.append(f"{where}: built by version {scene.get('spline_joints_demo_build')}, "
+                            f"script is {version}")
+        if scene.camera is None or scene.render.engine != "BLENDER_WORKBENCH":
+            problems.append(f"{where}: no camera or not set up for Workbench")
+        if not any(o.type == "LIGHT" for o in scene.objects):
+            problems.append(f"{where}: no light")
+        if any(img.packed_file is not None for img in bpy.data.images):
+            problems.append(f"{where}: packed images")
+        if any(o.type == "MESH" and not o.data.materials for o in scene.objects):
+            problems.append(f"{where}: a mesh without material")
+        if os.path.getsize(path) > 1_000_000:
+            problems.append(f"{where}: larger than 1 MB")
+        items = scene.spline_joints_mechanisms
+        if name in demos:
+            if len(items) != 1 or items[0].demo != name:
+                problems.append(f"{where}: expected one '{name}' mechanism, found "
+                                f"{[i.demo for i in items]}")
+                continue
+            mech = demos[name](duration=0.1)
+            want = [f"{items[0].name}.{d.name}" for d in mech.display]
+            got = [ref.object.name if ref.object else None for ref in items[0].bodies]
+            if got != want:
+                problems.append(f"{where}: body objects {got} != core display {want}")
+            if items[0].baked_frames or any(ref.object.animation_data for ref in items[0].bodies):
+                problems.append(f"{where}: committed baked (demo files are stored unbaked)")
+        elif len(items):
+            problems.append(f"{where}: a rig with mechanisms")
+    rig_facts = {}
+    for rig, bone, nq in (("knee_fit_rig", "Knee/tibia", 1), ("scapulothoracic_fit_rig", "Shoulder/scapula", 2)):
+        bpy.ops.wm.open_mainfile(filepath=os.path.join(demo_dir, f"{rig}.blend"), load_ui=False)
+        arm, bname = bone.split("/")
+        pb = bpy.data.objects[arm].pose.bones[bname]
+        s = pb.spline_joints
+        doc = addon_module("core.io").loads(s.joint_json)
+        animated = bpy.data.objects[arm].animation_data.action is not None
+        rig_facts[rig] = {"samples": len(s.samples), "status": s.fit_status, "nq": doc.joint.nq,
+                          "rms_mm": s.fit_rms_mm, "drive": s.drive, "sliders": all(
+                              f"sj_q{i}" in pb.keys() for i in range(nq)), "animated": animated}
+    bpy.ops.wm.open_mainfile(filepath=os.path.join(demo_dir, "shoulder_reach_cone.blend"), load_ui=False)
+    rig_facts["cone"] = bpy.data.objects.get("SJ_ReachCone_Arm_humerus") is not None
+    return {"problems": problems, "rigs": rig_facts}
+
+
+def test_demo_blends_are_up_to_date(blender):
+    bd = _build_script()
+    out = blender(scenario_check_files, demo_dir=str(DEMO_DIR), version=bd.BUILD_VERSION, rigs=list(bd.RIGS))
+    assert not out["problems"], "run scripts/build_demos.py:\n" + "\n".join(out["problems"])
+    knee, scap = out["rigs"]["knee_fit_rig"], out["rigs"]["scapulothoracic_fit_rig"]
+    assert knee["samples"] == 131 and knee["nq"] == 1 and knee["status"] == "converged", knee
+    assert scap["samples"] == 17 * 11 and scap["nq"] == 2 and scap["status"] == "converged", scap
+    for rig in (knee, scap):
+        assert rig["rms_mm"] < 0.05 and rig["drive"] and rig["sliders"] and rig["animated"], rig
+    assert out["rigs"]["cone"]
+
+
+def scenario_short_bake(tmp, demo, bake_script):
+    import bpy
+
+    from scenes import addon_module
+
+    spec = importlib.util.spec_from_file_location("bake", bake_script)
+    bake = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bake)
+    bpy.ops.wm.open_mainfile(filepath=str(DEMO_DIR / f"{demo}.blend"), load_ui=False)
+    item = bpy.context.scene.spline_joints_mechanisms[0]
+    item.duration = 0.1
+    message = bake.bake_open_file(tmp, f"{demo}.blend")
+    bpy.ops.wm.open_mainfile(filepath=os.path.join(tmp, f"{demo}.blend"), load_ui=False)
+    scene = bpy.context.scene
+    item = scene.spline_joints_mechanisms[0]
+    bridge = addon_module("addon.bridge")
+    keys = [bridge.read_fcurve_keys(ref.object, "location", 2) for ref in item.bodies]
+    return {"message": message, "frames": item.baked_frames, "steps": item.baked_steps,
+            "constraint_error": item.constraint_error, "fps": scene.render.fps,
+            "n_keys": [len(k) for k in keys], "moved": float(max(abs(k[-1, 1] - k[0, 1]) for k in keys))}
+
+
+def test_short_headless_bake_of_a_demo(blender):
+    out = blender(scenario_short_bake, demo="hinge_chain", bake_script=str(ROOT / "scripts" / "bake.py"))
+    frames = round(0.1 * out["fps"]) + 1
+    assert out["frames"] == frames and out["n_keys"] == [frames] * 8, out
+    assert out["steps"] == (frames - 1) * 10 and out["constraint_error"] < 1e-9, out
+    assert out["moved"] > 1e-3, out  # the chain falls
+    assert "baked 1 mechanism(s)" in out["message"]
