@@ -543,31 +543,60 @@ class CoupledBodies:
             active &= ~pulling
         return res.dx
 
-    def step(self, h, f_ext=None, position_iterations=2):
-        """One step: velocity solve, position update, position correction, engagement.
-
-        ``f_ext: (N, 6)`` world wrenches ``[torque; force]`` at the centres of mass.
-        """
-        if not (np.isfinite(h) and h > 0):
-            raise InvalidInputError(f"CoupledBodies.step: h must be positive, got {h}")
-        Minv = self.inverse_mass()
+    def _forces(self, f_ext):
+        """Gyroscopic and external wrenches ``(N, 6)`` (world)."""
         w = self.u[:, :3]
         Iw = np.einsum("nij,njk,nlk,nl->ni", self.R, self.inertia, self.R, w)
         F = np.zeros_like(self.u)
         F[:, :3] = -np.einsum("nij,nj->ni", so3.hat(w), Iw)
         if f_ext is not None:
             F += np.asarray(f_ext, dtype=float).reshape(F.shape)
+        return F.reshape(-1)
+
+    def step(self, h, f_ext=None, position_iterations=2, integrator="euler", tol=1e-13):
+        """One step with engagement bookkeeping.
+
+        ``f_ext: (N, 6)`` world wrenches ``[torque; force]`` at the centres of mass.
+        ``integrator="euler"`` (ArtiSynth-like, first order): velocity solve with the
+        constraint rows at the start of the step, position update, then up to
+        ``position_iterations`` mass-weighted position corrections ``G dq = -d``.
+        ``integrator="rattle"`` (second order for bilateral constraints, used by the
+        cross-validation): half kick, drift, SHAKE correction along the start-of-step rows
+        (the correction enters the velocity), half kick and velocity projection onto the
+        end-of-step rows; engaged unilateral rows are handled as in ``"euler"``.
+        """
+        if not (np.isfinite(h) and h > 0):
+            raise InvalidInputError(f"CoupledBodies.step: h must be positive, got {h}")
+        if integrator not in ("euler", "rattle"):
+            raise InvalidInputError("CoupledBodies.step: integrator must be 'euler' or 'rattle'")
+        Minv = self.inverse_mass()
         J, _, uni = self._assemble(True)  # engagement from the current velocities
-        u_free = self.u.reshape(-1) + h * (Minv @ F.reshape(-1))
-        du = self._solve_active(J, Minv, -(J @ u_free), uni)
-        self.u = (u_free + du).reshape(-1, 6)
-        self.p, self.R = apply_displacement(self.p, self.R, h * self.u.reshape(-1))
-        for _ in range(position_iterations):
-            J, b, uni = self._assemble(False)
-            if not b.size or np.abs(b).max() < 1e-13:
-                break
-            dx = self._solve_active(J, self.inverse_mass(), b, uni)
-            self.p, self.R = apply_displacement(self.p, self.R, dx)
+        if integrator == "euler":
+            u_free = self.u.reshape(-1) + h * (Minv @ self._forces(f_ext))
+            du = self._solve_active(J, Minv, -(J @ u_free), uni)
+            self.u = (u_free + du).reshape(-1, 6)
+            self.p, self.R = apply_displacement(self.p, self.R, h * self.u.reshape(-1))
+            for _ in range(position_iterations):
+                J, b, uni = self._assemble(False)
+                if not b.size or np.abs(b).max() < tol:
+                    break
+                dx = self._solve_active(J, self.inverse_mass(), b, uni)
+                self.p, self.R = apply_displacement(self.p, self.R, dx)
+        else:
+            u_half = self.u.reshape(-1) + 0.5 * h * (Minv @ self._forces(f_ext))
+            self.p, self.R = apply_displacement(self.p, self.R, h * u_half)
+            for _ in range(max(position_iterations, 1) * 5):
+                _, b, _ = self._assemble(False)
+                if not b.size or np.abs(b).max() < tol:
+                    break
+                dx = self._solve_active(J, Minv, b, uni)   # SHAKE: start-of-step rows
+                self.p, self.R = apply_displacement(self.p, self.R, dx)
+                u_half = u_half + dx / h
+            self.u = u_half.reshape(-1, 6)
+            Minv = self.inverse_mass()
+            u_new = u_half + 0.5 * h * (Minv @ self._forces(f_ext))
+            J, _, uni = self._assemble(False)
+            self.u = (u_new + self._solve_active(J, Minv, -(J @ u_new), uni)).reshape(-1, 6)
         for j in self.joints:
             self.joint_state(j)  # coordinates of the corrected configuration
             for cons in j.coupling.constraints:

@@ -40,7 +40,7 @@ from .solver import block_diag, project, rigid_jacobian
 
 __all__ = ["Skeleton", "SkeletonState", "StepInfo", "incidence"]
 
-UPDATES = ("momentum", "paper")
+UPDATES = ("momentum", "paper", "heun")
 
 
 def incidence(E, nbodies):
@@ -289,8 +289,12 @@ class Skeleton:
             state: :class:`SkeletonState` at time t (consistent with eqs. 1-2).
             h: time step > 0.
             f_ext: ``(N, 3)`` optional external forces (world), e.g. ``m g``.
-            update: ``"momentum"`` (world angular momentum, exact conservation) or
-                ``"paper"`` (the seed's reassignments, literally).
+            update: ``"momentum"`` (world angular momentum, exact conservation),
+                ``"paper"`` (the seed's reassignments, literally) or ``"heun"`` (two solves
+                of system (6) per step, explicit trapezoid on ``p, v, w`` and
+                ``R exp(h (w0 + w1) / 2)``: second order, for accuracy comparisons; the
+                other two are first order because the velocity-dependent terms of (5) use
+                the old velocities).
             stabilize: project positions onto (1) and velocities onto (2) afterwards
                 (mass-weighted post-stabilization with the shared solver).
         Returns:
@@ -304,7 +308,15 @@ class Skeleton:
         a, dw, c, d = self.accelerations(state, f_ext)
         v = state.v + h * a
         p = state.p + h * v
-        if update == "paper":
+        if update == "heun":
+            pred = SkeletonState(state.p + h * state.v, state.R @ so3.exp(h * state.w), v,
+                                 state.w + h * dw)
+            a2, dw2, _, _ = self.accelerations(pred, f_ext)
+            p = state.p + 0.5 * h * (state.v + pred.v)
+            v = state.v + 0.5 * h * (a + a2)
+            w = state.w + 0.5 * h * (dw + dw2)
+            R = state.R @ so3.exp(0.5 * h * (state.w + pred.w))
+        elif update == "paper":
             w = state.w + h * dw
             R = state.R @ so3.exp(h * w)
         else:

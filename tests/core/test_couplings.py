@@ -246,3 +246,29 @@ def test_bad_input_raises():
     with pytest.raises(InvalidInputError):
         sim.step(-1.0)
     assert isinstance(Constraint(True, False, np.zeros(6), True).engaged, int)
+
+
+@pytest.mark.parametrize("integrator,order", [("euler", 1.0), ("rattle", 2.0)])
+def test_order_of_accuracy_of_the_integrators(integrator, order):
+    """One rod on a hinge released 0.6 rad above the horizontal, against solve_ivp."""
+    from scipy.integrate import solve_ivp
+
+    L, m = 0.3, 0.5
+    I = m * np.diag([2e-4, L ** 2 / 12, L ** 2 / 12])
+    T, errs = 0.1, []
+    for h in (4e-3, 2e-3):
+        R = so3.exp(np.array([0.0, 0.0, 0.6]))
+        cp = HingeCoupling()
+        sim = CoupledBodies([m], [I], [R @ [L / 2, 0, 0]], [R],
+                            [CouplingJoint(cp, 0, -1, se3.from_rp(np.eye(3), [-L / 2, 0, 0]),
+                                           np.eye(4))])
+        f = np.array([[0.0, 0, 0, 0, -m * 9.81, 0]])
+        for _ in range(int(round(T / h))):
+            sim.step(h, f, integrator=integrator)
+        Ip = I[2, 2] + m * (L / 2) ** 2
+        ref = solve_ivp(lambda t, y: [y[1], -m * 9.81 * L / 2 * np.cos(y[0]) / Ip], (0, T),
+                        [0.6, 0.0], rtol=1e-12, atol=1e-12).y[0, -1]
+        errs.append(abs(cp.coordinates[0].value - ref))
+    assert abs(np.log2(errs[0] / errs[1]) - order) < 0.3, errs
+    with pytest.raises(InvalidInputError):
+        sim.step(h, f, integrator="rk4")

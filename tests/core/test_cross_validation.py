@@ -7,16 +7,15 @@ machine that is several minutes, so the default run covers the first ``T_DEFAULT
 at h = 1e-4 (all of the swing's start, where the links accelerate most) and the full second
 runs with ``SPLINE_JOINTS_FULL_CROSSVAL=1`` (measured figures in the lead's report).
 
-All three maximal-coordinate steppers are symplectic-Euler/Verlet-like: started from rest
-they are first order (the error ~ h a t / 2 would reach ~1e-3 rad within the second).
-They therefore start staggered, as leapfrog does: velocities at -h/2 from the constrained
-acceleration at rest (skeleton: its own system (6); couplings: one probe step; Faure: the
-second-order ``Dq(0)`` of :meth:`Assembly.set_velocity`). The steppers are unchanged.
-Faure's stepping uses ``directions="start"`` (SHAKE-like correction directions): the seed's
-own choice (``"current"``) is first order and drifts further over the full second.
+The seeds' own steppers are first order (explicit updates with velocity terms from the
+old step, or corrections along end-of-step normals): over the chaotic second their error
+at h = 1e-4 reaches ~0.1 rad (measured: skeleton 0.106, couplings 0.120). The comparison
+therefore runs each solver with its second-order option, all built on the same constraint
+solves: the skeleton with ``update="heun"`` (system (6) solved twice per step) plus
+post-stabilization, the couplings with ``integrator="rattle"``, Faure's Stoermer stepping
+with ``directions="start"`` (SHAKE directions) and the second-order ``Dq(0)``.
 """
 
-import copy
 import os
 
 import numpy as np
@@ -92,10 +91,8 @@ def run_skeleton(T):
     skel, st = chain(NLINKS, LENGTH, MASS, RADIUS, grounded=True)
     st.p, st.R = link_poses(Q0)
     f = skel.mass[:, None] * G
-    a, dw, _, _ = skel.accelerations(st, f)
-    st.v, st.w = -0.5 * H * a, -0.5 * H * dw          # staggered (leapfrog) start
     for _ in range(int(round(T / H))):
-        st, _ = skel.step(st, H, f_ext=f, stabilize=True)
+        st, _ = skel.step(st, H, f_ext=f, update="heun", stabilize=True)
     return relative_angles(st.R)
 
 
@@ -110,11 +107,8 @@ def run_couplings(T):
                         joints)
     f = np.zeros((NLINKS, 6))
     f[:, 3:] = MASS * G
-    probe = copy.deepcopy(sim)                          # constrained acceleration at rest
-    probe.step(H, f, position_iterations=1)
-    sim.u = -0.5 * probe.u                              # staggered (leapfrog) start
     for _ in range(int(round(T / H))):
-        sim.step(H, f, position_iterations=1)
+        sim.step(H, f, integrator="rattle")
     return np.array([j.coupling.coordinates[0].value for j in joints])
 
 
@@ -160,4 +154,5 @@ def test_initial_poses_are_consistent():
 def test_joint_angles_agree_with_aba(reference, runner):
     q = runner(T_END)
     assert np.abs(q - Q0).max() > 10 * TOL or T_END < 0.1  # the pendulum really moved
-    np.testing.assert_allclose(q, reference, atol=TOL)
+    diff = (q - reference + np.pi) % (2 * np.pi) - np.pi  # angles modulo 2 pi
+    assert np.abs(diff).max() < TOL, (q, reference)

@@ -225,3 +225,25 @@ def test_bad_input_raises():
     with pytest.raises(InvalidInputError):
         Skeleton(np.array([1.0, -1.0]), np.broadcast_to(np.eye(3), (2, 3, 3)), [[0, 1]],
                  np.zeros((1, 2, 3)), np.zeros((1, 2, 3)))
+
+
+def pendulum_error(update, h, T=0.1):
+    """One grounded rod released 0.6 rad above the horizontal, against solve_ivp."""
+    from scipy.integrate import solve_ivp
+
+    skel, st = chain(1, 0.3, 0.5, 0.02, grounded=True)
+    R = so3.exp(np.array([0.0, 0.0, 0.6]))
+    st.R, st.p = R[None], (R @ [0.15, 0, 0])[None]
+    f = skel.mass[:, None] * np.array([0.0, -9.81, 0.0])
+    for _ in range(int(round(T / h))):
+        st, _ = skel.step(st, h, f_ext=f, update=update, stabilize=True)
+    Ip = skel.inertia[0, 2, 2] + 0.5 * 0.15 ** 2
+    ref = solve_ivp(lambda t, y: [y[1], -0.5 * 9.81 * 0.15 * np.cos(y[0]) / Ip], (0, T),
+                    [0.6, 0.0], rtol=1e-12, atol=1e-12).y[0, -1]
+    return abs(np.arctan2(st.R[0, 1, 0], st.R[0, 0, 0]) - ref)
+
+
+@pytest.mark.parametrize("update,order", [("paper", 1.0), ("momentum", 1.0), ("heun", 2.0)])
+def test_order_of_accuracy_of_the_updates(update, order):
+    e = [pendulum_error(update, h) for h in (4e-3, 2e-3)]
+    assert abs(np.log2(e[0] / e[1]) - order) < 0.3, e
