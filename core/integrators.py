@@ -187,8 +187,9 @@ class Integrator:
 
     def run(self, q0, v0, n_steps, t0=0.0, record_every=1, check_energy=True, progress=None):
         """Integrate ``n_steps`` steps from ``(q0, v0)``; returns :class:`SimulationResult`
-        with every ``record_every``-th state (and the first and the last). ``progress(fraction) -> bool``
-        may return False to stop early (the result then holds what was computed)."""
+        with every ``record_every``-th state (and the first and the last).
+        ``progress(fraction) -> bool`` may return False to stop early (the result then holds
+        what was computed)."""
         m = self.model
         q = m.check_state(q0, name="q0").copy()
         v = m.check_state(v0, name="v0").copy()
