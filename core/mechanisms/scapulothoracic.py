@@ -20,7 +20,7 @@ from ..joints.lower_pairs import Fixed
 from ..model import Model
 from ..reference import ScapulothoracicSeth2019
 from .base import BodyDisplay, Mechanism
-from .shapes import translation
+from .shapes import frame, translation
 
 __all__ = ["scapulothoracic_rig", "scapula_joint", "SCAPULA_MASS", "SCAPULA_INERTIA"]
 
@@ -71,14 +71,21 @@ def scapulothoracic_rig(start_offset=(0.25, 0.15), stiffness=150.0, damping=1.5,
     model.add_body("scapula", 0, joint, None, mass=SCAPULA_MASS,
                    inertia=np.diag(SCAPULA_INERTIA))
     T_rest = joint.transform(rest)
+    anchors = []
     for p in SPRING_POINTS:
         anchor = T_rest[:3, :3] @ np.asarray(p) + T_rest[:3, 3]     # in the clavicle frame
+        anchors.append(anchor)
         model.add_point_spring("scapula", p, "clavicle", anchor, stiffness, damping, 0.0)
+    # the clavicle is drawn from the thorax midline to the acromial anchor, at its height
+    acromion = anchors[0]
+    medial = np.array([0.0, acromion[1], 0.0])
+    length = float(np.linalg.norm(acromion - medial))
+    clavicle_pose = frame(0.5 * (acromion + medial), [0.0, 1.0, 0.0], acromion - medial)
     display = (BodyDisplay("thorax", "ellipsoid", tuple(ref.radii), (0.85, 0.75, 0.7, 0.5),
                            ref.T_thorax_pjoint),
-               BodyDisplay("clavicle", "bone", (0.008, 0.15, 0.0), (0.95, 0.92, 0.85, 1.0),
-                           translation([0.0, 0.0, 0.0]), axis=2),
-               BodyDisplay("scapula", "plane", (0.1, 0.14, 0.01), (0.95, 0.92, 0.85, 1.0),
+               BodyDisplay("clavicle", "bone", (0.008, length, 0.0), (0.95, 0.92, 0.85, 1.0),
+                           clavicle_pose, axis=2),
+               BodyDisplay("scapula", "plane", (0.012, 0.14, 0.10), (0.95, 0.92, 0.85, 1.0),
                            translation([-0.03, -0.06, -0.05])))
 
     def error(mech, times, q, poses):
