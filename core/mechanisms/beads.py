@@ -47,12 +47,15 @@ class ClosedSplineCurveJoint(SplineCurveJoint):
         self.period = float(self.upper[0] - self.lower[0])
 
     def _wrap(self, x):
+        """``x`` (float or array) moved by whole periods into ``[lower, lower + period)``."""
         lo = self._lo
-        return lo + np.mod(x - lo, self.period)
+        r = np.mod(x - lo, self.period)
+        # mod of a tiny negative number rounds up to the period itself
+        return lo + np.where(r >= self.period, 0.0, r)
 
     def evaluate(self, q):
         """``(G, S, H)`` at ``q: (1,)``, periodic: q is wrapped into the domain first."""
-        return super().evaluate(np.array([self._wrap(float(self.check_q(q)[0]))]))
+        return super().evaluate(np.array([float(self._wrap(float(self.check_q(q)[0])))]))
 
     def transforms(self, qs):
         """Batched periodic ``G``: ``qs: (N,)`` or ``(N, 1)`` -> ``(N, 4, 4)``."""
@@ -60,7 +63,7 @@ class ClosedSplineCurveJoint(SplineCurveJoint):
 
     def normalize(self, q, v):
         """Wrap ``q: (1,)`` into ``[lower, lower + period)``; ``v`` unchanged."""
-        return np.array([self._wrap(float(self.check_q(q)[0]))]), v
+        return np.array([float(self._wrap(float(self.check_q(q)[0])))]), v
 
 
 def rose_frames(n_frames=40, radius=0.3, amplitude=0.25, petals=5):

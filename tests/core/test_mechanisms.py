@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core import expcoords
 from core.errors import InvalidInputError
@@ -37,6 +39,9 @@ def kinetic_scale(r):
 
 # -- the closed curve joint -----------------------------------------------------------------
 
+_ROSE = ClosedSplineCurveJoint(rose_frames(16))
+
+
 def test_closed_curve_joint_is_periodic_and_c2_across_the_seam():
     j = ClosedSplineCurveJoint(rose_frames(24))
     lo, P = j.lower[0], j.period
@@ -54,6 +59,16 @@ def test_closed_curve_joint_is_periodic_and_c2_across_the_seam():
         assert np.allclose(Hfd[:, 0], H[0, :, 0], atol=1e-6)
     q, v = j.normalize(np.array([lo + 2.5 * P]), np.array([3.0]))
     assert lo <= q[0] < lo + P and np.isclose(q[0], lo + 0.5 * P) and v[0] == 3.0
+
+
+@given(x=st.floats(-50.0, 50.0), turns=st.integers(-3, 3))
+def test_closed_curve_joint_has_period_n_everywhere(x, turns):
+    j = _ROSE
+    for a, b in zip(j.evaluate(np.array([x])), j.evaluate(np.array([x + turns * j.period]))):
+        assert np.allclose(a, b, atol=1e-11)
+    q, _ = j.normalize(np.array([x]), np.zeros(1))
+    assert j.lower[0] <= q[0] < j.upper[0]
+    assert np.allclose(j.transform(q), j.transform(np.array([x])), atol=1e-11)
 
 
 def test_closest_point_distance_measures_offsets_from_the_curve():
