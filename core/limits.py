@@ -170,13 +170,17 @@ class TwistLimit(_Limit):
 
 
 def limits_from_model(model):
-    """A :class:`CoordinateLimit` for every finite joint bound ``joint.lower/upper``."""
+    """A :class:`CoordinateLimit` for every finite joint bound ``joint.lower/upper``; a
+    coordinate whose Jacobian column has no rotation at the neutral pose is linear (metres)."""
     out = []
     for i, j in enumerate(model.joints):
         lo, hi = np.asarray(j.lower, float), np.asarray(j.upper, float)
+        S = None
         for k in range(j.nq):
             if np.isfinite(lo[k]) or np.isfinite(hi[k]):
-                out.append(CoordinateLimit(i, lo[k], hi[k], index=k))
+                S = j.jacobian(j.neutral()) if S is None else S
+                rotary = bool(np.abs(S[:3, k]).max() > 0.0)
+                out.append(CoordinateLimit(i, lo[k], hi[k], index=k, rotary=rotary))
     return out
 
 

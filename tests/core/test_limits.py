@@ -8,7 +8,7 @@ import pytest
 from core import expcoords
 from core.errors import InvalidInputError
 from core.integrators import Integrator
-from core.joints.lower_pairs import Revolute
+from core.joints.lower_pairs import Prismatic, Revolute
 from core.joints.spherical import Spherical
 from core.lie import se3
 from core.limits import (CoordinateLimit, EllipticCone, LimitSolver, ReachCone, TwistLimit,
@@ -64,6 +64,13 @@ def test_constraint_gradients_match_finite_differences():
 def test_limits_from_model_reads_joint_bounds():
     lims = limits_from_model(revolute_chain(3, -0.2, 0.4))
     assert [(l.body, l.lower, l.upper) for l in lims] == [(1, -0.2, 0.4), (2, -0.2, 0.4)]
+    assert all(l.rotary for l in lims)
+    m = Model()
+    m.add_body("slider", -1, Prismatic((1.0, 0.0, 0.0), lower=-0.1, upper=0.1))
+    (lim,) = limits_from_model(m)
+    assert not lim.rotary
+    solver = LimitSolver(m, [lim], rotary_tol=1e-3, linear_tol=1e-5)
+    assert solver.tol.tolist() == [1e-5, 1e-5]
 
 
 def test_engagement_rules_deadband_and_two_steps():
