@@ -111,9 +111,8 @@ def _world_inertias(model, data):
 
 
 def _gravity_twist(model):
-    g = np.zeros(6)
-    g[3:] = -model.gravity          # the base accelerates upwards: Featherstone's trick
-    return g
+    """``[0; -g]``: the base accelerates upwards (Featherstone's trick)."""
+    return model.gravity_twist
 
 
 def _bias_wrenches(model, data, v, fext):
@@ -125,8 +124,9 @@ def _bias_wrenches(model, data, v, fext):
     return out
 
 
-def _prepare(model, data, q, v, fext):
-    model.check_data(data)
+def _prepare(model, data, q, v, fext, checked=False):
+    if not checked:
+        model.check_data(data)
     q = model.check_state(q)
     v = _check_vec(model, v, "v")
     fext = _check_fext(model, fext)
@@ -161,14 +161,18 @@ def rnea(model, data, q, v, a, fext=None):
     # eq. 15: f_i = J A_i - ad*_V J V - f_ext, summed over each subtree
     data.f[:] = (data.I_world @ data.A[:, :, None])[:, :, 0] + _bias_wrenches(model, data, v,
                                                                                  fext)
-    data.tau[:] = _joint_forces(model, data, data.f) - passive_forces(model, q, v)
+    data.tau[:] = _joint_forces(model, data, data.f)
+    if model.has_joint_springs:
+        data.tau -= passive_forces(model, q, v)
     return data.tau
 
 
 def _nle_prepared(model, data, q, v, fext):
     A0 = model.ancestry @ data.bias + _gravity_twist(model)
     f = (data.I_world @ A0[:, :, None])[:, :, 0] + _bias_wrenches(model, data, v, fext)
-    data.nle[:] = _joint_forces(model, data, f) - passive_forces(model, q, v)
+    data.nle[:] = _joint_forces(model, data, f)
+    if model.has_joint_springs:
+        data.nle -= passive_forces(model, q, v)
     return data.nle
 
 
@@ -326,7 +330,7 @@ def aba(model, data, q, v, tau, fext=None, method="auto"):
         v = _check_vec(model, v, "v")
         return _aba_single(model, data, q, v, _check_vec(model, tau, "tau"),
                            _check_fext(model, fext))
-    q, v, fext = _prepare(model, data, q, v, fext)
+    q, v, fext = _prepare(model, data, q, v, fext, checked=True)
     tau = _check_vec(model, tau, "tau")
     if method == "auto":
         method = "dense" if model.nv <= DENSE_MAX_DOFS else "recursive"

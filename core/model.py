@@ -83,9 +83,7 @@ class Model:
 
     def __init__(self, gravity=DEFAULT_GRAVITY, name="model"):
         self.name = str(name)
-        self.gravity = np.asarray(gravity, dtype=float)
-        if self.gravity.shape != (3,) or not np.all(np.isfinite(self.gravity)):
-            raise InvalidInputError(f"gravity must be 3 finite numbers (m/s^2), got {gravity!r}")
+        self.gravity = gravity
         self.names = []
         self.parents_list = []
         self.joints = []
@@ -96,6 +94,22 @@ class Model:
         self.joint_springs = []      # (body, stiffness (n,), damping (n,), rest (n,))
         self.point_springs = []      # (body_a, point_a, body_b, point_b, k, c, rest_length)
         self._compiled = False
+
+    @property
+    def gravity(self):
+        """Gravitational acceleration ``(3,)`` in the world frame (m/s^2), read-only array;
+        assign a new vector to change it."""
+        return self._gravity
+
+    @gravity.setter
+    def gravity(self, value):
+        g = np.array(value, dtype=float)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise InvalidInputError(f"gravity must be 3 finite numbers (m/s^2), got {value!r}")
+        g.flags.writeable = False
+        self._gravity = g
+        #: ``[0; -g]``: the base acceleration that stands in for gravity (Featherstone)
+        self.gravity_twist = np.concatenate([np.zeros(3), -g])
 
     # ------------------------------------------------------------------ building
     def add_body(self, name, parent, joint, placement=None, mass=1.0, com=(0.0, 0.0, 0.0),
