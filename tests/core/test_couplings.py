@@ -272,3 +272,38 @@ def test_order_of_accuracy_of_the_integrators(integrator, order):
     assert abs(np.log2(errs[0] / errs[1]) - order) < 0.3, errs
     with pytest.raises(InvalidInputError):
         sim.step(h, f, integrator="rk4")
+
+
+def test_fitted_spline_coupling_between_two_free_bodies():
+    """A spline curve joint fitted to helical samples (core.fitting) constrains body 0
+    (frame C) relative to body 1 (frame D); no external forces: the relative pose stays on
+    the curve and the total linear momentum is conserved by the internal constraint
+    impulses."""
+    from core.fitting.curve import fit_spline_curve
+
+    t = np.linspace(0.0, 1.5, 30)
+    poses = np.stack([se3.from_rp(so3.exp(np.array([0.0, 0.0, 0.8 * ti])),
+                                  [0.5 * np.cos(ti), 0.5 * np.sin(ti), 0.2 * ti]) for ti in t])
+    joint = fit_spline_curve(poses, n_frames=6).joint
+    s0 = 0.5 * (joint.lower[0] + joint.upper[0])
+    cp = SplineCurveCoupling(joint, value=s0)
+    T_W_D = se3.exp(np.array([0.1, -0.2, 0.3, 1.0, 0.5, -0.2]))
+    T_W_C = T_W_D @ joint.transform(np.array([s0]))
+    S = joint.jacobian(np.array([s0]))[:, 0]
+    # body 0 moves along the curve relative to body 1 (twist S in C), body 1 drifts
+    u = np.zeros((2, 6))
+    Rc = T_W_C[:3, :3]
+    u[0, :3] = Rc @ S[:3] * 0.8
+    u[0, 3:] = Rc @ S[3:] * 0.8
+    u[1] = [0.0, 0.1, 0.0, 0.2, 0.0, -0.1]
+    u[0] += u[1] + np.concatenate([[0, 0, 0], np.cross(u[1, :3], T_W_C[:3, 3] - T_W_D[:3, 3])])
+    masses = np.array([1.0, 2.0])
+    sim = CoupledBodies(masses, [np.diag([0.1, 0.2, 0.15]), np.diag([0.3, 0.2, 0.25])],
+                        [T_W_C[:3, 3], T_W_D[:3, 3]], [T_W_C[:3, :3], T_W_D[:3, :3]],
+                        [CouplingJoint(cp, 0, 1, np.eye(4), np.eye(4))], u=u)
+    P0 = (masses[:, None] * sim.u[:, 3:]).sum(0)
+    for _ in range(40):
+        sim.step(5e-3)
+        assert sim.bilateral_error() < 1e-8
+        np.testing.assert_allclose((masses[:, None] * sim.u[:, 3:]).sum(0), P0, atol=1e-12)
+    assert abs(cp.coordinates[0].value - s0) > 1e-2      # it slid along the fitted curve
