@@ -47,20 +47,22 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "demo_blends"
 MODULE = "bl_ext.user_default.spline_joints"
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone")
 RESOLUTION = (640, 400)
 BACKGROUND = (0.93, 0.94, 0.96)
 #: view direction (from the target towards the camera) per file; default: front-right, above
 VIEWS = {
-    "beads_on_a_wire": (0.35, -1.0, 0.45),
+    "beads_on_a_wire": (0.45, -1.0, 0.8),
     "globe": (0.6, -1.0, 0.5),
     "knee_pendulum": (0.15, -1.0, 0.25),
     "knee_fit_rig": (0.12, -1.0, 0.12),
     "scapulothoracic": (-0.9, -0.8, 0.45),
     "scapulothoracic_fit_rig": (-1.0, -0.45, 0.35),
     "shoulder_reach_cone": (1.0, -0.35, 0.3),
-    "deforming_surface": (0.7, -1.0, 0.9),
+    "deforming_surface": (0.4, -1.0, 1.4),
+    "hinge_chain": (0.2, -1.0, 0.25),
+    "skeleton_chain": (0.3, -1.0, 0.3),
 }
 DEFAULT_VIEW = (0.55, -1.0, 0.35)
 
@@ -290,8 +292,46 @@ def build_mechanism_file(demo: str, points: np.ndarray, out: Path) -> None:
     scene = new_scene(s["fps"], 1 + round(s["duration"] * s["fps"]), demo)
     if bpy.ops.spline_joints.add_mechanism(demo=demo, duration=s["duration"]) != {"FINISHED"}:
         raise RuntimeError(f"add_mechanism failed for {demo}")
+    for obj in scene.objects:  # wires and coastlines thick enough to read in a small render
+        if obj.type == "CURVE":
+            obj.data.bevel_depth = max(obj.data.bevel_depth, 0.005)
+    if demo == "deforming_surface":
+        points = np.vstack([points, _deforming_sheet(scene, s)])
     setup_render(scene, points, VIEWS.get(demo, DEFAULT_VIEW))
     save(scene, out / f"{demo}.blend")
+
+
+def _deforming_sheet(scene, settings: dict, n: int = 25) -> np.ndarray:
+    """The rippling sheet of the deforming-surface demo (the core describes it, the add-on
+    draws only the ball): a grid mesh whose ripple is a shape key keyed on every frame.
+
+    The height is ``bowl (x^2 + y^2) + amplitude sin(w t) cos cos`` (linear in sin(w t)), so the
+    basis is the sheet at sin = -1, the key at sin = +1 and the key value (sin(w t) + 1) / 2.
+    """
+    import bpy
+
+    bridge = addon_module("addon.bridge")
+    mech = addon_module("core.mechanisms").DEMOS["deforming_surface"](**settings)
+    surface = mech.info["surface_points"]
+    period = inspect.signature(addon_module("core.mechanisms").DEMOS["deforming_surface"]).parameters["period"].default
+    w = 2.0 * math.pi / period
+    t_up = 0.25 * period  # sin(w t) = +1
+    low, high = surface(3.0 * t_up, n), surface(t_up, n)
+    faces = [[i * n + j, (i + 1) * n + j, (i + 1) * n + j + 1, i * n + j + 1]
+             for i in range(n - 1) for j in range(n - 1)]
+    sheet = bridge.write_mesh_object("deforming sheet", low.reshape(-1, 3), faces, scene.collection)
+    sheet.data.materials.append(bridge.ensure_material("SJ sheet", (0.95, 0.7, 0.3, 1.0)))
+    for poly in sheet.data.polygons:
+        poly.use_smooth = True
+    sheet.shape_key_add(name="basis (sin = -1)")
+    key = sheet.shape_key_add(name="ripple (sin = +1)")
+    key.data.foreach_set("co", high.reshape(-1).astype(np.float32))
+    frames = np.arange(scene.frame_start, scene.frame_end + 1, dtype=float)
+    values = 0.5 * (np.sin(w * (frames - scene.frame_start) / scene.render.fps) + 1.0)
+    for f, v in zip(frames, values):  # a Key data-block: keyframe_insert makes its action slot
+        key.value = float(v)
+        key.keyframe_insert("value", frame=float(f))
+    return np.vstack([low.reshape(-1, 3), high.reshape(-1, 3)])
 
 
 # --- rigs ---------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -75,11 +76,17 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
             if obj.type == "ARMATURE":
                 for pb in obj.pose.bones:
                     s = pb.spline_joints
-                    if s.joint_json or len(s.samples):
-                        rigs.append({"file": name, "bone": f"{obj.name}/{pb.name}",
-                                     "samples": len(s.samples), "fit": s.fit_status or "-",
+                    if s.joint_json:
+                        joint = type(bd.addon_module("core.io").loads(s.joint_json).joint).__name__
+                        rigs.append({"file": name, "bone": f"{obj.name}/{pb.name}", "joint": joint,
+                                     "samples": len(s.samples), "fit": s.fit_status,
                                      "rms_mm": s.fit_rms_mm, "rms_deg": s.fit_rms_deg,
                                      "max_mm": s.fit_max_mm, "max_deg": s.fit_max_deg})
+                    elif len(s.samples):  # a reach cone fitted from swing samples
+                        cone = (f"reach cone {math.degrees(s.cone_half_angle_x):.1f} x "
+                                f"{math.degrees(s.cone_half_angle_z):.1f} deg")
+                        rigs.append({"file": name, "bone": f"{obj.name}/{pb.name}", "joint": cone,
+                                     "samples": len(s.samples), "fit": "-"})
     last = scene.frame_end
     if rows and scene.spline_joints_mechanisms:
         last = scene.frame_start + max(1, scene.spline_joints_mechanisms[0].baked_frames) - 1
@@ -130,11 +137,14 @@ def table(rows: list[dict]) -> str:
 
 
 def rig_table(rigs: list[dict]) -> str:
-    out = [f"{'rig':<26} {'bone':<18} {'samples':>7}  {'fit':<10} {'RMS mm':>7} {'RMS deg':>8} "
-           f"{'max mm':>7} {'max deg':>8}"]
+    out = [f"{'rig':<24} {'bone':<17} {'joint':<28} {'samples':>7}  {'fit':<10} {'RMS mm':>7} "
+           f"{'RMS deg':>8} {'max mm':>7} {'max deg':>8}"]
     for r in rigs:
-        out.append(f"{r['file']:<26} {r['bone']:<18} {r['samples']:>7}  {r['fit']:<10} {r['rms_mm']:>7.3f} "
-                   f"{r['rms_deg']:>8.3f} {r['max_mm']:>7.3f} {r['max_deg']:>8.3f}")
+        line = f"{r['file']:<24} {r['bone']:<17} {r['joint']:<28} {r['samples']:>7}  {r['fit']:<10}"
+        if "rms_mm" in r:
+            line += (f" {r['rms_mm']:>7.3f} {r['rms_deg']:>8.3f} {r['max_mm']:>7.3f} "
+                     f"{r['max_deg']:>8.3f}")
+        out.append(line)
     return "\n".join(out)
 
 
