@@ -29,8 +29,8 @@ batched over the bodies of one depth): on a chain every link costs about a dozen
 calls. The dense alternative (CRBA mass matrix + nonlinear effects + one LAPACK solve) does
 O(n^2) array work and an O(n^3) factorisation that stays negligible up to a few hundred
 dofs. Measured by ``scripts/bench_dynamics.py`` (CPU time, 2-core EPYC shared with other
-jobs at load 4-6): revolute chains N = 8 / 32 / 128 take 0.29 / 0.35 / 1.4 ms dense
-against 1.0 / 2.7 / 15 ms for the recursion. ``aba`` therefore takes ``method="auto"``
+jobs at load 4-6, medians): revolute chains N = 8 / 32 / 128 take 0.22 / 0.39 / 1.2 ms
+dense against 0.87 / 3.5 / 11.7 ms for the recursion (pin.aba: 3.4 / 12.7 / 44 us). ``aba`` therefore takes ``method="auto"``
 (dense up to :data:`DENSE_MAX_DOFS` dofs, recursive above; a single body solves its one
 Newton-Euler equation directly), ``"dense"`` or ``"recursive"``; all agree to round-off and
 are tested against Pinocchio. The price of "dense" is memory and work quadratic in n and an
