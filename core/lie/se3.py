@@ -64,12 +64,9 @@ def exp(xi):
     """Exponential map: ``exp([w; v]) = [exp(w), Jl(w) v; 0, 1]``. ``(..., 6) -> (..., 4, 4)``."""
     xi = np.asarray(xi, dtype=float)
     if xi.shape == (6,):
-        x, y, z = xi[:3].tolist()
-        t2 = x * x + y * y + z * z
-        kb, kc = _series.b(t2), _series.c(t2)
         T = np.empty((4, 4))
-        T[:3, :3] = so3._exp_one(x, y, z, t2, _series.a(t2), kb)
-        T[:3, 3] = so3._exp_one(x, y, z, t2, kb, kc) @ xi[3:]
+        T[:3, :3] = so3.exp(xi[:3])
+        T[:3, 3] = so3.left_jacobian(xi[:3]) @ xi[3:]
         T[3] = (0.0, 0.0, 0.0, 1.0)
         return T
     w, v = xi[..., :3], xi[..., 3:]

@@ -68,31 +68,29 @@ def vee(W):
                            W[..., 1, 0] - W[..., 0, 1]], axis=-1)
 
 
-def _poly(w, k0, k1, k2):
-    """k0 I + k1 [w] + k2 [w]^2 for coefficient arrays k* of shape (...)."""
-    W = hat(w)
-    W2 = W @ W
-    eye = np.eye(3)
-    return (np.asarray(k0)[..., None, None] * eye + np.asarray(k1)[..., None, None] * W
-            + np.asarray(k2)[..., None, None] * W2)
-
-
-def _exp_one(x, y, z, t2, ka, kb):
-    """I + ka [w] + kb [w]^2 for one vector, using [w]^2 = w w^T - t2 I."""
-    return np.array([[1.0 + kb * (x * x - t2), kb * x * y - ka * z, kb * x * z + ka * y],
-                     [kb * x * y + ka * z, 1.0 + kb * (y * y - t2), kb * y * z - ka * x],
-                     [kb * x * z - ka * y, kb * y * z + ka * x, 1.0 + kb * (z * z - t2)]])
-
-
-def exp(w):
-    """Rodrigues' formula: R = I + a [w] + b [w]^2. ``w: (..., 3) -> (..., 3, 3)``."""
+def _rodrigues(w, k1, k2):
+    """``I + k1(t2) [w] + k2(t2) [w]^2`` for ``w: (..., 3)``; k1, k2 are coefficient
+    functions of the squared angle (or constants). One vector takes a Python-float path
+    using ``[w]^2 = w w^T - t2 I``."""
     w = np.asarray(w, dtype=float)
     if w.shape == (3,):
         x, y, z = w.tolist()
         t2 = x * x + y * y + z * z
-        return _exp_one(x, y, z, t2, _series.a(t2), _series.b(t2))
+        ka = k1(t2) if callable(k1) else k1
+        kb = k2(t2) if callable(k2) else k2
+        return np.array([[1.0 + kb * (x * x - t2), kb * x * y - ka * z, kb * x * z + ka * y],
+                         [kb * x * y + ka * z, 1.0 + kb * (y * y - t2), kb * y * z - ka * x],
+                         [kb * x * z - ka * y, kb * y * z + ka * x, 1.0 + kb * (z * z - t2)]])
     t2 = np.einsum("...i,...i->...", w, w)
-    return _poly(w, 1.0, _series.a(t2), _series.b(t2))
+    ka = np.asarray(k1(t2) if callable(k1) else k1)[..., None, None]
+    kb = np.asarray(k2(t2) if callable(k2) else k2)[..., None, None]
+    W = hat(w)
+    return np.eye(3) + ka * W + kb * (W @ W)
+
+
+def exp(w):
+    """Rodrigues' formula: R = I + a [w] + b [w]^2. ``w: (..., 3) -> (..., 3, 3)``."""
+    return _rodrigues(w, _series.a, _series.b)
 
 
 def log(R):
@@ -145,13 +143,7 @@ def _log_one(r):
 
 def left_jacobian(w):
     """Jl(w) = I + b [w] + c [w]^2. ``(..., 3) -> (..., 3, 3)``."""
-    w = np.asarray(w, dtype=float)
-    if w.shape == (3,):
-        x, y, z = w.tolist()
-        t2 = x * x + y * y + z * z
-        return _exp_one(x, y, z, t2, _series.b(t2), _series.c(t2))
-    t2 = np.einsum("...i,...i->...", w, w)
-    return _poly(w, 1.0, _series.b(t2), _series.c(t2))
+    return _rodrigues(w, _series.b, _series.c)
 
 
 def right_jacobian(w):
@@ -161,13 +153,7 @@ def right_jacobian(w):
 
 def left_jacobian_inv(w):
     """Jl(w)^-1 = I - [w]/2 + d [w]^2; singular at |w| = 2 pi."""
-    w = np.asarray(w, dtype=float)
-    if w.shape == (3,):
-        x, y, z = w.tolist()
-        t2 = x * x + y * y + z * z
-        return _exp_one(x, y, z, t2, -0.5, _series.d(t2))
-    t2 = np.einsum("...i,...i->...", w, w)
-    return _poly(w, 1.0, -0.5, _series.d(t2))
+    return _rodrigues(w, -0.5, _series.d)
 
 
 def right_jacobian_inv(w):
