@@ -27,6 +27,9 @@ rows carry ``Jl^-1(w_bar)``, the identity at ``w_bar = 0``). The correction
 
 Stepping (section 4.2): ``Dq += M^-1 f dt^2; q += Dq; dq = correction(q); q += dq;
 Dq += dq``, with ``Dq`` rescaled by ``dt_new / dt_old`` when the step changes (section 4.3).
+With the seed's correction (Jacobian re-evaluated at the moved configuration) the scheme is
+first order; ``step(directions="start")`` corrects along the start-of-step normals (SHAKE)
+and is second order (tests/core/test_faure.py measures both against solve_ivp).
 Dragging (section 4.1): a target body of zero inverse mass joined to the dragged body.
 """
 
