@@ -47,7 +47,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "demo_blends"
 MODULE = "bl_ext.user_default.spline_joints"
-BUILD_VERSION = 2
+BUILD_VERSION = 3
 RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone")
 RESOLUTION = (640, 400)
 BACKGROUND = (0.93, 0.94, 0.96)
@@ -273,9 +273,19 @@ def new_scene(fps: int, frame_end: int, name: str):
     return scene
 
 
+def smooth_meshes(scene, angle: float = math.radians(35.0)) -> None:
+    """Smooth shading with sharp edges above ``angle`` (round bodies look round, boxes and
+    cylinder caps stay crisp) on every mesh of the scene."""
+    for obj in scene.objects:
+        if obj.type == "MESH":
+            obj.data.shade_smooth()
+            obj.data.set_sharp_from_angle(angle=angle)
+
+
 def save(scene, path: Path) -> None:
     import bpy
 
+    smooth_meshes(scene)
     scene["spline_joints_demo_build"] = BUILD_VERSION
     scene.frame_set(scene.frame_start)
     path.parent.mkdir(parents=True, exist_ok=True)
