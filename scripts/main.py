@@ -153,6 +153,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", default=str(ROOT / "out"), help="output folder (created)")
     parser.add_argument("--jobs", type=int, default=2, help="files processed in parallel")
     parser.add_argument("--only", nargs="*", help="demo file names (without .blend)")
+    parser.add_argument("--demos", default=str(DEMOS_DIR), help="folder of demo .blend files")
     parser.add_argument("--frames", type=int, default=8, help="frames per contact sheet")
     parser.add_argument("--duration", type=float, help="cap every mechanism's duration (s)")
     parser.add_argument("--zip", help="extension zip (default: scripts/build_extension.py --platform linux-x64)")
@@ -166,15 +167,16 @@ def main(argv: list[str]) -> int:
         print("error: --frames and --jobs must be at least 1", file=sys.stderr)
         return 1
     t_start = time.perf_counter()
-    files = sorted(DEMOS_DIR.glob("*.blend"))
+    demos_dir = Path(args.demos)
+    files = sorted(demos_dir.glob("*.blend"))
     if args.only:
         files = [f for f in files if f.stem in set(args.only)]
         missing = sorted(set(args.only) - {f.stem for f in files})
         if missing:
-            print(f"error: no demo file(s) {missing} in {DEMOS_DIR}", file=sys.stderr)
+            print(f"error: no demo file(s) {missing} in {demos_dir}", file=sys.stderr)
             return 1
     if not files:
-        print(f"error: no .blend files in {DEMOS_DIR}; run scripts/build_demos.py", file=sys.stderr)
+        print(f"error: no .blend files in {demos_dir}; run scripts/build_demos.py", file=sys.stderr)
         return 1
     out = Path(args.out).resolve()
     args.out = str(out)
