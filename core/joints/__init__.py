@@ -5,9 +5,9 @@ from .elliptic import Elliptic
 from .lower_pairs import Cylindrical, Fixed, Helical, Planar, Prismatic, Revolute, Universal
 from .registry import JOINT_TYPES, joint_from_dict
 from .spherical import Free, Spherical
-from .spline_curve import SplineCurveJoint, natural_knots
+from .spline_curve import ClosedSplineCurveJoint, SplineCurveJoint, natural_knots
 from .spline_surface import SplineJoint
 
 __all__ = ["Joint", "Revolute", "Prismatic", "Helical", "Cylindrical", "Universal", "Planar",
-           "Fixed", "Elliptic", "Spherical", "Free", "SplineCurveJoint", "natural_knots", "SplineJoint", "JOINT_TYPES",
-           "joint_from_dict"]
+           "Fixed", "Elliptic", "Spherical", "Free", "SplineCurveJoint", "ClosedSplineCurveJoint",
+           "natural_knots", "SplineJoint", "JOINT_TYPES", "joint_from_dict"]

@@ -9,7 +9,7 @@ from ..errors import InvalidInputError
 from .elliptic import Elliptic
 from .lower_pairs import Cylindrical, Fixed, Helical, Planar, Prismatic, Revolute, Universal
 from .spherical import Free, Spherical
-from .spline_curve import SplineCurveJoint
+from .spline_curve import ClosedSplineCurveJoint, SplineCurveJoint
 from .spline_surface import SplineJoint
 
 __all__ = ["JOINT_TYPES", "joint_from_dict"]
@@ -17,7 +17,7 @@ __all__ = ["JOINT_TYPES", "joint_from_dict"]
 #: ``"type"`` string -> joint class
 JOINT_TYPES = {cls.__name__: cls for cls in (
     Revolute, Prismatic, Helical, Cylindrical, Universal, Planar, Fixed, Elliptic,
-    Spherical, Free, SplineCurveJoint, SplineJoint,
+    Spherical, Free, SplineCurveJoint, ClosedSplineCurveJoint, SplineJoint,
 )}
 
 

@@ -38,7 +38,8 @@ from ..lie import se3
 from . import poe
 from .base import Joint
 
-__all__ = ["SplineCurveJoint", "natural_knots", "frame_knots_to_full", "Q_MAX"]
+__all__ = ["SplineCurveJoint", "ClosedSplineCurveJoint", "natural_knots", "frame_knots_to_full",
+           "Q_MAX"]
 
 
 #: |q| beyond this is rejected: the linear extrapolation stays finite far beyond it, but such
@@ -419,3 +420,126 @@ def _cubic_evaluate(table, theta, adg3, poly, u):
                   [0.0, -d3 * d1]])
     SH = M @ C
     return G, SH[:, :1], SH[:, 1].reshape(1, 6, 1)
+
+
+# -- closed curves ----------------------------------------------------------------------------
+
+class ClosedSplineCurveJoint(SplineCurveJoint):
+    """1-DOF joint along a closed cumulative B-spline on SE(3) (seed 000 eqs. 21-24).
+
+    control_frames: ``(n, 4, 4)``, one period, not repeated (n >= order); order: k >= 2.
+    The control twists are taken round the loop, ``z_j = log(G_{j-1}^-1 G_{j mod n})`` for
+    j = 1..n, and repeated periodically (the frames wrap as ``G_0 .. G_{n-1}, G_0 .. G_{k-2}``)
+    with uniform unit knots, so the coordinate has period ``n``, range ``[0, n]``, and the
+    curve is ``C^{k-2}`` (C2 for the cubic) across the seam as everywhere else. q outside the
+    range is moved by whole periods (so ``evaluate``/``transforms`` are periodic for every
+    finite q) and :meth:`normalize` wraps q into ``[0, n)``.
+
+    Attributes (besides those of :class:`SplineCurveJoint`, which describe the wrapped open
+    spline): ``period`` (float, = n) and ``loop_twists`` (n, 6), the twists of one period.
+    """
+
+    def __init__(self, control_frames, order=4):
+        k = _check_spline_order(order)
+        F = _check_frames(control_frames, k)
+        z = se3.log(np.matmul(se3.inv(F), np.roll(F, -1, axis=0)))
+        self._setup_closed(F[0], z, k)
+
+    @classmethod
+    def from_twists(cls, first_frame, control_twists, *, order=4):
+        """Build from ``G_0: (4, 4)`` and the n twists of one loop ``z: (n, 6)`` (any rotation
+        angle), ``G_j = G_{j-1} exp(z_j)``; the loop must close: ``G_0 exp(z_1)..exp(z_n) = G_0``.
+        """
+        k = _check_spline_order(order)
+        G0 = se3.check_transform(first_frame, "first_frame")
+        if G0.shape != (4, 4):
+            raise InvalidInputError(f"first_frame must be one 4x4 transform; got {G0.shape}.")
+        z = se3.check_twist(control_twists, "control_twists")
+        if z.ndim != 2 or z.shape[0] < k:
+            raise InvalidInputError(
+                f"a closed curve of order {k} needs control_twists of shape (n, 6) with n >= {k} "
+                f"(one per control frame of the loop); got {z.shape}.")
+        loop = np.eye(4)
+        for E in se3.exp(z):
+            loop = loop @ E
+        err = np.abs(loop - np.eye(4)).max() / max(1.0, float(np.abs(z[:, 3:]).sum()))
+        if not err <= 1e-9:
+            raise InvalidInputError(
+                f"control_twists do not close the loop (exp(z_1)..exp(z_n) differs from the "
+                f"identity by {err:.3g}); pass the twists between consecutive frames of one full "
+                "period, including the one from the last frame back to the first.")
+        self = cls.__new__(cls)
+        self._setup_closed(G0, z, k)
+        return self
+
+    def _setup_closed(self, G0, z, k):
+        n = z.shape[0]
+        self._setup(G0, z[np.arange(n + k - 2) % n], None, k)
+        self.period = float(n)
+        self.loop_twists = self.control_twists[:n]
+
+    def _wrap(self, x):
+        """``x`` (float or array) moved by whole periods into ``[lower, lower + period)``."""
+        r = np.mod(x - self._lo, self.period)
+        # mod of a tiny negative number rounds up to the period itself
+        return self._lo + np.where(r >= self.period, 0.0, r)
+
+    def evaluate(self, q):
+        """``(G (4, 4), S (6, 1), H (1, 6, 1))`` at ``q: (1,)`` or a float, periodic in q."""
+        x = self._scalar(q)
+        if not self._lo <= x < self._hi:
+            x = float(self._wrap(x))
+        return self._inside(x)
+
+    def transforms(self, qs):
+        """Batched periodic ``G``: ``qs: (N,)`` or ``(N, 1)`` -> ``(N, 4, 4)``."""
+        x = self.check_qs(qs)[:, 0]
+        if x.size and not np.abs(x).max() <= Q_MAX:
+            raise _bad_q(float(x[np.argmax(np.abs(x))]), self._lo, self._hi)
+        return super().transforms(self._wrap(x))
+
+    def normalize(self, q, v):
+        """Wrap ``q: (1,)`` into ``[lower, lower + period)``; ``v`` unchanged."""
+        return np.array([float(self._wrap(self._scalar(q)))]), v
+
+    def to_dict(self):
+        """Plain data: type ``"ClosedSplineCurveJoint"``, order, the n control frames and the
+        n loop twists of one period (lists); :meth:`from_dict` rebuilds the same joint."""
+        n = int(self.period)
+        return {
+            "type": "ClosedSplineCurveJoint",
+            "order": self.order,
+            "control_frames": self.control_frames[:n].tolist(),
+            "control_twists": self.loop_twists.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data):
+        """Inverse of :meth:`to_dict`: from ``control_frames[0]`` and the loop twists when given
+        (turns beyond pi survive; the frames must agree with them), else from the frames."""
+        if not isinstance(data, dict) or data.get("type") != "ClosedSplineCurveJoint":
+            raise InvalidInputError(
+                "from_dict expects the dict made by ClosedSplineCurveJoint.to_dict() "
+                "(with type 'ClosedSplineCurveJoint').")
+        try:
+            frames = np.asarray(data["control_frames"], dtype=float)
+            order = int(data["order"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"ClosedSplineCurveJoint description is incomplete or malformed ({exc!r}); it "
+                "needs order and control_frames.") from None
+        if "control_twists" not in data:
+            return cls(frames, order)
+        if frames.ndim != 3 or frames.shape[0] < 1:
+            raise InvalidInputError("control_frames must be a (n, 4, 4) list.")
+        joint = cls.from_twists(frames[0], data["control_twists"], order=order)
+        n = int(joint.period)
+        if frames.shape != (n, 4, 4) or np.abs(frames - joint.control_frames[:n]).max() > 1e-6:
+            raise InvalidInputError(
+                "control_frames and control_twists disagree (G_j != G_{j-1} exp(z_j)); after "
+                "editing the frames, drop control_twists to rebuild from the frames.")
+        return joint
+
+    def __repr__(self):
+        return (f"ClosedSplineCurveJoint(order={self.order}, "
+                f"control_frames={int(self.period)}, period={self.period:g})")

@@ -9,61 +9,22 @@ through the drive. With ``spin=True`` each bead also turns freely about the wire
 revolute joint after the spline joint (the seed's "simple rotational joint"), carried by a
 light carrier body.
 
-Closed curves. The control frames are wrapped periodically (G_0 .. G_{n-1}, G_0, G_1, G_2
-for the cubic), which makes the cumulative spline periodic with period n in q and C2 across
-the seam; :class:`ClosedSplineCurveJoint` shifts q by one period when it leaves the knot
-domain (its :meth:`normalize`), so a bead can go round any number of times.
+Closed curves. Each wire is a :class:`core.joints.ClosedSplineCurveJoint`: its control
+frames wrap periodically, so the cumulative spline has period n in q and is C2 across the
+seam, and its :meth:`normalize` shifts q by whole periods, so a bead can go round any number
+of times.
 """
 
 import numpy as np
 
 from ..errors import InvalidInputError
 from ..joints.lower_pairs import Revolute
-from ..joints.spline_curve import SplineCurveJoint
-from ..lie import se3
+from ..joints.spline_curve import ClosedSplineCurveJoint
 from ..model import Model
 from .base import BodyDisplay, Drive, Mechanism
 from .shapes import frame, sphere_inertia
 
-__all__ = ["ClosedSplineCurveJoint", "rose_frames", "beads_on_a_wire", "closest_point_distance"]
-
-
-class ClosedSplineCurveJoint(SplineCurveJoint):
-    """A cubic spline curve joint through periodically wrapped control frames.
-
-    control_frames: ``(n, 4, 4)`` one period (not repeated); the joint's coordinate has
-    period ``n`` (uniform unit knots) and :meth:`normalize` wraps it into ``[0, n)``.
-    """
-
-    def __init__(self, control_frames, order=4):
-        F = np.asarray(control_frames, dtype=float)
-        if F.ndim != 3 or F.shape[0] < order:
-            raise InvalidInputError(f"a closed curve of order {order} needs at least {order} "
-                                    f"control frames (n, 4, 4); got shape {F.shape}")
-        wrapped = np.concatenate([F, F[:order - 1]])
-        z = se3.log(np.matmul(se3.inv(wrapped[:-1]), wrapped[1:]))
-        # the same twists as SplineCurveJoint(wrapped) but with G_n = G_0 exactly periodic
-        self._setup(F[0], z, None, order)
-        self.period = float(self.upper[0] - self.lower[0])
-
-    def _wrap(self, x):
-        """``x`` (float or array) moved by whole periods into ``[lower, lower + period)``."""
-        lo = self._lo
-        r = np.mod(x - lo, self.period)
-        # mod of a tiny negative number rounds up to the period itself
-        return lo + np.where(r >= self.period, 0.0, r)
-
-    def evaluate(self, q):
-        """``(G, S, H)`` at ``q: (1,)``, periodic: q is wrapped into the domain first."""
-        return super().evaluate(np.array([float(self._wrap(float(self.check_q(q)[0])))]))
-
-    def transforms(self, qs):
-        """Batched periodic ``G``: ``qs: (N,)`` or ``(N, 1)`` -> ``(N, 4, 4)``."""
-        return super().transforms(self._wrap(self.check_qs(qs)[:, 0]))
-
-    def normalize(self, q, v):
-        """Wrap ``q: (1,)`` into ``[lower, lower + period)``; ``v`` unchanged."""
-        return np.array([float(self._wrap(float(self.check_q(q)[0])))]), v
+__all__ = ["rose_frames", "beads_on_a_wire", "closest_point_distance"]
 
 
 def rose_frames(n_frames=40, radius=0.3, amplitude=0.25, petals=5):

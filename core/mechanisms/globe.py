@@ -1,7 +1,7 @@
 """Globe (seed 000 section 7, Fig. 5b): toy planes slide along continental coastlines on a
 spinning globe.
 
-Each plane rides a closed cubic spline curve joint (:class:`.beads.ClosedSplineCurveJoint`)
+Each plane rides a closed cubic spline curve joint (:class:`core.joints.ClosedSplineCurveJoint`)
 whose control frames are rotations about the globe's centre: frame ``j`` has its z axis
 through the coast point ``j`` (the outward normal) and its x axis tangent to the coast, so two
 axes lie in the sphere's tangent plane and one of them is tangent to the coastal curve, as
@@ -19,10 +19,10 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..joints.lower_pairs import Revolute
+from ..joints.spline_curve import ClosedSplineCurveJoint
 from ..model import Model
 from ..reference.datasets import coastlines, load
 from .base import BodyDisplay, Drive, Mechanism
-from .beads import ClosedSplineCurveJoint
 from .shapes import box_inertia, frame, sphere_inertia, translation
 
 __all__ = ["spinning_globe", "coast_points", "coast_frames", "coast_distance", "CLOSED_COASTS"]

@@ -11,19 +11,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from core import expcoords
 from core.errors import InvalidInputError
 from core.mechanisms import (DEMOS, Drive, Mechanism, beads_on_a_wire, hinge_chain,
                              knee_pendulum, scapulothoracic_rig, simulate, sliding_chain,
                              spherical_chain, spinning_globe)
-from core.mechanisms.beads import ClosedSplineCurveJoint, closest_point_distance, rose_frames
+from core.joints import ClosedSplineCurveJoint
+from core.mechanisms.beads import closest_point_distance, rose_frames
 from core.mechanisms.deforming import deforming_surface
 from core.mechanisms.globe import coast_distance, coast_frames
 from core.mechanisms.skeleton import skeleton_chain
-from core.lie import se3
 
 #: relative energy bounds (of the largest kinetic-energy scale seen): RK4 on cubic spline
 #: joints is second order where q crosses a knot (dS/dq is only C0 there), so these bounds
@@ -37,39 +35,7 @@ def kinetic_scale(r):
     return r.energy_scale
 
 
-# -- the closed curve joint -----------------------------------------------------------------
-
-_ROSE = ClosedSplineCurveJoint(rose_frames(16))
-
-
-def test_closed_curve_joint_is_periodic_and_c2_across_the_seam():
-    j = ClosedSplineCurveJoint(rose_frames(24))
-    lo, P = j.lower[0], j.period
-    for x in (lo, lo + 0.37, lo + P - 1e-9, lo + 5.5):
-        for a, b in zip(j.evaluate(np.array([x])), j.evaluate(np.array([x + P]))):
-            assert np.allclose(a, b, atol=1e-12)
-    # S and H on both sides of the seam against central differences
-    h = 1e-6
-    for x in (lo, lo + P):
-        G, S, H = j.evaluate(np.array([x]))
-        Sfd = se3.vee(np.linalg.inv(G) @ (j.transform(np.array([x + h]))
-                                          - j.transform(np.array([x - h]))) / (2 * h))
-        assert np.allclose(Sfd, S[:, 0], atol=1e-7)
-        Hfd = (j.jacobian(np.array([x + h])) - j.jacobian(np.array([x - h]))) / (2 * h)
-        assert np.allclose(Hfd[:, 0], H[0, :, 0], atol=1e-6)
-    q, v = j.normalize(np.array([lo + 2.5 * P]), np.array([3.0]))
-    assert lo <= q[0] < lo + P and np.isclose(q[0], lo + 0.5 * P) and v[0] == 3.0
-
-
-@given(x=st.floats(-50.0, 50.0), turns=st.integers(-3, 3))
-def test_closed_curve_joint_has_period_n_everywhere(x, turns):
-    j = _ROSE
-    for a, b in zip(j.evaluate(np.array([x])), j.evaluate(np.array([x + turns * j.period]))):
-        assert np.allclose(a, b, atol=1e-11)
-    q, _ = j.normalize(np.array([x]), np.zeros(1))
-    assert j.lower[0] <= q[0] < j.upper[0]
-    assert np.allclose(j.transform(q), j.transform(np.array([x])), atol=1e-11)
-
+# -- the closed curve joint (its own tests: test_closed_spline_curve.py) -----------------------
 
 def test_closest_point_distance_measures_offsets_from_the_curve():
     j = ClosedSplineCurveJoint(rose_frames(24))
