@@ -177,12 +177,10 @@ def _angle(r):
     return np.sqrt(t), t
 
 
-def coefficients(theta):
-    """alpha, beta, gamma, delta, zeta at angle ``theta`` (float or array (...)).
-
-    Eqs. 2, 7, 17 with robust series near 0 (eqs. 30-34 extended, see the module docstring).
-    delta and zeta raise InvalidInputError at theta = 2 pi k.
-    """
+def _abs_angle_abg(theta, what):
+    """``(|theta|, theta^2, alpha, beta, gamma)`` for ``theta`` (float or array (...)) after
+    checking it is finite and that ``what`` (the delta/zeta terms, which divide by beta) exist
+    there (InvalidInputError at theta = 2 pi k)."""
     scalar = np.ndim(theta) == 0
     th = float(theta) if scalar else np.asarray(theta, dtype=float)
     if not np.all(np.isfinite(th)):
@@ -190,7 +188,17 @@ def coefficients(theta):
     th = abs(th) if scalar else np.abs(th)
     t = th * th
     a, b, g = _abg(th, t)
-    _check_det(b, th, "delta, zeta")
+    _check_det(b, th, what)
+    return th, t, a, b, g
+
+
+def coefficients(theta):
+    """alpha, beta, gamma, delta, zeta at angle ``theta`` (float or array (...)).
+
+    Eqs. 2, 7, 17 with robust series near 0 (eqs. 30-34 extended, see the module docstring).
+    delta and zeta raise InvalidInputError at theta = 2 pi k.
+    """
+    th, t, a, b, g = _abs_angle_abg(theta, "delta, zeta")
     return Coefficients(a, b, g, a / (2.0 * b), -_f("b1", th, t) / (2.0 * b))
 
 
@@ -200,14 +208,7 @@ def coefficient_rates(theta):
     Eqs. 36-38, delta_dot and zeta_dot below eq. 39, series 45-49 (extended). The delta and
     zeta rates raise InvalidInputError at theta = 2 pi k.
     """
-    scalar = np.ndim(theta) == 0
-    th = float(theta) if scalar else np.asarray(theta, dtype=float)
-    if not np.all(np.isfinite(th)):
-        raise InvalidInputError("theta contains NaN or inf; pass finite angles")
-    th = abs(th) if scalar else np.abs(th)
-    t = th * th
-    a, b, g = _abg(th, t)
-    _check_det(b, th, "delta_dot, zeta_dot")
+    th, t, a, b, g = _abs_angle_abg(theta, "delta_dot, zeta_dot")
     return Coefficients(g - b, _f("b1", th, t), _f("g1", th, t), -g / (2.0 * b),
                         _f("q", th, t) / (2.0 * b))
 
