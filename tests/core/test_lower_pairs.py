@@ -299,13 +299,13 @@ def test_from_dict_rejects_wrong_type_and_keys():
 
 # -- registry ------------------------------------------------------------------------------
 def test_registry_round_trips_every_family():
-    from core.joints import (JOINT_TYPES, Elliptic, Free, Spherical, SplineCurveJoint,
-                             SplineJoint, joint_from_dict)
+    from core.joints import (JOINT_TYPES, ClosedSplineCurveJoint, Elliptic, Free, Spherical,
+                             SplineCurveJoint, SplineJoint, joint_from_dict)
     r = np.random.default_rng(11)
     frames = se3.exp(np.cumsum(r.normal(size=(6, 6)) * 0.3, axis=0))
     knots = np.arange(8.0)
     examples = JOINTS + [Fixed(), Elliptic(2.0, 0.5, AXIS, lower=-1.0), Spherical(), Free(),
-                         SplineCurveJoint(frames),
+                         SplineCurveJoint(frames), ClosedSplineCurveJoint(frames),
                          SplineJoint([knots, knots], r.normal(size=(6, 4, 4)) * 0.2)]
     assert {type(j).__name__ for j in examples} == set(JOINT_TYPES)
     for joint in examples:
