@@ -153,7 +153,25 @@ class ParamJoint(Joint):
     __hash__ = None
 
 
-class _Screw1(ParamJoint):
+class _ConstantScrews(ParamJoint):
+    """Joints whose screws commute, so ``S`` is a constant ``(6, nq)`` (``self._S``, set by the
+    subclass) and ``H = 0`` (seed 000 section 4.1); the subclass provides :meth:`transform`."""
+
+    def jacobian(self, q):
+        """``S``: ``(6, nq)`` constant (seed 000 section 4.1)."""
+        self.check_q(q)
+        return self._S.copy()
+
+    def hessian(self, q):
+        """``H = 0``: ``(nq, 6, nq)``."""
+        self.check_q(q)
+        return np.zeros((self.nq, 6, self.nq))
+
+    def evaluate(self, q):
+        return self.transform(q), self._S.copy(), np.zeros((self.nq, 6, self.nq))
+
+
+class _Screw1(_ConstantScrews):
     """1-DOF joint ``G(q) = exp(s q)`` about/along a constant unit axis; ``S = s``, ``H = 0``."""
 
     nq = 1
@@ -164,20 +182,6 @@ class _Screw1(ParamJoint):
         self._S = self.screw.reshape(6, 1)
         self._K = so3.hat(self.axis)
         self._K2 = self._K @ self._K
-
-    def jacobian(self, q):
-        """``S = s``: ``(6, 1)`` constant (seed 000 section 4.1)."""
-        self.check_q(q)
-        return self._S.copy()
-
-    def hessian(self, q):
-        """``H = 0``: ``(1, 6, 1)``."""
-        self.check_q(q)
-        return np.zeros((1, 6, 1))
-
-    def evaluate(self, q):
-        q = self.check_q(q)
-        return self._G(q[0]), self._S.copy(), np.zeros((1, 6, 1))
 
     def transform(self, q):
         """``G(q) = exp(s q)``: ``(4, 4)``."""
@@ -278,7 +282,7 @@ class Helical(_Screw1):
         return G
 
 
-class Cylindrical(ParamJoint):
+class Cylindrical(_ConstantScrews):
     """Rotation ``q[0]`` (rad) about and translation ``q[1]`` (m) along one unit ``axis``.
 
     ``G(q) = exp([k; 0] q0) exp([0; k] q1) = [exp([k] q0), q1 k; 0, 1]`` (the two screws
@@ -305,17 +309,6 @@ class Cylindrical(ParamJoint):
         G[:3, :3] += math.sin(q[0]) * self._K + (1.0 - math.cos(q[0])) * self._K2
         G[:3, 3] = q[1] * self.axis
         return G
-
-    def jacobian(self, q):
-        self.check_q(q)
-        return self._S.copy()
-
-    def hessian(self, q):
-        self.check_q(q)
-        return np.zeros((2, 6, 2))
-
-    def evaluate(self, q):
-        return self.transform(q), self._S.copy(), np.zeros((2, 6, 2))
 
     def transforms(self, qs):
         qs = self.check_qs(qs)
