@@ -67,6 +67,17 @@ def _unit(v, name):
     return v / np.linalg.norm(v)
 
 
+def _swing_axes(p, ref_axis):
+    """Unit ``u`` (``ref_axis`` made orthogonal to the unit direction ``p: (3,)``) and
+    ``w = p x u``: the axes (3,), (3,) of the elliptic cone's two half angles."""
+    u = _unit(ref_axis, "ref_axis")
+    u = u - np.dot(u, p) * p
+    if np.linalg.norm(u) < 1e-9:
+        raise InvalidInputError("ref_axis is parallel to direction; pass one orthogonal to it")
+    u = u / np.linalg.norm(u)
+    return u, np.cross(p, u)
+
+
 def neutral_rotation(direction, axis):
     """Shortest-arc rotation ``N`` (3, 3) with ``N direction = axis`` (both (3,), normalized here).
 
@@ -165,12 +176,7 @@ def fit_reach_cone(R, direction=(0.0, 1.0, 0.0), ref_axis=(1.0, 0.0, 0.0), margi
     c, phi = _smallest_cap(d)
     N = neutral_rotation(p, c)
     r = cone_coordinates(R, N)
-    u = _unit(ref_axis, "ref_axis")
-    u = u - np.dot(u, p) * p
-    if np.linalg.norm(u) < 1e-9:
-        raise InvalidInputError("ref_axis is parallel to direction; pass one orthogonal to it")
-    u = u / np.linalg.norm(u)
-    w = np.cross(p, u)
+    u, w = _swing_axes(p, ref_axis)
     pp = so3.exp(r) @ p
     x, y, z = pp @ u, pp @ w, pp @ p
     X, Y = _max_product(x * x / (2.0 * (1.0 + z)), y * y / (2.0 * (1.0 + z)))
@@ -199,12 +205,7 @@ def cone_boundary(neutral, half_angle_1, half_angle_2=None, n=48, direction=(0.0
     if int(n) < 3:
         raise InvalidInputError(f"n must be at least 3 boundary points, got {n!r}")
     p = _unit(direction, "direction")
-    u = _unit(ref_axis, "ref_axis")
-    u = u - np.dot(u, p) * p
-    if np.linalg.norm(u) < 1e-9:
-        raise InvalidInputError("ref_axis is parallel to direction; pass one orthogonal to it")
-    u = u / np.linalg.norm(u)
-    w = np.cross(p, u)
+    u, w = _swing_axes(p, ref_axis)
     half_angle_2 = half_angle_1 if half_angle_2 is None else half_angle_2
     for name, phi in (("half_angle_1", half_angle_1), ("half_angle_2", half_angle_2)):
         if not (math.isfinite(phi) and 0.0 < phi <= math.pi):
