@@ -28,33 +28,31 @@ from .lower_pairs import ParamJoint
 __all__ = ["Spherical", "Free"]
 
 
-def _check_q_fast(joint, q, name):
-    """Joint.check_q with a fast path for a finite float64 array of the right shape."""
-    if type(q) is np.ndarray and q.shape == (joint.nq,) and q.dtype == np.float64 \
-            and math.isfinite(sum(q.tolist())):
-        return q
-    return Joint.check_q(joint, q, name)
+class _ExpCoordJoint(ParamJoint):
+    """Shared by the joints with rotation exponential coordinates: no box limits (they change
+    chart past |r| > pi) and a fast ``check_q``."""
+
+    def __init__(self, lower=None, upper=None):
+        self._init_limits(lower, upper)
+        if np.any(np.isfinite(self._lower)) or np.any(np.isfinite(self._upper)):
+            raise InvalidInputError(
+                f"{type(self).__name__} takes no coordinate limits (exponential coordinates "
+                "change chart past |r| > pi); limit it with a reach cone, "
+                "core.expcoords.reach_cone_value")
+
+    def check_q(self, q, name="q"):
+        """``q`` as a finite float array ``(nq,)`` or InvalidInputError (fast path for a
+        finite float64 array of the right shape)."""
+        if type(q) is np.ndarray and q.shape == (self.nq,) and q.dtype == np.float64 \
+                and math.isfinite(sum(q.tolist())):
+            return q
+        return Joint.check_q(self, q, name)
 
 
-def _no_box_limits(joint, lower, upper):
-    joint._init_limits(lower, upper)
-    if np.any(np.isfinite(joint._lower)) or np.any(np.isfinite(joint._upper)):
-        raise InvalidInputError(
-            f"{type(joint).__name__} takes no coordinate limits (exponential coordinates change "
-            "chart past |r| > pi); limit it with a reach cone, core.expcoords.reach_cone_value")
-
-
-class Spherical(ParamJoint):
+class Spherical(_ExpCoordJoint):
     """Ball joint, ``nq = nv = 3``, ``q = r`` with ``R = exp([r])`` (seed 003)."""
 
     nq = 3
-
-    def __init__(self, lower=None, upper=None):
-        _no_box_limits(self, lower, upper)
-
-    def check_q(self, q, name="q"):
-        """``q`` as a finite float array ``(nq,)`` or InvalidInputError."""
-        return _check_q_fast(self, q, name)
 
     def evaluate(self, q):
         """``(G (4, 4), S (6, 3), H (3, 6, 3))`` from one evaluation of the coefficients."""
@@ -107,18 +105,11 @@ class Spherical(ParamJoint):
         return out.r, out.r_dot
 
 
-class Free(ParamJoint):
+class Free(_ExpCoordJoint):
     """Free (6-DOF) joint, ``q = [r (3), p (3)]``: rotation exp(r), translation p in the
     parent frame. ``nq = nv = 6``."""
 
     nq = 6
-
-    def __init__(self, lower=None, upper=None):
-        _no_box_limits(self, lower, upper)
-
-    def check_q(self, q, name="q"):
-        """``q`` as a finite float array ``(nq,)`` or InvalidInputError."""
-        return _check_q_fast(self, q, name)
 
     def evaluate(self, q):
         """``(G (4, 4), S (6, 6), H (6, 6, 6))``; see the module docstring for the formulas."""
