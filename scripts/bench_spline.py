@@ -1,8 +1,7 @@
 """Spline-joint benchmarks (a section for scripts/bench.py; never a timed test).
 
     python scripts/bench_spline.py [--quick]     # this section alone
-    python scripts/bench.py --only spline        # once registered in bench.SECTIONS as
-                                                 # "spline": "bench_spline:bench_spline"
+    python scripts/bench.py --only spline        # the same, as a section of bench.py
 
 Targets (issue 2): cubic SplineCurveJoint transform + jacobian + hessian at one q within 40 us
 (``evaluate`` gives all three), batched ``transforms`` at least 500,000 q per second at
@@ -11,8 +10,6 @@ N = 10,000.
 
 import os
 import sys
-import time
-import timeit
 
 import numpy as np
 
@@ -21,19 +18,7 @@ for path in (os.path.dirname(HERE), HERE):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from bench import format_table, machine_description, median_us, table  # noqa: E402
-
-
-def cpu_median_us(fn, quick=False):
-    """Like bench.median_us but in process CPU time (``time.process_time``): on a shared
-    machine wall-clock medians grow with the load average, CPU time much less."""
-    timer = timeit.Timer(fn, timer=time.process_time)
-    target = 0.02 if quick else 0.2
-    number = 1
-    while timer.timeit(number) < target:
-        number *= 2 if number < 8 else 4
-    runs = timer.repeat(repeat=3 if quick else 7, number=number)
-    return float(np.median(runs)) / number * 1e6
+from bench import main, median_us, table  # noqa: E402
 
 
 def _curve(m=12, order=4):
@@ -73,10 +58,10 @@ def bench_spline(quick=False):
         qs = rng.uniform(lo, hi, (n_batch, joint.nq))
         times = [median_us(lambda f=f: f(q), quick) for f in
                  (joint.transform, joint.jacobian, joint.hessian, joint.evaluate)]
-        times.append(cpu_median_us(lambda: joint.evaluate(q), quick))
+        times.append(median_us(lambda: joint.evaluate(q), quick, cpu=True))
         single.append([label, joint.nq] + times)
         t = median_us(lambda: joint.transforms(qs), quick)
-        tc = cpu_median_us(lambda: joint.transforms(qs), quick)
+        tc = median_us(lambda: joint.transforms(qs), quick, cpu=True)
         batch.append([label, n_batch, t / 1e3, t / n_batch, n_batch / t * 1e6,
                       n_batch / tc * 1e6])
     return [
@@ -92,7 +77,4 @@ def bench_spline(quick=False):
 
 
 if __name__ == "__main__":
-    quick = "--quick" in sys.argv[1:]
-    print(machine_description() + ("; --quick" if quick else "") + "\n")
-    for t in bench_spline(quick):
-        print(format_table(t))
+    main(["--only", "spline"] + sys.argv[1:])
