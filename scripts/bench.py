@@ -38,7 +38,7 @@ SECTIONS = {
     "joints": "bench:bench_joints",
     "spline": "bench_spline:bench_spline",
     "expcoords": "bench_expcoords:bench_expcoords_tables",
-    "fitting": "bench_fitting:bench_fitting",
+    "fitting": "bench_fitting:bench_fitting_tables",
     "dynamics": "bench_dynamics:bench_dynamics",
     "mechanisms": "bench_mechanisms:bench_mechanisms",
     "maximal": "bench:bench_maximal_tables",

@@ -1,7 +1,6 @@
 """Benchmark of the fitting module (never a timed test).
 
-    python scripts/bench_fitting.py          # markdown table on stdout
-    python scripts/bench_fitting.py --quick  # fewer repeats
+    python scripts/bench_fitting.py [--quick]  # = python scripts/bench.py --only fitting
 
 :func:`bench_fitting` returns the rows as dicts (median wall time over repeats, plus the
 accuracy each fit reaches); :func:`bench_fitting_tables` wraps them as a section for
@@ -28,7 +27,7 @@ for _path in (ROOT, HERE):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from bench import format_table, machine_description, table  # noqa: E402
+from bench import main, table  # noqa: E402
 
 from core.fitting.curve import fit_spline_curve  # noqa: E402
 from core.fitting.ik import leg_chain, solve_ik  # noqa: E402
@@ -137,6 +136,4 @@ def bench_fitting_tables(quick=False):
 
 
 if __name__ == "__main__":
-    print(machine_description() + "\n")
-    for t in bench_fitting_tables(quick="--quick" in sys.argv):
-        print(format_table(t))
+    main(["--only", "fitting"] + sys.argv[1:])
