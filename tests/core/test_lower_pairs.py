@@ -11,36 +11,7 @@ from core.joints.lower_pairs import (Cylindrical, Fixed, Helical, Planar, Prisma
                                      Universal, plane_basis)
 from core.lie import se3, so3
 
-FD_STEP = 1e-6
-
-
-def fd_jacobian(joint, q, h=FD_STEP):
-    """Central-difference body Jacobian ``[(G^-1 dG/dq_i)^vee]``: ``(6, nq)``."""
-    q = np.asarray(q, dtype=float)
-    Ginv = se3.inv(joint.transform(q))
-    cols = []
-    for i in range(joint.nq):
-        e = np.zeros(joint.nq)
-        e[i] = h
-        dG = (joint.transform(q + e) - joint.transform(q - e)) / (2 * h)
-        X = Ginv @ dG
-        cols.append(se3.vee(X))
-        # the derivative must be an se(3) element: skew rotation part, zero last row
-        assert np.allclose(X[:3, :3], -X[:3, :3].T, atol=1e-7)
-        assert np.allclose(X[3], 0.0, atol=1e-12)
-    return np.stack(cols, axis=1)
-
-
-def fd_hessian(joint, q, h=FD_STEP):
-    """Central-difference ``H[j] = dS/dq_j``: ``(nq, 6, nq)``."""
-    q = np.asarray(q, dtype=float)
-    out = []
-    for j in range(joint.nq):
-        e = np.zeros(joint.nq)
-        e[j] = h
-        out.append((joint.jacobian(q + e) - joint.jacobian(q - e)) / (2 * h))
-    return np.stack(out)
-
+from _fd import fd_hessian, fd_jacobian
 
 def check_joint_derivatives(joint, q, atol=1e-7):
     """S and H against central differences, and evaluate() against the single calls."""

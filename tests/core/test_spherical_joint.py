@@ -14,6 +14,8 @@ from core.errors import InvalidInputError
 from core.joints.spherical import Free, Spherical
 from core.lie import se3, so3
 
+from _fd import fd_hessian, fd_jacobian
+
 PI = math.pi
 
 
@@ -34,27 +36,6 @@ def _close(a, b, tol):
     assert err < tol, f"relative error {err:.3g} >= {tol:g}"
 
 
-def _fd_S(joint, q, h=1e-6):
-    """Body Jacobian by central differences: columns (G^-1 dG/dq_i)^vee (seed 000 eq. 12)."""
-    G_inv = se3.inv(joint.transform(q))
-    cols = []
-    for i in range(joint.nq):
-        e = np.zeros(joint.nq)
-        e[i] = h
-        dG = (joint.transform(q + e) - joint.transform(q - e)) / (2 * h)
-        cols.append(se3.vee(G_inv @ dG))
-    return np.stack(cols, axis=1)
-
-
-def _fd_H(joint, q, h=1e-6):
-    out = []
-    for j in range(joint.nq):
-        e = np.zeros(joint.nq)
-        e[j] = h
-        out.append((joint.jacobian(q + e) - joint.jacobian(q - e)) / (2 * h))
-    return np.stack(out)
-
-
 def _qs(joint):
     if joint.nq == 3:
         return R_POINTS
@@ -67,8 +48,8 @@ def test_S_and_H_against_finite_differences(joint, k):
     q = _qs(joint)[k]
     G, S, H = joint.evaluate(q)
     assert G.shape == (4, 4) and S.shape == (6, joint.nv) and H.shape == (joint.nv, 6, joint.nv)
-    _close(S, _fd_S(joint, q), 1e-9)
-    _close(H, _fd_H(joint, q), 1e-8)
+    _close(S, fd_jacobian(joint, q), 1e-9)
+    _close(H, fd_hessian(joint, q), 1e-8)
     # evaluate == (transform, jacobian, hessian)
     _close(G, joint.transform(q), 1e-16)
     _close(S, joint.jacobian(q), 1e-16)

@@ -19,31 +19,14 @@ from core.joints.spline_curve import SplineCurveJoint, frame_knots_to_full, natu
 from core.joints.spline_surface import DEFAULT_BASIS_TWISTS, SplineJoint
 from core.lie import se3
 
-FD_STEP = 1e-6
+from _fd import FD_STEP, fd_hessian, fd_jacobian
+
 FD_TOL = 1e-7  # relative to max(1, |value|); central differences leave ~1e-10 here
-
-
-def fd_jacobian_hessian(joint, q, h=FD_STEP):
-    """Central differences: S_fd[:, i] = (G^-1 dG/dq_i)^vee and H_fd[i] = dS/dq_i."""
-    q = np.atleast_1d(np.asarray(q, dtype=float))
-    n = q.size
-    G = joint.transform(q)
-    Ginv = se3.inv(G)
-    S_fd = np.empty((6, n))
-    H_fd = np.empty((n, 6, n))
-    for i in range(n):
-        e = np.zeros(n)
-        e[i] = h
-        Gp, Sp, _ = joint.evaluate(q + e)
-        Gm, Sm, _ = joint.evaluate(q - e)
-        S_fd[:, i] = se3.vee(Ginv @ (Gp - Gm) / (2 * h))
-        H_fd[i] = (Sp - Sm) / (2 * h)
-    return S_fd, H_fd
 
 
 def assert_derivatives(joint, q, tol=FD_TOL, h=FD_STEP):
     G, S, H = joint.evaluate(q)
-    S_fd, H_fd = fd_jacobian_hessian(joint, q, h)
+    S_fd, H_fd = fd_jacobian(joint, q, h), fd_hessian(joint, q, h)
     np.testing.assert_allclose(S, S_fd, atol=tol * max(1.0, np.abs(S).max()))
     np.testing.assert_allclose(H, H_fd, atol=10 * tol * max(1.0, np.abs(H).max()))
     assert np.all(np.isfinite(G)) and np.all(np.isfinite(S)) and np.all(np.isfinite(H))
