@@ -32,6 +32,17 @@ def _random_curve(seed, n=7, k=4):
     return np.array(frames), knots
 
 
+def _blocks_vs_fd(frames, knots, k, qs, t, u, eps=1e-6):
+    """The eq. 34 blocks of ``t = curve_terms(...)`` applied to control-frame perturbations
+    ``u: (m + 1, 6)`` (``G_j -> G_j exp(u_j)``), and the same pose change by central
+    differences: two ``(len(qs), 6)`` arrays."""
+    Gp = curve_terms(frames @ se3.exp(eps * u), knots, k, qs, blocks=False)["G"]
+    Gm = curve_terms(frames @ se3.exp(-eps * u), knots, k, qs, blocks=False)["G"]
+    fd = (se3.log(se3.inv(t["G"]) @ Gp) - se3.log(se3.inv(t["G"]) @ Gm)) / (2 * eps)
+    idx = t["i0"][:, None] + np.arange(k)
+    return np.einsum("slij,slj->si", t["C"], u[idx]), fd
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_jacobian_blocks_match_finite_differences(seed):
     """M_s u (eq. 34, rebuilt exactly from eq. 24) against central differences."""
@@ -41,13 +52,7 @@ def test_jacobian_blocks_match_finite_differences(seed):
     lo, hi = knots[k - 1], knots[frames.shape[0]]
     qs = np.concatenate([rng.uniform(lo, hi, 20), [lo, hi - 1e-9, knots[k + 1]]])
     t = curve_terms(frames, knots, k, qs)
-    u = rng.normal(size=(frames.shape[0], 6))
-    eps = 1e-6
-    Gp = curve_terms(frames @ se3.exp(eps * u), knots, k, qs, blocks=False)["G"]
-    Gm = curve_terms(frames @ se3.exp(-eps * u), knots, k, qs, blocks=False)["G"]
-    fd = (se3.log(se3.inv(t["G"]) @ Gp) - se3.log(se3.inv(t["G"]) @ Gm)) / (2 * eps)
-    idx = t["i0"][:, None] + np.arange(k)
-    analytic = np.einsum("slij,slj->si", t["C"], u[idx])
+    analytic, fd = _blocks_vs_fd(frames, knots, k, qs, t, rng.normal(size=(frames.shape[0], 6)))
     np.testing.assert_allclose(analytic, fd, atol=1e-7)
 
 
@@ -199,13 +204,7 @@ def test_jacobian_blocks_property(seed, scale, near_pi):
     knots = np.cumsum(rng.uniform(0.2, 1.0, size=n + k))
     qs = rng.uniform(knots[k - 1], knots[n], 8)
     t = curve_terms(frames, knots, k, qs, hessian=True)
-    u = rng.normal(size=(n, 6))
-    eps = 1e-6
-    Gp = curve_terms(frames @ se3.exp(eps * u), knots, k, qs, blocks=False)["G"]
-    Gm = curve_terms(frames @ se3.exp(-eps * u), knots, k, qs, blocks=False)["G"]
-    fd = (se3.log(se3.inv(t["G"]) @ Gp) - se3.log(se3.inv(t["G"]) @ Gm)) / (2 * eps)
-    idx = t["i0"][:, None] + np.arange(k)
-    analytic = np.einsum("slij,slj->si", t["C"], u[idx])
+    analytic, fd = _blocks_vs_fd(frames, knots, k, qs, t, rng.normal(size=(n, 6)))
     np.testing.assert_allclose(analytic, fd, atol=1e-6 * max(1.0, np.abs(fd).max()))
     dq = 1e-6
     Sp = curve_terms(frames, knots, k, qs + dq, hessian=True)["S"]
