@@ -123,6 +123,34 @@ def natural_knots(control_frames, length_scale=1.0, order=4):
     return full - full[k - 1]
 
 
+def _read_description(data, kind, *extra):
+    """``(control_frames array, order, data[extra]...)`` from a ``to_dict()`` of type ``kind``
+    (the class name), or InvalidInputError saying what is missing."""
+    if not isinstance(data, dict) or data.get("type") != kind:
+        raise InvalidInputError(
+            f"from_dict expects the dict made by {kind}.to_dict() (with type '{kind}').")
+    try:
+        frames = np.asarray(data["control_frames"], dtype=float)
+        order = int(data["order"])
+        rest = [data[key] for key in extra]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"{kind} description is incomplete or malformed ({exc!r}); it needs "
+            f"{', '.join(('order',) + extra)} and control_frames.") from None
+    if "control_twists" in data and (frames.ndim != 3 or frames.shape[0] < 1):
+        raise InvalidInputError("control_frames must be a (number of frames, 4, 4) list.")
+    return (frames, order, *rest)
+
+
+def _check_frames_agree(frames, rebuilt):
+    """Raise InvalidInputError unless stored ``frames`` match those ``rebuilt`` from
+    ``control_frames[0]`` and the stored control twists (both (m + 1, 4, 4))."""
+    if frames.shape != rebuilt.shape or np.abs(frames - rebuilt).max() > 1e-6:
+        raise InvalidInputError(
+            "control_frames and control_twists disagree (G_j != G_{j-1} exp(z_j)); after "
+            "editing the frames, drop control_twists to rebuild from the frames.")
+
+
 class SplineCurveJoint(Joint):
     """1-DOF joint along a cumulative B-spline on SE(3) (seed 000 eqs. 21-24).
 
@@ -325,27 +353,10 @@ class SplineCurveJoint(Joint):
         """Inverse of :meth:`to_dict`. With ``control_twists`` the joint is rebuilt from
         ``control_frames[0]`` and the twists (turns beyond pi survive) and the frames must agree
         with them; without, from the frames."""
-        if not isinstance(data, dict) or data.get("type") != "SplineCurveJoint":
-            raise InvalidInputError(
-                "from_dict expects the dict made by SplineCurveJoint.to_dict() "
-                "(with type 'SplineCurveJoint').")
-        try:
-            frames = np.asarray(data["control_frames"], dtype=float)
-            order = int(data["order"])
-            knots = data["knots"]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidInputError(
-                f"SplineCurveJoint description is incomplete or malformed ({exc!r}); it needs "
-                "order, knots and control_frames.") from None
+        frames, order, knots = _read_description(data, "SplineCurveJoint", "knots")
         if "control_twists" in data:
-            if frames.ndim != 3 or frames.shape[0] < 1:
-                raise InvalidInputError("control_frames must be a (m + 1, 4, 4) list.")
             joint = cls.from_twists(frames[0], data["control_twists"], knots, order)
-            if frames.shape != joint.control_frames.shape or \
-                    np.abs(frames - joint.control_frames).max() > 1e-6:
-                raise InvalidInputError(
-                    "control_frames and control_twists disagree (G_j != G_{j-1} exp(z_j)); "
-                    "after editing the frames, drop control_twists to rebuild from the frames.")
+            _check_frames_agree(frames, joint.control_frames)
             return joint
         return cls(frames, knots, order)
 
@@ -517,27 +528,11 @@ class ClosedSplineCurveJoint(SplineCurveJoint):
     def from_dict(cls, data):
         """Inverse of :meth:`to_dict`: from ``control_frames[0]`` and the loop twists when given
         (turns beyond pi survive; the frames must agree with them), else from the frames."""
-        if not isinstance(data, dict) or data.get("type") != "ClosedSplineCurveJoint":
-            raise InvalidInputError(
-                "from_dict expects the dict made by ClosedSplineCurveJoint.to_dict() "
-                "(with type 'ClosedSplineCurveJoint').")
-        try:
-            frames = np.asarray(data["control_frames"], dtype=float)
-            order = int(data["order"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidInputError(
-                f"ClosedSplineCurveJoint description is incomplete or malformed ({exc!r}); it "
-                "needs order and control_frames.") from None
+        frames, order = _read_description(data, "ClosedSplineCurveJoint")
         if "control_twists" not in data:
             return cls(frames, order)
-        if frames.ndim != 3 or frames.shape[0] < 1:
-            raise InvalidInputError("control_frames must be a (n, 4, 4) list.")
         joint = cls.from_twists(frames[0], data["control_twists"], order=order)
-        n = int(joint.period)
-        if frames.shape != (n, 4, 4) or np.abs(frames - joint.control_frames[:n]).max() > 1e-6:
-            raise InvalidInputError(
-                "control_frames and control_twists disagree (G_j != G_{j-1} exp(z_j)); after "
-                "editing the frames, drop control_twists to rebuild from the frames.")
+        _check_frames_agree(frames, joint.control_frames[:int(joint.period)])
         return joint
 
     def __repr__(self):
