@@ -355,12 +355,6 @@ class Universal(ParamJoint):
         G[:3, :3] = R0 @ R1
         return G
 
-    def jacobian(self, q):
-        return self.evaluate(q)[1]
-
-    def hessian(self, q):
-        return self.evaluate(q)[2]
-
     def evaluate(self, q):
         R0, R1 = self._parts(self.check_q(q))
         G = np.eye(4)
@@ -413,12 +407,6 @@ class Planar(ParamJoint):
         G[:3, :3] = self._R(q[2])
         G[:3, 3] = q[0] * self.t1 + q[1] * self.t2
         return G
-
-    def jacobian(self, q):
-        return self.evaluate(q)[1]
-
-    def hessian(self, q):
-        return self.evaluate(q)[2]
 
     def evaluate(self, q):
         q = self.check_q(q)
