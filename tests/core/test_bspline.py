@@ -95,14 +95,20 @@ def test_cumulative_basis_monotone_0_to_1_and_eq23(tk):
         np.testing.assert_allclose(cb[0, right, j], 1.0, atol=1e-13)
     # eq. 23: dBc_j/dx = (k - 1) / (t_{j+k-1} - t_j) B_{j,k-1}(x), where B_{j,k-1} is the
     # order-(k-1) element on t_j .. t_{j+k-1} (from scipy, independently)
-    inner = x[:-1]
+    # for k = 2 the order-1 elements are steps, so the derivative jumps at knots and the two
+    # implementations may legitimately pick different sides there: compare off the knots
+    keep = np.ones(x.size, bool)
+    keep[-1] = False
+    if k == 2:
+        keep &= np.min(np.abs(x[:, None] - t[None, :]), axis=1) > 1e-12
+    inner = x[keep]
     for j in range(1, n):
         width = t[j + k - 1] - t[j]
         if width <= 0:
             continue
         elem = BSpline.basis_element(t[j:j + k], extrapolate=False)
         ref = np.nan_to_num(elem(inner)) * (k - 1) / width
-        np.testing.assert_allclose(cb[1, :-1, j], ref, atol=1e-9 * max(1.0, np.abs(ref).max()))
+        np.testing.assert_allclose(cb[1, keep, j], ref, atol=1e-9 * max(1.0, np.abs(ref).max()))
 
 
 @settings(max_examples=30, deadline=None)
