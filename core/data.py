@@ -46,7 +46,15 @@ class Data:
         self.S_body = np.zeros((nv, 6))
         self.S_world = np.zeros((nv, 6))
         self.hess = [np.zeros((0, 6, 0))] * nb
-        self.spline_hess = np.zeros((len(model.spline_bodies), 6))   # dS/dq of cubic splines
+        ns = len(model.spline_bodies)
+        self.spline_hess = np.zeros((ns, 6))   # dS/dq of cubic splines
+        # cubic spline work arrays: powers of u, [1, exp scalars of the 3 twists], the
+        # columns [g_3, a, c, Zy, Zw, V] and the (6, 2) coefficients of [S, dS/dq]
+        self.spline_upow = np.ones((ns, 4, 1))
+        self.spline_cvec = np.ones((ns, 31))
+        self.spline_scalars = self.spline_cvec[:, 1:].reshape(ns, 3, 10)   # a view
+        self.spline_M = np.zeros((ns, 6, 6))
+        self.spline_C = np.zeros((ns, 6, 2))
         self.screw_coef = np.zeros((len(model.screw_bodies), 4))
         self.screw_coef[:, 0] = 1.0
         if len(model.screw_bodies):

@@ -79,40 +79,46 @@ def _check_vec(model, x, name):
 
 def _cubic_splines(model, data, q):
     """G, S and dS/dq of every cubic spline curve joint at once (the batched form of
-    ``core.joints.spline_curve._cubic_evaluate``: eqs. 24, 27-30 unrolled for k = 4)."""
+    ``core.joints.spline_curve._cubic_evaluate``: eqs. 24, 27-30 unrolled for k = 4), in
+    preallocated work arrays (see :meth:`core.model.Model._compile_cubic_splines`)."""
     x = q[model.spline_dofs]
     n = x.size
     # global span index: last span start <= x (clamped to the joint's first span)
-    gs = np.maximum(np.searchsorted(model.spline_keys, x + model.spline_shift, side="right") - 1,
-                    model.spline_first)
-    outside = np.nonzero((x < model.spline_lo) | (x > model.spline_hi))[0]
-    u = x - model.spline_starts[gs]
-    upow = np.stack([np.ones(n), u, u * u, u * u * u], axis=1)[:, :, None]
-    b = (model.spline_poly[gs] @ upow).reshape(n, 3, 3)               # (n, order, fn)
-    cvec = np.empty((n, 31))
-    cvec[:, 0] = 1.0
-    cvec[:, 1:] = poe.exp_scalars_batch(b[:, 0], model.spline_theta[gs]).reshape(n, 30)
-    r = (cvec[:, None, :] @ model.spline_table[gs])[:, 0]      # (n, 120)
-    G = r[:, 0:16].reshape(n, 4, 4) @ r[:, 16:32].reshape(n, 4, 4) @ \
-        r[:, 32:48].reshape(n, 4, 4)
-    Z = r[:, 48:84].reshape(n, 6, 6) @ r[:, 84:96].reshape(n, 6, 2)
-    M = np.concatenate((r[:, 96:114].reshape(n, 6, 3), Z, model.spline_adg3[gs] @ Z[:, :, :1]),
-                       axis=2)
-    d1, d2, d3 = b[:, 1, 0], b[:, 1, 1], b[:, 1, 2]
-    e1, e2, e3 = b[:, 2, 0], b[:, 2, 1], b[:, 2, 2]
-    zero = np.zeros(n)
-    C = np.stack([d3, e3, d2, e2, zero, -d3 * d2, d1, e1, zero, -d1 * d2, zero, -d3 * d1],
-                 axis=1).reshape(n, 6, 2)
-    SH = M @ C
+    gs = np.searchsorted(model.spline_keys, x + model.spline_shift, side="right") - 1
+    np.maximum(gs, model.spline_first, out=gs)
+    upow = data.spline_upow
+    u = np.subtract(x, model.spline_starts[gs], out=upow[:, 1, 0])
+    np.multiply(u, u, out=upow[:, 2, 0])
+    np.multiply(upow[:, 2, 0], u, out=upow[:, 3, 0])
+    b = np.matmul(model.spline_poly[gs], upow)[:, :, 0]            # (n, 15), see the model
+    cvec = data.spline_cvec
+    poe.exp_scalars_batch(b[:, :3], model.spline_theta[gs], out=data.spline_scalars)
+    r = np.matmul(cvec[:, None, :], model.spline_table[gs])[:, 0]   # (n, 150)
+    G = np.matmul(r[:, 0:16].reshape(n, 4, 4), r[:, 16:32].reshape(n, 4, 4))
+    G = np.matmul(G, r[:, 32:48].reshape(n, 4, 4))
+    Z = np.matmul(r[:, 48:120].reshape(n, 12, 6), r[:, 120:132].reshape(n, 6, 2))
+    M = data.spline_M                                 # columns [g_3, a, c, Zy, Zw, V]
+    M[:, :, :3] = r[:, 132:150].reshape(n, 6, 3)
+    M[:, :, 3:5] = Z[:, :6]
+    M[:, :, 5] = Z[:, 6:, 0]
+    # S  = g_3 d3 + a d2 + Zy d1,
+    # dS = g_3 e3 + a e2 + Zy e1 - c d3 d2 - Zw d1 d2 - V d3 d1
+    C = data.spline_C.reshape(n, 12)
+    C[:, [0, 1, 2, 3, 6, 7]] = b[:, 3:9]
+    C[:, [5, 9, 11]] = -(b[:, 9:12] * b[:, 12:15])
+    SH = np.matmul(M, data.spline_C)
     S, H = SH[:, :, 0], SH[:, :, 1]
-    for k in outside:
-        i = model.spline_bodies[k]
-        Gk, Sk, Hk = model.joints[i].evaluate(x[k:k + 1])
-        G[k], S[k], H[k] = Gk, Sk[:, 0], Hk[0, :, 0]
-    data.G[model.spline_bodies] = G
-    data.oMi[model.spline_bodies] = model.spline_H @ G
-    data.S_body[model.spline_dofs] = S
-    data.spline_hess = H
+    outside = (x < model.spline_lo) | (x > model.spline_hi)
+    if outside.any():
+        for k in np.nonzero(outside)[0]:
+            i = model.spline_bodies[k]
+            Gk, Sk, Hk = model.joints[i].evaluate(x[k:k + 1])
+            G[k], S[k], H[k] = Gk, Sk[:, 0], Hk[0, :, 0]
+    sel = model.spline_sel
+    data.G[sel] = G
+    data.oMi[sel] = np.matmul(model.spline_H, G)
+    data.S_body[model.spline_dof_sel] = S
+    data.spline_hess[:] = H
 
 
 def _poses(model, data, q):

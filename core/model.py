@@ -40,6 +40,15 @@ def spatial_inertia(mass, com, inertia):
     return J
 
 
+def _as_slice(idx):
+    """``idx`` (sorted int array) as a slice when it is a contiguous range (basic indexing
+    gives views and skips numpy's gather/scatter), else unchanged."""
+    idx = np.asarray(idx, dtype=int)
+    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+        return slice(int(idx[0]), int(idx[0]) + idx.size)
+    return idx
+
+
 def _check_inertia(mass, com, inertia, name):
     mass = float(mass)
     if not np.isfinite(mass) or mass <= 0.0:
@@ -272,7 +281,7 @@ class Model:
         ptr = self.parents.copy()
         while np.any(ptr >= 0):
             sel = np.nonzero(ptr >= 0)[0]
-            schedule.append((sel, ptr[sel].copy()))
+            schedule.append((_as_slice(sel), _as_slice(ptr[sel])))
             new = ptr.copy()
             new[sel] = ptr[ptr[sel]]
             ptr = new
@@ -352,12 +361,28 @@ class Model:
         self.spline_shift = shift * np.arange(len(js))
         self.spline_keys = np.concatenate([j._starts + shift * k for k, j in enumerate(js)])
         self.spline_first = np.cumsum([0] + [len(j._starts) for j in js])[:-1]
-        self.spline_table = np.concatenate([j._cubic for j in js])          # (S, 31, 120)
+        # per span, the joint's (31, 120) table (columns 0:48 H E_1, E_2, E_3; 48:84 A_3;
+        # 84:96 [y, w]; 96:114 [g_3, a, c]) re-laid out as 150 columns
+        # [H E_1, E_2, E_3 | A_3; ad_{g_3} A_3 (72) | [y, w] (12) | [g_3, a, c] (18)], so that
+        # one (12, 6) @ (6, 2) product gives [Zy, Zw] and V = ad_{g_3} Zy together
+        tab = np.concatenate([j._cubic for j in js])                        # (S, 31, 120)
+        adg3 = np.concatenate([j._adg[:, 2] for j in js])                   # (S, 6, 6)
+        A3 = tab[:, :, 48:84].reshape(-1, 31, 6, 6)
+        self.spline_table = np.ascontiguousarray(np.concatenate(
+            [tab[:, :, :84], np.matmul(adg3[:, None], A3).reshape(-1, 31, 36),
+             tab[:, :, 84:114]], axis=2))                                     # (S, 31, 150)
         self.spline_theta = np.concatenate([j._theta for j in js])          # (S, 3)
-        self.spline_adg3 = np.concatenate([j._adg[:, 2] for j in js])       # (S, 6, 6)
-        self.spline_poly = np.concatenate([j._D for j in js]).reshape(-1, 9, 4)  # (S, 9, 4)
+        # Bc and its derivatives as cubics in u, rows reordered to
+        # [b1 b2 b3 | d3 e3 d2 e2 d1 e1 | d3 d1 d3 | d2 d2 d1] (d = Bc', e = Bc''): the first
+        # three feed the exponentials, the next six are the linear entries of the (6, 2)
+        # coefficient matrix C of [S, dS/dq], the last six pair up into its products
+        poly = np.concatenate([j._D for j in js]).reshape(-1, 9, 4)
+        order = [0, 1, 2, 5, 8, 4, 7, 3, 6, 5, 3, 5, 4, 4, 3]
+        self.spline_poly = np.ascontiguousarray(poly[:, order])             # (S, 15, 4)
         self.spline_starts = np.concatenate([j._starts for j in js])        # (S,)
         self.spline_H = self.placements[self.spline_bodies]
+        self.spline_sel = _as_slice(self.spline_bodies)
+        self.spline_dof_sel = _as_slice(self.spline_dofs)
 
     def _compile_springs(self):
         js = self.joint_springs

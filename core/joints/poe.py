@@ -75,14 +75,29 @@ def exp_scalars(b, theta):
     return [a, c, b, e, a * b, a * c, a * e, b * c, c * c, c * e]
 
 
-def exp_scalars_batch(b, theta):
-    """Vectorised :func:`exp_scalars`: ``b, theta`` broadcastable arrays -> (..., 10)."""
+def exp_scalars_batch(b, theta, out=None):
+    """Vectorised :func:`exp_scalars`: ``b, theta`` broadcastable arrays -> (..., 10).
+
+    Same branches as the scalar twin (closed forms for ``sin(x)/x`` and ``(1 - cos x)/x^2``
+    down to TINY, the series of ``(x - sin x)/x^3`` only on the elements below SMALL), so the
+    two agree to round-off. ``out``: optional (..., 10) array to write into.
+    """
     b = np.asarray(b, dtype=float)
-    x2 = (b * theta) ** 2
-    a = b * _series.a(x2)
-    c = b * b * _series.b(x2)
-    e = b * b * b * _series.c(x2)
-    return np.stack([a, c, b, e, a * b, a * c, a * e, b * c, c * c, c * e], axis=-1)
+    f1, f2, f3 = _exp_factors(np.abs(b * theta))
+    if out is None:
+        out = np.empty(f1.shape + (10,))
+    np.multiply(b, f1, out=out[..., 0])                                  # a
+    bb = b * b
+    np.multiply(bb, f2, out=out[..., 1])                                 # c
+    out[..., 2] = b
+    np.multiply(bb * b, f3, out=out[..., 3])                             # e
+    np.multiply(out[..., _PROD_I], out[..., _PROD_J], out=out[..., 4:])  # ab ac ae bc cc ce
+    return out
+
+
+# the products [a b, a c, a e, b c, c c, c e] of exp_scalars as pairs of [a, c, b, e] entries
+_PROD_I = np.array([0, 0, 0, 2, 1, 1])
+_PROD_J = np.array([2, 1, 3, 1, 1, 3])
 
 
 class TwistTable:
@@ -205,20 +220,40 @@ def soa_twists(g):
                            np.sum(w * w, axis=-1, keepdims=True)], axis=-1)
 
 
-def _exp_coefficients(x2):
-    """``sin(x)/x, (1 - cos x)/x^2, (x - sin x)/x^3`` for an array of ``x2 = x^2`` (the
-    branches of :func:`exp_scalars`; one sqrt and two sines per element)."""
-    x = np.sqrt(x2)
-    xs = np.where(x < TINY, 1.0, x)
+def _exp_factors(x):
+    """``sin(x)/x, (1 - cos x)/x^2, (x - sin x)/x^3`` for an array of angles ``x >= 0``
+    (the branches of :func:`exp_scalars`: one sine pair per element, the Taylor series of
+    the third only on the elements below SMALL, the limits 1 and 1/2 below TINY)."""
+    x = np.asarray(x, dtype=float)
+    shape = x.shape
+    x = x.reshape(-1)
+    tiny = np.flatnonzero(x < TINY)
+    xs = x
+    if tiny.size:
+        xs = x.copy()
+        xs[tiny] = 1.0
     sx = np.sin(xs)
-    f1 = np.where(x < TINY, 1.0, sx / xs)
+    f1 = sx / xs
     h = np.sin(0.5 * xs) / (0.5 * xs)
-    f2 = np.where(x < TINY, 0.5, 0.5 * h * h)
+    f2 = 0.5 * h * h
     f3 = (xs - sx) / (xs * xs * xs)
-    small = x < SMALL
-    if np.any(small):
-        f3[small] = _series.series("c", x2[small])
-    return f1, f2, f3
+    if tiny.size:
+        f1[tiny] = 1.0
+        f2[tiny] = 0.5
+    small = np.flatnonzero(x < SMALL)
+    if small.size:
+        # the series through x^14 as one product with the powers [1, x^2, .., x^14]
+        f3[small] = np.power(x[small][:, None], _EVEN_POWERS) @ _C3
+    return f1.reshape(shape), f2.reshape(shape), f3.reshape(shape)
+
+
+_EVEN_POWERS = 2.0 * np.arange(len(_series.SERIES["c"]))
+_C3 = np.array(_series.SERIES["c"])
+
+
+def _exp_coefficients(x2):
+    """:func:`_exp_factors` of ``x = sqrt(x2)`` for an array of squared angles."""
+    return _exp_factors(np.sqrt(x2))
 
 
 def transforms(H, P, phi):
