@@ -141,17 +141,17 @@ def _joint_cases():
     ]
 
 
-def bench_joints(quick=False):
-    """Per-call medians of transform, jacobian, hessian, evaluate for every joint family, and
-    batched ``transforms`` throughput. Coordinates are uniform in the joint's limits, or in
-    [-1, 1] where a coordinate is unlimited."""
+def joint_tables(title, cases, quick, rng, q_at, notes=(None, None)):
+    """Two tables for ``cases`` (``[(label, joint)]``): per-call medians of transform,
+    jacobian, hessian and evaluate (and evaluate in CPU time) at ``q_at(lo, hi) -> (nq,)``,
+    and batched ``transforms`` throughput at N uniform coordinates from ``rng`` in the
+    joint's limits (in [-1, 1] where a coordinate is unlimited)."""
     n_batch = 1_000 if quick else 10_000
-    rng = np.random.default_rng(0)
     single, batch = [], []
-    for label, joint in _joint_cases():
+    for label, joint in cases:
         lo = np.where(np.isfinite(joint.lower), joint.lower, -1.0)
         hi = np.where(np.isfinite(joint.upper), joint.upper, 1.0)
-        q = rng.uniform(lo, hi)
+        q = q_at(lo, hi)
         qs = rng.uniform(lo, hi, (n_batch, joint.nq))
         times = [median_us(lambda f=f: f(q), quick) for f in
                  (joint.transform, joint.jacobian, joint.hessian, joint.evaluate)]
@@ -162,13 +162,21 @@ def bench_joints(quick=False):
         batch.append([label, n_batch, t / 1e3, t / n_batch, n_batch / t * 1e6,
                       n_batch / tc * 1e6])
     return [
-        table("Joints: one configuration (us per call, median)",
+        table(f"{title}: one configuration (us per call, median)",
               ["joint", "nq", "transform", "jacobian", "hessian", "evaluate (G,S,H)",
-               "evaluate, CPU time"], single),
-        table(f"Joints: batched transforms(qs) at N = {n_batch:,}",
+               "evaluate, CPU time"], single, note=notes[0]),
+        table(f"{title}: batched transforms(qs) at N = {n_batch:,}",
               ["joint", "N", "ms per batch", "us per q", "q per second",
-               "q per CPU second"], batch),
+               "q per CPU second"], batch, note=notes[1]),
     ]
+
+
+def bench_joints(quick=False):
+    """Per-call medians of transform, jacobian, hessian, evaluate for every joint family, and
+    batched ``transforms`` throughput. Coordinates are uniform in the joint's limits, or in
+    [-1, 1] where a coordinate is unlimited."""
+    rng = np.random.default_rng(0)
+    return joint_tables("Joints", _joint_cases(), quick, rng, rng.uniform)
 
 
 # -- maximal coordinates (scripts/bench_maximal.py returns its own row dicts) -----------------

@@ -18,7 +18,7 @@ for path in (os.path.dirname(HERE), HERE):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from bench import main, median_us, table  # noqa: E402
+from bench import joint_tables, main  # noqa: E402
 
 
 def _curve(m=12, order=4):
@@ -46,34 +46,14 @@ def bench_spline(quick=False):
     """Tables: one-q medians (transform, jacobian, hessian, evaluate) and batched
     ``transforms`` throughput for the spline curve joint (orders 4 and 5) and the n-DOF spline
     joint (n = 1, 2, 3, six basis twists)."""
-    n_batch = 1_000 if quick else 10_000
-    rng = np.random.default_rng(1)
     cases = [("SplineCurveJoint cubic (13 frames)", _curve()),
              ("SplineCurveJoint order 5 (13 frames)", _curve(order=5))]
     cases += [(f"SplineJoint n={n}, 6 twists, 8^{n} coefs", _surface(n)) for n in (1, 2, 3)]
-    single, batch = [], []
-    for label, joint in cases:
-        lo, hi = joint.lower, joint.upper
-        q = lo + 0.37 * (hi - lo)
-        qs = rng.uniform(lo, hi, (n_batch, joint.nq))
-        times = [median_us(lambda f=f: f(q), quick) for f in
-                 (joint.transform, joint.jacobian, joint.hessian, joint.evaluate)]
-        times.append(median_us(lambda: joint.evaluate(q), quick, cpu=True))
-        single.append([label, joint.nq] + times)
-        t = median_us(lambda: joint.transforms(qs), quick)
-        tc = median_us(lambda: joint.transforms(qs), quick, cpu=True)
-        batch.append([label, n_batch, t / 1e3, t / n_batch, n_batch / t * 1e6,
-                      n_batch / tc * 1e6])
-    return [
-        table("Spline joints: one configuration (us per call, median)",
-              ["joint", "nq", "transform", "jacobian", "hessian", "evaluate (G,S,H)",
-               "evaluate, CPU time"], single,
-              note="Target: cubic curve joint G, S and H at one q within 40 us (evaluate)."),
-        table(f"Spline joints: batched transforms(qs) at N = {n_batch:,}",
-              ["joint", "N", "ms per batch", "us per q", "q per second",
-               "q per CPU second"], batch,
-              note="Target: cubic curve joint >= 500,000 q per second."),
-    ]
+    return joint_tables(
+        "Spline joints", cases, quick, np.random.default_rng(1),
+        lambda lo, hi: lo + 0.37 * (hi - lo),
+        notes=("Target: cubic curve joint G, S and H at one q within 40 us (evaluate).",
+               "Target: cubic curve joint >= 500,000 q per second."))
 
 
 if __name__ == "__main__":
