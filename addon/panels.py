@@ -11,11 +11,18 @@ from .operators._common import target_bone
 CATEGORY = "Spline Joints"
 
 
-def _bone(context):
+def _bone_or_hint(layout, context, hint="Make the joint's child bone active in Pose Mode",
+                  usable=lambda pose_bone: True):
+    """(armature, pose bone) of the active bone, or (None, None) after drawing ``hint``
+    when there is none or ``usable(pose_bone)`` is False."""
     try:
-        return target_bone(context)
+        armature, pose_bone = target_bone(context)
     except ValueError:
+        armature, pose_bone = None, None
+    if pose_bone is None or not usable(pose_bone):
+        layout.label(text=hint, icon="INFO")
         return None, None
+    return armature, pose_bone
 
 
 class SPLINE_JOINTS_UL_samples(bpy.types.UIList):
@@ -43,9 +50,8 @@ class VIEW3D_PT_spline_joints_capture(_Panel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        armature, pose_bone = _bone(context)
+        armature, pose_bone = _bone_or_hint(layout, context)
         if pose_bone is None:
-            layout.label(text="Make the joint's child bone active in Pose Mode", icon="INFO")
             return
         s = pose_bone.spline_joints
         parent = pose_bone.parent.name if pose_bone.parent else "none"
@@ -80,9 +86,8 @@ class VIEW3D_PT_spline_joints_fit(_Panel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        _, pose_bone = _bone(context)
+        _, pose_bone = _bone_or_hint(layout, context)
         if pose_bone is None:
-            layout.label(text="Make the joint's child bone active in Pose Mode", icon="INFO")
             return
         s = pose_bone.spline_joints
         col = layout.column(align=True)
@@ -115,9 +120,9 @@ class VIEW3D_PT_spline_joints_drive(_Panel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        _, pose_bone = _bone(context)
-        if pose_bone is None or not pose_bone.spline_joints.joint_json:
-            layout.label(text="Fit a joint first", icon="INFO")
+        _, pose_bone = _bone_or_hint(layout, context, "Fit a joint first",
+                                     lambda pb: bool(pb.spline_joints.joint_json))
+        if pose_bone is None:
             return
         s = pose_bone.spline_joints
         row = layout.row(align=True)
@@ -137,9 +142,9 @@ class VIEW3D_PT_spline_joints_reach_cone(_Panel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        armature, pose_bone = _bone(context)
-        if pose_bone is None or pose_bone.parent is None:
-            layout.label(text="Make a child bone active in Pose Mode", icon="INFO")
+        _, pose_bone = _bone_or_hint(layout, context, "Make a child bone active in Pose Mode",
+                                     lambda pb: pb.parent is not None)
+        if pose_bone is None:
             return
         s = pose_bone.spline_joints
         col = layout.column(align=True)

@@ -7,7 +7,7 @@ import numpy as np
 from bpy.props import IntProperty
 
 from .. import bridge
-from ._common import has_target, reporting, target_bone
+from ._common import BoneOperator, frame_range, has_target, pick_index, read_frames, target_bone
 
 
 def read_coordinates(settings, armature, pose_bone, frame: int) -> np.ndarray:
@@ -64,21 +64,13 @@ def check_finite(poses: np.ndarray, qs: np.ndarray) -> None:
                          "constraints and drivers")
 
 
-class SPLINE_JOINTS_OT_capture_pose(bpy.types.Operator):
+class SPLINE_JOINTS_OT_capture_pose(BoneOperator, bpy.types.Operator):
     """Record the active bone's pose in its parent's frame and its driving coordinate(s)"""
 
     bl_idname = "spline_joints.capture_pose"
     bl_label = "Capture Pose"
-    bl_options = {"REGISTER", "UNDO"}
 
-    @classmethod
-    def poll(cls, context):
-        return has_target(context)
-
-    @reporting
-    def execute(self, context):
-        armature, pose_bone = target_bone(context)
-        settings = pose_bone.spline_joints
+    def run(self, context, armature, pose_bone, settings):
         frame = context.scene.frame_current
         T = bridge.read_pose_T_parent_child(pose_bone)
         q = read_coordinates(settings, armature, pose_bone, frame)
@@ -91,60 +83,40 @@ class SPLINE_JOINTS_OT_capture_pose(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_capture_range(bpy.types.Operator):
+class SPLINE_JOINTS_OT_capture_range(BoneOperator, bpy.types.Operator):
     """Record one sample per frame over a frame range (animation played back, then restored)"""
 
     bl_idname = "spline_joints.capture_range"
     bl_label = "Capture Frame Range"
-    bl_options = {"REGISTER", "UNDO"}
 
     frame_start: IntProperty(name="Start", default=-1, description="First frame (-1: the scene's start)")
     frame_end: IntProperty(name="End", default=-1, description="Last frame (-1: the scene's end)")
     step: IntProperty(name="Step", default=0, min=0, description="Frame step (0: the bone's capture step)")
 
-    @classmethod
-    def poll(cls, context):
-        return has_target(context)
-
-    @reporting
-    def execute(self, context):
+    def run(self, context, armature, pose_bone, settings):
         scene = context.scene
-        armature, pose_bone = target_bone(context)
-        settings = pose_bone.spline_joints
         bone_name = pose_bone.name
-        start = scene.frame_start if self.frame_start < 0 else self.frame_start
-        end = scene.frame_end if self.frame_end < 0 else self.frame_end
-        step = self.step or settings.capture_step
-        if end < start:
-            raise ValueError(f"frame range {start}..{end} is empty: the end must not be before the start")
-        frames = list(range(start, end + 1, step))
-        current = scene.frame_current, scene.frame_subframe
-        poses, qs = [], []
-        try:
-            for f in frames:
-                scene.frame_set(f)
-                pb = armature.pose.bones[bone_name]
-                poses.append(bridge.read_pose_T_parent_child(pb))
-                qs.append(read_coordinates(settings, armature, pb, f))
-        finally:
-            scene.frame_set(current[0], subframe=current[1])
-        poses, qs = np.array(poses), np.array(qs)
+        frames = frame_range(scene, self.frame_start, self.frame_end, self.step or settings.capture_step)
+
+        def read(f):
+            pb = armature.pose.bones[bone_name]
+            return bridge.read_pose_T_parent_child(pb), read_coordinates(settings, armature, pb, f)
+
+        poses, qs = (np.array(a) for a in zip(*read_frames(scene, frames, read)))
         check_finite(poses, qs)
-        pose_bone = armature.pose.bones[bone_name]
-        settings = pose_bone.spline_joints
+        settings = armature.pose.bones[bone_name].spline_joints
         warning = duplicate_warning(settings, qs)
         append_samples(settings, frames, qs, poses)
         self.report({"WARNING"} if warning else {"INFO"},
-                    f"Captured {len(frames)} samples from frames {start}-{end}{warning}")
+                    f"Captured {len(frames)} samples from frames {frames[0]}-{frames[-1]}{warning}")
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_delete_sample(bpy.types.Operator):
+class SPLINE_JOINTS_OT_delete_sample(BoneOperator, bpy.types.Operator):
     """Delete one captured sample"""
 
     bl_idname = "spline_joints.delete_sample"
     bl_label = "Delete Sample"
-    bl_options = {"REGISTER", "UNDO"}
 
     index: IntProperty(name="Index", default=-1, description="Sample to delete (-1: the active one)")
 
@@ -152,36 +124,24 @@ class SPLINE_JOINTS_OT_delete_sample(bpy.types.Operator):
     def poll(cls, context):
         return has_target(context) and len(target_bone(context)[1].spline_joints.samples) > 0
 
-    @reporting
-    def execute(self, context):
-        _, pose_bone = target_bone(context)
-        settings = pose_bone.spline_joints
-        i = settings.active_sample if self.index < 0 else self.index
-        if not 0 <= i < len(settings.samples):
-            raise ValueError(f"sample {i} does not exist: there are {len(settings.samples)} samples")
+    def run(self, context, armature, pose_bone, settings):
+        i = pick_index(settings.samples, settings.active_sample, self.index, "sample")
         settings.samples.remove(i)
         settings.active_sample = min(i, len(settings.samples) - 1) if settings.samples else 0
         self.report({"INFO"}, f"Deleted sample {i + 1}; {len(settings.samples)} left")
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_clear_samples(bpy.types.Operator):
+class SPLINE_JOINTS_OT_clear_samples(BoneOperator, bpy.types.Operator):
     """Delete every captured sample of the active bone"""
 
     bl_idname = "spline_joints.clear_samples"
     bl_label = "Clear Samples"
-    bl_options = {"REGISTER", "UNDO"}
 
-    @classmethod
-    def poll(cls, context):
-        return has_target(context)
-
-    @reporting
-    def execute(self, context):
-        _, pose_bone = target_bone(context)
-        n = len(pose_bone.spline_joints.samples)
-        pose_bone.spline_joints.samples.clear()
-        pose_bone.spline_joints.active_sample = 0
+    def run(self, context, armature, pose_bone, settings):
+        n = len(settings.samples)
+        settings.samples.clear()
+        settings.active_sample = 0
         self.report({"INFO"}, f"Cleared {n} samples")
         return {"FINISHED"}
 

@@ -7,7 +7,7 @@ import numpy as np
 from bpy.props import BoolProperty, IntProperty
 
 from .. import bridge, handlers
-from ._common import has_target, joint_document, reporting, target_bone
+from ._common import BoneOperator, frame_range, joint_document, read_frames
 
 
 def coordinate_ranges(doc) -> np.ndarray:
@@ -19,22 +19,14 @@ def coordinate_ranges(doc) -> np.ndarray:
     return ranges
 
 
-class SPLINE_JOINTS_OT_drive_joint(bpy.types.Operator):
+class SPLINE_JOINTS_OT_drive_joint(BoneOperator, bpy.types.Operator):
     """Add coordinate sliders (custom properties sj_q0..) with the joint's range to the bone and
     pose it live through the stored joint"""
 
     bl_idname = "spline_joints.drive_joint"
     bl_label = "Drive from Joint"
-    bl_options = {"REGISTER", "UNDO"}
 
-    @classmethod
-    def poll(cls, context):
-        return has_target(context)
-
-    @reporting
-    def execute(self, context):
-        _, pose_bone = target_bone(context)
-        s = pose_bone.spline_joints
+    def run(self, context, armature, pose_bone, s):
         doc = joint_document(s)
         bridge.check_drivable(pose_bone)
         ranges = coordinate_ranges(doc)
@@ -48,12 +40,11 @@ class SPLINE_JOINTS_OT_drive_joint(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_bake_joint(bpy.types.Operator):
+class SPLINE_JOINTS_OT_bake_joint(BoneOperator, bpy.types.Operator):
     """Write the bone's location/rotation keyframes over a frame range from its joint coordinates"""
 
     bl_idname = "spline_joints.bake_joint"
     bl_label = "Bake Joint"
-    bl_options = {"REGISTER", "UNDO"}
 
     frame_start: IntProperty(name="Start", default=-1, description="First frame (-1: the scene's start)")
     frame_end: IntProperty(name="End", default=-1, description="Last frame (-1: the scene's end)")
@@ -61,33 +52,15 @@ class SPLINE_JOINTS_OT_bake_joint(bpy.types.Operator):
     stop_driving: BoolProperty(name="Stop Live Drive", default=True,
                                description="Turn the live drive off so the baked keys play back")
 
-    @classmethod
-    def poll(cls, context):
-        return has_target(context)
-
-    @reporting
-    def execute(self, context):
+    def run(self, context, armature, pose_bone, s):
         scene = context.scene
-        armature, pose_bone = target_bone(context)
-        s = pose_bone.spline_joints
         doc = joint_document(s)
         bridge.check_drivable(pose_bone)
-        start = scene.frame_start if self.frame_start < 0 else self.frame_start
-        end = scene.frame_end if self.frame_end < 0 else self.frame_end
-        if end < start:
-            raise ValueError(f"frame range {start}..{end} is empty: the end must not be before the start")
-        frames = np.arange(start, end + 1, self.step)
+        frames = frame_range(scene, self.frame_start, self.frame_end, self.step)
         name = pose_bone.name
-        current = scene.frame_current, scene.frame_subframe
-        qs = []
         with handlers.suspended():
-            try:
-                for f in frames:
-                    scene.frame_set(int(f))
-                    qs.append(handlers.coordinates(armature.pose.bones[name], doc.joint.nq))
-            finally:
-                scene.frame_set(current[0], subframe=current[1])
-        qs = np.array(qs)
+            qs = np.array(read_frames(scene, frames, lambda f: handlers.coordinates(
+                armature.pose.bones[name], doc.joint.nq)))
         if not np.all(np.isfinite(qs)):
             raise ValueError("a coordinate value is not finite in the frame range; check its animation")
         G = doc.joint.transforms(qs)
@@ -97,7 +70,7 @@ class SPLINE_JOINTS_OT_bake_joint(bpy.types.Operator):
         written = bridge.write_bone_keyframes(armature, pose_bone, frames, basis)
         if self.stop_driving:
             pose_bone.spline_joints.drive = False
-        self.report({"INFO"}, f"Baked {len(frames)} frames ({start}-{end}) of '{name}' into "
+        self.report({"INFO"}, f"Baked {len(frames)} frames ({frames[0]}-{frames[-1]}) of '{name}' into "
                               f"{', '.join(p.rsplit('.', 1)[-1] for p in written)}")
         return {"FINISHED"}
 

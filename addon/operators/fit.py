@@ -10,7 +10,7 @@ from bpy.props import BoolProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge
-from ._common import has_target, joint_document, reporting, sample_coordinates, sample_poses, target_bone
+from ._common import BoneOperator, has_target, joint_document, sample_coordinates, sample_poses, target_bone
 
 PATH_PREFIX = "SJ_JointPath"
 
@@ -62,26 +62,18 @@ def draw_joint_path(context, armature, pose_bone, doc, n: int = 160):
     return obj
 
 
-class SPLINE_JOINTS_OT_fit(bpy.types.Operator):
+class SPLINE_JOINTS_OT_fit(BoneOperator, bpy.types.Operator):
     """Fit a spline joint (curve or surface) to the captured samples and store it on the bone"""
 
     bl_idname = "spline_joints.fit"
     bl_label = "Fit Joint"
-    bl_options = {"REGISTER", "UNDO"}
 
     draw_path: BoolProperty(name="Draw Path", default=True, description="Draw the fitted path afterwards")
 
-    @classmethod
-    def poll(cls, context):
-        return has_target(context)
-
-    @reporting
-    def execute(self, context):
+    def run(self, context, armature, pose_bone, s):
         from ...core import io
         from ...core.fitting import SE3Metric
 
-        armature, pose_bone = target_bone(context)
-        s = pose_bone.spline_joints
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             samples, n = build_samples(s)
@@ -124,23 +116,16 @@ class SPLINE_JOINTS_OT_fit(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_draw_joint_path(bpy.types.Operator):
+class SPLINE_JOINTS_OT_draw_joint_path(BoneOperator, bpy.types.Operator):
     """Draw the stored joint's path as a curve with small axes at its control frames"""
 
     bl_idname = "spline_joints.draw_joint_path"
     bl_label = "Draw Joint Path"
-    bl_options = {"REGISTER", "UNDO"}
 
-    @classmethod
-    def poll(cls, context):
-        return has_target(context)
-
-    @reporting
-    def execute(self, context):
-        armature, pose_bone = target_bone(context)
+    def run(self, context, armature, pose_bone, settings):
         if pose_bone.parent is None:
             raise ValueError(f"bone '{pose_bone.name}' has no parent bone to draw the path in")
-        obj = draw_joint_path(context, armature, pose_bone, joint_document(pose_bone.spline_joints))
+        obj = draw_joint_path(context, armature, pose_bone, joint_document(settings))
         self.report({"INFO"}, f"Drew '{obj.name}'")
         return {"FINISHED"}
 
@@ -148,11 +133,12 @@ class SPLINE_JOINTS_OT_draw_joint_path(bpy.types.Operator):
 classes = (SPLINE_JOINTS_OT_fit, SPLINE_JOINTS_OT_draw_joint_path)
 
 
-class SPLINE_JOINTS_OT_export_joint(bpy.types.Operator, ExportHelper):
+class SPLINE_JOINTS_OT_export_joint(BoneOperator, bpy.types.Operator, ExportHelper):
     """Write the bone's stored joint to a JSON file (the core's versioned joint document)"""
 
     bl_idname = "spline_joints.export_joint"
     bl_label = "Export Joint JSON"
+    bl_options = {"REGISTER"}  # writes a file, changes nothing in the scene
     filename_ext = ".json"
     filter_glob: StringProperty(default="*.json", options={"HIDDEN"})
 
@@ -160,40 +146,30 @@ class SPLINE_JOINTS_OT_export_joint(bpy.types.Operator, ExportHelper):
     def poll(cls, context):
         return has_target(context) and bool(target_bone(context)[1].spline_joints.joint_json)
 
-    @reporting
-    def execute(self, context):
+    def run(self, context, armature, pose_bone, settings):
         from ...core import io
 
-        _, pose_bone = target_bone(context)
-        doc = joint_document(pose_bone.spline_joints)
+        doc = joint_document(settings)
         io.save(self.filepath, doc)
         self.report({"INFO"}, f"Wrote {self.filepath}")
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_import_joint(bpy.types.Operator, ImportHelper):
+class SPLINE_JOINTS_OT_import_joint(BoneOperator, bpy.types.Operator, ImportHelper):
     """Read a joint JSON file (core versioned joint document) and store it on the active bone"""
 
     bl_idname = "spline_joints.import_joint"
     bl_label = "Import Joint JSON"
-    bl_options = {"REGISTER", "UNDO"}
     filename_ext = ".json"
     filter_glob: StringProperty(default="*.json", options={"HIDDEN"})
 
-    @classmethod
-    def poll(cls, context):
-        return has_target(context)
-
-    @reporting
-    def execute(self, context):
+    def run(self, context, armature, pose_bone, s):
         from ...core import io
 
-        _, pose_bone = target_bone(context)
         try:
             doc = io.load(self.filepath)
         except OSError as exc:
             raise ValueError(f"cannot read {self.filepath}: {exc.strerror}") from None
-        s = pose_bone.spline_joints
         s.joint_json = io.dumps(doc)
         ranges = np.asarray(doc.ranges, dtype=float)
         for i, (lo, hi) in enumerate(ranges[: len(s.range_min)]):

@@ -15,7 +15,7 @@ import numpy as np
 from bpy.props import EnumProperty, FloatProperty, IntProperty
 
 from .. import bridge, shapes
-from ._common import reporting
+from ._common import pick_index, reporting
 
 _DEMO_ITEMS: list = []  # Blender needs the enum item strings kept alive
 
@@ -134,10 +134,8 @@ class SPLINE_JOINTS_OT_bake_dynamics(bpy.types.Operator):
 
     def _prepare(self, context):
         scene = context.scene
-        i = scene.spline_joints_active_mechanism if self.index < 0 else self.index
-        if not 0 <= i < len(scene.spline_joints_mechanisms):
-            raise ValueError(f"mechanism {i} does not exist: the scene has "
-                             f"{len(scene.spline_joints_mechanisms)}")
+        i = pick_index(scene.spline_joints_mechanisms, scene.spline_joints_active_mechanism, self.index,
+                       "mechanism")
         item = scene.spline_joints_mechanisms[i]
         self._index = i
         missing = [k for k, ref in enumerate(item.bodies) if ref.object is None]

@@ -11,7 +11,7 @@ import bpy
 import numpy as np
 
 from .. import bridge
-from ._common import has_target, reporting, sample_poses, target_bone
+from ._common import BoneOperator, sample_poses
 
 BONE_AXIS = np.array([0.0, 1.0, 0.0])  # a bone's Y axis: the direction the cone limits
 REF_AXIS = np.array([1.0, 0.0, 0.0])   # elliptic half-angle 1 is towards the bone's X axis
@@ -73,21 +73,13 @@ def cone_object_name(armature, pose_bone) -> str:
     return f"{CONE_PREFIX}_{armature.name}_{pose_bone.name}"
 
 
-class SPLINE_JOINTS_OT_fit_reach_cone(bpy.types.Operator):
+class SPLINE_JOINTS_OT_fit_reach_cone(BoneOperator, bpy.types.Operator):
     """Fit the smallest reach cone (plus margin) and twist limit holding the captured samples"""
 
     bl_idname = "spline_joints.fit_reach_cone"
     bl_label = "Fit Reach Cone"
-    bl_options = {"REGISTER", "UNDO"}
 
-    @classmethod
-    def poll(cls, context):
-        return has_target(context)
-
-    @reporting
-    def execute(self, context):
-        _, pose_bone = target_bone(context)
-        settings = pose_bone.spline_joints
+    def run(self, context, armature, pose_bone, settings):
         if len(settings.samples) == 0:
             raise ValueError("no samples: capture poses of the bone first (Capture Pose / Frame Range)")
         R = joint_rotations(pose_bone, sample_poses(settings))
@@ -105,21 +97,13 @@ class SPLINE_JOINTS_OT_fit_reach_cone(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_draw_reach_cone(bpy.types.Operator):
+class SPLINE_JOINTS_OT_draw_reach_cone(BoneOperator, bpy.types.Operator):
     """Create or update a translucent cone mesh at the joint, parented to the parent bone"""
 
     bl_idname = "spline_joints.draw_reach_cone"
     bl_label = "Draw Reach Cone"
-    bl_options = {"REGISTER", "UNDO"}
 
-    @classmethod
-    def poll(cls, context):
-        return has_target(context)
-
-    @reporting
-    def execute(self, context):
-        armature, pose_bone = target_bone(context)
-        settings = pose_bone.spline_joints
+    def run(self, context, armature, pose_bone, settings):
         rest = bridge.read_rest_T_parent_child(pose_bone)
         length = settings.cone_length or pose_bone.bone.length
         verts, faces = cone_mesh(settings, length)
