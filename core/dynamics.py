@@ -37,11 +37,13 @@ are tested against Pinocchio. The price of "dense" is memory and work quadratic 
 O(n^3) term, which is why the recursion remains the choice past a few hundred dofs.
 """
 
+import bisect
 import math
 
 import numpy as np
 
 from .errors import InvalidInputError
+from .joints import poe
 from .kinematics import _check_vec, _poses, _velocities, ad_matrices
 
 __all__ = ["rnea", "aba", "crba", "nonlinear_effects", "kinetic_energy", "potential_energy",
@@ -314,6 +316,56 @@ def _aba_single(model, data, q, v, tau, fext):
     return data.ddq
 
 
+def _float1(model, x, name):
+    """The one coordinate of ``x: (1,)`` as a float, validated like :func:`_check_vec`
+    (which raises the error for anything that is not a finite float array of shape (1,))."""
+    if type(x) is np.ndarray and x.shape == (1,):
+        f = float(x[0])
+        if math.isfinite(f):
+            return f
+    return float(_check_vec(model, x, name)[0])
+
+
+def _aba_single_spline(model, data, x, qd, t, fext):
+    """:func:`_aba_single` for one body on one cubic spline curve joint, in Python floats and
+    a dozen small array products: the span's exp scalars (:func:`poe.exp_scalars`), one
+    product with the model's (31, 150) span table (see
+    :meth:`core.model.Model._compile_cubic_splines`; placement P folded in) giving
+    ``P H E_1, E_2, E_3`` and the
+    columns of ``[S, dS/dq] = M C``, then ``q_ddot = (tau + (J s).a_g - q_dot^2 (J s).h +
+    s.f_ext) / (s.J s)``. ``x, qd, t``: floats (q, q_dot, tau); returns None outside the knot
+    range (the caller takes the general path)."""
+    if not model.spline_lo[0] <= x <= model.spline_hi[0]:
+        return None
+    k = bisect.bisect_right(model.spline_starts_list, x) - 1
+    if k < 0:
+        k = 0
+    u = x - model.spline_starts_list[k]
+    u2 = u * u
+    u3 = u2 * u
+    p = model.spline_poly_list[k]
+    b1, b2, b3, d3, e3, d2, e2, d1, e1 = [
+        p[i] + p[i + 1] * u + p[i + 2] * u2 + p[i + 3] * u3 for i in range(0, 36, 4)]
+    t1, t2, t3 = model.spline_theta_list[k]
+    cv = np.array([1.0] + poe.exp_scalars(b1, t1) + poe.exp_scalars(b2, t2)
+                  + poe.exp_scalars(b3, t3))
+    r = cv @ model.spline_table_placed[k]
+    E = r[:48].reshape(3, 4, 4)                                   # P H E_1, E_2, E_3
+    T = data.oMi[0]
+    np.matmul(E[0] @ E[1], E[2], out=T)
+    Z = r[48:120].reshape(12, 6) @ r[120:132].reshape(6, 2)       # [Zy, Zw; V, -]
+    M = np.concatenate((r[132:150].reshape(6, 3), Z[:6], Z[6:, :1]), axis=1)
+    SH = M @ np.array([[d3, e3], [d2, e2], [0.0, -d3 * d2], [d1, e1], [0.0, -d1 * d2],
+                       [0.0, -d3 * d1]])                          # [s, h] (6, 2)
+    JSH = model.inertias[0] @ SH
+    sJs, sJh = (SH[:, 0] @ JSH).tolist()
+    rhs = t + float(JSH[3:, 0] @ (model.gravity @ T[:3, :3])) - qd * qd * sJh
+    if fext is not None:
+        rhs += float(SH[:, 0] @ fext[0])
+    data.ddq[0] = rhs / sJs
+    return data.ddq
+
+
 def aba(model, data, q, v, tau, fext=None, method="auto"):
     """Forward dynamics ``q_ddot: (nv,)`` at ``(q, v)`` under actuation ``tau: (nv,)``,
     gravity, ``fext: (nb, 6)`` and the model's springs (seed 000 Appendix A, eqs. 43-44).
@@ -325,6 +377,16 @@ def aba(model, data, q, v, tau, fext=None, method="auto"):
     Writes ``data.ddq`` (and, on the single-body path, only ``data.oMi`` besides).
     """
     model.check_data(data)
+    if method == "auto" and model.single_spline:
+        x = _float1(model, q, "q")
+        qd, t = _float1(model, v, "v"), _float1(model, tau, "tau")
+        fext = _check_fext(model, fext)
+        if model.has_joint_springs:
+            t -= float(model.spring_k[0]) * (x - float(model.spring_rest[0])) + \
+                float(model.spring_c[0]) * qd
+        out = _aba_single_spline(model, data, x, qd, t, fext)
+        if out is not None:
+            return out
     if method == "auto" and model.nbodies == 1 and not model.point_springs:
         q = model.check_state(q)
         v = _check_vec(model, v, "v")

@@ -299,6 +299,15 @@ class Model:
         self.aba_levels = levels
         self._compile_joint_families()
         self._compile_springs()
+        #: one body on one cubic spline curve joint: core.dynamics.aba's scalar fast path
+        self.single_spline = (nb == 1 and len(self.spline_bodies) == 1
+                              and not self.point_springs)
+        if self.single_spline:
+            # its span table with the placement folded into H E_1 (linear in the scalars)
+            tab = self.spline_table.copy()
+            tab[:, :, :16] = np.matmul(self.placements[0],
+                                       tab[:, :, :16].reshape(-1, 31, 4, 4)).reshape(-1, 31, 16)
+            self.spline_table_placed = tab
         self._compiled = True
         return self
 
@@ -382,6 +391,11 @@ class Model:
         self.spline_starts = np.concatenate([j._starts for j in js])        # (S,)
         self.spline_H = self.placements[self.spline_bodies]
         self.spline_sel = _as_slice(self.spline_bodies)
+        # plain-Python copies for the one-body path of core.dynamics (no array overhead):
+        # span starts, the 9 cubics (b1 b2 b3 d3 e3 d2 e2 d1 e1) per span and the 3 angles
+        self.spline_starts_list = self.spline_starts.tolist()
+        self.spline_poly_list = [row.ravel().tolist() for row in self.spline_poly[:, :9]]
+        self.spline_theta_list = self.spline_theta.tolist()
         self.spline_dof_sel = _as_slice(self.spline_dofs)
 
     def _compile_springs(self):

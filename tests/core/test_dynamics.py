@@ -408,6 +408,32 @@ def test_single_body_path_matches_tree_algorithms(joint):
                                rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("x", [-0.4, 0.0, 0.7, 1.0, 2.0 - 1e-12, 2.0, 3.0, 3.5])
+def test_single_spline_fast_path_every_span_and_outside(x):
+    """One body on a cubic spline joint takes aba's float fast path (placement folded into
+    the span table); it matches the dense tree algorithm and forward kinematics on every
+    span, at knots, at the range ends and outside the range (general path)."""
+    rng = np.random.default_rng(5)
+    m = Model(gravity=GRAVITY)
+    m.add_body("b", -1, _spline_joint(), se3.exp(rng.normal(size=6)), 1.5, [0.1, -0.2, 0.05],
+               rand_inertia(rng))
+    m.add_joint_spring("b", 2.0, 0.3)
+    d = m.create_data()
+    assert m.single_spline
+    q, v, tau = np.array([x]), rng.normal(size=1), rng.normal(size=1)
+    fext = rng.normal(size=(1, 6))
+    for f in (None, fext):
+        fast = dyn.aba(m, d, q, v, tau, f).copy()
+        T = d.oMi[0].copy()
+        np.testing.assert_allclose(fast, dyn.aba(m, d, q, v, tau, f, method="dense"),
+                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(T, kin.forward_kinematics(m, d, q)[0], atol=1e-12)
+    with pytest.raises(InvalidInputError, match="NaN"):
+        dyn.aba(m, d, np.array([np.nan]), v, tau)
+    with pytest.raises(InvalidInputError, match="shape"):
+        dyn.aba(m, d, q, np.zeros(2), tau)
+
+
 def test_input_validation():
     m = Model()
     with pytest.raises(InvalidInputError, match="mass"):
