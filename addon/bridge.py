@@ -141,17 +141,21 @@ def ensure_coordinate_property(pose_bone, i: int, lower: float, upper: float, va
 # Keyframes
 # --------------------------------------------------------------------------------------------
 
-def _fcurves_for(obj, create: bool):
-    """The F-curve collection of the object's action (Blender 4.2 and the 4.4+ slotted actions)."""
-    ad = obj.animation_data
+def _fcurves_for(id_data, create: bool):
+    """The F-curve collection of an ID's action (Blender 4.2 and the 4.4+ slotted actions).
+
+    ``id_data`` is any animatable data-block (object, shape key, material...); a new action
+    slot takes its ID type from the data-block (``id_data.id_type``: OBJECT, KEY, ...).
+    """
+    ad = id_data.animation_data
     if ad is None:
         if not create:
             return None
-        ad = obj.animation_data_create()
+        ad = id_data.animation_data_create()
     if ad.action is None:
         if not create:
             return None
-        ad.action = bpy.data.actions.new(f"{obj.name}Action")
+        ad.action = bpy.data.actions.new(f"{id_data.name}Action")
     action = ad.action
     if not hasattr(action, "layers"):  # Blender < 4.4: legacy action
         return action.fcurves
@@ -161,7 +165,7 @@ def _fcurves_for(obj, create: bool):
     if slot is None:
         if not create:
             return None
-        slot = action.slots.new(id_type="OBJECT", name=obj.name)
+        slot = action.slots.new(id_type=id_data.id_type, name=id_data.name)
         ad.action_slot = slot
     if create:
         return anim_utils.action_ensure_channelbag_for_slot(action, slot).fcurves
@@ -169,14 +173,18 @@ def _fcurves_for(obj, create: bool):
     return None if bag is None else bag.fcurves
 
 
-def find_fcurve(obj, data_path: str, index: int):
-    fcurves = _fcurves_for(obj, create=False)
+def find_fcurve(id_data, data_path: str, index: int):
+    """The F-curve of ``data_path[index]`` in the data-block's action, or None."""
+    fcurves = _fcurves_for(id_data, create=False)
     return None if fcurves is None else fcurves.find(data_path, index=index)
 
 
-def write_fcurve_keys(obj, data_path: str, index: int, frames: np.ndarray, values: np.ndarray,
+def write_fcurve_keys(id_data, data_path: str, index: int, frames: np.ndarray, values: np.ndarray,
                       group: str = "", interpolation: str = "LINEAR") -> None:
     """Replace the keys of one F-curve inside [frames.min(), frames.max()] with (frames, values).
+
+    ``id_data`` is the data-block that owns the animated property (an object, a shape-key
+    block ``mesh.shape_keys``, ...); ``data_path`` is relative to it.
 
     Keys outside that frame range are kept. Written with ``keyframe_points.add`` +
     ``foreach_set`` (never one keyframe_insert per key). frames, values: (N,).
@@ -185,10 +193,10 @@ def write_fcurve_keys(obj, data_path: str, index: int, frames: np.ndarray, value
     values = np.asarray(values, dtype=np.float64).ravel()
     if frames.shape != values.shape or frames.size == 0:
         raise BridgeError("keyframes need as many values as frames, and at least one")
-    fcurves = _fcurves_for(obj, create=True)
+    fcurves = _fcurves_for(id_data, create=True)
     fc = fcurves.find(data_path, index=index)
     if fc is None:
-        if hasattr(obj.animation_data.action, "layers"):
+        if hasattr(id_data.animation_data.action, "layers"):
             fc = fcurves.new(data_path, index=index, group_name=group)
         else:
             fc = fcurves.new(data_path, index=index, action_group=group)
@@ -206,9 +214,9 @@ def write_fcurve_keys(obj, data_path: str, index: int, frames: np.ndarray, value
     fc.update()
 
 
-def read_fcurve_keys(obj, data_path: str, index: int) -> np.ndarray:
-    """Keys of one F-curve as an (N, 2) array of (frame, value); empty if there is none."""
-    fc = find_fcurve(obj, data_path, index)
+def read_fcurve_keys(id_data, data_path: str, index: int) -> np.ndarray:
+    """Keys of one F-curve of a data-block as an (N, 2) array of (frame, value); empty if none."""
+    fc = find_fcurve(id_data, data_path, index)
     if fc is None:
         return np.zeros((0, 2))
     co = np.empty(2 * len(fc.keyframe_points), dtype=np.float64)
