@@ -287,17 +287,24 @@ def test_curve_attributes_are_read_only():
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 10 ** 6), st.floats(0.05, 2.0))
 def test_natural_parameterization_keeps_s_away_from_zero(seed, length_scale):
-    joint = make_curve(seed, m=10, length_scale=length_scale, spread=0.2)
+    # A curve that does not turn back on itself: every control twist lies within half of
+    # |z0| of z0 in the metric of natural_knots, so any two make an angle of at most 60 deg.
+    # (A control polygon that reverses can legitimately slow the spline to nearly zero.)
+    rng = np.random.default_rng(seed)
+    scale = np.array([length_scale] * 3 + [1.0] * 3)
+    z0 = np.array([0.4, -0.2, 0.3, 0.1, 0.05, 0.3])
+    noise = rng.normal(size=(10, 6))
+    cap = 0.5 * np.linalg.norm(scale * z0)
+    noise *= np.minimum(1.0, cap / np.linalg.norm(scale * noise, axis=1))[:, None]
+    F = chain_frames(z0 + noise, se3.exp(random_twist(rng)))
+    joint = SplineCurveJoint(F, natural_knots(F, length_scale, 4), 4)
     qs = np.linspace(joint.lower[0], joint.upper[0], 301)
-    speeds = []
-    for q in qs:
-        s = joint.jacobian(q)[:, 0]
-        speeds.append(np.sqrt((length_scale * np.linalg.norm(s[:3])) ** 2
-                              + np.linalg.norm(s[3:]) ** 2))
-    speeds = np.array(speeds)
-    # |S| is about 1 in the metric of natural_knots (a convex combination of the scaled
-    # control twists, each of size <= 3); it never gets near 0
-    assert speeds.min() > 0.1 and speeds.max() < 3.0
+    speeds = np.array([np.linalg.norm(scale * joint.jacobian(q)[:, 0]) for q in qs])
+    # natural knots make each control twist unit-length per unit q, and S(q) is close to a
+    # combination of them (eq. 34) with weights summing to one; within a 30-degree cone
+    # around z0 it cannot cancel. Over 1,500 seeded cases (5 length scales) the extremes were
+    # 0.57 and 1.29 (the adjoint terms and unequal knot spans move it off 1)
+    assert speeds.min() > 0.4 and speeds.max() < 1.6
 
 
 def test_natural_knots_convention():
