@@ -9,6 +9,10 @@ Frames and units:
   armature space, so the armature object's own transform is ignored. Armature-space units are
   taken as metres (the project's scenes use a unit scale of 1 and unscaled armature objects).
 * Matrices are row-major numpy arrays, exactly as mathutils prints them.
+* Blender keeps matrices in single precision, so a rotation read from it is orthonormal only to
+  ~1e-7; the ``read_*_T_parent_child`` functions return its nearest rotation (orthonormal to
+  ~1e-15), and captured sample poses are stored in double precision, so what the core receives
+  is rigid without repair.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ import numpy as np
 from mathutils import Matrix
 
 SAMPLE_PROPERTY_PREFIX = "sj_q"
+#: ID property of a captured sample holding its pose as 16 doubles (row-major T_parent_child).
+#: Samples saved before it existed have only the single-precision ``pose`` field.
+SAMPLE_POSE_KEY = "pose_f64"
 
 
 class BridgeError(ValueError):
@@ -39,6 +46,19 @@ def array_to_matrix(a: np.ndarray) -> Matrix:
     return Matrix(a.tolist())
 
 
+def rigid(T: np.ndarray) -> np.ndarray:
+    """Transforms (..., 4, 4) with each rotation replaced by its nearest rotation (the polar
+    factor U V^T of its SVD) and the last row set to [0, 0, 0, 1]; the translation is kept.
+
+    For Blender's single-precision matrices, which are rigid only to ~1e-7.
+    """
+    T = np.array(T, dtype=np.float64)
+    U, _, Vt = np.linalg.svd(T[..., :3, :3])
+    T[..., :3, :3] = U @ Vt
+    T[..., 3, :] = (0.0, 0.0, 0.0, 1.0)
+    return T
+
+
 def _require_parent(pose_bone) -> None:
     if pose_bone.parent is None:
         raise BridgeError(f"bone '{pose_bone.name}' has no parent: a joint needs a parent bone; "
@@ -50,7 +70,7 @@ def read_rest_T_parent_child(pose_bone) -> np.ndarray:
     _require_parent(pose_bone)
     parent = matrix_to_array(pose_bone.parent.bone.matrix_local)
     child = matrix_to_array(pose_bone.bone.matrix_local)
-    return np.linalg.solve(parent, child)
+    return rigid(np.linalg.solve(parent, child))
 
 
 def read_pose_T_parent_child(pose_bone) -> np.ndarray:
@@ -62,7 +82,32 @@ def read_pose_T_parent_child(pose_bone) -> np.ndarray:
     _require_parent(pose_bone)
     parent = matrix_to_array(pose_bone.parent.matrix)
     child = matrix_to_array(pose_bone.matrix)
-    return np.linalg.solve(parent, child)
+    return rigid(np.linalg.solve(parent, child))
+
+
+def write_sample_pose(sample, T_parent_child: np.ndarray) -> None:
+    """Store a sample's pose (4, 4) in double precision (and its single-precision ``pose`` copy,
+    which scripts and old versions of the add-on read)."""
+    values = np.asarray(T_parent_child, dtype=np.float64).reshape(16)
+    sample[SAMPLE_POSE_KEY] = values.tolist()
+    sample.pose = values
+
+
+def read_sample_poses(samples) -> np.ndarray:
+    """(N, 4, 4) poses of a sample collection, exactly as stored.
+
+    Samples from files saved before the double-precision key existed fall back to their
+    single-precision ``pose`` made rigid (:func:`rigid`), so they too reach the core without
+    its re-orthonormalization warning.
+    """
+    poses = np.empty((len(samples), 4, 4), dtype=np.float64)
+    for k, sample in enumerate(samples):
+        stored = sample.get(SAMPLE_POSE_KEY)
+        if stored is None:
+            poses[k] = rigid(np.array(sample.pose, dtype=np.float64).reshape(4, 4))
+        else:
+            poses[k] = np.array(stored.to_list(), dtype=np.float64).reshape(4, 4)
+    return poses
 
 
 def check_drivable(pose_bone) -> None:

@@ -28,14 +28,20 @@ SOURCE_ITEMS = [
 
 
 class SJ_Sample(PropertyGroup):
-    """One captured pose: coordinate value(s), child-in-parent pose and weight."""
+    """One captured pose: coordinate value(s), child-in-parent pose and weight.
+
+    The pose the fits use is the double-precision ID property ``bridge.SAMPLE_POSE_KEY``
+    (written and read only through ``bridge.write_sample_pose`` / ``read_sample_poses``);
+    ``pose`` is its single-precision copy, and the only pose of samples saved before it.
+    """
 
     q: FloatVectorProperty(name="Coordinates", size=MAX_COORDINATES,
                            description="Driving coordinate values (first n_coordinates are used)")
     n_coordinates: IntProperty(name="Coordinates Used", min=0, max=MAX_COORDINATES,
                                description="How many entries of q are valid (0: no coordinate)")
     pose: FloatVectorProperty(name="Pose", size=16,
-                              description="Child-in-parent pose T_parent_child, row-major 4x4, metres")
+                              description="Child-in-parent pose T_parent_child, row-major 4x4, metres "
+                                          "(single precision: a copy of the stored double pose)")
     weight: FloatProperty(name="Weight", default=1.0, min=0.0, description="Weight of this sample in the fit")
     frame: IntProperty(name="Frame", description="Frame the sample was captured at")
 

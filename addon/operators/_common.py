@@ -94,14 +94,6 @@ def read_frames(scene, frames, read) -> list:
         scene.frame_set(current[0], subframe=current[1])
 
 
-def sample_poses(settings) -> np.ndarray:
-    """(N, 4, 4) poses of the stored samples."""
-    n = len(settings.samples)
-    flat = np.empty(16 * n, dtype=np.float64)
-    settings.samples.foreach_get("pose", flat)
-    return flat.reshape(n, 4, 4)
-
-
 def sample_coordinates(settings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """q (N, MAX_COORDINATES), n_coordinates (N,), weights (N,) of the stored samples."""
     from ..properties import MAX_COORDINATES

@@ -41,7 +41,7 @@ def append_samples(settings, frames, qs, poses) -> None:
         item.frame = int(frame)
         item.n_coordinates = len(q)
         item.q = tuple(q) + (0.0,) * (len(item.q) - len(q))
-        item.pose = tuple(np.asarray(T, dtype=np.float64).ravel())
+        bridge.write_sample_pose(item, T)
         item.weight = 1.0
     settings.active_sample = len(settings.samples) - 1
 

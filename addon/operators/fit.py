@@ -10,7 +10,7 @@ from bpy.props import BoolProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge
-from ._common import BoneOperator, has_target, joint_document, sample_coordinates, sample_poses, target_bone
+from ._common import BoneOperator, has_target, joint_document, sample_coordinates, target_bone
 
 PATH_PREFIX = "SJ_JointPath"
 
@@ -19,7 +19,7 @@ def build_samples(settings):
     """core JointSamples from the stored samples (validation is the core's)."""
     from ...core.fitting import JointSamples
 
-    poses = sample_poses(settings)
+    poses = bridge.read_sample_poses(settings.samples)
     if len(poses) == 0:
         raise ValueError("no samples: capture poses of the bone first (Capture Pose / Frame Range)")
     q, nq, w = sample_coordinates(settings)

@@ -11,7 +11,7 @@ import bpy
 import numpy as np
 
 from .. import bridge
-from ._common import BoneOperator, sample_poses
+from ._common import BoneOperator
 
 BONE_AXIS = np.array([0.0, 1.0, 0.0])  # a bone's Y axis: the direction the cone limits
 REF_AXIS = np.array([1.0, 0.0, 0.0])   # elliptic half-angle 1 is towards the bone's X axis
@@ -82,7 +82,7 @@ class SPLINE_JOINTS_OT_fit_reach_cone(BoneOperator, bpy.types.Operator):
     def run(self, context, armature, pose_bone, settings):
         if len(settings.samples) == 0:
             raise ValueError("no samples: capture poses of the bone first (Capture Pose / Frame Range)")
-        R = joint_rotations(pose_bone, sample_poses(settings))
+        R = joint_rotations(pose_bone, bridge.read_sample_poses(settings.samples))
         _, reach_cone = _core()
         fit = reach_cone.fit_reach_cone(R, BONE_AXIS, REF_AXIS, settings.cone_margin)
         settings.cone_axis = tuple(fit.axis)

@@ -143,3 +143,64 @@ def scenario_undo(tmp):
 
 def test_undo_restores_samples(blender):
     assert blender(scenario_undo) == {"after": 1, "undone": 0, "redone": 1}
+
+
+def scenario_double_precision_poses(tmp):
+    import warnings
+
+    import bpy
+
+    from scenes import addon_module, expected_T_parent_child, leg_armature, pose_leg
+
+    bridge = addon_module("addon.bridge")
+    fit = addon_module("addon.operators.fit")
+    obj = leg_armature()
+    pose_leg(obj)
+    shin = obj.pose.bones["shin"]
+    assert bpy.ops.spline_joints.capture_pose() == {"FINISHED"}
+    T_read = bridge.read_pose_T_parent_child(shin)
+    T_stored = bridge.read_sample_poses(shin.spline_joints.samples)[0]
+    R = T_stored[:3, :3]
+    out = {"roundtrip": float(np.abs(T_stored - T_read).max()),
+           "orthonormal": float(np.abs(R.T @ R - np.eye(3)).max())}
+    np.testing.assert_allclose(T_stored, expected_T_parent_child(obj), atol=1e-6)
+
+    # A captured range fits without the core's re-orthonormalization warning.
+    shin.spline_joints.samples.clear()
+    for f, a in ((1, 0.0), (21, 1.4)):
+        shin.rotation_euler = (a, 0.1 * a, 0.0)
+        shin.location = (0.0, 0.02 * a, 0.01 * a * a)
+        shin.keyframe_insert("rotation_euler", frame=f)
+        shin.keyframe_insert("location", frame=f)
+    shin.spline_joints.source, shin.spline_joints.rotation_axis_0 = "ROTATION", "0"
+    assert bpy.ops.spline_joints.capture_range(frame_start=1, frame_end=21) == {"FINISHED"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit.build_samples(shin.spline_joints)
+    poses = bridge.read_sample_poses(shin.spline_joints.samples)
+    assert bpy.ops.spline_joints.fit() == {"FINISHED"}
+
+    # Saved and reloaded, the poses are bit-identical.
+    path = f"{tmp}/precision.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    samples = bpy.data.objects["Leg"].pose.bones["shin"].spline_joints.samples
+    out["reloaded"] = float(np.abs(bridge.read_sample_poses(samples) - poses).max())
+
+    # A sample saved before the double key existed (single-precision pose only) reads as rigid.
+    for k in range(len(samples)):
+        del samples[k][bridge.SAMPLE_POSE_KEY]
+    legacy = bridge.read_sample_poses(samples)
+    np.testing.assert_allclose(legacy, poses, atol=1e-6)
+    Rl = legacy[:, :3, :3]
+    out["legacy_orthonormal"] = float(np.abs(np.swapaxes(Rl, 1, 2) @ Rl - np.eye(3)).max())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit.build_samples(bpy.data.objects["Leg"].pose.bones["shin"].spline_joints)
+    return out
+
+
+def test_captured_poses_reach_the_core_exactly(blender):
+    out = blender(scenario_double_precision_poses)
+    assert out["roundtrip"] <= 1e-12 and out["reloaded"] <= 1e-12, out
+    assert out["orthonormal"] <= 1e-12 and out["legacy_orthonormal"] <= 1e-12, out
