@@ -46,7 +46,8 @@ from .errors import InvalidInputError
 from .joints import poe
 from .kinematics import _check_vec, _poses, _velocities, ad_matrices
 
-__all__ = ["rnea", "aba", "crba", "nonlinear_effects", "kinetic_energy", "potential_energy",
+__all__ = ["rnea", "aba", "crba", "nonlinear_effects", "crba_and_nle", "kinetic_energy",
+           "potential_energy",
            "mechanical_energy", "momentum", "passive_forces", "DENSE_MAX_DOFS"]
 
 #: ``aba(method="auto")`` uses the dense formulation up to this many dofs.
@@ -206,6 +207,15 @@ def crba(model, data, q):
     _poses(model, data, q)
     _world_inertias(model, data)
     return _crba_prepared(model, data)
+
+
+def crba_and_nle(model, data, q, v, fext=None):
+    """``(M (nv, nv), h (nv,))``: :func:`crba` and :func:`nonlinear_effects` at one state from
+    one kinematics pass (joint evaluation, poses, world inertias computed once instead of
+    twice). Writes ``data.M`` and ``data.nle`` and returns them."""
+    q, v, fext = _prepare(model, data, q, v, fext)
+    h = _nle_prepared(model, data, q, v, fext)
+    return _crba_prepared(model, data), h
 
 
 def _aba_dense(model, data, q, v, tau, fext):

@@ -77,6 +77,11 @@ def _check_vec(model, x, name):
     return x
 
 
+#: up to this many cubic spline joints their exp scalars are computed by poe.exp_scalars in a
+#: loop (same values, the batch twin agrees to round-off): fewer calls than the array branches
+_SCALAR_EXP_JOINTS = 10
+
+
 def _cubic_splines(model, data, q):
     """G, S and dS/dq of every cubic spline curve joint at once (the batched form of
     ``core.joints.spline_curve._cubic_evaluate``: eqs. 24, 27-30 unrolled for k = 4), in
@@ -92,7 +97,13 @@ def _cubic_splines(model, data, q):
     np.multiply(upow[:, 2, 0], u, out=upow[:, 3, 0])
     b = np.matmul(model.spline_poly[gs], upow)[:, :, 0]            # (n, 15), see the model
     cvec = data.spline_cvec
-    poe.exp_scalars_batch(b[:, :3], model.spline_theta[gs], out=data.spline_scalars)
+    if n <= _SCALAR_EXP_JOINTS:          # a Python loop beats ~25 array calls on few angles
+        sc = []
+        for bb, tt in zip(b[:, :3].ravel().tolist(), model.spline_theta[gs].ravel().tolist()):
+            sc += poe.exp_scalars(bb, tt)
+        data.spline_scalars[...] = np.reshape(sc, (n, 3, 10))
+    else:
+        poe.exp_scalars_batch(b[:, :3], model.spline_theta[gs], out=data.spline_scalars)
     r = np.matmul(cvec[:, None, :], model.spline_table[gs])[:, 0]   # (n, 150)
     G = np.matmul(r[:, 0:16].reshape(n, 4, 4), r[:, 16:32].reshape(n, 4, 4))
     G = np.matmul(G, r[:, 32:48].reshape(n, 4, 4))
@@ -180,9 +191,10 @@ def _velocities(model, data, v):
     c = data.bias
     np.matmul(data.adV, Ub[:, :, None], out=c[:, :, None])
     if len(model.spline_bodies):
-        vs = v[model.spline_dofs]
+        vs = v[model.spline_dof_sel]
         hb = data.spline_hess * (vs * vs)[:, None]
-        c[model.spline_bodies] += (data.Ad[model.spline_bodies] @ hb[:, :, None])[:, :, 0]
+        sel = model.spline_sel
+        c[sel] += np.matmul(data.Ad[sel], hb[:, :, None])[:, :, 0]
     for i, dofs in zip(model.other_bodies, model.other_dofs):
         H = data.hess[i]
         if H.size:

@@ -227,9 +227,10 @@ def _exp_factors(x):
     x = np.asarray(x, dtype=float)
     shape = x.shape
     x = x.reshape(-1)
-    tiny = np.flatnonzero(x < TINY)
+    xmin = x.min() if x.size else 1.0
+    tiny = x < TINY if xmin < TINY else None
     xs = x
-    if tiny.size:
+    if tiny is not None:
         xs = x.copy()
         xs[tiny] = 1.0
     sx = np.sin(xs)
@@ -237,11 +238,11 @@ def _exp_factors(x):
     h = np.sin(0.5 * xs) / (0.5 * xs)
     f2 = 0.5 * h * h
     f3 = (xs - sx) / (xs * xs * xs)
-    if tiny.size:
+    if tiny is not None:
         f1[tiny] = 1.0
         f2[tiny] = 0.5
-    small = np.flatnonzero(x < SMALL)
-    if small.size:
+    if xmin < SMALL:
+        small = x < SMALL
         # the series through x^14 as one product with the powers [1, x^2, .., x^14]
         f3[small] = np.power(x[small][:, None], _EVEN_POWERS) @ _C3
     return f1.reshape(shape), f2.reshape(shape), f3.reshape(shape)

@@ -268,8 +268,7 @@ class _Dynamics:
         if self.drive is None:
             return dynamics.aba(self.model, self.data, q, v, self.tau0).copy(), 0.0
         _, vp, ap = self.drive.evaluate(t)
-        h = dynamics.nonlinear_effects(self.model, self.data, q, v)
-        M = dynamics.crba(self.model, self.data, q)
+        M, h = dynamics.crba_and_nle(self.model, self.data, q, v)
         f, p = self.f, self.p
         a = np.empty(self.model.nv)
         a[p] = ap

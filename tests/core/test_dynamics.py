@@ -434,6 +434,25 @@ def test_single_spline_fast_path_every_span_and_outside(x):
         dyn.aba(m, d, q, np.zeros(2), tau)
 
 
+def test_crba_and_nle_match_the_separate_calls():
+    rng = np.random.default_rng(21)
+    m = Model(gravity=GRAVITY)
+    m.add_body("a", -1, _spline_joint(), None, 1.2, [0.1, 0.0, 0.2], rand_inertia(rng))
+    m.add_body("b", 0, Spherical(), se3.exp(rng.normal(size=6)), 0.7, [0.0, 0.1, 0.0],
+               rand_inertia(rng))
+    m.add_body("c", 0, Revolute((0.0, 0.0, 1.0)), se3.exp(rng.normal(size=6)), 0.4)
+    m.add_joint_spring("c", 3.0, 0.2)
+    d = m.create_data()
+    q, v, _, _ = random_state(rng, m)
+    q[0] = 1.1
+    fext = rng.normal(size=(3, 6))
+    M, h = dyn.crba_and_nle(m, d, q, v, fext)
+    M, h = M.copy(), h.copy()
+    np.testing.assert_allclose(M, dyn.crba(m, d, q), rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(h, dyn.nonlinear_effects(m, d, q, v, fext), rtol=1e-14,
+                               atol=1e-14)
+
+
 def test_input_validation():
     m = Model()
     with pytest.raises(InvalidInputError, match="mass"):
