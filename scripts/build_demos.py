@@ -12,7 +12,9 @@ Files written (each scene: low-poly meshes, solid-colour materials, an orthograp
 framing the whole motion, a sun light and Workbench render settings):
 
 * ``<demo>.blend`` for every key of ``core.mechanisms.DEMOS``: the mechanism placed with the
-  add-on's ``spline_joints.add_mechanism`` at the demo's own frame rate and duration, unbaked.
+  add-on's ``spline_joints.add_mechanism`` at the demo's own frame rate and duration, unbaked,
+  plus the mechanism's ``scenery`` (world-fixed displays such as the deforming demo's sheet,
+  a grid mesh with keyed shape keys; :func:`add_scenery`).
   The camera frames the motion, which is simulated once here (core only, 2 processes).
 * ``knee_fit_rig.blend``: femur/tibia armature; the tibia is posed over the OpenSim gait2392
   knee range (1-degree grid, ``core.reference.KneeGait2392``), the poses are recorded with
@@ -47,7 +49,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "demo_blends"
 MODULE = "bl_ext.user_default.spline_joints"
-BUILD_VERSION = 3
+BUILD_VERSION = 4
 RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone")
 RESOLUTION = (640, 400)
 BACKGROUND = (0.93, 0.94, 0.96)
@@ -305,43 +307,67 @@ def build_mechanism_file(demo: str, points: np.ndarray, out: Path) -> None:
     for obj in scene.objects:  # wires and coastlines thick enough to read in a small render
         if obj.type == "CURVE":
             obj.data.bevel_depth = max(obj.data.bevel_depth, 0.005)
-    if demo == "deforming_surface":
-        points = np.vstack([points, _deforming_sheet(scene, s)])
+    mech = addon_module("core.mechanisms").DEMOS[demo](**s)
+    points = np.vstack([points, add_scenery(scene, mech)])
     setup_render(scene, points, VIEWS.get(demo, DEFAULT_VIEW))
     save(scene, out / f"{demo}.blend")
 
 
-def _deforming_sheet(scene, settings: dict, n: int = 25) -> np.ndarray:
-    """The rippling sheet of the deforming-surface demo (the core describes it, the add-on
-    draws only the ball): a grid mesh whose ripple is a shape key keyed on every frame.
+#: shape keys at most per deforming scenery surface, and the relative singular value below
+#: which a mode of its motion is dropped
+MAX_SHAPE_KEYS = 12
+MODE_TOL = 1e-7
 
-    The height is ``bowl (x^2 + y^2) + amplitude sin(w t) cos cos`` (linear in sin(w t)), so the
-    basis is the sheet at sin = -1, the key at sin = +1 and the key value (sin(w t) + 1) / 2.
+
+def add_scenery(scene, mech) -> np.ndarray:
+    """Draw ``mech.scenery`` (displays fixed to the world; the add-on draws only the bodies)
+    and return the world points (M, 3) they cover over the scene's frames, for framing.
+
+    A deforming ``"surface"`` display (``BodyDisplay.surface_mesh(t)``, sampled at every
+    output frame) becomes one grid mesh whose motion is stored as shape keys: the vertex
+    tracks minus their mean are factored by SVD, each mode above ``MODE_TOL`` of the largest
+    is one shape key (the mean plus the mode at its largest coefficient) keyed on every frame
+    with a value in [-1, 1]. A sheet whose shape is linear in one function of time (the
+    deforming demo's ripple) is exactly one key. Other hints are static meshes.
     """
-    import bpy
-
     bridge = addon_module("addon.bridge")
-    mech = addon_module("core.mechanisms").DEMOS["deforming_surface"](**settings)
-    surface = mech.info["surface_points"]
-    period = inspect.signature(addon_module("core.mechanisms").DEMOS["deforming_surface"]).parameters["period"].default
-    w = 2.0 * math.pi / period
-    t_up = 0.25 * period  # sin(w t) = +1
-    low, high = surface(3.0 * t_up, n), surface(t_up, n)
-    faces = [[i * n + j, (i + 1) * n + j, (i + 1) * n + j + 1, i * n + j + 1]
-             for i in range(n - 1) for j in range(n - 1)]
-    sheet = bridge.write_mesh_object("deforming sheet", low.reshape(-1, 3), faces, scene.collection)
-    sheet.data.materials.append(bridge.ensure_material("SJ sheet", (0.95, 0.7, 0.3, 1.0)))
-    for poly in sheet.data.polygons:
-        poly.use_smooth = True
-    sheet.shape_key_add(name="basis (sin = -1)")
-    key = sheet.shape_key_add(name="ripple (sin = +1)")
-    key.data.foreach_set("co", high.reshape(-1).astype(np.float32))
-    frames = np.arange(scene.frame_start, scene.frame_end + 1, dtype=float)
-    values = 0.5 * (np.sin(w * (frames - scene.frame_start) / scene.render.fps) + 1.0)
-    for f, v in zip(frames, values):  # a Key data-block: keyframe_insert makes its action slot
-        key.value = float(v)
-        key.keyframe_insert("value", frame=float(f))
-    return np.vstack([low.reshape(-1, 3), high.reshape(-1, 3)])
+    shapes = addon_module("addon.shapes")
+    frames = np.arange(scene.frame_start, scene.frame_end + 1)
+    times = (frames - scene.frame_start) * scene.render.fps_base / scene.render.fps
+    pts = []
+    for disp in mech.scenery:
+        name = f"{mech.name}.{disp.name}"
+        if disp.mesh == "surface":
+            meshes = [disp.surface_mesh(t) for t in times]
+            tracks = np.stack([v for v, _ in meshes])  # (F, V, 3)
+            mean = tracks.mean(axis=0)
+            U, S, Vt = np.linalg.svd((tracks - mean).reshape(len(frames), -1), full_matrices=False)
+            modes = np.flatnonzero(S > MODE_TOL * S[0]) if S.size and S[0] > 0 else []
+            if len(modes) > MAX_SHAPE_KEYS:
+                raise SystemExit(f"error: scenery {name!r} deforms in {len(modes)} independent "
+                                 f"modes; at most {MAX_SHAPE_KEYS} are stored as shape keys")
+            obj = bridge.write_mesh_object(name, mean, meshes[0][1].tolist(), scene.collection)
+            if len(modes):
+                obj.shape_key_add(name="mean")
+            for k in modes:
+                coef = U[:, k] * S[k]
+                amp = float(np.abs(coef).max())
+                key = obj.shape_key_add(name=f"mode {k}")
+                key.slider_min = -1.0
+                key.data.foreach_set("co", (mean + amp * Vt[k].reshape(-1, 3)).ravel().astype(np.float32))
+                for f, c in zip(frames, coef / amp):  # keyframe_insert makes the Key's action slot
+                    key.value = float(c)
+                    key.keyframe_insert("value", frame=float(f))
+            pts.append(tracks.reshape(-1, 3))
+        else:
+            mesh = shapes.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)
+            if mesh is None:
+                continue
+            obj = bridge.write_mesh_object(name, mesh[0], mesh[1], scene.collection)
+            pts.append(np.asarray(mesh[0], dtype=float))
+        obj.data.materials.append(bridge.ensure_material(f"SJ {disp.name}", disp.colour))
+        obj.hide_render = not disp.visible
+    return np.vstack(pts) if pts else np.zeros((0, 3))
 
 
 # --- rigs ---------------------------------------------------------------------------------

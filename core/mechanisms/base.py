@@ -3,8 +3,10 @@
 A :class:`Mechanism` says everything the Blender side needs to build and bake a demo without
 knowing any physics: the model (reduced coordinates, :class:`core.model.Model`) or a seed-001
 :class:`core.maximal.skeleton.Skeleton`, the initial state, the time stepping (output frame
-rate, substeps per frame, duration, integrator), an optional prescribed :class:`Drive` and
-one :class:`BodyDisplay` per body (mesh hint, size, colour, optional polyline).
+rate, substeps per frame, duration, integrator), an optional prescribed :class:`Drive`,
+one :class:`BodyDisplay` per body (mesh hint, size, colour, optional polyline) and optional
+``scenery``: displays fixed to the world, such as a kinematically deforming surface whose
+vertices are a function of time (:meth:`BodyDisplay.surface_mesh`).
 
 :func:`simulate` integrates it and returns a :class:`SimulationResult` with per-frame
 ``q, v``, body poses ``(F, nb, 4, 4)``, mechanical energy, the work done by the drive, the
@@ -38,13 +40,14 @@ from ..errors import InvalidInputError, SimulationError
 from ..integrators import METHODS, Integrator
 from ..kinematics import forward_kinematics
 from ..limits import LimitSolver
+from ..maximal.skeleton import UPDATES as SKELETON_UPDATES
 
 __all__ = ["BodyDisplay", "Drive", "Mechanism", "SimulationResult", "simulate",
            "MESH_HINTS", "INTEGRATORS"]
 
 #: mesh hints the Blender side understands
 MESH_HINTS = ("capsule", "sphere", "ellipsoid", "box", "plane", "bead", "wire", "bone",
-              "airplane")
+              "airplane", "surface")
 #: integrators of :func:`simulate` (those of :mod:`core.integrators`)
 INTEGRATORS = METHODS
 #: :func:`simulate` stops when ``|E - E_0 - W_drive|`` exceeds this many times the larger of
@@ -64,6 +67,12 @@ class BodyDisplay:
     colour: RGBA ``(4,)`` in [0, 1]; offset: ``(4, 4)`` mesh pose in the body frame;
     axis: local capsule axis (0, 1 or 2); polylines: tuple of ``(K, 3)`` arrays drawn as
     curves attached to the body (wires, coastlines); visible: False for carrier bodies.
+
+    A kinematically deforming surface (mesh ``"surface"``, size unused) is a grid of
+    vertices that moves with time: ``vertices(t) -> (nu, nv, 3)`` gives the grid at time t
+    (seconds since the start of the simulation) in the frame ``offset`` of the body (or of
+    the world for :attr:`Mechanism.scenery`); neighbouring grid points form quads
+    (:meth:`surface_mesh`). The Blender side samples it at every output frame.
     """
 
     name: str
@@ -74,6 +83,7 @@ class BodyDisplay:
     axis: int = 2
     polylines: tuple = ()
     visible: bool = True
+    vertices: object = None
 
     def __post_init__(self):
         if self.mesh not in MESH_HINTS:
@@ -81,6 +91,31 @@ class BodyDisplay:
                                     f"got {self.mesh!r}")
         if len(self.colour) != 4:
             raise InvalidInputError(f"display {self.name!r}: colour must be RGBA (4 numbers)")
+        if (self.mesh == "surface") != callable(self.vertices):
+            raise InvalidInputError(f"display {self.name!r}: a 'surface' display needs "
+                                    "vertices = a function t -> (nu, nv, 3) grid, and only "
+                                    "a 'surface' display takes one")
+
+    def surface_mesh(self, t):
+        """The deforming surface at time ``t`` (s): ``(vertices (nu nv, 3), quads
+        ((nu-1)(nv-1), 4))`` with the vertices in the display's parent frame (``offset``
+        applied) and the quads as vertex indices of neighbouring grid points."""
+        if self.mesh != "surface":
+            raise InvalidInputError(f"display {self.name!r} is a {self.mesh!r}, not a "
+                                    "deforming 'surface'; only surfaces have surface_mesh")
+        grid = np.asarray(self.vertices(float(t)), dtype=float)
+        if grid.ndim != 3 or grid.shape[2] != 3 or min(grid.shape[:2]) < 2:
+            raise InvalidInputError(f"display {self.name!r}: vertices(t) must return an "
+                                    f"(nu, nv, 3) grid with nu, nv >= 2, got {grid.shape}")
+        if not np.all(np.isfinite(grid)):
+            raise InvalidInputError(f"display {self.name!r}: vertices({t}) is not finite")
+        nu, nv = grid.shape[:2]
+        T = np.asarray(self.offset, dtype=float)
+        verts = grid.reshape(-1, 3) @ T[:3, :3].T + T[:3, 3]
+        i, j = np.meshgrid(np.arange(nu - 1), np.arange(nv - 1), indexing="ij")
+        a = (i * nv + j).reshape(-1)
+        quads = np.stack([a, a + nv, a + nv + 1, a + 1], axis=1)
+        return verts, quads
 
 
 @dataclass(frozen=True)
@@ -112,7 +147,7 @@ class Mechanism:
         fps: output frames per second; substeps: integration steps per output frame, so the
             step size is ``dt = 1 / (fps * substeps)``; duration: seconds simulated.
         integrator: one of :data:`INTEGRATORS` (reduced coordinates; a skeleton uses seed
-            001's own update).
+            001's own update, ``skeleton_update``).
         drive: :class:`Drive` or None.
         display: one :class:`BodyDisplay` per body, in body order.
         constraint_error: None or ``(mechanism, times (F,), q (F, nq), poses (F, nb, 4, 4))
@@ -120,6 +155,12 @@ class Mechanism:
             stay on, measured independently of the joint coordinates (e.g. a bead's distance
             to its wire). None uses the kinematic consistency of the poses with the tree.
         skeleton, skeleton_state, skeleton_gravity: the seed-001 variant (model is None).
+        skeleton_update: the update of :meth:`core.maximal.skeleton.Skeleton.step`
+            ("heun", second order, by default: the first-order "momentum" and "paper"
+            updates gain energy in proportion to the step, see skeleton.py); every step is
+            post-stabilized.
+        scenery: :class:`BodyDisplay` entries fixed to the world (offset = world pose), e.g.
+            a deforming surface; not bodies of the model.
         limits: :mod:`core.limits` objects (reach cones, coordinate limits) enforced by
             impulses after every step with ``restitution`` (:class:`core.limits.LimitSolver`).
         passive: True if nothing drives, damps or stops the motion (energy is conserved).
@@ -141,6 +182,8 @@ class Mechanism:
     skeleton: object = None
     skeleton_state: object = None
     skeleton_gravity: tuple = (0.0, 0.0, -9.81)
+    skeleton_update: str = "heun"
+    scenery: tuple = ()
     limits: tuple = ()
     restitution: float = 0.0
     passive: bool = True
@@ -167,6 +210,12 @@ class Mechanism:
         if len(self.display) != nb:
             raise InvalidInputError(f"mechanism {self.name!r}: {len(self.display)} display "
                                     f"entries for {nb} bodies; give one per body")
+        if self.skeleton_update not in SKELETON_UPDATES:
+            raise InvalidInputError(f"mechanism {self.name!r}: skeleton_update must be one "
+                                    f"of {SKELETON_UPDATES}, got {self.skeleton_update!r}")
+        if not all(isinstance(d, BodyDisplay) for d in self.scenery):
+            raise InvalidInputError(f"mechanism {self.name!r}: scenery must be a tuple of "
+                                    "BodyDisplay entries")
 
     @property
     def dt(self):
@@ -397,7 +446,8 @@ def _simulate_skeleton(mech, progress):
     record(0)
     for k in range(1, F):
         for _ in range(sub):
-            st, _info = sk.step(st, dt, f_ext=f_ext, stabilize=True)
+            st, _info = sk.step(st, dt, f_ext=f_ext, update=mech.skeleton_update,
+                                stabilize=True)
             steps += 1
         record(k)
         if progress is not None and progress(k / (F - 1)) is False:

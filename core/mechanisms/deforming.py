@@ -25,19 +25,24 @@ __all__ = ["deforming_surface"]
 
 def deforming_surface(size=0.6, bowl=0.8, amplitude=0.08, period=2.0, ball_radius=0.05,
                       ball_mass=0.2, start=(0.35, -0.2), fps=60.0, substeps=4, duration=4.0,
-                      integrator="rk4", n_ctrl=None):
+                      integrator="rk4", n_ctrl=None, sheet_grid=25):
     """A ball on a bowl-shaped sheet over ``[-size, size]^2`` that ripples with
     ``amplitude`` (m) and ``period`` (s); released at ``start`` (fractions of size).
-    n_ctrl: control points along (u, v, t); default 9 x 9 and about 4 per period in time.
+    n_ctrl: control points along (u, v, t); default 9 x 9 and about 4 per period in time;
+    sheet_grid: vertices per side of the drawn sheet.
 
-    ``info["surface_points"](t, n)`` returns the ``(n, n, 3)`` world points of the surface at
-    time t (for drawing the deforming sheet). The constraint error is the distance of the
-    ball's centre from the exact surface offset by the ball radius, along the vertical
-    through the ball's contact point (m).
+    The sheet is the mechanism's ``scenery``: one :class:`.base.BodyDisplay` "surface" whose
+    ``vertices(t)`` is the ``(sheet_grid, sheet_grid, 3)`` grid of world points of the exact
+    surface at time t. The constraint error is the distance of the ball's centre from the
+    exact surface offset by the ball radius, along the surface normal through the ball's
+    contact point (m).
     """
     if not (size > 0 and period > 0 and ball_radius > 0 and duration > 0):
         raise InvalidInputError("deforming_surface: size, period, ball_radius and duration "
                                 "must be > 0")
+    if int(sheet_grid) < 2:
+        raise InvalidInputError(f"deforming_surface: sheet_grid must be >= 2 vertices per "
+                                f"side, got {sheet_grid}")
     k = np.pi / size
     w = 2 * np.pi / period
 
@@ -71,10 +76,14 @@ def deforming_surface(size=0.6, bowl=0.8, amplitude=0.08, period=2.0, ball_radiu
     drive = Drive((2,), lambda t: ([t], [1.0], [0.0]), "the surface deforms with time")
     display = (BodyDisplay("ball", "sphere", (ball_radius, 0, 0), (0.1, 0.85, 0.9, 1.0)),)
 
-    def surface_points(t, n=25):
-        g = np.linspace(-size, size, int(n))
-        X, Y = np.meshgrid(g, g, indexing="ij")
+    g = np.linspace(-size, size, int(sheet_grid))
+    X, Y = np.meshgrid(g, g, indexing="ij")
+
+    def sheet(t):
+        """World points ``(sheet_grid, sheet_grid, 3)`` of the surface at time t (s)."""
         return np.stack([X, Y, height(X, Y, t)], axis=-1)
+
+    scenery = (BodyDisplay("sheet", "surface", colour=(0.95, 0.7, 0.3, 1.0), vertices=sheet),)
 
     def error(mech, times, q, poses):
         """|ball centre - (contact point + radius * normal)|, contact point found by fixed-
@@ -91,5 +100,4 @@ def deforming_surface(size=0.6, bowl=0.8, amplitude=0.08, period=2.0, ball_radiu
     return Mechanism("deforming_surface", "Deforming spline surface joint", model, q0,
                      np.array([0.0, 0.0, 1.0]), fps, substeps, duration, integrator,
                      drive=drive, display=display, constraint_error=error, passive=False,
-                     info={"fit_report": report, "surface_points": surface_points,
-                           "size": size})
+                     scenery=scenery, info={"fit_report": report, "size": size})

@@ -22,13 +22,17 @@ from ..reference import ScapulothoracicSeth2019
 from .base import BodyDisplay, Mechanism
 from .shapes import frame, translation
 
-__all__ = ["scapulothoracic_rig", "scapula_joint", "SCAPULA_MASS", "SCAPULA_INERTIA"]
+__all__ = ["scapulothoracic_rig", "scapula_joint", "plate_contact_distance", "SCAPULA_MASS",
+           "SCAPULA_INERTIA", "PLATE"]
 
 #: Seth 2019 scapula mass (kg) and an approximate principal inertia (kg m^2)
 SCAPULA_MASS = 0.7054
 SCAPULA_INERTIA = (0.0012, 0.0012, 0.0005)
 #: spring attachment points on the scapula (scapula frame, m)
 SPRING_POINTS = ((0.0, 0.0, 0.0), (-0.03, -0.06, -0.06))
+#: displayed scapula plate: full extents (m) in the OpenSim scapula joint frame ``cjoint``
+#: (z along the thorax ellipsoid's outward normal at the contact point, thin along z)
+PLATE = (0.09, 0.13, 0.01)
 
 _CACHE = {}
 
@@ -50,6 +54,11 @@ def scapulothoracic_rig(start_offset=(0.25, 0.15), stiffness=150.0, damping=1.5,
                     substeps=4, duration=3.0, integrator="rk4"):
     """The scapula released ``start_offset`` (abduction, elevation; rad) away from the
     OpenSim default pose, with damped springs (``stiffness`` N/m, ``damping`` N s/m).
+
+    The scapula is drawn as a :data:`PLATE` whose inner face's centre is the OpenSim
+    scapula joint frame's origin (``T_scapula_cjoint``), the point of the scapula that
+    OpenSim's joint keeps on the thorax ellipsoid (at zero upward rotation and winging, as
+    fitted); the thorax ellipsoid is drawn in its joint frame ``T_thorax_pjoint``.
 
     The constraint error is the largest distance (m) between the simulated scapula origin
     (in the thorax frame) and OpenSim's at the same (abduction, elevation).
@@ -85,8 +94,8 @@ def scapulothoracic_rig(start_offset=(0.25, 0.15), stiffness=150.0, damping=1.5,
                            ref.T_thorax_pjoint),
                BodyDisplay("clavicle", "bone", (0.008, length, 0.0), (0.95, 0.92, 0.85, 1.0),
                            clavicle_pose, axis=2),
-               BodyDisplay("scapula", "plane", (0.012, 0.14, 0.10), (0.95, 0.92, 0.85, 1.0),
-                           translation([-0.03, -0.06, -0.05])))
+               BodyDisplay("scapula", "plane", PLATE, (0.95, 0.92, 0.85, 1.0),
+                           ref.T_scapula_cjoint @ translation([0.0, 0.0, 0.5 * PLATE[2]])))
 
     def error(mech, times, q, poses):
         """Distance (m) of the scapula origin from OpenSim's at the same coordinates."""
@@ -100,3 +109,22 @@ def scapulothoracic_rig(start_offset=(0.25, 0.15), stiffness=150.0, damping=1.5,
                      "surface joint", model, q0, np.zeros(2), fps, substeps, duration,
                      integrator, display=display, constraint_error=error, passive=False,
                      info={"fit_report": report, "rest": rest, "springs": SPRING_POINTS})
+
+
+def plate_contact_distance(poses, display):
+    """Distance (m) of the displayed scapula plate's contact point (the centre of its inner
+    face) from the drawn thorax ellipsoid, per frame.
+
+    poses: ``(F, 3, 4, 4)`` world poses of thorax, clavicle and scapula (a simulation's
+    ``poses``); display: the mechanism's three :class:`BodyDisplay` entries (thorax
+    ellipsoid with its semi-axes as size, clavicle, scapula plate). The distance is measured along the ray from the
+    ellipsoid's centre (an upper bound of the distance to the nearest ellipsoid point).
+    Returns ``(F,)``.
+    """
+    thorax, _, scapula = display
+    inner = scapula.offset @ np.array([0.0, 0.0, -0.5 * scapula.size[2], 1.0])
+    world = np.einsum("fij,j->fi", np.asarray(poses, dtype=float)[:, 2], inner)
+    T_ell = np.asarray(poses, dtype=float)[:, 0] @ thorax.offset     # ellipsoid centre frame
+    local = np.einsum("fij,fi->fj", T_ell[:, :3, :3], world[:, :3] - T_ell[:, :3, 3])
+    scale = np.linalg.norm(local / np.asarray(thorax.size, dtype=float), axis=1)
+    return np.linalg.norm(local, axis=1) * np.abs(1.0 - 1.0 / scale)
