@@ -26,16 +26,18 @@ def has_target(context) -> bool:
     return True
 
 
-def reporting(execute):
-    """Wrap ``execute``: a ValueError (core or bridge) becomes an ERROR report and CANCELLED.
+def reporting(method):
+    """Wrap an operator method ``method(self, context, *args)``: a ValueError (core or bridge)
+    becomes an ERROR report and CANCELLED. (Blender checks the argument count of ``invoke`` and
+    ``modal``, so those delegate to a wrapped method instead of being wrapped.)
 
     Operators compute everything before writing to the scene, so a cancelled run changes nothing.
     """
 
-    @functools.wraps(execute)
-    def wrapper(self, context):
+    @functools.wraps(method)
+    def wrapper(self, context, *args):
         try:
-            return execute(self, context)
+            return method(self, context, *args)
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

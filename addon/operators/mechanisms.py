@@ -2,7 +2,7 @@
 
 A mechanism is stored in the scene as its demo name and settings plus the objects that show
 its bodies (``Scene.spline_joints_mechanisms``); baking rebuilds it with
-``core.mechanisms.DEMOS[demo]`` and calls ``core.mechanisms.simulate`` once.
+``core.mechanisms.DEMOS[demo]`` and calls ``core.mechanisms.simulate`` once (:class:`BakeJob`).
 """
 
 from __future__ import annotations
@@ -118,6 +118,66 @@ def write_bake(scene, item, result) -> int:
     return len(frames)
 
 
+class BakeJob:
+    """One dynamics bake, split by thread: prepare and finish touch Blender data and run on the
+    main thread; :meth:`simulate` is numpy only and may run in a worker thread.
+
+    Both the operator's headless ``execute`` and its interactive modal run go through
+    ``BakeJob(scene, index)``, ``simulate()`` and ``finish(scene)``; Esc calls :meth:`cancel`,
+    which makes the next :meth:`progress` call return False so the core stops.
+    """
+
+    def __init__(self, scene, index: int):
+        i = pick_index(scene.spline_joints_mechanisms, scene.spline_joints_active_mechanism, index,
+                       "mechanism")
+        item = scene.spline_joints_mechanisms[i]
+        missing = [k for k, ref in enumerate(item.bodies) if ref.object is None]
+        if missing:
+            raise ValueError(f"mechanism '{item.name}' lost the objects of bodies {missing}; add it again")
+        self.mechanism = build_mechanism(item.demo, item.duration, item.substeps, scene)
+        if len(self.mechanism.display) != len(item.bodies):
+            raise ValueError(f"mechanism '{item.name}' has {len(self.mechanism.display)} bodies but the "
+                             f"scene holds {len(item.bodies)} objects; add it again")
+        self.index, self.name = i, item.name
+        self.fraction, self.cancelled, self.result = 0.0, False, None
+
+    def progress(self, fraction: float) -> bool:
+        """The core's progress callback: records the fraction done; False once cancelled."""
+        self.fraction = fraction
+        return not self.cancelled
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def simulate(self) -> None:
+        """Run the core simulation; its result or its exception is kept for :meth:`finish`."""
+        from ...core.mechanisms import simulate
+
+        try:
+            self.result = simulate(self.mechanism, self.progress)
+        except Exception as exc:  # handed to the main thread, reported by finish()
+            self.result = exc
+
+    def finish(self, scene) -> tuple[set, str, str]:
+        """Write the keys of a completed simulation: (operator result, report level, message).
+
+        A cancelled simulation writes nothing; a failed one raises ValueError (nothing written).
+        """
+        from ...core.errors import SplineJointsError
+
+        result = self.result
+        if isinstance(result, SplineJointsError):
+            raise result
+        if isinstance(result, BaseException):
+            raise ValueError(f"the simulation failed: {result}")
+        if result.status != "completed":
+            return ({"CANCELLED"}, "WARNING", f"Bake of '{self.name}' cancelled at "
+                                              f"{100.0 * self.fraction:.0f} %: no keyframes written")
+        n = write_bake(scene, scene.spline_joints_mechanisms[self.index], result)
+        return ({"FINISHED"}, "INFO", f"Baked '{self.name}': {n} frames in {result.wall_time:.2f} s, "
+                                      f"energy drift {100.0 * result.energy_drift:.3f} %")
+
+
 class SPLINE_JOINTS_OT_bake_dynamics(bpy.types.Operator):
     """Simulate a mechanism with the core and key its bodies at the scene's frame rate
     (Esc cancels and writes nothing)"""
@@ -132,70 +192,28 @@ class SPLINE_JOINTS_OT_bake_dynamics(bpy.types.Operator):
     def poll(cls, context):
         return len(context.scene.spline_joints_mechanisms) > 0
 
-    def _prepare(self, context):
-        scene = context.scene
-        i = pick_index(scene.spline_joints_mechanisms, scene.spline_joints_active_mechanism, self.index,
-                       "mechanism")
-        item = scene.spline_joints_mechanisms[i]
-        self._index = i
-        missing = [k for k, ref in enumerate(item.bodies) if ref.object is None]
-        if missing:
-            raise ValueError(f"mechanism '{item.name}' lost the objects of bodies {missing}; add it again")
-        mech = build_mechanism(item.demo, item.duration, item.substeps, scene)
-        if len(mech.display) != len(item.bodies):
-            raise ValueError(f"mechanism '{item.name}' has {len(mech.display)} bodies but the scene "
-                             f"holds {len(item.bodies)} objects; add it again")
-        return item, mech
-
-    def _finish(self, context, result):
-        from ...core.errors import SplineJointsError
-
-        item = context.scene.spline_joints_mechanisms[self._index]
-        if isinstance(result, SplineJointsError):
-            raise result
-        if isinstance(result, BaseException):
-            raise ValueError(f"the simulation failed: {result}")
-        if result.status != "completed":
-            self.report({"WARNING"}, f"Bake of '{item.name}' cancelled: no keyframes written")
-            return {"CANCELLED"}
-        n = write_bake(context.scene, item, result)
-        self.report({"INFO"}, f"Baked '{item.name}': {n} frames in {result.wall_time:.2f} s, "
-                              f"energy drift {100.0 * result.energy_drift:.3f} %")
-        return {"FINISHED"}
+    def _finish(self, context):
+        status, level, message = self._job.finish(context.scene)
+        self.report({level}, message)
+        return status
 
     @reporting
     def execute(self, context):
-        from ...core.mechanisms import simulate
-
-        _, mech = self._prepare(context)
-        try:
-            result = simulate(mech)
-        except ValueError as exc:
-            result = exc
-        return self._finish(context, result)
+        self._job = BakeJob(context.scene, self.index)
+        self._job.simulate()
+        return self._finish(context)
 
     def invoke(self, context, event):
         """Interactive run: simulate in a worker thread (numpy only) with a progress bar."""
-        try:
-            _, mech = self._prepare(context)
-        except ValueError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        from ...core.mechanisms import simulate
+        return self._start(context)
 
-        self._fraction, self._cancel, self._result = 0.0, False, None
+    def modal(self, context, event):
+        return self._step(context, event.type)
 
-        def progress(fraction):
-            self._fraction = fraction
-            return not self._cancel
-
-        def work():
-            try:
-                self._result = simulate(mech, progress)
-            except Exception as exc:  # handed to the main thread, reported there
-                self._result = exc
-
-        self._thread = threading.Thread(target=work, daemon=True)
+    @reporting
+    def _start(self, context):
+        self._job = BakeJob(context.scene, self.index)
+        self._thread = threading.Thread(target=self._job.simulate, daemon=True)
         self._thread.start()
         wm = context.window_manager
         wm.progress_begin(0, 100)
@@ -203,23 +221,20 @@ class SPLINE_JOINTS_OT_bake_dynamics(bpy.types.Operator):
         wm.modal_handler_add(self)
         return {"RUNNING_MODAL"}
 
-    def modal(self, context, event):
+    @reporting
+    def _step(self, context, event_type: str):
         wm = context.window_manager
-        if event.type == "ESC":
-            self._cancel = True
+        if event_type == "ESC":
+            self._job.cancel()
             return {"RUNNING_MODAL"}
-        if event.type != "TIMER":
+        if event_type != "TIMER":
             return {"PASS_THROUGH"}
-        wm.progress_update(int(100 * self._fraction))
+        wm.progress_update(int(100 * self._job.fraction))
         if self._thread.is_alive():
             return {"RUNNING_MODAL"}
         wm.event_timer_remove(self._timer)
         wm.progress_end()
-        try:
-            return self._finish(context, self._result)
-        except ValueError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
+        return self._finish(context)
 
 
 classes = (SPLINE_JOINTS_OT_add_mechanism, SPLINE_JOINTS_OT_bake_dynamics)

@@ -70,3 +70,57 @@ def scenario_bake_errors(tmp):
 
 def test_bake_error_writes_nothing(blender):
     assert "lost the objects of bodies [3]" in blender(scenario_bake_errors)["message"]
+
+
+def scenario_cancel_bake(tmp):
+    import bpy
+
+    from scenes import addon_module
+
+    mechanisms = addon_module("addon.operators.mechanisms")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps, scene.frame_start = 30, 1
+    assert bpy.ops.spline_joints.add_mechanism(demo="hinge_chain", duration=0.5) == {"FINISHED"}
+    scene.frame_set(7)
+    item = scene.spline_joints_mechanisms[0]
+    bodies = [ref.object for ref in item.bodies]
+    before = {o.name: np.array(o.matrix_world) for o in bodies}
+    n_actions = len(bpy.data.actions)
+
+    class EscAtHalf(mechanisms.BakeJob):
+        """The modal's Esc (BakeJob.cancel) pressed once the core reports half the frames done."""
+
+        seen = []
+
+        def progress(self, fraction):
+            self.seen.append(fraction)
+            if fraction >= 0.5:
+                self.cancel()
+            return super().progress(fraction)
+
+    job = EscAtHalf(scene, -1)
+    job.simulate()  # what the modal's worker thread runs
+    status, level, message = job.finish(scene)
+    assert job.result.status == "cancelled" and len(job.result.times) == 0
+    assert all(o.animation_data is None for o in bodies), "no partial keyframes"
+    assert len(bpy.data.actions) == n_actions
+    for o in bodies:
+        np.testing.assert_array_equal(np.array(o.matrix_world), before[o.name])
+    assert item.baked_frames == 0 and item.bake_seconds == 0.0 and scene.frame_current == 7
+
+    # The same job without Esc bakes every frame.
+    full = mechanisms.BakeJob(scene, -1)
+    full.simulate()
+    done = full.finish(scene)
+    return {"status": sorted(status), "level": level, "message": message, "seen": EscAtHalf.seen,
+            "done": sorted(done[0]), "frames": item.baked_frames}
+
+
+def test_cancelled_bake_writes_nothing(blender):
+    out = blender(scenario_cancel_bake)
+    assert out["status"] == ["CANCELLED"] and out["level"] == "WARNING"
+    assert "cancelled at 5" in out["message"] and "no keyframes written" in out["message"], out["message"]
+    seen = out["seen"]
+    assert 0.5 <= seen[-1] < 1.0 and len(seen) < 16, seen  # stopped right after the Esc
+    assert out["done"] == ["FINISHED"] and out["frames"] == 16
