@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, NonFiniteError
 
 __all__ = [
     "check_knots",
@@ -54,7 +54,7 @@ def check_knots(knots, order, name="knots"):
             f"{name} must be a 1-D array of numbers; got shape {t.shape}. Pass one knot vector."
         )
     if not np.all(np.isfinite(t)):
-        raise InvalidInputError(f"{name} contains NaN or inf; pass finite knot values.")
+        raise NonFiniteError(f"{name} contains NaN or inf; pass finite knot values.")
     if t.size < 2 * k:
         raise InvalidInputError(
             f"{name} has {t.size} entries but order {k} needs at least {2 * k} "
@@ -172,7 +172,7 @@ def basis_funs(knots, order, x, nderiv=0):
     if xs.ndim != 1:
         raise InvalidInputError(f"x must be a scalar or 1-D array; got shape {xs.shape}.")
     if not np.all(np.isfinite(xs)):
-        raise InvalidInputError("x contains NaN or inf; pass finite parameter values.")
+        raise NonFiniteError("x contains NaN or inf; pass finite parameter values.")
     nd = int(nderiv)
     if nd < 0:
         raise InvalidInputError(f"nderiv must be >= 0; got {nderiv}.")

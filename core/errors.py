@@ -9,5 +9,11 @@ class InvalidInputError(SplineJointsError):
     """An argument has the wrong shape, non-finite numbers, or is otherwise unusable."""
 
 
+class NonFiniteError(InvalidInputError):
+    """Numbers are NaN or inf, or so large that they can only come from a diverged computation.
+
+    Integrators catch this type to report a divergence as a :class:`SimulationError`."""
+
+
 class SimulationError(SplineJointsError):
     """A simulation produced NaN or blew up; the message names the time and the body."""

@@ -58,7 +58,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, NonFiniteError
 from .lie import so3
 from .lie.so3 import exp, log
 
@@ -184,7 +184,7 @@ def _abs_angle_abg(theta, what):
     scalar = np.ndim(theta) == 0
     th = float(theta) if scalar else np.asarray(theta, dtype=float)
     if not np.all(np.isfinite(th)):
-        raise InvalidInputError("theta contains NaN or inf; pass finite angles")
+        raise NonFiniteError("theta contains NaN or inf; pass finite angles")
     th = abs(th) if scalar else np.abs(th)
     t = th * th
     a, b, g = _abg(th, t)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import dynamics
-from .errors import InvalidInputError, SimulationError
+from .errors import InvalidInputError, NonFiniteError, SimulationError
 from .joints.base import Joint
 
 __all__ = ["METHODS", "Integrator", "SimulationResult", "simulate"]
@@ -136,13 +136,17 @@ class Integrator:
             q[s], v[s] = j.normalize(q[s], v[s])
         return q, v
 
-    def _check(self, t, q, v):
-        if not math.isfinite(float(q @ q + v @ v)):       # NaN, inf (or > 1e154: a blow-up)
-            size = np.where(np.isfinite(q) & np.isfinite(v), np.abs(q) + np.abs(v), np.inf)
-            name = self.model.names[int(self.model.dof_body[int(np.argmax(size))])]
-            raise SimulationError(f"the state became NaN/inf (diverged) at t = {t:.6g} s on body "
-                                  f"{name!r}; reduce the step (dt = {self.dt:g} s, "
-                                  f"{self.substeps} substeps) or check that body's joint")
+    def _check(self, t, q, v, cause=None):
+        """Raise SimulationError naming the time and the body if the state is not finite (or
+        ``cause``, a NonFiniteError from a joint or force, says it diverged)."""
+        if cause is None and math.isfinite(float(q @ q + v @ v)):  # > 1e154 counts as blow-up
+            return
+        size = np.where(np.isfinite(q) & np.isfinite(v), np.abs(q) + np.abs(v), np.inf)
+        name = self.model.names[int(self.model.dof_body[int(np.argmax(size))])]
+        detail = f" ({cause})" if cause is not None else ""
+        raise SimulationError(f"the state became NaN/inf (diverged) at t = {t:.6g} s on body "
+                              f"{name!r}{detail}; reduce the step (dt = {self.dt:g} s, "
+                              f"{self.substeps} substeps) or check that body's joint") from cause
 
     def _check_energy(self, t, q, v):
         E = dynamics.mechanical_energy(self.model, self.data, q, v)
@@ -173,16 +177,13 @@ class Integrator:
             ts = t + k * self.h
             try:
                 q, v = self._substep(ts, q, v)
-            except InvalidInputError as err:        # a stage state or force turned non-finite
-                if "NaN or inf" not in str(err):
-                    raise
-                q = np.full_like(q, np.nan)
-                v = np.full_like(v, np.nan)
-            self._check(ts + self.h, q, v)
-            self.normalize(q, v)
-            if self.limits is not None:
-                q, v = self.limits.apply(self.data, q, v)
+                self._check(ts + self.h, q, v)
                 self.normalize(q, v)
+                if self.limits is not None:
+                    q, v = self.limits.apply(self.data, q, v)
+                    self.normalize(q, v)
+            except NonFiniteError as err:   # a stage state or force left the finite range
+                self._check(ts + self.h, q, v, cause=err)   # names the largest coordinate
         return q, v
 
     def run(self, q0, v0, n_steps, t0=0.0, record_every=1, check_energy=True, progress=None):

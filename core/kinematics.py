@@ -16,7 +16,7 @@ Every function takes ``model, data`` first, writes into ``data`` and returns its
 
 import numpy as np
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, NonFiniteError
 from .joints import poe
 
 __all__ = ["forward_kinematics", "body_jacobian", "body_velocity", "body_pose",
@@ -73,7 +73,7 @@ def _check_vec(model, x, name):
     if x.shape != (model.nv,):
         raise InvalidInputError(f"{name} must have shape ({model.nv},), got {x.shape}")
     if not np.isfinite(x).all():
-        raise InvalidInputError(f"{name} contains NaN or inf; pass finite numbers")
+        raise NonFiniteError(f"{name} contains NaN or inf; pass finite numbers")
     return x
 
 
@@ -164,16 +164,14 @@ def _poses(model, data, q):
         L[sel] = L[ptr] @ L[sel]
     R = L[:, :3, :3]
     Ad, Adinv = data.Ad, data.Adinv
-    Ad[:, :3, :3] = R                 # the upper right blocks stay zero from Data()
-    Ad[:, 3:, 3:] = R
+    data.Ad_diag[:] = R[:, None]      # both diagonal blocks; upper right stays zero
     phat = data.phat.reshape(-1, 9)
     p = L[:, :3, 3]
     phat[:, _HAT_PLUS_POS] = p
     phat[:, _HAT_MINUS_POS] = -p
     np.matmul(data.phat, R, out=Ad[:, 3:, :3])                               # [p] R
     Rt = np.swapaxes(R, 1, 2)
-    Adinv[:, :3, :3] = Rt
-    Adinv[:, 3:, 3:] = Rt
+    data.Adinv_diag[:] = Rt[:, None]
     Adinv[:, 3:, :3] = np.swapaxes(Ad[:, 3:, :3], 1, 2)      # -R^T [p] = ([p] R)^T
     Ads = Ad if model.one_dof_each else Ad[model.dof_body]
     np.matmul(Ads, data.S_body[:, :, None], out=data.S_world[:, :, None])

@@ -14,7 +14,7 @@ with array operations instead of a Python loop per body.
 
 import numpy as np
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, NonFiniteError
 from .joints.base import Joint
 from .lie import se3, so3
 
@@ -426,7 +426,7 @@ class Model:
             raise InvalidInputError(f"{name} must have shape ({self.nq},), got {q.shape}; "
                                     f"the model has {self.nq} coordinates")
         if not np.isfinite(q).all():
-            raise InvalidInputError(f"{name} contains NaN or inf; pass finite numbers")
+            raise NonFiniteError(f"{name} contains NaN or inf; pass finite numbers")
         return q
 
     def create_data(self):

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3
 
 __all__ = ["JointSamples", "ORTHONORMAL_REPAIR_TOL", "ORTHONORMAL_EXACT_TOL"]
@@ -73,7 +73,7 @@ class JointSamples:
                                     "two (and more than the spline order) distinct samples")
         bad = ~np.all(np.isfinite(G), axis=(1, 2))
         if np.any(bad):
-            raise InvalidInputError(f"samples: pose(s) {np.flatnonzero(bad)[:10].tolist()} "
+            raise NonFiniteError(f"samples: pose(s) {np.flatnonzero(bad)[:10].tolist()} "
                                     "contain NaN or inf; remove or repair those samples")
         row = np.abs(G[:, 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=1)
         if np.any(row > 1e-9):
@@ -113,7 +113,7 @@ class JointSamples:
             raise InvalidInputError(f"samples: q must have shape ({N},) or ({N}, n) to match "
                                     f"{N} poses, got {q.shape}")
         if not np.all(np.isfinite(q)):
-            raise InvalidInputError("samples: q contains NaN or inf; pass finite coordinates")
+            raise NonFiniteError("samples: q contains NaN or inf; pass finite coordinates")
         return q
 
     @staticmethod

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NonFiniteError
 from ..fitting.metric import SE3Metric
 from ..fitting.report import FitReport
 
@@ -184,7 +184,7 @@ def dumps(doc, indent=None):
     try:
         return json.dumps(document_to_dict(doc), indent=indent, allow_nan=False)
     except ValueError as exc:
-        raise InvalidInputError(f"joint document holds a NaN or infinite number ({exc}); "
+        raise NonFiniteError(f"joint document holds a NaN or infinite number ({exc}); "
                                 "only finite numbers can be saved") from None
 
 

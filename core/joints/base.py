@@ -10,7 +10,7 @@ velocities, so ``nv == nq`` and the velocity of the child is ``u = S q_dot`` (eq
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NonFiniteError
 
 
 class Joint:
@@ -46,7 +46,7 @@ class Joint:
             raise InvalidInputError(f"{type(self).__name__}: {name} must have shape "
                                     f"({self.nq},), got {q.shape}")
         if not np.all(np.isfinite(q)):
-            raise InvalidInputError(f"{type(self).__name__}: {name} contains NaN or inf; "
+            raise NonFiniteError(f"{type(self).__name__}: {name} contains NaN or inf; "
                                     "pass finite joint coordinates")
         return q
 
@@ -60,7 +60,7 @@ class Joint:
             raise InvalidInputError(f"{type(self).__name__}: {name} must have shape "
                                     f"(N, {self.nq}), got {qs.shape}")
         if not np.all(np.isfinite(qs)):
-            raise InvalidInputError(f"{type(self).__name__}: {name} contains NaN or inf; "
+            raise NonFiniteError(f"{type(self).__name__}: {name} contains NaN or inf; "
                                     "pass finite joint coordinates")
         return qs
 

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NonFiniteError
 from ..lie import so3
 from .base import Joint
 
@@ -38,7 +38,7 @@ def unit_axis(axis, name="axis"):
     if a.shape != (3,):
         raise InvalidInputError(f"{name} must be 3 numbers (x, y, z), got shape {a.shape}")
     if not np.all(np.isfinite(a)):
-        raise InvalidInputError(f"{name} contains NaN or inf; pass a finite direction")
+        raise NonFiniteError(f"{name} contains NaN or inf; pass a finite direction")
     n = np.linalg.norm(a)
     if n < 1e-12:
         raise InvalidInputError(f"{name} has zero length; pass a non-zero direction such as "

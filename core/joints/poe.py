@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NonFiniteError
 from ..lie import _series, so3
 
 __all__ = ["TwistTable", "exp_scalars", "exp_scalars_batch", "evaluate", "soa_twists", "transforms"]
@@ -113,7 +113,7 @@ class TwistTable:
         if g.ndim != 2 or g.shape[1] != 6:
             raise InvalidInputError(f"twists must have shape (m, 6); got {g.shape}.")
         if not np.all(np.isfinite(g)):
-            raise InvalidInputError("twists contain NaN or inf; pass finite twists.")
+            raise NonFiniteError("twists contain NaN or inf; pass finite twists.")
         m = g.shape[0]
         w, v = g[:, :3], g[:, 3:]
         W = so3.hat(w)

@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from .. import bspline
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3
 from . import poe
 from .base import Joint
@@ -49,8 +49,8 @@ Q_MAX = 1e15
 
 def _bad_q(x, lo, hi):
     if not math.isfinite(x):
-        return InvalidInputError("spline joint: q is NaN or inf; pass finite coordinates.")
-    return InvalidInputError(
+        return NonFiniteError("spline joint: q is NaN or inf; pass finite coordinates.")
+    return NonFiniteError(
         f"spline joint: q = {x:g} is beyond +-{Q_MAX:g} (the knot range is [{lo:g}, {hi:g}]); "
         "such coordinates mean the simulation diverged: reduce the time step or check forces.")
 

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import sparse
 
 from .. import bspline
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3
 from . import poe
 from .base import Joint
@@ -147,7 +147,7 @@ class SplineJoint(Joint):
                 f"coefficients must have shape {shape} (one tensor of spline coefficients per "
                 f"basis twist, len(knots[a]) - order per axis); got {C.shape}.")
         if not np.all(np.isfinite(C)):
-            raise InvalidInputError("coefficients contain NaN or inf; pass finite numbers.")
+            raise NonFiniteError("coefficients contain NaN or inf; pass finite numbers.")
         H = np.eye(4) if offset is None else se3.check_transform(offset, "offset")
         if H.shape != (4, 4):
             raise InvalidInputError(f"offset must be one 4x4 transform; got {H.shape}.")

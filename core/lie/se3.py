@@ -6,7 +6,7 @@ Seed 000 eqs. 1-5. Every function is batched over leading dimensions:
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NonFiniteError
 from . import _series, so3
 
 __all__ = ["hat", "vee", "exp", "log", "inv", "Ad", "Ad_inv", "ad", "Ad_star", "ad_star",
@@ -26,7 +26,7 @@ def check_transform(T, name="T", tol=so3.ORTHONORMAL_TOL):
         raise InvalidInputError(f"{name} must have shape (..., 4, 4), got {T.shape}; "
                                 "pass homogeneous 4x4 transforms")
     if not np.all(np.isfinite(T)):
-        raise InvalidInputError(f"{name} contains NaN or inf; pass finite numbers")
+        raise NonFiniteError(f"{name} contains NaN or inf; pass finite numbers")
     if np.abs(T[..., 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(initial=0.0) > tol:
         raise InvalidInputError(f"{name}'s last row must be [0, 0, 0, 1]")
     so3.check_rotation(T[..., :3, :3], f"the rotation part of {name}", tol)

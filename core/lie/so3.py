@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NonFiniteError
 from . import _series
 
 __all__ = ["hat", "vee", "exp", "log", "left_jacobian", "right_jacobian",
@@ -26,7 +26,7 @@ def check_vector(w, name="w", size=3):
         raise InvalidInputError(f"{name} must have shape (..., {size}), got {w.shape}; "
                                 f"pass {size} numbers per vector")
     if not np.all(np.isfinite(w)):
-        raise InvalidInputError(f"{name} contains NaN or inf; pass finite numbers")
+        raise NonFiniteError(f"{name} contains NaN or inf; pass finite numbers")
     return w
 
 
@@ -36,7 +36,7 @@ def check_rotation(R, name="R", tol=ORTHONORMAL_TOL):
     if R.ndim < 2 or R.shape[-2:] != (3, 3):
         raise InvalidInputError(f"{name} must have shape (..., 3, 3), got {R.shape}")
     if not np.all(np.isfinite(R)):
-        raise InvalidInputError(f"{name} contains NaN or inf; pass finite numbers")
+        raise NonFiniteError(f"{name} contains NaN or inf; pass finite numbers")
     err = np.abs(np.swapaxes(R, -1, -2) @ R - np.eye(3)).max(initial=0.0)
     det = np.linalg.det(R)
     if err > tol or np.any(np.abs(det - 1.0) > tol):

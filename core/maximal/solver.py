@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..errors import InvalidInputError, SimulationError
+from ..errors import InvalidInputError, NonFiniteError, SimulationError
 from ..lie import so3
 
 __all__ = ["ProjectionResult", "project", "world_inverse_mass", "rigid_jacobian",
@@ -88,7 +88,7 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
         raise InvalidInputError(f"project: shapes disagree: J {J.shape}, M^-1 {Minv.shape}, "
                                 f"b {b.shape}; need J (m, n), M^-1 (n, n), b (m,)")
     if not np.all(np.isfinite(b)):
-        raise InvalidInputError("project: b contains NaN or inf; check the constraint errors")
+        raise NonFiniteError("project: b contains NaN or inf; check the constraint errors")
     if m == 0 or not np.any(b):
         return ProjectionResult(np.zeros(n), np.zeros(m), 0, 0.0, True)
     Jf = J if J_force is None else sp.csr_matrix(J_force)

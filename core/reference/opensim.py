@@ -23,7 +23,7 @@ so the pose of the child body in the parent body is
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3
 from . import datasets as _data
 
@@ -44,7 +44,7 @@ ROUNDOFF_ERROR = 2e-13
 def _finite(x, name, shape_hint):
     a = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(a)):
-        raise InvalidInputError(
+        raise NonFiniteError(
             f"{name} contains NaN or infinite values; pass finite numbers {shape_hint}."
         )
     return a
