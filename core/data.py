@@ -7,6 +7,7 @@ the algorithms run on all bodies at once with array operations.
 """
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 __all__ = ["Data"]
 
@@ -43,6 +44,12 @@ class Data:
         self.oMi = np.tile(np.eye(4), (nb, 1, 1))
         self.Ad = np.zeros((nb, 6, 6))
         self.Adinv = np.zeros((nb, 6, 6))
+        # views of the two diagonal 3x3 blocks of each Ad / Adinv (both hold R / R^T), so
+        # that one assignment fills both
+        s0, s1, s2 = self.Ad.strides
+        self.Ad_diag, self.Adinv_diag = (
+            as_strided(X, shape=(nb, 2, 3, 3), strides=(s0, 3 * s1 + 3 * s2, s1, s2))
+            for X in (self.Ad, self.Adinv))
         self.S_body = np.zeros((nv, 6))
         self.S_world = np.zeros((nv, 6))
         self.hess = [np.zeros((0, 6, 0))] * nb
@@ -63,6 +70,7 @@ class Data:
         self.adV = np.zeros((nb, 6, 6))      # ad_{V_i}
         self.phat = np.zeros((nb, 3, 3))     # [p_i] work array
         self.A = np.zeros((nb, 6))
+        self.AV = np.zeros((nb, 6, 2))       # [A0, V]: the nonlinear effects' two products
         self.bias = np.zeros((nb, 6))
         self.I_world = np.zeros((nb, 6, 6))
         self.Ic = np.zeros((nb, 6, 6))

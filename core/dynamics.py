@@ -41,8 +41,9 @@ import bisect
 import math
 
 import numpy as np
+from scipy.linalg import lapack as _lapack
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, NonFiniteError
 from .joints import poe
 from .kinematics import _check_vec, _poses, _velocities, ad_matrices
 
@@ -62,7 +63,7 @@ def _check_fext(model, fext):
         raise InvalidInputError(f"fext must have shape ({model.nbodies}, 6) (one wrench "
                                 f"[moment; force] per body in its own frame), got {fext.shape}")
     if not np.all(np.isfinite(fext)):
-        raise InvalidInputError("fext contains NaN or inf; pass finite wrenches")
+        raise NonFiniteError("fext contains NaN or inf; pass finite wrenches")
     return fext
 
 
@@ -171,8 +172,16 @@ def rnea(model, data, q, v, a, fext=None):
 
 
 def _nle_prepared(model, data, q, v, fext):
-    A0 = model.ancestry @ data.bias + _gravity_twist(model)
-    f = (data.I_world @ A0[:, :, None])[:, :, 0] + _bias_wrenches(model, data, v, fext)
+    # eq. 15 with q_ddot = 0: f = I (A0 + gravity) - ad*_V I V - f_ext, one product for both
+    # I A0 and I V
+    AV = data.AV
+    np.matmul(model.ancestry, data.bias, out=AV[:, :, 0])
+    AV[:, :, 0] += model.gravity_twist
+    AV[:, :, 1] = data.V
+    IAV = np.matmul(data.I_world, AV)
+    f = IAV[:, :, 0] - np.matmul(np.swapaxes(data.adV, 1, 2), IAV[:, :, 1:])[:, :, 0]
+    if fext is not None or model.point_springs:
+        f -= _external_wrenches(model, data, v, fext)
     data.nle[:] = _joint_forces(model, data, f)
     if model.has_joint_springs:
         data.nle -= passive_forces(model, q, v)
@@ -223,8 +232,13 @@ def _aba_dense(model, data, q, v, tau, fext):
     M = _crba_prepared(model, data)
     if model.nv == 1:
         data.ddq[:] = rhs / M[0, 0]
-    else:
-        data.ddq[:] = np.linalg.solve(M, rhs)
+        return data.ddq
+    # Cholesky through LAPACK directly (np.linalg.solve spends more time checking arguments
+    # than solving at these sizes); LU if M is not numerically positive definite
+    c, info = _lapack.dpotrf(M, lower=True, clean=False)
+    if info == 0:
+        x, info = _lapack.dpotrs(c, rhs, lower=True)
+    data.ddq[:] = x if info == 0 else np.linalg.solve(M, rhs)
     return data.ddq
 
 

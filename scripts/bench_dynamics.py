@@ -2,16 +2,19 @@
 
     python scripts/bench_dynamics.py [--quick]
 
-Tables (median microseconds of CPU time per call, :func:`median_cpu_us`: like
-:func:`bench.median_us` but timed with ``time.process_time``, so that other processes on a
-shared machine inflate the figures less; every column, ours and the references, uses it):
+Tables (median microseconds per call, :func:`median_cpu_wall_us`: every run is timed with both
+``time.process_time`` and ``time.perf_counter``, so CPU and wall medians come from the same
+runs and sit side by side; on a shared machine CPU time is inflated less by other processes,
+and the ratios against ``pin.aba`` / ``mujoco.mj_step`` measured in the same run are the
+figures to compare):
 
 1. revolute chains N = 1, 8, 32, 128: ``core.dynamics.aba`` (auto = single-body path for
    N = 1, dense CRBA + Cholesky otherwise), the O(n) articulated-body recursion of
    Appendix A, ``pinocchio.aba`` and ``mujoco.mj_step`` on the same chain (MJCF built here),
    with ratios;
 2. chains of cubic spline curve joints, N = 1, 8, 32, 128, and the 1-DOF knee (the gait2392
-   tibia on its fitted spline curve joint);
+   tibia on its fitted spline curve joint), with ``pin.aba`` on the revolute chain of the
+   same N (Pinocchio has no spline joints) for scale;
 3. energy drift of the passive 5-link spline-joint pendulum, RK4 at 1 ms for 10 s (skipped
    with --quick).
 """
@@ -46,17 +49,27 @@ MASS = 1.0
 INERTIA = (1e-3, 8e-3, 8e-3)
 
 
-def median_cpu_us(fn, quick=False, repeat=None):
-    """Median CPU time (``time.process_time``) of one call of ``fn()`` in microseconds: runs of
-    >= 0.2 s (0.02 s with quick), 7 of them (3 with quick)."""
-    timer = timeit.Timer(fn, timer=time.process_time)
+def median_cpu_wall_us(fn, quick=False, repeat=None):
+    """Medians ``(cpu, wall)`` in microseconds of one call of ``fn()``: runs of >= 0.2 s of
+    CPU time (0.02 s with quick), 7 of them (3 with quick), each timed with
+    ``time.process_time`` and ``time.perf_counter``."""
     target = 0.02 if quick else 0.2
     number = 1
-    while timer.timeit(number) < target:
+    while True:
+        t0 = time.process_time()
+        for _ in range(number):
+            fn()
+        if time.process_time() - t0 >= target:
+            break
         number *= 2 if number < 8 else 4
-    runs = timer.repeat(repeat=repeat or (3 if quick else 7), number=number)
-    return float(np.median(runs)) / number * 1e6
-
+    cpu, wall = [], []
+    for _ in range(repeat or (3 if quick else 7)):
+        c0, w0 = time.process_time(), time.perf_counter()
+        for _ in range(number):
+            fn()
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    return float(np.median(cpu)) / number * 1e6, float(np.median(wall)) / number * 1e6
 
 
 def revolute_chain(n):
@@ -130,48 +143,62 @@ def _ours(model, method="auto"):
     return lambda: dynamics.aba(model, d, q, v, tau, method=method)
 
 
-def revolute_table(quick):
+def _mj_step(n, q):
     import mujoco
+    mm = mujoco.MjModel.from_xml_string(mjcf_chain(n))
+    md = mujoco.MjData(mm)
+    md.qpos[:] = q
+
+    def step():
+        mujoco.mj_step(mm, md)
+        if md.time > 0.5:                      # keep the state bounded and finite
+            md.time = 0.0
+            md.qpos[:] = q
+            md.qvel[:] = 0.0
+    return step
+
+
+def _pin_aba(n, q, v, tau):
     import pinocchio as pin
+    pm = pin_chain(n)
+    pd = pm.createData()
+    return lambda: pin.aba(pm, pd, q, v, tau)
+
+
+def revolute_table(quick):
     rows = []
     for n in (1, 8, 32, 128):
         m = revolute_chain(n)
         q, v, tau = _state(m, np.random.default_rng(0))
-        ours = median_cpu_us(_ours(m), quick)
-        rec = median_cpu_us(_ours(m, "recursive"), quick)
-        pm = pin_chain(n)
-        pd = pm.createData()
-        t_pin = median_cpu_us(lambda: pin.aba(pm, pd, q, v, tau), quick)
-        mm = mujoco.MjModel.from_xml_string(mjcf_chain(n))
-        md = mujoco.MjData(mm)
-        md.qpos[:] = q
-
-        def step():
-            mujoco.mj_step(mm, md)
-            if md.time > 0.5:                      # keep the state bounded and finite
-                md.time = 0.0
-                md.qpos[:] = q
-                md.qvel[:] = 0.0
-        t_mj = median_cpu_us(step, quick)
-        rows.append([n, ours, rec, t_pin, t_mj, ours / t_pin, ours / t_mj])
-    return table("aba on revolute chains (us per call)",
-                 ["N", "ours aba", "ours Appendix A recursion", "pin.aba", "mujoco.mj_step",
-                  "ours / pin", "ours / mj_step"], rows,
+        ours = median_cpu_wall_us(_ours(m), quick)
+        rec = median_cpu_wall_us(_ours(m, "recursive"), quick)
+        t_pin = median_cpu_wall_us(_pin_aba(n, q, v, tau), quick)
+        t_mj = median_cpu_wall_us(_mj_step(n, q), quick)
+        rows.append([n, ours[0], ours[1], rec[0], t_pin[0], t_pin[1], t_mj[0], t_mj[1],
+                     ours[0] / t_pin[0], ours[0] / t_mj[0], ours[1] / t_mj[1]])
+    return table("aba on revolute chains (us per call; CPU and wall medians of the same runs)",
+                 ["N", "ours aba CPU", "ours aba wall", "ours Appendix A recursion CPU",
+                  "pin.aba CPU", "pin.aba wall", "mj_step CPU", "mj_step wall",
+                  "ours / pin (CPU)", "ours / mj_step (CPU)", "ours / mj_step (wall)"], rows,
                  note="ours aba = method 'auto' (single-body path for N = 1, dense CRBA + "
                       "Cholesky otherwise); target: N = 32 within 20x of mj_step")
 
 
 def spline_table(quick):
     rows = []
-    for n in (1, 8, 32, 128):
-        m = spline_chain(n)
-        rows.append([f"spline chain N={n}", n, median_cpu_us(_ours(m), quick),
-                     median_cpu_us(_ours(m, "recursive"), quick)])
-    rows.append(["knee (gait2392 tibia, 1 DOF)", 1, median_cpu_us(_ours(knee_model()), quick),
-                 median_cpu_us(_ours(knee_model(), "recursive"), quick)])
-    return table("aba with cubic spline curve joints (us per call)",
-                 ["model", "N", "ours aba", "ours Appendix A recursion"], rows,
-                 note="targets: N = 8 spline chain <= 200 us; 1-DOF knee <= 30 us")
+    models = [(f"spline chain N={n}", n, spline_chain(n)) for n in (1, 8, 32, 128)]
+    models.append(("knee (gait2392 tibia, 1 DOF)", 1, knee_model()))
+    for label, n, m in models:
+        ours = median_cpu_wall_us(_ours(m), quick)
+        rec = median_cpu_wall_us(_ours(m, "recursive"), quick)
+        q, v, tau = _state(revolute_chain(n), np.random.default_rng(0))
+        t_pin = median_cpu_wall_us(_pin_aba(n, q, v, tau), quick)
+        rows.append([label, n, ours[0], ours[1], rec[0], t_pin[0], ours[0] / t_pin[0]])
+    return table("aba with cubic spline curve joints (us per call; CPU and wall medians)",
+                 ["model", "N", "ours aba CPU", "ours aba wall", "ours Appendix A recursion CPU",
+                  "pin.aba revolute N CPU", "ours / pin (CPU)"], rows,
+                 note="targets: N = 8 spline chain <= 200 us; 1-DOF knee <= 30 us; pin.aba "
+                      "on the revolute chain of the same N (no spline joints in Pinocchio)")
 
 
 def energy_table():
