@@ -372,7 +372,7 @@ def _aba_single_spline(model, data, x, qd, t, fext):
         p[i] + p[i + 1] * u + p[i + 2] * u2 + p[i + 3] * u3 for i in range(0, 36, 4)]
     t1, t2, t3 = model.spline_theta_list[k]
     cv = np.array([1.0] + poe.exp_scalars(b1, t1) + poe.exp_scalars(b2, t2)
-                  + poe.exp_scalars(b3, t3))
+                  + poe.exp_scalars(b3, t3), dtype=float)
     r = cv @ model.spline_table_placed[k]
     E = r[:48].reshape(3, 4, 4)                                   # P H E_1, E_2, E_3
     T = data.oMi[0]
@@ -380,7 +380,7 @@ def _aba_single_spline(model, data, x, qd, t, fext):
     Z = r[48:120].reshape(12, 6) @ r[120:132].reshape(6, 2)       # [Zy, Zw; V, -]
     M = np.concatenate((r[132:150].reshape(6, 3), Z[:6], Z[6:, :1]), axis=1)
     SH = M @ np.array([[d3, e3], [d2, e2], [0.0, -d3 * d2], [d1, e1], [0.0, -d1 * d2],
-                       [0.0, -d3 * d1]])                          # [s, h] (6, 2)
+                       [0.0, -d3 * d1]], dtype=float)             # [s, h] (6, 2)
     JSH = model.inertias[0] @ SH
     sJs, sJh = (SH[:, 0] @ JSH).tolist()
     rhs = t + float(JSH[3:, 0] @ (model.gravity @ T[:3, :3])) - qd * qd * sJh

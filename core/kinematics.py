@@ -101,7 +101,7 @@ def _cubic_splines(model, data, q):
         sc = []
         for bb, tt in zip(b[:, :3].ravel().tolist(), model.spline_theta[gs].ravel().tolist()):
             sc += poe.exp_scalars(bb, tt)
-        data.spline_scalars[...] = np.reshape(sc, (n, 3, 10))
+        data.spline_scalars[...] = np.array(sc, dtype=float).reshape(n, 3, 10)
     else:
         poe.exp_scalars_batch(b[:, :3], model.spline_theta[gs], out=data.spline_scalars)
     r = np.matmul(cvec[:, None, :], model.spline_table[gs])[:, 0]   # (n, 150)
