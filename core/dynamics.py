@@ -359,17 +359,15 @@ def _aba_single_spline(model, data, x, qd, t, fext):
     columns of ``[S, dS/dq] = M C``, then ``q_ddot = (tau + (J s).a_g - q_dot^2 (J s).h +
     s.f_ext) / (s.J s)``. ``x, qd, t``: floats (q, q_dot, tau); returns None outside the knot
     range (the caller takes the general path)."""
-    if not model.spline_lo[0] <= x <= model.spline_hi[0]:
+    if not model.spline_range[0] <= x <= model.spline_range[1]:
         return None
     k = bisect.bisect_right(model.spline_starts_list, x) - 1
     if k < 0:
         k = 0
     u = x - model.spline_starts_list[k]
     u2 = u * u
-    u3 = u2 * u
-    p = model.spline_poly_list[k]
-    b1, b2, b3, d3, e3, d2, e2, d1, e1 = [
-        p[i] + p[i + 1] * u + p[i + 2] * u2 + p[i + 3] * u3 for i in range(0, 36, 4)]
+    b1, b2, b3, d3, e3, d2, e2, d1, e1 = (
+        model.spline_poly9[k] @ np.array((1.0, u, u2, u2 * u))).tolist()
     t1, t2, t3 = model.spline_theta_list[k]
     cv = np.array([1.0] + poe.exp_scalars(b1, t1) + poe.exp_scalars(b2, t2)
                   + poe.exp_scalars(b3, t3), dtype=float)

@@ -299,6 +299,7 @@ class Model:
         self.aba_levels = levels
         self._compile_joint_families()
         self._compile_springs()
+        self._data_key = (id(self), nb, nv)      # Data.model_id of data made after this
         #: one body on one cubic spline curve joint: core.dynamics.aba's scalar fast path
         self.single_spline = (nb == 1 and len(self.spline_bodies) == 1
                               and not self.point_springs)
@@ -391,10 +392,11 @@ class Model:
         self.spline_starts = np.concatenate([j._starts for j in js])        # (S,)
         self.spline_H = self.placements[self.spline_bodies]
         self.spline_sel = _as_slice(self.spline_bodies)
-        # plain-Python copies for the one-body path of core.dynamics (no array overhead):
-        # span starts, the 9 cubics (b1 b2 b3 d3 e3 d2 e2 d1 e1) per span and the 3 angles
+        # for the one-body path of core.dynamics: span starts and the 3 angles as Python
+        # floats, the 9 cubics (b1 b2 b3 d3 e3 d2 e2 d1 e1) per span
         self.spline_starts_list = self.spline_starts.tolist()
-        self.spline_poly_list = [row.ravel().tolist() for row in self.spline_poly[:, :9]]
+        self.spline_range = (float(lo[0]), float(hi[0]))       # the first joint's knot range
+        self.spline_poly9 = np.ascontiguousarray(self.spline_poly[:, :9])  # (S, 9, 4)
         self.spline_theta_list = self.spline_theta.tolist()
         self.spline_dof_sel = _as_slice(self.spline_dofs)
 
@@ -414,8 +416,9 @@ class Model:
     def check_data(self, data):
         """Raise InvalidInputError unless ``data`` was made by this model's create_data()
         after the last change of the model."""
-        self.compile()
-        if getattr(data, "model_id", None) != (id(self), self.nbodies, self._nq):
+        if not self._compiled:
+            self.compile()
+        if getattr(data, "model_id", None) != self._data_key:
             raise InvalidInputError("data does not belong to this model (or the model changed "
                                     "after create_data()); call model.create_data() again")
 
