@@ -383,6 +383,69 @@ def write_poly_curve_object(name: str, polylines, collection, bevel: float = 0.0
     return _ensure_object(name, curve, collection)
 
 
+def write_display_object(name: str, mesh, material: str, colour, collection, visible: bool = True,
+                         polylines=()) -> bpy.types.Object:
+    """The object that shows one mechanism body or scenery item.
+
+    mesh: ``(vertices (V, 3), faces)`` or None (an empty); material: name of the material
+    (:func:`ensure_material` with colour RGBA (4,)) of the mesh and its polylines; invisible
+    displays are drawn as wire and hidden in renders. polylines: (K, 3) arrays drawn as a child
+    curve ``<name>.lines``.
+    """
+    if mesh is None:
+        obj = bpy.data.objects.new(name, None)
+        collection.objects.link(obj)
+    else:
+        obj = write_mesh_object(name, mesh[0], mesh[1], collection)
+        obj.data.materials.append(ensure_material(material, colour))
+        obj.hide_render = not visible
+        obj.display_type = "TEXTURED" if visible else "WIRE"
+    if len(polylines):
+        lines = write_poly_curve_object(f"{name}.lines", polylines, collection, bevel=0.003)
+        lines.parent = obj
+        lines.data.materials.append(ensure_material(material, colour))
+    return obj
+
+
+def write_shape_key_animation(obj, basis: np.ndarray, targets: np.ndarray, frames: np.ndarray,
+                              values: np.ndarray) -> list[str]:
+    """Replace a mesh object's shape keys by a deformation keyed per frame.
+
+    basis: (V, 3) reference shape (also written to the mesh vertices); targets: (K, V, 3) one
+    relative key ``mode k`` each; values: (F, K) key values at frames (F,), written through
+    :func:`write_fcurve_keys` on the shape-key block. Earlier shape keys and their action are
+    removed first. Returns the data paths keyed (relative to ``obj.data.shape_keys``).
+    """
+    basis = np.asarray(basis, dtype=np.float64).reshape(-1, 3)
+    targets = np.asarray(targets, dtype=np.float64).reshape(-1, len(basis), 3)
+    values = np.asarray(values, dtype=np.float64).reshape(len(frames), len(targets))
+    mesh = obj.data
+    if len(mesh.vertices) != len(basis):
+        raise BridgeError(f"'{obj.name}' has {len(mesh.vertices)} vertices, the deformation "
+                          f"{len(basis)}; add the mechanism again")
+    old = mesh.shape_keys
+    if old is not None:
+        action = old.animation_data.action if old.animation_data is not None else None
+        obj.shape_key_clear()
+        if action is not None and action.users == 0:
+            bpy.data.actions.remove(action)
+    mesh.vertices.foreach_set("co", basis.astype(np.float32).ravel())
+    mesh.update()
+    if not len(targets):
+        return []
+    obj.shape_key_add(name="Basis", from_mix=False)
+    paths = []
+    for k, target in enumerate(targets):
+        key = obj.shape_key_add(name=f"mode {k}", from_mix=False)
+        key.slider_min = min(-1.0, float(values[:, k].min()))
+        key.slider_max = max(1.0, float(values[:, k].max()))
+        key.data.foreach_set("co", target.astype(np.float32).ravel())
+        path = key.path_from_id("value")
+        write_fcurve_keys(mesh.shape_keys, path, 0, frames, values[:, k])
+        paths.append(path)
+    return paths
+
+
 def write_axes_empties(prefix: str, frames: np.ndarray, size: float, parent, collection) -> list:
     """Small 'ARROWS' empties at each pose in frames (K, 4, 4), children of ``parent``.
 

@@ -124,7 +124,7 @@ class SJ_BoneSettings(PropertyGroup):
 
 
 class SJ_BodyRef(PropertyGroup):
-    """One body of a mechanism: the Blender object that shows it."""
+    """One body (or scenery item) of a mechanism: the Blender object that shows it."""
 
     object: PointerProperty(name="Object", type=bpy.types.Object)
 
@@ -138,6 +138,8 @@ class SJ_Mechanism(PropertyGroup):
     substeps: IntProperty(name="Substeps", default=0, min=0,
                           description="Integration steps per frame (0: the demo's default)")
     bodies: CollectionProperty(type=SJ_BodyRef)
+    scenery: CollectionProperty(type=SJ_BodyRef, description="Objects of the mechanism's world-fixed "
+                                "scenery (core Mechanism.scenery), e.g. a deforming surface")
     baked_frames: IntProperty(name="Baked Frames")
     energy_drift: FloatProperty(name="Energy Drift")
     bake_seconds: FloatProperty(name="Bake Time (s)")

@@ -70,3 +70,33 @@ def body_mesh(hint: str, size, axis: int = 2, offset=None):
         T = np.asarray(offset, dtype=float)
         verts = verts @ T[:3, :3].T + T[:3, 3]
     return verts, faces
+
+
+#: shape keys at most per deforming surface, and the singular value (relative to the largest)
+#: below which a mode of its motion is dropped
+MAX_SHAPE_KEYS = 12
+MODE_TOL = 1e-7
+
+
+def shape_key_modes(tracks, name: str = "surface", tol: float = MODE_TOL, max_keys: int = MAX_SHAPE_KEYS):
+    """Factor the vertex tracks of a deforming mesh into relative shape keys.
+
+    tracks: (F, V, 3) vertex positions per frame. The tracks minus their mean are factored by
+    SVD; every mode whose singular value exceeds ``tol`` times the largest is one key: the
+    mean plus the mode at its largest coefficient. Returns ``(basis (V, 3), targets (K, V, 3),
+    values (F, K))`` with values in [-1, 1] and
+    ``tracks[f] ~= basis + sum_k values[f, k] (targets[k] - basis)``. A mesh whose shape is
+    linear in one function of time is exactly one key; a static one has none (K = 0).
+    ValueError (naming ``name``) if it needs more than ``max_keys`` keys.
+    """
+    tracks = np.asarray(tracks, dtype=float)
+    mean = tracks.mean(axis=0)
+    U, S, Vt = np.linalg.svd((tracks - mean).reshape(len(tracks), -1), full_matrices=False)
+    modes = np.flatnonzero(S > tol * S[0]) if S.size and S[0] > 0 else np.zeros(0, dtype=int)
+    if len(modes) > max_keys:
+        raise ValueError(f"'{name}' deforms in {len(modes)} independent modes over these frames; at most "
+                         f"{max_keys} are stored as shape keys: bake a shorter range")
+    coef = U[:, modes] * S[modes]  # (F, K)
+    amp = np.abs(coef).max(axis=0)
+    targets = mean + (amp[:, None] * Vt[modes]).reshape(len(modes), *mean.shape)
+    return mean, targets, coef / amp

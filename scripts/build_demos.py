@@ -12,9 +12,9 @@ Files written (each scene: low-poly meshes, solid-colour materials, an orthograp
 framing the whole motion, a sun light and Workbench render settings):
 
 * ``<demo>.blend`` for every key of ``core.mechanisms.DEMOS``: the mechanism placed with the
-  add-on's ``spline_joints.add_mechanism`` at the demo's own frame rate and duration, unbaked,
-  plus the mechanism's ``scenery`` (world-fixed displays such as the deforming demo's sheet,
-  a grid mesh with keyed shape keys; :func:`add_scenery`).
+  add-on's ``spline_joints.add_mechanism`` at the demo's own frame rate and duration, unbaked
+  (the operator also draws the mechanism's world-fixed ``scenery``, such as the deforming
+  demo's sheet, in its shape at t = 0; ``spline_joints.bake_dynamics`` keys its motion).
   The camera frames the motion, which is simulated once here (core only, 2 processes).
 * ``knee_fit_rig.blend``: femur/tibia armature; the tibia is posed over the OpenSim gait2392
   knee range (1-degree grid, ``core.reference.KneeGait2392``), the poses are recorded with
@@ -49,7 +49,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "demo_blends"
 MODULE = "bl_ext.user_default.spline_joints"
-BUILD_VERSION = 4
+BUILD_VERSION = 5
 RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone")
 RESOLUTION = (640, 400)
 BACKGROUND = (0.93, 0.94, 0.96)
@@ -98,8 +98,9 @@ def demo_settings(demo: str) -> dict:
 
 
 def motion_points(demo: str) -> np.ndarray:
-    """World points (M, 3) of every visible mesh vertex and polyline over the simulated motion
-    (every 4th frame), for framing the camera. Runs the core simulation once."""
+    """World points (M, 3) of every visible mesh vertex and polyline of the bodies and the
+    scenery over the simulated motion (every 4th frame), for framing the camera. Runs the core
+    simulation once."""
     mechs = _repo_core()
     shapes = _shapes_module()
     mech = mechs.DEMOS[demo](**demo_settings(demo))
@@ -118,6 +119,14 @@ def motion_points(demo: str) -> np.ndarray:
         local = np.vstack(local)
         pts.append(np.einsum("fij,vj->fvi", poses[:, k, :3, :3], local).reshape(-1, 3)
                    + np.repeat(poses[:, k, :3, 3], len(local), axis=0))
+    for disp in mech.scenery:  # fixed to the world; a deforming surface over the same frames
+        if not disp.visible:
+            continue
+        pts.extend(np.asarray(p, dtype=float).reshape(-1, 3) for p in disp.polylines)
+        if disp.mesh == "surface":
+            pts.extend(disp.surface_mesh(t)[0] for t in result.times[::4])
+        elif (mesh := shapes.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)) is not None:
+            pts.append(np.asarray(mesh[0], dtype=float))
     return np.vstack(pts)
 
 
@@ -307,67 +316,8 @@ def build_mechanism_file(demo: str, points: np.ndarray, out: Path) -> None:
     for obj in scene.objects:  # wires and coastlines thick enough to read in a small render
         if obj.type == "CURVE":
             obj.data.bevel_depth = max(obj.data.bevel_depth, 0.005)
-    mech = addon_module("core.mechanisms").DEMOS[demo](**s)
-    points = np.vstack([points, add_scenery(scene, mech)])
     setup_render(scene, points, VIEWS.get(demo, DEFAULT_VIEW))
     save(scene, out / f"{demo}.blend")
-
-
-#: shape keys at most per deforming scenery surface, and the relative singular value below
-#: which a mode of its motion is dropped
-MAX_SHAPE_KEYS = 12
-MODE_TOL = 1e-7
-
-
-def add_scenery(scene, mech) -> np.ndarray:
-    """Draw ``mech.scenery`` (displays fixed to the world; the add-on draws only the bodies)
-    and return the world points (M, 3) they cover over the scene's frames, for framing.
-
-    A deforming ``"surface"`` display (``BodyDisplay.surface_mesh(t)``, sampled at every
-    output frame) becomes one grid mesh whose motion is stored as shape keys: the vertex
-    tracks minus their mean are factored by SVD, each mode above ``MODE_TOL`` of the largest
-    is one shape key (the mean plus the mode at its largest coefficient) keyed on every frame
-    with a value in [-1, 1]. A sheet whose shape is linear in one function of time (the
-    deforming demo's ripple) is exactly one key. Other hints are static meshes.
-    """
-    bridge = addon_module("addon.bridge")
-    shapes = addon_module("addon.shapes")
-    frames = np.arange(scene.frame_start, scene.frame_end + 1)
-    times = (frames - scene.frame_start) * scene.render.fps_base / scene.render.fps
-    pts = []
-    for disp in mech.scenery:
-        name = f"{mech.name}.{disp.name}"
-        if disp.mesh == "surface":
-            meshes = [disp.surface_mesh(t) for t in times]
-            tracks = np.stack([v for v, _ in meshes])  # (F, V, 3)
-            mean = tracks.mean(axis=0)
-            U, S, Vt = np.linalg.svd((tracks - mean).reshape(len(frames), -1), full_matrices=False)
-            modes = np.flatnonzero(S > MODE_TOL * S[0]) if S.size and S[0] > 0 else []
-            if len(modes) > MAX_SHAPE_KEYS:
-                raise SystemExit(f"error: scenery {name!r} deforms in {len(modes)} independent "
-                                 f"modes; at most {MAX_SHAPE_KEYS} are stored as shape keys")
-            obj = bridge.write_mesh_object(name, mean, meshes[0][1].tolist(), scene.collection)
-            if len(modes):
-                obj.shape_key_add(name="mean")
-            for k in modes:
-                coef = U[:, k] * S[k]
-                amp = float(np.abs(coef).max())
-                key = obj.shape_key_add(name=f"mode {k}")
-                key.slider_min = -1.0
-                key.data.foreach_set("co", (mean + amp * Vt[k].reshape(-1, 3)).ravel().astype(np.float32))
-                for f, c in zip(frames, coef / amp):  # keyframe_insert makes the Key's action slot
-                    key.value = float(c)
-                    key.keyframe_insert("value", frame=float(f))
-            pts.append(tracks.reshape(-1, 3))
-        else:
-            mesh = shapes.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)
-            if mesh is None:
-                continue
-            obj = bridge.write_mesh_object(name, mesh[0], mesh[1], scene.collection)
-            pts.append(np.asarray(mesh[0], dtype=float))
-        obj.data.materials.append(bridge.ensure_material(f"SJ {disp.name}", disp.colour))
-        obj.hide_render = not disp.visible
-    return np.vstack(pts) if pts else np.zeros((0, 3))
 
 
 # --- rigs ---------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Mechanisms from the core's demo library: place one in the scene, bake its dynamics to keys.
 
 A mechanism is stored in the scene as its demo name and settings plus the objects that show
-its bodies (``Scene.spline_joints_mechanisms``); baking rebuilds it with
-``core.mechanisms.DEMOS[demo]`` and calls ``core.mechanisms.simulate`` once (:class:`BakeJob`).
+its bodies and its world-fixed ``scenery`` (``Scene.spline_joints_mechanisms``); baking rebuilds
+it with ``core.mechanisms.DEMOS[demo]``, calls ``core.mechanisms.simulate`` once
+(:class:`BakeJob`) and keys the bodies' poses and the deforming scenery's shape keys.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def _unique_name(scene, base: str) -> str:
 
 
 class SPLINE_JOINTS_OT_add_mechanism(bpy.types.Operator):
-    """Place a demo mechanism of the core library in the scene (one object per body)"""
+    """Place a demo mechanism of the core library in the scene (one object per body and per
+    scenery item)"""
 
     bl_idname = "spline_joints.add_mechanism"
     bl_label = "Add Mechanism"
@@ -74,42 +76,54 @@ class SPLINE_JOINTS_OT_add_mechanism(bpy.types.Operator):
             from ...core.kinematics import forward_kinematics
 
             poses = forward_kinematics(mech.model, mech.model.create_data(), mech.q0)
-        meshes = [shapes.body_mesh(d.mesh, d.size, d.axis, d.offset) for d in mech.display]
+        meshes = [display_mesh(d) for d in (*mech.display, *mech.scenery)]  # before any writing
         name = _unique_name(scene, mech.name)
         collection = bpy.data.collections.new(f"SJ {name}")
         scene.collection.children.link(collection)
         item = scene.spline_joints_mechanisms.add()
         item.name, item.demo, item.title, item.duration = name, self.demo, mech.title, self.duration
-        for disp, mesh, T in zip(mech.display, meshes, poses):
-            obj_name = f"{name}.{disp.name}"
-            if mesh is None:
-                obj = bpy.data.objects.new(obj_name, None)
-                collection.objects.link(obj)
-            else:
-                obj = bridge.write_mesh_object(obj_name, mesh[0], mesh[1], collection)
-                obj.data.materials.append(bridge.ensure_material(f"SJ {disp.name}", disp.colour))
-                obj.hide_render = not disp.visible
-                obj.display_type = "TEXTURED" if disp.visible else "WIRE"
-            if disp.polylines:
-                lines = bridge.write_poly_curve_object(f"{obj_name}.lines", disp.polylines, collection,
-                                                       bevel=0.003)
-                lines.parent = obj
-                lines.data.materials.append(bridge.ensure_material(f"SJ {disp.name}", disp.colour))
+        objects = [bridge.write_display_object(f"{name}.{d.name}", mesh, f"SJ {d.name}", d.colour, collection,
+                                               d.visible, d.polylines)
+                   for d, mesh in zip((*mech.display, *mech.scenery), meshes)]
+        for obj, T in zip(objects, poses):
             obj.rotation_mode = "QUATERNION"
             obj.matrix_world = bridge.array_to_matrix(T)
             item.bodies.add().object = obj
+        for obj in objects[len(mech.display):]:
+            item.scenery.add().object = obj
         scene.spline_joints_active_mechanism = len(scene.spline_joints_mechanisms) - 1
-        self.report({"INFO"}, f"Added '{mech.title}' as '{name}' ({len(mech.display)} bodies)")
+        extra = f", {len(mech.scenery)} scenery" if mech.scenery else ""
+        self.report({"INFO"}, f"Added '{mech.title}' as '{name}' ({len(mech.display)} bodies{extra})")
         return {"FINISHED"}
 
 
-def write_bake(scene, item, result) -> int:
-    """Key every body object from the result's world poses (F, nb, 4, 4); returns frames written."""
+def display_mesh(disp):
+    """(vertices (V, 3), faces) of a core BodyDisplay, or None for hints drawn only by their
+    polylines; a deforming ``"surface"`` is drawn in its shape at t = 0 (a bake keys the rest)."""
+    if disp.mesh == "surface":
+        return disp.surface_mesh(0.0)
+    return shapes.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)
+
+
+def scenery_motion(mechanism, times) -> dict:
+    """Shape keys of every deforming scenery surface over ``times`` (F,) in seconds (numpy only):
+    ``{scenery index: (basis (V, 3), targets (K, V, 3), values (F, K))}``
+    (:func:`addon.shapes.shape_key_modes` of ``BodyDisplay.surface_mesh(t)`` at each time)."""
+    return {i: shapes.shape_key_modes(np.stack([d.surface_mesh(t)[0] for t in times]), d.name)
+            for i, d in enumerate(mechanism.scenery) if d.mesh == "surface"}
+
+
+def write_bake(scene, item, result, scenery=None) -> int:
+    """Key every body object from the result's world poses (F, nb, 4, 4) and every deforming
+    scenery surface from ``scenery`` (:func:`scenery_motion` at the result's times) as
+    shape-key values; returns frames written."""
     frames = scene.frame_start + result.times * scene.render.fps / scene.render.fps_base
     for k, ref in enumerate(item.bodies):
         obj = ref.object
         obj.rotation_mode = "QUATERNION"
         bridge.write_transform_keyframes(obj, "", "QUATERNION", frames, result.poses[:, k])
+    for i, (basis, targets, values) in (scenery or {}).items():
+        bridge.write_shape_key_animation(item.scenery[i].object, basis, targets, frames, values)
     item.baked_frames = len(frames)
     item.energy_drift = result.energy_drift
     item.bake_seconds = result.wall_time
@@ -131,15 +145,18 @@ class BakeJob:
         i = pick_index(scene.spline_joints_mechanisms, scene.spline_joints_active_mechanism, index,
                        "mechanism")
         item = scene.spline_joints_mechanisms[i]
-        missing = [k for k, ref in enumerate(item.bodies) if ref.object is None]
-        if missing:
-            raise ValueError(f"mechanism '{item.name}' lost the objects of bodies {missing}; add it again")
+        for what, refs in (("bodies", item.bodies), ("scenery", item.scenery)):
+            missing = [k for k, ref in enumerate(refs) if ref.object is None]
+            if missing:
+                raise ValueError(f"mechanism '{item.name}' lost the objects of {what} {missing}; add it again")
         self.mechanism = build_mechanism(item.demo, item.duration, item.substeps, scene)
-        if len(self.mechanism.display) != len(item.bodies):
-            raise ValueError(f"mechanism '{item.name}' has {len(self.mechanism.display)} bodies but the "
-                             f"scene holds {len(item.bodies)} objects; add it again")
+        for what, displays, refs in (("bodies", self.mechanism.display, item.bodies),
+                                     ("scenery", self.mechanism.scenery, item.scenery)):
+            if len(displays) != len(refs):
+                raise ValueError(f"mechanism '{item.name}' has {len(displays)} {what} but the scene holds "
+                                 f"{len(refs)} objects for them; add it again")
         self.index, self.name = i, item.name
-        self.fraction, self.cancelled, self.result = 0.0, False, None
+        self.fraction, self.cancelled, self.result, self.scenery = 0.0, False, None, {}
 
     def progress(self, fraction: float) -> bool:
         """The core's progress callback: records the fraction done; False once cancelled."""
@@ -150,11 +167,14 @@ class BakeJob:
         self.cancelled = True
 
     def simulate(self) -> None:
-        """Run the core simulation; its result or its exception is kept for :meth:`finish`."""
+        """Run the core simulation and, once it completes, sample the deforming scenery at its
+        times (:func:`scenery_motion`); the result or the exception is kept for :meth:`finish`."""
         from ...core.mechanisms import simulate
 
         try:
             self.result = simulate(self.mechanism, self.progress)
+            if self.result.status == "completed":
+                self.scenery = scenery_motion(self.mechanism, self.result.times)
         except Exception as exc:  # handed to the main thread, reported by finish()
             self.result = exc
 
@@ -162,18 +182,17 @@ class BakeJob:
         """Write the keys of a completed simulation: (operator result, report level, message).
 
         A cancelled simulation writes nothing; a failed one raises ValueError (nothing written).
+        Everything written (body keys, scenery shape keys) was computed before the first write.
         """
-        from ...core.errors import SplineJointsError
-
         result = self.result
-        if isinstance(result, SplineJointsError):
+        if isinstance(result, ValueError):  # the core's errors and the scenery's
             raise result
         if isinstance(result, BaseException):
             raise ValueError(f"the simulation failed: {result}")
         if result.status != "completed":
             return ({"CANCELLED"}, "WARNING", f"Bake of '{self.name}' cancelled at "
                                               f"{100.0 * self.fraction:.0f} %: no keyframes written")
-        n = write_bake(scene, scene.spline_joints_mechanisms[self.index], result)
+        n = write_bake(scene, scene.spline_joints_mechanisms[self.index], result, self.scenery)
         return ({"FINISHED"}, "INFO", f"Baked '{self.name}': {n} frames in {result.wall_time:.2f} s, "
                                       f"energy drift {100.0 * result.energy_drift:.3f} %")
 

@@ -51,10 +51,12 @@ def scenario_check_files(tmp, demo_dir, version, rigs):
                                 f"{[i.demo for i in items]}")
                 continue
             mech = demos[name](duration=0.1)
-            want = [f"{items[0].name}.{d.name}" for d in mech.display]
-            got = [ref.object.name if ref.object else None for ref in items[0].bodies]
-            if got != want:
-                problems.append(f"{where}: body objects {got} != core display {want}")
+            for what, displays, refs in (("body", mech.display, items[0].bodies),
+                                         ("scenery", mech.scenery, items[0].scenery)):
+                want = [f"{items[0].name}.{d.name}" for d in displays]
+                got = [ref.object.name if ref.object else None for ref in refs]
+                if got != want:
+                    problems.append(f"{where}: {what} objects {got} != core {what} {want}")
             if items[0].baked_frames or any(ref.object.animation_data for ref in items[0].bodies):
                 problems.append(f"{where}: committed baked (demo files are stored unbaked)")
         elif len(items):
