@@ -70,7 +70,16 @@ def scenario_deforming_sheet(tmp):
     sheet = bpy.data.objects[SHEET]
     rebaked = ([kb.name for kb in sheet.data.shape_keys.key_blocks],
                len(bridge.read_fcurve_keys(sheet.data.shape_keys, MODE0, 0)), len(bpy.data.actions) - n_actions)
-    return {"static_err": static_err, "names": names, "frames": values[:, 0].tolist(),
+    # The factorization keeps no mode for a still mesh and refuses too many.
+    shapes = addon_module("addon.shapes")
+    still = shapes.shape_key_modes(np.repeat(verts0[None], 4, axis=0))
+    try:
+        shapes.shape_key_modes(np.random.default_rng(0).normal(size=(20, 30, 3)), "noise", max_keys=5)
+    except ValueError as exc:
+        refused = str(exc)
+    else:
+        refused = ""
+    return {"still": [list(a.shape) for a in still], "refused": refused, "static_err": static_err, "names": names, "frames": values[:, 0].tolist(),
             "values": values[:, 1].tolist(), "surface_err": surface_err, "moved": moved,
             "undone": undone, "redone": redone, "rebaked": list(rebaked)}
 
@@ -86,3 +95,5 @@ def test_deforming_sheet_is_drawn_and_baked_as_shape_keys(blender):
     assert out["undone"], "undo must remove the sheet's shape keys and the ball's keys"
     assert out["redone"]
     assert out["rebaked"] == [["Basis", "mode 0"], 10, 0], out["rebaked"]
+    assert out["still"] == [[625, 3], [0, 625, 3], [4, 0]], out["still"]
+    assert "'noise' deforms in 19 independent modes" in out["refused"], out["refused"]
