@@ -20,21 +20,46 @@ become sums over ancestors or descendants: one product with the model's ``(nb, n
 ancestry matrix replaces a Python loop over bodies. Kinematics, rnea, crba and the
 nonlinear effects therefore cost a fixed number of array operations (a few dozen) whatever
 the number of bodies; world poses are composed by pointer jumping (log2(depth) batched
-products); constant-screw joints (revolute, prismatic, helical) are evaluated for all bodies
-in one product with their placement folded into a constant table, and all cubic spline
-curve joints in one batched form of their unrolled Appendix B recursion.
+products, on slices where the bodies form contiguous ranges, as on a chain);
+constant-screw joints (revolute, prismatic, helical) are evaluated for all bodies in one
+product with their placement folded into a constant table, and all cubic spline curve
+joints in one batched form of their unrolled Appendix B recursion: per knot span a
+(31, 150) table, linear in the 30 exp scalars of the span's three twists, gives
+``H E_1, E_2, E_3``, ``Ad_{exp(-g_3 b_3)}`` and ``ad_{g_3} Ad_{exp(-g_3 b_3)}`` at once
+(:meth:`core.model.Model._compile_cubic_splines`). The exp scalars use the same branches
+as the scalar :func:`core.joints.poe.exp_scalars` (series of ``(x - sin x)/x^3`` only on
+the angles below 0.5, agreeing to 1 ulp), by a Python loop for up to 10 spline joints.
+
+At these sizes the cost is the number of numpy calls (about 1 us each here, 2 us under
+load), not arithmetic, so the work arrays are preallocated in :class:`core.data.Data`,
+constant tables are built once per model and products are fused where it saves calls
+(``I A0`` and ``I V`` in one product; both diagonal blocks of ``Ad`` in one assignment;
+:func:`crba_and_nle` gives the mass matrix and the nonlinear effects from one kinematics
+pass, as the driven mechanisms need both). The price: about 37 kB of tables per spline
+knot span and a model compile step; no approximation anywhere.
 
 The articulated-body recursion of Appendix A (O(n)) is sequential in the tree depth (it is
 batched over the bodies of one depth): on a chain every link costs about a dozen small numpy
-calls. The dense alternative (CRBA mass matrix + nonlinear effects + one LAPACK solve) does
-O(n^2) array work and an O(n^3) factorisation that stays negligible up to a few hundred
-dofs. Measured by ``scripts/bench_dynamics.py`` (CPU time, 2-core EPYC shared with other
-jobs at load 4-6, medians): revolute chains N = 8 / 32 / 128 take 0.22 / 0.39 / 1.2 ms
-dense against 0.87 / 3.5 / 11.7 ms for the recursion (pin.aba: 3.4 / 12.7 / 44 us). ``aba`` therefore takes ``method="auto"``
-(dense up to :data:`DENSE_MAX_DOFS` dofs, recursive above; a single body solves its one
-Newton-Euler equation directly), ``"dense"`` or ``"recursive"``; all agree to round-off and
-are tested against Pinocchio. The price of "dense" is memory and work quadratic in n and an
-O(n^3) term, which is why the recursion remains the choice past a few hundred dofs.
+calls. The dense alternative (CRBA mass matrix + nonlinear effects + a Cholesky solve
+through LAPACK's dpotrf/dpotrs, LU if M is not numerically positive definite) does O(n^2)
+array work and an O(n^3) factorisation that stays negligible up to a few hundred dofs.
+``aba`` therefore takes ``method="auto"`` (dense up to :data:`DENSE_MAX_DOFS` dofs,
+recursive above; a single body solves its one Newton-Euler equation directly, and one body
+on a cubic spline joint does so in Python floats and about fifteen small array products),
+``"dense"`` or ``"recursive"``; all agree to round-off and are tested against Pinocchio.
+The price of "dense" is memory and work quadratic in n and an O(n^3) term, which is why the
+recursion remains the choice past a few hundred dofs.
+
+Measured by ``scripts/bench_dynamics.py`` (2-core EPYC shared with other jobs, load 2-4;
+CPU / wall medians of the same runs, us per call): revolute chains N = 1 / 8 / 32 / 128 take
+21 / 228 / 342 / 1012 CPU (pin.aba 0.72 / 3.9 / 13.1 / 51; mj_step 4.0 / 6.4 / 20.9 / 295),
+so N = 32 is 16x mj_step (target 20x); the Appendix A recursion takes 148 / 890 / 3147 /
+15494. Cubic spline chains N = 1 / 8 / 32 / 128: 60 / 464 / 596 / 2657 (the N = 8 target of
+200 us is not met: the call count of the tree pipeline alone is about 200 us at this load);
+the one-body knee 60 us median (36 us best run; target 30 us). The previous version of this
+module measured 20.2x mj_step, 713 us and 88 us at load 4-7. On this shared machine a
+small numpy call costs 0.5-4 us depending on the moment, so compare the ratios to pin.aba
+and mj_step of the same run rather than absolute figures.
 """
 
 import bisect
