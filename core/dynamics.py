@@ -135,7 +135,7 @@ def passive_forces(model, q, v):
 
 def _world_inertias(model, data):
     """``I_world = Ad_{T^-1}^T J Ad_{T^-1}`` for every body: ``(nb, 6, 6)``."""
-    np.matmul(np.swapaxes(data.Adinv, 1, 2), model.inertias @ data.Adinv, out=data.I_world)
+    np.matmul(data.Adinv.transpose(0, 2, 1), model.inertias @ data.Adinv, out=data.I_world)
     return data.I_world
 
 
@@ -147,7 +147,7 @@ def _gravity_twist(model):
 def _bias_wrenches(model, data, v, fext):
     """``-ad*_V I V - f_ext`` per body (world frame): ``(nb, 6)``."""
     IV = data.I_world @ data.V[:, :, None]
-    out = -(np.swapaxes(data.adV, 1, 2) @ IV)[:, :, 0]
+    out = -(data.adV.transpose(0, 2, 1) @ IV)[:, :, 0]
     if fext is not None or model.point_springs:
         out -= _external_wrenches(model, data, v, fext)
     return out
@@ -204,7 +204,7 @@ def _nle_prepared(model, data, q, v, fext):
     AV[:, :, 0] += model.gravity_twist
     AV[:, :, 1] = data.V
     IAV = np.matmul(data.I_world, AV)
-    f = IAV[:, :, 0] - np.matmul(np.swapaxes(data.adV, 1, 2), IAV[:, :, 1:])[:, :, 0]
+    f = IAV[:, :, 0] - np.matmul(data.adV.transpose(0, 2, 1), IAV[:, :, 1:])[:, :, 0]
     if fext is not None or model.point_springs:
         f -= _external_wrenches(model, data, v, fext)
     data.nle[:] = _joint_forces(model, data, f)

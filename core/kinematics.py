@@ -41,6 +41,10 @@ _AD_PLUS_POS = np.array([p for p, _ in _PLUS])
 _AD_PLUS_SRC = np.array([k for _, k in _PLUS])
 _AD_MINUS_POS = np.array([p for p, _ in _MINUS])
 _AD_MINUS_SRC = np.array([k for _, k in _MINUS])
+# both in one scatter: entry _AD_POS[k] holds _AD_SIGN[k] * V[_AD_SRC[k]]
+_AD_POS = np.concatenate([_AD_PLUS_POS, _AD_MINUS_POS])
+_AD_SRC = np.concatenate([_AD_PLUS_SRC, _AD_MINUS_SRC])
+_AD_SIGN = np.concatenate([np.ones(len(_AD_PLUS_POS)), -np.ones(len(_AD_MINUS_POS))])
 # and for a plain 3x3 hat(p) stored flat
 _HAT_PLUS_POS, _HAT_MINUS_POS = np.array([7, 2, 3]), np.array([5, 6, 1])
 
@@ -51,9 +55,7 @@ def ad_matrices(V, out=None):
     n = V.shape[0]
     if out is None:
         out = np.zeros((n, 6, 6))
-    flat = out.reshape(n, 36)
-    flat[:, _AD_PLUS_POS] = V[:, _AD_PLUS_SRC]
-    flat[:, _AD_MINUS_POS] = -V[:, _AD_MINUS_SRC]
+    out.reshape(n, 36)[:, _AD_POS] = V[:, _AD_SRC] * _AD_SIGN
     return out
 
 
@@ -170,9 +172,9 @@ def _poses(model, data, q):
     phat[:, _HAT_PLUS_POS] = p
     phat[:, _HAT_MINUS_POS] = -p
     np.matmul(data.phat, R, out=Ad[:, 3:, :3])                               # [p] R
-    Rt = np.swapaxes(R, 1, 2)
+    Rt = R.transpose(0, 2, 1)
     data.Adinv_diag[:] = Rt[:, None]
-    Adinv[:, 3:, :3] = np.swapaxes(Ad[:, 3:, :3], 1, 2)      # -R^T [p] = ([p] R)^T
+    Adinv[:, 3:, :3] = Ad[:, 3:, :3].transpose(0, 2, 1)      # -R^T [p] = ([p] R)^T
     Ads = Ad if model.one_dof_each else Ad[model.dof_body]
     np.matmul(Ads, data.S_body[:, :, None], out=data.S_world[:, :, None])
     return L
