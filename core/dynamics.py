@@ -50,16 +50,17 @@ on a cubic spline joint does so in Python floats and about fifteen small array p
 The price of "dense" is memory and work quadratic in n and an O(n^3) term, which is why the
 recursion remains the choice past a few hundred dofs.
 
-Measured by ``scripts/bench_dynamics.py`` (2-core EPYC shared with other jobs, load 2-4;
-CPU / wall medians of the same runs, us per call): revolute chains N = 1 / 8 / 32 / 128 take
-21 / 228 / 342 / 1012 CPU (pin.aba 0.72 / 3.9 / 13.1 / 51; mj_step 4.0 / 6.4 / 20.9 / 295),
-so N = 32 is 16x mj_step (target 20x); the Appendix A recursion takes 148 / 890 / 3147 /
-15494. Cubic spline chains N = 1 / 8 / 32 / 128: 60 / 464 / 596 / 2657 (the N = 8 target of
-200 us is not met: the call count of the tree pipeline alone is about 200 us at this load);
-the one-body knee 60 us median (36 us best run; target 30 us). The previous version of this
-module measured 20.2x mj_step, 713 us and 88 us at load 4-7. On this shared machine a
-small numpy call costs 0.5-4 us depending on the moment, so compare the ratios to pin.aba
-and mj_step of the same run rather than absolute figures.
+Measured by ``scripts/bench_dynamics.py`` (2-core EPYC shared with other jobs, load 1-2;
+CPU medians, wall medians within 4 % of them, us per call): revolute chains N = 1 / 8 / 32 /
+128 take 31 / 185 / 310 / 809 (pin.aba 0.87 / 3.9 / 11.8 / 38; mj_step 3.5 / 6.5 / 20.9 /
+250), so N = 32 is 14.8x mj_step (wall 15.3x; target 20x); the Appendix A recursion takes
+187 / 888 / 3115 / 7499. Cubic spline chains N = 1 / 8 / 32 / 128: 53 / 443 / 725 / 2661;
+the one-body knee 58 (best runs 35). The N = 8 spline target (200 us) and the knee target
+(30 us) are not met: the tree pipeline alone makes about 90 numpy calls (the revolute N = 8
+chain costs 185 us), the knee path about 15 plus three Python exp evaluations. The previous
+version of this module measured 20.2x mj_step, 713 us and 88 us at load 4-7. On this shared
+machine a small numpy call costs 0.5-4 us depending on the moment, so compare the ratios to
+pin.aba and mj_step of the same run rather than absolute figures.
 """
 
 import bisect
