@@ -3,9 +3,11 @@ reference), Hakenberg's skeleton (seed 001), ArtiSynth-style hinge couplings (se
 Faure's Stoermer stepping with assembly (seed 004). Joint angles must agree within 1e-3 rad.
 
 The issue asks for 1 s at h = 1e-4 (10 000 steps per simulator). On the shared 2-core test
-machine that is several minutes, so the default run covers the first ``T_DEFAULT`` seconds
-at h = 1e-4 (all of the swing's start, where the links accelerate most) and the full second
-runs with ``SPLINE_JOINTS_FULL_CROSSVAL=1`` (measured figures in the lead's report).
+machine that is several minutes per simulator, so the default run takes the same 300 steps
+per simulator as a short run would, but at h = 1e-3 over the first 0.3 s: the links swing by
+more than 0.1 rad, the reference (ABA, RK4) runs at the same h, and the second-order solvers
+stay within 5e-5 rad of it. ``SPLINE_JOINTS_FULL_CROSSVAL=1`` runs the full second at
+h = 1e-4 (measured: Faure 2.1e-5, skeleton 3.1e-5, couplings 2.1e-5 rad).
 
 The seeds' own steppers are first order (explicit updates with velocity terms from the
 old step, or corrections along end-of-step normals): over the chaotic second their error
@@ -32,9 +34,9 @@ from core.model import Model
 NLINKS, LENGTH, MASS, RADIUS = 5, 0.3, 0.5, 0.02
 G = np.array([0.0, -9.81, 0.0])
 Q0 = np.array([0.6, -0.3, 0.25, -0.2, 0.4])   # relative hinge angles (rad), released at rest
-H = 1e-4
 FULL = os.environ.get("SPLINE_JOINTS_FULL_CROSSVAL") == "1"
-T_DEFAULT = 0.03
+H = 1e-4 if FULL else 1e-3
+T_DEFAULT = 0.3
 T_END = 1.0 if FULL else T_DEFAULT
 TOL = 1e-3
 ROD_I = MASS * np.diag([RADIUS ** 2 / 2, (3 * RADIUS ** 2 + LENGTH ** 2) / 12,
@@ -153,6 +155,7 @@ def test_initial_poses_are_consistent():
                          ids=["skeleton", "couplings", "faure"])
 def test_joint_angles_agree_with_aba(reference, runner):
     q = runner(T_END)
-    assert np.abs(q - Q0).max() > 10 * TOL or T_END < 0.1  # the pendulum really moved
+    assert np.abs(reference - Q0).max() > 100 * TOL  # the pendulum really swung
     diff = (q - reference + np.pi) % (2 * np.pi) - np.pi  # angles modulo 2 pi
+    print(runner.__name__, "max joint-angle difference", np.abs(diff).max())
     assert np.abs(diff).max() < TOL, (q, reference)
