@@ -42,6 +42,7 @@ class Data:
         self.v = np.zeros(nv)
         self.G = np.tile(np.eye(4), (nb, 1, 1))
         self.oMi = np.tile(np.eye(4), (nb, 1, 1))
+        self.oMi0_top = self.oMi.reshape(-1)[:12]    # view: rows 0-2 of body 0's pose, flat
         self.Ad = np.zeros((nb, 6, 6))
         self.Adinv = np.zeros((nb, 6, 6))
         # views of the two diagonal 3x3 blocks of each Ad / Adinv (both hold R / R^T), so

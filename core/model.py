@@ -117,6 +117,7 @@ class Model:
             raise InvalidInputError(f"gravity must be 3 finite numbers (m/s^2), got {value!r}")
         g.flags.writeable = False
         self._gravity = g
+        self.gravity_list = g.tolist()       # as Python floats, for the scalar paths
         #: ``[0; -g]``: the base acceleration that stands in for gravity (Featherstone)
         self.gravity_twist = np.concatenate([np.zeros(3), -g])
 
@@ -304,11 +305,9 @@ class Model:
         self.single_spline = (nb == 1 and len(self.spline_bodies) == 1
                               and not self.point_springs)
         if self.single_spline:
-            # its span table with the placement folded into H E_1 (linear in the scalars)
-            tab = self.spline_table.copy()
-            tab[:, :, :16] = np.matmul(self.placements[0],
-                                       tab[:, :, :16].reshape(-1, 31, 4, 4)).reshape(-1, 31, 16)
-            self.spline_table_placed = tab
+            self.spline_float_spans = self._single_spline_floats()
+            J = self.inertias[0]
+            self.inertia_rows = J.tolist()
         self._compiled = True
         return self
 
@@ -399,6 +398,32 @@ class Model:
         self.spline_poly9 = np.ascontiguousarray(self.spline_poly[:, :9])  # (S, 9, 4)
         self.spline_theta_list = self.spline_theta.tolist()
         self.spline_dof_sel = _as_slice(self.spline_dofs)
+
+    def _single_spline_floats(self):
+        """Per knot span of the one cubic spline joint of a one-body model, the constants of
+        ``core.dynamics._aba_single_spline`` as a tuple of tuples of Python floats: the span
+        start, the 36 cubic coefficients of ``b1 b2 b3 d3 e3 d2 e2 d1 e1`` (``spline_poly9``), the three
+        angles, ``R_0 = (P H)_R`` (9, row-major), ``R_0 [w_1]``, ``R_0 [w_1]^2`` (9 each),
+        ``p_0``, ``R_0 v_1``, ``R_0 [w_1] v_1``, ``R_0 [w_1]^2 v_1`` (3 each), the twists
+        ``g_1, g_2, g_3`` (6 each) and ``[w_k] v_k``, ``[w_k]^2 v_k`` for k = 2, 3 (3 each);
+        ``P`` is the placement, ``H`` the span's first control frame, ``g_k = [w_k; v_k]``."""
+        joint = self.joints[0]
+        P = self.placements[0]
+        spans = []
+        for s in range(len(self.spline_starts)):
+            PH = P @ joint._H[s]
+            R0, p0 = PH[:3, :3], PH[:3, 3]
+            g = joint._g[s]
+            W = so3.hat(g[:, :3])                                      # (3, 3, 3)
+            wv = np.einsum("kij,kj->ki", W, g[:, 3:])
+            wwv = np.einsum("kij,kj->ki", W, wv)
+            vals = [float(self.spline_starts[s])]
+            for arr in (self.spline_poly9[s], joint._theta[s], R0, R0 @ W[0],
+                        R0 @ W[0] @ W[0], p0, R0 @ g[0, 3:], R0 @ wv[0], R0 @ wwv[0], g[0],
+                        g[1], g[2], wv[1], wwv[1], wv[2], wwv[2]):
+                vals.append(tuple(np.ravel(arr).tolist()))
+            spans.append(tuple(vals))
+        return spans
 
     def _compile_springs(self):
         js = self.joint_springs
