@@ -482,13 +482,13 @@ def _aba_single_spline(model, data, x, qd, t, fext):
     h4 = v31 * e3 + An[4] - d3 * (v32 * s0 - v30 * s2 + w32 * s3 - w30 * s5)
     h5 = v32 * e3 + An[5] - d3 * (v30 * s1 - v31 * s0 + w30 * s4 - w31 * s3)
     # J s and the equation of motion
-    J0, J1, J2, J3, J4, J5 = model.inertia_rows
-    j0 = J0[0] * s0 + J0[1] * s1 + J0[2] * s2 + J0[3] * s3 + J0[4] * s4 + J0[5] * s5
-    j1 = J1[0] * s0 + J1[1] * s1 + J1[2] * s2 + J1[3] * s3 + J1[4] * s4 + J1[5] * s5
-    j2 = J2[0] * s0 + J2[1] * s1 + J2[2] * s2 + J2[3] * s3 + J2[4] * s4 + J2[5] * s5
-    j3 = J3[0] * s0 + J3[1] * s1 + J3[2] * s2 + J3[3] * s3 + J3[4] * s4 + J3[5] * s5
-    j4 = J4[0] * s0 + J4[1] * s1 + J4[2] * s2 + J4[3] * s3 + J4[4] * s4 + J4[5] * s5
-    j5 = J5[0] * s0 + J5[1] * s1 + J5[2] * s2 + J5[3] * s3 + J5[4] * s4 + J5[5] * s5
+    (i0, i1, i2, i3, i4, i5, i6, i7, i8), (m0, m1, m2), mass = model.inertia_floats
+    j0 = i0 * s0 + i1 * s1 + i2 * s2 + m1 * s5 - m2 * s4        # I_o w + m r x v
+    j1 = i3 * s0 + i4 * s1 + i5 * s2 + m2 * s3 - m0 * s5
+    j2 = i6 * s0 + i7 * s1 + i8 * s2 + m0 * s4 - m1 * s3
+    j3 = mass * s3 - m1 * s2 + m2 * s1                          # m v - m r x w
+    j4 = mass * s4 - m2 * s0 + m0 * s2
+    j5 = mass * s5 - m0 * s1 + m1 * s0
     gx, gy, gz = model.gravity_list
     rhs = (t - qd * qd * (j0 * h0 + j1 * h1 + j2 * h2 + j3 * h3 + j4 * h4 + j5 * h5)
            + j3 * (gx * r0[0] + gy * r1[0] + gz * r2[0])                   # (J s)_v . R^T g

@@ -306,8 +306,11 @@ class Model:
                               and not self.point_springs)
         if self.single_spline:
             self.spline_float_spans = self._single_spline_floats()
+            # J = [[I_o, [m r]], [[m r]^T, m 1]] (eq. 8) as floats: I_o rows, m r, m
             J = self.inertias[0]
-            self.inertia_rows = J.tolist()
+            self.inertia_floats = (tuple(J[:3, :3].ravel().tolist()),
+                                   (float(J[2, 4]), float(J[0, 5]), float(J[1, 3])),
+                                   float(J[3, 3]))
         self._compiled = True
         return self
 
