@@ -45,22 +45,30 @@ through LAPACK's dpotrf/dpotrs, LU if M is not numerically positive definite) do
 array work and an O(n^3) factorisation that stays negligible up to a few hundred dofs.
 ``aba`` therefore takes ``method="auto"`` (dense up to :data:`DENSE_MAX_DOFS` dofs,
 recursive above; a single body solves its one Newton-Euler equation directly, and one body
-on a cubic spline joint does so in Python floats and about fifteen small array products),
+on a cubic spline joint does so entirely in Python floats: per-span float tables, the
+three exps, the unrolled Appendix B recursion with Ad and ad written out, the pose row by
+row, and only two array writes (``data.oMi[0]``, ``data.ddq``); about 600 float operations
+cost less here than the 15 array products and glue they replace),
 ``"dense"`` or ``"recursive"``; all agree to round-off and are tested against Pinocchio.
 The price of "dense" is memory and work quadratic in n and an O(n^3) term, which is why the
 recursion remains the choice past a few hundred dofs.
 
-Measured by ``scripts/bench_dynamics.py`` (2-core EPYC shared with other jobs, load 1-2;
-CPU medians, wall medians within 4 % of them, us per call): revolute chains N = 1 / 8 / 32 /
-128 take 31 / 185 / 310 / 809 (pin.aba 0.87 / 3.9 / 11.8 / 38; mj_step 3.5 / 6.5 / 20.9 /
-250), so N = 32 is 14.8x mj_step (wall 15.3x; target 20x); the Appendix A recursion takes
-187 / 888 / 3115 / 7499. Cubic spline chains N = 1 / 8 / 32 / 128: 53 / 443 / 725 / 2661;
-the one-body knee 58 (best runs 35). The N = 8 spline target (200 us) and the knee target
-(30 us) are not met: the tree pipeline alone makes about 90 numpy calls (the revolute N = 8
-chain costs 185 us), the knee path about 15 plus three Python exp evaluations. The previous
-version of this module measured 20.2x mj_step, 713 us and 88 us at load 4-7. On this shared
-machine a small numpy call costs 0.5-4 us depending on the moment, so compare the ratios to
-pin.aba and mj_step of the same run rather than absolute figures.
+Measured by ``scripts/bench_dynamics.py`` (2-core EPYC shared with other jobs, load
+0.8-1.6; CPU medians, wall within 4 %, us per call), two runs of this version and one of
+the previous one in the same session. The one-body knee: 27.5 / 29.5 (previous version
+40.7; pin.aba 1.06 / 1.19, so 26x / 25x pin.aba, previously 41x), the one-body spline chain
+26.9 / 26.6 (previous 58.0): the 30 us knee target is met, narrowly. Unchanged code, load
+noise only: revolute chains N = 1 / 8 / 32 / 128 take 28 / 213 / 332 / 1004 and 31 / 193 /
+320 / 1099 (pin.aba 1.2 / 4.1 / 11.7 / 41; mj_step 3.8 / 6.1 / 19.9 / 276 in the first), so
+N = 32 is 16.7x / 15.1x mj_step (wall 16.7x / 14.9x; previous version's run 13.6x; target
+20x); cubic spline chains N = 8 / 32 / 128: 417 / 528 / 1838 and 384 / 802 / 2565
+(previous run 332 / 486 / 1448). The N = 8 spline target (200 us) is not met: the tree
+pipeline makes about 90 numpy calls, the batched cubic spline evaluation alone about
+150 us of it (24 scalar exp evaluations and ~25 array calls). Writing each of the 8 joints
+in Python floats as on the knee path (15 us per joint here) measured slower (180-220
+us against 140-165 us for the batched evaluation), so the dense path keeps the batched form.
+On this shared machine a small numpy call costs 0.5-4 us depending on the moment, so
+compare the ratios to pin.aba and mj_step of the same run rather than absolute figures.
 """
 
 import bisect
