@@ -408,7 +408,8 @@ class Model:
         start, the 36 cubic coefficients of ``b1 b2 b3 d3 e3 d2 e2 d1 e1``
         (``spline_poly9``), the three angles, ``R_0 = (P H)_R`` (9, row-major),
         ``R_0 [w_1]``, ``R_0 [w_1]^2`` (9 each), ``p_0``, ``R_0 v_1``, ``R_0 [w_1] v_1``,
-        ``R_0 [w_1]^2 v_1`` (3 each), the twists ``g_1, g_2, g_3`` (6 each) and ``[w_k] v_k``, ``[w_k]^2 v_k`` for k = 2, 3 (3 each);
+        ``R_0 [w_1]^2 v_1`` (3 each), the twists ``g_1, g_2, g_3`` (6 each) and
+        ``[w_k] v_k``, ``[w_k]^2 v_k`` for k = 2, 3 (3 each);
         ``P`` is the placement, ``H`` the span's first control frame, ``g_k = [w_k; v_k]``."""
         joint = self.joints[0]
         P = self.placements[0]
