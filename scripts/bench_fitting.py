@@ -6,7 +6,8 @@
 accuracy each fit reaches); :func:`bench_fitting_tables` wraps them as a section for
 ``scripts/bench.py`` (``"fitting": "bench_fitting:bench_fitting_tables"``). Cases:
 
-* gait2392 knee: 131 samples (1-degree grid over -120..10 deg), 8 and 10 control frames;
+* gait2392 knee: 131 samples (1-degree grid over -120..10 deg), 8, 9 and 10 control frames
+  (adaptive knots) and 8 with uniform knots;
   target <= 50 ms for 8 frames;
 * the same knee with 0.5 mm / 0.5 deg noise and smoothing w = 1e-3 (no target);
 * Seth 2019 scapulothoracic 2-DOF grid (17 x 11 = 187 poses), 6 x 6 control grid, both
@@ -64,10 +65,11 @@ def bench_fitting(quick=False):
     rows = []
     d = KneeGait2392().samples()
     knee = JointSamples(d["T_femur_tibia"], d["q"])
-    for n in (8, 10):
-        ms, res = _median_ms(lambda: fit_spline_curve(knee, n_frames=n), repeat)
-        rows.append(_row(f"knee gait2392, {knee.size} samples, {n} frames", ms,
-                         50.0 if n == 8 else None, res.report))
+    for n, knots in ((8, "adaptive"), (9, "adaptive"), (10, "adaptive"), (8, "uniform")):
+        ms, res = _median_ms(lambda: fit_spline_curve(knee, n_frames=n, knots=knots), repeat)
+        label = "" if knots == "adaptive" else f", {knots} knots"
+        rows.append(_row(f"knee gait2392, {knee.size} samples, {n} frames{label}", ms,
+                         50.0 if (n, knots) == (8, "adaptive") else None, res.report))
     rng = np.random.default_rng(7)
     N = knee.size
     w = rng.normal(size=(N, 3)) * np.radians(0.5) / np.sqrt(3)
