@@ -4,10 +4,17 @@ Everything here is expressed in the world (spatial) frame unless the name says `
 twists ``[w; v]`` and wrenches ``[moment; force]`` about the world origin. The world frame
 makes the tree sums plain additions (``V_i = V_parent + Ad_{T_i} S_i q_dot_i``), which lets
 the algorithms run on all bodies at once with array operations.
+
+Many attributes are views into a few shared buffers, laid out so that one batched product
+fills several of them at once (see :mod:`core.kinematics` and :mod:`core.dynamics`); they
+are overwritten by the next call, so copy what must survive it.
 """
 
+import math
+
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
+
+from .model import spline_row_layout
 
 __all__ = ["Data"]
 
@@ -16,13 +23,15 @@ class Data:
     """Preallocated arrays for one :class:`core.model.Model` (``nb`` bodies, ``nv`` dofs).
 
     Attributes:
-        G ``(nb, 4, 4)``: joint transforms G_i(q_i) (eq. 9).
-        oMi ``(nb, 4, 4)``: world poses T_i.
-        Ad ``(nb, 6, 6)``: Ad_{T_i}; Adinv ``(nb, 6, 6)``: Ad_{T_i^-1}.
+        oMi ``(nb, 4, 4)``: world poses T_i (eq. 9).
+        Ad ``(nb, 6, 6)``: Ad_{T_i}; Adinv ``(nb, 6, 6)``: Ad_{T_i^-1} (a transposed view of
+        ``Adinv_T``, which is ``[[R, [p] R], [0, R]]``).
         S_body ``(nv, 6)``: body-frame joint Jacobian columns (eq. 12), one per coordinate.
         S_world ``(nv, 6)``: the same columns in the world frame, ``Ad_{T_i} S_i``.
-        hess: per body the joint Hessian ``(n_i, 6, n_i)`` (left empty for constant-screw
-            joints, whose Hessian is zero).
+        hess: per body the joint Hessian ``(n_i, 6, n_i)`` of joints evaluated one by one
+            (left empty for constant-screw and cubic spline curve joints: the Hessian of a
+            one-coordinate joint is kept in ``SH[i, 1]``).
+        SH ``(nb, 2, 6)``: per body with one coordinate ``[S; dS/dq]`` in the body frame.
         V ``(nb, 6)``: spatial velocities; A ``(nb, 6)``: spatial accelerations
         (time derivative of V; equals Ad_{T_i} of the body acceleration of eq. 14).
         bias ``(nb, 6)``: velocity-product acceleration of each joint in the world frame
@@ -39,48 +48,72 @@ class Data:
         self.nbodies, self.nv = nb, nv
         self.model_id = (id(model), nb, nv)
         self.q = np.zeros(nv)
-        self.v = np.zeros(nv)
-        self.G = np.tile(np.eye(4), (nb, 1, 1))
         self.oMi = np.tile(np.eye(4), (nb, 1, 1))
         self.oMi0_top = self.oMi.reshape(-1)[:12]    # view: rows 0-2 of body 0's pose, flat
-        self.Ad = np.zeros((nb, 6, 6))
-        self.Adinv = np.zeros((nb, 6, 6))
-        # views of the two diagonal 3x3 blocks of each Ad / Adinv (both hold R / R^T), so
-        # that one assignment fills both
-        s0, s1, s2 = self.Ad.strides
-        self.Ad_diag, self.Adinv_diag = (
-            as_strided(X, shape=(nb, 2, 3, 3), strides=(s0, 3 * s1 + 3 * s2, s1, s2))
-            for X in (self.Ad, self.Adinv))
-        self.S_body = np.zeros((nv, 6))
-        self.S_world = np.zeros((nv, 6))
+        L = self.oMi
+        # pointer-jumping products as (parent pose, pose) view pairs where both are ranges
+        self.pose_views = [(L[ptr], L[sel]) if isinstance(sel, slice) and
+                           isinstance(ptr, slice) else None for sel, ptr in model.pose_schedule]
+        # adjoints: [p; 1] (x) R, and one product with core.kinematics' table gives
+        # [Ad, Adinv^T] (both linear in R and [p] R)
+        self.adX = np.zeros((nb, 4, 3, 3))
+        self.adX_in = (L[:, :, 3, None, None], L[:, None, :3, :3])
+        self.AdAdT = np.zeros((nb, 2, 6, 6))
+        self.Ad = self.AdAdT[:, 0]
+        self.Adinv_T = self.AdAdT[:, 1]
+        self.Adinv = self.Adinv_T.transpose(0, 2, 1)
+        # body-frame [S; dS/dq] of one-coordinate joints; world rows [S_w, h_w, U, s h_w, I V]
+        # (h_w = Ad dS/dq; U = Ad S q_dot the joint's velocity; s h_w with s = q_dot, or
+        # Ad q_dot^T dS q_dot for joints of several coordinates; I V the momentum)
+        self.SH = np.zeros((nb, 2, 6))
+        self.W = np.zeros((nb, 5, 6))
+        if model.one_dof_each:
+            self.S_body = self.SH[:, 0]
+            self.S_world = self.W[:, 0]
+        else:
+            self.S_body = np.zeros((nv, 6))
+            self.S_world = np.zeros((nv, 6))
+        self.Ub = self.W[:, 2]
+        self.hv = self.W[:, 3]
+        self.IV = self.W[:, 4]
+        self.W_tail = self.W[:, 2:].reshape(nb, 1, 18)
+        # [V, s]: with one coordinate per body s = q_dot (data.v is a view of it), so that
+        # s (s h_w) = q_dot^2 Ad dS/dq; else s = 1
+        self.Vp = np.ones((nb, 7))
+        self.V = self.Vp[:, :6]
+        self.Vp[:, :6] = 0.0
+        self.v = self.Vp[:, 6] if model.one_dof_each else np.zeros(nv)
+        self.outer = np.zeros((nb, 7, 18))
+        self.outer_flat = self.outer.reshape(nb, 126)
+        self.bil = np.zeros((nb, 12))                # [c, ad*_V I V]
+        self.bias = self.bil[:, :6]
+        self.adstar_IV = self.bil[:, 6:]
         self.hess = [np.zeros((0, 6, 0))] * nb
-        ns = len(model.spline_bodies)
-        self.spline_hess = np.zeros((ns, 6))   # dS/dq of cubic splines
-        # cubic spline work arrays: powers of u, [1, exp scalars of the 3 twists], the
-        # columns [g_3, a, c, Zy, Zw, V] and the (6, 2) coefficients of [S, dS/dq]
-        self.spline_upow = np.ones((ns, 4, 1))
-        self.spline_cvec = np.ones((ns, 31))
-        self.spline_scalars = self.spline_cvec[:, 1:].reshape(ns, 3, 10)   # a view
-        self.spline_M = np.zeros((ns, 6, 6))
-        self.spline_C = np.zeros((ns, 6, 2))
-        self.screw_coef = np.zeros((len(model.screw_bodies), 4))
-        self.screw_coef[:, 0] = 1.0
         if len(model.screw_bodies):
             self.S_body[model.screw_dofs] = model.screw_S      # constant screws
-        self.V = np.zeros((nb, 6))
-        self.adV = np.zeros((nb, 6, 6))      # ad_{V_i}
-        self.phat = np.zeros((nb, 3, 3))     # [p_i] work array
+        self.screw_coef = np.zeros((len(model.screw_bodies), 4))
+        self.screw_coef[:, 0] = 1.0
+        self._spline_buffers(model)
         self.A = np.zeros((nb, 6))
-        self.AV = np.zeros((nb, 6, 2))       # [A0, V]: the nonlinear effects' two products
-        self.bias = np.zeros((nb, 6))
-        self.I_world = np.zeros((nb, 6, 6))
-        self.Ic = np.zeros((nb, 6, 6))
-        self.f = np.zeros((nb, 6))
-        self.f_joint = np.zeros((nb, 6))
+        self.A0 = np.zeros((nb, 6))
+        self.IA0 = np.zeros((nb, 6))
+        # [I_world | f] per body, and its subtree sums [Ic | f_joint] (one product for both)
+        self.Y = np.zeros((nb, 6, 7))
+        self.I_world = self.Y[:, :, :6]
+        self.f = self.Y[:, :, 6]
+        self.Z = np.zeros((nb, 6, 7))
+        self.Ic = self.Z[:, :, :6]
+        self.f_joint = self.Z[:, :, 6]
+        self.Z_dofs = self.Z if model.one_dof_each else None
+        self.JAdinv = np.zeros((nb, 6, 6))
+        # per coordinate S^T [Ic | f_joint]: [F^T (mass-matrix rows), nonlinear effect]
+        self.FN = np.zeros((nv, 1, 7))
+        self.F = self.FN[:, 0, :6]
         self.f_ext_world = np.zeros((nb, 6))
         self.tau = np.zeros(nv)
         self.ddq = np.zeros(nv)
         self.nle = np.zeros(nv)
+        self.rhs = np.zeros(nv)
         self.M = np.zeros((nv, nv))
         # articulated-body recursion work arrays (Appendix A)
         self.IA = np.zeros((nb, 6, 6))
@@ -88,3 +121,55 @@ class Data:
         self.aba_U = [None] * len(model.aba_levels)
         self.aba_Dinv = [None] * len(model.aba_levels)
         self.aba_u = [None] * len(model.aba_levels)
+
+    def _spline_buffers(self, model):
+        """Work arrays of the batched cubic spline evaluation (core.kinematics
+        ._cubic_splines): the gathered span rows and views of them, powers of u and of the
+        three b's, the twist scalars, the products' outputs."""
+        ns = len(model.spline_bodies)
+        #: span bounds [lo, hi) of the gathered rows (NaN: look the span up again) and the
+        #: joints outside their knot range (evaluated one by one)
+        self.span_lo = [math.nan] * ns
+        self.span_hi = [math.nan] * ns
+        self.span_fallback = []
+        if not ns:
+            return
+        fields, width = spline_row_layout(model.spline_series_terms)
+        self.spline_rows = np.zeros((ns, width))
+        rows = self.spline_rows
+        view = {name: rows[:, off:off + int(np.prod(shape, dtype=int))].reshape((ns,) + shape)
+                for name, off, shape in fields}
+        self.spline_start = view["start"]
+        self.spline_poly = view["poly"]
+        self.spline_series = view["series"]
+        self.spline_adj = view["adj"]
+        self.spline_upow = np.ones((7, ns))                     # u^0 .. u^6
+        self.spline_upow_T = self.spline_upow.T[:, :, None]
+        self.spline_b = np.zeros((ns, 17, 1))                   # b1 b2 b3 | C (2, 7)
+        self.spline_b3 = self.spline_b[:, :3, 0]
+        self.spline_C = self.spline_b[:, 3:, 0].reshape(ns, 2, 7)
+        nterm = model.spline_series_terms * 2 + 4
+        self.spline_bpow = np.ones((nterm, ns, 3))              # b^0 .. b^(2J+3)
+        self.spline_bpow_T = self.spline_bpow.transpose(1, 2, 0)[:, :, None, :]
+        # per twist [1, ab, ac, ae, cb, cc, ce, a, c, b, c, e, E_k (16)]
+        cv = self.spline_cv = np.ones((ns, 3, 28))
+        self.spline_sE = cv[:, :, None, 7:]
+        self.spline_prod = (cv[:, :, 7:9, None], cv[:, :, None, 9:12],
+                            cv[:, :, 1:7].reshape(ns, 3, 2, 3))
+        self.spline_cvA = cv[:, 1:, None, :12]
+        self.spline_E1, self.spline_E2, self.spline_E3 = (cv[:, k, 12:].reshape(ns, 4, 4)
+                                                          for k in range(3))
+        self.spline_G12 = np.zeros((ns, 4, 4))
+        # twist 2: [y, w]^T; twist 3: [A_3^T | (ad A_3)^T] (6, 12), [g_3, a, c]^T, then the
+        # slot of [Zy V; Zw X] (2, 12), so that rows 72:114 are [g_3 a c Zy V Zw X] (7, 6)
+        A = self.spline_A = np.zeros((ns, 2, 1, 114))
+        self.spline_A_out = A[:, :, :, :90]
+        self.spline_yw = A[:, 0, 0, :12].reshape(ns, 2, 6)
+        self.spline_RT = A[:, 1, 0, :72].reshape(ns, 6, 12)
+        self.spline_Z = A[:, 1, 0, 90:].reshape(ns, 2, 12)
+        self.spline_MT = A[:, 1, 0, 72:].reshape(ns, 7, 6)
+        sel = model.spline_sel
+        if isinstance(sel, slice):
+            self.spline_L, self.spline_SH = self.oMi[sel], self.SH[sel]
+        else:
+            self.spline_L, self.spline_SH = np.zeros((ns, 4, 4)), np.zeros((ns, 2, 6))

@@ -144,7 +144,8 @@ def passive_forces(model, q, v):
 
 def _world_inertias(model, data):
     """``I_world = Ad_{T^-1}^T J Ad_{T^-1}`` for every body: ``(nb, 6, 6)``."""
-    np.matmul(data.Adinv.transpose(0, 2, 1), model.inertias @ data.Adinv, out=data.I_world)
+    np.matmul(model.inertias, data.Adinv, out=data.JAdinv)
+    np.matmul(data.Adinv_T, data.JAdinv, out=data.I_world)
     return data.I_world
 
 
@@ -155,8 +156,7 @@ def _gravity_twist(model):
 
 def _bias_wrenches(model, data, v, fext):
     """``-ad*_V I V - f_ext`` per body (world frame): ``(nb, 6)``."""
-    IV = data.I_world @ data.V[:, :, None]
-    out = -(data.adV.transpose(0, 2, 1) @ IV)[:, :, 0]
+    out = -data.adstar_IV
     if fext is not None or model.point_springs:
         out -= _external_wrenches(model, data, v, fext)
     return out
@@ -171,17 +171,28 @@ def _prepare(model, data, q, v, fext, checked=False):
     data.q[:] = q
     data.v[:] = v
     _poses(model, data, q)
-    _velocities(model, data, v)
     _world_inertias(model, data)
+    _velocities(model, data, v)
     return q, v, fext
 
 
-def _joint_forces(model, data, f):
-    """Subtree sums ``f_joint = sum_{descendants} f`` (eq. 15) and ``tau = S^T f_joint``
-    (eq. 16) for body wrenches ``f: (nb, 6)``; returns ``(nv,)``."""
-    np.matmul(model.ancestry_T, f, out=data.f_joint)
-    fj = data.f_joint if model.one_dof_each else data.f_joint[model.dof_body]
-    return np.einsum("ja,ja->j", data.S_world, fj)
+def _body_forces(model, data, A, v, fext):
+    """Body wrenches ``f = I A - ad*_V I V - f_ext`` (eq. 15, world frame) into ``data.f``
+    for spatial accelerations ``A (nb, 6)`` (gravity included), then, by one product with
+    the ancestry matrix, the subtree sums ``[Ic | f_joint]`` and ``S^T [Ic | f_joint]``
+    (``data.FN``: mass-matrix rows and the joint forces ``tau = S^T f_joint``, eq. 16)."""
+    np.matmul(data.I_world, A[:, :, None], out=data.IA0[:, :, None])
+    np.subtract(data.IA0, data.adstar_IV, out=data.f)
+    if fext is not None or model.point_springs:
+        data.f -= _external_wrenches(model, data, v, fext)
+    _subtree_sums(model, data)
+
+
+def _subtree_sums(model, data):
+    nb = model.nbodies
+    np.matmul(model.ancestry_T, data.Y.reshape(nb, 42), out=data.Z.reshape(nb, 42))
+    Z = data.Z if model.one_dof_each else data.Z[model.dof_body]
+    np.matmul(data.S_world[:, None, :], Z, out=data.FN)
 
 
 def rnea(model, data, q, v, a, fext=None):
@@ -196,27 +207,24 @@ def rnea(model, data, q, v, a, fext=None):
         Sa = model.dof_incidence @ Sa
     np.matmul(model.ancestry, Sa + data.bias, out=data.A)
     data.A += _gravity_twist(model)
-    # eq. 15: f_i = J A_i - ad*_V J V - f_ext, summed over each subtree
-    data.f[:] = (data.I_world @ data.A[:, :, None])[:, :, 0] + _bias_wrenches(model, data, v,
-                                                                                 fext)
-    data.tau[:] = _joint_forces(model, data, data.f)
+    _body_forces(model, data, data.A, v, fext)
+    data.tau[:] = data.FN[:, 0, 6]
     if model.has_joint_springs:
         data.tau -= passive_forces(model, q, v)
     return data.tau
 
 
+def _nle_forces(model, data, v, fext):
+    """Eq. 15 with q_ddot = 0 (``A0`` = the ancestors' sum of c, plus gravity): the
+    nonlinear effects without springs are ``data.FN[:, 0, 6]`` afterwards."""
+    np.matmul(model.ancestry, data.bias, out=data.A0)
+    np.add(data.A0, model.gravity_twist, out=data.A0)
+    _body_forces(model, data, data.A0, v, fext)
+
+
 def _nle_prepared(model, data, q, v, fext):
-    # eq. 15 with q_ddot = 0: f = I (A0 + gravity) - ad*_V I V - f_ext, one product for both
-    # I A0 and I V
-    AV = data.AV
-    np.matmul(model.ancestry, data.bias, out=AV[:, :, 0])
-    AV[:, :, 0] += model.gravity_twist
-    AV[:, :, 1] = data.V
-    IAV = np.matmul(data.I_world, AV)
-    f = IAV[:, :, 0] - np.matmul(data.adV.transpose(0, 2, 1), IAV[:, :, 1:])[:, :, 0]
-    if fext is not None or model.point_springs:
-        f -= _external_wrenches(model, data, v, fext)
-    data.nle[:] = _joint_forces(model, data, f)
+    _nle_forces(model, data, v, fext)
+    np.copyto(data.nle, data.FN[:, 0, 6])
     if model.has_joint_springs:
         data.nle -= passive_forces(model, q, v)
     return data.nle
@@ -229,16 +237,21 @@ def nonlinear_effects(model, data, q, v, fext=None):
     return _nle_prepared(model, data, q, v, fext)
 
 
-def _crba_prepared(model, data):
-    nb = model.nbodies
-    np.matmul(model.ancestry_T, data.I_world.reshape(nb, 36), out=data.Ic.reshape(nb, 36))
-    Ic = data.Ic if model.one_dof_each else data.Ic[model.dof_body]
-    F = np.einsum("jab,jb->ja", Ic, data.S_world)
-    Mfull = F @ data.S_world.T
-    # M[j, l] = S_j^T Ic_{body(j)} S_l where body(l) is an ancestor of body(j) (or itself)
+def _mass_lower(model, data):
+    """The lower triangle of M (``M[j, l] = S_j^T Ic S_l`` for body(l) an ancestor of
+    body(j) or the same body; the strict upper triangle holds garbage) from ``data.FN``."""
     M = data.M
-    np.multiply(Mfull, model.mass_mask, out=M)
-    M += Mfull.T * model.mass_mask_upper_only
+    np.matmul(data.F, data.S_world.T, out=M)
+    if not model.mass_lower_dense:
+        M *= model.mass_mask
+    return M
+
+
+def _crba_prepared(model, data):
+    M = _mass_lower(model, data)
+    if model.mass_lower_dense:
+        M *= model.mass_mask
+    M += M.T * model.mass_mask_upper_only
     return M
 
 
@@ -249,6 +262,7 @@ def crba(model, data, q):
     q = model.check_state(q)
     _poses(model, data, q)
     _world_inertias(model, data)
+    _subtree_sums(model, data)
     return _crba_prepared(model, data)
 
 
@@ -262,17 +276,22 @@ def crba_and_nle(model, data, q, v, fext=None):
 
 
 def _aba_dense(model, data, q, v, tau, fext):
-    rhs = tau - _nle_prepared(model, data, q, v, fext)
-    M = _crba_prepared(model, data)
+    _nle_forces(model, data, v, fext)
+    rhs = np.subtract(tau, data.FN[:, 0, 6], out=data.ddq)          # tau - h, solved in place
+    if model.has_joint_springs:
+        rhs += passive_forces(model, q, v)
+    M = _mass_lower(model, data)
     if model.nv == 1:
-        data.ddq[:] = rhs / M[0, 0]
+        rhs /= M[0, 0]
         return data.ddq
     # Cholesky through LAPACK directly (np.linalg.solve spends more time checking arguments
-    # than solving at these sizes); LU if M is not numerically positive definite
-    c, info = _lapack.dpotrf(M, lower=True, clean=False)
-    if info == 0:
-        x, info = _lapack.dpotrs(c, rhs, lower=True)
-    data.ddq[:] = x if info == 0 else np.linalg.solve(M, rhs)
+    # than solving at these sizes; dposv reads the lower triangle only and leaves rhs alone
+    # if it fails); LU if M is not numerically positive definite
+    _, x, info = _lapack.dposv(M, rhs, lower=True, overwrite_b=True)
+    if info:
+        x = np.linalg.solve(_crba_prepared(model, data), rhs)
+    if x is not data.ddq:
+        data.ddq[:] = x
     return data.ddq
 
 

@@ -14,48 +14,25 @@ sum over ancestors (a product with the model's ancestry matrix) instead of a Pyt
 Every function takes ``model, data`` first, writes into ``data`` and returns its main result.
 """
 
+import bisect
+import math
+
 import numpy as np
 
-from .errors import InvalidInputError, NonFiniteError
-from .joints import poe
+from .errors import InvalidInputError
+from .lie import so3
 
 __all__ = ["forward_kinematics", "body_jacobian", "body_velocity", "body_pose",
            "compute_joint_jacobians", "ad_apply", "ad_star_apply"]
 
-# flat positions in a 6x6 matrix where ad_V = [[W, 0], [P, W]] (seed 000 eq. 4) holds +V_k
-# and -V_k: W = hat(w) at (0:3, 0:3) and (3:6, 3:6), P = hat(v) at (3:6, 0:3)
-def _hat_positions(r0, c0, comp0):
-    plus = [((r0 + 2) * 6 + c0 + 1, comp0 + 0), ((r0 + 0) * 6 + c0 + 2, comp0 + 1),
-            ((r0 + 1) * 6 + c0 + 0, comp0 + 2)]
-    minus = [((r0 + 1) * 6 + c0 + 2, comp0 + 0), ((r0 + 2) * 6 + c0 + 0, comp0 + 1),
-             ((r0 + 0) * 6 + c0 + 1, comp0 + 2)]
-    return plus, minus
 
-
-_PLUS, _MINUS = [], []
-for _r0, _c0, _k0 in ((0, 0, 0), (3, 3, 0), (3, 0, 3)):
-    _p, _m = _hat_positions(_r0, _c0, _k0)
-    _PLUS += _p
-    _MINUS += _m
-_AD_PLUS_POS = np.array([p for p, _ in _PLUS])
-_AD_PLUS_SRC = np.array([k for _, k in _PLUS])
-_AD_MINUS_POS = np.array([p for p, _ in _MINUS])
-_AD_MINUS_SRC = np.array([k for _, k in _MINUS])
-# both in one scatter: entry _AD_POS[k] holds _AD_SIGN[k] * V[_AD_SRC[k]]
-_AD_POS = np.concatenate([_AD_PLUS_POS, _AD_MINUS_POS])
-_AD_SRC = np.concatenate([_AD_PLUS_SRC, _AD_MINUS_SRC])
-_AD_SIGN = np.concatenate([np.ones(len(_AD_PLUS_POS)), -np.ones(len(_AD_MINUS_POS))])
-# and for a plain 3x3 hat(p) stored flat
-_HAT_PLUS_POS, _HAT_MINUS_POS = np.array([7, 2, 3]), np.array([5, 6, 1])
-
-
-def ad_matrices(V, out=None):
-    """``ad_V: (n, 6, 6)`` for twists ``V: (n, 6)`` (seed 000 eq. 4), built with two
-    scattered assignments instead of per-block hat calls."""
+def ad_matrices(V):
+    """``ad_V: (n, 6, 6)`` for twists ``V: (n, 6)`` (seed 000 eq. 4)."""
     n = V.shape[0]
-    if out is None:
-        out = np.zeros((n, 6, 6))
-    out.reshape(n, 36)[:, _AD_POS] = V[:, _AD_SRC] * _AD_SIGN
+    out = np.zeros((n, 6, 6))
+    W, P = so3.hat(V[:, :3]), so3.hat(V[:, 3:])
+    out[:, :3, :3] = out[:, 3:, 3:] = W
+    out[:, 3:, :3] = P
     return out
 
 
@@ -70,72 +47,108 @@ def ad_star_apply(V, F):
     return (np.swapaxes(ad_matrices(V), 1, 2) @ F[:, :, None])[:, :, 0]
 
 
+def _adjoint_table():
+    """``(36, 72)``: ``[Ad_T, Ad_{T^-1}^T]`` flattened, as a linear map of the 36 products
+    ``[p; 1] (x) R`` of ``T = (R, p)``: ``Ad = [[R, 0], [[p] R, R]]`` and
+    ``Ad_{T^-1}^T = [[R, [p] R], [0, R]]`` with ``([p] R)_ab = -eps_akr p_r R_kb``."""
+    K = np.zeros((4, 3, 3, 2, 6, 6))
+    for a in range(3):
+        for b in range(3):
+            for blk in (0, 1):
+                K[3, a, b, blk, a, b] = K[3, a, b, blk, 3 + a, 3 + b] = 1.0
+            for k in range(3):
+                for r in range(3):
+                    eps = (a - k) * (k - r) * (r - a) / 2.0            # Levi-Civita
+                    K[r, k, b, 0, 3 + a, b] -= eps
+                    K[r, k, b, 1, a, 3 + b] -= eps
+    return K.reshape(36, 72)
+
+
+def _bilinear_table():
+    """``(126, 12)``: ``[c, ad*_V m]`` as a linear map of the outer product of ``[V, s]``
+    (7) and ``[U, h, m]`` (18): ``c = ad_V U + s h`` (seed 000 eq. 4) and ``ad*_V m =
+    ad_V^T m`` (eq. 5). One product replaces building the ad matrices."""
+    E = np.zeros((7, 18, 12))
+    eye = np.eye(6)
+    for i in range(6):
+        ad = ad_matrices(eye[i:i + 1])[0]
+        E[i, :6, :6] = ad.T            # row j: ad_{e_i} e_j
+        E[i, 12:, 6:] = ad             # row j: ad_{e_i}^T e_j
+    E[6, 6:12, :6] = eye
+    return E.reshape(126, 12)
+
+
+_AD_TABLE = _adjoint_table()
+_BILINEAR = _bilinear_table()
+
+
 def _check_vec(model, x, name):
-    x = np.asarray(x, dtype=float)
-    if x.shape != (model.nv,):
-        raise InvalidInputError(f"{name} must have shape ({model.nv},), got {x.shape}")
-    if not np.isfinite(x).all():
-        raise NonFiniteError(f"{name} contains NaN or inf; pass finite numbers")
-    return x
+    return model.check_state(x, name)
 
 
-#: up to this many cubic spline joints their exp scalars are computed by poe.exp_scalars in a
-#: loop (same values, the batch twin agrees to round-off): fewer calls than the array branches
-_SCALAR_EXP_JOINTS = 10
+def _spline_spans(model, data, xl):
+    """Look up the knot span of every cubic spline joint at the coordinates ``xl`` (floats)
+    as the scalar evaluate() does (``bisect_right`` on the span starts), gather their rows of
+    constants into ``data.spline_rows`` and record the span bounds, so that the next call
+    with every coordinate still inside its span skips all this."""
+    rows, lo_b, hi_b, fallback = [], [], [], []
+    for k, (x, starts, (lo, hi), first) in enumerate(zip(
+            xl, model.spline_starts_lists, model.spline_ranges, model.spline_first)):
+        if lo <= x <= hi:
+            s = bisect.bisect_right(starts, x) - 1
+            lo_b.append(starts[s])
+            hi_b.append(starts[s + 1] if s + 1 < len(starts) else math.nextafter(hi, math.inf))
+        else:                   # beyond the knots (or NaN): evaluate() extrapolates (or raises)
+            s = len(starts) - 1 if x > hi else 0
+            lo_b.append(math.nan)
+            hi_b.append(math.nan)
+            fallback.append(k)
+        rows.append(first + s)
+    np.take(model.spline_rows, rows, axis=0, out=data.spline_rows)
+    data.span_lo, data.span_hi, data.span_fallback = lo_b, hi_b, fallback
 
 
 def _cubic_splines(model, data, q):
-    """G, S and dS/dq of every cubic spline curve joint at once (the batched form of
-    ``core.joints.spline_curve._cubic_evaluate``: eqs. 24, 27-30 unrolled for k = 4), in
-    preallocated work arrays (see :meth:`core.model.Model._compile_cubic_splines`)."""
-    x = q[model.spline_dofs]
-    n = x.size
-    # global span index: last span start <= x (clamped to the joint's first span)
-    gs = np.searchsorted(model.spline_keys, x + model.spline_shift, side="right") - 1
-    np.maximum(gs, model.spline_first, out=gs)
-    upow = data.spline_upow
-    u = np.subtract(x, model.spline_starts[gs], out=upow[:, 1, 0])
-    np.multiply(u, u, out=upow[:, 2, 0])
-    np.multiply(upow[:, 2, 0], u, out=upow[:, 3, 0])
-    b = np.matmul(model.spline_poly[gs], upow)[:, :, 0]            # (n, 15), see the model
-    cvec = data.spline_cvec
-    if n <= _SCALAR_EXP_JOINTS:          # a Python loop beats ~25 array calls on few angles
-        sc = []
-        for bb, tt in zip(b[:, :3].ravel().tolist(), model.spline_theta[gs].ravel().tolist()):
-            sc += poe.exp_scalars(bb, tt)
-        data.spline_scalars[...] = np.array(sc, dtype=float).reshape(n, 3, 10)
-    else:
-        poe.exp_scalars_batch(b[:, :3], model.spline_theta[gs], out=data.spline_scalars)
-    r = np.matmul(cvec[:, None, :], model.spline_table[gs])[:, 0]   # (n, 150)
-    G = np.matmul(r[:, 0:16].reshape(n, 4, 4), r[:, 16:32].reshape(n, 4, 4))
-    G = np.matmul(G, r[:, 32:48].reshape(n, 4, 4))
-    Z = np.matmul(r[:, 48:120].reshape(n, 12, 6), r[:, 120:132].reshape(n, 6, 2))
-    M = data.spline_M                                 # columns [g_3, a, c, Zy, Zw, V]
-    M[:, :, :3] = r[:, 132:150].reshape(n, 6, 3)
-    M[:, :, 3:5] = Z[:, :6]
-    M[:, :, 5] = Z[:, 6:, 0]
-    # S  = g_3 d3 + a d2 + Zy d1,
-    # dS = g_3 e3 + a e2 + Zy e1 - c d3 d2 - Zw d1 d2 - V d3 d1
-    C = data.spline_C.reshape(n, 12)
-    C[:, [0, 1, 2, 3, 6, 7]] = b[:, 3:9]
-    C[:, [5, 9, 11]] = -(b[:, 9:12] * b[:, 12:15])
-    SH = np.matmul(M, data.spline_C)
-    S, H = SH[:, :, 0], SH[:, :, 1]
-    outside = (x < model.spline_lo) | (x > model.spline_hi)
-    if outside.any():
-        for k in np.nonzero(outside)[0]:
-            i = model.spline_bodies[k]
-            Gk, Sk, Hk = model.joints[i].evaluate(x[k:k + 1])
-            G[k], S[k], H[k] = Gk, Sk[:, 0], Hk[0, :, 0]
+    """Local transforms ``P G(q)`` and body-frame ``[S; dS/dq]`` of every cubic spline curve
+    joint at once, in ``data.oMi`` and ``data.SH``: the batched form of
+    ``core.joints.spline_curve._cubic_evaluate`` on the span rows of
+    :func:`core.model._cubic_span_rows`, eleven array operations whatever the number of
+    joints (see :mod:`core.dynamics` for the measured cost)."""
+    x = q if model.spline_all else q[model.spline_dof_sel]
+    xl = x.tolist()
+    for a, lo, hi in zip(xl, data.span_lo, data.span_hi):
+        if not lo <= a < hi:
+            _spline_spans(model, data, xl)
+            break
+    up = data.spline_upow[1:]
+    np.subtract(x, data.spline_start, out=up)                      # u, broadcast to 6 rows
+    np.multiply.accumulate(up, axis=0, out=up)                     # u .. u^6
+    np.matmul(data.spline_poly, data.spline_upow_T, out=data.spline_b)
+    bp = data.spline_bpow[1:]
+    np.copyto(bp, data.spline_b3)
+    np.multiply.accumulate(bp, axis=0, out=bp)                     # b .. b^(2J+3)
+    np.matmul(data.spline_bpow_T, data.spline_series, out=data.spline_sE)  # scalars, E_k
+    np.multiply(*data.spline_prod)                                  # [a, c] (x) [b, c, e]
+    np.matmul(data.spline_cvA, data.spline_adj, out=data.spline_A_out)
+    np.matmul(data.spline_E1, data.spline_E2, out=data.spline_G12)
+    np.matmul(data.spline_G12, data.spline_E3, out=data.spline_L)
+    np.matmul(data.spline_yw, data.spline_RT, out=data.spline_Z)
+    np.matmul(data.spline_C, data.spline_MT, out=data.spline_SH)
+    for k in data.span_fallback:
+        G, S, H = model.spline_joints[k].evaluate(x[k:k + 1])
+        np.matmul(model.placements[model.spline_bodies[k]], G, out=data.spline_L[k])
+        data.spline_SH[k] = S[:, 0], H[0, :, 0]
     sel = model.spline_sel
-    data.G[sel] = G
-    data.oMi[sel] = np.matmul(model.spline_H, G)
-    data.S_body[model.spline_dof_sel] = S
-    data.spline_hess[:] = H
+    if not isinstance(sel, slice):
+        data.oMi[sel] = data.spline_L
+        data.SH[sel] = data.spline_SH
+    if not model.one_dof_each:
+        data.S_body[model.spline_dof_sel] = data.SH[sel, 0]
 
 
 def _poses(model, data, q):
-    """Joint evaluation, world poses, adjoints and world Jacobian columns for ``q: (nq,)``."""
+    """Joint evaluation, world poses, adjoints and world Jacobian columns (and ``Ad dS/dq``
+    of one-coordinate joints) for ``q: (nq,)``."""
     L = data.oMi
     if model.all_screws:
         coef = data.screw_coef
@@ -158,48 +171,52 @@ def _poses(model, data, q):
             _cubic_splines(model, data, q)
         for i, dofs in zip(model.other_bodies, model.other_dofs):
             G, S, H = model.joints[i].evaluate(q[dofs])
-            data.G[i] = G
-            L[i] = model.placements[i] @ G
+            np.matmul(model.placements[i], G, out=L[i])
             data.S_body[dofs] = S.T
-            data.hess[i] = H
-    for sel, ptr in model.pose_schedule:
-        L[sel] = L[ptr] @ L[sel]
-    R = L[:, :3, :3]
-    Ad, Adinv = data.Ad, data.Adinv
-    data.Ad_diag[:] = R[:, None]      # both diagonal blocks; upper right stays zero
-    phat = data.phat.reshape(-1, 9)
-    p = L[:, :3, 3]
-    phat[:, _HAT_PLUS_POS] = p
-    phat[:, _HAT_MINUS_POS] = -p
-    np.matmul(data.phat, R, out=Ad[:, 3:, :3])                               # [p] R
-    Rt = R.transpose(0, 2, 1)
-    data.Adinv_diag[:] = Rt[:, None]
-    Adinv[:, 3:, :3] = Ad[:, 3:, :3].transpose(0, 2, 1)      # -R^T [p] = ([p] R)^T
-    Ads = Ad if model.one_dof_each else Ad[model.dof_body]
-    np.matmul(Ads, data.S_body[:, :, None], out=data.S_world[:, :, None])
+            if len(dofs) == 1:
+                data.SH[i, 1] = H[0, :, 0]
+            else:
+                data.hess[i] = H
+    for views, (sel, ptr) in zip(data.pose_views, model.pose_schedule):
+        if views is None:
+            L[sel] = L[ptr] @ L[sel]
+        else:
+            np.matmul(*views, out=views[1])
+    np.multiply(*data.adX_in, out=data.adX)
+    np.matmul(data.adX.reshape(-1, 36), _AD_TABLE, out=data.AdAdT.reshape(-1, 72))
+    # [S_w; h_w] = [S; dS/dq] Ad^T row-wise
+    np.matmul(data.SH, data.Ad.transpose(0, 2, 1), out=data.W[:, :2])
+    if not model.one_dof_each:
+        np.matmul(data.Ad[model.dof_body], data.S_body[:, :, None],
+                  out=data.S_world[:, :, None])
     return L
 
 
-def _velocities(model, data, v):
-    """Spatial velocities ``V (nb, 6)`` and joint bias accelerations ``c (nb, 6)`` (eq. 44's
-    ``c_i = q_dot^T dS q_dot + ad_v u`` mapped to the world frame)."""
-    Ub = data.S_world * v[:, None]
-    if not model.one_dof_each:
-        Ub = model.dof_incidence @ Ub
-    np.matmul(model.ancestry, Ub, out=data.V)
-    ad_matrices(data.V, out=data.adV)
-    c = data.bias
-    np.matmul(data.adV, Ub[:, :, None], out=c[:, :, None])
-    if len(model.spline_bodies):
-        vs = v[model.spline_dof_sel]
-        hb = data.spline_hess * (vs * vs)[:, None]
-        sel = model.spline_sel
-        c[sel] += np.matmul(data.Ad[sel], hb[:, :, None])[:, :, 0]
-    for i, dofs in zip(model.other_bodies, model.other_dofs):
-        H = data.hess[i]
-        if H.size:
-            vi = v[dofs]
-            c[i] += data.Ad[i] @ np.einsum("jak,j,k->a", H, vi, vi)
+def _velocities(model, data, v, momentum=True):
+    """Spatial velocities ``V (nb, 6)``, joint bias accelerations ``c (nb, 6)`` (eq. 44's
+    ``c_i = q_dot^T dS q_dot + ad_v u`` mapped to the world frame) and, if ``momentum``
+    (needs the world inertias), ``ad*_V I V`` (``data.adstar_IV``): one outer product of
+    ``[V, s]`` and ``[U, s h_w, I V]`` and one product with a constant table give both.
+    ``data.v`` must hold ``v`` (it is ``s`` on models with one coordinate per body)."""
+    W = data.W
+    if model.one_dof_each:                           # data.v (= s) holds v already
+        np.multiply(W[:, :2], v[:, None, None], out=W[:, 2:4])             # [U, s h_w]
+    else:
+        np.matmul(model.dof_incidence, data.S_world * v[:, None], out=data.Ub)
+        vb = v[model.one_dof_q]
+        data.hv[model.one_dof_bodies] = W[model.one_dof_bodies, 1] * (vb * vb)[:, None]
+        for i, dofs in zip(model.other_bodies, model.other_dofs):
+            H = data.hess[i]
+            if H.size:
+                vi = v[dofs]
+                data.hv[i] = data.Ad[i] @ np.einsum("jak,j,k->a", H, vi, vi)
+    np.matmul(model.ancestry, data.Ub, out=data.V)
+    if momentum:
+        np.matmul(data.I_world, data.V[:, :, None], out=data.IV[:, :, None])
+    else:
+        data.IV[:] = 0.0
+    np.multiply(data.Vp[:, :, None], data.W_tail, out=data.outer)
+    np.matmul(data.outer_flat, _BILINEAR, out=data.bil)
     return data.V
 
 
@@ -218,7 +235,7 @@ def forward_kinematics(model, data, q, v=None, a=None):
     if v is not None:
         v = _check_vec(model, v, "v")
         data.v[:] = v
-        _velocities(model, data, v)
+        _velocities(model, data, v, momentum=False)
         if a is not None:
             a = _check_vec(model, a, "a")
             np.matmul(model.ancestry, model.dof_incidence @ (data.S_world * a[:, None])

@@ -12,6 +12,8 @@ algorithms) so that :mod:`core.kinematics` and :mod:`core.dynamics` can work on 
 with array operations instead of a Python loop per body.
 """
 
+import math
+
 import numpy as np
 
 from .errors import InvalidInputError, NonFiniteError
@@ -77,6 +79,127 @@ def _check_inertia(mass, com, inertia, name):
                                 "triangle inequality (largest > sum of the other two), which "
                                 "no physical mass distribution has; check the inertia")
     return mass, com, 0.5 * (inertia + inertia.T)
+
+
+def _series_terms(theta_max):
+    """Number ``J`` of terms of the power series of ``sin x / x``, ``(1 - cos x) / x^2`` and
+    ``(x - sin x) / x^3`` that reaches double precision for every ``|x| <= theta_max`` (the
+    first omitted term ``theta_max^(2J+2) / (2J+3)!`` below 1e-18)."""
+    J = 1
+    while theta_max ** (2 * J + 2) / math.factorial(2 * J + 3) > 1e-18:
+        J += 1
+    return J
+
+
+def _exp_series(theta, J):
+    """``(2J + 4, 5)`` coefficients, in the powers ``b^0 .. b^(2J+3)``, of the scalars
+    ``[a, c, b, c, e]`` of ``exp(z b)`` for a twist of angle ``theta`` (see
+    :func:`core.joints.poe.exp_scalars`: ``a = sin(b theta)/theta``,
+    ``c = (1 - cos(b theta))/theta^2``, ``e = (b theta - sin(b theta))/theta^3``), ``c``
+    twice so that one outer product gives the six products of the adjoint."""
+    C = np.zeros((2 * J + 4, 5))
+    C[1, 2] = 1.0
+    s = 1.0                                      # (-1)^j theta^(2j)
+    for j in range(J + 1):
+        C[2 * j + 1, 0] = s / math.factorial(2 * j + 1)
+        C[2 * j + 2, 1] = C[2 * j + 2, 3] = s / math.factorial(2 * j + 2)
+        C[2 * j + 3, 4] = s / math.factorial(2 * j + 3)
+        s *= -theta * theta
+    return C
+
+
+def spline_row_layout(terms):
+    """``([(name, offset, shape)], width)``: where the constants of one knot span sit in a row
+    of :attr:`Model.spline_rows` (see :func:`_cubic_span_rows`)."""
+    fields, off = [], 0
+    for name, shape in (("start", ()), ("poly", (17, 7)), ("series", (3, 2 * terms + 4, 21)),
+                        ("adj", (2, 12, 90))):
+        fields.append((name, off, shape))
+        off += int(np.prod(shape, dtype=int))
+    return fields, off
+
+
+# rows of one twist's scalars in a joint's (31, 120) table (core.joints.spline_curve
+# ._cubic_tables: row 0 the constant, then [a c b e ab ac ae bc cc ce] per twist) for the
+# twist vector [1, ab, ac, ae, cb, cc, ce, a, c, b, c, e] used here (-1: a zero row)
+def _twist_rows(k):
+    b = 1 + 10 * k
+    return [0, b + 4, b + 5, b + 6, b + 7, b + 8, b + 9, b, b + 1, b + 2, -1, b + 3]
+
+
+def _cubic_span_rows(joints, placements, terms):
+    """``(S, width)`` constants per knot span of the cubic spline curve joints ``joints`` (of
+    the bodies with joint placements ``placements``), laid out by :func:`spline_row_layout`.
+
+    The unrolled Appendix B recursion of ``core.joints.spline_curve._cubic_evaluate``
+    (``E_k = exp(g_k b_k)``, ``A_k = Ad_{exp(-g_k b_k)}``; ``y = A_2 g_1``,
+    ``w = ad_{g_2} y``, ``a = A_3 g_2``, ``c = ad_{g_3} a``, ``[Zy, Zw] = A_3 [y, w]``,
+    ``V = ad_{g_3} Zy``; ``S = g_3 d_3 + a d_2 + Zy d_1``, ``dS/dq = g_3 e_3 + a e_2 + Zy e_1
+    - c d_3 d_2 - V d_3 d_1 - Zw d_1 d_2`` with ``b, d, e`` the cumulative basis and its two
+    derivatives) regrouped so that every step is one batched product:
+
+    * ``start``: the span start ``t_mu`` (``u = q - t_mu``);
+    * ``poly (17, 7)``: in the powers ``u^0 .. u^6``, the rows ``b_1, b_2, b_3`` and the
+      ``(2, 7)`` coefficients of ``[S; dS/dq]`` on ``[g_3, a, c, Zy, V, Zw, X]`` (the
+      products of two cubics expanded);
+    * ``series (3, 2J+4, 21)``: per twist, ``[a, c, b, c, e]`` (:func:`_exp_series`; exact to
+      round-off since ``b`` is in [0, 1] inside the span) and ``E_k`` (``P H E_1`` for the
+      first: placement and first control frame folded in; ``E_k`` is linear in
+      ``[1, a, c, b, e]``) as polynomials in ``b``;
+    * ``adj (2, 12, 90)``: ``[y, w]^T`` (twist 2) and ``[A_3^T | (ad_{g_3} A_3)^T]``,
+      ``[g_3, a, c]^T`` (twist 3) linear in ``[1, ab, ac, ae, cb, cc, ce, a, c, b, c, e]``.
+    """
+    _, width = spline_row_layout(terms)
+    out = []
+    for joint, P in zip(joints, placements):
+        S_ = len(joint._starts)
+        old = joint._cubic                                      # (S, 31, 120)
+        rows = np.zeros((S_, width))
+        fields = {name: (off, shape) for name, off, shape in spline_row_layout(terms)[0]}
+
+        def put(name, value):
+            off, shape = fields[name]
+            rows[:, off:off + int(np.prod(shape, dtype=int))] = value.reshape(S_, -1)
+
+        def twist(k, cols):
+            """old[:, rows of twist k, cols] with zero rows where _twist_rows has -1"""
+            idx = _twist_rows(k)
+            sub = old[:, [max(i, 0) for i in idx], cols]
+            sub[:, [j for j, i in enumerate(idx) if i < 0]] = 0.0
+            return sub
+
+        put("start", joint._starts)
+        Dp = joint._D                                           # (S, 3, 3, 4): b, d, e
+        b, d, e = Dp[:, 0], Dp[:, 1], Dp[:, 2]
+        poly = np.zeros((S_, 17, 7))
+        poly[:, 0:3, :4] = b
+        conv = lambda x, y: np.array([np.convolve(xi, yi) for xi, yi in zip(x, y)])  # noqa: E731
+        for r, src in ((3, d[:, 2]), (4, d[:, 1]), (6, d[:, 0]), (10, e[:, 2]), (11, e[:, 1]),
+                       (13, e[:, 0])):
+            poly[:, r, :4] = src
+        poly[:, 12] = -conv(d[:, 2], d[:, 1])
+        poly[:, 14] = -conv(d[:, 2], d[:, 0])
+        poly[:, 15] = -conv(d[:, 0], d[:, 1])
+        put("poly", poly)
+        series = np.array([[_exp_series(t, terms) for t in th] for th in joint._theta])
+        E = np.stack([twist(k, slice(16 * k, 16 * k + 16))[:, [0, 7, 8, 9, 10, 11]]
+                      for k in range(3)], axis=1)                         # (S, 3, 6, 16)
+        E[:, 0] = (P @ E[:, 0].reshape(S_, 6, 4, 4)).reshape(S_, 6, 16)
+        EB = np.matmul(series, E[:, :, 1:])                               # (S, 3, 2J+4, 16)
+        EB[:, :, 0] += E[:, :, 0]
+        put("series", np.concatenate([series, EB], axis=3))
+        adj = np.zeros((S_, 2, 12, 90))
+        adj[:, 0, :, :12] = twist(1, slice(84, 96)).reshape(S_, 12, 6, 2).transpose(0, 1, 3, 2) \
+            .reshape(S_, 12, 12)
+        A3 = twist(2, slice(48, 84)).reshape(S_, 12, 6, 6)
+        adgA3 = np.matmul(joint._adg[:, None, 2], A3)
+        adj[:, 1, :, :72] = np.concatenate([A3.transpose(0, 1, 3, 2), adgA3.transpose(0, 1, 3, 2)],
+                                           axis=3).reshape(S_, 12, 72)
+        adj[:, 1, :, 72:] = twist(2, slice(96, 114)).reshape(S_, 12, 6, 3) \
+            .transpose(0, 1, 3, 2).reshape(S_, 12, 18)
+        put("adj", adj)
+        out.append(rows)
+    return np.ascontiguousarray(np.concatenate(out))
 
 
 class Model:
@@ -277,6 +400,11 @@ class Model:
         lower = anc[self.dof_body][:, self.dof_body] > 0      # body(l) anc-or-self of body(j)
         self.mass_mask = lower
         self.mass_mask_upper_only = np.ascontiguousarray(lower.T & ~lower)
+        #: every lower-triangle pair is ancestor-related (a chain): no mask for Cholesky
+        self.mass_lower_dense = bool(np.all(lower[np.tril_indices(nv)]))
+        one = np.nonzero(self.q_count == 1)[0]
+        self.one_dof_bodies = _as_slice(one)
+        self.one_dof_q = _as_slice(self.q_start[one])
         # pointer-jumping schedule for world poses: log2(depth) batched products
         schedule = []
         ptr = self.parents.copy()
@@ -354,59 +482,36 @@ class Model:
                            for i in self.other_bodies]
 
     def _compile_cubic_splines(self, bodies):
-        """Stack the per-span tables of every cubic :class:`SplineCurveJoint` (the joint's own
-        unrolled Appendix B recursion, see ``core.joints.spline_curve._cubic_evaluate``) so
-        that :mod:`core.kinematics` evaluates G, S and dS/dq of all of them with one set of
-        batched array operations. Joints outside their knot range fall back to evaluate()."""
+        """Per knot span of every cubic :class:`SplineCurveJoint`, one row of constants
+        (:func:`_cubic_span_rows`) from which :mod:`core.kinematics` evaluates the local
+        transform, S and dS/dq of all of them with a dozen batched array operations.
+        Joints outside their knot range fall back to evaluate()."""
         self.spline_bodies = np.array(bodies, dtype=int)
         self.spline_dofs = self.q_start[self.spline_bodies] if bodies else np.zeros(0, int)
         if not bodies:
             return
         js = [self.joints[i] for i in bodies]
-        # span lookup for all joints with one searchsorted: joint k's span starts are shifted
-        # by k * shift (shift > every knot range) into one increasing array
-        lo = np.array([j._lo for j in js])
-        hi = np.array([j._hi for j in js])
-        shift = 2.0 * float(np.max(np.abs(np.concatenate([j._starts for j in js] + [lo, hi])))) \
-            + 1.0
-        self.spline_lo, self.spline_hi = lo, hi
-        self.spline_shift = shift * np.arange(len(js))
-        self.spline_keys = np.concatenate([j._starts + shift * k for k, j in enumerate(js)])
-        self.spline_first = np.cumsum([0] + [len(j._starts) for j in js])[:-1]
-        # per span, the joint's (31, 120) table (columns 0:48 H E_1, E_2, E_3; 48:84 A_3;
-        # 84:96 [y, w]; 96:114 [g_3, a, c]) re-laid out as 150 columns
-        # [H E_1, E_2, E_3 | A_3; ad_{g_3} A_3 (72) | [y, w] (12) | [g_3, a, c] (18)], so that
-        # one (12, 6) @ (6, 2) product gives [Zy, Zw] and V = ad_{g_3} Zy together
-        tab = np.concatenate([j._cubic for j in js])                        # (S, 31, 120)
-        adg3 = np.concatenate([j._adg[:, 2] for j in js])                   # (S, 6, 6)
-        A3 = tab[:, :, 48:84].reshape(-1, 31, 6, 6)
-        self.spline_table = np.ascontiguousarray(np.concatenate(
-            [tab[:, :, :84], np.matmul(adg3[:, None], A3).reshape(-1, 31, 36),
-             tab[:, :, 84:114]], axis=2))                                     # (S, 31, 150)
-        self.spline_theta = np.concatenate([j._theta for j in js])          # (S, 3)
-        # Bc and its derivatives as cubics in u, rows reordered to
-        # [b1 b2 b3 | d3 e3 d2 e2 d1 e1 | d3 d1 d3 | d2 d2 d1] (d = Bc', e = Bc''): the first
-        # three feed the exponentials, the next six are the linear entries of the (6, 2)
-        # coefficient matrix C of [S, dS/dq], the last six pair up into its products
-        poly = np.concatenate([j._D for j in js]).reshape(-1, 9, 4)
-        order = [0, 1, 2, 5, 8, 4, 7, 3, 6, 5, 3, 5, 4, 4, 3]
-        self.spline_poly = np.ascontiguousarray(poly[:, order])             # (S, 15, 4)
-        self.spline_starts = np.concatenate([j._starts for j in js])        # (S,)
-        self.spline_H = self.placements[self.spline_bodies]
+        self.spline_joints = js
         self.spline_sel = _as_slice(self.spline_bodies)
-        # for the one-body path of core.dynamics: span starts and the 3 angles as Python
-        # floats, the 9 cubics (b1 b2 b3 d3 e3 d2 e2 d1 e1) per span
-        self.spline_starts_list = self.spline_starts.tolist()
-        self.spline_range = (float(lo[0]), float(hi[0]))       # the first joint's knot range
-        self.spline_poly9 = np.ascontiguousarray(self.spline_poly[:, :9])  # (S, 9, 4)
-        self.spline_theta_list = self.spline_theta.tolist()
         self.spline_dof_sel = _as_slice(self.spline_dofs)
+        self.spline_all = self.one_dof_each and len(bodies) == self.nbodies
+        #: first row of each joint in spline_rows; the joints' span starts and ranges
+        self.spline_first = np.cumsum([0] + [len(j._starts) for j in js])[:-1].tolist()
+        self.spline_starts_lists = [j._starts_list for j in js]
+        self.spline_ranges = [(j._lo, j._hi) for j in js]
+        theta_max = max(float(j._theta.max()) for j in js)
+        self.spline_series_terms = _series_terms(theta_max)
+        self.spline_rows = _cubic_span_rows(js, self.placements[self.spline_bodies],
+                                            self.spline_series_terms)
+        # for the one-body path of core.dynamics: span starts and the first joint's range
+        self.spline_starts_list = js[0]._starts_list
+        self.spline_range = self.spline_ranges[0]
 
     def _single_spline_floats(self):
         """Per knot span of the one cubic spline joint of a one-body model, the constants of
         ``core.dynamics._aba_single_spline`` as a tuple of tuples of Python floats: the span
-        start, the 36 cubic coefficients of ``b1 b2 b3 d3 e3 d2 e2 d1 e1``
-        (``spline_poly9``), the three angles, ``R_0 = (P H)_R`` (9, row-major),
+        start, the 36 cubic coefficients of ``b1 b2 b3 d3 e3 d2 e2 d1 e1`` (the cumulative
+        basis and its two derivatives), the three angles, ``R_0 = (P H)_R`` (9, row-major),
         ``R_0 [w_1]``, ``R_0 [w_1]^2`` (9 each), ``p_0``, ``R_0 v_1``, ``R_0 [w_1] v_1``,
         ``R_0 [w_1]^2 v_1`` (3 each), the twists ``g_1, g_2, g_3`` (6 each) and
         ``[w_k] v_k``, ``[w_k]^2 v_k`` for k = 2, 3 (3 each);
@@ -414,15 +519,16 @@ class Model:
         joint = self.joints[0]
         P = self.placements[0]
         spans = []
-        for s in range(len(self.spline_starts)):
+        poly9 = joint._D.reshape(len(joint._starts), 9, 4)[:, [0, 1, 2, 5, 8, 4, 7, 3, 6]]
+        for s, start in enumerate(joint._starts_list):
             PH = P @ joint._H[s]
             R0, p0 = PH[:3, :3], PH[:3, 3]
             g = joint._g[s]
             W = so3.hat(g[:, :3])                                      # (3, 3, 3)
             wv = np.einsum("kij,kj->ki", W, g[:, 3:])
             wwv = np.einsum("kij,kj->ki", W, wv)
-            vals = [float(self.spline_starts[s])]
-            for arr in (self.spline_poly9[s], joint._theta[s], R0, R0 @ W[0],
+            vals = [start]
+            for arr in (poly9[s], joint._theta[s], R0, R0 @ W[0],
                         R0 @ W[0] @ W[0], p0, R0 @ g[0, 3:], R0 @ wv[0], R0 @ wwv[0], g[0],
                         g[1], g[2], wv[1], wwv[1], wv[2], wwv[2]):
                 vals.append(tuple(np.ravel(arr).tolist()))
@@ -453,6 +559,9 @@ class Model:
 
     def check_state(self, q, name="q"):
         """Validate ``q: (nq,)`` (or a velocity ``(nv,)``) as a finite float array."""
+        if type(q) is np.ndarray and q.dtype == np.float64 and q.shape == (self.nq,) \
+                and np.dot(q, q) < math.inf:   # finite: one product (no FP warnings), NaN is False
+            return q
         q = np.asarray(q, dtype=float)
         if q.shape != (self.nq,):
             raise InvalidInputError(f"{name} must have shape ({self.nq},), got {q.shape}; "

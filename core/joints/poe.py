@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import _series, so3
 
-__all__ = ["TwistTable", "exp_scalars", "exp_scalars_batch", "evaluate", "soa_twists", "transforms"]
+__all__ = ["TwistTable", "exp_scalars", "evaluate", "soa_twists", "transforms"]
 
 #: below this |b theta| the Taylor series of (x - sin x)/x^3 is used (core.lie._series's switch;
 #: its series runs through x^14). sin(x)/x and (1 - cos x)/x^2 = (sin(x/2)/(x/2))^2 / 2 have no
@@ -52,8 +52,9 @@ def exp_scalars(b, theta):
     ``c = (1 - cos x)/theta^2 = b^2 (1 - cos x)/x^2``, ``e = (x - sin x)/theta^3 =
     b^3 (x - sin x)/x^3``, so that ``R = I + a W + c W^2`` and ``p = (b I + c W + e W^2) v``
     (Rodrigues; W = [w]). The products are the coefficients of ``Ad_{exp(-z b)}``. Exact
-    for every angle, including ``x`` near 0, pi and 2 pi. Scalar twin of
-    :func:`exp_scalars_batch` (which uses :mod:`core.lie._series`).
+    for every angle, including ``x`` near 0, pi and 2 pi (the series of :mod:`core.lie._series`
+    below SMALL). :mod:`core.kinematics` evaluates the same scalars of many joints at once as
+    polynomials in ``b`` (``core.model._exp_series``).
     """
     x = b * theta
     ax = abs(x)
@@ -73,31 +74,6 @@ def exp_scalars(b, theta):
     c = b * b * f2
     e = b * b * b * f3
     return [a, c, b, e, a * b, a * c, a * e, b * c, c * c, c * e]
-
-
-def exp_scalars_batch(b, theta, out=None):
-    """Vectorised :func:`exp_scalars`: ``b, theta`` broadcastable arrays -> (..., 10).
-
-    Same branches as the scalar twin (closed forms for ``sin(x)/x`` and ``(1 - cos x)/x^2``
-    down to TINY, the series of ``(x - sin x)/x^3`` only on the elements below SMALL), so the
-    two agree to round-off. ``out``: optional (..., 10) array to write into.
-    """
-    b = np.asarray(b, dtype=float)
-    f1, f2, f3 = _exp_factors(np.abs(b * theta))
-    if out is None:
-        out = np.empty(f1.shape + (10,))
-    np.multiply(b, f1, out=out[..., 0])                                  # a
-    bb = b * b
-    np.multiply(bb, f2, out=out[..., 1])                                 # c
-    out[..., 2] = b
-    np.multiply(bb * b, f3, out=out[..., 3])                             # e
-    np.multiply(out[..., _PROD_I], out[..., _PROD_J], out=out[..., 4:])  # ab ac ae bc cc ce
-    return out
-
-
-# the products [a b, a c, a e, b c, c c, c e] of exp_scalars as pairs of [a, c, b, e] entries
-_PROD_I = np.array([0, 0, 0, 2, 1, 1])
-_PROD_J = np.array([2, 1, 3, 1, 1, 3])
 
 
 class TwistTable:

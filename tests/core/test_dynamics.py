@@ -399,9 +399,9 @@ def test_single_body_path_matches_tree_algorithms(joint):
         q[:] = 1.3
     fext = rng.normal(size=(1, 6))
     fast = dyn.aba(m, d, q, v, tau, fext).copy()
-    # the tree algorithms evaluate cubic spline joints with poe.exp_scalars_batch, the single
-    # body path with the joint's scalar evaluate(); poe documents ~1e-10 relative agreement
-    tol = 1e-8 if isinstance(joint, SplineCurveJoint) else 1e-11
+    # the tree algorithms evaluate cubic spline joints with the exp scalars' power series,
+    # the single body path with their closed forms (poe.exp_scalars): round-off apart
+    tol = 1e-11
     np.testing.assert_allclose(fast, dyn.aba(m, d, q, v, tau, fext, method="dense"),
                                rtol=tol, atol=tol)
     np.testing.assert_allclose(fast, dyn.aba(m, d, q, v, tau, fext, method="recursive"),

@@ -1,17 +1,22 @@
 """Model building, validation, compiled structure, and the batched joint evaluation of the
 kinematics against each joint's own evaluate()."""
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
+from core import dynamics as dyn
 from core import kinematics as kin
-from core.errors import InvalidInputError
+from core.errors import InvalidInputError, NonFiniteError
+from core.joints import poe
 from core.joints.elliptic import Elliptic
 from core.joints.lower_pairs import Fixed, Helical, Prismatic, Revolute, Universal
 from core.joints.spherical import Free, Spherical
 from core.joints.spline_curve import SplineCurveJoint
 from core.lie import se3
-from core.model import Model, spatial_inertia
+from core.model import Model, _exp_series, _series_terms, spatial_inertia
 
 
 def random_frames(rng, n=7):
@@ -76,13 +81,12 @@ def test_batched_kinematics_match_sequential_joint_evaluation(seed):
     poses = []
     for i, j in enumerate(m.joints):
         s = slice(m.q_start[i], m.q_start[i] + j.nq)
-        # G from the joint's own batched transforms(); S and H from its scalar evaluate(),
-        # whose exp scalars (poe.exp_scalars) agree with the batched ones to ~1e-9 only
-        # since the Lie series switch moved to 0.5 rad (see the report), hence 1e-8 there
-        tol = 1e-8 if isinstance(j, SplineCurveJoint) else 1e-12
+        # G from the joint's own batched transforms(); S and H from its scalar evaluate()
+        # (exp scalars in closed form; the batched cubic path uses their power series in b)
+        tol = 1e-12
         _, S, H = j.evaluate(q[s])
-        if isinstance(j, SplineCurveJoint):        # dS/dq by central differences instead
-            H = fd_body_hessian(m, q, s)
+        if isinstance(j, SplineCurveJoint):        # and the batched S is consistent with H
+            np.testing.assert_allclose(fd_body_hessian(m, q, s), H, atol=1e-7)
         parent = np.eye(4) if m.parents[i] < 0 else poses[m.parents[i]]
         poses.append(parent @ m.placements[i] @ j.transforms(q[s][None])[0])
         np.testing.assert_allclose(T[i], poses[-1], atol=1e-12)
@@ -90,7 +94,7 @@ def test_batched_kinematics_match_sequential_joint_evaluation(seed):
         bias_joint = se3.Ad(poses[-1]) @ np.einsum("jak,j,k->a", H, v[s], v[s])
         Ub = (d.S_world[s].T @ v[s])
         expected = bias_joint + se3.ad(d.V[i]) @ Ub
-        np.testing.assert_allclose(d.bias[i], expected, atol=max(tol, 1e-10))
+        np.testing.assert_allclose(d.bias[i], expected, atol=tol)
 
 
 def fd_body_hessian(m, q, s, h=1e-6):
@@ -105,6 +109,61 @@ def fd_body_hessian(m, q, s, h=1e-6):
         kin.forward_kinematics(m, d, q - e)
         cols.append((Sp - d.S_body[s].T) / (2 * h))
     return np.array(cols)
+
+
+@given(st.floats(0.0, math.pi), st.floats(0.0, 1.0))
+def test_exp_scalar_power_series_match_the_closed_forms(theta, b):
+    """The batched cubic spline path evaluates a, c, e of exp(g b) as polynomials in b (b is
+    in [0, 1] inside a span, control twists turn by at most pi): round-off of the closed
+    forms of poe.exp_scalars for every angle, with the number of terms chosen for it."""
+    C = _exp_series(theta, _series_terms(theta))
+    a, c, bb, c2, e = (b ** np.arange(C.shape[0])) @ C
+    ref = poe.exp_scalars(b, theta)
+    np.testing.assert_allclose([a, c, bb, c2, e], [ref[0], ref[1], b, ref[1], ref[3]],
+                               rtol=0, atol=1e-15)
+
+
+def test_adjoint_and_velocity_product_tables():
+    """The constant tables of core.kinematics: [p; 1] (x) R -> [Ad_T, Ad_{T^-1}^T], and
+    [V, s] (x) [U, h, m] -> [ad_V U + s h, ad_V^T m]."""
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        T = se3.exp(rng.normal(size=6) * 2.0)
+        X = T[:, 3, None, None] * T[None, :3, :3]
+        AdAdT = (X.reshape(36) @ kin._AD_TABLE).reshape(2, 6, 6)
+        np.testing.assert_allclose(AdAdT[0], se3.Ad(T), atol=1e-14)
+        np.testing.assert_allclose(AdAdT[1], se3.Ad(se3.inv(T)).T, atol=1e-14)
+        V, U, h, mom = rng.normal(size=(4, 6))
+        s = rng.normal()
+        out = np.outer(np.r_[V, s], np.r_[U, h, mom]).reshape(126) @ kin._BILINEAR
+        np.testing.assert_allclose(out[:6], se3.ad(V) @ U + s * h, atol=1e-14)
+        np.testing.assert_allclose(out[6:], se3.ad(V).T @ mom, atol=1e-14)
+
+
+def test_spline_span_cache_follows_the_coordinates():
+    """The batched cubic spline path keeps the span rows of the last call and looks spans up
+    again only when a coordinate leaves its span: a sequence of coordinates crossing knots,
+    landing exactly on them, leaving the knot range and coming back gives what a fresh Data
+    gives, and NaN still raises."""
+    rng = np.random.default_rng(4)
+    m = Model()
+    for i in range(3):
+        m.add_body(f"s{i}", i - 1, SplineCurveJoint(random_frames(rng)),
+                   se3.exp(rng.normal(size=6) * 0.3), 1.0, [0.0, 0.0, -0.1], np.eye(3) * 0.01)
+    d = m.create_data()
+    knots = m.joints[0]._starts_list
+    lo, hi = m.joints[0].lower[0], m.joints[0].upper[0]
+    v = rng.normal(size=3)
+    for x in [0.3, 0.35, knots[2], knots[2] - 1e-13, knots[3] + 0.1, lo - 0.5, lo, 1.2, hi,
+              hi + 1e-9, 0.9, hi - 1e-14, knots[1]]:
+        q = np.array([x, 0.5 * (lo + hi), knots[1] + 1e-3 * x])
+        kin.forward_kinematics(m, d, q, v)
+        fresh = m.create_data()
+        kin.forward_kinematics(m, fresh, q, v)
+        for name in ("oMi", "S_world", "bias", "V"):
+            np.testing.assert_array_equal(getattr(d, name), getattr(fresh, name), err_msg=name)
+    with pytest.raises(NonFiniteError):
+        dyn._aba_trusted(m, d, np.array([0.5, np.nan, 0.5]), v, np.zeros(3), None)
 
 
 def test_validation_messages():
