@@ -47,7 +47,6 @@ class Data:
         nb, nv = model.nbodies, int(model.q_count.sum())
         self.nbodies, self.nv = nb, nv
         self.model_id = (id(model), nb, nv)
-        self.q = np.zeros(nv)
         self.oMi = np.tile(np.eye(4), (nb, 1, 1))
         self.oMi0_top = self.oMi.reshape(-1)[:12]    # view: rows 0-2 of body 0's pose, flat
         L = self.oMi

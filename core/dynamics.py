@@ -17,31 +17,40 @@ Formulation and the speed trade-off
 All quantities live in the world (spatial) frame, where eq. 7 keeps its form
 (``f = J A - ad*_V J V``, coordinate-invariant) and the tree recursions of eqs. 11, 14, 15
 become sums over ancestors or descendants: one product with the model's ``(nb, nb)``
-ancestry matrix replaces a Python loop over bodies. Kinematics, rnea, crba and the
-nonlinear effects therefore cost a fixed number of array operations (a few dozen) whatever
-the number of bodies; world poses are composed by pointer jumping (log2(depth) batched
-products, on slices where the bodies form contiguous ranges, as on a chain);
-constant-screw joints (revolute, prismatic, helical) are evaluated for all bodies in one
-product with their placement folded into a constant table, and all cubic spline curve
-joints in one batched form of their unrolled Appendix B recursion: per knot span a
-(31, 150) table, linear in the 30 exp scalars of the span's three twists, gives
-``H E_1, E_2, E_3``, ``Ad_{exp(-g_3 b_3)}`` and ``ad_{g_3} Ad_{exp(-g_3 b_3)}`` at once
-(:meth:`core.model.Model._compile_cubic_splines`). The exp scalars use the same branches
-as the scalar :func:`core.joints.poe.exp_scalars` (series of ``(x - sin x)/x^3`` only on
-the angles below 0.5, agreeing to 1 ulp), by a Python loop for up to 10 spline joints.
+ancestry matrix replaces a Python loop over bodies, and world poses are composed by pointer
+jumping (log2(depth) batched products). Every step is a batched array operation over all
+bodies, and at the sizes that matter here (one to a few dozen bodies) the cost is the
+number of numpy calls (1-5 us each on this machine), not arithmetic. The pipeline is laid
+out so that one product fills several results, about 40 calls for ``aba`` on a chain of
+cubic spline joints:
 
-At these sizes the cost is the number of numpy calls (about 1 us each here, 2 us under
-load), not arithmetic, so the work arrays are preallocated in :class:`core.data.Data`,
-constant tables are built once per model and products are fused where it saves calls
-(``I A0`` and ``I V`` in one product; both diagonal blocks of ``Ad`` in one assignment;
-:func:`crba_and_nle` gives the mass matrix and the nonlinear effects from one kinematics
-pass, as the driven mechanisms need both). The price: about 37 kB of tables per spline
-knot span and a model compile step; no approximation anywhere.
+* constant-screw joints (revolute, prismatic, helical): one product of
+  ``[1, sin q, 1 - cos q, q]`` with a table that folds in the placement;
+* cubic spline curve joints, all at once in twelve calls
+  (:func:`core.kinematics._cubic_splines`): per knot span one row of constants
+  (:func:`core.model._cubic_span_rows`) holds the cumulative basis ``b_k`` and the
+  coefficients of ``[S; dS/dq]`` as polynomials in ``u = q - t_mu``, the exp scalars
+  ``a, c, e`` and the exponentials ``E_k`` of the three twists as polynomials in ``b_k``
+  (``b_k`` stays in [0, 1] on its span and control twists turn by at most pi, so a power
+  series with enough terms is exact to round-off: no sine and no branch), and the adjoint
+  tables linear in those scalars and their six products. The rows of the current spans
+  stay gathered in :class:`core.data.Data` until a coordinate leaves its span;
+* ``[Ad_T, Ad_{T^-1}^T]`` of all bodies from one product of ``[p; 1] (x) R`` with a
+  constant table, ``[Ad S; Ad dS/dq]`` in one more;
+* the bias accelerations ``c = ad_V U + q_dot^2 Ad dS/dq`` and ``ad*_V I V`` from one outer
+  product and one constant ``(126, 12)`` table instead of ad matrices;
+* ``[I_world | f]`` summed over subtrees by one ancestry product and ``S^T [Ic | f_joint]``
+  by one more: the rows of the mass matrix and the nonlinear effects together; the
+  Cholesky solve by one LAPACK ``dposv`` in place.
+
+The price: about 20 kB of constants per spline knot span, a model compile step, and Data
+attributes that are views into shared buffers (overwritten by the next call); no
+approximation anywhere (the batched and the scalar spline paths agree to 1e-12).
 
 The articulated-body recursion of Appendix A (O(n)) is sequential in the tree depth (it is
 batched over the bodies of one depth): on a chain every link costs about a dozen small numpy
 calls. The dense alternative (CRBA mass matrix + nonlinear effects + a Cholesky solve
-through LAPACK's dpotrf/dpotrs, LU if M is not numerically positive definite) does O(n^2)
+through LAPACK's dposv, LU if M is not numerically positive definite) does O(n^2)
 array work and an O(n^3) factorisation that stays negligible up to a few hundred dofs.
 ``aba`` therefore takes ``method="auto"`` (dense up to :data:`DENSE_MAX_DOFS` dofs,
 recursive above; a single body solves its one Newton-Euler equation directly, and one body
@@ -168,7 +177,6 @@ def _prepare(model, data, q, v, fext, checked=False):
     q = model.check_state(q)
     v = _check_vec(model, v, "v")
     fext = _check_fext(model, fext)
-    data.q[:] = q
     data.v[:] = v
     _poses(model, data, q)
     _world_inertias(model, data)

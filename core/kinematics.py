@@ -230,7 +230,6 @@ def forward_kinematics(model, data, q, v=None, a=None):
     """
     model.check_data(data)
     q = model.check_state(q)
-    data.q[:] = q
     _poses(model, data, q)
     if v is not None:
         v = _check_vec(model, v, "v")
