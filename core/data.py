@@ -14,8 +14,6 @@ import math
 
 import numpy as np
 
-from .model import spline_row_layout
-
 __all__ = ["Data"]
 
 
@@ -47,8 +45,12 @@ class Data:
         nb, nv = model.nbodies, int(model.q_count.sum())
         self.nbodies, self.nv = nb, nv
         self.model_id = (id(model), nb, nv)
-        self.oMi = np.tile(np.eye(4), (nb, 1, 1))
-        self.oMi0_top = self.oMi.reshape(-1)[:12]    # view: rows 0-2 of body 0's pose, flat
+        # per body [T (16, row-major), S (6), dS/dq (6)]: one product of the batched spline
+        # path writes a joint's local transform and its [S; dS/dq] together
+        self.LSH = np.zeros((nb, 28))
+        self.LSH[:, [0, 5, 10, 15]] = 1.0
+        self.oMi = self.LSH[:, :16].reshape(nb, 4, 4)
+        self.oMi0_top = self.LSH[0, :12]             # view: rows 0-2 of body 0's pose, flat
         L = self.oMi
         # pointer-jumping products as (parent pose, pose) view pairs where both are ranges
         self.pose_views = [(L[ptr], L[sel]) if isinstance(sel, slice) and
@@ -64,7 +66,7 @@ class Data:
         # body-frame [S; dS/dq] of one-coordinate joints; world rows [S_w, h_w, U, s h_w, I V]
         # (h_w = Ad dS/dq; U = Ad S q_dot the joint's velocity; s h_w with s = q_dot, or
         # Ad q_dot^T dS q_dot for joints of several coordinates; I V the momentum)
-        self.SH = np.zeros((nb, 2, 6))
+        self.SH = self.LSH[:, 16:].reshape(nb, 2, 6)
         self.W = np.zeros((nb, 5, 6))
         if model.one_dof_each:
             self.S_body = self.SH[:, 0]
@@ -123,8 +125,8 @@ class Data:
 
     def _spline_buffers(self, model):
         """Work arrays of the batched cubic spline evaluation (core.kinematics
-        ._cubic_splines): the gathered span rows and views of them, powers of u and of the
-        three b's, the twist scalars, the products' outputs."""
+        ._cubic_splines): the rows of the current knot spans (midpoint, coefficients) and
+        the powers of ``q - midpoint``."""
         ns = len(model.spline_bodies)
         #: span bounds [lo, hi) of the gathered rows (NaN: look the span up again) and the
         #: joints outside their knot range (evaluated one by one)
@@ -133,42 +135,12 @@ class Data:
         self.span_fallback = []
         if not ns:
             return
-        fields, width = spline_row_layout(model.spline_series_terms)
-        self.spline_rows = np.zeros((ns, width))
-        rows = self.spline_rows
-        view = {name: rows[:, off:off + int(np.prod(shape, dtype=int))].reshape((ns,) + shape)
-                for name, off, shape in fields}
-        self.spline_start = view["start"]
-        self.spline_poly = view["poly"]
-        self.spline_series = view["series"]
-        self.spline_adj = view["adj"]
-        self.spline_upow = np.ones((7, ns))                     # u^0 .. u^6
-        self.spline_upow_T = self.spline_upow.T[:, :, None]
-        self.spline_b = np.zeros((ns, 17, 1))                   # b1 b2 b3 | C (2, 7)
-        self.spline_b3 = self.spline_b[:, :3, 0]
-        self.spline_C = self.spline_b[:, 3:, 0].reshape(ns, 2, 7)
-        nterm = model.spline_series_terms * 2 + 4
-        self.spline_bpow = np.ones((nterm, ns, 3))              # b^0 .. b^(2J+3)
-        self.spline_bpow_T = self.spline_bpow.transpose(1, 2, 0)[:, :, None, :]
-        # per twist [1, ab, ac, ae, cb, cc, ce, a, c, b, c, e, E_k (16)]
-        cv = self.spline_cv = np.ones((ns, 3, 28))
-        self.spline_sE = cv[:, :, None, 7:]
-        self.spline_prod = (cv[:, :, 7:9, None], cv[:, :, None, 9:12],
-                            cv[:, :, 1:7].reshape(ns, 3, 2, 3))
-        self.spline_cvA = cv[:, 1:, None, :12]
-        self.spline_E1, self.spline_E2, self.spline_E3 = (cv[:, k, 12:].reshape(ns, 4, 4)
-                                                          for k in range(3))
-        self.spline_G12 = np.zeros((ns, 4, 4))
-        # twist 2: [y, w]^T; twist 3: [A_3^T | (ad A_3)^T] (6, 12), [g_3, a, c]^T, then the
-        # slot of [Zy V; Zw X] (2, 12), so that rows 72:114 are [g_3 a c Zy V Zw X] (7, 6)
-        A = self.spline_A = np.zeros((ns, 2, 1, 114))
-        self.spline_A_out = A[:, :, :, :90]
-        self.spline_yw = A[:, 0, 0, :12].reshape(ns, 2, 6)
-        self.spline_RT = A[:, 1, 0, :72].reshape(ns, 6, 12)
-        self.spline_Z = A[:, 1, 0, 90:].reshape(ns, 2, 12)
-        self.spline_MT = A[:, 1, 0, 72:].reshape(ns, 7, 6)
+        n1 = model.spline_degree + 1
+        self.spline_rows = np.zeros((ns, 1 + 28 * n1))
+        self.spline_mid = self.spline_rows[:, 0]
+        self.spline_coef = self.spline_rows[:, 1:].reshape(ns, n1, 28)
+        self.spline_pow = np.ones((n1, ns))                     # (q - m)^0 .. ^deg
+        self.spline_pow_T = self.spline_pow.T[:, None, :]
         sel = model.spline_sel
-        if isinstance(sel, slice):
-            self.spline_L, self.spline_SH = self.oMi[sel], self.SH[sel]
-        else:
-            self.spline_L, self.spline_SH = np.zeros((ns, 4, 4)), np.zeros((ns, 2, 6))
+        self.spline_out = (self.LSH[sel] if isinstance(sel, slice)
+                           else np.zeros((ns, 28)))[:, None, :]

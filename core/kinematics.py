@@ -110,38 +110,28 @@ def _spline_spans(model, data, xl):
 
 def _cubic_splines(model, data, q):
     """Local transforms ``P G(q)`` and body-frame ``[S; dS/dq]`` of every cubic spline curve
-    joint at once, in ``data.oMi`` and ``data.SH``: the batched form of
-    ``core.joints.spline_curve._cubic_evaluate`` on the span rows of
-    :func:`core.model._cubic_span_rows`, eleven array operations whatever the number of
-    joints (see :mod:`core.dynamics` for the measured cost)."""
+    joint at once, in ``data.oMi`` and ``data.SH``, from the tables of their current knot
+    spans (:func:`core.model._fit_cubic_spans`): the powers of ``q - midpoint`` and one
+    product, three array operations whatever the number of joints."""
     x = q if model.spline_all else q[model.spline_dof_sel]
     xl = x.tolist()
     for a, lo, hi in zip(xl, data.span_lo, data.span_hi):
         if not lo <= a < hi:
             _spline_spans(model, data, xl)
             break
-    up = data.spline_upow[1:]
-    np.subtract(x, data.spline_start, out=up)                      # u, broadcast to 6 rows
-    np.multiply.accumulate(up, axis=0, out=up)                     # u .. u^6
-    np.matmul(data.spline_poly, data.spline_upow_T, out=data.spline_b)
-    bp = data.spline_bpow[1:]
-    np.copyto(bp, data.spline_b3)
-    np.multiply.accumulate(bp, axis=0, out=bp)                     # b .. b^(2J+3)
-    np.matmul(data.spline_bpow_T, data.spline_series, out=data.spline_sE)  # scalars, E_k
-    np.multiply(*data.spline_prod)                                  # [a, c] (x) [b, c, e]
-    np.matmul(data.spline_cvA, data.spline_adj, out=data.spline_A_out)
-    np.matmul(data.spline_E1, data.spline_E2, out=data.spline_G12)
-    np.matmul(data.spline_G12, data.spline_E3, out=data.spline_L)
-    np.matmul(data.spline_yw, data.spline_RT, out=data.spline_Z)
-    np.matmul(data.spline_C, data.spline_MT, out=data.spline_SH)
+    pw = data.spline_pow[1:]
+    np.subtract(x, data.spline_mid, out=pw)                         # broadcast to every row
+    np.multiply.accumulate(pw, axis=0, out=pw)
+    np.matmul(data.spline_pow_T, data.spline_coef, out=data.spline_out)
+    out = data.spline_out[:, 0]
     for k in data.span_fallback:
         G, S, H = model.spline_joints[k].evaluate(x[k:k + 1])
-        np.matmul(model.placements[model.spline_bodies[k]], G, out=data.spline_L[k])
-        data.spline_SH[k] = S[:, 0], H[0, :, 0]
+        out[k, :16] = (model.placements[model.spline_bodies[k]] @ G).ravel()
+        out[k, 16:22] = S[:, 0]
+        out[k, 22:] = H[0, :, 0]
     sel = model.spline_sel
     if not isinstance(sel, slice):
-        data.oMi[sel] = data.spline_L
-        data.SH[sel] = data.spline_SH
+        data.LSH[sel] = out
     if not model.one_dof_each:
         data.S_body[model.spline_dof_sel] = data.SH[sel, 0]
 

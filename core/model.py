@@ -15,9 +15,11 @@ with array operations instead of a Python loop per body.
 import math
 
 import numpy as np
+from numpy.polynomial import chebyshev
 
 from .errors import InvalidInputError, NonFiniteError
 from .joints.base import Joint
+from .joints.spline_curve import cubic_span_values
 from .lie import se3, so3
 
 __all__ = ["Model", "spatial_inertia", "DEFAULT_GRAVITY"]
@@ -81,125 +83,75 @@ def _check_inertia(mass, com, inertia, name):
     return mass, com, 0.5 * (inertia + inertia.T)
 
 
-def _series_terms(theta_max):
-    """Number ``J`` of terms of the power series of ``sin x / x``, ``(1 - cos x) / x^2`` and
-    ``(x - sin x) / x^3`` that reaches double precision for every ``|x| <= theta_max`` (the
-    first omitted term ``theta_max^(2J+2) / (2J+3)!`` below 1e-18)."""
-    J = 1
-    while theta_max ** (2 * J + 2) / math.factorial(2 * J + 3) > 1e-18:
-        J += 1
-    return J
+#: candidate degrees of the per-span polynomials of the cubic spline joints (the lowest that
+#: reaches FIT_TOL is used), the error they must reach (relative to max(1, |values|)), the
+#: Chebyshev nodes per span of the least-squares fit and the points where it is verified
+FIT_DEGREES = (12, 16, 20, 24, 28, 32)
+FIT_TOL = 2e-14
+_FIT_NODES = np.cos(np.pi * (np.arange(64) + 0.5) / 64)
+_FIT_CHECK = np.linspace(-1.0, 1.0, 33)
 
 
-def _exp_series(theta, J):
-    """``(2J + 4, 5)`` coefficients, in the powers ``b^0 .. b^(2J+3)``, of the scalars
-    ``[a, c, b, c, e]`` of ``exp(z b)`` for a twist of angle ``theta`` (see
-    :func:`core.joints.poe.exp_scalars`: ``a = sin(b theta)/theta``,
-    ``c = (1 - cos(b theta))/theta^2``, ``e = (b theta - sin(b theta))/theta^3``), ``c``
-    twice so that one outer product gives the six products of the adjoint."""
-    C = np.zeros((2 * J + 4, 5))
-    C[1, 2] = 1.0
-    s = 1.0                                      # (-1)^j theta^(2j)
-    for j in range(J + 1):
-        C[2 * j + 1, 0] = s / math.factorial(2 * j + 1)
-        C[2 * j + 2, 1] = C[2 * j + 2, 3] = s / math.factorial(2 * j + 2)
-        C[2 * j + 3, 4] = s / math.factorial(2 * j + 3)
-        s *= -theta * theta
-    return C
+def _cheb_to_monomial(deg):
+    """``(deg + 1, deg + 1)``: column k holds the monomial coefficients of T_k."""
+    out = np.zeros((deg + 1, deg + 1))
+    for k in range(deg + 1):
+        m = chebyshev.cheb2poly(np.eye(deg + 1)[k])
+        out[:m.size, k] = m
+    return out
 
 
-def spline_row_layout(terms):
-    """``([(name, offset, shape)], width)``: where the constants of one knot span sit in a row
-    of :attr:`Model.spline_rows` (see :func:`_cubic_span_rows`)."""
-    fields, off = [], 0
-    for name, shape in (("start", ()), ("poly", (17, 7)), ("series", (3, 2 * terms + 4, 21)),
-                        ("adj", (2, 12, 90))):
-        fields.append((name, off, shape))
-        off += int(np.prod(shape, dtype=int))
-    return fields, off
+def _fit_cubic_spans(joints, placements):
+    """Tabulate every knot span of the cubic spline curve ``joints`` (of bodies with joint
+    placements ``placements``) for the batched dynamics: ``(rows (S, 1 + 28 (deg + 1)),
+    deg, err)``.
 
-
-# rows of one twist's scalars in a joint's (31, 120) table (core.joints.spline_curve
-# ._cubic_tables: row 0 the constant, then [a c b e ab ac ae bc cc ce] per twist) for the
-# twist vector [1, ab, ac, ae, cb, cc, ce, a, c, b, c, e] used here (-1: a zero row)
-def _twist_rows(k):
-    b = 1 + 10 * k
-    return [0, b + 4, b + 5, b + 6, b + 7, b + 8, b + 9, b, b + 1, b + 2, -1, b + 3]
-
-
-def _cubic_span_rows(joints, placements, terms):
-    """``(S, width)`` constants per knot span of the cubic spline curve joints ``joints`` (of
-    the bodies with joint placements ``placements``), laid out by :func:`spline_row_layout`.
-
-    The unrolled Appendix B recursion of ``core.joints.spline_curve._cubic_evaluate``
-    (``E_k = exp(g_k b_k)``, ``A_k = Ad_{exp(-g_k b_k)}``; ``y = A_2 g_1``,
-    ``w = ad_{g_2} y``, ``a = A_3 g_2``, ``c = ad_{g_3} a``, ``[Zy, Zw] = A_3 [y, w]``,
-    ``V = ad_{g_3} Zy``; ``S = g_3 d_3 + a d_2 + Zy d_1``, ``dS/dq = g_3 e_3 + a e_2 + Zy e_1
-    - c d_3 d_2 - V d_3 d_1 - Zw d_1 d_2`` with ``b, d, e`` the cumulative basis and its two
-    derivatives) regrouped so that every step is one batched product:
-
-    * ``start``: the span start ``t_mu`` (``u = q - t_mu``);
-    * ``poly (17, 7)``: in the powers ``u^0 .. u^6``, the rows ``b_1, b_2, b_3`` and the
-      ``(2, 7)`` coefficients of ``[S; dS/dq]`` on ``[g_3, a, c, Zy, V, Zw, X]`` (the
-      products of two cubics expanded);
-    * ``series (3, 2J+4, 21)``: per twist, ``[a, c, b, c, e]`` (:func:`_exp_series`; exact to
-      round-off since ``b`` is in [0, 1] inside the span) and ``E_k`` (``P H E_1`` for the
-      first: placement and first control frame folded in; ``E_k`` is linear in
-      ``[1, a, c, b, e]``) as polynomials in ``b``;
-    * ``adj (2, 12, 90)``: ``[y, w]^T`` (twist 2) and ``[A_3^T | (ad_{g_3} A_3)^T]``,
-      ``[g_3, a, c]^T`` (twist 3) linear in ``[1, ab, ac, ae, cb, cc, ce, a, c, b, c, e]``.
-    """
-    _, width = spline_row_layout(terms)
-    out = []
+    Row s holds the span midpoint ``m`` and the ``(deg + 1, 28)`` coefficients, in the powers
+    of ``u - m``, of ``[P G(q) (16, row-major), S (6), dS/dq (6)]``, where ``G, S, dS/dq``
+    are the exact values of the joint's recursion (:func:`~core.joints.spline_curve
+    .cubic_span_values`, the vectorised ``_cubic_evaluate``) and ``P`` the placement. They
+    are entire functions of q on a span (products of exponentials of cubics), so a
+    polynomial of modest degree reaches round-off: the coefficients come from a
+    least-squares Chebyshev fit at 64 Chebyshev nodes (their discrete orthogonality makes it
+    one product), converted to monomials, and the lowest degree
+    in :data:`FIT_DEGREES` whose error at 33 points per span (ends included), relative to
+    ``max(1, |values|)``, is at most :data:`FIT_TOL` is kept (else the most accurate);
+    ``err`` is that verified error."""
+    nodes = np.concatenate([_FIT_NODES, _FIT_CHECK])
+    mids, halves, values = [], [], []
     for joint, P in zip(joints, placements):
-        S_ = len(joint._starts)
-        old = joint._cubic                                      # (S, 31, 120)
-        rows = np.zeros((S_, width))
-        fields = {name: (off, shape) for name, off, shape in spline_row_layout(terms)[0]}
-
-        def put(name, value):
-            off, shape = fields[name]
-            rows[:, off:off + int(np.prod(shape, dtype=int))] = value.reshape(S_, -1)
-
-        def twist(k, cols):
-            """old[:, rows of twist k, cols] with zero rows where _twist_rows has -1"""
-            idx = _twist_rows(k)
-            sub = old[:, [max(i, 0) for i in idx], cols]
-            sub[:, [j for j, i in enumerate(idx) if i < 0]] = 0.0
-            return sub
-
-        put("start", joint._starts)
-        Dp = joint._D                                           # (S, 3, 3, 4): b, d, e
-        b, d, e = Dp[:, 0], Dp[:, 1], Dp[:, 2]
-        poly = np.zeros((S_, 17, 7))
-        poly[:, 0:3, :4] = b
-        conv = lambda x, y: np.array([np.convolve(xi, yi) for xi, yi in zip(x, y)])  # noqa: E731
-        for r, src in ((3, d[:, 2]), (4, d[:, 1]), (6, d[:, 0]), (10, e[:, 2]), (11, e[:, 1]),
-                       (13, e[:, 0])):
-            poly[:, r, :4] = src
-        poly[:, 12] = -conv(d[:, 2], d[:, 1])
-        poly[:, 14] = -conv(d[:, 2], d[:, 0])
-        poly[:, 15] = -conv(d[:, 0], d[:, 1])
-        put("poly", poly)
-        series = np.array([[_exp_series(t, terms) for t in th] for th in joint._theta])
-        E = np.stack([twist(k, slice(16 * k, 16 * k + 16))[:, [0, 7, 8, 9, 10, 11]]
-                      for k in range(3)], axis=1)                         # (S, 3, 6, 16)
-        E[:, 0] = (P @ E[:, 0].reshape(S_, 6, 4, 4)).reshape(S_, 6, 16)
-        EB = np.matmul(series, E[:, :, 1:])                               # (S, 3, 2J+4, 16)
-        EB[:, :, 0] += E[:, :, 0]
-        put("series", np.concatenate([series, EB], axis=3))
-        adj = np.zeros((S_, 2, 12, 90))
-        adj[:, 0, :, :12] = twist(1, slice(84, 96)).reshape(S_, 12, 6, 2).transpose(0, 1, 3, 2) \
-            .reshape(S_, 12, 12)
-        A3 = twist(2, slice(48, 84)).reshape(S_, 12, 6, 6)
-        adgA3 = np.matmul(joint._adg[:, None, 2], A3)
-        adj[:, 1, :, :72] = np.concatenate([A3.transpose(0, 1, 3, 2), adgA3.transpose(0, 1, 3, 2)],
-                                           axis=3).reshape(S_, 12, 72)
-        adj[:, 1, :, 72:] = twist(2, slice(96, 114)).reshape(S_, 12, 6, 3) \
-            .transpose(0, 1, 3, 2).reshape(S_, 12, 18)
-        put("adj", adj)
-        out.append(rows)
-    return np.ascontiguousarray(np.concatenate(out))
+        a = joint._starts
+        h = 0.5 * (np.append(a[1:], joint._hi) - a)
+        Y = cubic_span_values(joint, h[:, None] * (nodes + 1.0))
+        Y[..., :16] = (P @ Y[..., :16].reshape(-1, 4, 4)).reshape(Y.shape[:2] + (16,))
+        mids.append(a + h)
+        halves.append(h)
+        values.append(Y)
+    Y = np.concatenate(values)                                 # (S, nodes, 28)
+    nfit = _FIT_NODES.size
+    half = np.concatenate(halves)
+    scale = np.maximum(1.0, np.abs(Y[:, nfit:]).max(axis=(1, 2)))
+    best = None
+    for deg in FIT_DEGREES:
+        # least squares at the Chebyshev nodes by their discrete orthogonality
+        c = chebyshev.chebvander(_FIT_NODES, deg).T @ \
+            Y[:, :nfit].transpose(1, 0, 2).reshape(nfit, -1) * (2.0 / nfit)
+        c[0] *= 0.5
+        coef = (_cheb_to_monomial(deg) @ c).reshape(deg + 1, len(half), 28).transpose(1, 0, 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            coef = np.where(half[:, None, None] > 0.0,
+                            coef / half[:, None, None] ** np.arange(deg + 1)[:, None], 0.0)
+        coef[half <= 0.0, 0] = Y[half <= 0.0, 0]               # zero-length span: a constant
+        pw = (half[:, None] * _FIT_CHECK) [:, :, None] ** np.arange(deg + 1)
+        err = float((np.abs(pw @ coef - Y[:, nfit:]).max(axis=(1, 2)) / scale).max())
+        if best is None or err < best[2]:
+            best = (deg, coef, err)
+        if err <= FIT_TOL:
+            break
+    deg, coef, err = best
+    rows = np.concatenate([np.concatenate(mids)[:, None], coef.reshape(len(half), -1)],
+                          axis=1)
+    return np.ascontiguousarray(rows), deg, err
 
 
 class Model:
@@ -482,10 +434,10 @@ class Model:
                            for i in self.other_bodies]
 
     def _compile_cubic_splines(self, bodies):
-        """Per knot span of every cubic :class:`SplineCurveJoint`, one row of constants
-        (:func:`_cubic_span_rows`) from which :mod:`core.kinematics` evaluates the local
-        transform, S and dS/dq of all of them with a dozen batched array operations.
-        Joints outside their knot range fall back to evaluate()."""
+        """Tabulate every knot span of every cubic :class:`SplineCurveJoint`
+        (:func:`_fit_cubic_spans`) so that :mod:`core.kinematics` evaluates the local
+        transforms, S and dS/dq of all of them with three batched array operations. Joints
+        outside their knot range fall back to evaluate()."""
         self.spline_bodies = np.array(bodies, dtype=int)
         self.spline_dofs = self.q_start[self.spline_bodies] if bodies else np.zeros(0, int)
         if not bodies:
@@ -499,10 +451,10 @@ class Model:
         self.spline_first = np.cumsum([0] + [len(j._starts) for j in js])[:-1].tolist()
         self.spline_starts_lists = [j._starts_list for j in js]
         self.spline_ranges = [(j._lo, j._hi) for j in js]
-        theta_max = max(float(j._theta.max()) for j in js)
-        self.spline_series_terms = _series_terms(theta_max)
-        self.spline_rows = _cubic_span_rows(js, self.placements[self.spline_bodies],
-                                            self.spline_series_terms)
+        #: per span [midpoint, (degree + 1, 28) coefficients]; the degree; the verified
+        #: error of the tables relative to max(1, |values|) (see _fit_cubic_spans)
+        self.spline_rows, self.spline_degree, self.spline_fit_error = _fit_cubic_spans(
+            js, self.placements[self.spline_bodies])
         # for the one-body path of core.dynamics: span starts and the first joint's range
         self.spline_starts_list = js[0]._starts_list
         self.spline_range = self.spline_ranges[0]

@@ -32,7 +32,8 @@ import numpy as np
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import _series, so3
 
-__all__ = ["TwistTable", "exp_scalars", "evaluate", "soa_twists", "transforms"]
+__all__ = ["TwistTable", "exp_scalars", "exp_scalars_batch", "evaluate", "soa_twists",
+           "transforms"]
 
 #: below this |b theta| the Taylor series of (x - sin x)/x^3 is used (core.lie._series's switch;
 #: its series runs through x^14). sin(x)/x and (1 - cos x)/x^2 = (sin(x/2)/(x/2))^2 / 2 have no
@@ -53,8 +54,7 @@ def exp_scalars(b, theta):
     b^3 (x - sin x)/x^3``, so that ``R = I + a W + c W^2`` and ``p = (b I + c W + e W^2) v``
     (Rodrigues; W = [w]). The products are the coefficients of ``Ad_{exp(-z b)}``. Exact
     for every angle, including ``x`` near 0, pi and 2 pi (the series of :mod:`core.lie._series`
-    below SMALL). :mod:`core.kinematics` evaluates the same scalars of many joints at once as
-    polynomials in ``b`` (``core.model._exp_series``).
+    below SMALL). Scalar twin of :func:`exp_scalars_batch`.
     """
     x = b * theta
     ax = abs(x)
@@ -74,6 +74,24 @@ def exp_scalars(b, theta):
     c = b * b * f2
     e = b * b * b * f3
     return [a, c, b, e, a * b, a * c, a * e, b * c, c * c, c * e]
+
+
+def exp_scalars_batch(b, theta):
+    """Vectorised :func:`exp_scalars`: ``b, theta`` broadcastable arrays -> (..., 10).
+
+    Same branches as the scalar twin (closed forms for ``sin(x)/x`` and ``(1 - cos x)/x^2``
+    down to TINY, the series of ``(x - sin x)/x^3`` only on the elements below SMALL), so the
+    two agree to round-off.
+    """
+    b, theta = np.broadcast_arrays(np.asarray(b, dtype=float), np.asarray(theta, dtype=float))
+    f1, f2, f3 = _exp_factors(np.abs(b * theta))
+    out = np.empty(f1.shape + (10,))
+    out[..., 0] = b * f1                                               # a
+    out[..., 1] = b * b * f2                                           # c
+    out[..., 2] = b
+    out[..., 3] = b * b * b * f3                                       # e
+    out[..., 4:] = out[..., [0, 0, 0, 2, 1, 1]] * out[..., [2, 1, 3, 1, 1, 3]]  # ab ac ae bc cc ce
+    return out
 
 
 class TwistTable:

@@ -409,6 +409,32 @@ def _cubic_tables(H, g, adg, K):
     return T
 
 
+def cubic_span_values(joint, u):
+    """``(S, P, 28)``: ``[G (16, row-major), S (6), dS/dq (6)]`` of the cubic spline curve
+    ``joint`` on each of its ``S`` knot spans at the offsets ``u: (S, P)`` from the span
+    starts: the vectorised twin of :func:`_cubic_evaluate` (same tables, same exp scalars),
+    used to tabulate the spans for the batched dynamics (``core.model``)."""
+    u = np.asarray(u, dtype=float)
+    S_, P = u.shape
+    vals = np.einsum("sdfp,snp->sndf", joint._D, u[..., None] ** np.arange(4))  # (S,P,3,3)
+    b, d, e = vals[..., 0, :], vals[..., 1, :], vals[..., 2, :]         # Bc, Bc', Bc''
+    cvec = np.ones((S_, P, 31))
+    cvec[..., 1:] = poe.exp_scalars_batch(b, joint._theta[:, None, :]).reshape(S_, P, 30)
+    r = cvec @ joint._cubic                                            # (S, P, 120)
+    E = r[..., :48].reshape(S_, P, 3, 4, 4)                           # H E_1, E_2, E_3
+    G = E[:, :, 0] @ E[:, :, 1] @ E[:, :, 2]
+    Z = r[..., 48:84].reshape(S_, P, 6, 6) @ r[..., 84:96].reshape(S_, P, 6, 2)  # [Zy, Zw]
+    M = np.concatenate((r[..., 96:114].reshape(S_, P, 6, 3), Z,
+                        joint._adg[:, None, 2] @ Z[..., :1]), axis=3)  # (S, P, 6, 6)
+    (d1, d2, d3), (e1, e2, e3) = np.moveaxis(d, -1, 0), np.moveaxis(e, -1, 0)
+    zero = np.zeros_like(d1)
+    C = np.stack([np.stack(pair, -1) for pair in ((d3, e3), (d2, e2), (zero, -d3 * d2),
+                                                  (d1, e1), (zero, -d1 * d2),
+                                                  (zero, -d3 * d1))], axis=-2)  # (S, P, 6, 2)
+    SH = M @ C
+    return np.concatenate([G.reshape(S_, P, 16), SH[..., 0], SH[..., 1]], axis=-1)
+
+
 def _cubic_evaluate(table, theta, adg3, poly, u):
     """``(G, S, H)`` on one span of a cubic curve joint at ``u = q - t_mu``.
 

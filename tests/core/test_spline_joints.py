@@ -72,6 +72,8 @@ def test_twist_table_exp_and_adjoint_match_se3(angle):
     for b in [0.0, 1e-9, 0.37, -1.3, 1.0, 0.999999999999, 1.000000000001]:
         for k in range(3):
             s = np.array(poe.exp_scalars(b, tab.theta[k]))
+            np.testing.assert_allclose(s, poe.exp_scalars_batch(b, tab.theta[k]),
+                                       rtol=1e-13, atol=1e-15)
             x2 = np.array([(b * tab.theta[k]) ** 2])
             f = np.array(poe._exp_coefficients(x2))[:, 0]
             np.testing.assert_allclose(f * [b, b * b, b ** 3], s[[0, 1, 3]], rtol=1e-13,
