@@ -50,7 +50,6 @@ class Data:
         self.LSH = np.zeros((nb, 28))
         self.LSH[:, [0, 5, 10, 15]] = 1.0
         self.oMi = self.LSH[:, :16].reshape(nb, 4, 4)
-        self.oMi0_top = self.LSH[0, :12]             # view: rows 0-2 of body 0's pose, flat
         L = self.oMi
         # pointer-jumping products as (parent pose, pose) view pairs where both are ranges
         self.pose_views = [(L[ptr], L[sel]) if isinstance(sel, slice) and
@@ -141,6 +140,8 @@ class Data:
         self.spline_coef = self.spline_rows[:, 1:].reshape(ns, n1, 28)
         self.spline_pow = np.ones((n1, ns))                     # (q - m)^0 .. ^deg
         self.spline_pow_T = self.spline_pow.T[:, None, :]
+        self.spline_pow1_all = self.spline_pow[:, 0]            # one joint: its powers,
+        self.spline_pow1 = self.spline_pow1_all[1:]             # those from the first
         sel = model.spline_sel
         self.spline_out = (self.LSH[sel] if isinstance(sel, slice)
                            else np.zeros((ns, 28)))[:, None, :]

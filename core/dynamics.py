@@ -57,10 +57,9 @@ through LAPACK's dposv, LU if M is not numerically positive definite) does O(n^2
 array work and an O(n^3) factorisation that stays negligible up to a few hundred dofs.
 ``aba`` therefore takes ``method="auto"`` (dense up to :data:`DENSE_MAX_DOFS` dofs,
 recursive above; a single body solves its one Newton-Euler equation directly, and one body
-on a cubic spline joint does so entirely in Python floats: per-span float tables, the
-three exps, the unrolled Appendix B recursion with Ad and ad written out, the pose row by
-row, and only two array writes (``data.oMi[0]``, ``data.ddq``); about 600 float operations
-cost less here than the 15 array products and glue they replace),
+on a cubic spline joint does so with three array calls (the powers of ``q - midpoint`` and
+one product with its span's table, written straight into ``data.oMi[0]`` and
+``data.SH[0]``) and about 60 float operations),
 ``"dense"`` or ``"recursive"``; all agree to round-off and are tested against Pinocchio.
 The price of "dense" is memory and work quadratic in n and an O(n^3) term, which is why the
 recursion remains the choice past a few hundred dofs.
@@ -90,7 +89,6 @@ import numpy as np
 from scipy.linalg import lapack as _lapack
 
 from .errors import InvalidInputError, NonFiniteError
-from .joints import poe
 from .kinematics import _check_vec, _poses, _velocities, ad_matrices
 
 __all__ = ["rnea", "aba", "crba", "nonlinear_effects", "crba_and_nle", "kinetic_energy",
@@ -414,111 +412,23 @@ def _float1(model, x, name):
     return float(_check_vec(model, x, name)[0])
 
 
-def _row_exp(x0, x1, x2, a, c, w0, w1, w2):
-    """The row ``x`` times ``R = I + a [w] + c [w]^2`` (Rodrigues with the scalars of
-    :func:`poe.exp_scalars`): ``x + a (x x w) + c ((x x w) x w)``, 3 floats."""
-    t0, t1, t2 = x1 * w2 - x2 * w1, x2 * w0 - x0 * w2, x0 * w1 - x1 * w0
-    return (x0 + a * t0 + c * (t1 * w2 - t2 * w1), x1 + a * t1 + c * (t2 * w0 - t0 * w2),
-            x2 + a * t2 + c * (t0 * w1 - t1 * w0))
-
-
-def _rt(y0, y1, y2, a, c, w0, w1, w2):
-    """``R^T y = y - a (w x y) + c w x (w x y)`` for ``R = I + a [w] + c [w]^2``, 3 floats."""
-    t0, t1, t2 = w1 * y2 - w2 * y1, w2 * y0 - w0 * y2, w0 * y1 - w1 * y0
-    return (y0 - a * t0 + c * (w1 * t2 - w2 * t1), y1 - a * t1 + c * (w2 * t0 - w0 * t2),
-            y2 - a * t2 + c * (w0 * t1 - w1 * t0))
-
-
-def _ad_inv_exp(a, c, p0, p1, p2, w0, w1, w2, y0, y1, y2, z0, z1, z2):
-    """``Ad_{exp(g b)^-1} x = [R^T x_w; R^T (x_v - p x x_w)]`` (seed 000 eq. 2) for
-    ``exp(g b) = (R, p)``, ``R = I + a [w] + c [w]^2``, on ``x = [y; z]``: 6 floats."""
-    return (_rt(y0, y1, y2, a, c, w0, w1, w2)
-            + _rt(z0 - p1 * y2 + p2 * y1, z1 - p2 * y0 + p0 * y2, z2 - p0 * y1 + p1 * y0,
-                  a, c, w0, w1, w2))
-
-
 def _aba_single_spline(model, data, x, qd, t, fext):
-    """:func:`_aba_single` for one body on one cubic spline curve joint, in Python floats
-    (no numpy call but the final writes): the span's constants
-    (:meth:`core.model.Model._single_spline_floats`), the exp scalars of its three twists
-    (:func:`poe.exp_scalars`), then the unrolled Appendix B recursion of
-    ``core.joints.spline_curve._cubic_evaluate`` written with ``A_k = Ad_{exp(-g_k b_k)}``:
-
-        y = A_2 g_1,  m = g_2 d_2 + y d_1,  n = g_2 e_2 + y e_1 - d_1 d_2 ad_{g_2} y,
-        s = g_3 d_3 + A_3 m,  h = dS/dq = g_3 e_3 + A_3 n - d_3 ad_{g_3} s
-
-    (``d_k, e_k`` the first and second derivatives of the cumulative basis ``b_k``; the ad
-    terms of eq. 30 collected with ``ad_{g_3} g_3 = 0``), the pose ``T = P H E_1 E_2 E_3``
-    (written to ``data.oMi[0]``), and ``q_ddot = (tau + (J s)_v . R^T g - q_dot^2 (J s).h +
-    s.f_ext) / (s.J s)``. ``x, qd, t``: floats (q, q_dot, tau); returns None outside the
-    knot range (the caller takes the general path)."""
-    if not model.spline_range[0] <= x <= model.spline_range[1]:
+    """:func:`_aba_single` for one body on one cubic spline curve joint: one product of the
+    powers of ``x - midpoint`` with the table of the knot span (the same tables as the
+    batched path, :func:`core.model._fit_cubic_spans`) writes ``P G`` into ``data.oMi[0]``
+    and ``[S; dS/dq]`` into ``data.SH[0]``, then in Python floats ``q_ddot = (tau +
+    (J s)_v . R^T g - q_dot^2 (J s).h + s.f_ext) / (s.J s)``. ``x, qd, t``: floats (q,
+    q_dot, tau); returns None outside the knot range (the caller takes the general path)."""
+    lo, hi = model.spline_range
+    if not lo <= x <= hi:
         return None
     k = bisect.bisect_right(model.spline_starts_list, x) - 1
-    (st, P, th, R0, C1, C2, p0, Rv, Rwv, Rwwv, g1, g2, g3, wv2, wwv2, wv3, wwv3) = \
-        model.spline_float_spans[k if k > 0 else 0]
-    u = x - st
-    b1 = P[0] + u * (P[1] + u * (P[2] + u * P[3]))
-    b2 = P[4] + u * (P[5] + u * (P[6] + u * P[7]))
-    b3 = P[8] + u * (P[9] + u * (P[10] + u * P[11]))
-    d3 = P[12] + u * (P[13] + u * (P[14] + u * P[15]))
-    e3 = P[16] + u * (P[17] + u * (P[18] + u * P[19]))
-    d2 = P[20] + u * (P[21] + u * (P[22] + u * P[23]))
-    e2 = P[24] + u * (P[25] + u * (P[26] + u * P[27]))
-    d1 = P[28] + u * (P[29] + u * (P[30] + u * P[31]))
-    e1 = P[32] + u * (P[33] + u * (P[34] + u * P[35]))
-    a1, c1, _, f1 = poe.exp_scalars(b1, th[0])[:4]
-    a2, c2, _, f2 = poe.exp_scalars(b2, th[1])[:4]
-    a3, c3, _, f3 = poe.exp_scalars(b3, th[2])[:4]
-    w20, w21, w22, v20, v21, v22 = g2
-    w30, w31, w32, v30, v31, v32 = g3
-    # pose: R_0 R_1 = R_0 + a1 R_0 [w1] + c1 R_0 [w1]^2, then R_2 and R_3 row by row;
-    # p = p_0 + R_0 p_1 + R_0 R_1 p_2 + R_0 R_1 R_2 p_3, p_k = b_k v_k + c_k wv_k + f_k wwv_k
-    r0 = R0[0] + a1 * C1[0] + c1 * C2[0], R0[1] + a1 * C1[1] + c1 * C2[1], \
-        R0[2] + a1 * C1[2] + c1 * C2[2]
-    r1 = R0[3] + a1 * C1[3] + c1 * C2[3], R0[4] + a1 * C1[4] + c1 * C2[4], \
-        R0[5] + a1 * C1[5] + c1 * C2[5]
-    r2 = R0[6] + a1 * C1[6] + c1 * C2[6], R0[7] + a1 * C1[7] + c1 * C2[7], \
-        R0[8] + a1 * C1[8] + c1 * C2[8]
-    q20 = b2 * v20 + c2 * wv2[0] + f2 * wwv2[0]
-    q21 = b2 * v21 + c2 * wv2[1] + f2 * wwv2[1]
-    q22 = b2 * v22 + c2 * wv2[2] + f2 * wwv2[2]
-    q30 = b3 * v30 + c3 * wv3[0] + f3 * wwv3[0]
-    q31 = b3 * v31 + c3 * wv3[1] + f3 * wwv3[1]
-    q32 = b3 * v32 + c3 * wv3[2] + f3 * wwv3[2]
-    px = p0[0] + b1 * Rv[0] + c1 * Rwv[0] + f1 * Rwwv[0] + r0[0] * q20 + r0[1] * q21 + r0[2] * q22
-    py = p0[1] + b1 * Rv[1] + c1 * Rwv[1] + f1 * Rwwv[1] + r1[0] * q20 + r1[1] * q21 + r1[2] * q22
-    pz = p0[2] + b1 * Rv[2] + c1 * Rwv[2] + f1 * Rwwv[2] + r2[0] * q20 + r2[1] * q21 + r2[2] * q22
-    r0 = _row_exp(*r0, a2, c2, w20, w21, w22)
-    r1 = _row_exp(*r1, a2, c2, w20, w21, w22)
-    r2 = _row_exp(*r2, a2, c2, w20, w21, w22)
-    px += r0[0] * q30 + r0[1] * q31 + r0[2] * q32
-    py += r1[0] * q30 + r1[1] * q31 + r1[2] * q32
-    pz += r2[0] * q30 + r2[1] * q31 + r2[2] * q32
-    r0 = _row_exp(*r0, a3, c3, w30, w31, w32)
-    r1 = _row_exp(*r1, a3, c3, w30, w31, w32)
-    r2 = _row_exp(*r2, a3, c3, w30, w31, w32)
-    # S and dS/dq
-    y0, y1, y2, y3, y4, y5 = _ad_inv_exp(a2, c2, q20, q21, q22, w20, w21, w22, *g1)
-    dd = d1 * d2
-    Am = _ad_inv_exp(a3, c3, q30, q31, q32, w30, w31, w32,
-                     w20 * d2 + y0 * d1, w21 * d2 + y1 * d1, w22 * d2 + y2 * d1,
-                     v20 * d2 + y3 * d1, v21 * d2 + y4 * d1, v22 * d2 + y5 * d1)
-    An = _ad_inv_exp(a3, c3, q30, q31, q32, w30, w31, w32,
-                     w20 * e2 + y0 * e1 - dd * (w21 * y2 - w22 * y1),
-                     w21 * e2 + y1 * e1 - dd * (w22 * y0 - w20 * y2),
-                     w22 * e2 + y2 * e1 - dd * (w20 * y1 - w21 * y0),
-                     v20 * e2 + y3 * e1 - dd * (v21 * y2 - v22 * y1 + w21 * y5 - w22 * y4),
-                     v21 * e2 + y4 * e1 - dd * (v22 * y0 - v20 * y2 + w22 * y3 - w20 * y5),
-                     v22 * e2 + y5 * e1 - dd * (v20 * y1 - v21 * y0 + w20 * y4 - w21 * y3))
-    s0, s1, s2 = w30 * d3 + Am[0], w31 * d3 + Am[1], w32 * d3 + Am[2]
-    s3, s4, s5 = v30 * d3 + Am[3], v31 * d3 + Am[4], v32 * d3 + Am[5]
-    h0 = w30 * e3 + An[0] - d3 * (w31 * s2 - w32 * s1)
-    h1 = w31 * e3 + An[1] - d3 * (w32 * s0 - w30 * s2)
-    h2 = w32 * e3 + An[2] - d3 * (w30 * s1 - w31 * s0)
-    h3 = v30 * e3 + An[3] - d3 * (v31 * s2 - v32 * s1 + w31 * s5 - w32 * s4)
-    h4 = v31 * e3 + An[4] - d3 * (v32 * s0 - v30 * s2 + w32 * s3 - w30 * s5)
-    h5 = v32 * e3 + An[5] - d3 * (v30 * s1 - v31 * s0 + w30 * s4 - w31 * s3)
+    pw = data.spline_pow1
+    pw.fill(x - model.spline_mids_list[k])
+    np.multiply.accumulate(pw, out=pw)
+    np.matmul(data.spline_pow1_all, model.spline_span_coefs[k], out=data.LSH[0])
+    (r00, r01, r02, _, r10, r11, r12, _, r20, r21, r22, _, _, _, _, _,
+     s0, s1, s2, s3, s4, s5, h0, h1, h2, h3, h4, h5) = data.LSH[0].tolist()
     # J s and the equation of motion
     (i0, i1, i2, i3, i4, i5, i6, i7, i8), (m0, m1, m2), mass = model.inertia_floats
     j0 = i0 * s0 + i1 * s1 + i2 * s2 + m1 * s5 - m2 * s4        # I_o w + m r x v
@@ -529,13 +439,12 @@ def _aba_single_spline(model, data, x, qd, t, fext):
     j5 = mass * s5 - m0 * s1 + m1 * s0
     gx, gy, gz = model.gravity_list
     rhs = (t - qd * qd * (j0 * h0 + j1 * h1 + j2 * h2 + j3 * h3 + j4 * h4 + j5 * h5)
-           + j3 * (gx * r0[0] + gy * r1[0] + gz * r2[0])                   # (J s)_v . R^T g
-           + j4 * (gx * r0[1] + gy * r1[1] + gz * r2[1])
-           + j5 * (gx * r0[2] + gy * r1[2] + gz * r2[2]))
+           + j3 * (gx * r00 + gy * r10 + gz * r20)                         # (J s)_v . R^T g
+           + j4 * (gx * r01 + gy * r11 + gz * r21)
+           + j5 * (gx * r02 + gy * r12 + gz * r22))
     if fext is not None:
         f = fext[0].tolist()
         rhs += s0 * f[0] + s1 * f[1] + s2 * f[2] + s3 * f[3] + s4 * f[4] + s5 * f[5]
-    data.oMi0_top[:] = r0 + (px,) + r1 + (py,) + r2 + (pz,)
     data.ddq[0] = rhs / (j0 * s0 + j1 * s1 + j2 * s2 + j3 * s3 + j4 * s4 + j5 * s5)
     return data.ddq
 
@@ -557,7 +466,8 @@ def aba(model, data, q, v, tau, fext=None, method="auto"):
     solves ``M q_ddot = tau - h`` with the CRBA mass matrix (Cholesky); "auto" picks dense up
     to :data:`DENSE_MAX_DOFS` dofs (faster in numpy, see the module docstring), and for a
     single body without point springs solves its one Newton-Euler equation directly.
-    Writes ``data.ddq`` (and, on the single-body path, only ``data.oMi`` besides).
+    Writes ``data.ddq`` (and, on the single-body paths, only ``data.oMi`` and ``data.SH``
+    besides).
     """
     model.check_data(data)
     if method == "auto" and model.single_spline:

@@ -146,7 +146,7 @@ def _poses(model, data, q):
         np.cos(q, out=coef[:, 2])
         np.subtract(1.0, coef[:, 2], out=coef[:, 2])
         coef[:, 3] = q
-        np.matmul(coef[:, None, :], model.screw_table, out=L.reshape(-1, 1, 16)[:, :, :12])
+        np.matmul(coef[:, None, :], model.screw_table, out=data.LSH[:, None, :12])
     else:
         sb = model.screw_bodies
         if len(sb):

@@ -385,7 +385,10 @@ class Model:
         self.single_spline = (nb == 1 and len(self.spline_bodies) == 1
                               and not self.point_springs)
         if self.single_spline:
-            self.spline_float_spans = self._single_spline_floats()
+            # per span of the one joint: its midpoint and coefficient table, for the
+            # one-body path of core.dynamics
+            self.spline_mids_list = self.spline_rows[:, 0].tolist()
+            self.spline_span_coefs = [row[1:].reshape(-1, 28) for row in self.spline_rows]
             # J = [[I_o, [m r]], [[m r]^T, m 1]] (eq. 8) as floats: I_o rows, m r, m
             J = self.inertias[0]
             self.inertia_floats = (tuple(J[:3, :3].ravel().tolist()),
@@ -458,34 +461,6 @@ class Model:
         # for the one-body path of core.dynamics: span starts and the first joint's range
         self.spline_starts_list = js[0]._starts_list
         self.spline_range = self.spline_ranges[0]
-
-    def _single_spline_floats(self):
-        """Per knot span of the one cubic spline joint of a one-body model, the constants of
-        ``core.dynamics._aba_single_spline`` as a tuple of tuples of Python floats: the span
-        start, the 36 cubic coefficients of ``b1 b2 b3 d3 e3 d2 e2 d1 e1`` (the cumulative
-        basis and its two derivatives), the three angles, ``R_0 = (P H)_R`` (9, row-major),
-        ``R_0 [w_1]``, ``R_0 [w_1]^2`` (9 each), ``p_0``, ``R_0 v_1``, ``R_0 [w_1] v_1``,
-        ``R_0 [w_1]^2 v_1`` (3 each), the twists ``g_1, g_2, g_3`` (6 each) and
-        ``[w_k] v_k``, ``[w_k]^2 v_k`` for k = 2, 3 (3 each);
-        ``P`` is the placement, ``H`` the span's first control frame, ``g_k = [w_k; v_k]``."""
-        joint = self.joints[0]
-        P = self.placements[0]
-        spans = []
-        poly9 = joint._D.reshape(len(joint._starts), 9, 4)[:, [0, 1, 2, 5, 8, 4, 7, 3, 6]]
-        for s, start in enumerate(joint._starts_list):
-            PH = P @ joint._H[s]
-            R0, p0 = PH[:3, :3], PH[:3, 3]
-            g = joint._g[s]
-            W = so3.hat(g[:, :3])                                      # (3, 3, 3)
-            wv = np.einsum("kij,kj->ki", W, g[:, 3:])
-            wwv = np.einsum("kij,kj->ki", W, wv)
-            vals = [start]
-            for arr in (poly9[s], joint._theta[s], R0, R0 @ W[0],
-                        R0 @ W[0] @ W[0], p0, R0 @ g[0, 3:], R0 @ wv[0], R0 @ wwv[0], g[0],
-                        g[1], g[2], wv[1], wwv[1], wv[2], wwv[2]):
-                vals.append(tuple(np.ravel(arr).tolist()))
-            spans.append(tuple(vals))
-        return spans
 
     def _compile_springs(self):
         js = self.joint_springs

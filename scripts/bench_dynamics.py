@@ -24,7 +24,6 @@ figures to compare):
 import os
 import sys
 import time
-import timeit
 
 # one BLAS thread: on a loaded 2-core machine OpenBLAS threads stall small products (set
 # before numpy is imported; when bench.py imports this module the caller's setting applies)
