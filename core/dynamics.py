@@ -65,21 +65,15 @@ The price of "dense" is memory and work quadratic in n and an O(n^3) term, which
 recursion remains the choice past a few hundred dofs.
 
 Measured by ``scripts/bench_dynamics.py`` (2-core EPYC shared with other jobs, load
-0.8-1.6; CPU medians, wall within 4 %, us per call), two runs of this version and one of
-the previous one in the same session. The one-body knee: 27.5 / 29.5 (previous version
-40.7; pin.aba 1.06 / 1.19, so 26x / 25x pin.aba, previously 41x), the one-body spline chain
-26.9 / 26.6 (previous 58.0): the 30 us knee target is met, narrowly. Unchanged code, load
-noise only: revolute chains N = 1 / 8 / 32 / 128 take 28 / 213 / 332 / 1004 and 31 / 193 /
-320 / 1099 (pin.aba 1.2 / 4.1 / 11.7 / 41; mj_step 3.8 / 6.1 / 19.9 / 276 in the first), so
-N = 32 is 16.7x / 15.1x mj_step (wall 16.7x / 14.9x; previous version's run 13.6x; target
-20x); cubic spline chains N = 8 / 32 / 128: 417 / 528 / 1838 and 384 / 802 / 2565
-(previous run 332 / 486 / 1448). The N = 8 spline target (200 us) is not met: the tree
-pipeline makes about 90 numpy calls, the batched cubic spline evaluation alone about
-150 us of it (24 scalar exp evaluations and ~25 array calls). Writing each of the 8 joints
-in Python floats as on the knee path (15 us per joint here) measured slower (180-220
-us against 140-165 us for the batched evaluation), so the dense path keeps the batched form.
-On this shared machine a small numpy call costs 0.5-4 us depending on the moment, so
-compare the ratios to pin.aba and mj_step of the same run rather than absolute figures.
+1.0-1.5; CPU medians in us per call, two runs "run 1 / run 2"): cubic spline chain N = 8
+105 / 112 (target 200; the version before this layout 433, the exact batched recursion
+without the span tables about 160-220 depending on the load), 193 / 167 when every call
+lands in new knot spans; N = 32 220 / 258; the one-body knee 10.8 / 11.5 (target 30; the
+float recursion it replaces 22-32); revolute chains N = 8 / 32 172 / 226 and 150 / 237,
+13.5x / 14.6x mj_step at N = 32 (target 20x). Side by side in one process, the N = 8
+spline chain took 147 us against 435 us for the version before this work. On this shared
+machine a small numpy call costs 1-5 us depending on the moment, so compare the ratios to
+pin.aba and mj_step of the same run rather than absolute figures.
 """
 
 import bisect
