@@ -104,7 +104,6 @@ class Data:
         self.Z = np.zeros((nb, 6, 7))
         self.Ic = self.Z[:, :, :6]
         self.f_joint = self.Z[:, :, 6]
-        self.Z_dofs = self.Z if model.one_dof_each else None
         self.JAdinv = np.zeros((nb, 6, 6))
         # per coordinate S^T [Ic | f_joint]: [F^T (mass-matrix rows), nonlinear effect]
         self.FN = np.zeros((nv, 1, 7))
@@ -113,7 +112,6 @@ class Data:
         self.tau = np.zeros(nv)
         self.ddq = np.zeros(nv)
         self.nle = np.zeros(nv)
-        self.rhs = np.zeros(nv)
         self.M = np.zeros((nv, nv))
         # articulated-body recursion work arrays (Appendix A)
         self.IA = np.zeros((nb, 6, 6))

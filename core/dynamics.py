@@ -35,8 +35,8 @@ cubic spline joints:
   points per span is at round-off, 2e-15 - 8e-15 relative on the models tested, twists
   turning by up to 3.1 rad included); a call takes the powers of ``q - midpoint`` and one
   product with the rows of the current spans, which stay gathered in
-  :class:`core.data.Data` until a coordinate leaves its span. The scalar ``evaluate()``
-  and the one-body path below still run the recursion itself;
+  :class:`core.data.Data` until a coordinate leaves its span. The joint's own
+  ``evaluate()`` still runs the recursion itself;
 * ``[Ad_T, Ad_{T^-1}^T]`` of all bodies from one product of ``[p; 1] (x) R`` with a
   constant table, ``[Ad S; Ad dS/dq]`` in one more;
 * the bias accelerations ``c = ad_V U + q_dot^2 Ad dS/dq`` and ``ad*_V I V`` from one outer
@@ -83,7 +83,8 @@ import numpy as np
 from scipy.linalg import lapack as _lapack
 
 from .errors import InvalidInputError, NonFiniteError
-from .kinematics import _check_vec, _poses, _velocities, ad_matrices
+from .kinematics import _check_vec, _poses, _velocities
+from .lie import se3
 
 __all__ = ["rnea", "aba", "crba", "nonlinear_effects", "crba_and_nle", "kinetic_energy",
            "potential_energy",
@@ -389,7 +390,7 @@ def _aba_single(model, data, q, v, tau, fext):
     vb = S @ v
     a0 = np.einsum("jak,j,k->a", H, v, v) if H is not None and H.size else np.zeros(6)
     a0[3:] -= gb
-    w = J @ a0 - ad_matrices(vb[None])[0].T @ (J @ vb)
+    w = J @ a0 - se3.ad(vb).T @ (J @ vb)
     if fext is not None:
         w -= fext[0]
     data.ddq[:] = np.linalg.solve(S.T @ J @ S, tau - S.T @ w)

@@ -20,31 +20,21 @@ import math
 import numpy as np
 
 from .errors import InvalidInputError
-from .lie import so3
+from .lie import se3
 
 __all__ = ["forward_kinematics", "body_jacobian", "body_velocity", "body_pose",
            "compute_joint_jacobians", "ad_apply", "ad_star_apply"]
 
 
-def ad_matrices(V):
-    """``ad_V: (n, 6, 6)`` for twists ``V: (n, 6)`` (seed 000 eq. 4)."""
-    n = V.shape[0]
-    out = np.zeros((n, 6, 6))
-    W, P = so3.hat(V[:, :3]), so3.hat(V[:, 3:])
-    out[:, :3, :3] = out[:, 3:, 3:] = W
-    out[:, 3:, :3] = P
-    return out
-
-
 def ad_apply(V, U):
     """``ad_V U`` row-wise (seed 000 eq. 4): ``V, U: (n, 6) -> (n, 6)``."""
-    return (ad_matrices(V) @ U[:, :, None])[:, :, 0]
+    return (se3.ad(V) @ U[:, :, None])[:, :, 0]
 
 
 def ad_star_apply(V, F):
     """``ad*_V F = ad_V^T F`` row-wise on wrenches ``[moment; force]`` (eq. 5):
     ``(n, 6), (n, 6) -> (n, 6)``."""
-    return (np.swapaxes(ad_matrices(V), 1, 2) @ F[:, :, None])[:, :, 0]
+    return (np.swapaxes(se3.ad(V), 1, 2) @ F[:, :, None])[:, :, 0]
 
 
 def _adjoint_table():
@@ -71,7 +61,7 @@ def _bilinear_table():
     E = np.zeros((7, 18, 12))
     eye = np.eye(6)
     for i in range(6):
-        ad = ad_matrices(eye[i:i + 1])[0]
+        ad = se3.ad(eye[i])
         E[i, :6, :6] = ad.T            # row j: ad_{e_i} e_j
         E[i, 12:, 6:] = ad             # row j: ad_{e_i}^T e_j
     E[6, 6:12, :6] = eye

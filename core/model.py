@@ -107,7 +107,7 @@ def _fit_cubic_spans(joints, placements):
     deg, err)``.
 
     Row s holds the span midpoint ``m`` and the ``(deg + 1, 28)`` coefficients, in the powers
-    of ``u - m``, of ``[P G(q) (16, row-major), S (6), dS/dq (6)]``, where ``G, S, dS/dq``
+    of ``q - m``, of ``[P G(q) (16, row-major), S (6), dS/dq (6)]``, where ``G, S, dS/dq``
     are the exact values of the joint's recursion (:func:`~core.joints.spline_curve
     .cubic_span_values`, the vectorised ``_cubic_evaluate``) and ``P`` the placement. They
     are entire functions of q on a span (products of exponentials of cubics), so a
@@ -142,7 +142,9 @@ def _fit_cubic_spans(joints, placements):
             coef = np.where(half[:, None, None] > 0.0,
                             coef / half[:, None, None] ** np.arange(deg + 1)[:, None], 0.0)
         coef[half <= 0.0, 0] = Y[half <= 0.0, 0]               # zero-length span: a constant
-        pw = (half[:, None] * _FIT_CHECK) [:, :, None] ** np.arange(deg + 1)
+        pw = np.ones((len(half), _FIT_CHECK.size, deg + 1))      # powers as the runtime
+        pw[..., 1:] = (half[:, None] * _FIT_CHECK)[:, :, None]   # forms them: products
+        np.multiply.accumulate(pw[..., 1:], axis=2, out=pw[..., 1:])
         err = float((np.abs(pw @ coef - Y[:, nfit:]).max(axis=(1, 2)) / scale).max())
         if best is None or err < best[2]:
             best = (deg, coef, err)
