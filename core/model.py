@@ -138,10 +138,7 @@ def _fit_cubic_spans(joints, placements):
             Y[:, :nfit].transpose(1, 0, 2).reshape(nfit, -1) * (2.0 / nfit)
         c[0] *= 0.5
         coef = (_cheb_to_monomial(deg) @ c).reshape(deg + 1, len(half), 28).transpose(1, 0, 2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            coef = np.where(half[:, None, None] > 0.0,
-                            coef / half[:, None, None] ** np.arange(deg + 1)[:, None], 0.0)
-        coef[half <= 0.0, 0] = Y[half <= 0.0, 0]               # zero-length span: a constant
+        coef /= half[:, None, None] ** np.arange(deg + 1)[:, None]   # spans are non-empty
         pw = np.ones((len(half), _FIT_CHECK.size, deg + 1))      # powers as the runtime
         pw[..., 1:] = (half[:, None] * _FIT_CHECK)[:, :, None]   # forms them: products
         np.multiply.accumulate(pw[..., 1:], axis=2, out=pw[..., 1:])
