@@ -70,10 +70,9 @@ Measured by ``scripts/bench_dynamics.py`` (2-core EPYC shared with other jobs, l
 without the span tables about 160-220 depending on the load), 193 / 167 when every call
 lands in new knot spans; N = 32 220 / 258; the one-body knee 10.8 / 11.5 (target 30; the
 float recursion it replaces 22-32); revolute chains N = 8 / 32 172 / 226 and 150 / 237,
-13.5x / 14.6x mj_step at N = 32 (target 20x). Side by side in one process, the N = 8
-spline chain took 147 us against 435 us for the version before this work. On this shared
-machine a small numpy call costs 1-5 us depending on the moment, so compare the ratios to
-pin.aba and mj_step of the same run rather than absolute figures.
+13.5x / 14.6x mj_step at N = 32 (target 20x). On this shared machine a small numpy call
+costs 1-5 us depending on the moment, so compare the ratios to pin.aba and mj_step of the
+same run rather than absolute figures.
 """
 
 import bisect
