@@ -65,14 +65,14 @@ The price of "dense" is memory and work quadratic in n and an O(n^3) term, which
 recursion remains the choice past a few hundred dofs.
 
 Measured by ``scripts/bench_dynamics.py`` (2-core EPYC shared with other jobs, load
-1.0-1.5; CPU medians in us per call, two runs "run 1 / run 2"): cubic spline chain N = 8
-105 / 112 (target 200; the version before this layout 433, the exact batched recursion
-without the span tables about 160-220 depending on the load), 193 / 167 when every call
-lands in new knot spans; N = 32 220 / 258; the one-body knee 10.8 / 11.5 (target 30; the
-float recursion it replaces 22-32); revolute chains N = 8 / 32 172 / 226 and 150 / 237,
-13.5x / 14.6x mj_step at N = 32 (target 20x). On this shared machine a small numpy call
-costs 1-5 us depending on the moment, so compare the ratios to pin.aba and mj_step of the
-same run rather than absolute figures.
+1.0-1.3, one BLAS thread; CPU medians in us per call, two runs "run 1 / run 2"): cubic spline
+chain N = 8 156 / 118 (target 200; the version before this layout 433, the exact batched
+recursion without the span tables about 160-220 depending on the load), 140 / 207 when every
+call lands in new knot spans (load noise exceeds the span lookup's cost); N = 32 260 / 302;
+the one-body knee 10.8 / 11.6 (target 30; the float recursion it replaces 22-32); revolute
+chains N = 8 / 32 158 / 209 and 120 / 272, 11.5x / 13.2x mj_step at N = 32 (target 20x).
+On this shared machine a small numpy call costs 1-5 us depending on the moment, so compare
+the ratios to pin.aba and mj_step of the same run rather than absolute figures.
 """
 
 import bisect

@@ -4,9 +4,10 @@
     python scripts/bench.py --only joints        # one section (repeat --only for more)
     python scripts/bench.py --quick              # fewer repeats and smaller batches
 
-Prints the machine description and one markdown table per measurement, each figure the
-median over timing runs (:func:`median_us`: ``timeit`` runs of >= 0.1 s, 5 of them) in
-microseconds per call unless the column says otherwise.
+Prints the machine description and one markdown table per measurement (every section runs
+in a process of its own, with :data:`SECTION_ENV`), each figure the median over timing runs
+(:func:`median_us`: ``timeit`` runs of >= 0.1 s, 5 of them) in microseconds per call unless
+the column says otherwise.
 
 Adding a section: write ``bench_<name>(quick: bool) -> list[Table] | list[dict]`` in a
 sibling script ``scripts/bench_<name>.py`` (build tables with :func:`table`, time with
@@ -18,6 +19,7 @@ import argparse
 import importlib
 import os
 import platform
+import subprocess
 import sys
 import time
 import timeit
@@ -43,6 +45,10 @@ SECTIONS = {
     "mechanisms": "bench_mechanisms:bench_mechanisms",
     "maximal": "bench:bench_maximal_tables",
 }
+
+#: environment of a section's process where it differs from the caller's: the dynamics
+#: section times small products, which OpenBLAS threads stall (see bench_dynamics)
+SECTION_ENV = {"dynamics": {"OPENBLAS_NUM_THREADS": "1"}}
 
 
 # -- helpers the sections share ------------------------------------------------------------
@@ -231,11 +237,20 @@ def main(argv=None):
                         help="run only this section (may be repeated)")
     parser.add_argument("--quick", action="store_true",
                         help="3 repeats of >= 20 ms and small batches (a smoke run)")
+    parser.add_argument("--section", choices=sorted(SECTIONS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.section:                          # a child of the loop below: the tables only
+        print(run_section(args.section, args.quick), flush=True)
+        return
     print("# Spline Joints benchmarks\n")
-    print(machine_description() + ("; --quick" if args.quick else "") + "\n")
+    print(machine_description() + ("; --quick" if args.quick else "") + "\n", flush=True)
+    # every section in a fresh process (with SECTION_ENV): OpenBLAS threads busy-wait after
+    # a threaded product, and left spinning by one section they doubled the CPU time of the
+    # next one's small calls and slowed the dynamics section's N = 128 chain tenfold
     for name in args.only or list(SECTIONS):
-        print(run_section(name, args.quick), flush=True)
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--section", name]
+                       + (["--quick"] if args.quick else []),
+                       env={**os.environ, **SECTION_ENV.get(name, {})}, check=True)
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ import os
 import sys
 import time
 
-# one BLAS thread: on a loaded 2-core machine OpenBLAS threads stall small products (set
-# before numpy is imported; when bench.py imports this module the caller's setting applies)
+# one BLAS thread: on a loaded 2-core machine OpenBLAS threads stall small products and,
+# busy-waiting after a threaded one, inflate the CPU time of the next (set before numpy is
+# imported; scripts/bench.py runs this section in a process with the same setting)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
