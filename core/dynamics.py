@@ -82,7 +82,7 @@ import numpy as np
 from scipy.linalg import lapack as _lapack
 
 from .errors import InvalidInputError, NonFiniteError
-from .kinematics import _check_vec, _poses, _velocities
+from .kinematics import _poses, _velocities
 from .lie import se3
 
 __all__ = ["rnea", "aba", "crba", "nonlinear_effects", "crba_and_nle", "kinetic_energy",
@@ -153,11 +153,6 @@ def _world_inertias(model, data):
     return data.I_world
 
 
-def _gravity_twist(model):
-    """``[0; -g]``: the base accelerates upwards (Featherstone's trick)."""
-    return model.gravity_twist
-
-
 def _bias_wrenches(model, data, v, fext):
     """``-ad*_V I V - f_ext`` per body (world frame): ``(nb, 6)``."""
     out = -data.adstar_IV
@@ -170,7 +165,7 @@ def _prepare(model, data, q, v, fext, checked=False):
     if not checked:
         model.check_data(data)
     q = model.check_state(q)
-    v = _check_vec(model, v, "v")
+    v = model.check_state(v, "v")
     fext = _check_fext(model, fext)
     data.v[:] = v
     _poses(model, data, q)
@@ -203,13 +198,13 @@ def rnea(model, data, q, v, a, fext=None):
     ``tau: (nv,)`` that produces ``a`` at ``(q, v)`` given gravity, ``fext: (nb, 6)`` and the
     model's springs. Writes ``data.tau``, ``data.f`` (body wrenches), ``data.f_joint``."""
     q, v, fext = _prepare(model, data, q, v, fext)
-    a = _check_vec(model, a, "a")
+    a = model.check_state(a, "a")
     # eq. 14 in the world frame: A_i = A_parent + Ad_T(S q_ddot + q_dot^T dS q_dot) + ad_V u
     Sa = data.S_world * a[:, None]
     if not model.one_dof_each:
         Sa = model.dof_incidence @ Sa
     np.matmul(model.ancestry, Sa + data.bias, out=data.A)
-    data.A += _gravity_twist(model)
+    data.A += model.gravity_twist
     _body_forces(model, data, data.A, v, fext)
     data.tau[:] = data.FN[:, 0, 6]
     if model.has_joint_springs:
@@ -252,7 +247,7 @@ def _mass_lower(model, data):
 
 def _crba_prepared(model, data):
     M = _mass_lower(model, data)
-    if model.mass_lower_dense:
+    if model.mass_lower_dense:                # else _mass_lower masked it already
         M *= model.mass_mask
     M += M.T * model.mass_mask_upper_only
     return M
@@ -339,7 +334,7 @@ def _aba_recursive(model, data, q, v, tau, fext):
             else:
                 np.add.at(IA, pp, Pa[has_parent])
                 np.add.at(pA, pp, pa[has_parent])
-    g = _gravity_twist(model)
+    g = model.gravity_twist
     for k in range(len(model.aba_levels) - 1, -1, -1):
         idx, par, dofs, n, has_parent, unique = model.aba_levels[k]
         Ap = np.where(has_parent[:, None], data.A[np.maximum(par, 0)], g) + c[idx]
@@ -397,13 +392,14 @@ def _aba_single(model, data, q, v, tau, fext):
 
 
 def _float1(model, x, name):
-    """The one coordinate of ``x: (1,)`` as a float, validated like :func:`_check_vec`
-    (which raises the error for anything that is not a finite float array of shape (1,))."""
+    """The one coordinate of ``x: (1,)`` as a float, validated like
+    :meth:`core.model.Model.check_state` (which raises the error for anything that is not a
+    finite float array of shape (1,))."""
     if type(x) is np.ndarray and x.shape == (1,):
         f = float(x[0])
         if math.isfinite(f):
             return f
-    return float(_check_vec(model, x, name)[0])
+    return float(model.check_state(x, name)[0])
 
 
 def _aba_single_spline(model, data, x, qd, t, fext):
@@ -413,10 +409,10 @@ def _aba_single_spline(model, data, x, qd, t, fext):
     and ``[S; dS/dq]`` into ``data.SH[0]``, then in Python floats ``q_ddot = (tau +
     (J s)_v . R^T g - q_dot^2 (J s).h + s.f_ext) / (s.J s)``. ``x, qd, t``: floats (q,
     q_dot, tau); returns None outside the knot range (the caller takes the general path)."""
-    lo, hi = model.spline_range
+    lo, hi = model.spline_ranges[0]
     if not lo <= x <= hi:
         return None
-    k = bisect.bisect_right(model.spline_starts_list, x) - 1
+    k = bisect.bisect_right(model.spline_starts_lists[0], x) - 1
     pw = data.spline_pow1
     pw.fill(x - model.spline_mids_list[k])
     np.multiply.accumulate(pw, out=pw)
@@ -473,11 +469,11 @@ def aba(model, data, q, v, tau, fext=None, method="auto"):
             return out
     if method == "auto" and model.nbodies == 1 and not model.point_springs:
         q = model.check_state(q)
-        v = _check_vec(model, v, "v")
-        return _aba_single(model, data, q, v, _check_vec(model, tau, "tau"),
+        v = model.check_state(v, "v")
+        return _aba_single(model, data, q, v, model.check_state(tau, "tau"),
                            _check_fext(model, fext))
     q, v, fext = _prepare(model, data, q, v, fext, checked=True)
-    tau = _check_vec(model, tau, "tau")
+    tau = model.check_state(tau, "tau")
     if method == "auto":
         method = "dense" if model.nv <= DENSE_MAX_DOFS else "recursive"
     if method == "dense":

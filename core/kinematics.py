@@ -72,10 +72,6 @@ _AD_TABLE = _adjoint_table()
 _BILINEAR = _bilinear_table()
 
 
-def _check_vec(model, x, name):
-    return model.check_state(x, name)
-
-
 def _spline_spans(model, data, xl):
     """Look up the knot span of every cubic spline joint at the coordinates ``xl`` (floats)
     as the scalar evaluate() does (``bisect_right`` on the span starts), gather their rows of
@@ -212,11 +208,11 @@ def forward_kinematics(model, data, q, v=None, a=None):
     q = model.check_state(q)
     _poses(model, data, q)
     if v is not None:
-        v = _check_vec(model, v, "v")
+        v = model.check_state(v, "v")
         data.v[:] = v
         _velocities(model, data, v, momentum=False)
         if a is not None:
-            a = _check_vec(model, a, "a")
+            a = model.check_state(a, "a")
             np.matmul(model.ancestry, model.dof_incidence @ (data.S_world * a[:, None])
                       + data.bias, out=data.A)
     elif a is not None:

@@ -457,9 +457,6 @@ class Model:
         #: error of the tables relative to max(1, |values|) (see _fit_cubic_spans)
         self.spline_rows, self.spline_degree, self.spline_fit_error = _fit_cubic_spans(
             js, self.placements[self.spline_bodies])
-        # for the one-body path of core.dynamics: span starts and the first joint's range
-        self.spline_starts_list = js[0]._starts_list
-        self.spline_range = self.spline_ranges[0]
 
     def _compile_springs(self):
         js = self.joint_springs

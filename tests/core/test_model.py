@@ -196,12 +196,14 @@ def test_spline_span_cache_follows_the_coordinates():
 
 def test_validation_messages():
     m = Model()
-    with pytest.raises(InvalidInputError, match="mass"):
-        m.add_body("a", -1, Revolute(), None, 0.0)
+    for mass in (0.0, -1.0):
+        with pytest.raises(InvalidInputError, match="mass"):
+            m.add_body("a", -1, Revolute(), None, mass)
     with pytest.raises(InvalidInputError, match="triangle"):
         m.add_body("a", -1, Revolute(), None, 1.0, inertia=np.diag([1.0, 1.0, 3.0]))
-    with pytest.raises(InvalidInputError, match="positive definite"):
-        m.add_body("a", -1, Revolute(), None, 1.0, inertia=np.diag([1.0, 1.0, -0.5]))
+    for moment in (-0.5, 0.0):
+        with pytest.raises(InvalidInputError, match="positive definite"):
+            m.add_body("a", -1, Revolute(), None, 1.0, inertia=np.diag([1.0, 1.0, moment]))
     with pytest.raises(InvalidInputError, match="symmetric"):
         m.add_body("a", -1, Revolute(), None, 1.0, inertia=[[1, 0.1, 0], [0, 1, 0], [0, 0, 1]])
     with pytest.raises(InvalidInputError, match="add the parent body first"):
