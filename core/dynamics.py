@@ -93,18 +93,6 @@ __all__ = ["rnea", "aba", "crba", "nonlinear_effects", "crba_and_nle", "kinetic_
 DENSE_MAX_DOFS = 256
 
 
-def _check_fext(model, fext):
-    if fext is None:
-        return None
-    fext = np.asarray(fext, dtype=float)
-    if fext.shape != (model.nbodies, 6):
-        raise InvalidInputError(f"fext must have shape ({model.nbodies}, 6) (one wrench "
-                                f"[moment; force] per body in its own frame), got {fext.shape}")
-    if not np.all(np.isfinite(fext)):
-        raise NonFiniteError("fext contains NaN or inf; pass finite wrenches")
-    return fext
-
-
 def _external_wrenches(model, data, v, fext):
     """World-frame wrenches on each body from ``fext`` and the point springs: ``(nb, 6)``.
 
@@ -166,7 +154,7 @@ def _prepare(model, data, q, v, fext, checked=False):
         model.check_data(data)
     q = model.check_state(q)
     v = model.check_state(v, "v")
-    fext = _check_fext(model, fext)
+    fext = model.check_fext(fext)
     data.v[:] = v
     _poses(model, data, q)
     _world_inertias(model, data)
@@ -448,9 +436,13 @@ def _aba_single_spline_springs(model, data, x, qd, t, fext):
     return _aba_single_spline(model, data, x, qd, t, fext)
 
 
-def aba(model, data, q, v, tau, fext=None, method="auto"):
+def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto"):
     """Forward dynamics ``q_ddot: (nv,)`` at ``(q, v)`` under actuation ``tau: (nv,)``,
     gravity, ``fext: (nb, 6)`` and the model's springs (seed 000 Appendix A, eqs. 43-44).
+
+    ``check=False`` skips argument validation, for callers (integrators) whose state is
+    checked for non-finite values after every step: ``q, v, tau`` must then be float arrays
+    of shape ``(nv,)`` and ``fext`` None or a checked ``(nb, 6)`` array.
 
     ``method``: "recursive" runs the O(n) articulated-body recursion of Appendix A; "dense"
     solves ``M q_ddot = tau - h`` with the CRBA mass matrix (Cholesky); "auto" picks dense up
@@ -459,10 +451,18 @@ def aba(model, data, q, v, tau, fext=None, method="auto"):
     Writes ``data.ddq`` (and, on the single-body paths, only ``data.oMi`` and ``data.SH``
     besides).
     """
+    if not check:
+        if method == "auto" and model.single_spline:
+            out = _aba_single_spline_springs(model, data, float(q[0]), float(v[0]),
+                                             float(tau[0]), fext)
+            if out is not None:
+                return out
+        if method == "auto" and model.nbodies == 1 and not model.point_springs:
+            return _aba_single(model, data, q, v, tau, fext)
     model.check_data(data)
     if method == "auto" and model.single_spline:
         x = _float1(model, q, "q")
-        fext = _check_fext(model, fext)
+        fext = model.check_fext(fext)
         out = _aba_single_spline_springs(model, data, x, _float1(model, v, "v"),
                                          _float1(model, tau, "tau"), fext)
         if out is not None:
@@ -471,7 +471,7 @@ def aba(model, data, q, v, tau, fext=None, method="auto"):
         q = model.check_state(q)
         v = model.check_state(v, "v")
         return _aba_single(model, data, q, v, model.check_state(tau, "tau"),
-                           _check_fext(model, fext))
+                           model.check_fext(fext))
     q, v, fext = _prepare(model, data, q, v, fext, checked=True)
     tau = model.check_state(tau, "tau")
     if method == "auto":
@@ -481,19 +481,6 @@ def aba(model, data, q, v, tau, fext=None, method="auto"):
     if method == "recursive":
         return _aba_recursive(model, data, q, v, tau, fext)
     raise InvalidInputError(f"method must be 'auto', 'dense' or 'recursive', got {method!r}")
-
-
-def _aba_trusted(model, data, q, v, tau, fext, method="auto"):
-    """:func:`aba` without argument validation, for integrators whose state is checked for
-    non-finite values after every step (q, v, tau float arrays of the right shapes)."""
-    if method == "auto" and model.single_spline:
-        out = _aba_single_spline_springs(model, data, float(q[0]), float(v[0]),
-                                         float(tau[0]), fext)
-        if out is not None:
-            return out
-    if method == "auto" and model.nbodies == 1 and not model.point_springs:
-        return _aba_single(model, data, q, v, tau, fext)
-    return aba(model, data, q, v, tau, fext, method)
 
 
 def kinetic_energy(model, data, q, v):

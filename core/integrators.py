@@ -99,15 +99,15 @@ class Integrator:
         """``q_ddot (nv,)`` at time t (a fresh array)."""
         fext = self._fext(t, q, v)
         if fext is not None:
-            fext = dynamics._check_fext(self.model, fext)
+            fext = self.model.check_fext(fext)
         tau = self._tau(t, q, v)
         if tau is not self._zero:
             tau = np.asarray(tau, dtype=float)
             if tau.shape != (self.model.nv,):
                 raise InvalidInputError(f"tau must have shape ({self.model.nv},), got "
                                         f"{tau.shape}")
-        return dynamics._aba_trusted(self.model, self.data, q, v, tau, fext,
-                                     self.aba_method).copy()
+        return dynamics.aba(self.model, self.data, q, v, tau, fext, check=False,
+                            method=self.aba_method).copy()
 
     # -- stepping ------------------------------------------------------------------
     def _substep(self, t, q, v):

@@ -493,6 +493,20 @@ class Model:
             raise NonFiniteError(f"{name} contains NaN or inf; pass finite numbers")
         return q
 
+    def check_fext(self, fext):
+        """Validate external wrenches ``fext: (nb, 6)`` (``[moment; force]`` per body in its
+        own frame) as a finite float array; None passes through."""
+        if fext is None:
+            return None
+        fext = np.asarray(fext, dtype=float)
+        if fext.shape != (self.nbodies, 6):
+            raise InvalidInputError(f"fext must have shape ({self.nbodies}, 6) (one wrench "
+                                    f"[moment; force] per body in its own frame), got "
+                                    f"{fext.shape}")
+        if not np.all(np.isfinite(fext)):
+            raise NonFiniteError("fext contains NaN or inf; pass finite wrenches")
+        return fext
+
     def create_data(self):
         """A :class:`core.data.Data` of preallocated work arrays for this model."""
         from .data import Data
