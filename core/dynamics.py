@@ -75,14 +75,13 @@ On this shared machine a small numpy call costs 1-5 us depending on the moment, 
 the ratios to pin.aba and mj_step of the same run rather than absolute figures.
 """
 
-import bisect
 import math
 
 import numpy as np
 from scipy.linalg import lapack as _lapack
 
 from .errors import InvalidInputError, NonFiniteError
-from .kinematics import _poses, _velocities
+from .kinematics import update_kinematics, update_velocities
 from .lie import se3
 
 __all__ = ["rnea", "aba", "crba", "nonlinear_effects", "crba_and_nle", "kinetic_energy",
@@ -149,17 +148,18 @@ def _bias_wrenches(model, data, v, fext):
     return out
 
 
-def _prepare(model, data, q, v, fext, checked=False):
-    if not checked:
-        model.check_data(data)
-    q = model.check_state(q)
-    v = model.check_state(v, "v")
-    fext = model.check_fext(fext)
+def _checked(model, data, q, v, fext):
+    """``(q, v, fext)`` validated (and ``data`` checked against the model)."""
+    model.check_data(data)
+    return model.check_state(q), model.check_state(v, "v"), model.check_fext(fext)
+
+
+def _prepare(model, data, q, v, fext):
+    """Kinematics, world inertias and velocity terms at ``(q, v)`` (checked arguments)."""
     data.v[:] = v
-    _poses(model, data, q)
+    update_kinematics(model, data, q)
     _world_inertias(model, data)
-    _velocities(model, data, v)
-    return q, v, fext
+    update_velocities(model, data, v)
 
 
 def _body_forces(model, data, A, v, fext):
@@ -185,7 +185,8 @@ def rnea(model, data, q, v, a, fext=None):
     """Recursive Newton-Euler inverse dynamics (seed 000 eqs. 14-16): the actuation
     ``tau: (nv,)`` that produces ``a`` at ``(q, v)`` given gravity, ``fext: (nb, 6)`` and the
     model's springs. Writes ``data.tau``, ``data.f`` (body wrenches), ``data.f_joint``."""
-    q, v, fext = _prepare(model, data, q, v, fext)
+    q, v, fext = _checked(model, data, q, v, fext)
+    _prepare(model, data, q, v, fext)
     a = model.check_state(a, "a")
     # eq. 14 in the world frame: A_i = A_parent + Ad_T(S q_ddot + q_dot^T dS q_dot) + ad_V u
     Sa = data.S_world * a[:, None]
@@ -219,7 +220,8 @@ def _nle_prepared(model, data, q, v, fext):
 def nonlinear_effects(model, data, q, v, fext=None):
     """``h(q, v) = rnea(q, v, 0)``: gravity, Coriolis/centrifugal and joint Hessian terms,
     minus springs and fext: ``(nv,)`` (written to ``data.nle``)."""
-    q, v, fext = _prepare(model, data, q, v, fext)
+    q, v, fext = _checked(model, data, q, v, fext)
+    _prepare(model, data, q, v, fext)
     return _nle_prepared(model, data, q, v, fext)
 
 
@@ -246,7 +248,7 @@ def crba(model, data, q):
     bodies: ``M_jl = S_j^T Ic S_l`` with ``Ic`` the subtree inertia of the deeper body."""
     model.check_data(data)
     q = model.check_state(q)
-    _poses(model, data, q)
+    update_kinematics(model, data, q)
     _world_inertias(model, data)
     _subtree_sums(model, data)
     return _crba_prepared(model, data)
@@ -256,7 +258,8 @@ def crba_and_nle(model, data, q, v, fext=None):
     """``(M (nv, nv), h (nv,))``: :func:`crba` and :func:`nonlinear_effects` at one state from
     one kinematics pass (joint evaluation, poses, world inertias computed once instead of
     twice). Writes ``data.M`` and ``data.nle`` and returns them."""
-    q, v, fext = _prepare(model, data, q, v, fext)
+    q, v, fext = _checked(model, data, q, v, fext)
+    _prepare(model, data, q, v, fext)
     h = _nle_prepared(model, data, q, v, fext)
     return _crba_prepared(model, data), h
 
@@ -341,45 +344,7 @@ def _aba_recursive(model, data, q, v, tau, fext):
     return data.ddq
 
 
-def _aba_single(model, data, q, v, tau, fext):
-    """One body on one joint (eqs. 14-16 in the body frame, no tree): ``S^T J S q_ddot =
-    tau - S^T (J (c + a_g) - ad*_v J v - f_ext)`` with ``c = q_dot^T dS q_dot`` (the ad term
-    of eq. 14 vanishes since ``v = S q_dot``) and gravity ``a_g = [0; -R^T g]`` in the body
-    frame. For one coordinate ``S^T ad*_v J v = q_dot^2 (ad_s s)^T J s = 0``, leaving
-    ``q_ddot = (tau - q_dot^2 (J s).h - (J s).a_g + s.f_ext) / (s.J s)`` with ``h = dS/dq``."""
-    T = data.oMi[0]
-    if model.all_screws:                   # G(q) from the screw table, S constant, H = 0
-        x = float(q[0])
-        T[:3, :] = (np.array([1.0, math.sin(x), 1.0 - math.cos(x), x]) @
-                    model.screw_table[0]).reshape(3, 4)
-        S, H = data.S_body.T, None
-    else:
-        G, S, H = model.joints[0].evaluate(q)
-        np.matmul(model.placements[0], G, out=T)
-    J = model.inertias[0]
-    gb = model.gravity @ T[:3, :3]                       # R^T g
-    tau = tau + passive_forces(model, q, v) if model.has_joint_springs else tau
-    if model.nv == 1:
-        s = S[:, 0]
-        Js = J @ s
-        rhs = float(tau[0]) + float(Js[3:] @ gb)
-        if H is not None:
-            rhs -= float(v[0]) ** 2 * float(Js @ H[0, :, 0])
-        if fext is not None:
-            rhs += float(s @ fext[0])
-        data.ddq[0] = rhs / float(Js @ s)
-        return data.ddq
-    vb = S @ v
-    a0 = np.einsum("jak,j,k->a", H, v, v) if H is not None and H.size else np.zeros(6)
-    a0[3:] -= gb
-    w = J @ a0 - se3.ad(vb).T @ (J @ vb)
-    if fext is not None:
-        w -= fext[0]
-    data.ddq[:] = np.linalg.solve(S.T @ J @ S, tau - S.T @ w)
-    return data.ddq
-
-
-def _float1(model, x, name):
+def _scalar(model, x, name):
     """The one coordinate of ``x: (1,)`` as a float, validated like
     :meth:`core.model.Model.check_state` (which raises the error for anything that is not a
     finite float array of shape (1,))."""
@@ -390,25 +355,17 @@ def _float1(model, x, name):
     return float(model.check_state(x, name)[0])
 
 
-def _aba_single_spline(model, data, x, qd, t, fext):
-    """:func:`_aba_single` for one body on one cubic spline curve joint: one product of the
-    powers of ``x - midpoint`` with the table of the knot span (the same tables as the
-    batched path, :func:`core.model._fit_cubic_spans`) writes ``P G`` into ``data.oMi[0]``
-    and ``[S; dS/dq]`` into ``data.SH[0]``, then in Python floats ``q_ddot = (tau +
-    (J s)_v . R^T g - q_dot^2 (J s).h + s.f_ext) / (s.J s)``. ``x, qd, t``: floats (q,
-    q_dot, tau); returns None outside the knot range (the caller takes the general path)."""
-    lo, hi = model.spline_ranges[0]
-    if not lo <= x <= hi:
-        return None
-    k = bisect.bisect_right(model.spline_starts_lists[0], x) - 1
-    pw = data.spline_pow1
-    pw.fill(x - model.spline_mids_list[k])
-    np.multiply.accumulate(pw, out=pw)
-    np.matmul(data.spline_pow1_all, model.spline_span_coefs[k], out=data.LSH[0])
+def _aba_one_dof_body(model, data, q, x, qd, t, fext):
+    """One body on a joint of one coordinate: seed 000 eqs. 14-16 in the body frame reduce to
+    ``q_ddot = (tau + (J s)_v . R^T g - q_dot^2 (J s) . h + s . f_ext) / (s . J s)`` with
+    ``s = S``, ``h = dS/dq`` (``S^T ad*_v J v = q_dot^2 (ad_s s)^T J s = 0``), in Python
+    floats from the family's row ``[P G, S, dS/dq]`` of ``data.LSH``. ``x, qd, t``: floats
+    (q, q_dot, tau with the springs added); ``fext`` None or checked."""
+    family = model.families[0]
+    family.calc(q, data, data.family_work[0])
     (r00, r01, r02, _, r10, r11, r12, _, r20, r21, r22, _, _, _, _, _,
      s0, s1, s2, s3, s4, s5, h0, h1, h2, h3, h4, h5) = data.LSH[0].tolist()
-    # J s and the equation of motion
-    (i0, i1, i2, i3, i4, i5, i6, i7, i8), (m0, m1, m2), mass = model.inertia_floats
+    i0, i1, i2, i3, i4, i5, i6, i7, i8, m0, m1, m2, mass = model.one_body_inertia
     j0 = i0 * s0 + i1 * s1 + i2 * s2 + m1 * s5 - m2 * s4        # I_o w + m r x v
     j1 = i3 * s0 + i4 * s1 + i5 * s2 + m2 * s3 - m0 * s5
     j2 = i6 * s0 + i7 * s1 + i8 * s2 + m0 * s4 - m1 * s3
@@ -427,64 +384,92 @@ def _aba_single_spline(model, data, x, qd, t, fext):
     return data.ddq
 
 
-def _aba_single_spline_springs(model, data, x, qd, t, fext):
-    """:func:`_aba_single_spline` with the joint spring and damper added to the torque
-    ``t`` (floats x, qd, t; ``fext`` checked or None)."""
+def _aba_body(model, data, q, v, tau, fext):
+    """One body on one joint (eqs. 14-16 in the body frame, no tree): ``S^T J S q_ddot =
+    tau - S^T (J (c + a_g) - ad*_{S v} J S v - f_ext)`` with ``c = q_dot^T dS q_dot`` (the ad
+    term of eq. 14 vanishes since the body velocity is ``S q_dot``) and gravity ``a_g = [0;
+    -R^T g]`` in the body frame. ``q, v, tau`` checked float arrays, ``fext`` None or
+    checked."""
     if model.has_joint_springs:
-        t -= float(model.spring_k[0]) * (x - float(model.spring_rest[0])) + \
-            float(model.spring_c[0]) * qd
-    return _aba_single_spline(model, data, x, qd, t, fext)
+        tau = tau + passive_forces(model, q, v)
+    if model.nv == 1:
+        return _aba_one_dof_body(model, data, q, float(q[0]), float(v[0]), float(tau[0]),
+                                 fext)
+    family = model.families[0]
+    family.calc(q, data, data.family_work[0])
+    S = data.S_body.T                                    # (6, nv)
+    a0 = np.zeros(6)
+    if family.multi:
+        family.velocity_product(v, data, data.family_work[0])
+        a0 += data.c_body[0]
+    a0[3:] -= model.gravity @ data.oMi[0, :3, :3]       # R^T g
+    J = model.inertias[0]
+    vb = S @ v
+    w = J @ a0 - se3.ad(vb).T @ (J @ vb)
+    if fext is not None:
+        w -= fext[0]
+    data.ddq[:] = np.linalg.solve(S.T @ J @ S, tau - S.T @ w)
+    return data.ddq
 
 
 def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto"):
     """Forward dynamics ``q_ddot: (nv,)`` at ``(q, v)`` under actuation ``tau: (nv,)``,
     gravity, ``fext: (nb, 6)`` and the model's springs (seed 000 Appendix A, eqs. 43-44).
 
-    ``check=False`` skips argument validation, for callers (integrators) whose state is
-    checked for non-finite values after every step: ``q, v, tau`` must then be float arrays
-    of shape ``(nv,)`` and ``fext`` None or a checked ``(nb, 6)`` array.
+    ``method``:
 
-    ``method``: "recursive" runs the O(n) articulated-body recursion of Appendix A; "dense"
-    solves ``M q_ddot = tau - h`` with the CRBA mass matrix (Cholesky); "auto" picks dense up
-    to :data:`DENSE_MAX_DOFS` dofs (faster in numpy, see the module docstring), and for a
-    single body without point springs solves its one Newton-Euler equation directly.
-    Writes ``data.ddq`` (and, on the single-body paths, only ``data.oMi`` and ``data.SH``
-    besides).
+    * ``"recursive"``: the O(n) articulated-body recursion of Appendix A;
+    * ``"dense"``: ``M q_ddot = tau - h`` with the CRBA mass matrix (Cholesky);
+    * ``"body"``: for a model of one body without point springs, its one Newton-Euler
+      equation solved directly (in Python floats for a joint of one coordinate);
+    * ``"auto"`` (default): "body" where it applies, else "dense" up to
+      :data:`DENSE_MAX_DOFS` dofs and "recursive" above (see the module docstring).
+
+    All agree to round-off. ``check=False`` skips argument validation, for callers
+    (integrators) that check their state for non-finite values after every step: ``q, v,
+    tau`` must then be float arrays of shape ``(nv,)`` and ``fext`` None or a checked
+    ``(nb, 6)`` array. Writes ``data.ddq`` (the "body" method writes only ``data.oMi[0]``,
+    the joint's ``S`` and ``data.ddq``).
     """
-    if not check:
-        if method == "auto" and model.single_spline:
-            out = _aba_single_spline_springs(model, data, float(q[0]), float(v[0]),
-                                             float(tau[0]), fext)
-            if out is not None:
-                return out
-        if method == "auto" and model.nbodies == 1 and not model.point_springs:
-            return _aba_single(model, data, q, v, tau, fext)
-    model.check_data(data)
-    if method == "auto" and model.single_spline:
-        x = _float1(model, q, "q")
-        fext = model.check_fext(fext)
-        out = _aba_single_spline_springs(model, data, x, _float1(model, v, "v"),
-                                         _float1(model, tau, "tau"), fext)
-        if out is not None:
-            return out
-    if method == "auto" and model.nbodies == 1 and not model.point_springs:
+    if method == "auto":
+        method = ("body" if model.one_body_inertia is not None and not model.point_springs
+                  else "dense" if model.nv <= DENSE_MAX_DOFS else "recursive")
+        if method == "body" and model.nv == 1:             # floats from the start
+            if check:
+                model.check_data(data)
+                x, qd, t = _scalar(model, q, "q"), _scalar(model, v, "v"), \
+                    _scalar(model, tau, "tau")
+                fext = model.check_fext(fext)
+            else:
+                x, qd, t = float(q[0]), float(v[0]), float(tau[0])
+            if model.has_joint_springs:
+                t -= float(model.spring_k[0]) * (x - float(model.spring_rest[0])) + \
+                    float(model.spring_c[0]) * qd
+            return _aba_one_dof_body(model, data, q, x, qd, t, fext)
+    if method not in ("body", "dense", "recursive"):
+        raise InvalidInputError(f"method must be 'auto', 'body', 'dense' or 'recursive', got "
+                                f"{method!r}")
+    if check:
+        model.check_data(data)
         q = model.check_state(q)
         v = model.check_state(v, "v")
-        return _aba_single(model, data, q, v, model.check_state(tau, "tau"),
-                           model.check_fext(fext))
-    q, v, fext = _prepare(model, data, q, v, fext, checked=True)
-    tau = model.check_state(tau, "tau")
-    if method == "auto":
-        method = "dense" if model.nv <= DENSE_MAX_DOFS else "recursive"
+        tau = model.check_state(tau, "tau")
+        fext = model.check_fext(fext)
+    if method == "body":
+        if model.one_body_inertia is None or model.point_springs:
+            raise InvalidInputError("method='body' solves a model of one body without point "
+                                    f"springs; this one has {model.nbodies} bodies and "
+                                    f"{len(model.point_springs)} point springs: use 'auto'")
+        return _aba_body(model, data, q, v, tau, fext)
+    _prepare(model, data, q, v, fext)
     if method == "dense":
         return _aba_dense(model, data, q, v, tau, fext)
-    if method == "recursive":
-        return _aba_recursive(model, data, q, v, tau, fext)
-    raise InvalidInputError(f"method must be 'auto', 'dense' or 'recursive', got {method!r}")
+    return _aba_recursive(model, data, q, v, tau, fext)
 
 
 def kinetic_energy(model, data, q, v):
     """``sum_i 1/2 v_i^T J_i v_i`` (eq. 8 inertias): a float."""
+    q, v, _ = _checked(model, data, q, v, None)
     _prepare(model, data, q, v, None)
     return 0.5 * float(np.einsum("na,nab,nb->", data.V, data.I_world, data.V))
 
@@ -494,7 +479,7 @@ def potential_energy(model, data, q):
     springs ``1/2 k (q - rest)^2`` and point springs ``1/2 k (l - rest)^2``: a float."""
     model.check_data(data)
     q = model.check_state(q)
-    T = _poses(model, data, q)
+    T = update_kinematics(model, data, q)
     c = np.einsum("nab,nb->na", T[:, :3, :3], model.coms) + T[:, :3, 3]
     e = -float(model.masses @ (c @ model.gravity))
     if model.has_joint_springs:
@@ -514,6 +499,7 @@ def mechanical_energy(model, data, q, v):
 def momentum(model, data, q, v):
     """World-frame momentum: ``(linear (3,), angular (3,))``, the angular part about the world
     origin (the spatial momentum ``sum_i I_world_i V_i``)."""
+    q, v, _ = _checked(model, data, q, v, None)
     _prepare(model, data, q, v, None)
     h = np.einsum("nab,nb->a", data.I_world, data.V)
     return h[3:].copy(), h[:3].copy()

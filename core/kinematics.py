@@ -14,27 +14,13 @@ sum over ancestors (a product with the model's ancestry matrix) instead of a Pyt
 Every function takes ``model, data`` first, writes into ``data`` and returns its main result.
 """
 
-import bisect
-import math
-
 import numpy as np
 
 from .errors import InvalidInputError
 from .lie import se3
 
-__all__ = ["forward_kinematics", "body_jacobian", "body_velocity", "body_pose",
-           "compute_joint_jacobians", "ad_apply", "ad_star_apply"]
-
-
-def ad_apply(V, U):
-    """``ad_V U`` row-wise (seed 000 eq. 4): ``V, U: (n, 6) -> (n, 6)``."""
-    return (se3.ad(V) @ U[:, :, None])[:, :, 0]
-
-
-def ad_star_apply(V, F):
-    """``ad*_V F = ad_V^T F`` row-wise on wrenches ``[moment; force]`` (eq. 5):
-    ``(n, 6), (n, 6) -> (n, 6)``."""
-    return (np.swapaxes(se3.ad(V), 1, 2) @ F[:, :, None])[:, :, 0]
+__all__ = ["forward_kinematics", "update_kinematics", "update_velocities", "body_jacobian",
+           "body_velocity"]
 
 
 def _adjoint_table():
@@ -68,98 +54,30 @@ def _bilinear_table():
     return E.reshape(126, 12)
 
 
-_AD_TABLE = _adjoint_table()
-_BILINEAR = _bilinear_table()
+#: ``(36, 72)``: ``[p; 1] (x) R`` of a pose ``(R, p)`` times this is ``[Ad_T, Ad_{T^-1}^T]``
+AD_TABLE = _adjoint_table()
+#: ``(126, 12)``: ``[V, s] (x) [U, h, m]`` times this is ``[ad_V U + s h, ad*_V m]``
+BILINEAR_TABLE = _bilinear_table()
 
 
-def _spline_spans(model, data, xl):
-    """Look up the knot span of every cubic spline joint at the coordinates ``xl`` (floats)
-    as the scalar evaluate() does (``bisect_right`` on the span starts), gather their rows of
-    constants into ``data.spline_rows`` and record the span bounds, so that the next call
-    with every coordinate still inside its span skips all this."""
-    rows, lo_b, hi_b, fallback = [], [], [], []
-    for k, (x, starts, (lo, hi), first) in enumerate(zip(
-            xl, model.spline_starts_lists, model.spline_ranges, model.spline_first)):
-        if lo <= x <= hi:
-            s = bisect.bisect_right(starts, x) - 1
-            lo_b.append(starts[s])
-            hi_b.append(starts[s + 1] if s + 1 < len(starts) else math.nextafter(hi, math.inf))
-        else:                   # beyond the knots (or NaN): evaluate() extrapolates (or raises)
-            s = len(starts) - 1 if x > hi else 0
-            lo_b.append(math.nan)
-            hi_b.append(math.nan)
-            fallback.append(k)
-        rows.append(first + s)
-    np.take(model.spline_rows, rows, axis=0, out=data.spline_rows)
-    data.span_lo, data.span_hi, data.span_fallback = lo_b, hi_b, fallback
-
-
-def _cubic_splines(model, data, q):
-    """Local transforms ``P G(q)`` and body-frame ``[S; dS/dq]`` of every cubic spline curve
-    joint at once, in ``data.oMi`` and ``data.SH``, from the tables of their current knot
-    spans (:func:`core.model._fit_cubic_spans`): the powers of ``q - midpoint`` and one
-    product, three array operations whatever the number of joints."""
-    x = q if model.spline_all else q[model.spline_dof_sel]
-    xl = x.tolist()
-    for a, lo, hi in zip(xl, data.span_lo, data.span_hi):
-        if not lo <= a < hi:
-            _spline_spans(model, data, xl)
-            break
-    pw = data.spline_pow[1:]
-    np.subtract(x, data.spline_mid, out=pw)                         # broadcast to every row
-    np.multiply.accumulate(pw, axis=0, out=pw)
-    np.matmul(data.spline_pow_T, data.spline_coef, out=data.spline_out)
-    out = data.spline_out[:, 0]
-    for k in data.span_fallback:
-        G, S, H = model.spline_joints[k].evaluate(x[k:k + 1])
-        out[k, :16] = (model.placements[model.spline_bodies[k]] @ G).ravel()
-        out[k, 16:22] = S[:, 0]
-        out[k, 22:] = H[0, :, 0]
-    sel = model.spline_sel
-    if not isinstance(sel, slice):
-        data.LSH[sel] = out
-    if not model.one_dof_each:
-        data.S_body[model.spline_dof_sel] = data.SH[sel, 0]
-
-
-def _poses(model, data, q):
-    """Joint evaluation, world poses, adjoints and world Jacobian columns (and ``Ad dS/dq``
-    of one-coordinate joints) for ``q: (nq,)``."""
+def update_kinematics(model, data, q):
+    """Joint evaluation, world poses, adjoints and world Jacobian columns at ``q: (nq,)``,
+    without argument checks (the algorithms' first pass; ``q`` a float array of the right
+    shape). Writes ``data.oMi`` (world poses), ``data.Ad``/``Adinv``, ``data.S_body``,
+    ``data.S_world`` and ``data.W[:, :2]`` (``[Ad S; Ad dS/dq]`` of one-coordinate joints).
+    Returns ``data.oMi``."""
     L = data.oMi
-    if model.all_screws:
-        coef = data.screw_coef
-        np.sin(q, out=coef[:, 1])
-        np.cos(q, out=coef[:, 2])
-        np.subtract(1.0, coef[:, 2], out=coef[:, 2])
-        coef[:, 3] = q
-        np.matmul(coef[:, None, :], model.screw_table, out=data.LSH[:, None, :12])
-    else:
-        sb = model.screw_bodies
-        if len(sb):
-            qs = q[model.screw_dofs]
-            coef = data.screw_coef
-            np.sin(qs, out=coef[:, 1])
-            np.cos(qs, out=coef[:, 2])
-            np.subtract(1.0, coef[:, 2], out=coef[:, 2])
-            coef[:, 3] = qs
-            L[sb, :3, :] = (coef[:, None, :] @ model.screw_table).reshape(-1, 3, 4)
-        if len(model.spline_bodies):
-            _cubic_splines(model, data, q)
-        for i, dofs in zip(model.other_bodies, model.other_dofs):
-            G, S, H = model.joints[i].evaluate(q[dofs])
-            np.matmul(model.placements[i], G, out=L[i])
-            data.S_body[dofs] = S.T
-            if len(dofs) == 1:
-                data.SH[i, 1] = H[0, :, 0]
-            else:
-                data.hess[i] = H
+    for family, work in zip(model.families, data.family_work):
+        family.calc(q, data, work)
+    if not model.one_dof_each and len(model.multi_bodies) < model.nbodies:
+        data.S_body[model.one_dof_q] = data.SH[model.one_dof_bodies, 0]
     for views, (sel, ptr) in zip(data.pose_views, model.pose_schedule):
         if views is None:
             L[sel] = L[ptr] @ L[sel]
         else:
             np.matmul(*views, out=views[1])
     np.multiply(*data.adX_in, out=data.adX)
-    np.matmul(data.adX.reshape(-1, 36), _AD_TABLE, out=data.AdAdT.reshape(-1, 72))
+    np.matmul(data.adX.reshape(-1, 36), AD_TABLE, out=data.AdAdT.reshape(-1, 72))
     # [S_w; h_w] = [S; dS/dq] Ad^T row-wise
     np.matmul(data.SH, data.Ad.transpose(0, 2, 1), out=data.W[:, :2])
     if not model.one_dof_each:
@@ -168,12 +86,13 @@ def _poses(model, data, q):
     return L
 
 
-def _velocities(model, data, v, momentum=True):
+def update_velocities(model, data, v, momentum=True):
     """Spatial velocities ``V (nb, 6)``, joint bias accelerations ``c (nb, 6)`` (eq. 44's
     ``c_i = q_dot^T dS q_dot + ad_v u`` mapped to the world frame) and, if ``momentum``
-    (needs the world inertias), ``ad*_V I V`` (``data.adstar_IV``): one outer product of
+    (needs ``data.I_world``), ``ad*_V I V`` (``data.adstar_IV``): one outer product of
     ``[V, s]`` and ``[U, s h_w, I V]`` and one product with a constant table give both.
-    ``data.v`` must hold ``v`` (it is ``s`` on models with one coordinate per body)."""
+    Needs :func:`update_kinematics` at the same q, and ``data.v`` holding ``v`` (it is
+    ``s`` on models with one coordinate per body); no argument checks. Returns ``data.V``."""
     W = data.W
     if model.one_dof_each:                           # data.v (= s) holds v already
         np.multiply(W[:, :2], v[:, None, None], out=W[:, 2:4])             # [U, s h_w]
@@ -181,18 +100,19 @@ def _velocities(model, data, v, momentum=True):
         np.matmul(model.dof_incidence, data.S_world * v[:, None], out=data.Ub)
         vb = v[model.one_dof_q]
         data.hv[model.one_dof_bodies] = W[model.one_dof_bodies, 1] * (vb * vb)[:, None]
-        for i, dofs in zip(model.other_bodies, model.other_dofs):
-            H = data.hess[i]
-            if H.size:
-                vi = v[dofs]
-                data.hv[i] = data.Ad[i] @ np.einsum("jak,j,k->a", H, vi, vi)
+        if model.multi_families:
+            for family, work in zip(model.families, data.family_work):
+                if family.multi:
+                    family.velocity_product(v, data, work)
+            mb = model.multi_bodies
+            data.hv[mb] = (data.Ad[mb] @ data.c_body[mb, :, None])[:, :, 0]
     np.matmul(model.ancestry, data.Ub, out=data.V)
     if momentum:
         np.matmul(data.I_world, data.V[:, :, None], out=data.IV[:, :, None])
     else:
         data.IV[:] = 0.0
     np.multiply(data.Vp[:, :, None], data.W_tail, out=data.outer)
-    np.matmul(data.outer_flat, _BILINEAR, out=data.bil)
+    np.matmul(data.outer_flat, BILINEAR_TABLE, out=data.bil)
     return data.V
 
 
@@ -206,11 +126,11 @@ def forward_kinematics(model, data, q, v=None, a=None):
     """
     model.check_data(data)
     q = model.check_state(q)
-    _poses(model, data, q)
+    update_kinematics(model, data, q)
     if v is not None:
         v = model.check_state(v, "v")
         data.v[:] = v
-        _velocities(model, data, v, momentum=False)
+        update_velocities(model, data, v, momentum=False)
         if a is not None:
             a = model.check_state(a, "a")
             np.matmul(model.ancestry, model.dof_incidence @ (data.S_world * a[:, None])
@@ -218,18 +138,6 @@ def forward_kinematics(model, data, q, v=None, a=None):
     elif a is not None:
         raise InvalidInputError("forward_kinematics: pass v together with a")
     return data.oMi
-
-
-def body_pose(model, data, body):
-    """World pose ``T_i: (4, 4)`` of ``body`` (name or index) after forward_kinematics."""
-    return data.oMi[model.body_index(body)].copy()
-
-
-def compute_joint_jacobians(model, data, q):
-    """All world-frame joint Jacobian columns ``(6, nv)``: column j is ``Ad_{T_i} S_i e_j``
-    for the body i owning coordinate j."""
-    forward_kinematics(model, data, q)
-    return data.S_world.T.copy()
 
 
 def body_jacobian(model, data, body, frame="body"):

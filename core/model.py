@@ -15,11 +15,10 @@ with array operations instead of a Python loop per body.
 import math
 
 import numpy as np
-from numpy.polynomial import chebyshev
 
 from .errors import InvalidInputError, NonFiniteError
 from .joints.base import Joint
-from .joints.spline_curve import cubic_span_values
+from .joints.family import GenericFamily, dof_selector
 from .lie import se3, so3
 
 __all__ = ["Model", "spatial_inertia", "DEFAULT_GRAVITY"]
@@ -42,15 +41,6 @@ def spatial_inertia(mass, com, inertia):
     J[3:, :3] = mass * r.T
     J[3:, 3:] = mass * np.eye(3)
     return J
-
-
-def _as_slice(idx):
-    """``idx`` (sorted int array) as a slice when it is a contiguous range (basic indexing
-    gives views and skips numpy's gather/scatter), else unchanged."""
-    idx = np.asarray(idx, dtype=int)
-    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
-        return slice(int(idx[0]), int(idx[0]) + idx.size)
-    return idx
 
 
 def _check_inertia(mass, com, inertia, name):
@@ -81,76 +71,6 @@ def _check_inertia(mass, com, inertia, name):
                                 "triangle inequality (largest > sum of the other two), which "
                                 "no physical mass distribution has; check the inertia")
     return mass, com, 0.5 * (inertia + inertia.T)
-
-
-#: candidate degrees of the per-span polynomials of the cubic spline joints (the lowest that
-#: reaches FIT_TOL is used), the error they must reach (relative to max(1, |values|)), the
-#: Chebyshev nodes per span of the least-squares fit and the points where it is verified
-FIT_DEGREES = (12, 16, 20, 24, 28, 32)
-FIT_TOL = 2e-14
-_FIT_NODES = np.cos(np.pi * (np.arange(64) + 0.5) / 64)
-_FIT_CHECK = np.linspace(-1.0, 1.0, 33)
-
-
-def _cheb_to_monomial(deg):
-    """``(deg + 1, deg + 1)``: column k holds the monomial coefficients of T_k."""
-    out = np.zeros((deg + 1, deg + 1))
-    for k in range(deg + 1):
-        m = chebyshev.cheb2poly(np.eye(deg + 1)[k])
-        out[:m.size, k] = m
-    return out
-
-
-def _fit_cubic_spans(joints, placements):
-    """Tabulate every knot span of the cubic spline curve ``joints`` (of bodies with joint
-    placements ``placements``) for the batched dynamics: ``(rows (S, 1 + 28 (deg + 1)),
-    deg, err)``.
-
-    Row s holds the span midpoint ``m`` and the ``(deg + 1, 28)`` coefficients, in the powers
-    of ``q - m``, of ``[P G(q) (16, row-major), S (6), dS/dq (6)]``, where ``G, S, dS/dq``
-    are the exact values of the joint's recursion (:func:`~core.joints.spline_curve
-    .cubic_span_values`, the vectorised ``_cubic_evaluate``) and ``P`` the placement. They
-    are entire functions of q on a span (products of exponentials of cubics), so a
-    polynomial of modest degree reaches round-off: the coefficients come from a
-    least-squares Chebyshev fit at 64 Chebyshev nodes (their discrete orthogonality makes it
-    one product), converted to monomials, and the lowest degree
-    in :data:`FIT_DEGREES` whose error at 33 points per span (ends included), relative to
-    ``max(1, |values|)``, is at most :data:`FIT_TOL` is kept (else the most accurate);
-    ``err`` is that verified error."""
-    nodes = np.concatenate([_FIT_NODES, _FIT_CHECK])
-    mids, halves, values = [], [], []
-    for joint, P in zip(joints, placements):
-        a = joint._starts
-        h = 0.5 * (np.append(a[1:], joint._hi) - a)
-        Y = cubic_span_values(joint, h[:, None] * (nodes + 1.0))
-        Y[..., :16] = (P @ Y[..., :16].reshape(-1, 4, 4)).reshape(Y.shape[:2] + (16,))
-        mids.append(a + h)
-        halves.append(h)
-        values.append(Y)
-    Y = np.concatenate(values)                                 # (S, nodes, 28)
-    nfit = _FIT_NODES.size
-    half = np.concatenate(halves)
-    scale = np.maximum(1.0, np.abs(Y[:, nfit:]).max(axis=(1, 2)))
-    best = None
-    for deg in FIT_DEGREES:
-        # least squares at the Chebyshev nodes by their discrete orthogonality
-        c = chebyshev.chebvander(_FIT_NODES, deg).T @ \
-            Y[:, :nfit].transpose(1, 0, 2).reshape(nfit, -1) * (2.0 / nfit)
-        c[0] *= 0.5
-        coef = (_cheb_to_monomial(deg) @ c).reshape(deg + 1, len(half), 28).transpose(1, 0, 2)
-        coef /= half[:, None, None] ** np.arange(deg + 1)[:, None]   # spans are non-empty
-        pw = np.ones((len(half), _FIT_CHECK.size, deg + 1))      # powers as the runtime
-        pw[..., 1:] = (half[:, None] * _FIT_CHECK)[:, :, None]   # forms them: products
-        np.multiply.accumulate(pw[..., 1:], axis=2, out=pw[..., 1:])
-        err = float((np.abs(pw @ coef - Y[:, nfit:]).max(axis=(1, 2)) / scale).max())
-        if best is None or err < best[2]:
-            best = (deg, coef, err)
-        if err <= FIT_TOL:
-            break
-    deg, coef, err = best
-    rows = np.concatenate([np.concatenate(mids)[:, None], coef.reshape(len(half), -1)],
-                          axis=1)
-    return np.ascontiguousarray(rows), deg, err
 
 
 class Model:
@@ -312,9 +232,29 @@ class Model:
         return np.concatenate([j.upper for j in self.joints]) if self.joints else np.zeros(0)
 
     def compile(self):
-        """Build the index arrays and constant tables the vectorised algorithms use.
+        """Build the index arrays, constant tables and joint families the batched
+        algorithms use.
 
         Called automatically; cheap enough to call after every change to the model.
+        Attributes it sets (besides those of the class docstring):
+            ancestry ``(nb, nb)``: ``ancestry[i, k] = 1`` if body k is i or an ancestor of
+            i (so ``ancestry @ X`` sums X over each body's ancestors and ``ancestry.T @ X``
+            over its subtree); ancestry_T its transpose, contiguous.
+            dof_incidence ``(nb, nv)``: 1 where coordinate j belongs to body i.
+            one_dof_each: every body has exactly one coordinate; one_dof_bodies and
+            one_dof_q: the bodies with one coordinate and their coordinates (slices where
+            they are ranges); multi_bodies ``(k,)``: the bodies with several coordinates.
+            mass_mask ``(nv, nv)``: True where M may be non-zero in the lower triangle
+            (body(l) is body(j) or an ancestor); mass_mask_upper_only: its transpose minus
+            itself; mass_lower_dense: the whole lower triangle is in the mask (a chain).
+            pose_schedule: pointer-jumping steps ``(bodies, their current ancestor)`` that
+            compose local transforms into world poses in ``log2(depth)`` batched products.
+            aba_levels: the articulated-body recursion's batches, deepest first, each
+            ``(bodies, parents, dofs (m, n), n, has_parent, parents unique)``.
+            families: the :class:`~core.joints.family.JointFamily` objects that evaluate
+            the joints; multi_families: those with joints of several coordinates.
+            one_body_inertia: for a one-body model, eq. 8's inertia as floats
+            ``(I_o row-major (9), (m r)_x, (m r)_y, (m r)_z, m)``; else None.
         """
         if self._compiled:
             return self
@@ -332,7 +272,6 @@ class Model:
         self._nq = nv
         self.dof_body = np.repeat(np.arange(nb), self.q_count)
         self.one_dof_each = bool(np.all(self.q_count == 1))
-        # ancestry: anc[i, k] = 1 if k is i or one of its ancestors
         anc = np.zeros((nb, nb))
         depth = np.zeros(nb, dtype=int)
         for i, p in enumerate(self.parents):
@@ -342,31 +281,26 @@ class Model:
             anc[i, i] = 1.0
         self.ancestry = anc
         self.ancestry_T = np.ascontiguousarray(anc.T)
-        self.depth = depth
-        # dof incidence: B[i, j] = 1 if coordinate j belongs to body i
         B = np.zeros((nb, nv))
         B[self.dof_body, np.arange(nv)] = 1.0
         self.dof_incidence = B
-        # mass-matrix sparsity: M[j, l] != 0 only if one body is an ancestor of the other
         lower = anc[self.dof_body][:, self.dof_body] > 0      # body(l) anc-or-self of body(j)
         self.mass_mask = lower
         self.mass_mask_upper_only = np.ascontiguousarray(lower.T & ~lower)
-        #: every lower-triangle pair is ancestor-related (a chain): no mask for Cholesky
         self.mass_lower_dense = bool(np.all(lower[np.tril_indices(nv)]))
         one = np.nonzero(self.q_count == 1)[0]
-        self.one_dof_bodies = _as_slice(one)
-        self.one_dof_q = _as_slice(self.q_start[one])
-        # pointer-jumping schedule for world poses: log2(depth) batched products
+        self.one_dof_bodies = dof_selector(one)
+        self.one_dof_q = dof_selector(self.q_start[one])
+        self.multi_bodies = np.nonzero(self.q_count > 1)[0]
         schedule = []
         ptr = self.parents.copy()
         while np.any(ptr >= 0):
             sel = np.nonzero(ptr >= 0)[0]
-            schedule.append((_as_slice(sel), _as_slice(ptr[sel])))
+            schedule.append((dof_selector(sel), dof_selector(ptr[sel])))
             new = ptr.copy()
             new[sel] = ptr[ptr[sel]]
             ptr = new
         self.pose_schedule = schedule
-        # articulated-body recursion: bodies grouped by (depth, dof count), deepest first
         levels = []
         for d in range(depth.max(), -1, -1):
             for n in sorted(set(self.q_count[depth == d].tolist())):
@@ -377,86 +311,23 @@ class Model:
                 unique = len(np.unique(par[has_parent])) == int(has_parent.sum())
                 levels.append((idx, par, dofs, n, has_parent, unique))
         self.aba_levels = levels
-        self._compile_joint_families()
+        groups = {}
+        for i, j in enumerate(self.joints):
+            family = j.family if j.family.accepts(j) else GenericFamily
+            groups.setdefault(family, []).append(i)
+        self.families = tuple(
+            family(b, [self.joints[i] for i in b], self.placements[b], self.q_start[b])
+            for family, b in ((f, np.array(b)) for f, b in groups.items()))
+        self.multi_families = tuple(f for f in self.families if f.multi)
         self._compile_springs()
         self._data_key = (id(self), nb, nv)      # Data.model_id of data made after this
-        #: one body on one cubic spline curve joint: core.dynamics.aba's scalar fast path
-        self.single_spline = (nb == 1 and len(self.spline_bodies) == 1
-                              and not self.point_springs)
-        if self.single_spline:
-            # per span of the one joint: its midpoint and coefficient table, for the
-            # one-body path of core.dynamics
-            self.spline_mids_list = self.spline_rows[:, 0].tolist()
-            self.spline_span_coefs = [row[1:].reshape(-1, 28) for row in self.spline_rows]
-            # J = [[I_o, [m r]], [[m r]^T, m 1]] (eq. 8) as floats: I_o rows, m r, m
+        self.one_body_inertia = None
+        if nb == 1:
             J = self.inertias[0]
-            self.inertia_floats = (tuple(J[:3, :3].ravel().tolist()),
-                                   (float(J[2, 4]), float(J[0, 5]), float(J[1, 3])),
-                                   float(J[3, 3]))
+            self.one_body_inertia = tuple(J[:3, :3].ravel().tolist()) + (
+                float(J[2, 4]), float(J[0, 5]), float(J[1, 3]), float(J[3, 3]))
         self._compiled = True
         return self
-
-    def _compile_joint_families(self):
-        """Group constant-screw 1-DOF joints (revolute, prismatic, helical) so that their
-        transforms are computed for all of them in one array expression:
-        ``H G(q) = [H_R + sin q H_R[k] + (1 - cos q) H_R[k]^2, H_p + q H_R v]`` for the screw
-        ``[k; v]`` with ``v`` parallel to ``k`` or ``k = 0`` (then ``[k] v = 0``)."""
-        from .joints.lower_pairs import Helical, Prismatic, Revolute
-        from .joints.spline_curve import SplineCurveJoint
-        spline_bodies = [i for i, j in enumerate(self.joints)
-                         if type(j) is SplineCurveJoint and getattr(j, "_cubic", None) is not None]
-        self._compile_cubic_splines(spline_bodies)
-        screw_bodies = []
-        for i, j in enumerate(self.joints):
-            if isinstance(j, (Revolute, Prismatic, Helical)):
-                k, v = j.screw[:3], j.screw[3:]
-                if np.linalg.norm(np.cross(k, v)) < 1e-12:
-                    screw_bodies.append(i)
-        self.screw_bodies = np.array(screw_bodies, dtype=int)
-        sb = self.screw_bodies
-        special = set(sb.tolist()) | set(spline_bodies)
-        self.other_bodies = np.array([i for i in range(self.nbodies) if i not in special],
-                                     dtype=int)
-        self.all_screws = len(sb) == self.nbodies and self.one_dof_each
-        if len(sb):
-            screws = np.array([self.joints[i].screw for i in sb])
-            K = so3.hat(screws[:, :3])
-            H = self.placements[sb, :3, :]
-            HR = H[:, :, :3]
-            # the top 3x4 block of H G(q) is table^T [1, sin q, 1 - cos q, q]
-            table = np.zeros((len(sb), 4, 3, 4))
-            table[:, 0] = H
-            table[:, 1, :, :3] = HR @ K
-            table[:, 2, :, :3] = HR @ (K @ K)
-            table[:, 3, :, 3] = np.einsum("nij,nj->ni", HR, screws[:, 3:])
-            self.screw_table = table.reshape(len(sb), 4, 12)
-            self.screw_dofs = self.q_start[sb]
-            self.screw_S = screws
-        self.other_dofs = [np.arange(self.q_start[i], self.q_start[i] + self.q_count[i])
-                           for i in self.other_bodies]
-
-    def _compile_cubic_splines(self, bodies):
-        """Tabulate every knot span of every cubic :class:`SplineCurveJoint`
-        (:func:`_fit_cubic_spans`) so that :mod:`core.kinematics` evaluates the local
-        transforms, S and dS/dq of all of them with three batched array operations. Joints
-        outside their knot range fall back to evaluate()."""
-        self.spline_bodies = np.array(bodies, dtype=int)
-        self.spline_dofs = self.q_start[self.spline_bodies] if bodies else np.zeros(0, int)
-        if not bodies:
-            return
-        js = [self.joints[i] for i in bodies]
-        self.spline_joints = js
-        self.spline_sel = _as_slice(self.spline_bodies)
-        self.spline_dof_sel = _as_slice(self.spline_dofs)
-        self.spline_all = self.one_dof_each and len(bodies) == self.nbodies
-        #: first row of each joint in spline_rows; the joints' span starts and ranges
-        self.spline_first = np.cumsum([0] + [len(j._starts) for j in js])[:-1].tolist()
-        self.spline_starts_lists = [j._starts_list for j in js]
-        self.spline_ranges = [(j._lo, j._hi) for j in js]
-        #: per span [midpoint, (degree + 1, 28) coefficients]; the degree; the verified
-        #: error of the tables relative to max(1, |values|) (see _fit_cubic_spans)
-        self.spline_rows, self.spline_degree, self.spline_fit_error = _fit_cubic_spans(
-            js, self.placements[self.spline_bodies])
 
     def _compile_springs(self):
         js = self.joint_springs

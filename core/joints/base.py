@@ -11,6 +11,7 @@ velocities, so ``nv == nq`` and the velocity of the child is ``u = S q_dot`` (eq
 import numpy as np
 
 from ..errors import InvalidInputError, NonFiniteError
+from .family import GenericFamily
 
 
 class Joint:
@@ -20,9 +21,13 @@ class Joint:
     Attributes:
         nq, nv: number of coordinates and of velocity coordinates (equal here).
         lower, upper: coordinate limits ``(nq,)``; ``-inf``/``inf`` where unlimited.
+        family: the :class:`~core.joints.family.JointFamily` subclass that evaluates this
+            kind of joint in a model's batched kinematics (GenericFamily: one at a time
+            through :meth:`evaluate`).
     """
 
     nq = 0
+    family = GenericFamily
 
     @property
     def nv(self):

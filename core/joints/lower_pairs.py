@@ -24,9 +24,10 @@ import numpy as np
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import so3
 from .base import Joint
+from .family import JointFamily, covers, dof_selector
 
 __all__ = ["ParamJoint", "Revolute", "Prismatic", "Helical", "Cylindrical", "Universal",
-           "Planar", "Fixed", "unit_axis", "plane_basis"]
+           "Planar", "Fixed", "ScrewFamily", "unit_axis", "plane_basis"]
 
 
 def unit_axis(axis, name="axis"):
@@ -171,10 +172,59 @@ class _ConstantScrews(ParamJoint):
         return self.transform(q), self._S.copy(), np.zeros((self.nq, 6, self.nq))
 
 
+class ScrewFamily(JointFamily):
+    """Revolute, prismatic and helical joints of a model, all at once: with the screw
+    ``s = [k; v]`` (``v`` parallel to ``k``, or ``k = 0``, so ``[k] v = 0``) the top 3x4
+    block of ``P G(q)`` is ``[P_R + sin q P_R [k] + (1 - cos q) P_R [k]^2, P_p + q P_R v]``,
+    one product of ``[1, sin q, 1 - cos q, q]`` with a ``(4, 12)`` table per joint that
+    folds in the placement. ``S = s`` is constant and ``dS/dq = 0``: both are written into
+    ``data.SH`` once, by :meth:`create_work`."""
+
+    def __init__(self, bodies, joints, placements, q_start):
+        super().__init__(bodies, joints, placements, q_start)
+        screws = np.array([j.screw for j in self.joints])
+        K = so3.hat(screws[:, :3])
+        H = self.placements[:, :3, :]
+        HR = H[:, :, :3]
+        table = np.zeros((len(screws), 4, 3, 4))
+        table[:, 0] = H
+        table[:, 1, :, :3] = HR @ K
+        table[:, 2, :, :3] = HR @ (K @ K)
+        table[:, 3, :, 3] = np.einsum("nij,nj->ni", HR, screws[:, 3:])
+        #: ``(m, 4, 12)``: the top 3x4 block of ``P G(q)`` is ``[1, sin q, 1 - cos q, q]`` times it
+        self.table = table.reshape(len(screws), 4, 12)
+        self.screws = screws
+        self.dof_sel = dof_selector(np.asarray(q_start, dtype=int))
+        self.body_sel = dof_selector(self.bodies)
+
+    def create_work(self, data):
+        data.SH[self.bodies, 0] = self.screws
+        data.SH[self.bodies, 1] = 0.0
+        coef = np.zeros((len(self.screws), 4))
+        coef[:, 0] = 1.0
+        #: where one product writes the top rows of the local transforms (a view if the
+        #: bodies are a range), and whether the family's coordinates are the whole q
+        out = data.LSH[self.body_sel, None, :12] if isinstance(self.body_sel, slice) else None
+        return coef, out, covers(self.dof_sel, data.nv)
+
+    def calc(self, q, data, work):
+        coef, out, whole_q = work
+        x = q if whole_q else q[self.dof_sel]
+        np.sin(x, out=coef[:, 1])
+        np.cos(x, out=coef[:, 2])
+        np.subtract(1.0, coef[:, 2], out=coef[:, 2])
+        coef[:, 3] = x
+        if out is not None:
+            np.matmul(coef[:, None, :], self.table, out=out)
+        else:
+            data.oMi[self.bodies, :3, :] = (coef[:, None, :] @ self.table).reshape(-1, 3, 4)
+
+
 class _Screw1(_ConstantScrews):
     """1-DOF joint ``G(q) = exp(s q)`` about/along a constant unit axis; ``S = s``, ``H = 0``."""
 
     nq = 1
+    family = ScrewFamily
 
     def _setup(self, axis, screw):
         self.axis = unit_axis(axis)

@@ -23,9 +23,42 @@ from .. import expcoords
 from ..errors import InvalidInputError
 from ..lie import so3
 from .base import Joint
+from .family import JointFamily
 from .lower_pairs import ParamJoint
 
-__all__ = ["Spherical", "Free"]
+__all__ = ["Spherical", "Free", "SphericalFamily"]
+
+
+class SphericalFamily(JointFamily):
+    """The :class:`Spherical` joints of a model, all at once: one batched
+    :func:`core.expcoords.exp_and_derivatives` gives ``R``, ``J_b`` and ``dJ_b/dr`` of every
+    joint (the same per-element formulas as :meth:`Spherical.evaluate`); ``P G`` takes the
+    rotation, ``S = [J_b; 0]`` goes to ``data.S_body`` and ``q_dot^T (dS/dq) q_dot =
+    [sum_jk dJ_b/dr_j[:, k] r_dot_j r_dot_k; 0]`` to ``data.c_body``."""
+
+    def __init__(self, bodies, joints, placements, q_start):
+        super().__init__(bodies, joints, placements, q_start)
+        self.idx = np.array(self.dofs)                     # (m, 3) coordinate indices
+        self.flat = self.idx.ravel()
+        self.PR = self.placements[:, :3, :3]
+        self.Pp = self.placements[:, :3, 3]
+
+    def create_work(self, data):
+        data.S_body[self.flat, 3:] = 0.0
+        data.c_body[self.bodies, 3:] = 0.0
+        return [None]                                      # dJ_b/dr of the last calc
+
+    def calc(self, q, data, work):
+        R, Jb, dJ = expcoords.exp_and_derivatives(q[self.idx])
+        L = data.oMi
+        L[self.bodies, :3, :3] = self.PR @ R
+        L[self.bodies, :3, 3] = self.Pp
+        data.S_body[self.flat, :3] = Jb.transpose(0, 2, 1).reshape(-1, 3)
+        work[0] = dJ
+
+    def velocity_product(self, v, data, work):
+        w = v[self.idx]
+        data.c_body[self.bodies, :3] = np.einsum("mjak,mj,mk->ma", work[0], w, w)
 
 
 class _ExpCoordJoint(ParamJoint):
@@ -53,6 +86,7 @@ class Spherical(_ExpCoordJoint):
     """Ball joint, ``nq = nv = 3``, ``q = r`` with ``R = exp([r])`` (seed 003)."""
 
     nq = 3
+    family = SphericalFamily
 
     def evaluate(self, q):
         """``(G (4, 4), S (6, 3), H (3, 6, 3))`` from one evaluation of the coefficients."""

@@ -31,15 +31,17 @@ import bisect
 import math
 
 import numpy as np
+from numpy.polynomial import chebyshev
 
 from .. import bspline
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3
 from . import poe
 from .base import Joint
+from .family import GenericFamily, JointFamily, covers, dof_selector
 
-__all__ = ["SplineCurveJoint", "ClosedSplineCurveJoint", "natural_knots", "frame_knots_to_full",
-           "Q_MAX"]
+__all__ = ["SplineCurveJoint", "ClosedSplineCurveJoint", "CubicSplineFamily", "natural_knots",
+           "frame_knots_to_full", "Q_MAX", "FIT_DEGREES", "FIT_TOL"]
 
 
 #: |q| beyond this is rejected: the linear extrapolation stays finite far beyond it, but such
@@ -160,6 +162,7 @@ class SplineCurveJoint(Joint):
 
     Attributes: ``order``, ``knots`` (m+1+k,), ``control_frames`` (m+1, 4, 4),
     ``control_twists`` (m, 6), ``lower``/``upper`` = ``[t_{k-1}]``/``[t_{m+1}]``.
+    In a model, cubic ones are evaluated from per-span tables (:class:`CubicSplineFamily`).
     """
 
     nq = 1
@@ -459,6 +462,187 @@ def _cubic_evaluate(table, theta, adg3, poly, u):
     return G, SH[:, :1], SH[:, 1].reshape(1, 6, 1)
 
 
+# -- the cubic family of a model: per-span polynomial tables ----------------------------------
+#: candidate degrees of the per-span polynomials (the lowest that reaches FIT_TOL is used),
+#: the error they must reach (relative to max(1, |values|)), the Chebyshev nodes per span of
+#: the least-squares fit and the points where it is verified
+FIT_DEGREES = (12, 16, 20, 24, 28, 32)
+FIT_TOL = 2e-14
+_FIT_NODES = np.cos(np.pi * (np.arange(64) + 0.5) / 64)
+_FIT_CHECK = np.linspace(-1.0, 1.0, 33)
+
+
+def _cheb_to_monomial(deg):
+    """``(deg + 1, deg + 1)``: column k holds the monomial coefficients of T_k."""
+    out = np.zeros((deg + 1, deg + 1))
+    for k in range(deg + 1):
+        m = chebyshev.cheb2poly(np.eye(deg + 1)[k])
+        out[:m.size, k] = m
+    return out
+
+
+def _fit_spans(joints, placements):
+    """Tabulate every knot span of the cubic ``joints`` (placements ``(m, 4, 4)``):
+    ``(rows (S, 1 + 28 (deg + 1)), deg, err)``.
+
+    Row s holds the span midpoint ``c`` and the ``(deg + 1, 28)`` coefficients, in the powers
+    of ``q - c``, of ``[P G(q) (16, row-major), S (6), dS/dq (6)]``, where ``G, S, dS/dq``
+    are the exact values of the joint's recursion (:func:`cubic_span_values`) and ``P`` the
+    placement. They are entire functions of q on a span (products of exponentials of
+    cubics), so a polynomial of modest degree reaches round-off: the coefficients come from
+    a least-squares Chebyshev fit at 64 Chebyshev nodes (their discrete orthogonality makes
+    it one product), converted to monomials, and the lowest degree in :data:`FIT_DEGREES`
+    whose error at 33 points per span (ends included), relative to ``max(1, |values|)``, is
+    at most :data:`FIT_TOL` is kept (else the most accurate); ``err`` is that verified
+    error."""
+    nodes = np.concatenate([_FIT_NODES, _FIT_CHECK])
+    mids, halves, values = [], [], []
+    for joint, P in zip(joints, placements):
+        a = joint._starts
+        h = 0.5 * (np.append(a[1:], joint._hi) - a)
+        Y = cubic_span_values(joint, h[:, None] * (nodes + 1.0))
+        Y[..., :16] = (P @ Y[..., :16].reshape(-1, 4, 4)).reshape(Y.shape[:2] + (16,))
+        mids.append(a + h)
+        halves.append(h)
+        values.append(Y)
+    Y = np.concatenate(values)                                 # (S, nodes, 28)
+    nfit = _FIT_NODES.size
+    half = np.concatenate(halves)
+    scale = np.maximum(1.0, np.abs(Y[:, nfit:]).max(axis=(1, 2)))
+    best = None
+    for deg in FIT_DEGREES:
+        # least squares at the Chebyshev nodes by their discrete orthogonality
+        c = chebyshev.chebvander(_FIT_NODES, deg).T @ \
+            Y[:, :nfit].transpose(1, 0, 2).reshape(nfit, -1) * (2.0 / nfit)
+        c[0] *= 0.5
+        coef = (_cheb_to_monomial(deg) @ c).reshape(deg + 1, len(half), 28).transpose(1, 0, 2)
+        coef /= half[:, None, None] ** np.arange(deg + 1)[:, None]   # spans are non-empty
+        pw = np.ones((len(half), _FIT_CHECK.size, deg + 1))      # powers as calc() forms
+        pw[..., 1:] = (half[:, None] * _FIT_CHECK)[:, :, None]   # them: running products
+        np.multiply.accumulate(pw[..., 1:], axis=2, out=pw[..., 1:])
+        err = float((np.abs(pw @ coef - Y[:, nfit:]).max(axis=(1, 2)) / scale).max())
+        if best is None or err < best[2]:
+            best = (deg, coef, err)
+        if err <= FIT_TOL:
+            break
+    deg, coef, err = best
+    rows = np.concatenate([np.concatenate(mids)[:, None], coef.reshape(len(half), -1)],
+                          axis=1)
+    return np.ascontiguousarray(rows), deg, err
+
+
+class _SpanWork:
+    """Per-Data buffers of a :class:`CubicSplineFamily`: the rows of the current knot spans
+    ``rows (n, 1 + 28 (deg + 1))`` (midpoint ``mid (n,)``, coefficients ``coef (n, deg + 1,
+    28)``), the powers ``pow (deg + 1, n)`` of ``q - mid``, the product's output ``out (n, 1,
+    28)`` (a view of ``data.LSH`` when the bodies are a range), the bounds ``[lo, hi)`` of the
+    gathered spans (NaN: look the span up again) and the joints outside their knot range."""
+
+    def __init__(self, family, data):
+        n = len(family.joints)
+        n1 = family.degree + 1
+        self.rows = np.zeros((n, 1 + 28 * n1))
+        self.mid = self.rows[:, 0]
+        self.coef = self.rows[:, 1:].reshape(n, n1, 28)
+        self.pow = np.ones((n1, n))
+        self.pow_T = self.pow.T[:, None, :]
+        self.pow_tail = self.pow[1:]
+        sel = family.body_sel
+        self.scatter = not isinstance(sel, slice)
+        self.out = (np.zeros((n, 28)) if self.scatter else data.LSH[sel])[:, None, :]
+        self.whole_q = covers(family.dof_sel, data.nv)
+        self.span_lo = [math.nan] * n
+        self.span_hi = [math.nan] * n
+        self.fallback = []
+        #: one joint: 1-D views for a vector-matrix product (cheaper than a batch of one)
+        self.single = n == 1 and not self.scatter
+        if self.single:
+            self.pow1, self.coef1, self.out1 = self.pow[:, 0], self.coef[0], self.out[0, 0]
+
+
+class CubicSplineFamily(JointFamily):
+    """The cubic :class:`SplineCurveJoint` s of a model, all at once.
+
+    On each knot span ``P G(q)``, ``S`` and ``dS/dq`` are entire functions of q, tabulated
+    at model compile as polynomials in ``q - midpoint`` fitted to the joint's exact recursion
+    (:func:`_fit_spans`). :meth:`calc` takes the powers of ``q - midpoint`` and one product
+    with the rows of the current spans, three array operations whatever the number of
+    joints; the rows stay gathered until a coordinate leaves its span. Joints outside their
+    knot range are evaluated by their own :meth:`SplineCurveJoint.evaluate` (extrapolation).
+
+    Attributes (besides :class:`~core.joints.family.JointFamily`'s): ``rows`` (all spans'
+    tables), ``degree`` (their polynomial degree), ``fit_error`` (their verified error
+    relative to ``max(1, |values|)``, at most :data:`FIT_TOL` on every model tested).
+    """
+
+    @classmethod
+    def accepts(cls, joint):
+        return joint._cubic is not None
+
+    def __init__(self, bodies, joints, placements, q_start):
+        super().__init__(bodies, joints, placements, q_start)
+        self.rows, self.degree, self.fit_error = _fit_spans(self.joints, self.placements)
+        #: first row of each joint in ``rows``; the joints' span starts and ranges
+        self.first = np.cumsum([0] + [len(j._starts) for j in self.joints])[:-1].tolist()
+        self.starts = [j._starts_list for j in self.joints]
+        self.ranges = [(j._lo, j._hi) for j in self.joints]
+        self.dof_sel = dof_selector(np.asarray(q_start, dtype=int))
+        self.body_sel = dof_selector(self.bodies)
+
+    def create_work(self, data):
+        return _SpanWork(self, data)
+
+    def _gather(self, xl, work):
+        """Look up the knot span of every joint at the coordinates ``xl`` (floats) as
+        :meth:`SplineCurveJoint.evaluate` does (``bisect_right`` on the span starts), gather
+        their rows and record the span bounds."""
+        rows, lo_b, hi_b, fallback = [], [], [], []
+        for k, (x, starts, (lo, hi), first) in enumerate(zip(
+                xl, self.starts, self.ranges, self.first)):
+            if lo <= x <= hi:
+                s = bisect.bisect_right(starts, x) - 1
+                lo_b.append(starts[s])
+                hi_b.append(starts[s + 1] if s + 1 < len(starts)
+                            else math.nextafter(hi, math.inf))
+            else:               # beyond the knots (or NaN): evaluate() extrapolates (or raises)
+                s = len(starts) - 1 if x > hi else 0
+                lo_b.append(math.nan)
+                hi_b.append(math.nan)
+                fallback.append(k)
+            rows.append(first + s)
+        np.take(self.rows, rows, axis=0, out=work.rows)
+        work.span_lo, work.span_hi, work.fallback = lo_b, hi_b, fallback
+
+    def calc(self, q, data, work):
+        x = q if work.whole_q else q[self.dof_sel]
+        xl = x.tolist()
+        if work.single and not work.fallback and work.span_lo[0] <= xl[0] < work.span_hi[0]:
+            pw = work.pow1
+            pw[1:] = xl[0] - work.mid[0]
+            np.multiply.accumulate(pw[1:], out=pw[1:])
+            np.matmul(pw, work.coef1, out=work.out1)
+            return
+        for a, lo, hi in zip(xl, work.span_lo, work.span_hi):
+            if not lo <= a < hi:
+                self._gather(xl, work)
+                break
+        pw = work.pow_tail
+        np.subtract(x, work.mid, out=pw)                        # broadcast to every row
+        np.multiply.accumulate(pw, axis=0, out=pw)
+        np.matmul(work.pow_T, work.coef, out=work.out)
+        out = work.out[:, 0]
+        for k in work.fallback:
+            G, S, H = self.joints[k].evaluate(x[k:k + 1])
+            out[k, :16] = (self.placements[k] @ G).ravel()
+            out[k, 16:22] = S[:, 0]
+            out[k, 22:] = H[0, :, 0]
+        if work.scatter:
+            data.LSH[self.bodies] = out
+
+
+SplineCurveJoint.family = CubicSplineFamily
+
+
 # -- closed curves ----------------------------------------------------------------------------
 
 class ClosedSplineCurveJoint(SplineCurveJoint):
@@ -475,6 +659,8 @@ class ClosedSplineCurveJoint(SplineCurveJoint):
     Attributes (besides those of :class:`SplineCurveJoint`, which describe the wrapped open
     spline): ``period`` (float, = n) and ``loop_twists`` (n, 6), the twists of one period.
     """
+
+    family = GenericFamily      # its coordinate wraps round the loop: evaluated one by one
 
     def __init__(self, control_frames, order=4):
         k = _check_spline_order(order)

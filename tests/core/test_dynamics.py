@@ -21,7 +21,7 @@ from core import kinematics as kin  # noqa: E402
 from core.errors import InvalidInputError  # noqa: E402
 from core.joints.elliptic import Elliptic  # noqa: E402
 from core.joints.lower_pairs import Prismatic, Revolute  # noqa: E402
-from core.joints.spline_curve import SplineCurveJoint  # noqa: E402
+from core.joints.spline_curve import CubicSplineFamily, SplineCurveJoint  # noqa: E402
 from core.joints.spherical import Free, Spherical  # noqa: E402
 from core.lie import se3, so3  # noqa: E402
 from core.model import Model  # noqa: E402
@@ -419,7 +419,7 @@ def test_single_spline_fast_path_every_span_and_outside(x):
                rand_inertia(rng))
     m.add_joint_spring("b", 2.0, 0.3)
     d = m.create_data()
-    assert m.single_spline
+    assert isinstance(m.families[0], CubicSplineFamily)
     q, v, tau = np.array([x]), rng.normal(size=1), rng.normal(size=1)
     fext = rng.normal(size=(1, 6))
     for f in (None, fext):
@@ -434,19 +434,59 @@ def test_single_spline_fast_path_every_span_and_outside(x):
         dyn.aba(m, d, q, np.zeros(2), tau)
 
 
-def test_single_spline_float_path_matches_general_single_body_path():
-    """The float-only knee path (no numpy in its loop) agrees with the general single-body
-    path (the joint's own evaluate(), eqs. 14-16 with numpy) to 1e-12 on many q in every
-    span, at every knot, at the range ends and just inside them, with and without fext,
-    with springs, after a gravity change, through aba and through the integrators' trusted
-    call; outside the range aba falls back to the general path."""
+def one_body_reference(m, q, v, tau, fext):
+    """Forward dynamics of a one-body model from the joint's own evaluate() (the exact
+    recursion): eqs. 14-16 in the body frame, ``S^T J S q_ddot = tau + passive - S^T (J (c +
+    a_g) - ad*_u J u - f_ext)`` with ``u = S q_dot``, ``c = q_dot^T dS q_dot`` and ``a_g = [0;
+    -R^T g]``."""
+    G, S, H = m.joints[0].evaluate(q)
+    R = (m.placements[0] @ G)[:3, :3]
+    J = m.inertias[0]
+    u = S @ v
+    a0 = np.einsum("jak,j,k->a", H, v, v)
+    a0[3:] -= R.T @ m.gravity
+    w = J @ a0 - se3.ad(u).T @ (J @ u)
+    if fext is not None:
+        w -= fext[0]
+    return np.linalg.solve(S.T @ J @ S, tau + dyn.passive_forces(m, q, v) - S.T @ w)
+
+
+@pytest.mark.parametrize("joint", [Revolute((0.3, 1.0, -0.2)), Spherical(), Free(),
+                                   Elliptic(0.3, 0.2, (0.2, 0.1, 1.0)), _spline_joint()],
+                         ids=["revolute", "spherical", "free", "elliptic", "spline"])
+def test_body_method_matches_the_joint_recursion(joint):
+    """aba's one-body method (the joint family's batched evaluation, in floats for one
+    coordinate) agrees with eqs. 14-16 written from the joint's own evaluate(), and "auto"
+    picks it."""
+    rng = np.random.default_rng(3)
+    m = Model(gravity=GRAVITY)
+    m.add_body("b", -1, joint, se3.exp(rng.normal(size=6)), 1.5, [0.1, -0.2, 0.05],
+               rand_inertia(rng))
+    m.add_joint_spring("b", 2.0, 0.3)
+    d = m.create_data()
+    for _ in range(5):
+        q, v, _, tau = random_state(rng, m)
+        if isinstance(joint, SplineCurveJoint):
+            q[:] = rng.uniform(joint.lower[0] - 0.2, joint.upper[0] + 0.2)
+        for f in (None, rng.normal(size=(1, 6))):
+            body = dyn.aba(m, d, q, v, tau, f, method="body").copy()
+            np.testing.assert_array_equal(dyn.aba(m, d, q, v, tau, f), body)
+            np.testing.assert_allclose(body, one_body_reference(m, q, v, tau, f),
+                                       rtol=1e-11, atol=1e-11)
+
+
+def test_single_spline_float_path_matches_the_joint_recursion():
+    """The one-body path of a cubic spline joint (its span tables, then floats) agrees with
+    eqs. 14-16 written from the joint's own evaluate() to 1e-12 on many q in every span, at
+    every knot, at the range ends and just inside them, with and without fext, with
+    springs, after a gravity change, with and without argument checks; outside the range
+    the joint's extrapolation gives the dense algorithm's answer."""
     rng = np.random.default_rng(11)
     m = Model(gravity=GRAVITY)
     m.add_body("b", -1, _spline_joint(), se3.exp(rng.normal(size=6)), 1.5, [0.1, -0.2, 0.05],
                rand_inertia(rng))
     m.add_joint_spring("b", 2.0, 0.3, rest=0.4)
     d = m.create_data()
-    assert m.single_spline
     j = m.joints[0]
     lo, hi = float(j.lower[0]), float(j.upper[0])
     xs = np.concatenate([rng.uniform(lo, hi, 60), np.unique(j.knots), [lo, hi, lo + 1e-13,
@@ -459,11 +499,12 @@ def test_single_spline_float_path_matches_general_single_body_path():
             fast = dyn.aba(m, d, q, v, tau, f).copy()
             T = d.oMi[0].copy()
             trusted = dyn.aba(m, d, q, v, tau, f, check=False).copy()
-            ref = dyn._aba_single(m, d, q, v, tau, f).copy()
-            np.testing.assert_allclose(fast, ref, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(fast, one_body_reference(m, q, v, tau, f), rtol=1e-12,
+                                       atol=1e-12)
             np.testing.assert_array_equal(trusted, fast)
-            np.testing.assert_allclose(T, d.oMi[0], rtol=0, atol=1e-12)
-    for x in (lo - 0.3, hi + 0.3):                 # outside: the general path, same answer
+            np.testing.assert_allclose(T, m.placements[0] @ j.transform(q), rtol=0,
+                                       atol=1e-12)
+    for x in (lo - 0.3, hi + 0.3):
         q, v, tau = np.array([x]), np.array([0.7]), np.array([0.2])
         np.testing.assert_allclose(dyn.aba(m, d, q, v, tau),
                                    dyn.aba(m, d, q, v, tau, method="dense"), rtol=1e-9)

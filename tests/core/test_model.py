@@ -11,9 +11,9 @@ from core.errors import InvalidInputError, NonFiniteError
 from core.joints.elliptic import Elliptic
 from core.joints.lower_pairs import Fixed, Helical, Prismatic, Revolute, Universal
 from core.joints.spherical import Free, Spherical
-from core.joints.spline_curve import SplineCurveJoint
+from core.joints.spline_curve import FIT_TOL, CubicSplineFamily, SplineCurveJoint
 from core.lie import se3
-from core.model import FIT_TOL, Model, spatial_inertia
+from core.model import Model, spatial_inertia
 
 
 def random_frames(rng, n=7, turn=0.3):
@@ -60,7 +60,12 @@ def test_compiled_structure():
         assert set(np.nonzero(m.ancestry[i])[0].tolist()) == anc
     assert m.neutral().shape == (m.nq,)
     assert m.lower.shape == m.upper.shape == (m.nq,)
-    assert len(m.spline_bodies) == 2        # the two cubic ones; the order-3 one is generic
+    # each joint evaluated by its family; the order-3 spline, elliptic, universal, fixed and
+    # free joints one by one through evaluate()
+    assert {type(f).__name__: f.bodies.tolist() for f in m.families} == {
+        "ScrewFamily": [0, 3, 4], "CubicSplineFamily": [1, 9], "SphericalFamily": [2],
+        "GenericFamily": [5, 6, 7, 8, 10]}
+    assert [f.multi for f in m.multi_families] == [True, True]
     d = m.create_data()
     assert d.M.shape == (m.nv, m.nv)
 
@@ -71,7 +76,7 @@ def test_batched_kinematics_match_sequential_joint_evaluation(seed):
     m = mixed_tree(rng)
     d = m.create_data()
     q = m.neutral() + rng.normal(size=m.nq) * 0.4
-    for i in m.spline_bodies:                            # one spline joint outside its range
+    for i in spline_bodies(m):                            # one spline joint outside its range
         q[m.q_start[i]] = m.joints[i].upper[0] + 0.3 if seed == 1 else q[m.q_start[i]] + 1.0
     v = rng.normal(size=m.nv)
     T = kin.forward_kinematics(m, d, q, v)
@@ -92,6 +97,17 @@ def test_batched_kinematics_match_sequential_joint_evaluation(seed):
         Ub = (d.S_world[s].T @ v[s])
         expected = bias_joint + se3.ad(d.V[i]) @ Ub
         np.testing.assert_allclose(d.bias[i], expected, atol=tol)
+
+
+def spline_bodies(m):
+    """The bodies evaluated from per-span tables."""
+    return np.concatenate([f.bodies for f in m.families if isinstance(f, CubicSplineFamily)])
+
+
+def knots_in_range(joint):
+    """The distinct knots of a spline curve joint on its coordinate range."""
+    t = joint.knots
+    return np.unique(t[(t >= joint.lower[0]) & (t <= joint.upper[0])]).tolist()
 
 
 def fd_body_hessian(m, q, s, h=1e-6):
@@ -125,10 +141,12 @@ def test_spline_span_tables_reach_round_off(step):
     rng = np.random.default_rng(11)
     m = _spline_model(rng, step).compile()
     j = m.joints[0]
-    assert m.spline_fit_error <= FIT_TOL, (m.spline_degree, m.spline_fit_error)
+    family, = m.families
+    assert isinstance(family, CubicSplineFamily)
+    assert family.fit_error <= FIT_TOL, (family.degree, family.fit_error)
     d = m.create_data()
     lo, hi = j.lower[0], j.upper[0]
-    for x in np.r_[np.linspace(lo, hi, 101), j._starts_list]:
+    for x in np.r_[np.linspace(lo, hi, 101), knots_in_range(j)]:
         kin.forward_kinematics(m, d, np.array([x]))
         G, S, H = j.evaluate(np.array([x]))
         scale = max(1.0, np.abs(H).max())
@@ -158,12 +176,12 @@ def test_adjoint_and_velocity_product_tables():
     for _ in range(5):
         T = se3.exp(rng.normal(size=6) * 2.0)
         X = T[:, 3, None, None] * T[None, :3, :3]
-        AdAdT = (X.reshape(36) @ kin._AD_TABLE).reshape(2, 6, 6)
+        AdAdT = (X.reshape(36) @ kin.AD_TABLE).reshape(2, 6, 6)
         np.testing.assert_allclose(AdAdT[0], se3.Ad(T), atol=1e-14)
         np.testing.assert_allclose(AdAdT[1], se3.Ad(se3.inv(T)).T, atol=1e-14)
         V, U, h, mom = rng.normal(size=(4, 6))
         s = rng.normal()
-        out = np.outer(np.r_[V, s], np.r_[U, h, mom]).reshape(126) @ kin._BILINEAR
+        out = np.outer(np.r_[V, s], np.r_[U, h, mom]).reshape(126) @ kin.BILINEAR_TABLE
         np.testing.assert_allclose(out[:6], se3.ad(V) @ U + s * h, atol=1e-14)
         np.testing.assert_allclose(out[6:], se3.ad(V).T @ mom, atol=1e-14)
 
@@ -179,7 +197,7 @@ def test_spline_span_cache_follows_the_coordinates():
         m.add_body(f"s{i}", i - 1, SplineCurveJoint(random_frames(rng)),
                    se3.exp(rng.normal(size=6) * 0.3), 1.0, [0.0, 0.0, -0.1], np.eye(3) * 0.01)
     d = m.create_data()
-    knots = m.joints[0]._starts_list
+    knots = knots_in_range(m.joints[0])
     lo, hi = m.joints[0].lower[0], m.joints[0].upper[0]
     v = rng.normal(size=3)
     for x in [0.3, 0.35, knots[2], knots[2] - 1e-13, knots[3] + 0.1, lo - 0.5, lo, 1.2, hi,
