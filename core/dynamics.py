@@ -12,67 +12,49 @@ gravity, ``fext``, joint springs/dampers ``-k (q - rest) - c q_dot`` and point-t
 springs between bodies (:meth:`core.model.Model.add_point_spring`). ``rnea`` returns the
 actuation torque still needed on top of them.
 
-Formulation and the speed trade-off
------------------------------------
+Formulation
+-----------
 All quantities live in the world (spatial) frame, where eq. 7 keeps its form
 (``f = J A - ad*_V J V``, coordinate-invariant) and the tree recursions of eqs. 11, 14, 15
 become sums over ancestors or descendants: one product with the model's ``(nb, nb)``
 ancestry matrix replaces a Python loop over bodies, and world poses are composed by pointer
 jumping (log2(depth) batched products). Every step is a batched array operation over all
-bodies, and at the sizes that matter here (one to a few dozen bodies) the cost is the
-number of numpy calls (1-5 us each on this machine), not arithmetic. The pipeline is laid
-out so that one product fills several results, about 30 calls for ``aba`` on a chain of
-cubic spline joints:
+bodies; at the sizes that matter here (one to a few dozen bodies) the cost is the number of
+numpy calls, not arithmetic, so one product fills several results where it can:
 
-* constant-screw joints (revolute, prismatic, helical): one product of
-  ``[1, sin q, 1 - cos q, q]`` with a table that folds in the placement;
-* cubic spline curve joints, all at once in three calls
-  (:func:`core.kinematics._cubic_splines`): ``P G(q)``, ``S`` and ``dS/dq`` are entire
-  functions of q on each knot span (products of exponentials of cubics), so at model
-  compile every span is tabulated as a polynomial in ``q - midpoint`` fitted to the
-  joint's exact Appendix B recursion (:func:`core.model._fit_cubic_spans`: Chebyshev least
-  squares, converted to monomials, degree 12-32 chosen until the error verified on 33
-  points per span is at round-off, 2e-15 - 8e-15 relative on the models tested, twists
-  turning by up to 3.1 rad included); a call takes the powers of ``q - midpoint`` and one
-  product with the rows of the current spans, which stay gathered in
-  :class:`core.data.Data` until a coordinate leaves its span. The joint's own
-  ``evaluate()`` still runs the recursion itself;
+* the joints are evaluated by their families (:mod:`core.joints.family`): constant screws
+  by one table product, cubic spline curves by one product with per-span polynomial tables
+  (:class:`core.joints.spline_curve.CubicSplineFamily`), spherical joints by one batched
+  evaluation of the exponential coordinates, other joints one by one;
 * ``[Ad_T, Ad_{T^-1}^T]`` of all bodies from one product of ``[p; 1] (x) R`` with a
-  constant table, ``[Ad S; Ad dS/dq]`` in one more;
+  constant table (:data:`core.kinematics.AD_TABLE`), ``[Ad S; Ad dS/dq]`` in one more;
 * the bias accelerations ``c = ad_V U + q_dot^2 Ad dS/dq`` and ``ad*_V I V`` from one outer
-  product and one constant ``(126, 12)`` table instead of ad matrices;
+  product and one constant table (:data:`core.kinematics.BILINEAR_TABLE`);
 * ``[I_world | f]`` summed over subtrees by one ancestry product and ``S^T [Ic | f_joint]``
   by one more: the rows of the mass matrix and the nonlinear effects together; the
   Cholesky solve by one LAPACK ``dposv`` in place.
 
-The price: a model compile step (about 5 ms per spline joint of 10 spans), 4 kB of
-coefficients per knot span, Data attributes that are views into shared buffers (overwritten
-by the next call), and a batched spline joint that equals the exact recursion to a few
-ulps of its values rather than to one or two (tests hold it to 1e-13 against evaluate()).
+The price is that :class:`core.data.Data` fields are views into shared buffers, overwritten
+by the next call.
 
-The articulated-body recursion of Appendix A (O(n)) is sequential in the tree depth (it is
-batched over the bodies of one depth): on a chain every link costs about a dozen small numpy
-calls. The dense alternative (CRBA mass matrix + nonlinear effects + a Cholesky solve
-through LAPACK's dposv, LU if M is not numerically positive definite) does O(n^2)
-array work and an O(n^3) factorisation that stays negligible up to a few hundred dofs.
-``aba`` therefore takes ``method="auto"`` (dense up to :data:`DENSE_MAX_DOFS` dofs,
-recursive above; a single body solves its one Newton-Euler equation directly, and one body
-on a cubic spline joint does so with three array calls (the powers of ``q - midpoint`` and
-one product with its span's table, written straight into ``data.oMi[0]`` and
-``data.SH[0]``) and about 60 float operations),
-``"dense"`` or ``"recursive"``; all agree to round-off and are tested against Pinocchio.
-The price of "dense" is memory and work quadratic in n and an O(n^3) term, which is why the
-recursion remains the choice past a few hundred dofs.
+Forward dynamics methods (:func:`aba`'s ``method``)
+-------------------------------------------------
+* ``"recursive"``: the articulated-body recursion of Appendix A, O(n), sequential in the
+  tree depth and batched over the bodies of one depth (on a chain every link costs about a
+  dozen small numpy calls);
+* ``"dense"``: the CRBA mass matrix, the nonlinear effects and a Cholesky solve through
+  LAPACK's dposv (LU if M is not numerically positive definite): O(n^2) array work and an
+  O(n^3) factorisation that stays negligible up to a few hundred dofs, and far fewer numpy
+  calls than the recursion, so it is the faster of the two here up to
+  :data:`DENSE_MAX_DOFS` dofs;
+* ``"body"``: one body without point springs, its Newton-Euler equation solved directly
+  (in Python floats after the joint family's evaluation when the joint has one
+  coordinate).
 
-Measured by ``scripts/bench_dynamics.py`` (2-core EPYC shared with other jobs, load
-1.0-1.3, one BLAS thread; CPU medians in us per call, two runs "run 1 / run 2"): cubic spline
-chain N = 8 156 / 118 (target 200; the version before this layout 433, the exact batched
-recursion without the span tables about 160-220 depending on the load), 140 / 207 when every
-call lands in new knot spans (load noise exceeds the span lookup's cost); N = 32 260 / 302;
-the one-body knee 10.8 / 11.6 (target 30; the float recursion it replaces 22-32); revolute
-chains N = 8 / 32 158 / 209 and 120 / 272, 11.5x / 13.2x mj_step at N = 32 (target 20x).
-On this shared machine a small numpy call costs 1-5 us depending on the moment, so compare
-the ratios to pin.aba and mj_step of the same run rather than absolute figures.
+``"auto"`` picks "body" where it applies, else "dense" up to :data:`DENSE_MAX_DOFS` dofs and
+"recursive" above. All agree to round-off and are tested against Pinocchio;
+``scripts/bench.py --only dynamics`` times them beside ``pin.aba`` and MuJoCo's
+``mj_step``.
 """
 
 import math

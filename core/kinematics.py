@@ -11,6 +11,10 @@ sum over ancestors (a product with the model's ancestry matrix) instead of a Pyt
   + ad_{V_i} Ad_{T_i} S_i q_dot_i``, which is ``Ad_{T_i}`` applied to eq. 14's body
   acceleration (``d/dt Ad_T x = ad_V Ad_T x`` for the spatial velocity ``V`` of ``T``).
 
+The joints themselves are evaluated by their families (:mod:`core.joints.family`), which
+write each body's local transform ``H_i G_i(q_i)`` and body-frame ``S`` (and ``dS/dq``) into
+``data``; this module never looks at joint types.
+
 Every function takes ``model, data`` first, writes into ``data`` and returns its main result.
 """
 

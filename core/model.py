@@ -7,9 +7,10 @@ of eq. 25), so that the body's pose is ``T_i = T_parent H_i G_i(q_i)`` (eq. 9), 
 spatial inertia ``J_i`` of eq. 8 in the body frame. It also holds gravity, joint springs and
 dampers and point-to-point damped springs (passive forces the dynamics always include).
 
-The structure is compiled into index arrays once (:meth:`Model.compile`, called lazily by the
-algorithms) so that :mod:`core.kinematics` and :mod:`core.dynamics` can work on all bodies
-with array operations instead of a Python loop per body.
+The structure is compiled once (:meth:`Model.compile`, called lazily by the algorithms) into
+index arrays, so that :mod:`core.kinematics` and :mod:`core.dynamics` work on all bodies with
+array operations instead of a Python loop per body, and into joint families
+(:mod:`core.joints.family`), each evaluating its joints in a batch.
 """
 
 import math

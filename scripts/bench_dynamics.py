@@ -8,7 +8,7 @@ runs and sit side by side; on a shared machine CPU time is inflated less by othe
 and the ratios against ``pin.aba`` / ``mujoco.mj_step`` measured in the same run are the
 figures to compare):
 
-1. revolute chains N = 1, 8, 32, 128: ``core.dynamics.aba`` (auto = single-body path for
+1. revolute chains N = 1, 8, 32, 128: ``core.dynamics.aba`` (auto = the one-body method for
    N = 1, dense CRBA + Cholesky otherwise), the O(n) articulated-body recursion of
    Appendix A, ``pinocchio.aba`` and ``mujoco.mj_step`` on the same chain (MJCF built here),
    with ratios;
@@ -196,7 +196,7 @@ def revolute_table(quick):
                  ["N", "ours aba CPU", "ours aba wall", "ours Appendix A recursion CPU",
                   "pin.aba CPU", "pin.aba wall", "mj_step CPU", "mj_step wall",
                   "ours / pin (CPU)", "ours / mj_step (CPU)", "ours / mj_step (wall)"], rows,
-                 note="ours aba = method 'auto' (single-body path for N = 1, dense CRBA + "
+                 note="ours aba = method 'auto' (the one-body method for N = 1, dense CRBA + "
                       "Cholesky otherwise); target: N = 32 within 20x of mj_step")
 
 
@@ -237,7 +237,7 @@ def energy_table():
                   "relative drift", "relative to |E0|"],
                  [[res.steps, wall, drift, exchanged, drift / exchanged,
                    drift / abs(res.energy[0])]],
-                 note="issue target: relative drift < 1e-5")
+                 note="target: relative drift < 1e-5")
 
 
 def bench_dynamics(quick=False):

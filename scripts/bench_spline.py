@@ -3,7 +3,7 @@
     python scripts/bench_spline.py [--quick]     # this section alone
     python scripts/bench.py --only spline        # the same, as a section of bench.py
 
-Targets (issue 2): cubic SplineCurveJoint transform + jacobian + hessian at one q within 40 us
+Targets: cubic SplineCurveJoint transform + jacobian + hessian at one q within 40 us
 (``evaluate`` gives all three), batched ``transforms`` at least 500,000 q per second at
 N = 10,000.
 """

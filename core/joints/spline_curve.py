@@ -569,6 +569,9 @@ class CubicSplineFamily(JointFamily):
     with the rows of the current spans, three array operations whatever the number of
     joints; the rows stay gathered until a coordinate leaves its span. Joints outside their
     knot range are evaluated by their own :meth:`SplineCurveJoint.evaluate` (extrapolation).
+    The price: the fit at model compile (a few ms per joint) and ``28 (degree + 1)`` floats
+    per knot span; the tables equal the recursion to a few ulps of its values rather than
+    bit for bit.
 
     Attributes (besides :class:`~core.joints.family.JointFamily`'s): ``rows`` (all spans'
     tables), ``degree`` (their polynomial degree), ``fit_error`` (their verified error
