@@ -25,7 +25,8 @@ class Data:
 
     def __init__(self, model):
         nb, nv = model.nbodies, int(model.q_count.sum())
-        self.nbodies, self.nv = nb, nv
+        #: number of coordinates; model_id: the model (and its size) this Data was made for
+        self.nv = nv
         self.model_id = (id(model), nb, nv)
 
         # -- joints and poses (core.kinematics; written by the joint families' calc) ------
@@ -105,10 +106,9 @@ class Data:
         self.Y = np.zeros((nb, 6, 7))
         self.I_world = self.Y[:, :, :6]
         self.f = self.Y[:, :, 6]
-        #: ``(nb, 6, 7)`` subtree sums of Y, ``[Ic | f_joint]``: composite inertias and the
-        #: wrench each joint transmits (one ancestry product for both)
+        #: ``(nb, 6, 7)`` subtree sums of Y, ``[Ic | f_joint]``: composite inertias and
+        #: f_joint ``(nb, 6)`` the wrench each joint transmits (one ancestry product for both)
         self.Z = np.zeros((nb, 6, 7))
-        self.Ic = self.Z[:, :, :6]
         self.f_joint = self.Z[:, :, 6]
         #: ``(nb, 6, 6)`` ``J Ad_{T^-1}``, the first factor of I_world
         self.JAdinv = np.zeros((nb, 6, 6))
