@@ -21,6 +21,8 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
+from .properties import MAX_COORDINATES
+
 SAMPLE_PROPERTY_PREFIX = "sj_q"
 #: ID property of a captured sample holding its pose as 16 doubles (row-major T_parent_child).
 #: Samples saved before it existed have only the single-precision ``pose`` field.
@@ -94,12 +96,14 @@ def write_sample_pose(sample, T_parent_child: np.ndarray) -> None:
 
 
 def read_sample_poses(samples) -> np.ndarray:
-    """(N, 4, 4) poses of a sample collection, exactly as stored.
+    """(N, 4, 4) poses of a sample collection, exactly as stored; BridgeError when it is empty.
 
     Samples from files saved before the double-precision key existed fall back to their
     single-precision ``pose`` made rigid (:func:`rigid`), so they too reach the core without
     its re-orthonormalization warning.
     """
+    if len(samples) == 0:
+        raise BridgeError("no samples: capture poses of the bone first (Capture Pose / Frame Range)")
     poses = np.empty((len(samples), 4, 4), dtype=np.float64)
     for k, sample in enumerate(samples):
         stored = sample.get(SAMPLE_POSE_KEY)
@@ -108,6 +112,36 @@ def read_sample_poses(samples) -> np.ndarray:
         else:
             poses[k] = np.array(stored.to_list(), dtype=np.float64).reshape(4, 4)
     return poses
+
+
+def read_sample_coordinates(samples, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinates q (N, n) and weights (N,) of a sample collection.
+
+    n: how many coordinates to read from every sample; None takes the samples' own count,
+    which must be the same for all (BridgeError otherwise).
+    """
+    count = len(samples)
+    q = np.empty(MAX_COORDINATES * count, dtype=np.float64)
+    samples.foreach_get("q", q)
+    used = np.empty(count, dtype=np.int32)
+    samples.foreach_get("n_coordinates", used)
+    w = np.empty(count, dtype=np.float64)
+    samples.foreach_get("weight", w)
+    if n is None:
+        if np.any(used != used[:1]):
+            raise BridgeError("the samples have different numbers of coordinates; clear them and "
+                              "capture again with one coordinate setting")
+        n = int(used[0]) if count else 0
+    return q.reshape(count, MAX_COORDINATES)[:, :n], w
+
+
+def read_samples(samples) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """poses (N, 4, 4), coordinates q (N, n) (None when the samples have none) and weights
+    (N,) of the captured samples, for a fit; BridgeError when there are none or their numbers
+    of coordinates differ."""
+    poses = read_sample_poses(samples)
+    q, w = read_sample_coordinates(samples)
+    return poses, (q if q.shape[1] else None), w
 
 
 def check_drivable(pose_bone) -> None:
@@ -125,16 +159,6 @@ def check_drivable(pose_bone) -> None:
         problems.append("'Local Location' is off")
     if problems:
         raise BridgeError(f"bone '{pose_bone.name}' cannot be posed by a joint: " + "; ".join(problems))
-
-
-def basis_from_T_parent_child(pose_bone, T_parent_child: np.ndarray) -> np.ndarray:
-    """matrix_basis (4, 4) that puts the bone at ``T_parent_child`` relative to its parent.
-
-    With default inheritance, child_pose = parent_pose @ rest_rel @ basis, so
-    basis = rest_rel^-1 @ T_parent_child.
-    """
-    rest = read_rest_T_parent_child(pose_bone)
-    return np.linalg.solve(rest, np.asarray(T_parent_child, dtype=np.float64))
 
 
 # --------------------------------------------------------------------------------------------
@@ -165,6 +189,11 @@ def read_custom_property(owner, name: str) -> float:
 
 def coordinate_property_name(i: int) -> str:
     return f"{SAMPLE_PROPERTY_PREFIX}{i}"
+
+
+def read_coordinate_values(pose_bone, nq: int) -> np.ndarray:
+    """Current joint coordinates (nq,) from the bone's ``sj_q<i>`` properties (0 where missing)."""
+    return np.array([float(pose_bone.get(coordinate_property_name(i), 0.0)) for i in range(nq)])
 
 
 def ensure_coordinate_property(pose_bone, i: int, lower: float, upper: float, value: float | None = None) -> str:

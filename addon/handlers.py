@@ -14,7 +14,7 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from . import bridge
-from .operators._common import joint_document
+from .documents import joint_document
 
 _state = {"busy": False, "suspended": 0, "errors": set()}
 
@@ -29,16 +29,13 @@ def driven_bones(scene):
                 yield obj, pb
 
 
-def coordinates(pose_bone, nq: int) -> np.ndarray:
-    """Current coordinate values (nq,) from the bone's sj_q<i> properties."""
-    return np.array([float(pose_bone.get(bridge.coordinate_property_name(i), 0.0)) for i in range(nq)])
-
-
 def pose_bone_from_joint(pose_bone) -> bool:
     """Pose one driven bone from its coordinates; True when its basis changed."""
+    from ..core.bones import joint_basis
+
     doc = joint_document(pose_bone.spline_joints)
-    q = coordinates(pose_bone, doc.joint.nq)
-    basis = bridge.basis_from_T_parent_child(pose_bone, doc.joint.transform(q))
+    q = bridge.read_coordinate_values(pose_bone, doc.joint.nq)
+    basis = joint_basis(doc.joint, bridge.read_rest_T_parent_child(pose_bone), q)
     if np.allclose(np.array(pose_bone.matrix_basis), basis, atol=1e-7, rtol=0.0):
         return False
     bridge.check_drivable(pose_bone)

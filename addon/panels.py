@@ -161,18 +161,20 @@ class VIEW3D_PT_spline_joints_reach_cone(_Panel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("spline_joints.fit_reach_cone", icon="CON_ROTLIMIT")
         row.operator("spline_joints.draw_reach_cone", icon="MESH_CONE")
+        from ..core.bones import cone_status
         from . import bridge
-        from .operators.reach_cone import cone_status, joint_rotations
+        from .operators.reach_cone import cone_options
 
         try:
-            status = cone_status(s, joint_rotations(pose_bone, bridge.read_pose_T_parent_child(pose_bone)))
+            status = cone_status(cone_options(s), bridge.read_rest_T_parent_child(pose_bone),
+                                 bridge.read_pose_T_parent_child(pose_bone))
         except ValueError as exc:
             layout.label(text=str(exc), icon="ERROR")
             return
         box = layout.box()
-        box.label(text="Pose inside the limits" if status["inside"] else "Pose OUTSIDE the limits",
-                  icon="CHECKMARK" if status["inside"] else "ERROR")
-        box.label(text=f"swing value {status['swing_value']:+.3f}   twist {math.degrees(status['twist']):+.1f} deg")
+        box.label(text="Pose inside the limits" if status.inside else "Pose OUTSIDE the limits",
+                  icon="CHECKMARK" if status.inside else "ERROR")
+        box.label(text=f"swing value {status.swing_value:+.3f}   twist {math.degrees(status.twist):+.1f} deg")
 
 
 class SPLINE_JOINTS_UL_mechanisms(bpy.types.UIList):

@@ -1,7 +1,9 @@
 """Data stored in the .blend: samples, fitted joint and reach-cone settings, per pose bone.
 
-Everything lives in ``PoseBone.spline_joints`` (a PointerProperty to :class:`SJ_BoneSettings`),
-so it is saved with the file, restored by undo, and carries no executable code.
+Everything lives in ``PoseBone.spline_joints`` (a PointerProperty to
+:class:`SPLINE_JOINTS_PG_bone_settings`) and ``Scene.spline_joints_mechanisms``, so it is saved
+with the file, restored by undo, and carries no executable code. The files store the data under
+those attribute names, not under the class names.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ SOURCE_ITEMS = [
 ]
 
 
-class SJ_Sample(PropertyGroup):
+class SPLINE_JOINTS_PG_sample(PropertyGroup):
     """One captured pose: coordinate value(s), child-in-parent pose and weight.
 
     The pose the fits use is the double-precision ID property ``bridge.SAMPLE_POSE_KEY``
@@ -46,10 +48,10 @@ class SJ_Sample(PropertyGroup):
     frame: IntProperty(name="Frame", description="Frame the sample was captured at")
 
 
-class SJ_BoneSettings(PropertyGroup):
+class SPLINE_JOINTS_PG_bone_settings(PropertyGroup):
     """Spline Joints data of one pose bone (the joint's child; its parent is the joint's parent)."""
 
-    samples: CollectionProperty(type=SJ_Sample)
+    samples: CollectionProperty(type=SPLINE_JOINTS_PG_sample)
     active_sample: IntProperty(name="Active Sample", default=0)
 
     # --- driving coordinate source ---------------------------------------------------------
@@ -123,13 +125,13 @@ class SJ_BoneSettings(PropertyGroup):
                                description="Length of the drawn cone (0: the bone's length)")
 
 
-class SJ_BodyRef(PropertyGroup):
+class SPLINE_JOINTS_PG_body_ref(PropertyGroup):
     """One body (or scenery item) of a mechanism: the Blender object that shows it."""
 
     object: PointerProperty(name="Object", type=bpy.types.Object)
 
 
-class SJ_Mechanism(PropertyGroup):
+class SPLINE_JOINTS_PG_mechanism(PropertyGroup):
     """A core demo mechanism placed in the scene (rebuilt from its name and settings to bake)."""
 
     demo: StringProperty(name="Demo", description="Key of core.mechanisms.DEMOS")
@@ -137,9 +139,10 @@ class SJ_Mechanism(PropertyGroup):
     duration: FloatProperty(name="Duration", default=2.0, min=0.01, unit="TIME_ABSOLUTE")
     substeps: IntProperty(name="Substeps", default=0, min=0,
                           description="Integration steps per frame (0: the demo's default)")
-    bodies: CollectionProperty(type=SJ_BodyRef)
-    scenery: CollectionProperty(type=SJ_BodyRef, description="Objects of the mechanism's world-fixed "
-                                "scenery (core Mechanism.scenery), e.g. a deforming surface")
+    bodies: CollectionProperty(type=SPLINE_JOINTS_PG_body_ref)
+    scenery: CollectionProperty(type=SPLINE_JOINTS_PG_body_ref,
+                                description="Objects of the mechanism's world-fixed scenery "
+                                            "(core Mechanism.scenery), e.g. a deforming surface")
     baked_frames: IntProperty(name="Baked Frames")
     energy_drift: FloatProperty(name="Energy Drift")
     bake_seconds: FloatProperty(name="Bake Time (s)")
@@ -148,12 +151,13 @@ class SJ_Mechanism(PropertyGroup):
                                     description="Largest constraint error of the last bake (m)")
 
 
-classes = (SJ_Sample, SJ_BoneSettings, SJ_BodyRef, SJ_Mechanism)
+classes = (SPLINE_JOINTS_PG_sample, SPLINE_JOINTS_PG_bone_settings, SPLINE_JOINTS_PG_body_ref,
+           SPLINE_JOINTS_PG_mechanism)
 
 
 def register_properties():
-    bpy.types.PoseBone.spline_joints = PointerProperty(type=SJ_BoneSettings)
-    bpy.types.Scene.spline_joints_mechanisms = CollectionProperty(type=SJ_Mechanism)
+    bpy.types.PoseBone.spline_joints = PointerProperty(type=SPLINE_JOINTS_PG_bone_settings)
+    bpy.types.Scene.spline_joints_mechanisms = CollectionProperty(type=SPLINE_JOINTS_PG_mechanism)
     bpy.types.Scene.spline_joints_active_mechanism = IntProperty(name="Active Mechanism")
 
 

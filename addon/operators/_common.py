@@ -94,36 +94,3 @@ def read_frames(scene, frames, read) -> list:
         return out
     finally:
         scene.frame_set(current[0], subframe=current[1])
-
-
-def sample_coordinates(settings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """q (N, MAX_COORDINATES), n_coordinates (N,), weights (N,) of the stored samples."""
-    from ..properties import MAX_COORDINATES
-
-    n = len(settings.samples)
-    q = np.empty(MAX_COORDINATES * n, dtype=np.float64)
-    settings.samples.foreach_get("q", q)
-    nq = np.empty(n, dtype=np.int32)
-    settings.samples.foreach_get("n_coordinates", nq)
-    w = np.empty(n, dtype=np.float64)
-    settings.samples.foreach_get("weight", w)
-    return q.reshape(n, MAX_COORDINATES), nq, w
-
-
-_DOCUMENTS: dict[str, object] = {}
-
-
-def joint_document(settings):
-    """The bone's stored joint as a core.io JointDocument (parsed once per distinct JSON text)."""
-    from ...core import io
-
-    text = settings.joint_json
-    if not text:
-        raise ValueError("no joint stored on this bone: fit one first (Fit Joint)")
-    doc = _DOCUMENTS.get(text)
-    if doc is None:
-        doc = io.loads(text)
-        if len(_DOCUMENTS) > 64:
-            _DOCUMENTS.clear()
-        _DOCUMENTS[text] = doc
-    return doc

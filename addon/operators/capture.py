@@ -47,14 +47,10 @@ def append_samples(settings, frames, qs, poses) -> None:
 
 
 def duplicate_warning(settings, qs) -> str:
-    """A warning text when new samples repeat coordinate values already stored, else ''."""
-    from ._common import sample_coordinates
+    """A warning text when new samples qs (K, n) repeat coordinate values already stored, else ''."""
+    from ...core.fitting.samples import repeated_coordinates
 
-    q_old, _, _ = sample_coordinates(settings)
-    n = qs.shape[1]
-    allq = np.concatenate([q_old[:, :n], qs]) if len(q_old) else qs
-    _, counts = np.unique(np.round(allq, 9), axis=0, return_counts=True)
-    dup = int((counts - 1).sum())
+    dup = repeated_coordinates(bridge.read_sample_coordinates(settings.samples, qs.shape[1])[0], qs)
     return f"; {dup} sample(s) repeat a coordinate value already captured" if dup else ""
 
 

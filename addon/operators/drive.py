@@ -7,16 +7,8 @@ import numpy as np
 from bpy.props import BoolProperty, IntProperty
 
 from .. import bridge, handlers
-from ._common import BoneOperator, frame_range, joint_document, read_frames
-
-
-def coordinate_ranges(doc) -> np.ndarray:
-    """(nq, 2) finite coordinate ranges of a joint document."""
-    ranges = np.asarray(doc.ranges, dtype=float)
-    if not np.all(np.isfinite(ranges)):
-        raise ValueError("the stored joint has an unbounded coordinate range; a slider needs finite "
-                         "limits: fit the joint again")
-    return ranges
+from ..documents import joint_document
+from ._common import BoneOperator, frame_range, read_frames
 
 
 class SPLINE_JOINTS_OT_drive_joint(BoneOperator, bpy.types.Operator):
@@ -29,10 +21,8 @@ class SPLINE_JOINTS_OT_drive_joint(BoneOperator, bpy.types.Operator):
     def run(self, context, armature, pose_bone, s):
         doc = joint_document(s)
         bridge.check_drivable(pose_bone)
-        ranges = coordinate_ranges(doc)
+        ranges = doc.finite_ranges()
         names = [bridge.ensure_coordinate_property(pose_bone, i, lo, hi) for i, (lo, hi) in enumerate(ranges)]
-        for i, (lo, hi) in enumerate(ranges):
-            s.range_min[i], s.range_max[i] = float(lo), float(hi)
         s.drive = True
         handlers.pose_bone_from_joint(pose_bone)
         self.report({"INFO"}, f"'{pose_bone.name}' follows {', '.join(names)} through its "
@@ -53,20 +43,18 @@ class SPLINE_JOINTS_OT_bake_joint(BoneOperator, bpy.types.Operator):
                                description="Turn the live drive off so the baked keys play back")
 
     def run(self, context, armature, pose_bone, s):
+        from ...core.bones import joint_basis
+
         scene = context.scene
         doc = joint_document(s)
         bridge.check_drivable(pose_bone)
         frames = frame_range(scene, self.frame_start, self.frame_end, self.step)
         name = pose_bone.name
         with handlers.suspended():
-            qs = np.array(read_frames(scene, frames, lambda f: handlers.coordinates(
+            qs = np.array(read_frames(scene, frames, lambda f: bridge.read_coordinate_values(
                 armature.pose.bones[name], doc.joint.nq)))
-        if not np.all(np.isfinite(qs)):
-            raise ValueError("a coordinate value is not finite in the frame range; check its animation")
-        G = doc.joint.transforms(qs)
         pose_bone = armature.pose.bones[name]
-        rest = bridge.read_rest_T_parent_child(pose_bone)
-        basis = np.linalg.solve(rest[None], G)
+        basis = joint_basis(doc.joint, bridge.read_rest_T_parent_child(pose_bone), qs)
         written = bridge.write_bone_keyframes(armature, pose_bone, frames, basis)
         if self.stop_driving:
             pose_bone.spline_joints.drive = False

@@ -15,7 +15,8 @@ import bpy
 import numpy as np
 from bpy.props import EnumProperty, FloatProperty, IntProperty
 
-from .. import bridge, shapes
+from ...core import display
+from .. import bridge
 from ._common import pick_index, reporting
 
 _DEMO_ITEMS: list = []  # Blender needs the enum item strings kept alive
@@ -102,14 +103,14 @@ def display_mesh(disp):
     polylines; a deforming ``"surface"`` is drawn in its shape at t = 0 (a bake keys the rest)."""
     if disp.mesh == "surface":
         return disp.surface_mesh(0.0)
-    return shapes.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)
+    return display.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)
 
 
 def scenery_motion(mechanism, times) -> dict:
     """Shape keys of every deforming scenery surface over ``times`` (F,) in seconds (numpy only):
     ``{scenery index: (basis (V, 3), targets (K, V, 3), values (F, K))}``
-    (:func:`addon.shapes.shape_key_modes` of ``BodyDisplay.surface_mesh(t)`` at each time)."""
-    return {i: shapes.shape_key_modes(np.stack([d.surface_mesh(t)[0] for t in times]), d.name)
+    (:func:`core.display.shape_key_modes` of ``BodyDisplay.surface_mesh(t)`` at each time)."""
+    return {i: display.shape_key_modes(np.stack([d.surface_mesh(t)[0] for t in times]), d.name)
             for i, d in enumerate(mechanism.scenery) if d.mesh == "surface"}
 
 

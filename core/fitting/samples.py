@@ -14,7 +14,8 @@ import numpy as np
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3
 
-__all__ = ["JointSamples", "ORTHONORMAL_REPAIR_TOL", "ORTHONORMAL_EXACT_TOL"]
+__all__ = ["JointSamples", "ORTHONORMAL_REPAIR_TOL", "ORTHONORMAL_EXACT_TOL",
+           "repeated_coordinates"]
 
 #: rotations with max |R^T R - I| at or below this pass unchanged
 ORTHONORMAL_EXACT_TOL = 1e-9
@@ -175,3 +176,17 @@ class JointSamples:
         index = np.asarray(index)
         return JointSamples(self.poses[index], None if self.q is None else self.q[index],
                             self.weights[index])
+
+
+def repeated_coordinates(q_stored, q_new, decimals=9):
+    """How many samples repeat a coordinate value once ``q_new`` joins ``q_stored``.
+
+    q_stored: (M, n) and q_new: (K, n) coordinates (M may be 0). Values are compared after
+    rounding to ``decimals`` places; returns the number of rows of the union beyond the first
+    of each distinct value (the repeats a :class:`JointSamples` would reject).
+    """
+    q_new = np.asarray(q_new, dtype=float)
+    q_stored = np.asarray(q_stored, dtype=float).reshape(-1, q_new.shape[1])
+    _, counts = np.unique(np.round(np.concatenate([q_stored, q_new]), decimals), axis=0,
+                          return_counts=True)
+    return int((counts - 1).sum())

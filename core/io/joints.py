@@ -81,6 +81,18 @@ class JointDocument:
         return cls(result.joint, coordinate_names, metric=SE3Metric(result.report.length_scale),
                    report=result.report, name=name)
 
+    def finite_ranges(self):
+        """The ranges (nq, 2); InvalidInputError naming the first coordinate whose range is
+        unbounded (a slider or a drawn path needs finite limits)."""
+        bad = np.flatnonzero(~np.all(np.isfinite(self.ranges), axis=1))
+        if bad.size:
+            i = int(bad[0])
+            lo, hi = self.ranges[i]
+            raise InvalidInputError(f"coordinate '{self.coordinate_names[i]}' of the joint has the "
+                                    f"unbounded range [{lo}, {hi}]; sliders and drawn paths need "
+                                    "finite limits: fit the joint again or store finite ranges")
+        return self.ranges
+
 
 def _bound(x):
     return None if math.isinf(x) else float(x)

@@ -153,7 +153,7 @@ def scenario_double_precision_poses(tmp):
     from scenes import addon_module, expected_T_parent_child, leg_armature, pose_leg
 
     bridge = addon_module("addon.bridge")
-    fit = addon_module("addon.operators.fit")
+    JointSamples = addon_module("core.fitting").JointSamples
     obj = leg_armature()
     pose_leg(obj)
     shin = obj.pose.bones["shin"]
@@ -176,7 +176,7 @@ def scenario_double_precision_poses(tmp):
     assert bpy.ops.spline_joints.capture_range(frame_start=1, frame_end=21) == {"FINISHED"}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fit.build_samples(shin.spline_joints)
+        JointSamples(*bridge.read_samples(shin.spline_joints.samples))
     poses = bridge.read_sample_poses(shin.spline_joints.samples)
     assert bpy.ops.spline_joints.fit() == {"FINISHED"}
 
@@ -196,7 +196,7 @@ def scenario_double_precision_poses(tmp):
     out["legacy_orthonormal"] = float(np.abs(np.swapaxes(Rl, 1, 2) @ Rl - np.eye(3)).max())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fit.build_samples(bpy.data.objects["Leg"].pose.bones["shin"].spline_joints)
+        JointSamples(*bridge.read_samples(samples))
     return out
 
 

@@ -156,7 +156,7 @@ def test_fit_errors_change_nothing(blender):
     messages = blender(scenario_fit_errors)["messages"]
     assert len(messages) == 4, messages
     assert "no samples" in messages[0]
-    assert "two coordinates" in messages[1]
+    assert "needs 2 coordinates" in messages[1]
     assert "at least 4 distinct samples" in messages[2]  # the core's JointSamples validation
     assert "no joint stored" in messages[3]
 

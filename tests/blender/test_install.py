@@ -28,8 +28,13 @@ def scenario_registered(tmp):
 
     ops = sorted(n for n in dir(bpy.ops.spline_joints))
     bridge = addon_module("addon.bridge")
+    settings = bpy.types.PoseBone.bl_rna.properties["spline_joints"].fixed_type
+    mechanism = bpy.types.Scene.bl_rna.properties["spline_joints_mechanisms"].fixed_type
     return {"ops": ops, "has_settings": hasattr(bpy.types.PoseBone, "spline_joints"),
             "bridge_file": bridge.__file__,
+            "property_groups": sorted({settings.identifier, mechanism.identifier,
+                                       settings.properties["samples"].fixed_type.identifier,
+                                       mechanism.properties["bodies"].fixed_type.identifier}),
             "panels": sorted(n for n in dir(bpy.types) if n.startswith("VIEW3D_PT_spline_joints"))}
 
 
@@ -39,3 +44,6 @@ def test_operators_registered_from_sandbox(blender, sandbox):
     assert info["has_settings"]
     assert info["bridge_file"].startswith(str(sandbox["user"])), "the add-on was imported from outside the sandbox"
     assert "VIEW3D_PT_spline_joints_capture" in info["panels"]
+    # one prefix for every registered class: SPLINE_JOINTS_PG_* for the property groups
+    assert info["property_groups"] == ["SPLINE_JOINTS_PG_body_ref", "SPLINE_JOINTS_PG_bone_settings",
+                                       "SPLINE_JOINTS_PG_mechanism", "SPLINE_JOINTS_PG_sample"]

@@ -85,6 +85,14 @@ def test_infinite_ranges_written_as_null():
     assert np.all(np.isinf(back.ranges)) and back.report is None
 
 
+def test_finite_ranges_name_the_unbounded_coordinate(knee_doc):
+    np.testing.assert_array_equal(knee_doc.finite_ranges(), knee_doc.ranges)
+    doc = JointDocument(knee_doc.joint, ("flexion",), [[-1.0, np.inf]])
+    with pytest.raises(InvalidInputError, match=r"'flexion' of the joint has the unbounded range "
+                                                r"\[-1.0, inf\]"):
+        doc.finite_ranges()
+
+
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d.update(version=2), "unknown joint document version 2"),
     (lambda d: d.update(version="1"), "version must be an integer"),

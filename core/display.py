@@ -1,16 +1,30 @@
-"""Display meshes for mechanism bodies from the core's mesh hints (numpy only, no bpy).
+"""Display geometry for the add-on, computed without Blender: body meshes, deforming meshes as
+shape keys, and the polylines that draw a joint's path.
 
-Each function returns ``(vertices (V, 3), faces (F, 3 or 4))`` in the body frame. The hints
-and sizes are those of :class:`core.mechanisms.BodyDisplay`.
+Meshes are ``(vertices (V, 3), faces)`` in the body frame, faces as lists of 3 or 4 vertex
+indices wound counter-clockwise seen from outside, so every closed mesh here has outward
+normals. The hints and sizes of :func:`body_mesh` are those of
+:class:`core.mechanisms.BodyDisplay`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .errors import InvalidInputError
+
+__all__ = ["uv_sphere", "cylinder", "box", "body_mesh", "shape_key_modes", "joint_path",
+           "MAX_SHAPE_KEYS", "MODE_TOL"]
+
+#: shape keys at most per deforming surface, and the singular value (relative to the largest)
+#: below which a mode of its motion is dropped
+MAX_SHAPE_KEYS = 12
+MODE_TOL = 1e-7
+
 
 def uv_sphere(radii, n_u: int = 16, n_v: int = 8):
-    """Ellipsoid with semi-axes radii (3,) as a UV sphere: quads plus two triangle fans."""
+    """Ellipsoid with semi-axes radii (3,) as a UV sphere: n_u meridians, n_v bands; quads
+    plus a triangle fan at each pole. Returns vertices (2 + (n_v - 1) n_u, 3) and faces."""
     radii = np.asarray(radii, dtype=float)
     theta = np.linspace(0.0, np.pi, n_v + 1)[1:-1]
     phi = np.linspace(0.0, 2.0 * np.pi, n_u, endpoint=False)
@@ -31,7 +45,8 @@ def uv_sphere(radii, n_u: int = 16, n_v: int = 8):
 
 
 def cylinder(radius: float, length: float, axis: int = 2, n: int = 16):
-    """Closed cylinder of the given radius and length centred on the origin along ``axis``."""
+    """Closed cylinder (an n-gon prism) of the given radius and length centred on the origin
+    along ``axis`` (0, 1, 2). Returns vertices (2n, 3) and faces (n quads and two n-gons)."""
     a = np.linspace(0.0, 2.0 * np.pi, n, endpoint=False)
     circle = np.column_stack([radius * np.cos(a), radius * np.sin(a)])
     verts = np.vstack([np.column_stack([circle, np.full(n, -0.5 * length)]),
@@ -43,7 +58,8 @@ def cylinder(radius: float, length: float, axis: int = 2, n: int = 16):
 
 
 def box(extents):
-    """Box with full extents (3,) centred on the origin."""
+    """Box with full extents (3,) (each at least 1e-4) centred on the origin. Returns
+    vertices (8, 3) and 6 quads."""
     e = 0.5 * np.maximum(np.asarray(extents, dtype=float), 1e-4)
     corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
     faces = [[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]]
@@ -72,12 +88,6 @@ def body_mesh(hint: str, size, axis: int = 2, offset=None):
     return verts, faces
 
 
-#: shape keys at most per deforming surface, and the singular value (relative to the largest)
-#: below which a mode of its motion is dropped
-MAX_SHAPE_KEYS = 12
-MODE_TOL = 1e-7
-
-
 def shape_key_modes(tracks, name: str = "surface", tol: float = MODE_TOL, max_keys: int = MAX_SHAPE_KEYS):
     """Factor the vertex tracks of a deforming mesh into relative shape keys.
 
@@ -87,16 +97,49 @@ def shape_key_modes(tracks, name: str = "surface", tol: float = MODE_TOL, max_ke
     values (F, K))`` with values in [-1, 1] and
     ``tracks[f] ~= basis + sum_k values[f, k] (targets[k] - basis)``. A mesh whose shape is
     linear in one function of time is exactly one key; a static one has none (K = 0).
-    ValueError (naming ``name``) if it needs more than ``max_keys`` keys.
+    InvalidInputError (naming ``name``) if it needs more than ``max_keys`` keys.
     """
     tracks = np.asarray(tracks, dtype=float)
     mean = tracks.mean(axis=0)
     U, S, Vt = np.linalg.svd((tracks - mean).reshape(len(tracks), -1), full_matrices=False)
     modes = np.flatnonzero(S > tol * S[0]) if S.size and S[0] > 0 else np.zeros(0, dtype=int)
     if len(modes) > max_keys:
-        raise ValueError(f"'{name}' deforms in {len(modes)} independent modes over these frames; at most "
-                         f"{max_keys} are stored as shape keys: bake a shorter range")
+        raise InvalidInputError(f"'{name}' deforms in {len(modes)} independent modes over these frames; "
+                                f"at most {max_keys} are stored as shape keys: bake a shorter range")
     coef = U[:, modes] * S[modes]  # (F, K)
     amp = np.abs(coef).max(axis=0)
     targets = mean + (amp[:, None] * Vt[modes]).reshape(len(modes), *mean.shape)
     return mean, targets, coef / amp
+
+
+def joint_path(doc, n: int = 160, iso_lines: int = 5):
+    """Polylines of a joint's origin over its coordinate ranges, and its control frames.
+
+    doc: a :class:`core.io.JointDocument` of a 1- or 2-coordinate joint; its ranges must be
+    finite (:meth:`~core.io.JointDocument.finite_ranges`). n: points per polyline (>= 2).
+    Returns ``(lines, control_frames)``: for one coordinate, one polyline (n, 3) of
+    ``G(q)[:3, 3]`` with q spaced evenly over its range; for two, ``2 * iso_lines`` iso-lines
+    (n, 3): coordinate 0 swept over its range at ``iso_lines`` evenly spaced values of
+    coordinate 1, then the other way round. ``control_frames`` (K, 4, 4) are the joint's
+    control frames (K = 0 for a joint without them). Everything is in the joint's parent frame.
+    """
+    joint = doc.joint
+    if joint.nq not in (1, 2):
+        raise InvalidInputError(f"a path is drawn for joints of 1 or 2 coordinates; this "
+                                f"{type(joint).__name__} has {joint.nq}")
+    if int(n) < 2 or int(iso_lines) < 1:
+        raise InvalidInputError(f"a path needs n >= 2 points per line and iso_lines >= 1, got "
+                                f"n={n!r}, iso_lines={iso_lines!r}")
+    lo, hi = doc.finite_ranges().T
+    sweep = [np.linspace(lo[a], hi[a], int(n)) for a in range(joint.nq)]
+    if joint.nq == 1:
+        lines = [joint.transforms(sweep[0][:, None])[:, :3, 3]]
+    else:
+        lines = []
+        for a in range(2):
+            for v in np.linspace(lo[1 - a], hi[1 - a], int(iso_lines)):
+                qs = np.empty((int(n), 2))
+                qs[:, a], qs[:, 1 - a] = sweep[a], v
+                lines.append(joint.transforms(qs)[:, :3, 3])
+    frames = np.asarray(getattr(joint, "control_frames", np.zeros((0, 4, 4))), dtype=float)
+    return lines, frames.reshape(-1, 4, 4)

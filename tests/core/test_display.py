@@ -1,0 +1,148 @@
+"""Display geometry (core.display): closed, outward meshes with the exact volumes of their
+polyhedra, shape keys that rebuild a deformation, joint paths on the joint's own transforms."""
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from core.display import body_mesh, box, cylinder, joint_path, shape_key_modes, uv_sphere
+from core.errors import InvalidInputError
+from core.io import JointDocument
+from core.joints.lower_pairs import Cylindrical, Planar, Prismatic, Revolute
+from core.joints.spline_curve import SplineCurveJoint
+
+EPS = np.finfo(float).eps
+
+
+def triangles(faces):
+    """Fan triangulation (T, 3) of polygon faces."""
+    return np.array([[f[0], f[i], f[i + 1]] for f in faces for i in range(1, len(f) - 1)])
+
+
+def signed_volume(verts, faces):
+    """Divergence theorem: sum of det(a, b, c) / 6 over the triangles; > 0 when wound outwards."""
+    t = np.asarray(verts)[triangles(faces)]
+    return float(np.einsum("ij,ij->i", t[:, 0], np.cross(t[:, 1], t[:, 2])).sum() / 6.0)
+
+
+def assert_closed(faces):
+    """Every directed edge appears once and its reverse once: closed and consistently wound."""
+    edges = Counter((f[i], f[(i + 1) % len(f)]) for f in faces for i in range(len(f)))
+    assert all(n == 1 for n in edges.values())
+    assert all(edges[(b, a)] == 1 for a, b in edges)
+
+
+def test_uv_sphere_is_a_closed_polyhedron_inscribed_in_the_ellipsoid():
+    radii = np.array([0.3, 0.2, 0.5])
+    vols = []
+    for n_u, n_v in ((8, 4), (16, 8), (64, 32)):
+        v, f = uv_sphere(radii, n_u, n_v)
+        assert v.shape == (2 + (n_v - 1) * n_u, 3)
+        assert_closed(f)
+        np.testing.assert_allclose(((v / radii) ** 2).sum(axis=1), 1.0, rtol=0, atol=8 * EPS)
+        vols.append(signed_volume(v, f))
+    exact = 4.0 / 3.0 * math.pi * radii.prod()
+    # inscribed, convex: the volume grows towards the ellipsoid's from below
+    assert 0.0 < vols[0] < vols[1] < vols[2] < exact
+    assert exact - vols[2] < 0.01 * exact
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_cylinder_is_a_closed_prism_along_its_axis(axis):
+    r, length, n = 0.05, 0.3, 12
+    v, f = cylinder(r, length, axis, n)
+    assert v.shape == (2 * n, 3)
+    assert_closed(f)
+    prism = 0.5 * n * r * r * math.sin(2.0 * math.pi / n) * length
+    assert abs(signed_volume(v, f) - prism) <= 64 * EPS * prism
+    np.testing.assert_allclose(v[:, axis].max() - v[:, axis].min(), length, rtol=4 * EPS)
+    others = np.delete(v, axis, axis=1)
+    np.testing.assert_allclose(np.hypot(others[:, 0], others[:, 1]), r, rtol=4 * EPS)
+
+
+def test_box_volume_and_smallest_extent():
+    v, f = box((0.2, 0.1, 0.4))
+    assert_closed(f)
+    assert abs(signed_volume(v, f) - 0.008) <= 16 * EPS * 0.008
+    v, _ = box((0.2, 0.0, 0.4))
+    assert np.ptp(v[:, 1]) == pytest.approx(1e-4, rel=4 * EPS)
+
+
+def test_body_mesh_hints_and_offset():
+    assert body_mesh("wire", (0.1,)) is None
+    v, f = body_mesh("sphere", (0.1,))
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 0.1, rtol=4 * EPS)
+    v, f = body_mesh("capsule", (0.02, 0.01), axis=1)  # at least twice the radius long
+    assert np.ptp(v[:, 1]) == pytest.approx(0.04, rel=4 * EPS)
+    T = np.eye(4)
+    T[:3, :3] = Rotation.from_rotvec([0.3, -0.2, 0.9]).as_matrix()
+    T[:3, 3] = (0.1, 0.2, -0.3)
+    v0, f0 = body_mesh("box", (0.1, 0.2, 0.3))
+    v1, f1 = body_mesh("box", (0.1, 0.2, 0.3), offset=T)
+    assert f1 == f0
+    np.testing.assert_allclose(v1, v0 @ T[:3, :3].T + T[:3, 3], rtol=0, atol=8 * EPS)
+    assert signed_volume(v1, f1) == pytest.approx(0.006, rel=64 * EPS)  # rigid: volume kept
+
+
+def test_shape_keys_rebuild_a_deformation_of_two_modes():
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=(30, 3))
+    modes = rng.normal(size=(2, 30, 3))
+    t = np.linspace(0.0, 1.0, 25)
+    tracks = base + np.sin(3 * t)[:, None, None] * modes[0] + (t * t)[:, None, None] * modes[1]
+    basis, targets, values = shape_key_modes(tracks)
+    assert targets.shape == (2, 30, 3) and values.shape == (25, 2)
+    assert np.abs(values).max() == pytest.approx(1.0, rel=4 * EPS)
+    rebuilt = basis + np.einsum("fk,kvi->fvi", values, targets - basis)
+    np.testing.assert_allclose(rebuilt, tracks, rtol=0, atol=1e3 * EPS * np.abs(tracks).max())
+
+
+def test_shape_keys_of_a_still_mesh_and_too_many_modes():
+    still = np.repeat(np.arange(12.0).reshape(1, 4, 3), 5, axis=0)
+    basis, targets, values = shape_key_modes(still)
+    np.testing.assert_array_equal(basis, still[0])
+    assert targets.shape == (0, 4, 3) and values.shape == (5, 0)
+    with pytest.raises(InvalidInputError, match="'noise' deforms in 5 independent modes"):
+        shape_key_modes(np.random.default_rng(0).normal(size=(6, 10, 3)), "noise", max_keys=4)
+
+
+def test_path_of_a_one_coordinate_joint():
+    doc = JointDocument(Prismatic((1.0, 0.0, 0.0), lower=-0.2, upper=0.3))
+    lines, frames = joint_path(doc, n=11)
+    assert len(lines) == 1 and frames.shape == (0, 4, 4)
+    np.testing.assert_allclose(lines[0][:, 0], np.linspace(-0.2, 0.3, 11), rtol=0, atol=4 * EPS)
+    np.testing.assert_array_equal(lines[0][:, 1:], 0.0)
+
+
+def test_iso_lines_of_a_two_coordinate_joint():
+    joint = Cylindrical((0.0, 0.0, 1.0))  # q = (angle about z, slide along z)
+    doc = JointDocument(joint, ranges=[[-1.0, 1.0], [0.0, 0.4]])
+    lines, _ = joint_path(doc, n=7, iso_lines=3)
+    assert len(lines) == 6 and all(line.shape == (7, 3) for line in lines)
+    for k, v in enumerate(np.linspace(0.0, 0.4, 3)):   # coordinate 0 swept, 1 held at v
+        q = np.column_stack([np.linspace(-1.0, 1.0, 7), np.full(7, v)])
+        np.testing.assert_array_equal(lines[k], joint.transforms(q)[:, :3, 3])
+    for k, v in enumerate(np.linspace(-1.0, 1.0, 3)):  # then coordinate 1 swept, 0 held
+        q = np.column_stack([np.full(7, v), np.linspace(0.0, 0.4, 7)])
+        np.testing.assert_array_equal(lines[3 + k], joint.transforms(q)[:, :3, 3])
+
+
+def test_path_carries_the_control_frames():
+    frames = np.tile(np.eye(4), (5, 1, 1))
+    frames[:, 0, 3] = np.linspace(0.0, 0.4, 5)
+    doc = JointDocument(SplineCurveJoint(frames), ranges=[[0.0, 1.0]])
+    lines, out = joint_path(doc)
+    np.testing.assert_array_equal(out, frames)
+    assert lines[0].shape == (160, 3)
+
+
+def test_path_needs_finite_ranges_and_one_or_two_coordinates():
+    with pytest.raises(InvalidInputError, match="coordinate 'q0' .* unbounded range"):
+        joint_path(JointDocument(Revolute()))
+    with pytest.raises(InvalidInputError, match="1 or 2 coordinates"):
+        joint_path(JointDocument(Planar(), ranges=[[0, 1]] * 3))
+    with pytest.raises(InvalidInputError, match="n >= 2"):
+        joint_path(JointDocument(Prismatic(lower=0.0, upper=1.0)), n=1)
