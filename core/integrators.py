@@ -1,10 +1,26 @@
-"""Time integration of a :class:`core.model.Model`: explicit Euler, semi-implicit Euler, RK4.
+"""Time stepping: the one stepping loop of the project (:func:`integrate`) and the fixed-step
+integrator of a :class:`core.model.Model` (explicit Euler, semi-implicit Euler, RK4).
 
-Every joint of this project uses coordinate rates as velocities (``q_dot = v``), so each
-method integrates ``(q, v)`` as plain vectors and stays on the configuration space; after
-every (sub)step each joint's :meth:`~core.joints.base.Joint.normalize` hook runs, which
-moves spherical and free joints to the chart with ``|r| <= pi`` (seed 003 eqs. 66-70), so a
-spinning ball joint never meets the ``|r| = 2 pi`` singularity.
+The loop. A *stepper* is any object with two methods:
+
+* ``advance(t, state) -> state``: the state one step ``dt`` after the state at time ``t``;
+* ``record(t, state) -> dict``: what to keep of the state at time ``t``, name -> array (or
+  float), with the same shapes at every record.
+
+:func:`integrate` takes ``n_steps`` steps of ``dt``, records the initial state, every
+``record_every``-th step and the last one into preallocated arrays (memory is constant per
+step), calls ``progress(fraction) -> bool`` after every record (False cancels: the
+:class:`Recording` then has status "cancelled" and no records) and measures the wall time.
+A run of output frames with substeps is ``record_every = substeps``. :class:`Integrator` is
+the stepper of reduced-coordinate models (:meth:`Integrator.run` and :func:`simulate` return
+a :class:`Trajectory`); :mod:`core.mechanisms` builds its bakes on it and on a stepper of
+seed-001 skeletons.
+
+The model integrator. Every joint of this project uses coordinate rates as velocities
+(``q_dot = v``), so each method integrates ``(q, v)`` as plain vectors and stays on the
+configuration space; after every (sub)step each joint's :meth:`~core.joints.base.Joint.normalize`
+hook runs, which moves spherical and free joints to the chart with ``|r| <= pi`` (seed 003
+eqs. 66-70), so a spinning ball joint never meets the ``|r| = 2 pi`` singularity.
 
 * ``"euler"``: ``q += h v; v += h a(q, v)`` (seed 000's choice, stable at 20-100 ms steps
   for its examples);
@@ -14,39 +30,145 @@ spinning ball joint never meets the ``|r| = 2 pi`` singularity.
 A step of ``dt`` is split into ``substeps`` equal substeps; limits (:mod:`core.limits`) are
 enforced after each substep. A non-finite state or an energy blow-up raises
 :class:`core.errors.SimulationError` naming the time and the body; nothing returns garbage.
-Memory is constant per step: the state lives in a few arrays and only every
-``record_every``-th step is stored.
+
+Prescribed coordinates (rheonomic drives, :class:`Drive`). Some models move part of the tree
+kinematically, e.g. a spinning wire frame (a revolute coordinate ``q_p = w t``) or the time
+axis of a deforming spline surface joint (a coordinate ``q_p = t``). With the free
+coordinates ``f`` and the prescribed ones ``p`` the equations of motion ``M a + h = tau``
+split into
+
+    M_ff a_f = tau_f - h_f - M_fp a_p            (solved for a_f; seed 000 eq. 7 summed by crba)
+    tau_p    = M_pf a_f + M_pp a_p + h_p - tau_p (the drive's generalized force)
+
+with ``M`` and ``h`` (gravity, velocity products, springs, external wrenches) from
+:func:`core.dynamics.crba_and_nle`. The drive's power is ``tau_p . v_p``; its work over a
+substep is the power at the method's dynamics evaluations summed with the method's own
+quadrature weights (:data:`DRIVE_WEIGHTS`), so the mechanical energy changes by the recorded
+drive work up to the method's error. After every substep the driven coordinates are set to
+the drive's motion exactly.
 """
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 
 from . import dynamics
 from .errors import InvalidInputError, NonFiniteError, SimulationError
 from .joints.base import Joint
 
-__all__ = ["METHODS", "Integrator", "SimulationResult", "simulate"]
+__all__ = ["METHODS", "DRIVE_WEIGHTS", "Drive", "Recording", "integrate", "Trajectory",
+           "Integrator", "simulate"]
 
 METHODS = ("euler", "semi_implicit", "rk4")
+#: quadrature weights of each method's dynamics evaluations within one substep
+DRIVE_WEIGHTS = {"euler": (1.0,), "semi_implicit": (1.0,), "rk4": (1 / 6, 2 / 6, 2 / 6, 1 / 6)}
 
 
 @dataclass(frozen=True)
-class SimulationResult:
-    """Recorded trajectory: ``t (K,)``, ``q (K, nq)``, ``v (K, nv)``, ``energy (K,)``
-    (mechanical energy, see :func:`core.dynamics.mechanical_energy`), and ``steps``, the
-    number of (full) steps taken."""
+class Recording:
+    """What :func:`integrate` recorded (K records).
 
+    status: "completed" or "cancelled" (then K = 0); t: ``(K,)`` times of the records (s);
+    values: name -> ``(K, ...)`` array of what the stepper's ``record`` returned; steps:
+    steps taken (int); wall_time: seconds spent in the loop.
+    """
+
+    status: str
+    t: np.ndarray
+    values: dict
+    steps: int
+    wall_time: float
+
+
+def integrate(stepper, state, dt, n_steps, t0=0.0, record_every=1, progress=None):
+    """Step ``stepper`` (see the module docstring) ``n_steps`` times by ``dt`` from ``state``
+    at time ``t0`` and return a :class:`Recording` of the initial state, of every
+    ``record_every``-th step and of the last step.
+
+    progress: None or ``fraction -> bool`` called after every record but the first with the
+    fraction of steps done; returning False cancels (status "cancelled", no records).
+    Floating-point warnings are silenced in the loop: the steppers check their states.
+    """
+    dt = float(dt)
+    n_steps, record_every = int(n_steps), int(record_every)
+    if n_steps < 0 or record_every < 1:
+        raise InvalidInputError(f"n_steps must be >= 0 and record_every >= 1, got {n_steps} "
+                                f"and {record_every}")
+    if progress is not None and not callable(progress):
+        raise InvalidInputError("progress must be a callable fraction -> bool, or None")
+    n_records = n_steps // record_every + 1 + (1 if n_steps % record_every else 0)
+    times = np.empty(n_records)
+    values = {}
+    start = time.perf_counter()
+
+    def keep(k, t, state):
+        out = stepper.record(t, state)
+        if not values:
+            values.update((name, np.empty((n_records,) + np.shape(x)))
+                          for name, x in out.items())
+        for name, x in out.items():
+            values[name][k] = x
+        times[k] = t
+
+    step = 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        keep(0, t0, state)
+        k = 0
+        for step in range(1, n_steps + 1):
+            t = t0 + (step - 1) * dt
+            state = stepper.advance(t, state)
+            if step % record_every == 0 or step == n_steps:
+                k += 1
+                keep(k, t + dt, state)
+                if progress is not None and progress(step / n_steps) is False:
+                    return Recording("cancelled", times[:0],
+                                     {name: x[:0] for name, x in values.items()}, step,
+                                     time.perf_counter() - start)
+    return Recording("completed", times, values, step, time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class Drive:
+    """Prescribed (kinematically driven) coordinates.
+
+    dofs: indices of the driven coordinates ``(k,)``; motion: ``t -> (q (k,), v (k,),
+    a (k,))`` their position, rate and acceleration at time t (seconds); description: text.
+    """
+
+    dofs: tuple
+    motion: object
+    description: str = ""
+
+    def evaluate(self, t):
+        q, v, a = (np.asarray(x, dtype=float).reshape(len(self.dofs))
+                   for x in self.motion(float(t)))
+        return q, v, a
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """Recorded states of a model (K records): status ("completed" or "cancelled", then
+    K = 0), ``t (K,)``, ``q (K, nq)``, ``v (K, nv)``, ``energy (K,)`` (mechanical energy, see
+    :func:`core.dynamics.mechanical_energy`; NaN when not checked), ``drive_work (K,)`` work
+    done by the drive since the start (J; zeros without a drive), ``steps`` (full steps
+    taken) and ``wall_time`` (s)."""
+
+    status: str
     t: np.ndarray
     q: np.ndarray
     v: np.ndarray
     energy: np.ndarray
+    drive_work: np.ndarray
     steps: int
+    wall_time: float
 
 
 class Integrator:
-    """Fixed-step integrator for one model (reuses one :class:`core.data.Data`).
+    """Fixed-step integrator for one model (reuses one :class:`core.data.Data`); a stepper of
+    :func:`integrate` whose state is ``(q (nq,), v (nv,), drive work (J))``.
 
     Args:
         model: the :class:`core.model.Model`.
@@ -56,13 +178,16 @@ class Integrator:
         fext: None, a constant ``(nb, 6)`` array of body-frame wrenches, or a callable
             ``fext(t, q, v)``.
         limits: an optional :class:`core.limits.LimitSolver` applied after every substep.
-        energy_limit: the run stops with SimulationError when the mechanical energy exceeds
-            ``E0 + energy_limit``; default ``1e6 * max(|E0|, m_total |g| * 1 m, 1 J)``.
-        aba_method: passed to :func:`core.dynamics.aba`.
+        energy_limit: a run stops with SimulationError when the mechanical energy less the
+            drive's work exceeds ``E0 + energy_limit``; default
+            ``1e6 * max(|E0|, m_total |g| * 1 m, 1 J)``.
+        aba_method: passed to :func:`core.dynamics.aba` (with a drive the accelerations come
+            from :func:`core.dynamics.crba_and_nle` instead).
+        drive: None or a :class:`Drive` prescribing some coordinates (module docstring).
     """
 
     def __init__(self, model, dt, substeps=1, method="rk4", tau=None, fext=None, limits=None,
-                 energy_limit=None, aba_method="auto"):
+                 energy_limit=None, aba_method="auto", drive=None):
         if method not in METHODS:
             raise InvalidInputError(f"method must be one of {METHODS}, got {method!r}")
         dt = float(dt)
@@ -77,12 +202,24 @@ class Integrator:
         self.tau, self.fext, self.limits = tau, fext, limits
         self.energy_limit = energy_limit
         self.aba_method = aba_method
+        self.record_energy = True
         self._zero = np.zeros(model.nv)
         self._charts = [(j, slice(model.q_start[i], model.q_start[i] + model.q_count[i]))
                         for i, j in enumerate(model.joints)
                         if type(j).normalize is not Joint.normalize]
         self._E0 = None
         self._Emax = np.inf
+        self.drive = drive
+        if drive is not None:
+            nv = model.nv
+            p = np.asarray(drive.dofs, dtype=int)
+            if p.size == 0 or len(set(p.tolist())) != p.size or p.min() < 0 or p.max() >= nv:
+                raise InvalidInputError(f"drive dofs {p.tolist()} must be distinct indices in "
+                                        f"[0, {nv})")
+            f = np.setdiff1d(np.arange(nv), p)
+            self._p, self._f = p, f
+            self._ff, self._fp = np.ix_(f, f), np.ix_(f, p)
+            self._powers = []
 
     # -- forces --------------------------------------------------------------------
     def _tau(self, t, q, v):
@@ -96,7 +233,8 @@ class Integrator:
         return self.fext(t, q, v) if callable(self.fext) else self.fext
 
     def acceleration(self, t, q, v):
-        """``q_ddot (nv,)`` at time t (a fresh array)."""
+        """``q_ddot (nv,)`` at time t (a fresh array); with a drive, the prescribed entries
+        are the drive's accelerations and the drive's power is kept for the step's work."""
         fext = self._fext(t, q, v)
         if fext is not None:
             fext = self.model.check_fext(fext)
@@ -106,8 +244,27 @@ class Integrator:
             if tau.shape != (self.model.nv,):
                 raise InvalidInputError(f"tau must have shape ({self.model.nv},), got "
                                         f"{tau.shape}")
+        if self.drive is not None:
+            return self._driven_acceleration(t, q, v, tau, fext)
         return dynamics.aba(self.model, self.data, q, v, tau, fext, check=False,
                             method=self.aba_method).copy()
+
+    def _driven_acceleration(self, t, q, v, tau, fext):
+        """Free accelerations from ``M_ff a_f = tau_f - h_f - M_fp a_p``, prescribed ones from
+        the drive (module docstring); appends the drive's power ``tau_p . v_p``."""
+        _, vp, ap = self.drive.evaluate(t)
+        M, h = dynamics.crba_and_nle(self.model, self.data, q, v, fext)
+        if tau is not self._zero:
+            h = h - tau
+        f, p = self._f, self._p
+        a = np.empty(self.model.nv)
+        a[p] = ap
+        if f.size:
+            rhs = -h[f] - M[self._fp] @ ap
+            a[f] = cho_solve(cho_factor(M[self._ff], check_finite=False), rhs,
+                             check_finite=False)
+        self._powers.append(float((M[p] @ a + h[p]) @ vp))
+        return a
 
     # -- stepping ------------------------------------------------------------------
     def _substep(self, t, q, v):
@@ -136,6 +293,13 @@ class Integrator:
             q[s], v[s] = j.normalize(q[s], v[s])
         return q, v
 
+    def _impose(self, t, q, v):
+        """Overwrite the driven coordinates with the drive's motion at t (in place)."""
+        if self.drive is not None:
+            qp, vp, _ = self.drive.evaluate(t)
+            q[self._p] = qp
+            v[self._p] = vp
+
     def _check(self, t, q, v, cause=None):
         """Raise SimulationError naming the time and the body if the state is not finite (or
         ``cause``, a NonFiniteError from a joint or force, says it diverged)."""
@@ -148,14 +312,16 @@ class Integrator:
                               f"{name!r}{detail}; reduce the step (dt = {self.dt:g} s, "
                               f"{self.substeps} substeps) or check that body's joint") from cause
 
-    def _check_energy(self, t, q, v):
+    def _check_energy(self, t, q, v, work):
+        """Mechanical energy at ``(q, v)``; raises SimulationError if it less ``work`` (the
+        drive's) exceeds the run's limit, naming the body with the most kinetic energy."""
         E = dynamics.mechanical_energy(self.model, self.data, q, v)
         if self._E0 is None:
             self._E0 = E
             m = self.model
             scale = max(abs(E), float(m.masses.sum()) * float(np.linalg.norm(m.gravity)), 1.0)
             self._Emax = E + (1e6 * scale if self.energy_limit is None else self.energy_limit)
-        elif not E <= self._Emax:
+        elif not E - work <= self._Emax:
             d = self.data
             ke = 0.5 * np.einsum("na,nab,nb->n", d.V, d.I_world, d.V)
             name = self.model.names[int(np.argmax(ke))]
@@ -168,13 +334,19 @@ class Integrator:
     def step(self, t, q, v):
         """Advance ``(q, v)`` from time t by one step dt (``substeps`` substeps).
 
-        Returns new arrays ``(q, v)``; raises SimulationError on NaN/inf."""
+        Returns new arrays ``(q, v)`` (a drive's work over the step is in :meth:`advance`);
+        raises SimulationError on NaN/inf."""
         with np.errstate(over="ignore", invalid="ignore"):
-            return self._step(t, q, v)
+            q, v, _ = self._step(t, q, v)
+        return q, v
 
     def _step(self, t, q, v):
+        """One step of dt; returns ``(q, v, drive work over the step)``."""
+        work = 0.0
         for k in range(self.substeps):
             ts = t + k * self.h
+            if self.drive is not None:
+                self._powers.clear()
             try:
                 q, v = self._substep(ts, q, v)
                 self._check(ts + self.h, q, v)
@@ -184,47 +356,62 @@ class Integrator:
                     self.normalize(q, v)
             except NonFiniteError as err:   # a stage state or force left the finite range
                 self._check(ts + self.h, q, v, cause=err)   # names the largest coordinate
-        return q, v
+            if self.drive is not None:
+                w = DRIVE_WEIGHTS[self.method]
+                if len(self._powers) != len(w):
+                    raise SimulationError(f"the integrator evaluated the dynamics "
+                                          f"{len(self._powers)} times in one {self.method} "
+                                          f"substep, expected {len(w)}")
+                work += self.h * float(np.dot(w, self._powers))
+                self._impose(ts + self.h, q, v)
+        return q, v, work
 
-    def run(self, q0, v0, n_steps, t0=0.0, record_every=1, check_energy=True, progress=None):
-        """Integrate ``n_steps`` steps from ``(q0, v0)``; returns :class:`SimulationResult`
-        with every ``record_every``-th state (and the first and the last).
-        ``progress(fraction) -> bool`` may return False to stop early (the result then holds
-        what was computed)."""
+    # -- the stepper of integrate() ------------------------------------------------
+    def start(self, q0, v0, t0=0.0):
+        """The state ``(q, v, 0.0)`` that starts a run at ``t0`` from ``q0: (nq,)``,
+        ``v0: (nv,)``: validated copies with the charts normalized and the driven
+        coordinates on the drive's motion; resets the limit solver and the energy check."""
         m = self.model
         q = m.check_state(q0, name="q0").copy()
         v = m.check_state(v0, name="v0").copy()
-        n_steps, record_every = int(n_steps), int(record_every)
-        if n_steps < 0 or record_every < 1:
-            raise InvalidInputError("n_steps must be >= 0 and record_every >= 1")
-        K = n_steps // record_every + 1 + (1 if n_steps % record_every else 0)
-        T, Q, V, E = np.empty(K), np.empty((K, m.nq)), np.empty((K, m.nv)), np.empty(K)
         self._E0 = None
         if self.limits is not None:
             self.limits.reset()
         self.normalize(q, v)
-        T[0], Q[0], V[0] = t0, q, v
-        E[0] = self._check_energy(t0, q, v) if check_energy else np.nan
-        k = 0
-        step = 0
-        with np.errstate(over="ignore", invalid="ignore"):
-            for step in range(1, n_steps + 1):
-                t = t0 + (step - 1) * self.dt
-                q, v = self._step(t, q, v)
-                if step % record_every == 0 or step == n_steps:
-                    k += 1
-                    T[k], Q[k], V[k] = t + self.dt, q, v
-                    E[k] = self._check_energy(t + self.dt, q, v) if check_energy else np.nan
-                    if progress is not None and progress(step / n_steps) is False:
-                        break
-        return SimulationResult(T[:k + 1], Q[:k + 1], V[:k + 1], E[:k + 1], step)
+        self._impose(t0, q, v)
+        return q, v, 0.0
+
+    def advance(self, t, state):
+        """:func:`integrate`'s step: ``(q, v, work)`` at t -> at ``t + dt``."""
+        q, v, work = state
+        q, v, dw = self._step(t, q, v)
+        return q, v, work + dw
+
+    def record(self, t, state):
+        """:func:`integrate`'s record: ``q``, ``v``, ``energy`` (checked against blow-up, or
+        NaN when :attr:`record_energy` is False) and ``drive_work``."""
+        q, v, work = state
+        E = self._check_energy(t, q, v, work) if self.record_energy else np.nan
+        return {"q": q, "v": v, "energy": E, "drive_work": work}
+
+    def run(self, q0, v0, n_steps, t0=0.0, record_every=1, check_energy=True, progress=None):
+        """Integrate ``n_steps`` steps from ``(q0, v0)`` with :func:`integrate`; returns a
+        :class:`Trajectory` with every ``record_every``-th state (and the first and the
+        last). ``progress(fraction) -> bool`` may return False to cancel (the trajectory
+        then has status "cancelled" and no records)."""
+        self.record_energy = bool(check_energy)
+        rec = integrate(self, self.start(q0, v0, t0), self.dt, n_steps, t0, record_every,
+                        progress)
+        r = rec.values
+        return Trajectory(rec.status, rec.t, r["q"], r["v"], r["energy"], r["drive_work"],
+                          rec.steps, rec.wall_time)
 
 
 def simulate(model, q0, v0, dt, n_steps, method="rk4", substeps=1, tau=None, fext=None,
              limits=None, record_every=1, check_energy=True, progress=None):
     """Integrate a model with fixed steps; see :class:`Integrator` for the arguments.
 
-    ``q0, v0: (nq,)``; returns :class:`SimulationResult`."""
+    ``q0, v0: (nq,)``; returns :class:`Trajectory`."""
     integ = Integrator(model, dt, substeps, method, tau, fext, limits)
     return integ.run(q0, v0, n_steps, record_every=record_every, check_energy=check_energy,
                      progress=progress)

@@ -25,7 +25,7 @@ for _p in (ROOT, HERE):
 
 from bench import table  # noqa: E402
 from core.errors import SimulationError  # noqa: E402
-from core.mechanisms import DEMOS, simulate  # noqa: E402
+from core.mechanisms import DEMOS, simulate_mechanism  # noqa: E402
 
 #: seed 000 section 7, unoptimized implementation on a 2.6 GHz Intel Core 2
 SEED_MS_PER_STEP = {"knee_pendulum": 6.0, "sliding_chain": 49.0}
@@ -44,7 +44,7 @@ def _run(name, duration, repeat):
     walls, cpus, res = [], [], None
     for _ in range(repeat):
         c0 = time.process_time()
-        res = simulate(mech)
+        res = simulate_mechanism(mech)
         cpus.append(time.process_time() - c0)
         walls.append(res.wall_time)
     return mech, res, float(np.median(walls)), float(np.median(cpus))
@@ -122,7 +122,7 @@ def bench_mechanisms(quick=False):
             mech = DEMOS[name](duration=4.0 * duration, fps=1.0 / dt, substeps=1,
                                integrator=integrator)
             try:
-                r = simulate(mech)
+                r = simulate_mechanism(mech)
                 outcome = f"ran, energy drift {r.energy_drift:.3g}"
             except SimulationError as exc:
                 outcome = "diverged at t = " + str(exc).split(" at t = ")[1].split(" ")[0] + " s"

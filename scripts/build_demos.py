@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
-import inspect
 import math
 import os
 import subprocess
@@ -73,45 +71,32 @@ DEFAULT_VIEW = (0.55, -1.0, 0.35)
 # Core side (no bpy): demo settings and the points the camera must see
 # ------------------------------------------------------------------------------------------
 
-def _repo_core():
+def _repo_core(name: str = "mechanisms"):
+    """The repository's ``core.<name>`` module (numpy only, no bpy)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    return importlib.import_module("core.mechanisms")
+    return importlib.import_module(f"core.{name}")
 
 
-def _shapes_module():
-    """addon/shapes.py (numpy only) without importing the add-on package (which needs bpy)."""
-    spec = importlib.util.spec_from_file_location("sj_shapes", ROOT / "addon" / "shapes.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def demo_settings(demo: str) -> dict:
-    """The builder's default frame rate and duration: ``{"fps": int, "duration": float}``."""
-    params = inspect.signature(_repo_core().DEMOS[demo]).parameters
-    fps = params["fps"].default if "fps" in params else 60.0
-    duration = params["duration"].default if "duration" in params else 2.0
-    if float(fps) != int(fps):
-        raise SystemExit(f"error: demo {demo!r} runs at {fps} fps; a scene needs a whole number")
-    return {"fps": int(fps), "duration": float(duration)}
-
-
-def motion_points(demo: str) -> np.ndarray:
-    """World points (M, 3) of every visible mesh vertex and polyline of the bodies and the
-    scenery over the simulated motion (every 4th frame), for framing the camera. Runs the core
-    simulation once."""
+def motion_points(demo: str) -> tuple[np.ndarray, dict]:
+    """The demo built with its own defaults and simulated once (core only): world points
+    (M, 3) of every visible mesh vertex and polyline of the bodies and the scenery over the
+    motion (every 4th frame), for framing the camera, and the demo's frame rate and duration
+    for its scene, ``{"fps": int, "duration": float}``."""
     mechs = _repo_core()
-    shapes = _shapes_module()
-    mech = mechs.DEMOS[demo](**demo_settings(demo))
-    result = mechs.simulate(mech)
+    display = _repo_core("display")
+    mech = mechs.DEMOS[demo]()
+    if float(mech.fps) != int(mech.fps):
+        raise SystemExit(f"error: demo {demo!r} runs at {mech.fps} fps; a scene needs a whole number")
+    settings = {"fps": int(mech.fps), "duration": float(mech.duration)}
+    result = mechs.simulate_mechanism(mech)
     poses = result.poses[::4]
     pts = []
     for k, disp in enumerate(mech.display):
         if not disp.visible:
             continue
         local = [np.asarray(p, dtype=float).reshape(-1, 3) for p in disp.polylines]
-        mesh = shapes.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)
+        mesh = display.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)
         if mesh is not None:
             local.append(np.asarray(mesh[0]))
         if not local:
@@ -125,9 +110,9 @@ def motion_points(demo: str) -> np.ndarray:
         pts.extend(np.asarray(p, dtype=float).reshape(-1, 3) for p in disp.polylines)
         if disp.mesh == "surface":
             pts.extend(disp.surface_mesh(t)[0] for t in result.times[::4])
-        elif (mesh := shapes.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)) is not None:
+        elif (mesh := display.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)) is not None:
             pts.append(np.asarray(mesh[0], dtype=float))
-    return np.vstack(pts)
+    return np.vstack(pts), settings
 
 
 # ------------------------------------------------------------------------------------------
@@ -306,12 +291,13 @@ def save(scene, path: Path) -> None:
     print(f"wrote {path} ({path.stat().st_size / 1024:.0f} kB)", flush=True)
 
 
-def build_mechanism_file(demo: str, points: np.ndarray, out: Path) -> None:
+def build_mechanism_file(demo: str, points: np.ndarray, settings: dict, out: Path) -> None:
+    """``<demo>.blend``: the demo placed at its own frame rate and duration ``settings`` (from
+    :func:`motion_points`), camera framing ``points``."""
     import bpy
 
-    s = demo_settings(demo)
-    scene = new_scene(s["fps"], 1 + round(s["duration"] * s["fps"]), demo)
-    if bpy.ops.spline_joints.add_mechanism(demo=demo, duration=s["duration"]) != {"FINISHED"}:
+    scene = new_scene(settings["fps"], 1 + round(settings["duration"] * settings["fps"]), demo)
+    if bpy.ops.spline_joints.add_mechanism(demo=demo, duration=settings["duration"]) != {"FINISHED"}:
         raise RuntimeError(f"add_mechanism failed for {demo}")
     for obj in scene.objects:  # wires and coastlines thick enough to read in a small render
         if obj.type == "CURVE":
@@ -409,7 +395,7 @@ def build_knee_rig(out: Path) -> None:
 
     ref = addon_module("core.reference").KneeGait2392()
     bridge = addon_module("addon.bridge")
-    shapes = addon_module("addon.shapes")
+    display = addon_module("core.display")
     lo, hi = ref.range
     n = int(round(math.degrees(hi - lo))) + 1  # the reference's 1-degree grid (131 poses)
     scene = new_scene(30, n, "knee_fit_rig")
@@ -440,18 +426,18 @@ def build_knee_rig(out: Path) -> None:
     _key_sliders(tibia, [(1, (hi,)), (frames // 2, (lo,)), (frames, (hi,))])
 
     # Low-poly bones: femur shaft and condyles, tibia plateau and shaft, a foot, the pelvis.
-    _bone_mesh(arm, "femur", "femur shaft", shapes.cylinder(0.022, femur_len - 0.06, axis=1), BONE,
+    _bone_mesh(arm, "femur", "femur shaft", display.cylinder(0.022, femur_len - 0.06, axis=1), BONE,
                _translation((0.0, 0.5 * femur_len - 0.01, 0.0)))
-    _bone_mesh(arm, "femur", "femur condyles", shapes.uv_sphere((0.03, 0.028, 0.045), 12, 6), BONE,
+    _bone_mesh(arm, "femur", "femur condyles", display.uv_sphere((0.03, 0.028, 0.045), 12, 6), BONE,
                _translation((0.0, femur_len - 0.03, 0.0)))
-    _bone_mesh(arm, "femur", "femoral head", shapes.uv_sphere((0.026,) * 3, 12, 6), BONE)
-    _bone_mesh(arm, "tibia", "tibial plateau", shapes.uv_sphere((0.034, 0.016, 0.042), 12, 6),
+    _bone_mesh(arm, "femur", "femoral head", display.uv_sphere((0.026,) * 3, 12, 6), BONE)
+    _bone_mesh(arm, "tibia", "tibial plateau", display.uv_sphere((0.034, 0.016, 0.042), 12, 6),
                (0.88, 0.84, 0.74, 1.0), _translation((0.0, 0.02, 0.0)))
-    _bone_mesh(arm, "tibia", "tibia shaft", shapes.cylinder(0.017, 0.39, axis=1), (0.88, 0.84, 0.74, 1.0),
+    _bone_mesh(arm, "tibia", "tibia shaft", display.cylinder(0.017, 0.39, axis=1), (0.88, 0.84, 0.74, 1.0),
                _translation((0.0, 0.22, 0.0)))
-    _bone_mesh(arm, "tibia", "foot", shapes.box((0.2, 0.05, 0.08)), (0.8, 0.75, 0.65, 1.0),
+    _bone_mesh(arm, "tibia", "foot", display.box((0.2, 0.05, 0.08)), (0.8, 0.75, 0.65, 1.0),
                _translation((-0.06, 0.455, 0.0)))
-    pelvis = bridge.write_mesh_object("pelvis", *shapes.box((0.16, 0.12, 0.24)), scene.collection)
+    pelvis = bridge.write_mesh_object("pelvis", *display.box((0.16, 0.12, 0.24)), scene.collection)
     pelvis.data.materials.append(bridge.ensure_material("SJ pelvis", (0.85, 0.8, 0.7, 1.0)))
     pelvis.location = (0.0, 0.08, 1.02)
 
@@ -469,7 +455,7 @@ def build_scapula_rig(out: Path) -> None:
 
     ref = addon_module("core.reference").ScapulothoracicSeth2019()
     bridge = addon_module("addon.bridge")
-    shapes = addon_module("addon.shapes")
+    display = addon_module("core.display")
     scene = new_scene(30, 96, "scapulothoracic_fit_rig")
     T_thorax = T_WORLD_OPENSIM.copy()
     T_thorax[:3, 3] = (0.0, 0.0, 1.3)
@@ -498,12 +484,12 @@ def build_scapula_rig(out: Path) -> None:
             for k in range(9)]
     _key_sliders(scap, keys)
 
-    _bone_mesh(arm, "thorax", "thorax", shapes.uv_sphere(ref.radii, 24, 12), (0.85, 0.72, 0.66, 1.0),
+    _bone_mesh(arm, "thorax", "thorax", display.uv_sphere(ref.radii, 24, 12), (0.85, 0.72, 0.66, 1.0),
                ref.T_thorax_pjoint)
     # the blade lies in the tangent plane of the ellipsoid at the joint's contact frame
-    _bone_mesh(arm, "scapula", "scapula blade", shapes.box((0.09, 0.13, 0.01)), (0.95, 0.92, 0.85, 1.0),
+    _bone_mesh(arm, "scapula", "scapula blade", display.box((0.09, 0.13, 0.01)), (0.95, 0.92, 0.85, 1.0),
                ref.T_scapula_cjoint @ _translation((0.0, 0.0, 0.006)))
-    _bone_mesh(arm, "thorax", "clavicle", shapes.cylinder(0.009, 0.15, axis=2), BONE,
+    _bone_mesh(arm, "thorax", "clavicle", display.cylinder(0.009, 0.15, axis=2), BONE,
                _translation((0.0, 0.0, 0.08)))
     centre = T_thorax @ ref.T_thorax_pjoint
     box = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float) * ref.radii
@@ -526,7 +512,7 @@ def build_shoulder_rig(out: Path) -> None:
     import bpy
 
     bridge = addon_module("addon.bridge")
-    shapes = addon_module("addon.shapes")
+    display = addon_module("core.display")
     scene = new_scene(30, 48, "shoulder_reach_cone")
     # Shoulder girdle bone pointing laterally (world -y), humerus hanging down and forward.
     T_sh = np.eye(4)
@@ -554,14 +540,14 @@ def build_shoulder_rig(out: Path) -> None:
         hum.rotation_euler = (SHOULDER_CENTRE[0] + 0.36 * math.cos(t), 0.0,
                               SHOULDER_CENTRE[2] + 0.48 * math.sin(t))
         hum.keyframe_insert("rotation_euler", frame=1 + 12 * k)
-    _bone_mesh(arm, "humerus", "humerus shaft", shapes.cylinder(0.02, 0.26, axis=1), BONE,
+    _bone_mesh(arm, "humerus", "humerus shaft", display.cylinder(0.02, 0.26, axis=1), BONE,
                _translation((0.0, 0.15, 0.0)))
-    _bone_mesh(arm, "humerus", "humeral head", shapes.uv_sphere((0.028,) * 3, 12, 6), BONE)
-    _bone_mesh(arm, "humerus", "elbow", shapes.uv_sphere((0.03, 0.02, 0.022), 12, 6), BONE,
+    _bone_mesh(arm, "humerus", "humeral head", display.uv_sphere((0.028,) * 3, 12, 6), BONE)
+    _bone_mesh(arm, "humerus", "elbow", display.uv_sphere((0.03, 0.02, 0.022), 12, 6), BONE,
                _translation((0.0, 0.29, 0.0)))
-    _bone_mesh(arm, "girdle", "girdle", shapes.cylinder(0.014, 0.16, axis=1), (0.85, 0.8, 0.7, 1.0),
+    _bone_mesh(arm, "girdle", "girdle", display.cylinder(0.014, 0.16, axis=1), (0.85, 0.8, 0.7, 1.0),
                _translation((0.0, 0.08, 0.0)))
-    torso = bridge.write_mesh_object("torso", *shapes.uv_sphere((0.1, 0.13, 0.26), 20, 10), scene.collection)
+    torso = bridge.write_mesh_object("torso", *display.uv_sphere((0.1, 0.13, 0.26), 20, 10), scene.collection)
     torso.data.materials.append(bridge.ensure_material("SJ torso", (0.85, 0.72, 0.66, 1.0)))
     torso.location = (0.0, 0.02, 1.2)
     pts = [np.array([[x, y, z] for x in (-0.2, 0.2) for y in (-0.5, 0.16) for z in (0.95, 1.48)])]
@@ -586,7 +572,7 @@ def main(argv: list[str]) -> int:
     todo = [n for n in names if n in demos]
     zip_path = args.zip or build_zip()
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:  # before bpy: spawn-free fork
-        points = dict(zip(todo, pool.map(motion_points, todo)))
+        framing = dict(zip(todo, pool.map(motion_points, todo)))
     start_blender(zip_path)
     builders = {"knee_fit_rig": build_knee_rig, "scapulothoracic_fit_rig": build_scapula_rig,
                 "shoulder_reach_cone": build_shoulder_rig}
@@ -594,7 +580,7 @@ def main(argv: list[str]) -> int:
         if name in builders:
             builders[name](out)
         else:
-            build_mechanism_file(name, points[name], out)
+            build_mechanism_file(name, *framing[name], out)
     return 0
 
 

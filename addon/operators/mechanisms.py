@@ -2,13 +2,12 @@
 
 A mechanism is stored in the scene as its demo name and settings plus the objects that show
 its bodies and its world-fixed ``scenery`` (``Scene.spline_joints_mechanisms``); baking rebuilds
-it with ``core.mechanisms.DEMOS[demo]``, calls ``core.mechanisms.simulate`` once
+it with ``core.mechanisms.DEMOS[demo]``, calls ``core.mechanisms.simulate_mechanism`` once
 (:class:`BakeJob`) and keys the bodies' poses and the deforming scenery's shape keys.
 """
 
 from __future__ import annotations
 
-import inspect
 import threading
 
 import bpy
@@ -36,17 +35,16 @@ def demo_items(self, context):
 
 
 def build_mechanism(demo: str, duration: float, substeps: int, scene):
-    """The core Mechanism of a demo, at the scene's frame rate when the demo allows it."""
+    """The core Mechanism of a demo at the scene's frame rate, for ``duration`` seconds, with
+    ``substeps`` integration steps per frame (0: the demo's own), through the builders'
+    contract ``builder(fps=, substeps=, duration=, **params)`` (core.mechanisms)."""
     builder = demos().get(demo)
     if builder is None:
         raise ValueError(f"unknown demo '{demo}'; available: {', '.join(sorted(demos()))}")
-    params = inspect.signature(builder).parameters
-    kwargs = {"duration": duration}
-    if "fps" in params:
-        kwargs["fps"] = scene.render.fps / scene.render.fps_base
-    if substeps and "substeps" in params:
-        kwargs["substeps"] = substeps
-    return builder(**kwargs)
+    timing = {"fps": scene.render.fps / scene.render.fps_base, "duration": duration}
+    if substeps:
+        timing["substeps"] = substeps
+    return builder(**timing)
 
 
 def _unique_name(scene, base: str) -> str:
@@ -170,10 +168,10 @@ class BakeJob:
     def simulate(self) -> None:
         """Run the core simulation and, once it completes, sample the deforming scenery at its
         times (:func:`scenery_motion`); the result or the exception is kept for :meth:`finish`."""
-        from ...core.mechanisms import simulate
+        from ...core.mechanisms import simulate_mechanism
 
         try:
-            self.result = simulate(self.mechanism, self.progress)
+            self.result = simulate_mechanism(self.mechanism, self.progress)
             if self.result.status == "completed":
                 self.scenery = scenery_motion(self.mechanism, self.result.times)
         except Exception as exc:  # handed to the main thread, reported by finish()

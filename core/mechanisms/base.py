@@ -1,57 +1,47 @@
-"""Scene descriptions shared by every mechanism, and the one simulation entry point.
+"""Scene descriptions shared by every mechanism, and the one way to simulate them.
 
 A :class:`Mechanism` says everything the Blender side needs to build and bake a demo without
 knowing any physics: the model (reduced coordinates, :class:`core.model.Model`) or a seed-001
 :class:`core.maximal.skeleton.Skeleton`, the initial state, the time stepping (output frame
-rate, substeps per frame, duration, integrator), an optional prescribed :class:`Drive`,
-one :class:`BodyDisplay` per body (mesh hint, size, colour, optional polyline) and optional
-``scenery``: displays fixed to the world, such as a kinematically deforming surface whose
-vertices are a function of time (:meth:`BodyDisplay.surface_mesh`).
+rate, substeps per frame, duration, integrator), an optional prescribed
+:class:`core.integrators.Drive`, one :class:`BodyDisplay` per body (mesh hint, size, colour,
+optional polyline) and optional ``scenery``: displays fixed to the world, such as a
+kinematically deforming surface whose vertices are a function of time
+(:meth:`BodyDisplay.surface_mesh`).
 
-:func:`simulate` integrates it and returns a :class:`SimulationResult` with per-frame
+:func:`simulate_mechanism` builds the mechanism's stepper and runs it through
+:func:`core.integrators.integrate` (``fps * duration`` frames of ``substeps`` steps each,
+progress and cancel after every frame); it returns a :class:`BakeResult` with per-frame
 ``q, v``, body poses ``(F, nb, 4, 4)``, mechanical energy, the work done by the drive, the
-constraint error and the wall time.
+constraint error and the wall time. A model steps with :class:`core.integrators.Integrator`
+(its methods, chart changes, NaN checks, limits after every step, prescribed coordinates
+and their work, see :mod:`core.integrators`); a skeleton with
+:meth:`core.maximal.skeleton.Skeleton.step` and post-stabilization.
 
-Time stepping is :class:`core.integrators.Integrator` (one of its methods, chart changes,
-NaN checks, limits after every step) with the accelerations below.
-
-Prescribed coordinates (rheonomic drives). Some demos move part of the tree kinematically:
-the spinning wire frame of the beads (a revolute coordinate ``q_p = w t``) or the time axis of
-a deforming spline surface joint (a coordinate ``q_p = t``). With the free coordinates ``f``
-and the prescribed ones ``p`` the equations of motion ``M a + h = tau`` split into
-
-    M_ff a_f = -h_f - M_fp a_p            (solved for a_f; seed 000 eq. 7 summed by crba)
-    tau_p    =  M_pf a_f + M_pp a_p + h_p (the drive's generalized force)
-
-with ``M`` from :func:`core.dynamics.crba` and ``h`` from
-:func:`core.dynamics.nonlinear_effects` (gravity, velocity products, springs). The drive's
-power is ``tau_p . v_p``; the mechanical energy changes by exactly its integral, which
-the tests check.
+The demo builders that return Mechanisms share one contract, stated in :mod:`core.mechanisms`.
 """
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
 from .. import dynamics
 from ..errors import InvalidInputError, SimulationError
-from ..integrators import METHODS, Integrator
+from ..integrators import METHODS, Drive, Integrator, integrate
 from ..kinematics import forward_kinematics
 from ..limits import LimitSolver
 from ..maximal.skeleton import UPDATES as SKELETON_UPDATES
 
-__all__ = ["BodyDisplay", "Drive", "Mechanism", "SimulationResult", "simulate",
+__all__ = ["BodyDisplay", "Drive", "Mechanism", "BakeResult", "simulate_mechanism",
            "MESH_HINTS", "INTEGRATORS"]
 
 #: mesh hints the Blender side understands
 MESH_HINTS = ("capsule", "sphere", "ellipsoid", "box", "plane", "bead", "wire", "bone",
               "airplane", "surface")
-#: integrators of :func:`simulate` (those of :mod:`core.integrators`)
+#: integrators of a mechanism's model (those of :mod:`core.integrators`)
 INTEGRATORS = METHODS
-#: :func:`simulate` stops when ``|E - E_0 - W_drive|`` exceeds this many times the larger of
-#: ``|E_0|``, the largest kinetic energy so far and 1 J
+#: :func:`simulate_mechanism` stops when ``|E - E_0 - W_drive|`` exceeds this many times the
+#: larger of ``|E_0|``, the largest kinetic energy so far and 1 J
 BLOWUP = 100.0
 
 
@@ -116,24 +106,6 @@ class BodyDisplay:
         a = (i * nv + j).reshape(-1)
         quads = np.stack([a, a + nv, a + nv + 1, a + 1], axis=1)
         return verts, quads
-
-
-@dataclass(frozen=True)
-class Drive:
-    """Prescribed (kinematically driven) coordinates.
-
-    dofs: indices of the driven coordinates ``(k,)``; motion: ``t -> (q (k,), v (k,),
-    a (k,))`` their position, rate and acceleration at time t (seconds); description: text.
-    """
-
-    dofs: tuple
-    motion: object
-    description: str = ""
-
-    def evaluate(self, t):
-        q, v, a = (np.asarray(x, dtype=float).reshape(len(self.dofs))
-                   for x in self.motion(float(t)))
-        return q, v, a
 
 
 @dataclass
@@ -240,8 +212,8 @@ class Mechanism:
 
 
 @dataclass
-class SimulationResult:
-    """Per-frame output of :func:`simulate` (F frames, nb bodies).
+class BakeResult:
+    """Per-frame output of :func:`simulate_mechanism` (F frames, nb bodies).
 
     status: "completed" or "cancelled" (then every array has zero frames).
     times (F,), q (F, nq), v (F, nv) (skeletons: zero columns), poses (F, nb, 4, 4) world
@@ -282,184 +254,92 @@ class SimulationResult:
         return dev / self.energy_scale if self.energy_scale > 0 else dev
 
 
-def _empty(mech, nb, nq, wall, steps):
-    z = np.zeros(0)
-    return SimulationResult(mech.name, "cancelled", z, np.zeros((0, nq)), np.zeros((0, nq)),
-                            np.zeros((0, nb, 4, 4)), z, z, z, z, wall, steps, mech.dt)
-
-
-class _Dynamics:
-    """Accelerations and drive power for one mechanism (reuses one Data)."""
+class _ModelStepper(Integrator):
+    """The :class:`core.integrators.Integrator` of a mechanism's model (one step = one
+    substep of a frame, its drive and limits), recording what a bake keeps per frame and
+    stopping when ``|E - E_0 - W_drive|`` exceeds :data:`BLOWUP` times the larger of
+    ``|E_0|``, the largest kinetic energy so far and 1 J."""
 
     def __init__(self, mech):
-        self.model = mech.model
-        self.data = mech.model.create_data()
-        self.drive = mech.drive
-        nv = self.model.nv
-        self.tau0 = np.zeros(nv)
-        if self.drive is not None:
-            p = np.asarray(self.drive.dofs, dtype=int)
-            if p.size == 0 or len(set(p.tolist())) != p.size or p.min() < 0 or p.max() >= nv:
-                raise InvalidInputError(f"drive dofs {p.tolist()} must be distinct indices in "
-                                        f"[0, {nv})")
-            self.p = p
-            self.f = np.setdiff1d(np.arange(nv), p)
+        limits = None
+        if mech.limits:
+            limits = LimitSolver(mech.model, list(mech.limits), restitution=mech.restitution)
+        super().__init__(mech.model, mech.dt, 1, mech.integrator, limits=limits,
+                         drive=mech.drive)
+        self.name = mech.name
+        self.frame_data = mech.model.create_data()
+        self.first_energy, self.kinetic_max = None, 0.0
 
-    def impose(self, t, q, v):
-        """Overwrite the driven coordinates with the drive's motion at t (in place)."""
-        if self.drive is not None:
-            qp, vp, _ = self.drive.evaluate(t)
-            q[self.p] = qp
-            v[self.p] = vp
+    def start(self, q0, v0, t0=0.0):
+        """:meth:`Integrator.start`, also resetting the energy blow-up check."""
+        self.first_energy, self.kinetic_max = None, 0.0
+        return super().start(q0, v0, t0)
 
-    def accel(self, t, q, v):
-        """``(q_ddot (nv,), drive power)`` at time t."""
-        if self.drive is None:
-            return dynamics.aba(self.model, self.data, q, v, self.tau0).copy(), 0.0
-        _, vp, ap = self.drive.evaluate(t)
-        M, h = dynamics.crba_and_nle(self.model, self.data, q, v)
-        f, p = self.f, self.p
-        a = np.empty(self.model.nv)
-        a[p] = ap
-        if f.size:
-            rhs = -h[f] - M[np.ix_(f, p)] @ ap
-            a[f] = cho_solve(cho_factor(M[np.ix_(f, f)], check_finite=False), rhs,
-                             check_finite=False)
-        tau_p = M[p] @ a + h[p]
-        return a, float(tau_p @ vp)
+    def record(self, t, state):
+        """``q (nq,)``, ``v (nv,)``, ``poses (nb, 4, 4)``, ``energy``, ``kinetic`` and
+        ``drive_work`` at time t; raises SimulationError on an energy blow-up."""
+        q, v, work = state
+        model, data = self.model, self.frame_data
+        poses = forward_kinematics(model, data, q).copy()
+        K = dynamics.kinetic_energy(model, data, q, v)
+        E = K + dynamics.potential_energy(model, data, q)
+        self.kinetic_max = max(self.kinetic_max, K)
+        if self.first_energy is None:
+            self.first_energy = E
+        elif abs(E - self.first_energy - work) > BLOWUP * max(abs(self.first_energy),
+                                                              self.kinetic_max, 1.0):
+            fast = model.names[int(np.argmax(np.linalg.norm(data.V, axis=1)))]
+            raise SimulationError(f"{self.name}: the energy blew up at t = {t:.4f} s (fastest "
+                                  f"body {fast!r}); reduce the step (dt = {self.dt:.4g} s)")
+        return {"q": q, "v": v, "poses": poses, "energy": E, "kinetic": K, "drive_work": work}
 
 
-class _DrivenIntegrator(Integrator):
-    """:class:`core.integrators.Integrator` whose accelerations come from :class:`_Dynamics`
-    (prescribed coordinates split out) and which keeps the drive power of every dynamics
-    evaluation, so a step's drive work uses the method's own quadrature weights."""
+class _SkeletonStepper:
+    """A seed-001 skeleton under gravity as a stepper of :func:`core.integrators.integrate`:
+    state :class:`core.maximal.skeleton.SkeletonState`, one post-stabilized
+    :meth:`~core.maximal.skeleton.Skeleton.step` of ``dt`` per step."""
 
-    WEIGHTS = {"rk4": (1 / 6, 2 / 6, 2 / 6, 1 / 6), "euler": (1.0,), "semi_implicit": (1.0,)}
+    def __init__(self, mech):
+        self.skeleton, self.dt, self.update = mech.skeleton, mech.dt, mech.skeleton_update
+        self.gravity = np.asarray(mech.skeleton_gravity, dtype=float)
+        self.f_ext = self.skeleton.mass[:, None] * self.gravity[None, :]
 
-    def __init__(self, mech, limits):
-        super().__init__(mech.model, mech.dt, 1, mech.integrator, limits=limits)
-        self.dyn = _Dynamics(mech)
-        self.powers = []
+    def advance(self, t, state):
+        return self.skeleton.step(state, self.dt, f_ext=self.f_ext, update=self.update,
+                                  stabilize=True)[0]
 
-    def acceleration(self, t, q, v):
-        a, power = self.dyn.accel(t, q, v)
-        self.powers.append(power)
-        return a
-
-    def step_with_work(self, t, q, v):
-        """One step of dt; returns ``(q, v, drive work over the step)``."""
-        self.powers.clear()
-        q, v = self.step(t, q, v)
-        w = self.WEIGHTS[self.method]
-        if len(self.powers) != len(w):
-            raise SimulationError(f"the integrator evaluated the dynamics {len(self.powers)} "
-                                  f"times in one {self.method} step, expected {len(w)}")
-        self.dyn.impose(t + self.dt, q, v)
-        return q, v, self.dt * float(np.dot(w, self.powers))
+    def record(self, t, state):
+        """``poses (nb, 4, 4)``, ``energy``, ``kinetic`` and ``constraint_error`` (the largest
+        joint gap, m)."""
+        sk = self.skeleton
+        poses = np.tile(np.eye(4), (sk.N, 1, 1))
+        poses[:, :3, :3] = state.R
+        poses[:, :3, 3] = state.p
+        K = sk.kinetic_energy(state)
+        return {"poses": poses, "energy": K - float(sk.mass @ (state.p @ self.gravity)),
+                "kinetic": K, "constraint_error": sk.separation(state)[0]}
 
 
-def _kinematic_error(model, data, q, poses):
-    """Largest distance between each body's pose and its parent pose x placement x G(q)."""
-    err = 0.0
-    for i, j in enumerate(model.joints):
-        s = slice(model.q_start[i], model.q_start[i] + model.q_count[i])
-        parent = np.eye(4) if model.parents[i] < 0 else poses[model.parents[i]]
-        T = parent @ model.placements[i] @ j.transform(q[s])
-        err = max(err, float(np.abs(T[:3, 3] - poses[i, :3, 3]).max()))
+def _constraint_error(mechanism, times, q, poses):
+    """``(F,)`` metres: the mechanism's own ``constraint_error`` measure, or the largest
+    distance of a body's pose from its parent pose x placement x G(q)."""
+    if len(times) == 0:
+        return np.zeros(0)
+    if mechanism.constraint_error is not None:
+        return np.asarray(mechanism.constraint_error(mechanism, times, q, poses), dtype=float)
+    model = mechanism.model
+    err = np.zeros(len(times))
+    for k in range(len(times)):
+        for i, j in enumerate(model.joints):
+            s = slice(model.q_start[i], model.q_start[i] + model.q_count[i])
+            parent = np.eye(4) if model.parents[i] < 0 else poses[k, model.parents[i]]
+            T = parent @ model.placements[i] @ j.transform(q[k, s])
+            err[k] = max(err[k], float(np.abs(T[:3, 3] - poses[k, i, :3, 3]).max()))
     return err
 
 
-def _simulate_model(mech, progress):
-    model = mech.model
-    solver = None
-    if mech.limits:
-        solver = LimitSolver(model, list(mech.limits), restitution=mech.restitution)
-    integ = _DrivenIntegrator(mech, solver)
-    dyn = integ.dyn
-    data = model.create_data()
-    F, sub, dt = mech.n_frames, mech.substeps, mech.dt
-    nb, nq = model.nbodies, model.nq
-    q, v = mech.q0.copy(), mech.v0.copy()
-    dyn.impose(0.0, q, v)
-    Q = np.empty((F, nq))
-    V = np.empty((F, nq))
-    P = np.empty((F, nb, 4, 4))
-    E = np.empty(F)
-    K = np.empty(F)
-    W = np.zeros(F)
-    work = 0.0
-    t0 = time.perf_counter()
-    steps = 0
-
-    def record(k):
-        Q[k], V[k] = q, v
-        P[k] = forward_kinematics(model, data, q)
-        K[k] = dynamics.kinetic_energy(model, data, q, v)
-        E[k] = K[k] + dynamics.potential_energy(model, data, q)
-        W[k] = work
-        if k and abs(E[k] - E[0] - W[k]) > BLOWUP * max(abs(E[0]), K[:k + 1].max(), 1.0):
-            fast = model.names[int(np.argmax(np.linalg.norm(data.V, axis=1)))]
-            raise SimulationError(f"{mech.name}: the energy blew up at t = {k / mech.fps:.4f} s "
-                                  f"(fastest body {fast!r}); reduce the step (dt = {dt:.4g} s)")
-
-    record(0)
-    for k in range(1, F):
-        for s in range(sub):
-            q, v, dw = integ.step_with_work(((k - 1) * sub + s) * dt, q, v)
-            work += dw
-            steps += 1
-        record(k)
-        if progress is not None and progress(k / (F - 1)) is False:
-            return _empty(mech, nb, nq, time.perf_counter() - t0, steps)
-    wall = time.perf_counter() - t0
-    times = np.arange(F) / mech.fps
-    if mech.constraint_error is not None:
-        cerr = np.asarray(mech.constraint_error(mech, times, Q, P), dtype=float)
-    else:
-        cerr = np.array([_kinematic_error(model, data, Q[k], P[k]) for k in range(F)])
-    return SimulationResult(mech.name, "completed", times, Q, V, P, E, K, W, cerr, wall, steps,
-                            dt)
-
-
-def _simulate_skeleton(mech, progress):
-    sk = mech.skeleton
-    st = mech.skeleton_state.copy()
-    F, sub, dt = mech.n_frames, mech.substeps, mech.dt
-    nb = sk.N
-    g = np.asarray(mech.skeleton_gravity, dtype=float)
-    f_ext = sk.mass[:, None] * g[None, :]
-    P = np.empty((F, nb, 4, 4))
-    E = np.empty(F)
-    K = np.empty(F)
-    C = np.empty(F)
-    t0 = time.perf_counter()
-    steps = 0
-
-    def record(k):
-        P[k] = np.eye(4)
-        P[k, :, :3, :3] = st.R
-        P[k, :, :3, 3] = st.p
-        K[k] = sk.kinetic_energy(st)
-        E[k] = K[k] - float(sk.mass @ (st.p @ g))
-        C[k] = sk.separation(st)[0]
-
-    record(0)
-    for k in range(1, F):
-        for _ in range(sub):
-            st, _info = sk.step(st, dt, f_ext=f_ext, update=mech.skeleton_update,
-                                stabilize=True)
-            steps += 1
-        record(k)
-        if progress is not None and progress(k / (F - 1)) is False:
-            return _empty(mech, nb, 0, time.perf_counter() - t0, steps)
-    wall = time.perf_counter() - t0
-    times = np.arange(F) / mech.fps
-    return SimulationResult(mech.name, "completed", times, np.zeros((F, 0)), np.zeros((F, 0)),
-                            P, E, K, np.zeros(F), C, wall, steps, dt)
-
-
-def simulate(mechanism, progress=None):
-    """Integrate ``mechanism`` for its duration and return a :class:`SimulationResult`.
+def simulate_mechanism(mechanism, progress=None):
+    """Integrate ``mechanism`` for its duration and return a :class:`BakeResult`.
 
     progress: optional ``fraction -> bool`` called after every output frame; returning False
     cancels, and the result then has ``status == "cancelled"`` and no frames.
@@ -467,9 +347,23 @@ def simulate(mechanism, progress=None):
     the energy blows up.
     """
     if not isinstance(mechanism, Mechanism):
-        raise InvalidInputError(f"simulate expects a Mechanism, got {type(mechanism).__name__}")
-    if progress is not None and not callable(progress):
-        raise InvalidInputError("progress must be a callable fraction -> bool, or None")
+        raise InvalidInputError(f"simulate_mechanism expects a Mechanism, got "
+                                f"{type(mechanism).__name__}")
     if mechanism.model is None:
-        return _simulate_skeleton(mechanism, progress)
-    return _simulate_model(mechanism, progress)
+        stepper, state = _SkeletonStepper(mechanism), mechanism.skeleton_state.copy()
+    else:
+        stepper = _ModelStepper(mechanism)
+        state = stepper.start(mechanism.q0, mechanism.v0)
+    sub = mechanism.substeps
+    rec = integrate(stepper, state, mechanism.dt, (mechanism.n_frames - 1) * sub,
+                    record_every=sub, progress=progress)
+    r, n = rec.values, len(rec.t)
+    times = np.arange(n) / mechanism.fps
+    if mechanism.model is None:
+        q = v = np.zeros((n, 0))
+        work, cerr = np.zeros(n), r["constraint_error"]
+    else:
+        q, v, work = r["q"], r["v"], r["drive_work"]
+        cerr = _constraint_error(mechanism, times, q, r["poses"])
+    return BakeResult(mechanism.name, rec.status, times, q, v, r["poses"], r["energy"],
+                      r["kinetic"], work, cerr, rec.wall_time, rec.steps, mechanism.dt)

@@ -69,9 +69,9 @@ def closest_point_distance(joint, points, samples=2000, iterations=4):
     return out
 
 
-def beads_on_a_wire(n_beads=3, spin_rate=1.5, spin=False, radius=0.3, amplitude=0.25,
-                    petals=5, offset=0.25, bead_radius=0.03, bead_mass=0.05, n_frames=40,
-                    fps=30.0, substeps=4, duration=4.0, integrator="rk4"):
+def beads_on_a_wire(*, fps=30.0, substeps=4, duration=4.0, n_beads=3, spin_rate=1.5,
+                    spin=False, radius=0.3, amplitude=0.25, petals=5, offset=0.25,
+                    bead_radius=0.03, bead_mass=0.05, n_frames=40, integrator="rk4"):
     """Beads on closed rose-curve wires on a frame spinning about world z at ``spin_rate``
     (rad/s, prescribed). Wire ``i`` lies in the vertical plane at azimuth ``2 pi i / n``,
     its centre ``offset`` metres from the axis and 1 m up.

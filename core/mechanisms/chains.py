@@ -49,8 +49,8 @@ def _rod_display(n, length, radius):
                              _COLOURS[i % len(_COLOURS)], off, axis=0) for i in range(n))
 
 
-def hinge_chain(n_links=8, length=0.3, radius=0.02, mass=0.5, fps=60.0, substeps=10,
-                duration=3.0, integrator="rk4"):
+def hinge_chain(*, fps=60.0, substeps=10, duration=3.0, n_links=8, length=0.3, radius=0.02,
+                mass=0.5, integrator="rk4"):
     """(b) A chain of ``n_links`` rods on hinges about world y, released horizontal."""
     n = _check_links(n_links)
     model = chain_model(n, lambda i: Revolute((0.0, 1.0, 0.0)), length, radius, mass,
@@ -61,8 +61,9 @@ def hinge_chain(n_links=8, length=0.3, radius=0.02, mass=0.5, fps=60.0, substeps
                      info={"length": length, "radius": radius, "mass": mass})
 
 
-def spherical_chain(n_links=8, length=0.3, radius=0.02, mass=0.5, cone_half_angle=0.6,
-                    fps=60.0, substeps=10, duration=3.0, integrator="rk4", yaw_rate=1.0):
+def spherical_chain(*, fps=60.0, substeps=10, duration=3.0, n_links=8, length=0.3,
+                    radius=0.02, mass=0.5, cone_half_angle=0.6, integrator="rk4",
+                    yaw_rate=1.0):
     """(a) A chain of rods on spherical joints (exponential coordinates, seed 003), released
     horizontal with the first link turning about the vertical at ``yaw_rate`` (rad/s) so the
     motion leaves the vertical plane.
@@ -107,8 +108,8 @@ def _hanging_map(semi_axes):
     return pose
 
 
-def sliding_chain(n_links=5, semi_axes=(0.09, 0.06, 0.12), mass=0.4, fps=60.0,
-                  substeps=10, duration=3.0, integrator="rk4", start=(0.35, 0.2)):
+def sliding_chain(*, fps=60.0, substeps=10, duration=3.0, n_links=5,
+                  semi_axes=(0.09, 0.06, 0.12), mass=0.4, integrator="rk4", start=(0.35, 0.2)):
     """(c) The seed's sliding chain: ``n_links`` ellipsoidal links (the letters of Fig. 5c;
     the default 5 links give the 8 DOF of the seed's "SIGGRAPH Joint 1"); the first hangs
     fixed, each next one slides on the lower surface of its parent through a 2-DOF spline

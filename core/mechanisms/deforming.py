@@ -23,9 +23,9 @@ from .shapes import frame, sphere_inertia, surface_joint_from_map
 __all__ = ["deforming_surface"]
 
 
-def deforming_surface(size=0.6, bowl=0.8, amplitude=0.08, period=2.0, ball_radius=0.05,
-                      ball_mass=0.2, start=(0.35, -0.2), fps=60.0, substeps=4, duration=4.0,
-                      integrator="rk4", n_ctrl=None, sheet_grid=25):
+def deforming_surface(*, fps=60.0, substeps=4, duration=4.0, size=0.6, bowl=0.8,
+                      amplitude=0.08, period=2.0, ball_radius=0.05, ball_mass=0.2,
+                      start=(0.35, -0.2), integrator="rk4", n_ctrl=None, sheet_grid=25):
     """A ball on a bowl-shaped sheet over ``[-size, size]^2`` that ripples with
     ``amplitude`` (m) and ``period`` (s); released at ``start`` (fractions of size).
     n_ctrl: control points along (u, v, t); default 9 x 9 and about 4 per period in time;

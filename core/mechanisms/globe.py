@@ -93,9 +93,9 @@ def coast_distance(directions, name):
     return np.minimum(arc.min(axis=1), ends.min(axis=1))
 
 
-def spinning_globe(coasts=("africa", "south_america", "australia"), radius=0.5, spin_rate=0.5,
-          n_frames=40, plane_mass=0.05, fps=30.0, substeps=16, duration=6.0,
-          integrator="rk4"):
+def spinning_globe(*, fps=30.0, substeps=16, duration=6.0,
+                   coasts=("africa", "south_america", "australia"), radius=0.5, spin_rate=0.5,
+                   n_frames=40, plane_mass=0.05, integrator="rk4"):
     """A globe of ``radius`` spinning at ``spin_rate`` rad/s about world z (prescribed),
     centre 1 m up, with one plane per coast in ``coasts`` sliding along it under gravity.
 

@@ -58,8 +58,8 @@ def knee_joint(n_frames=12):
     return _KNEE_CACHE[n_frames]
 
 
-def knee_pendulum(knee_start=-1.3, hip_flexion=np.pi / 2, ankle_stiffness=5.0, n_frames=12,
-                  fps=60.0, substeps=4, duration=3.0, integrator="rk4"):
+def knee_pendulum(*, fps=60.0, substeps=4, duration=3.0, knee_start=-1.3,
+                  hip_flexion=np.pi / 2, ankle_stiffness=5.0, n_frames=12, integrator="rk4"):
     """The seated knee pendulum: pelvis fixed 0.9 m up, hip held at ``hip_flexion`` (rad),
     shank released at rest from ``knee_start`` (rad, within the OpenSim range and such that
     the swing stays inside it), foot on a spring-loaded ankle.

@@ -50,8 +50,8 @@ def scapula_joint(grid=(8, 6)):
     return _CACHE[grid]
 
 
-def scapulothoracic_rig(start_offset=(0.25, 0.15), stiffness=150.0, damping=1.5, fps=60.0,
-                    substeps=4, duration=3.0, integrator="rk4"):
+def scapulothoracic_rig(*, fps=60.0, substeps=4, duration=3.0, start_offset=(0.25, 0.15),
+                        stiffness=150.0, damping=1.5, integrator="rk4"):
     """The scapula released ``start_offset`` (abduction, elevation; rad) away from the
     OpenSim default pose, with damped springs (``stiffness`` N/m, ``damping`` N s/m).
 

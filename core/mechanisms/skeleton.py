@@ -18,8 +18,8 @@ from .base import BodyDisplay, Mechanism
 
 __all__ = ["skeleton_chain"]
 
-def skeleton_chain(n_links=8, spherical=(2, 5), length=0.3, radius=0.02, mass=0.5,
-                   fps=60.0, substeps=10, duration=3.0, update="heun"):
+def skeleton_chain(*, fps=60.0, substeps=10, duration=3.0, n_links=8, spherical=(2, 5),
+                   length=0.3, radius=0.02, mass=0.5, update="heun"):
     """``n_links`` rods along world x, grounded at the origin by joint 0; the joints listed
     in ``spherical`` are ball joints, the others hinges about world y. Each body frame sits
     at the rod's centre of mass (seed 001's state). The constraint error is the largest

@@ -23,7 +23,7 @@ def scenario_add_and_bake(tmp):
     assert item.baked_frames == 10 and item.energy_drift < 1e-3
     # The keys reproduce the core's simulation at the scene's frame rate.
     core = addon_module("core.mechanisms")
-    result = core.simulate(core.DEMOS["hinge_chain"](duration=0.3, fps=30.0))
+    result = core.simulate_mechanism(core.DEMOS["hinge_chain"](duration=0.3, fps=30.0))
     bridge = addon_module("addon.bridge")
     last = bodies[-1]
     keys = bridge.read_fcurve_keys(last, "location", 0)

@@ -71,10 +71,10 @@ def scenario_deforming_sheet(tmp):
     rebaked = ([kb.name for kb in sheet.data.shape_keys.key_blocks],
                len(bridge.read_fcurve_keys(sheet.data.shape_keys, MODE0, 0)), len(bpy.data.actions) - n_actions)
     # The factorization keeps no mode for a still mesh and refuses too many.
-    shapes = addon_module("addon.shapes")
-    still = shapes.shape_key_modes(np.repeat(verts0[None], 4, axis=0))
+    display = addon_module("core.display")
+    still = display.shape_key_modes(np.repeat(verts0[None], 4, axis=0))
     try:
-        shapes.shape_key_modes(np.random.default_rng(0).normal(size=(20, 30, 3)), "noise", max_keys=5)
+        display.shape_key_modes(np.random.default_rng(0).normal(size=(20, 30, 3)), "noise", max_keys=5)
     except ValueError as exc:
         refused = str(exc)
     else:

@@ -1,6 +1,7 @@
-"""Integrators: convergence order, energy conservation on spline-joint chains, chart changes of
-spinning ball joints, blow-up detection, constant memory, and the elliptic joint against a
-spline curve joint through the same ellipse."""
+"""Integrators: the stepping loop (records, cancel), convergence order, energy conservation on
+spline-joint chains, prescribed coordinates and their work, chart changes of spinning ball
+joints, blow-up detection, constant memory, and the elliptic joint against a spline curve
+joint through the same ellipse."""
 
 import tracemalloc
 
@@ -10,7 +11,7 @@ import pytest
 from core import dynamics as dyn
 from core import kinematics as kin
 from core.errors import InvalidInputError, SimulationError
-from core.integrators import Integrator, simulate
+from core.integrators import Drive, Integrator, integrate, simulate
 from core.joints.elliptic import Elliptic
 from core.joints.lower_pairs import Revolute
 from core.joints.spherical import Spherical
@@ -60,6 +61,67 @@ def spline_chain(n=5, start_angle=0.3):
     mid = 0.5 * (j.lower[0] + j.upper[0])
     q0 = np.full(n, mid + start_angle / 0.5)           # 0.5 rad of theta per unit of q
     return m, q0
+
+
+class Counter:
+    """A stepper whose state is a number that grows by 0.5 per step; records it and a pair."""
+
+    def __init__(self):
+        self.times = []
+
+    def advance(self, t, x):
+        self.times.append(t)
+        return x + 0.5
+
+    def record(self, t, x):
+        return {"x": x, "pair": np.array([x, 2.0 * x])}
+
+
+def test_integrate_records_the_start_every_kth_step_and_the_last():
+    stepper = Counter()
+    rec = integrate(stepper, 0.0, 0.5, 7, t0=1.0, record_every=3)
+    assert rec.status == "completed" and rec.steps == 7 and rec.wall_time >= 0.0
+    np.testing.assert_allclose(rec.t, [1.0, 2.5, 4.0, 4.5])
+    np.testing.assert_allclose(rec.values["x"], [0.0, 1.5, 3.0, 3.5])
+    np.testing.assert_allclose(rec.values["pair"][:, 1], [0.0, 3.0, 6.0, 7.0])
+    np.testing.assert_allclose(stepper.times, 1.0 + 0.5 * np.arange(7))
+
+
+def test_integrate_cancel_keeps_no_records():
+    seen = []
+    rec = integrate(Counter(), 0.0, 0.5, 10, record_every=2,
+                    progress=lambda f: seen.append(f) or f < 0.5)
+    assert seen == [0.2, 0.4, 0.6]
+    assert rec.status == "cancelled" and rec.steps == 6
+    assert rec.t.shape == (0,) and rec.values["pair"].shape == (0, 2)
+    with pytest.raises(InvalidInputError, match="progress"):
+        integrate(Counter(), 0.0, 0.5, 10, progress=0.5)
+    with pytest.raises(InvalidInputError, match="record_every"):
+        integrate(Counter(), 0.0, 0.5, 10, record_every=0)
+
+
+def test_cancelled_run_returns_no_states():
+    m = pendulum(2)
+    res = Integrator(m, 0.01).run([0.3, 0.2], [0.0, 0.0], 10, progress=lambda f: f < 0.25)
+    assert res.status == "cancelled" and res.steps == 3
+    assert res.q.shape == (0, 2) and res.energy.shape == (0,)
+
+
+def test_drive_prescribes_its_coordinate_and_energy_changes_by_its_work():
+    """The base joint of a double pendulum follows ``0.4 sin 3t``; E - E0 - W_drive shrinks
+    with RK4's order as the step halves (the work uses RK4's quadrature weights)."""
+    m = pendulum(2)
+    drive = Drive((0,), lambda t: ([0.4 * np.sin(3 * t)], [1.2 * np.cos(3 * t)],
+                                   [-3.6 * np.sin(3 * t)]))
+    errs = []
+    for dt in (0.02, 0.01):
+        res = Integrator(m, dt, drive=drive).run([0.0, 0.3], [0.0, 0.0], int(round(1 / dt)))
+        np.testing.assert_allclose(res.q[:, 0], 0.4 * np.sin(3 * res.t), atol=1e-15)
+        np.testing.assert_allclose(res.v[:, 0], 1.2 * np.cos(3 * res.t), atol=1e-15)
+        assert np.abs(res.drive_work).max() > 0.1
+        errs.append(np.abs(res.energy - res.energy[0] - res.drive_work).max()
+                    / np.abs(res.drive_work).max())
+    assert errs[0] < 1e-5 and errs[1] < errs[0] / 8.0, errs
 
 
 def test_rk4_is_fourth_order_and_euler_first_order():

@@ -15,8 +15,8 @@ import pytest
 from core import expcoords
 from core.errors import InvalidInputError
 from core.mechanisms import (DEMOS, BodyDisplay, Drive, Mechanism, beads_on_a_wire, hinge_chain,
-                             knee_pendulum, scapulothoracic_rig, simulate, sliding_chain,
-                             spherical_chain, spinning_globe)
+                             knee_pendulum, scapulothoracic_rig, simulate_mechanism,
+                             sliding_chain, spherical_chain, spinning_globe)
 from core.joints import ClosedSplineCurveJoint
 from core.mechanisms.beads import closest_point_distance, rose_frames
 from core.mechanisms.deforming import deforming_surface
@@ -50,7 +50,7 @@ def test_closest_point_distance_measures_offsets_from_the_curve():
 # -- beads on a wire --------------------------------------------------------------------------
 
 def test_beads_stay_on_their_wires_and_move():
-    r = simulate(beads_on_a_wire(duration=0.5))
+    r = simulate_mechanism(beads_on_a_wire(duration=0.5))
     assert r.status == "completed" and r.poses.shape == (16, 4, 4, 4)
     assert r.constraint_error.max() <= 1e-9
     assert np.abs(r.q[-1, 1:] - r.q[0, 1:]).max() > 0.5     # the beads slide
@@ -59,19 +59,20 @@ def test_beads_stay_on_their_wires_and_move():
 
 def test_spinning_wire_changes_energy_only_through_the_drive():
     m = beads_on_a_wire(duration=0.6, substeps=8, amplitude=0.15)
-    r = simulate(m)
+    r = simulate_mechanism(m)
     W = r.drive_work
     assert np.abs(W).max() > 5e-3                             # the drive does real work
     dev = np.abs(r.energy - r.energy[0] - W).max()
     assert dev <= ENERGY_TOL["beads_work"] * np.abs(W).max()
     # a wire frame at rest does no work
-    r0 = simulate(beads_on_a_wire(duration=0.3, spin_rate=0.0, substeps=8, amplitude=0.15))
+    r0 = simulate_mechanism(beads_on_a_wire(duration=0.3, spin_rate=0.0, substeps=8,
+                                            amplitude=0.15))
     assert np.all(r0.drive_work == 0.0)
 
 
 def test_beads_with_free_spin_keep_spinning_and_stay_on_the_wire():
     m = beads_on_a_wire(n_beads=2, spin=True, duration=0.3)
-    r = simulate(m)
+    r = simulate_mechanism(m)
     assert r.constraint_error.max() <= 1e-9
     beads = m.info["bead_bodies"]
     spins = r.q[-1, [m.model.q_start[b] for b in beads]]
@@ -81,7 +82,7 @@ def test_beads_with_free_spin_keep_spinning_and_stay_on_the_wire():
 # -- chains -------------------------------------------------------------------------------
 
 def test_hinge_chain_falls_and_conserves_energy():
-    r = simulate(hinge_chain(n_links=4, duration=0.5))
+    r = simulate_mechanism(hinge_chain(n_links=4, duration=0.5))
     tip = r.poses[:, -1] @ np.array([0.3, 0.0, 0.0, 1.0])
     assert tip[-1, 2] < tip[0, 2] - 0.3
     # early on the whole chain falls like a free rigid rod pinned at the origin
@@ -92,7 +93,7 @@ def test_hinge_chain_falls_and_conserves_energy():
 
 def test_spherical_chain_falls_out_of_plane_and_respects_its_reach_cones():
     m = spherical_chain(n_links=3, duration=0.6, cone_half_angle=0.4)
-    r = simulate(m)
+    r = simulate_mechanism(m)
     assert r.poses[-1, -1, 2, 3] < r.poses[0, -1, 2, 3] - 0.1
     assert np.abs(r.poses[:, -1, 1, 3]).max() > 0.1           # out of the x-z plane
     g = np.array([[expcoords.reach_cone_value(q[3 * i:3 * i + 3], axis, half)
@@ -107,7 +108,7 @@ def test_spherical_chain_falls_out_of_plane_and_respects_its_reach_cones():
 
 def test_sliding_chain_stays_on_the_parent_surfaces_and_conserves_energy():
     m = sliding_chain(n_links=3, duration=0.3)
-    r = simulate(m)
+    r = simulate_mechanism(m)
     # the spline surface approximates each ellipsoid to 0.02 mm (fit report)
     assert m.info["fit_report"].max_position_mm < 0.05
     assert r.constraint_error.max() < 5e-5
@@ -117,7 +118,7 @@ def test_sliding_chain_stays_on_the_parent_surfaces_and_conserves_energy():
 
 def test_skeleton_chain_holds_its_joints():
     m = skeleton_chain(n_links=3, spherical=(1,), duration=0.1, substeps=4)
-    r = simulate(m)
+    r = simulate_mechanism(m)
     assert r.status == "completed" and r.poses.shape == (7, 3, 4, 4)
     assert r.constraint_error.max() < 1e-8
     assert r.poses[-1, -1, 2, 3] < r.poses[0, -1, 2, 3]       # it falls
@@ -132,7 +133,7 @@ def test_skeleton_demo_conserves_energy_at_its_step():
     the way and no body has yet swung up past the pivot's height."""
     m = skeleton_chain(duration=0.5)
     assert m.skeleton_update == "heun"
-    r = simulate(m)
+    r = simulate_mechanism(m)
     assert r.kinetic.max() > 20.0                             # most of the fall
     assert r.energy_drift < 1e-3, r.energy_drift
     assert r.constraint_error.max() < 1e-8
@@ -144,7 +145,7 @@ def test_skeleton_demo_conserves_energy_at_its_step():
 
 def test_globe_planes_stay_on_the_sphere_and_their_coasts():
     m = spinning_globe(coasts=("africa", "australia"), duration=0.4, substeps=8)
-    r = simulate(m)
+    r = simulate_mechanism(m)
     R = m.info["radius"]
     assert r.constraint_error.max() <= 1e-9                   # on the sphere
     T_globe_inv = np.linalg.inv(r.poses[:, 0])
@@ -178,7 +179,7 @@ def test_coast_distance_of_points_on_and_off_the_coast():
 
 def test_knee_pendulum_follows_the_opensim_knee_path_and_conserves_energy():
     m = knee_pendulum(duration=0.8)
-    r = simulate(m)
+    r = simulate_mechanism(m)
     assert r.constraint_error.max() <= 1e-4                   # 0.1 mm
     lo, hi = m.info["knee_range"]
     assert lo <= r.q[:, 1].min() and r.q[:, 1].max() <= hi
@@ -189,7 +190,7 @@ def test_knee_pendulum_follows_the_opensim_knee_path_and_conserves_energy():
 
 def test_scapula_stays_on_the_opensim_surface_and_springs_dissipate():
     m = scapulothoracic_rig(duration=0.8)
-    r = simulate(m)
+    r = simulate_mechanism(m)
     assert r.constraint_error.max() < 1e-5
     assert np.diff(r.energy).max() <= 1e-9 * np.abs(r.energy).max()
     assert r.energy[-1] < r.energy[0] - 1e-3
@@ -200,7 +201,7 @@ def test_scapula_plate_touches_the_drawn_thorax_ellipsoid():
     joint frame) stays on the drawn ellipsoid within 0.05 mm while the scapula swings
     (measured 2e-3 mm: the surface fit); the old offset missed it by 48 mm."""
     m = scapulothoracic_rig(duration=1.5)
-    r = simulate(m)
+    r = simulate_mechanism(m)
     assert np.ptp(r.q, axis=0).min() > 0.2                   # it swings over the thorax
     d = plate_contact_distance(r.poses, m.display)
     assert d.shape == (m.n_frames,) and d.max() < 5e-5, d.max()
@@ -220,7 +221,7 @@ def test_deforming_sheet_is_described_by_the_core_and_carries_the_ball():
     period = 2.0
     moved = np.abs(sheet.surface_mesh(period / 4)[0] - verts)[:, 2].max()
     assert abs(moved - 0.08) < 1e-9                           # the ripple's amplitude
-    r = simulate(m)
+    r = simulate_mechanism(m)
     radius = m.display[0].size[0]
     for t, pose in zip(r.times, r.poses[:, 0]):
         v = sheet.surface_mesh(t)[0]
@@ -241,7 +242,7 @@ def test_surface_displays_need_a_vertex_function():
 
 def test_deforming_surface_energy_changes_by_the_drive_work():
     m = deforming_surface(duration=0.5)
-    r = simulate(m)
+    r = simulate_mechanism(m)
     assert np.allclose(r.q[:, 2], r.times)
     assert np.abs(r.drive_work).max() > 1e-3
     dev = np.abs(r.energy - r.energy[0] - r.drive_work).max()
@@ -249,14 +250,14 @@ def test_deforming_surface_energy_changes_by_the_drive_work():
     assert r.constraint_error.max() < 2e-3                    # the fitted sheet, 1 mm class
 
 
-# -- the simulate() contract ------------------------------------------------------------------
+# -- the simulate_mechanism() contract -------------------------------------------------------
 
 def test_progress_reports_fractions_and_cancels_without_partial_output():
     m = hinge_chain(n_links=2, duration=0.2, substeps=2)
     seen = []
-    r = simulate(m, progress=lambda f: seen.append(f) is None)
+    r = simulate_mechanism(m, progress=lambda f: seen.append(f) is None)
     assert r.status == "completed" and seen[-1] == 1.0 and np.all(np.diff(seen) > 0)
-    r = simulate(m, progress=lambda f: f < 0.5)
+    r = simulate_mechanism(m, progress=lambda f: f < 0.5)
     assert r.status == "cancelled" and r.q.shape[0] == 0 and r.poses.shape[0] == 0
 
 
@@ -267,7 +268,7 @@ def test_invalid_descriptions_raise_with_advice():
     with pytest.raises(InvalidInputError, match="display"):
         Mechanism("x", "x", m.model, m.q0, m.v0, display=m.display[:1])
     with pytest.raises(InvalidInputError, match="Mechanism"):
-        simulate("hinge_chain")
+        simulate_mechanism("hinge_chain")
     with pytest.raises(InvalidInputError, match="skeleton_update"):
         Mechanism("x", "x", m.model, m.q0, m.v0, display=m.display, skeleton_update="rk4")
     with pytest.raises(InvalidInputError, match="scenery"):
@@ -275,7 +276,7 @@ def test_invalid_descriptions_raise_with_advice():
     bad = Mechanism("x", "x", m.model, m.q0, m.v0, display=m.display, duration=0.1,
                     drive=Drive((5,), lambda t: ([0.0], [0.0], [0.0])))
     with pytest.raises(InvalidInputError, match="drive dofs"):
-        simulate(bad)
+        simulate_mechanism(bad)
 
 
 # -- every demo, and the hinge chain against MuJoCo -------------------------------------------
@@ -284,7 +285,7 @@ def test_invalid_descriptions_raise_with_advice():
 def test_every_demo_builds_and_runs_a_few_frames(name):
     m = DEMOS[name](duration=0.05)
     assert len(m.display) == m.nbodies and m.ndof >= 1 and m.dt > 0
-    r = simulate(m)
+    r = simulate_mechanism(m)
     assert r.status == "completed" and r.poses.shape == (m.n_frames, m.nbodies, 4, 4)
     assert np.all(np.isfinite(r.poses)) and np.all(np.isfinite(r.energy))
     assert np.allclose(r.poses[:, :, 3], [0.0, 0.0, 0.0, 1.0])
@@ -292,12 +293,21 @@ def test_every_demo_builds_and_runs_a_few_frames(name):
     assert np.allclose(R @ np.swapaxes(R, -1, -2), np.eye(3), atol=1e-9)
 
 
+@pytest.mark.parametrize("name", sorted(DEMOS))
+def test_every_demo_builder_takes_fps_substeps_and_duration_as_keywords(name):
+    m = DEMOS[name](fps=24.0, substeps=3, duration=0.125)
+    assert (m.fps, m.substeps, m.duration, m.n_frames) == (24.0, 3, 0.125, 4)
+    assert m.dt == pytest.approx(1.0 / 72.0)
+    with pytest.raises(TypeError):
+        DEMOS[name](24.0)                                     # keywords only
+
+
 def test_hinge_chain_matches_mujoco_on_the_same_chain():
     mujoco = pytest.importorskip("mujoco")
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     from bench_mechanisms import mujoco_hinge_chain
     m = hinge_chain(n_links=4, duration=0.3)
-    r = simulate(m)
+    r = simulate_mechanism(m)
     mj = mujoco_hinge_chain(m)
     data = mujoco.MjData(mj)
     per_frame = m.substeps
@@ -333,7 +343,8 @@ def test_drive_work_accounting_converges_as_the_step_shrinks(integrator, bound):
     cubic spline, whose dS/dq is only C0 there)."""
     errs = []
     for sub in (4, 16):
-        r = simulate(deforming_surface(duration=0.2, integrator=integrator, substeps=sub))
+        r = simulate_mechanism(deforming_surface(duration=0.2, integrator=integrator,
+                                                 substeps=sub))
         errs.append(np.abs(r.energy - r.energy[0] - r.drive_work).max() / r.energy_scale)
     assert errs[0] < bound
     assert errs[1] < errs[0] / 3.0
