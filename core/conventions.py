@@ -11,7 +11,3 @@
 * Quaternions, where needed, are ``w, x, y, z`` (Blender's order; scipy's is x, y, z, w).
 * SI units: metre, kilogram, second, radian. Blender scenes are in metres.
 """
-
-TWIST_ORDER = ("wx", "wy", "wz", "vx", "vy", "vz")
-WRENCH_ORDER = ("mx", "my", "mz", "fx", "fy", "fz")
-QUATERNION_ORDER = ("w", "x", "y", "z")
