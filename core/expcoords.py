@@ -28,9 +28,9 @@ Numerical robustness. The seed switches from the closed forms to two-term series
 beta_dot) to ``eps/theta^4`` (zeta_dot) to cancellation: just above 1e-4, evaluated as
 printed, gamma is off by 6e-9 relative, zeta comes out as -0.58 instead of 1/12 and zeta_dot
 as 1e8 instead of 1/360. Here each function that cancels is evaluated from its full Taylor
-series below a threshold and from a closed form above it, and both branches are within a
-few ulp of the exact value at the switch (checked against exact rational series in
-``tests/core/test_expcoords.py``):
+series below a threshold and from a closed form above it (:func:`coefficient_function`
+evaluates each by name), and both branches are within a few ulp of the exact value at the
+switch (checked against exact rational series in ``tests/core/test_expcoords.py``):
 
 ==========================  ==========  ===========  =================================
 function (key)              threshold   terms        closed form used above
@@ -63,7 +63,7 @@ from .lie import so3
 from .lie.so3 import exp, log
 
 __all__ = [
-    "exp", "log", "coefficients", "coefficient_rates", "Coefficients",
+    "exp", "log", "coefficients", "coefficient_rates", "Coefficients", "coefficient_function",
     "body_velocity", "spatial_velocity", "rdot_from_body", "rdot_from_spatial",
     "J_b", "J_s", "G_b", "G_s", "det_J_b", "dJ_b_dr", "dJ_s_dr", "exp_and_derivatives",
     "J_b_dot", "J_s_dot", "G_b_dot", "G_s_dot",
@@ -177,19 +177,37 @@ def _angle(r):
     return np.sqrt(t), t
 
 
-def _abs_angle_abg(theta, what):
-    """``(|theta|, theta^2, alpha, beta, gamma)`` for ``theta`` (float or array (...)) after
-    checking it is finite and that ``what`` (the delta/zeta terms, which divide by beta) exist
-    there (InvalidInputError at theta = 2 pi k)."""
+def _abs_angle(theta):
+    """``(|theta|, theta^2)`` for a finite ``theta`` (float or array (...))."""
     scalar = np.ndim(theta) == 0
     th = float(theta) if scalar else np.asarray(theta, dtype=float)
     if not np.all(np.isfinite(th)):
         raise NonFiniteError("theta contains NaN or inf; pass finite angles")
     th = abs(th) if scalar else np.abs(th)
-    t = th * th
+    return th, th * th
+
+
+def _abs_angle_abg(theta, what):
+    """``(|theta|, theta^2, alpha, beta, gamma)`` for ``theta`` (float or array (...)) after
+    checking it is finite and that ``what`` (the delta/zeta terms, which divide by beta) exist
+    there (InvalidInputError at theta = 2 pi k)."""
+    th, t = _abs_angle(theta)
     a, b, g = _abg(th, t)
     _check_det(b, th, what)
     return th, t, a, b, g
+
+
+def coefficient_function(name, theta):
+    """Coefficient function ``name`` (a key of :data:`SERIES_THRESHOLDS`) at angle ``theta``
+    (float or array (...); the functions are even, so ``|theta|`` is used): its Taylor series
+    below the threshold, its closed form from there on (module docstring). alpha, beta,
+    gamma, b1, g1 and q make up :func:`coefficients` and :func:`coefficient_rates`; sh and
+    sh1 are the twist limit's (:func:`twist_angle`, :func:`twist_gradient`)."""
+    if name not in _SPECS:
+        raise InvalidInputError(f"unknown coefficient function {name!r}; use one of "
+                                f"{sorted(_SPECS)}")
+    th, t = _abs_angle(theta)
+    return _f(name, th, t)
 
 
 def coefficients(theta):

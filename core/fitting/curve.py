@@ -41,7 +41,7 @@ from .report import FitResult, make_report
 from .samples import JointSamples
 
 __all__ = ["fit_spline_curve", "curve_terms", "hessian_jacobian", "initial_frames", "fit_knots",
-           "adaptive_knots"]
+           "adaptive_knots", "levenberg_marquardt"]
 
 _FD_STEP = 1e-6
 
@@ -278,8 +278,17 @@ class _CurveProblem:
         return F, t, A, g  # step solves A u = -g
 
 
-def _levenberg_marquardt(problem, frames, max_iterations, tol):
-    """Damped Gauss-Newton over control frames; returns frames, status, iterations, trace."""
+def levenberg_marquardt(problem, frames, max_iterations, tol):
+    """Damped Gauss-Newton over control frames ``(n, 4, 4)``, moved as ``G_i exp(u_i)``.
+
+    ``problem.evaluate(frames, linearize)`` returns ``(F, terms)``, or with ``linearize``
+    ``(F, terms, A, g)``: the objective, anything, and the Gauss-Newton model whose step
+    solves ``A u = -g`` (``A: (6n, 6n)``). A step is kept only if ``F`` decreases.
+    Returns ``(frames, status, iterations, trace)``: status "converged" (relative decrease
+    below ``tol``, or stationary to round-off), "max_iterations" or "diverged" (``F`` not
+    finite at the start, or no damped step decreases it away from a stationary point);
+    ``trace`` lists the accepted objectives.
+    """
     lam = 1e-4
     F, _, A, g = problem.evaluate(frames, True)
     trace = [F]
@@ -385,7 +394,7 @@ def fit_spline_curve(samples, n_frames=8, order=4, smoothing=0.0,
     frames = initial_frames(qs, poses, knots, k)
     problem = _CurveProblem(qs, poses, weights, knots, k, metric, float(smoothing),
                             float(hessian_rate))
-    frames, status, iterations, trace = _levenberg_marquardt(
+    frames, status, iterations, trace = levenberg_marquardt(
         problem, frames, int(max_iterations), float(tol))
     t = curve_terms(frames, knots, k, qs, hessian=True)
     hnorm = float(np.mean(metric.norm(t["h"])))

@@ -30,19 +30,20 @@ import math
 import numpy as np
 
 from ..errors import InvalidInputError, NonFiniteError
-from ..lie import _series, so3
+from ..lie import series, so3
 
 __all__ = ["TwistTable", "exp_scalars", "exp_scalars_batch", "evaluate", "soa_twists",
            "transforms"]
 
-#: below this |b theta| the Taylor series of (x - sin x)/x^3 is used (core.lie._series's switch;
+#: below this |b theta| the Taylor series of (x - sin x)/x^3 is used (core.lie.series's switch;
 #: its series runs through x^14). sin(x)/x and (1 - cos x)/x^2 = (sin(x/2)/(x/2))^2 / 2 have no
 #: cancellation and use their closed forms down to TINY.
-SMALL = _series.SMALL
+SMALL = series.SMALL
 TINY = 1e-100
-_C3_0, _C3_1, _C3_2, _C3_3, _C3_4, _C3_5, _C3_6, _C3_7 = _series.SERIES["c"]  # x^0 .. x^14
+_C3_0, _C3_1, _C3_2, _C3_3, _C3_4, _C3_5, _C3_6, _C3_7 = series.SERIES["c"]  # x^0 .. x^14
 
-_I4 = np.eye(4).ravel()
+#: the 4x4 identity, flattened row-major
+I4_FLAT = np.eye(4).ravel()
 _I6 = np.eye(6).ravel()
 
 
@@ -53,7 +54,7 @@ def exp_scalars(b, theta):
     ``c = (1 - cos x)/theta^2 = b^2 (1 - cos x)/x^2``, ``e = (x - sin x)/theta^3 =
     b^3 (x - sin x)/x^3``, so that ``R = I + a W + c W^2`` and ``p = (b I + c W + e W^2) v``
     (Rodrigues; W = [w]). The products are the coefficients of ``Ad_{exp(-z b)}``. Exact
-    for every angle, including ``x`` near 0, pi and 2 pi (the series of :mod:`core.lie._series`
+    for every angle, including ``x`` near 0, pi and 2 pi (the series of :mod:`core.lie.series`
     below SMALL). Scalar twin of :func:`exp_scalars_batch`.
     """
     x = b * theta
@@ -183,7 +184,7 @@ def evaluate(H, g, theta, adg, K, phi, dphi, d2phi):
     m, n = dphi.shape
     coef = np.array([exp_scalars(phi[k], theta[k]) for k in range(m)])
     r = np.matmul(coef[:, None, :], K)[:, 0, :]
-    E = (r[:, :16] + _I4).reshape(m, 4, 4)
+    E = (r[:, :16] + I4_FLAT).reshape(m, 4, 4)
     A = (r[:, 16:] + _I6).reshape(m, 6, 6)
     G = H @ E[0]
     for k in range(1, m):
@@ -242,8 +243,8 @@ def _exp_factors(x):
     return f1.reshape(shape), f2.reshape(shape), f3.reshape(shape)
 
 
-_EVEN_POWERS = 2.0 * np.arange(len(_series.SERIES["c"]))
-_C3 = np.array(_series.SERIES["c"])
+_EVEN_POWERS = 2.0 * np.arange(len(series.SERIES["c"]))
+_C3 = np.array(series.SERIES["c"])
 
 
 def _exp_coefficients(x2):

@@ -7,7 +7,7 @@ Seed 000 eqs. 1-5. Every function is batched over leading dimensions:
 import numpy as np
 
 from ..errors import InvalidInputError, NonFiniteError
-from . import _series, so3
+from . import series, so3
 
 __all__ = ["hat", "vee", "exp", "log", "inv", "Ad", "Ad_inv", "ad", "Ad_star", "ad_star",
            "left_jacobian", "right_jacobian", "left_jacobian_inv", "right_jacobian_inv",
@@ -73,8 +73,8 @@ def exp(xi):
     t2 = np.einsum("...i,...i->...", w, w)
     W = so3.hat(w)
     W2 = W @ W
-    a, b, c = _series.a(t2)[..., None, None], _series.b(t2)[..., None, None], \
-        _series.c(t2)[..., None, None]
+    a, b, c = series.a(t2)[..., None, None], series.b(t2)[..., None, None], \
+        series.c(t2)[..., None, None]
     eye = np.eye(3)
     R = eye + a * W + b * W2
     V = eye + b * W + c * W2
@@ -147,12 +147,12 @@ def left_jacobian(xi):
     """SE(3) left Jacobian ``Jl(xi) = sum_k ad_xi^k / (k+1)!`` in closed form.
 
     Uses the minimal polynomial of ad_xi: ``Jl = I + c1 ad + c2 ad^2 + c3 ad^3 + c4 ad^4``
-    (coefficients in :func:`core.lie._series.se3_coefficients`). ``(..., 6) -> (..., 6, 6)``.
+    (coefficients in :func:`core.lie.series.se3_coefficients`). ``(..., 6) -> (..., 6, 6)``.
     """
     xi = np.asarray(xi, dtype=float)
     w = xi[..., :3]
     t2 = np.einsum("...i,...i->...", w, w)
-    c1, c2, c3, c4 = (c[..., None, None] for c in _series.se3_coefficients(t2))
+    c1, c2, c3, c4 = (c[..., None, None] for c in series.se3_coefficients(t2))
     A = ad(xi)
     A2 = A @ A
     A3 = A2 @ A

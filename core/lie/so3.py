@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidInputError, NonFiniteError
-from . import _series
+from . import series
 
 __all__ = ["hat", "vee", "exp", "log", "left_jacobian", "right_jacobian",
            "left_jacobian_inv", "right_jacobian_inv", "check_rotation", "check_vector"]
@@ -90,7 +90,7 @@ def _rodrigues(w, k1, k2):
 
 def exp(w):
     """Rodrigues' formula: R = I + a [w] + b [w]^2. ``w: (..., 3) -> (..., 3, 3)``."""
-    return _rodrigues(w, _series.a, _series.b)
+    return _rodrigues(w, series.a, series.b)
 
 
 def log(R):
@@ -109,7 +109,7 @@ def log(R):
     cos_t = 0.5 * (np.trace(R, axis1=-2, axis2=-1) - 1.0)
     theta = np.arctan2(sin_t, cos_t)
     # away from pi: w = theta / sin(theta) * s_vec, with theta/sin via the series near 0
-    ratio = 1.0 / np.asarray(_series.a(theta * theta))
+    ratio = 1.0 / np.asarray(series.a(theta * theta))
     w = ratio[..., None] * s_vec
     near_pi = cos_t < -0.5
     if np.any(near_pi):
@@ -131,7 +131,7 @@ def _log_one(r):
     cos_t = 0.5 * (r[0][0] + r[1][1] + r[2][2] - 1.0)
     theta = math.atan2(sin_t, cos_t)
     if cos_t >= -0.5:
-        ratio = 1.0 / _series.a(theta * theta)
+        ratio = 1.0 / series.a(theta * theta)
         return np.array([ratio * s[0], ratio * s[1], ratio * s[2]])
     i = max(range(3), key=lambda k: r[k][k])
     v = [0.5 * (r[j][i] + r[i][j]) - (cos_t if j == i else 0.0) for j in range(3)]
@@ -143,7 +143,7 @@ def _log_one(r):
 
 def left_jacobian(w):
     """Jl(w) = I + b [w] + c [w]^2. ``(..., 3) -> (..., 3, 3)``."""
-    return _rodrigues(w, _series.b, _series.c)
+    return _rodrigues(w, series.b, series.c)
 
 
 def right_jacobian(w):
@@ -153,7 +153,7 @@ def right_jacobian(w):
 
 def left_jacobian_inv(w):
     """Jl(w)^-1 = I - [w]/2 + d [w]^2; singular at |w| = 2 pi."""
-    return _rodrigues(w, -0.5, _series.d)
+    return _rodrigues(w, -0.5, series.d)
 
 
 def right_jacobian_inv(w):

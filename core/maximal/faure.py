@@ -186,8 +186,12 @@ class Assembly:
         self.R[index] = T[:3, :3]
 
     # -- geometry ---------------------------------------------------------------------------
-    def _frames(self, p, R):
-        """World poses of L1 and L2: ``(n, 4, 4)`` each."""
+    def joint_frames(self, p=None, R=None):
+        """World poses of every joint's L1 and L2: ``(n, 4, 4)`` each, at the current
+        configuration or at ``p: (N, 3)``, ``R: (N, 3, 3)``."""
+        p = self.p if p is None else p
+        R = self.R if R is None else R
+
         def world(bodies, T):
             out = T.copy()
             ok = bodies >= 0
@@ -201,9 +205,17 @@ class Assembly:
         R = self.R if R is None else R
         return self._entries(p, R, jacobian=False)[1]
 
+    def jacobian(self, p=None, R=None):
+        """Sparse Jacobian ``J: (m, 6N)`` of :meth:`errors` for world body increments
+        ``[dtheta; dp]`` (seed 004 section 3.4), at the current configuration or at ``p, R``;
+        a fixed ``J`` for :meth:`correction`'s ``jacobian`` argument."""
+        p = self.p if p is None else p
+        R = self.R if R is None else R
+        return self._entries(p, R)[0]
+
     def _entries(self, p, R, jacobian=True):
         """``compute_entries`` of section 3.4: sparse ``J: (m, 6N)`` and errors ``(m,)``."""
-        L1, L2 = self._frames(p, R)
+        L1, L2 = self.joint_frames(p, R)
         RL1 = L1[:, :3, :3]
         delta = L2[:, :3, 3] - L1[:, :3, 3]
         wbar = so3.log(np.swapaxes(RL1, 1, 2) @ L2[:, :3, :3])
@@ -322,7 +334,7 @@ class Assembly:
             self.Dq = self.Dq + (self.inverse_mass() @ f.reshape(-1)).reshape(-1, 6) * dt ** 2
         for idx in self._targets:
             self.Dq[idx] = 0.0
-        J0 = self._entries(self.p, self.R)[0] if directions == "start" else None
+        J0 = self.jacobian() if directions == "start" else None
         self.p, self.R = apply_displacement(self.p, self.R, self.Dq.reshape(-1))
         dq, info = self.correction(geometric_iterations, cg_iterations, tol, jacobian=J0)
         self.Dq = self.Dq + dq

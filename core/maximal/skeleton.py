@@ -177,6 +177,14 @@ class Skeleton:
         n2 = np.einsum("nij,nj->ni", R2, self.axis[:, 1])
         return i1, i2, R1, R2, a1, a2, n1, n2
 
+    def joint_residuals(self, state):
+        """Residuals of eq. (1) per joint (world): ``(a1 - a2, n1 - n2)``, each ``(n, 3)``,
+        the gap between the joint points of the two bodies and between their hinge axes
+        (zero rows for spherical joints)."""
+        p, R, _, _ = self._ext(state)
+        _, _, _, _, a1, a2, n1, n2 = self._geometry(p, R)
+        return a1 - a2, n1 - n2
+
     def separation(self, state):
         """Largest violation of eq. (1): ``(gap (m), axis misalignment (rad))``."""
         p, R, _, _ = self._ext(state)

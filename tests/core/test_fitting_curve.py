@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from core.errors import InvalidInputError
 from core.fitting.curve import (adaptive_knots, curve_terms, fit_knots, fit_spline_curve,
-                                hessian_jacobian)
+                                hessian_jacobian, levenberg_marquardt)
 from core.fitting.metric import pose_errors
 from core.fitting.samples import JointSamples
 from core.joints.spline_curve import SplineCurveJoint
@@ -264,8 +264,7 @@ class _BrokenProblem:
 
 
 def test_diverged_is_a_status():
-    from core.fitting.curve import _levenberg_marquardt
     frames = se3.exp(np.zeros((5, 6)))
-    out, status, iterations, trace = _levenberg_marquardt(_BrokenProblem(5), frames, 50, 1e-10)
+    out, status, iterations, trace = levenberg_marquardt(_BrokenProblem(5), frames, 50, 1e-10)
     assert status == "diverged" and trace == [1.0] and iterations < 50
     np.testing.assert_array_equal(out, frames)

@@ -25,6 +25,8 @@ from fractions import Fraction as _F
 
 import numpy as np
 
+__all__ = ["SMALL", "SERIES", "series", "a", "b", "c", "d", "se3_coefficients"]
+
 #: below this angle (radians) the Taylor branches are used
 SMALL = 0.5
 
@@ -47,6 +49,7 @@ _SERIES = {
     "c4": ["1/120", "-1/2520", "1/120960", "-1/9979200", "1/1245404160", "-1/217945728000",
            "1/50812489728000", "-1/15205637551104000"],
 }
+#: {name: float Taylor coefficients of t2^0 .. t2^7}, from the exact rationals above
 SERIES = {k: tuple(float(_F(c)) for c in v) for k, v in _SERIES.items()}
 
 
