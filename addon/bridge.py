@@ -511,3 +511,14 @@ def ensure_material(name: str, rgba) -> bpy.types.Material:
         if hasattr(mat, "blend_method"):
             mat.blend_method = "BLEND"
     return mat
+
+
+def target_bone(context):
+    """(armature object, pose bone) for the active pose bone; ValueError when there is none."""
+    pose_bone = getattr(context, "active_pose_bone", None)
+    obj = context.object
+    if pose_bone is None and obj is not None and obj.type == "ARMATURE" and obj.data.bones.active:
+        pose_bone = obj.pose.bones.get(obj.data.bones.active.name)
+    if pose_bone is None:
+        raise ValueError("no active pose bone: select an armature and make the joint's child bone active")
+    return pose_bone.id_data, pose_bone

@@ -6,7 +6,7 @@ import math
 
 import bpy
 
-from .operators._common import target_bone
+from .bridge import target_bone
 
 CATEGORY = "Spline Joints"
 

@@ -1,4 +1,5 @@
-"""Shared operator plumbing: find the target bone, turn ValueErrors into reports, frame ranges."""
+"""Shared operator plumbing: whether there is a target bone, ValueErrors turned into reports,
+frame ranges."""
 
 from __future__ import annotations
 
@@ -6,16 +7,7 @@ import functools
 
 import numpy as np
 
-
-def target_bone(context):
-    """(armature object, pose bone) for the active pose bone; ValueError when there is none."""
-    pose_bone = getattr(context, "active_pose_bone", None)
-    obj = context.object
-    if pose_bone is None and obj is not None and obj.type == "ARMATURE" and obj.data.bones.active:
-        pose_bone = obj.pose.bones.get(obj.data.bones.active.name)
-    if pose_bone is None:
-        raise ValueError("no active pose bone: select an armature and make the joint's child bone active")
-    return pose_bone.id_data, pose_bone
+from ..bridge import target_bone
 
 
 def has_target(context) -> bool:

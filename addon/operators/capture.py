@@ -7,7 +7,8 @@ import numpy as np
 from bpy.props import IntProperty
 
 from .. import bridge
-from ._common import BoneOperator, frame_range, has_target, pick_index, read_frames, target_bone
+from ..bridge import target_bone
+from ._common import BoneOperator, frame_range, has_target, pick_index, read_frames
 
 
 def read_coordinates(settings, armature, pose_bone, frame: int) -> np.ndarray:

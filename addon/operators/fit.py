@@ -11,7 +11,8 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge
 from ..documents import joint_document, store_document
-from ._common import BoneOperator, has_target, target_bone
+from ..bridge import target_bone
+from ._common import BoneOperator, has_target
 
 PATH_PREFIX = "SJ_JointPath"
 

@@ -42,7 +42,8 @@ SMALL = series.SMALL
 TINY = 1e-100
 _C3_0, _C3_1, _C3_2, _C3_3, _C3_4, _C3_5, _C3_6, _C3_7 = series.SERIES["c"]  # x^0 .. x^14
 
-_I4 = np.eye(4).ravel()
+#: the 4x4 identity, flattened row-major
+I4_FLAT = np.eye(4).ravel()
 _I6 = np.eye(6).ravel()
 
 
@@ -183,7 +184,7 @@ def evaluate(H, g, theta, adg, K, phi, dphi, d2phi):
     m, n = dphi.shape
     coef = np.array([exp_scalars(phi[k], theta[k]) for k in range(m)])
     r = np.matmul(coef[:, None, :], K)[:, 0, :]
-    E = (r[:, :16] + _I4).reshape(m, 4, 4)
+    E = (r[:, :16] + I4_FLAT).reshape(m, 4, 4)
     A = (r[:, 16:] + _I6).reshape(m, 6, 6)
     G = H @ E[0]
     for k in range(1, m):

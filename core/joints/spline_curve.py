@@ -41,7 +41,7 @@ from .base import Joint
 from .family import GenericFamily, JointFamily, covers, dof_selector
 
 __all__ = ["SplineCurveJoint", "ClosedSplineCurveJoint", "CubicSplineFamily", "natural_knots",
-           "frame_knots_to_full", "Q_MAX", "FIT_DEGREES", "FIT_TOL"]
+           "frame_knots_to_full", "coordinate_error", "Q_MAX", "FIT_DEGREES", "FIT_TOL"]
 
 
 #: |q| beyond this is rejected: the linear extrapolation stays finite far beyond it, but such
@@ -49,7 +49,10 @@ __all__ = ["SplineCurveJoint", "ClosedSplineCurveJoint", "CubicSplineFamily", "n
 Q_MAX = 1e15
 
 
-def _bad_q(x, lo, hi):
+def coordinate_error(x, lo, hi):
+    """The NonFiniteError for a spline coordinate ``x`` that is NaN, inf or beyond
+    :data:`Q_MAX` (``[lo, hi]`` the knot range, quoted in the message); the spline joints
+    raise it."""
     if not math.isfinite(x):
         return NonFiniteError("spline joint: q is NaN or inf; pass finite coordinates.")
     return NonFiniteError(
@@ -282,7 +285,7 @@ class SplineCurveJoint(Joint):
         else:
             x = float(self.check_q(q)[0])
         if not abs(x) <= Q_MAX:
-            raise _bad_q(x, self._lo, self._hi)
+            raise coordinate_error(x, self._lo, self._hi)
         return x
 
     def _inside(self, x):
@@ -308,7 +311,7 @@ class SplineCurveJoint(Joint):
             return self._inside(x)
         tab = self._end_table
         coef = poe.exp_scalars(dq, tab.theta[end])
-        E = (np.dot(coef[:4], tab.KE[end]) + poe._I4).reshape(4, 4)
+        E = (np.dot(coef[:4], tab.KE[end]) + poe.I4_FLAT).reshape(4, 4)
         return self._end_G[end] @ E, self._end_S[end][:, None].copy(), self._zeroH.copy()
 
     def transforms(self, qs):
@@ -316,7 +319,7 @@ class SplineCurveJoint(Joint):
         x = self.check_qs(qs)[:, 0]
         N = x.size
         if N and not np.abs(x).max() <= Q_MAX:
-            raise _bad_q(float(x[np.argmax(np.abs(x))]), self._lo, self._hi)
+            raise coordinate_error(float(x[np.argmax(np.abs(x))]), self._lo, self._hi)
         out = np.empty((N, 4, 4))
         below = x < self._lo
         above = x > self._hi
@@ -721,7 +724,7 @@ class ClosedSplineCurveJoint(SplineCurveJoint):
         """Batched periodic ``G``: ``qs: (N,)`` or ``(N, 1)`` -> ``(N, 4, 4)``."""
         x = self.check_qs(qs)[:, 0]
         if x.size and not np.abs(x).max() <= Q_MAX:
-            raise _bad_q(float(x[np.argmax(np.abs(x))]), self._lo, self._hi)
+            raise coordinate_error(float(x[np.argmax(np.abs(x))]), self._lo, self._hi)
         return super().transforms(self._wrap(x))
 
     def normalize(self, q, v):

@@ -26,7 +26,7 @@ from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3
 from . import poe
 from .base import Joint
-from .spline_curve import Q_MAX, _bad_q
+from .spline_curve import Q_MAX, coordinate_error
 
 __all__ = ["SplineJoint", "DEFAULT_BASIS_TWISTS"]
 
@@ -224,7 +224,7 @@ class SplineJoint(Joint):
         if not np.abs(q).max() <= Q_MAX:
             i = np.unravel_index(np.argmax(np.abs(q)), q.shape)
             a = i[-1]
-            raise _bad_q(float(q[i]), self._axes[a].lo, self._axes[a].hi)
+            raise coordinate_error(float(q[i]), self._axes[a].lo, self._axes[a].hi)
         return q
 
     def basis(self, q):
