@@ -202,8 +202,9 @@ def test_a_new_joint_type_with_its_own_family_needs_no_change_to_the_algorithms(
     d, dr = m.create_data(), ref.create_data()
     q, v, tau = rng.normal(size=(3, m.nq))
     calls = ScrewdriverFamily.calls
+    # the same local transforms (closed forms in two orders) composed over four bodies
     np.testing.assert_allclose(kin.forward_kinematics(m, d, q, v),
-                               kin.forward_kinematics(ref, dr, q, v), rtol=0, atol=1e-14)
+                               kin.forward_kinematics(ref, dr, q, v), rtol=0, atol=4 * TOL)
     np.testing.assert_allclose(dyn.rnea(m, d, q, v, tau), dyn.rnea(ref, dr, q, v, tau),
                                rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(dyn.crba(m, d, q), dyn.crba(ref, dr, q), rtol=1e-12,
