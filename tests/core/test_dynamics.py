@@ -386,32 +386,6 @@ def _spline_joint():
     return SplineCurveJoint(np.array(out))
 
 
-@pytest.mark.parametrize("joint", [Revolute((0.3, 1.0, -0.2)), Spherical(), Free(),
-                                   Elliptic(0.3, 0.2, (0.2, 0.1, 1.0)), _spline_joint()],
-                         ids=["revolute", "spherical", "free", "elliptic", "spline"])
-def test_single_body_path_matches_tree_algorithms(joint):
-    rng = np.random.default_rng(12)
-    m = Model(gravity=GRAVITY)
-    m.add_body("b", -1, joint, se3.exp(rng.normal(size=6)), 1.5, [0.1, -0.2, 0.05],
-               rand_inertia(rng))
-    m.add_joint_spring("b", 2.0, 0.3)
-    d = m.create_data()
-    q, v, _, tau = random_state(rng, m)
-    if joint.nq == 6:
-        q[:3] *= 0.5 / np.linalg.norm(q[:3])
-    if isinstance(joint, SplineCurveJoint):
-        q[:] = 1.3
-    fext = rng.normal(size=(1, 6))
-    fast = dyn.aba(m, d, q, v, tau, fext).copy()
-    # the tree algorithms evaluate cubic spline joints with the exp scalars' power series,
-    # the single body path with their closed forms (poe.exp_scalars): round-off apart
-    tol = 1e-11
-    np.testing.assert_allclose(fast, dyn.aba(m, d, q, v, tau, fext, method="dense"),
-                               rtol=tol, atol=tol)
-    np.testing.assert_allclose(fast, dyn.aba(m, d, q, v, tau, fext, method="recursive"),
-                               rtol=tol, atol=tol)
-
-
 @pytest.mark.parametrize("x", [-0.4, 0.0, 0.7, 1.0, 2.0 - 1e-12, 2.0, 3.0, 3.5])
 def test_single_spline_fast_path_every_span_and_outside(x):
     """One body on a cubic spline joint takes aba's float fast path (placement folded into
@@ -458,10 +432,10 @@ def one_body_reference(m, q, v, tau, fext):
 @pytest.mark.parametrize("joint", [Revolute((0.3, 1.0, -0.2)), Spherical(), Free(),
                                    Elliptic(0.3, 0.2, (0.2, 0.1, 1.0)), _spline_joint()],
                          ids=["revolute", "spherical", "free", "elliptic", "spline"])
-def test_body_method_matches_the_joint_recursion(joint):
+def test_body_method_matches_the_joint_recursion_and_the_tree_algorithms(joint):
     """aba's one-body method (the joint family's batched evaluation, in floats for one
-    coordinate) agrees with eqs. 14-16 written from the joint's own evaluate(), and "auto"
-    picks it."""
+    coordinate) agrees with eqs. 14-16 written from the joint's own evaluate() and with the
+    dense and recursive tree algorithms, and "auto" picks it."""
     rng = np.random.default_rng(3)
     m = Model(gravity=GRAVITY)
     m.add_body("b", -1, joint, se3.exp(rng.normal(size=6)), 1.5, [0.1, -0.2, 0.05],
@@ -477,6 +451,9 @@ def test_body_method_matches_the_joint_recursion(joint):
             np.testing.assert_array_equal(dyn.aba(m, d, q, v, tau, f), body)
             np.testing.assert_allclose(body, one_body_reference(m, q, v, tau, f),
                                        rtol=1e-11, atol=1e-11)
+            for method in ("dense", "recursive"):
+                np.testing.assert_allclose(body, dyn.aba(m, d, q, v, tau, f, method=method),
+                                           rtol=1e-11, atol=1e-11)
 
 
 def test_single_spline_float_path_matches_the_joint_recursion():
