@@ -277,3 +277,14 @@ def test_every_joint_family_in_one_tree_is_dynamically_consistent():
     a = dyn.aba(m, d, q, v, tau, method="dense").copy()
     np.testing.assert_allclose(dyn.aba(m, d, q, v, tau, method="recursive"), a, atol=1e-10)
     np.testing.assert_allclose(dyn.rnea(m, d, q, v, a), tau, atol=1e-10)
+
+
+def test_default_inertia_is_the_documented_one():
+    """Without an inertia a body gets ``1e-3 * mass * I`` about its centre of mass."""
+    m = Model()
+    m.add_body("a", -1, Revolute(), mass=2.0, com=(0.1, 0.0, 0.0))
+    m.compile()
+    expected = spatial_inertia(2.0, [0.1, 0.0, 0.0], 2e-3 * np.eye(3))
+    np.testing.assert_array_equal(m.inertias[0], expected)
+    with pytest.raises(InvalidInputError, match="mass"):
+        Model().add_body("b", -1, Revolute(), mass=-1.0)
