@@ -38,10 +38,11 @@ coordinates ``f`` and the prescribed ones ``p`` the equations of motion ``M a + 
 split into
 
     M_ff a_f = tau_f - h_f - M_fp a_p            (solved for a_f; seed 000 eq. 7 summed by crba)
-    tau_p    = M_pf a_f + M_pp a_p + h_p - tau_p (the drive's generalized force)
+    f_p      = M_pf a_f + M_pp a_p + h_p - tau_p (the drive's generalized force, on top
+                                                  of the applied tau_p)
 
 with ``M`` and ``h`` (gravity, velocity products, springs, external wrenches) from
-:func:`core.dynamics.crba_and_nle`. The drive's power is ``tau_p . v_p``; its work over a
+:func:`core.dynamics.crba_and_nle`. The drive's power is ``f_p . v_p``; its work over a
 substep is the power at the method's dynamics evaluations summed with the method's own
 quadrature weights (:data:`DRIVE_WEIGHTS`), so the mechanical energy changes by the recorded
 drive work up to the method's error. After every substep the driven coordinates are set to
@@ -251,7 +252,7 @@ class Integrator:
 
     def _driven_acceleration(self, t, q, v, tau, fext):
         """Free accelerations from ``M_ff a_f = tau_f - h_f - M_fp a_p``, prescribed ones from
-        the drive (module docstring); appends the drive's power ``tau_p . v_p``."""
+        the drive (module docstring); appends the drive's power ``f_p . v_p``."""
         _, vp, ap = self.drive.evaluate(t)
         M, h = dynamics.crba_and_nle(self.model, self.data, q, v, fext)
         if tau is not self._zero:
