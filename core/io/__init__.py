@@ -1,8 +1,11 @@
 """Versioned JSON documents for joints and fits (the add-on stores fitted joints in .blend
-files this way). See :mod:`core.io.joints`."""
+files this way), and the atomic file writes every file the project writes goes through. See
+:mod:`core.io.joints` and :mod:`core.io.files`."""
 
+from .files import atomic_path, atomic_write, check_writable_path
 from .joints import (SCHEMA, SCHEMA_VERSION, JointDocument, document_from_dict, document_to_dict,
                      dumps, load, loads, save)
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "JointDocument", "document_to_dict",
-           "document_from_dict", "dumps", "loads", "save", "load"]
+           "document_from_dict", "dumps", "loads", "save", "load", "atomic_write", "atomic_path",
+           "check_writable_path"]

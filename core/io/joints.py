@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import InvalidInputError, NonFiniteError
 from ..fitting.metric import SE3Metric
 from ..fitting.report import FitReport
+from .files import atomic_write, check_writable_path
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "JointDocument", "document_to_dict", "document_from_dict",
            "dumps", "loads", "save", "load"]
@@ -210,9 +211,11 @@ def loads(text):
 
 
 def save(path, doc):
-    """Write ``doc`` to ``path`` as JSON (UTF-8)."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(dumps(doc, indent=1))
+    """Write ``doc`` to ``path`` as JSON (UTF-8), atomically (:func:`core.io.files.atomic_write`):
+    the document is serialized completely first, so a document that cannot be saved, a missing
+    folder or a failed write leaves an existing file as it was."""
+    check_writable_path(path)
+    atomic_write(path, dumps(doc, indent=1))
 
 
 def load(path):
