@@ -3,9 +3,9 @@ files this way), and the atomic file writes every file the project writes goes t
 :mod:`core.io.joints` and :mod:`core.io.files`."""
 
 from .files import atomic_path, atomic_write, check_writable_path
-from .joints import (SCHEMA, SCHEMA_VERSION, JointDocument, document_from_dict, document_to_dict,
-                     dumps, load, loads, save)
+from .joints import (MAX_DEPTH, MAX_DOCUMENT_SIZE, RANGE_SLACK, SCHEMA, SCHEMA_VERSION,
+                     JointDocument, document_from_dict, document_to_dict, dumps, load, loads, save)
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "JointDocument", "document_to_dict",
            "document_from_dict", "dumps", "loads", "save", "load", "atomic_write", "atomic_path",
-           "check_writable_path"]
+           "check_writable_path", "MAX_DOCUMENT_SIZE", "MAX_DEPTH", "RANGE_SLACK"]

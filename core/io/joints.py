@@ -19,12 +19,20 @@ with Python's shortest round-trip repr, so reading a document back gives bit-ide
       "fit_report": {FitReport fields} | null
     }
 
-Unknown schema names or versions and malformed documents raise InvalidInputError saying what
-is wrong.
+Validation is strict and symmetric: :func:`loads` accepts what :func:`dumps` writes and
+:func:`dumps` writes only what :func:`loads` accepts. A document holds only JSON objects,
+arrays, strings, finite numbers and null (no true/false, no NaN or Infinity), is at most
+:data:`MAX_DOCUMENT_SIZE` characters long and nested at most :data:`MAX_DEPTH` deep, and each
+stored coordinate range lies inside the joint's own range (a spline's knot domain, a lower
+pair's limits). Unknown schema names or versions and malformed documents raise
+InvalidInputError (NonFiniteError for NaN or infinite numbers) saying what is wrong.
 """
 
 import json
 import math
+import os
+import re
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,11 +43,26 @@ from ..fitting.report import FitReport
 from .files import atomic_write, check_writable_path
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "JointDocument", "document_to_dict", "document_from_dict",
-           "dumps", "loads", "save", "load"]
+           "dumps", "loads", "save", "load", "MAX_DOCUMENT_SIZE", "MAX_DEPTH", "RANGE_SLACK"]
 
 SCHEMA = "spline_joints.joint"
 SCHEMA_VERSION = 1
 _KEYS = {"schema", "version", "name", "joint", "coordinates", "metric", "fit_report"}
+_COORDINATE_KEYS = {"name", "range"}
+_METRIC_KEYS = {"name", "length_scale"}
+
+#: most characters of JSON text (bytes of a file) in a joint document. A fit report stores two
+#: residuals per sample (about 50 characters), so this holds the report of some 80 000
+#: captured samples; larger texts are refused before they are parsed.
+MAX_DOCUMENT_SIZE = 4 * 2 ** 20
+#: deepest nesting of arrays and objects in a joint document. The deepest the joints write is
+#: 6 (a 3-coordinate SplineJoint's coefficient tensor inside "joint"); deeper texts are refused
+#: before they are parsed (Python's parser would recurse once per level).
+MAX_DEPTH = 16
+#: a stored coordinate bound may lie outside the joint's own range by this fraction of
+#: max(1, |bound|): a range rounded to single precision (Blender's float properties) or to
+#: six significant digits still loads
+RANGE_SLACK = 1e-6
 
 
 @dataclass
@@ -70,10 +93,57 @@ class JointDocument:
         if self.ranges is None:
             self.ranges = np.stack([self.joint.lower, self.joint.upper], axis=1)
         r = np.array(self.ranges, dtype=float)
+        if r.size == 0:
+            r = r.reshape(0, 2)
         if r.shape != (nq, 2) or np.any(np.isnan(r)) or np.any(r[:, 0] > r[:, 1]):
             raise InvalidInputError(f"ranges must be {nq} pairs [lower, upper] with lower <= "
                                     f"upper, got {self.ranges!r}")
         self.ranges = r
+        self._check_ranges_inside_joint()
+        self._check_joint_evaluates()
+        if not isinstance(self.name, str):
+            raise InvalidInputError(f"the document name must be a string, got {self.name!r}")
+        if self.metric is not None and not isinstance(self.metric, SE3Metric):
+            raise InvalidInputError(f"metric must be an SE3Metric or None, got "
+                                    f"{type(self.metric).__name__}")
+        if self.report is not None and not isinstance(self.report, FitReport):
+            raise InvalidInputError(f"report must be a FitReport or None, got "
+                                    f"{type(self.report).__name__}")
+
+    def _check_ranges_inside_joint(self):
+        """InvalidInputError naming the first coordinate whose range leaves the joint's own
+        range (beyond :data:`RANGE_SLACK`)."""
+        lower, upper = self.joint.lower, self.joint.upper
+        for i, (lo, hi) in enumerate(self.ranges):
+            slack_lo = RANGE_SLACK * max(1.0, abs(lo)) if math.isfinite(lo) else 0.0
+            slack_hi = RANGE_SLACK * max(1.0, abs(hi)) if math.isfinite(hi) else 0.0
+            if lo < lower[i] - slack_lo or hi > upper[i] + slack_hi:
+                raise InvalidInputError(
+                    f"coordinate '{self.coordinate_names[i]}' has the range [{lo}, {hi}], outside "
+                    f"the {type(self.joint).__name__}'s own range [{lower[i]}, {upper[i]}] "
+                    "(its knot domain or limits): store a range inside it, or fit the joint "
+                    "over the range you need")
+
+    def _check_joint_evaluates(self):
+        """InvalidInputError unless the joint's transform is finite at the middle of the ranges
+        and at both ends of each coordinate's range (-1 and 1 for an unbounded end): a joint
+        rebuilt from numbers too large for its arithmetic evaluates to NaN there."""
+        nq = self.joint.nq
+        if nq == 0:
+            return
+        lo = np.where(np.isfinite(self.ranges[:, 0]), self.ranges[:, 0], -1.0)
+        hi = np.where(np.isfinite(self.ranges[:, 1]), self.ranges[:, 1], 1.0)
+        mid = 0.5 * (lo + hi)
+        qs = np.repeat(mid[None, :], 2 * nq + 1, axis=0)
+        qs[1 + np.arange(nq), np.arange(nq)] = lo
+        qs[1 + nq + np.arange(nq), np.arange(nq)] = hi
+        with np.errstate(over="ignore", invalid="ignore"):
+            G = self.joint.transforms(qs)
+        bad = ~np.all(np.isfinite(G), axis=(1, 2))
+        if np.any(bad):
+            raise NonFiniteError(f"the {type(self.joint).__name__} evaluates to NaN or inf at "
+                                 f"q = {qs[np.argmax(bad)].tolist()}: its parameters are too "
+                                 "large to compute with; fit or build the joint again")
 
     @classmethod
     def from_fit(cls, result, coordinate_names=(), name=""):
@@ -119,6 +189,46 @@ def document_to_dict(doc):
     }
 
 
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_plain(d):
+    """InvalidInputError unless ``d`` is plain JSON data of a joint document: objects with
+    string keys, arrays, strings, numbers and null, nested at most :data:`MAX_DEPTH` deep;
+    NonFiniteError naming the field of a NaN, an infinite number or an integer too large for a
+    double. True and false are refused: no field of a joint document is a boolean."""
+    stack = [(d, "document", 1)]
+    while stack:
+        v, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InvalidInputError(f"joint document is nested deeper than {MAX_DEPTH} levels "
+                                    f"(at {where}); it is not a joint document")
+        if isinstance(v, dict):
+            bad = [k for k in v if not isinstance(k, str)]
+            if bad:
+                raise InvalidInputError(f"joint document field {where} has the non-string key "
+                                        f"{bad[0]!r}")
+            items = [(f"{where}.{k}", x) for k, x in v.items()]
+        else:
+            items = [(f"{where}[{i}]", x) for i, x in enumerate(v)]
+        for at, x in items:
+            if isinstance(x, (dict, list, tuple)):
+                stack.append((x, at, depth + 1))
+            elif _is_number(x):
+                if not (isinstance(x, float) and math.isfinite(x)
+                        or isinstance(x, int) and abs(x) <= sys.float_info.max):
+                    raise NonFiniteError(
+                        f"joint document field {at} is {x!r}" + ("" if isinstance(x, float) else
+                                                                  ", too large for a double") +
+                        ": a joint document holds only finite numbers (NaN and infinity are not "
+                        "JSON); export the joint again from a valid fit")
+            elif not (x is None or isinstance(x, str)):
+                raise InvalidInputError(f"joint document field {at} is {x!r}, which no joint "
+                                        "document field can be (they hold objects, arrays, "
+                                        "strings, numbers or null)")
+
+
 def _require(d, key, kind, what):
     if key not in d:
         raise InvalidInputError(f"joint document lacks '{key}' ({what})")
@@ -129,8 +239,17 @@ def _require(d, key, kind, what):
     return v
 
 
+def _read_bound(x, default, i, pair):
+    if x is None:
+        return default
+    if not _is_number(x):
+        raise InvalidInputError(f"coordinate {i} range must hold numbers or null, got {pair!r}")
+    return float(x)
+
+
 def document_from_dict(d):
-    """Rebuild a :class:`JointDocument` from :func:`document_to_dict`'s output."""
+    """Rebuild a :class:`JointDocument` from :func:`document_to_dict`'s output (or the parsed
+    JSON of a document); InvalidInputError says what is wrong with anything else."""
     from ..joints.registry import joint_from_dict
 
     if not isinstance(d, dict):
@@ -148,14 +267,16 @@ def document_from_dict(d):
     if unknown:
         raise InvalidInputError(f"joint document has unknown field(s) {sorted(unknown)}; "
                                 f"version {SCHEMA_VERSION} has {sorted(_KEYS)}")
+    _check_plain(d)
     jd = _require(d, "joint", dict, "an object with the joint's 'type' and parameters")
     if "type" not in jd:
         raise InvalidInputError("joint document's 'joint' lacks 'type' (the joint class name)")
     try:
-        joint = joint_from_dict(jd)
+        with np.errstate(over="ignore", invalid="ignore"):  # the checks refuse what overflows
+            joint = joint_from_dict(jd)
     except InvalidInputError as exc:
         raise InvalidInputError(f"joint document's 'joint' is malformed: {exc}") from None
-    except (TypeError, ValueError, KeyError, IndexError) as exc:
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
         raise InvalidInputError(f"joint document's 'joint' is malformed ({exc!r})") from None
     coords = _require(d, "coordinates", list, "a list of {name, range}")
     if len(coords) != joint.nq:
@@ -163,22 +284,18 @@ def document_from_dict(d):
                                 f"{joint.nq}-coordinate {jd['type']}")
     names, ranges = [], []
     for i, c in enumerate(coords):
-        if not isinstance(c, dict) or not isinstance(c.get("name"), str) \
-                or not isinstance(c.get("range"), list) or len(c["range"]) != 2:
+        if not isinstance(c, dict) or set(c) != _COORDINATE_KEYS or not isinstance(c["name"], str) \
+                or not isinstance(c["range"], list) or len(c["range"]) != 2:
             raise InvalidInputError(f"coordinate {i} must be {{'name': str, 'range': [lo, hi]}}, "
                                     f"got {c!r}")
         lo, hi = c["range"]
-        try:
-            ranges.append([-math.inf if lo is None else float(lo),
-                           math.inf if hi is None else float(hi)])
-        except (TypeError, ValueError):
-            raise InvalidInputError(f"coordinate {i} range must hold numbers or null, got "
-                                    f"{c['range']!r}") from None
+        ranges.append([_read_bound(lo, -math.inf, i, c["range"]),
+                       _read_bound(hi, math.inf, i, c["range"])])
         names.append(c["name"])
     metric = d.get("metric")
     if metric is not None:
-        if not isinstance(metric, dict) or metric.get("name") != "se3_length_scale" \
-                or "length_scale" not in metric:
+        if not isinstance(metric, dict) or set(metric) != _METRIC_KEYS \
+                or metric["name"] != "se3_length_scale" or not _is_number(metric["length_scale"]):
             raise InvalidInputError(f"unknown metric {metric!r}; expected {{'name': "
                                     "'se3_length_scale', 'length_scale': metres}")
         metric = SE3Metric(metric["length_scale"])
@@ -193,19 +310,58 @@ def document_from_dict(d):
 
 
 def dumps(doc, indent=None):
-    """JSON text of a :class:`JointDocument` (strict JSON: no NaN or Infinity)."""
+    """JSON text of a :class:`JointDocument` (strict JSON: no NaN or Infinity).
+
+    Only a document that :func:`loads` reads back is written: InvalidInputError (NonFiniteError
+    for NaN or infinite numbers) says why another cannot be saved."""
+    d = document_to_dict(doc)
     try:
-        return json.dumps(document_to_dict(doc), indent=indent, allow_nan=False)
-    except ValueError as exc:
-        raise NonFiniteError(f"joint document holds a NaN or infinite number ({exc}); "
-                                "only finite numbers can be saved") from None
+        document_from_dict(d)
+    except InvalidInputError as exc:
+        raise type(exc)(f"this joint document cannot be saved, it would not load again: "
+                        f"{exc}") from None
+    text = json.dumps(d, indent=indent, allow_nan=False)
+    if len(text) > MAX_DOCUMENT_SIZE:
+        raise InvalidInputError(f"this joint document is {len(text)} characters long, more than "
+                                f"the {MAX_DOCUMENT_SIZE} a joint document may have: fit fewer "
+                                "samples")
+    return text
+
+
+#: a JSON string (its brackets are not structure)
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+#: anything but a bracket
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _nesting_depth(text):
+    """Deepest nesting of arrays and objects in JSON ``text`` (brackets in strings ignored),
+    without parsing it."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).encode("ascii")
+    b = np.frombuffer(brackets, dtype=np.uint8)
+    steps = np.isin(b, (ord("["), ord("{"))).astype(np.int64) - np.isin(b, (ord("]"), ord("}")))
+    return int(np.cumsum(steps).max(initial=0))
 
 
 def loads(text):
-    """Parse JSON text into a :class:`JointDocument`."""
+    """Parse JSON text (str) into a :class:`JointDocument`.
+
+    InvalidInputError for text longer than :data:`MAX_DOCUMENT_SIZE` characters or nested
+    deeper than :data:`MAX_DEPTH` (both refused before parsing), text that is not JSON, and
+    documents :func:`document_from_dict` refuses."""
+    if not isinstance(text, str):
+        raise InvalidInputError(f"a joint document is JSON text (str), got {type(text).__name__}")
+    if len(text) > MAX_DOCUMENT_SIZE:
+        raise InvalidInputError(f"joint document is {len(text)} characters long, more than the "
+                                f"{MAX_DOCUMENT_SIZE} a joint document may have; it is not a joint "
+                                "document written by this add-on")
+    if _nesting_depth(text) > MAX_DEPTH:
+        raise InvalidInputError(f"joint document is nested {_nesting_depth(text)} levels deep, "
+                                f"more than the {MAX_DEPTH} a joint document may have; it is not "
+                                "a joint document written by this add-on")
     try:
         d = json.loads(text)
-    except (TypeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:  # JSONDecodeError, or an integer with too many digits
         raise InvalidInputError(f"joint document is not valid JSON ({exc})") from None
     return document_from_dict(d)
 
@@ -219,6 +375,31 @@ def save(path, doc):
 
 
 def load(path):
-    """Read a :class:`JointDocument` from a JSON file."""
-    with open(path, encoding="utf-8") as f:
-        return loads(f.read())
+    """Read a :class:`JointDocument` from a JSON file.
+
+    InvalidInputError names the file when it is missing, a folder, unreadable, larger than
+    :data:`MAX_DOCUMENT_SIZE` bytes (refused before it is read), not UTF-8 text (a binary
+    file), or not a valid joint document."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_DOCUMENT_SIZE:
+                raise InvalidInputError(f"{path} is {size} bytes, more than the "
+                                        f"{MAX_DOCUMENT_SIZE} a joint document may have: it is "
+                                        "not a joint JSON document")
+            data = fh.read(MAX_DOCUMENT_SIZE + 1)
+    except IsADirectoryError:
+        raise InvalidInputError(f"{path} is a folder: choose a joint JSON file") from None
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"{path} is not a joint JSON document: it is not UTF-8 text "
+                                "(a binary file?); choose a .json file written by Export "
+                                "Joint JSON or core.io.save") from None
+    try:
+        return loads(text)
+    except InvalidInputError as exc:
+        raise type(exc)(f"{path}: {exc}") from None

@@ -136,12 +136,18 @@ def _read_description(data, kind, *extra):
             f"from_dict expects the dict made by {kind}.to_dict() (with type '{kind}').")
     try:
         frames = np.asarray(data["control_frames"], dtype=float)
-        order = int(data["order"])
+        order = data["order"]
         rest = [data[key] for key in extra]
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInputError(
             f"{kind} description is incomplete or malformed ({exc!r}); it needs "
             f"{', '.join(('order',) + extra)} and control_frames.") from None
+    order = _check_spline_order(order)
+    missing = [key for key, value in zip(extra, rest) if value is None]
+    if missing:
+        raise InvalidInputError(
+            f"{kind} description has {missing[0]} null; to_dict() writes them: give the "
+            f"{missing[0]} as numbers.")
     if "control_twists" in data and (frames.ndim != 3 or frames.shape[0] < 1):
         raise InvalidInputError("control_frames must be a (number of frames, 4, 4) list.")
     return (frames, order, *rest)
@@ -149,8 +155,9 @@ def _read_description(data, kind, *extra):
 
 def _check_frames_agree(frames, rebuilt):
     """Raise InvalidInputError unless stored ``frames`` match those ``rebuilt`` from
-    ``control_frames[0]`` and the stored control twists (both (m + 1, 4, 4))."""
-    if frames.shape != rebuilt.shape or np.abs(frames - rebuilt).max() > 1e-6:
+    ``control_frames[0]`` and the stored control twists (both (m + 1, 4, 4)); a NaN in either
+    is a mismatch."""
+    if frames.shape != rebuilt.shape or not np.abs(frames - rebuilt).max() <= 1e-6:
         raise InvalidInputError(
             "control_frames and control_twists disagree (G_j != G_{j-1} exp(z_j)); after "
             "editing the frames, drop control_twists to rebuild from the frames.")

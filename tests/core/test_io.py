@@ -87,7 +87,7 @@ def test_infinite_ranges_written_as_null():
 
 def test_finite_ranges_name_the_unbounded_coordinate(knee_doc):
     np.testing.assert_array_equal(knee_doc.finite_ranges(), knee_doc.ranges)
-    doc = JointDocument(knee_doc.joint, ("flexion",), [[-1.0, np.inf]])
+    doc = JointDocument(Revolute((1, 0, 0)), ("flexion",), [[-1.0, np.inf]])
     with pytest.raises(InvalidInputError, match=r"'flexion' of the joint has the unbounded range "
                                                 r"\[-1.0, inf\]"):
         doc.finite_ranges()
