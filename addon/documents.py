@@ -8,22 +8,32 @@ always describe the stored JSON.
 
 from __future__ import annotations
 
+#: JSON text -> its JointDocument, or the message of the InvalidInputError that refused it (so
+#: the live drive does not parse a bad document again on every frame change)
 _DOCUMENTS: dict[str, object] = {}
 
 
 def joint_document(settings):
-    """The bone's stored joint as a core.io JointDocument (parsed once per distinct JSON text)."""
+    """The bone's stored joint as a core.io JointDocument (parsed once per distinct JSON text);
+    the core's InvalidInputError (a ValueError) when the stored text is not a valid document."""
     from ..core import io
+    from ..core.errors import InvalidInputError
 
     text = settings.joint_json
     if not text:
         raise ValueError("no joint stored on this bone: fit one first (Fit Joint)")
     doc = _DOCUMENTS.get(text)
     if doc is None:
-        doc = io.loads(text)
+        try:
+            doc = io.loads(text)
+        except InvalidInputError as exc:
+            doc = (f"the joint stored on this bone cannot be read ({exc}); fit or import the "
+                   "joint again")
         if len(_DOCUMENTS) > 64:
             _DOCUMENTS.clear()
         _DOCUMENTS[text] = doc
+    if isinstance(doc, str):
+        raise InvalidInputError(doc)
     return doc
 
 

@@ -4,10 +4,13 @@ Registered by the add-on (nothing executable is stored in the .blend, so it work
 auto-run scripts off). For every pose bone whose Spline Joints ``drive`` flag is on, the
 coordinate custom properties ``sj_q0..`` are read and the bone is posed at ``G(q)`` of the
 stored joint. A bone is written only when its pose changes, so the handler's own write does
-not retrigger it endlessly.
+not retrigger it endlessly. A bone that cannot be driven (an unreadable stored document, a
+connected bone, ...) is skipped and reported once, on the console and in its fit status.
 """
 
 from __future__ import annotations
+
+import traceback
 
 import bpy
 import numpy as np
@@ -55,13 +58,25 @@ def update_scene(scene) -> int:
             try:
                 changed += pose_bone_from_joint(pb)
                 _state["errors"].discard(key)
-            except ValueError as exc:
-                if key not in _state["errors"]:  # say it once, not on every redraw
+            except Exception as exc:  # an escaping error would print on every frame change
+                if key not in _state["errors"]:  # say it once; the bone stays as it is
                     _state["errors"].add(key)
-                    print(f"Spline Joints: cannot drive {obj.name}/{pb.name}: {exc}")
+                    _report_drive_error(obj, pb, exc)
     finally:
         _state["busy"] = False
     return changed
+
+
+def _report_drive_error(obj, pose_bone, exc):
+    """Say once why a driven bone is skipped: on the console (with the traceback when the
+    error is not one of the core's or the bridge's ValueErrors, which say what to do) and in
+    the bone's fit status, which the Fit panel shows."""
+    detail = str(exc) if isinstance(exc, ValueError) else traceback.format_exc()
+    print(f"Spline Joints: cannot drive {obj.name}/{pose_bone.name}: {detail}")
+    try:
+        pose_bone.spline_joints.fit_status = f"cannot drive: {exc}"
+    except (AttributeError, RuntimeError):  # ID data is read-only here (e.g. while rendering)
+        pass
 
 
 class suspended:

@@ -19,15 +19,32 @@ class SPLINE_JOINTS_OT_drive_joint(BoneOperator, bpy.types.Operator):
     bl_label = "Drive from Joint"
 
     def run(self, context, armature, pose_bone, s):
+        from ...core.bones import joint_basis
+
         doc = joint_document(s)
         bridge.check_drivable(pose_bone)
         ranges = doc.finite_ranges()
-        names = [bridge.ensure_coordinate_property(pose_bone, i, lo, hi) for i, (lo, hi) in enumerate(ranges)]
+        q = np.array([_start_value(pose_bone, i, lo, hi) for i, (lo, hi) in enumerate(ranges)])
+        # the pose first: a joint that cannot be posed changes nothing
+        basis = joint_basis(doc.joint, bridge.read_rest_T_parent_child(pose_bone), q)
+        names = [bridge.ensure_coordinate_property(pose_bone, i, lo, hi, q[i])
+                 for i, (lo, hi) in enumerate(ranges)]
         s.drive = True
-        handlers.pose_bone_from_joint(pose_bone)
+        pose_bone.matrix_basis = bridge.array_to_matrix(basis)
         self.report({"INFO"}, f"'{pose_bone.name}' follows {', '.join(names)} through its "
-                              f"{type(doc.joint).__name__}")
+                              f"{type(doc.joint).__name__} ({doc.joint.nq} coordinate"
+                              f"{'s' if doc.joint.nq != 1 else ''})")
         return {"FINISHED"}
+
+
+def _start_value(pose_bone, i, lower, upper):
+    """Value of coordinate slider i when driving starts: the bone's current ``sj_q<i>`` clamped
+    to [lower, upper], or the middle of the range when the bone has none (BridgeError when the
+    existing property is not a number)."""
+    name = bridge.coordinate_property_name(i)
+    if name not in pose_bone.keys():
+        return 0.5 * (lower + upper)
+    return min(max(bridge.read_custom_property(pose_bone, name), lower), upper)
 
 
 class SPLINE_JOINTS_OT_bake_joint(BoneOperator, bpy.types.Operator):

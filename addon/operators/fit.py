@@ -107,7 +107,12 @@ class SPLINE_JOINTS_OT_export_joint(BoneOperator, bpy.types.Operator, ExportHelp
     def run(self, context, armature, pose_bone, settings):
         from ...core import io
 
-        io.save(self.filepath, joint_document(settings))
+        doc = joint_document(settings)
+        try:  # io.save refuses a missing folder or a folder first and replaces the file atomically
+            io.save(self.filepath, doc)
+        except OSError as exc:
+            raise ValueError(f"cannot write {self.filepath}: {exc.strerror or exc}; choose a "
+                             "folder you can write to (the existing file is unchanged)") from None
         self.report({"INFO"}, f"Wrote {self.filepath}")
         return {"FINISHED"}
 
@@ -123,10 +128,7 @@ class SPLINE_JOINTS_OT_import_joint(BoneOperator, bpy.types.Operator, ImportHelp
     def run(self, context, armature, pose_bone, s):
         from ...core import io
 
-        try:
-            doc = io.load(self.filepath)
-        except OSError as exc:
-            raise ValueError(f"cannot read {self.filepath}: {exc.strerror}") from None
+        doc = io.load(self.filepath)  # InvalidInputError names a missing, binary or bad file
         store_document(s, doc)
         self.report({"INFO"}, f"Stored {type(doc.joint).__name__} from {self.filepath} on '{pose_bone.name}'")
         return {"FINISHED"}
