@@ -253,8 +253,11 @@ def save_png(rgba: np.ndarray, path: Path, compression: int = 100) -> None:
     settings.file_format, settings.color_mode, settings.color_depth = "PNG", "RGB", "8"
     settings.compression = compression
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    img.save_render(str(path), scene=scene)
-    bpy.data.images.remove(img)
+    try:
+        with addon_module("core.io").atomic_path(path) as tmp:  # renamed into place when written
+            img.save_render(tmp, scene=scene)
+    finally:
+        bpy.data.images.remove(img)
 
 
 def new_scene(fps: int, frame_end: int, name: str):
@@ -285,9 +288,8 @@ def save(scene, path: Path) -> None:
     scene["spline_joints_demo_build"] = BUILD_VERSION
     scene.frame_set(scene.frame_start)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    bpy.ops.wm.save_as_mainfile(filepath=str(tmp), compress=True, relative_remap=False)
-    os.replace(tmp, path)
+    with addon_module("core.io").atomic_path(path) as tmp:  # renamed into place when saved
+        bpy.ops.wm.save_as_mainfile(filepath=tmp, compress=True, relative_remap=False)
     print(f"wrote {path} ({path.stat().st_size / 1024:.0f} kB)", flush=True)
 
 

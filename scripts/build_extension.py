@@ -14,8 +14,10 @@ Steps:
    then ``blender_ext.py validate`` checks each zip.
 
 A build is skipped when the sources, manifest and wheels have not changed since the last one
-(fingerprint stored in build/dist/); ``--force`` rebuilds. Everything under build/ is ignored by
-git (build/.gitignore is written by this script). Exit status is non-zero on any failure.
+(fingerprint stored in build/dist/, written last: an interrupted build is redone); ``--force``
+rebuilds. Everything under build/ is ignored by git (build/.gitignore is written by this
+script). The script's own files are written atomically (core.io.atomic_write). Exit status is
+non-zero on any failure.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from core.io import atomic_write  # noqa: E402
+
 BUILD = ROOT / "build"
 WHEEL_CACHE = BUILD / "wheels"
 STAGE = BUILD / "stage"
@@ -140,7 +145,7 @@ def stage(paths: list[Path], manifest_text: str, wheels: list[str]) -> None:
         dst = STAGE / p.relative_to(ROOT)
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(p, dst)
-    (STAGE / "blender_manifest.toml").write_text(manifest_text)
+    atomic_write(STAGE / "blender_manifest.toml", manifest_text)
     for wheel in wheels:
         dst = STAGE / wheel
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -157,7 +162,7 @@ def run_cli(blender_ext: Path, *args: str) -> str:
 def build(platforms: list[str] | None, offline: bool, force: bool, blender_ext: Path | None) -> list[Path]:
     """Build (or reuse) one zip per platform; return their paths."""
     BUILD.mkdir(exist_ok=True)
-    (BUILD / ".gitignore").write_text("*\n")
+    atomic_write(BUILD / ".gitignore", "*\n")
     manifest_text = (ROOT / "blender_manifest.toml").read_text()
     manifest = tomllib.loads(manifest_text)
     all_platforms = list(manifest["platforms"])
@@ -191,7 +196,7 @@ def build(platforms: list[str] | None, offline: bool, force: bool, blender_ext: 
         if not z.is_file():
             raise BuildError(f"the build did not write {z}; see the output above")
         print(run_cli(blender_ext, "validate", str(z)), end="")
-    stamp_file.write_text(stamp)
+    atomic_write(stamp_file, stamp)
     return zips
 
 

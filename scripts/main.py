@@ -37,6 +37,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+from core.io import atomic_write  # noqa: E402
+
 DEMOS_DIR = ROOT / "demo_blends"
 TILE = (320, 200)
 
@@ -97,10 +100,10 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
     sheet = Path(out) / "sheets" / f"{name}.png"
     bd.save_png(bd.contact_sheet(tiles, columns=min(4, frames)), sheet)
     mean = float(sum(float(t[..., :3].std()) for t in tiles) / len(tiles))
-    with open(result_file, "w") as fh:
-        json.dump({"rows": rows, "rigs": rigs, "sheet": str(sheet), "frames": picks,
-                   "bake_wall": bake_wall, "render_wall": time.perf_counter() - t0,
-                   "tile_std": mean}, fh)
+    atomic_write(result_file, json.dumps({"rows": rows, "rigs": rigs, "sheet": str(sheet),
+                                          "frames": picks, "bake_wall": bake_wall,
+                                          "render_wall": time.perf_counter() - t0,
+                                          "tile_std": mean}))
 
 
 # ------------------------------------------------------------------------------------------
@@ -115,7 +118,7 @@ def run_file(path: Path, args, env) -> tuple[Path, dict | None, str]:
         cmd += ["--duration", str(args.duration)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
-    (Path(args.out) / ".work" / f"{path.stem}.log").write_text(log)
+    atomic_write(Path(args.out) / ".work" / f"{path.stem}.log", log)
     if proc.returncode != 0 or not result_file.is_file():
         reason = [ln for ln in log.splitlines() if ln.strip()][-1:] or [f"exit status {proc.returncode}"]
         return path, None, reason[0]
@@ -221,8 +224,9 @@ def main(argv: list[str]) -> int:
         print(rig_table(rigs))
     print(f"\nbaked files: {out / 'blends'}   contact sheets: {out / 'sheets'}   "
           f"total wall time {total:.0f} s")
-    (out / "summary.json").write_text(json.dumps({"mechanisms": rows, "rigs": rigs, "wall": total,
-                                                  "failed": [[str(p), r] for p, r in failed]}, indent=1))
+    atomic_write(out / "summary.json", json.dumps({"mechanisms": rows, "rigs": rigs, "wall": total,
+                                                  "failed": [[str(p), r] for p, r in failed]},
+                                                 indent=1))
     if failed:
         print(f"error: {len(failed)} of {len(files)} file(s) failed: "
               f"{', '.join(p.name for p, _ in failed)}", file=sys.stderr)

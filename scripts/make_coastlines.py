@@ -4,7 +4,7 @@ How the committed file was made (the package is NOT a dependency of the project;
 a throw-away environment):
 
     python3.11 -m venv /tmp/coastvenv
-    /tmp/coastvenv/bin/pip install pyshp shapely numpy
+    /tmp/coastvenv/bin/pip install pyshp shapely numpy scipy   # scipy: core.io (atomic write)
     /tmp/coastvenv/bin/pip install --no-deps geopandas==0.14.4
     /tmp/coastvenv/bin/python scripts/make_coastlines.py
 
@@ -25,6 +25,7 @@ import argparse
 import importlib.metadata
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,9 @@ import shapefile
 import shapely
 from shapely.geometry import LineString, MultiPolygon, Polygon, shape
 from shapely.geometry.polygon import orient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core.io import atomic_write  # noqa: E402
 
 OUTLINES = {  # name -> (continents in Natural Earth's `continent` field, target point count)
     "africa": (("Africa",), 100),
@@ -147,7 +151,7 @@ def main():
         "closed": closed,
         "lines": lines,
     }
-    args.out.write_text(to_json(doc), encoding="utf-8")
+    atomic_write(args.out, to_json(doc))
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
 
 

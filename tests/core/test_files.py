@@ -1,5 +1,6 @@
 """Atomic file writes (core.io.files): a file holds its old or its complete new content."""
 
+import ast
 import os
 import signal
 import subprocess
@@ -107,3 +108,66 @@ def test_a_process_killed_while_writing_leaves_the_old_file(tmp_path):
     assert path.read_text() == '{"old": true}'
     leftovers = sorted(set(os.listdir(tmp_path)) - {"summary.json"})
     assert len(leftovers) == 1 and leftovers[0].startswith(f".summary.json.{proc.pid}.")
+
+
+# -- every write of the project goes through core.io.files ------------------------------------
+
+#: calls that create or overwrite a file: attribute or function names
+WRITE_CALLS = {"write_text", "write_bytes", "dump", "save_as_mainfile", "save_render", "savefig",
+               "tofile"}
+#: writes that are not outputs, with the reason
+NOT_OUTPUTS = {
+    ("scripts/build_demos.py", "render_frame"): "a scratch render in the system temp folder, "
+                                                "read back and deleted",
+    ("scripts/build_extension.py", "__enter__"): "build/.lock, a lock whose content is unused",
+}
+
+
+def _call_name(call):
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+
+
+def _is_write(call):
+    name = _call_name(call)
+    if name in WRITE_CALLS:
+        return True
+    if name == "render":
+        return any(k.arg == "write_still" for k in call.keywords)
+    if name == "open":
+        mode = call.args[1] if len(call.args) > 1 else next(
+            (k.value for k in call.keywords if k.arg == "mode"), None)
+        return isinstance(mode, ast.Constant) and any(c in str(mode.value) for c in "wax+")
+    return False
+
+
+def _unprotected_writes(tree, rel):
+    """(function, line) of write calls outside a ``with ... atomic_path(...)`` block."""
+    found = []
+
+    def visit(node, function, protected):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        if isinstance(node, ast.With) and any(
+                isinstance(item.context_expr, ast.Call)
+                and _call_name(item.context_expr) == "atomic_path" for item in node.items):
+            protected = True
+        if isinstance(node, ast.Call) and _is_write(node) and not protected \
+                and (rel, function) not in NOT_OUTPUTS:
+            found.append((rel, function, node.lineno))
+        for child in ast.iter_child_nodes(node):
+            visit(child, function, protected)
+
+    visit(tree, "<module>", False)
+    return found
+
+
+def test_every_file_the_project_writes_goes_through_an_atomic_write():
+    sources = [ROOT / "__init__.py"] + sorted(
+        p for d in ("core", "addon", "scripts") for p in (ROOT / d).rglob("*.py"))
+    found = []
+    for path in sources:
+        rel = path.relative_to(ROOT).as_posix()
+        found += _unprotected_writes(ast.parse(path.read_text(), str(path)), rel)
+    assert found == [], ("write these with core.io.atomic_write, or inside "
+                         "core.io.atomic_path(...): " + ", ".join(map(str, found)))
