@@ -112,6 +112,24 @@ class VIEW3D_PT_spline_joints_fit(_Panel, bpy.types.Panel):
                       icon="CHECKMARK" if s.fit_status == "converged" else "ERROR")
             box.label(text=f"Position RMS {s.fit_rms_mm:.3f} mm, max {s.fit_max_mm:.3f} mm")
             box.label(text=f"Rotation RMS {s.fit_rms_deg:.3f} deg, max {s.fit_max_deg:.3f} deg")
+            _draw_heldout(box, s)
+
+
+def _draw_heldout(layout, settings):
+    """The stored fit's held-out errors (the joint between neighbouring samples, see
+    core.fitting.report.midpoint_errors), when the stored report has them."""
+    from .documents import joint_document
+
+    try:
+        report = joint_document(settings).report
+    except ValueError:
+        return
+    if report is None or not math.isfinite(report.heldout_max_position_mm):
+        return
+    layout.label(text=f"Between samples RMS {report.heldout_rms_position_mm:.3f} mm, max "
+                      f"{report.heldout_max_position_mm:.3f} mm")
+    layout.label(text=f"Between samples RMS {report.heldout_rms_rotation_deg:.3f} deg, max "
+                      f"{report.heldout_max_rotation_deg:.3f} deg")
 
 
 class VIEW3D_PT_spline_joints_drive(_Panel, bpy.types.Panel):

@@ -31,15 +31,26 @@ def path_object_name(armature, pose_bone) -> str:
     return f"{PATH_PREFIX}_{armature.name}_{pose_bone.name}"
 
 
+def path_parent_name(pose_bone) -> str:
+    """Name of the parent bone a joint path is drawn in; ValueError saying what to do when the
+    bone has none (checked before anything is fitted, stored or created)."""
+    if pose_bone.parent is None:
+        raise ValueError(f"bone '{pose_bone.name}' has no parent bone to draw the joint path in: "
+                         "parent it to the joint's parent bone (Edit Mode, Ctrl+P > Keep Offset), "
+                         "or fit with Draw Path off")
+    return pose_bone.parent.name
+
+
 def draw_joint_path(context, armature, pose_bone, path):
     """Write ``path = (lines, control_frames)`` of :func:`core.display.joint_path` as a curve
     with small axes at the control frames, parented to the parent bone at its head (the
     joint's parent frame)."""
     lines, frames = path
+    parent = path_parent_name(pose_bone)
     name = path_object_name(armature, pose_bone)
     obj = bridge.write_poly_curve_object(name, lines, context.scene.collection,
                                          bevel=0.01 * pose_bone.bone.length)
-    bridge.parent_to_bone(obj, armature, pose_bone.parent.name, np.eye(4))
+    bridge.parent_to_bone(obj, armature, parent, np.eye(4))
     bridge.write_axes_empties(f"{name}.axes", frames, 0.15 * pose_bone.bone.length, obj,
                               context.scene.collection)
     return obj
@@ -57,6 +68,8 @@ class SPLINE_JOINTS_OT_fit(BoneOperator, bpy.types.Operator):
         from ...core.display import joint_path
         from ...core.fitting.document import fit_joint_document
 
+        if self.draw_path:
+            path_parent_name(pose_bone)
         options = fit_options(s)
         poses, q, weights = bridge.read_samples(s.samples)
         names = tuple(bridge.coordinate_property_name(i) for i in range(options.n_coordinates))
@@ -71,7 +84,9 @@ class SPLINE_JOINTS_OT_fit(BoneOperator, bpy.types.Operator):
         notes = "".join(f"; {w.message}" for w in caught)
         self.report(level, f"Fit {report.status}: RMS {report.rms_position_mm:.3f} mm / "
                            f"{report.rms_rotation_deg:.3f} deg, max {report.max_position_mm:.3f} mm / "
-                           f"{report.max_rotation_deg:.3f} deg{notes}")
+                           f"{report.max_rotation_deg:.3f} deg at the samples; between them max "
+                           f"{report.heldout_max_position_mm:.3f} mm / "
+                           f"{report.heldout_max_rotation_deg:.3f} deg{notes}")
         return {"FINISHED"}
 
 
@@ -84,8 +99,6 @@ class SPLINE_JOINTS_OT_draw_joint_path(BoneOperator, bpy.types.Operator):
     def run(self, context, armature, pose_bone, settings):
         from ...core.display import joint_path
 
-        if pose_bone.parent is None:
-            raise ValueError(f"bone '{pose_bone.name}' has no parent bone to draw the path in")
         obj = draw_joint_path(context, armature, pose_bone, joint_path(joint_document(settings)))
         self.report({"INFO"}, f"Drew '{obj.name}'")
         return {"FINISHED"}

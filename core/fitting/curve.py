@@ -29,6 +29,8 @@ paper notes numerical differentiation is simple and effective here) with the exa
 rates of eq. 33, and the target rate is ``h_dot_d = -c h`` (eq. 43).
 """
 
+import warnings
+
 import numpy as np
 from scipy.sparse import csc_matrix
 from scipy.sparse.linalg import spsolve
@@ -37,11 +39,12 @@ from .. import bspline
 from ..errors import InvalidInputError
 from ..lie import se3, so3
 from .metric import DEFAULT_LENGTH_SCALE, SE3Metric
-from .report import FitResult, make_report
+from .checks import real_number, whole_number
+from .report import FitResult, joint_poses, make_report, midpoint_errors
 from .samples import JointSamples
 
 __all__ = ["fit_spline_curve", "curve_terms", "hessian_jacobian", "initial_frames", "fit_knots",
-           "adaptive_knots", "levenberg_marquardt"]
+           "adaptive_knots", "levenberg_marquardt", "determined_frames"]
 
 _FD_STEP = 1e-6
 
@@ -98,6 +101,26 @@ def curve_terms(frames, knots, order, qs, hessian=False, blocks=True):
         out["S"], out["h"] = _velocity_and_hessian(AdTi[:, 1:], zl, db, d2b)
         out["span"] = (idx, zl, b, db, d2b)
     return out
+
+
+def determined_frames(knots, order, sites):
+    """How many control frames the sample coordinates determine: ``knots (n + k,)``, sorted
+    distinct ``sites (N,)`` -> an int ``<= n``.
+
+    A frame is determined only through samples where its B-spline acts; the collocation matrix
+    of a B-spline basis has full rank n exactly when distinct sites can be assigned to distinct
+    basis functions with each site inside its function's support (Schoenberg-Whitney), and the
+    largest such assignment is its rank. With basis supports ordered along the axis, taking
+    for each function in turn the first free site inside its support finds the largest one.
+    """
+    B = bspline.basis_matrix(knots, order, sites)[0] > 0.0  # (N, n)
+    count, first_free = 0, 0
+    for j in range(B.shape[1]):
+        rows = np.flatnonzero(B[first_free:, j])
+        if rows.size:
+            first_free += int(rows[0]) + 1
+            count += 1
+    return count
 
 
 def adaptive_knots(qs, poses, n_frames, order, length_scale, floor=0.2):
@@ -337,7 +360,11 @@ def fit_spline_curve(samples, n_frames=8, order=4, smoothing=0.0,
         samples: :class:`JointSamples` (or an (N, 4, 4) array of ordered poses). With
             coordinates, the joint's coordinate is the sample coordinate; without, the poses
             are parameterized naturally (section 6.1) with the metric's length scale.
-        n_frames: number of control frames n (>= order); more than needed is allowed.
+        n_frames: number of control frames n (>= order). More than the samples determine
+            (:func:`determined_frames`) are fitted with a UserWarning, repeated in the report's
+            message, naming how many they support: the extra frames are held between samples
+            only by their start guess and the smoothing term (seed 000 section 6.3), which the
+            report's held-out error measures.
         order: spline order k (4 = cubic, C2).
         smoothing: Hessian weight w in [0, 1) (eq. 43); 0 fits the data only.
         length_scale: metres of translation weighed like one radian of rotation
@@ -347,10 +374,15 @@ def fit_spline_curve(samples, n_frames=8, order=4, smoothing=0.0,
             "uniform" (:func:`fit_knots`), or a full knot vector ``(n_frames + order,)``
             whose domain contains the sample coordinates. The domain of the first two is the
             sample range.
-        max_iterations: cap on solver iterations; tol: relative objective decrease to stop.
+        max_iterations: cap on solver iterations (>= 1); tol: relative objective decrease to
+            stop, in [0, 1).
 
     Returns :class:`FitResult` with ``joint`` (a SplineCurveJoint) and ``report``
-    (:class:`FitReport`; ``report.status`` says whether it converged).
+    (:class:`FitReport`; ``report.status`` says whether it converged). The report's errors
+    are the returned joint's at the samples, and its held-out errors the joint's between
+    neighbouring samples (:func:`core.fitting.report.midpoint_errors`). Settings are checked
+    before any work; InvalidInputError says which one is wrong, and is raised too when the
+    fitted joint cannot evaluate the sample coordinates (e.g. coordinates beyond 1e15).
     """
     from ..joints.spline_curve import SplineCurveJoint
 
@@ -359,27 +391,35 @@ def fit_spline_curve(samples, n_frames=8, order=4, smoothing=0.0,
     if samples.n_coordinates != 1:
         raise InvalidInputError(f"fit_spline_curve fits 1-DOF joints; the samples have "
                                 f"{samples.n_coordinates} coordinates: use fit_spline_surface")
-    k = int(order)
-    if k < 2:
-        raise InvalidInputError(f"order must be >= 2 (4 = cubic), got {order}")
-    n = int(n_frames)
-    if n < k:
-        raise InvalidInputError(f"n_frames ({n}) must be at least the order ({k})")
-    if not (0.0 <= float(smoothing) < 1.0):
-        raise InvalidInputError(f"smoothing must be in [0, 1), got {smoothing}")
-    if not (0.0 < float(hessian_rate) <= 1.0):
-        raise InvalidInputError(f"hessian_rate must be in (0, 1], got {hessian_rate}")
-    if int(max_iterations) < 1:
-        raise InvalidInputError(f"max_iterations must be >= 1, got {max_iterations}")
+    k = whole_number(order, "order", 2, "4 is cubic")
+    n = whole_number(n_frames, "n_frames", k, f"a spline of order {k} needs at least {k} "
+                     "control frames")
+    smoothing = real_number(smoothing, "smoothing", 0.0, 1.0, high_open=True,
+                            advice="0 fits the data only, 1e-3 smooths lightly")
+    hessian_rate = real_number(hessian_rate, "hessian_rate", 0.0, 1.0, low_open=True)
+    max_iterations = whole_number(max_iterations, "max_iterations", 1)
+    tol = real_number(tol, "tol", 0.0, 1.0, high_open=True,
+                      advice="it is the relative objective decrease at which to stop, e.g. 1e-10")
     samples.require(k, f"an order-{k} spline")
     metric = SE3Metric(length_scale)
     qs = samples.q[:, 0] if samples.q is not None else samples.natural_parameters(length_scale)
     order_idx = np.argsort(qs, kind="stable")
     qs, poses, weights = qs[order_idx], samples.poses[order_idx], samples.weights[order_idx]
-    if isinstance(knots, str) and knots == "adaptive":
-        knots = adaptive_knots(qs, poses, n, k, metric.length_scale)
-    elif isinstance(knots, str) and knots == "uniform":
-        knots = fit_knots(qs[0], qs[-1], n, k)
+    notes = []
+    if isinstance(knots, str) and knots in ("adaptive", "uniform"):
+        rule = knots
+
+        def place(m):
+            if rule == "adaptive":
+                return adaptive_knots(qs, poses, m, k, metric.length_scale)
+            return fit_knots(qs[0], qs[-1], m, k)
+
+        knots = place(n)
+        if determined_frames(knots, k, qs) < n:
+            supported = next((m for m in range(min(n, qs.size), k - 1, -1)
+                              if determined_frames(place(m), k, qs) == m), k)
+            notes.append(f"{n} control frames are more than the {qs.size} samples determine "
+                         f"(with {rule} knots they support {supported})")
     elif isinstance(knots, str):
         raise InvalidInputError(f"knots must be 'adaptive', 'uniform' or an array, got {knots!r}")
     else:
@@ -391,19 +431,28 @@ def fit_spline_curve(samples, n_frames=8, order=4, smoothing=0.0,
         if qs[0] < lo or qs[-1] > hi:
             raise InvalidInputError(f"the sample coordinates [{qs[0]:.6g}, {qs[-1]:.6g}] leave "
                                     f"the knots' domain [{lo:.6g}, {hi:.6g}]; widen the knots")
+        supported = determined_frames(knots, k, qs)
+        if supported < n:
+            notes.append(f"the {qs.size} samples determine only {supported} of the {n} control "
+                         "frames of the given knots (the others act where no sample is)")
+    if notes:
+        notes[-1] += (": between samples the extra frames are held by their start guess and "
+                      "the smoothing term, not by data; check the report's held-out error, and "
+                      "use fewer control frames or capture more samples")
+        warnings.warn(notes[-1], UserWarning, stacklevel=2)
     frames = initial_frames(qs, poses, knots, k)
-    problem = _CurveProblem(qs, poses, weights, knots, k, metric, float(smoothing),
-                            float(hessian_rate))
-    frames, status, iterations, trace = levenberg_marquardt(
-        problem, frames, int(max_iterations), float(tol))
-    t = curve_terms(frames, knots, k, qs, hessian=True)
+    problem = _CurveProblem(qs, poses, weights, knots, k, metric, smoothing, hessian_rate)
+    frames, status, iterations, trace = levenberg_marquardt(problem, frames, max_iterations, tol)
+    t = curve_terms(frames, knots, k, qs, hessian=True, blocks=False)
     hnorm = float(np.mean(metric.norm(t["h"])))
     inverse = np.empty_like(order_idx)
     inverse[order_idx] = np.arange(order_idx.size)
-    report = make_report(
-        t["G"][inverse], poses[inverse], status=status, iterations=iterations, trace=trace,
-        method="curve", length_scale=metric.length_scale, smoothing=float(smoothing),
-        mean_hessian_norm=hnorm,
-        message=f"{n} control frames, order {k}: {status} after {iterations} iterations")
     joint = SplineCurveJoint(frames, knots=knots, order=k)
+    G = joint_poses(joint, qs[:, None])
+    report = make_report(
+        G[inverse], poses[inverse], status=status, iterations=iterations, trace=trace,
+        method="curve", length_scale=metric.length_scale, smoothing=smoothing,
+        mean_hessian_norm=hnorm, heldout=midpoint_errors(joint, qs[:, None], poses),
+        message="; ".join([f"{n} control frames, order {k}: {status} after {iterations} "
+                           "iterations"] + notes))
     return FitResult(joint=joint, report=report)

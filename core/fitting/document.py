@@ -30,6 +30,8 @@ class JointFitOptions:
     :class:`~core.joints.SplineJoint`). order: spline order (4: cubic). length_scale: metres
     weighed like one radian. Curve only: n_frames control frames, smoothing weight in [0, 1).
     Surface only: grid (2,) control points per coordinate, method "se3" or "coordinatewise".
+    kind, method and the grid's length are checked here; the numbers by the fit they go to,
+    before it starts (InvalidInputError naming the setting).
     """
 
     kind: str = "curve"
@@ -41,8 +43,16 @@ class JointFitOptions:
     method: str = "se3"
 
     def __post_init__(self):
+        from .surface import METHODS
+
         if self.kind not in KINDS:
             raise InvalidInputError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.method not in METHODS:
+            raise InvalidInputError(f"method must be one of {METHODS}, got {self.method!r}")
+        if isinstance(self.grid, (str, bytes)) or not hasattr(self.grid, "__len__") \
+                or not 1 <= len(self.grid) <= 3:
+            raise InvalidInputError(f"grid must give 1 to 3 control-point counts, one per "
+                                    f"coordinate, e.g. (6, 6); got {self.grid!r}")
 
     @property
     def n_coordinates(self) -> int:

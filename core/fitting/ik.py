@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..lie import se3, so3
+from .checks import real_number, whole_number
 from .metric import SE3Metric
 
 __all__ = ["Chain", "IKResult", "solve_ik", "leg_chain", "default_start", "IK_STATUSES",
@@ -61,7 +62,11 @@ class Chain:
         self.upper = np.concatenate([j.upper for j in self.joints])
 
     def check_q(self, q):
-        q = np.asarray(q, dtype=float).reshape(-1)
+        """``q`` as a finite float array ``(nq,)``, or InvalidInputError."""
+        try:
+            q = np.asarray(q, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"chain coordinates must be {self.nq} numbers") from None
         if q.shape != (self.nq,) or not np.all(np.isfinite(q)):
             raise InvalidInputError(f"chain coordinates must be {self.nq} finite numbers, got "
                                     f"shape {q.shape}")
@@ -113,7 +118,6 @@ class IKResult:
     position_error: float
     rotation_error: float
     error_trace: list = field(default_factory=list)
-    runs: int = 1
     runs: int = 1
 
     @property
@@ -175,17 +179,32 @@ def solve_ik(chain, target, q0=None, max_iterations=20, position_tol=1e-6, rotat
     best run is returned. Returns :class:`IKResult`; unreachable targets are a status (the
     closest pose found), not an exception.
     """
+    try:
+        target = np.asarray(target, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidInputError("target must be one (4, 4) pose of numbers") from None
     target = se3.check_transform(target, "target")
     if target.shape != (4, 4):
         raise InvalidInputError(f"target must be one (4, 4) pose, got {target.shape}")
-    if int(max_iterations) < 1:
-        raise InvalidInputError(f"max_iterations must be >= 1, got {max_iterations}")
+    max_iterations = whole_number(max_iterations, "max_iterations", 1)
+    position_tol = real_number(position_tol, "position_tol", 0.0, low_open=True,
+                               advice="metres, e.g. 1e-6")
+    rotation_tol = real_number(rotation_tol, "rotation_tol", 0.0, low_open=True,
+                               advice="radians, e.g. 1e-4")
+    damping = real_number(damping, "damping", 0.0, low_open=True,
+                          advice="the starting Levenberg-Marquardt damping, e.g. 1e-3")
     if q0 is None:
         start = _align_root(chain, default_start(chain), target)
     else:
         start = _project(chain, chain.check_q(q0))
     sw = SE3Metric(length_scale).sqrt_weights
-    args = (chain, target, int(max_iterations), position_tol, rotation_tol, sw, float(damping))
+    with np.errstate(over="ignore", invalid="ignore"):
+        error = np.sum((sw * se3.log(se3.inv(chain.pose(start)) @ target)) ** 2)
+    if not np.isfinite(error):
+        raise InvalidInputError(f"the target, {np.abs(target[:3, 3]).max():g} m out along an "
+                                "axis, is too far from the chain for its error to be computed; "
+                                "pass a target near the chain, in metres")
+    args = (chain, target, max_iterations, position_tol, rotation_tol, sw, damping)
     best = _run(start, *args)
     runs = 1
     finite = np.isfinite(chain.lower) & np.isfinite(chain.upper)

@@ -35,6 +35,7 @@ from scipy.optimize import linprog, minimize
 from .. import expcoords
 from ..errors import InvalidInputError
 from ..lie import so3
+from .checks import real_number, whole_number
 
 __all__ = ["ReachConeFit", "neutral_rotation", "cone_coordinates", "fit_reach_cone", "cone_boundary"]
 
@@ -49,6 +50,12 @@ class ReachConeFit:
     half_angle_1, half_angle_2: elliptic half-angles towards ``N u`` and ``N (p x u)``.
     twist_limit: largest twist about ``p``.
     n_samples: number of rotations used.
+    heldout_angle: held-out check of the circular cone, before the margin: the largest angle
+        by which a sample's direction falls outside the smallest cone fitted to the other
+        samples (leave-one-out; only samples on the cone's boundary can fall outside, so it
+        costs one cone fit per boundary sample). It estimates how far a direction not yet
+        observed may leave the fitted cone: a margin below it is likely too small. NaN for
+        one sample.
     """
 
     axis: np.ndarray
@@ -58,6 +65,7 @@ class ReachConeFit:
     half_angle_2: float
     twist_limit: float
     n_samples: int
+    heldout_angle: float = math.nan
 
 
 def _unit(v, name):
@@ -123,7 +131,24 @@ def _smallest_cap(d):
                    options={"ftol": 1e-15, "maxiter": 200})
     v = res.x if np.all(d @ res.x >= 1.0 - 1e-9) else start / lo
     c = v / np.linalg.norm(v)
-    return c, math.acos(min(1.0, float(np.min(d @ c))))
+    return c, math.acos(float(np.clip(np.min(d @ c), -1.0, 1.0)))
+
+
+#: a direction within this much of the cap's boundary (in cos of the angle) is on it; the
+#: separator is solved to about 1e-9 in ``d . v >= 1``
+_ON_BOUNDARY = 1e-7
+
+
+def _leave_one_out(d, c, phi):
+    """Largest angle (radians) by which a direction of ``d: (N, 3)`` falls outside the smallest
+    cap of the others, given the cap ``c: (3,)``, ``phi`` of all of them (see ReachConeFit)."""
+    if len(d) < 2:
+        return math.nan
+    worst = 0.0
+    for i in np.flatnonzero(d @ c <= math.cos(phi) + _ON_BOUNDARY):
+        ci, phi_i = _smallest_cap(np.delete(d, i, axis=0))
+        worst = max(worst, math.acos(float(np.clip(d[i] @ ci, -1.0, 1.0))) - phi_i)
+    return worst
 
 
 def _max_product(a, b, lo=1.0, hi=1e8):
@@ -168,9 +193,7 @@ def fit_reach_cone(R, direction=(0.0, 1.0, 0.0), ref_axis=(1.0, 0.0, 0.0), margi
     if R.ndim != 3 or R.shape[1:] != (3, 3) or len(R) == 0:
         raise InvalidInputError(f"R must be (N, 3, 3) rotations with N >= 1, got shape {R.shape}")
     R = so3.check_rotation(R, "R")
-    margin = float(margin)
-    if not math.isfinite(margin) or margin < 0.0:
-        raise InvalidInputError(f"margin must be a finite angle >= 0 (radians), got {margin!r}")
+    margin = real_number(margin, "margin", 0.0, advice="an angle in radians added to the fit")
     p = _unit(direction, "direction")
     d = R @ p
     c, phi = _smallest_cap(d)
@@ -180,7 +203,7 @@ def fit_reach_cone(R, direction=(0.0, 1.0, 0.0), ref_axis=(1.0, 0.0, 0.0), margi
     pp = so3.exp(r) @ p
     x, y, z = pp @ u, pp @ w, pp @ p
     X, Y = _max_product(x * x / (2.0 * (1.0 + z)), y * y / (2.0 * (1.0 + z)))
-    phi1 = 2.0 * math.asin(min(1.0, 1.0 / math.sqrt(X)))
+    phi1 = 2.0 * math.asin(min(1.0, 1.0 / math.sqrt(X)))  # X, Y >= 1 (_max_product)
     phi2 = 2.0 * math.asin(min(1.0, 1.0 / math.sqrt(Y)))
     twist = float(np.max(np.abs(expcoords.twist_angle(r, p))))
 
@@ -189,7 +212,8 @@ def fit_reach_cone(R, direction=(0.0, 1.0, 0.0), ref_axis=(1.0, 0.0, 0.0), margi
 
     return ReachConeFit(axis=c, neutral=N, half_angle=grow(phi, math.pi),
                         half_angle_1=grow(phi1, math.pi), half_angle_2=grow(phi2, math.pi),
-                        twist_limit=grow(twist, math.pi), n_samples=len(R))
+                        twist_limit=grow(twist, math.pi), n_samples=len(R),
+                        heldout_angle=_leave_one_out(d, c, phi))
 
 
 def cone_boundary(neutral, half_angle_1, half_angle_2=None, n=48, direction=(0.0, 1.0, 0.0),
@@ -202,16 +226,15 @@ def cone_boundary(neutral, half_angle_1, half_angle_2=None, n=48, direction=(0.0
     of :func:`core.expcoords.reach_cone_value`), then ``neutral`` maps it to the rest frame.
     neutral: (3, 3); half angles in (0, pi]; n >= 3.
     """
-    if int(n) < 3:
-        raise InvalidInputError(f"n must be at least 3 boundary points, got {n!r}")
+    n = whole_number(n, "n", 3, "the number of boundary points")
     p = _unit(direction, "direction")
     u, w = _swing_axes(p, ref_axis)
     half_angle_2 = half_angle_1 if half_angle_2 is None else half_angle_2
-    for name, phi in (("half_angle_1", half_angle_1), ("half_angle_2", half_angle_2)):
-        if not (math.isfinite(phi) and 0.0 < phi <= math.pi):
-            raise InvalidInputError(f"{name} must be an angle in (0, pi] radians, got {phi!r}")
+    half_angle_1, half_angle_2 = (
+        real_number(phi, name, 0.0, math.pi, low_open=True, advice="an angle in radians")
+        for name, phi in (("half_angle_1", half_angle_1), ("half_angle_2", half_angle_2)))
     A, B = math.sin(0.5 * half_angle_1) ** 2, math.sin(0.5 * half_angle_2) ** 2
-    psi = np.linspace(0.0, 2.0 * math.pi, int(n), endpoint=False)
+    psi = np.linspace(0.0, 2.0 * math.pi, n, endpoint=False)
     c, s_ = np.cos(psi), np.sin(psi)
     s = 2.0 * np.arcsin(np.sqrt(np.minimum(1.0, 1.0 / (c * c / A + s_ * s_ / B))))
     tilt = c[:, None] * u + s_[:, None] * w

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ..errors import InvalidInputError, NonFiniteError
+from ..joints.spline_curve import Q_MAX
 from ..lie import se3
 
 __all__ = ["JointSamples", "ORTHONORMAL_REPAIR_TOL", "ORTHONORMAL_EXACT_TOL",
@@ -61,9 +62,9 @@ class JointSamples:
     def _check_poses(poses):
         try:
             G = np.array(poses, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"samples: poses must be an (N, 4, 4) array of numbers "
-                                    f"({exc})") from None
+        except (TypeError, ValueError):
+            raise InvalidInputError("samples: poses must be an (N, 4, 4) array of numbers; pass "
+                                    "one homogeneous 4x4 transform per sample") from None
         if G.ndim == 2 and G.shape == (4, 4):
             G = G[None]
         if G.ndim != 3 or G.shape[1:] != (4, 4):
@@ -106,8 +107,9 @@ class JointSamples:
     def _check_q(q, N):
         try:
             q = np.array(q, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"samples: q must be an (N,) or (N, n) array ({exc})") from None
+        except (TypeError, ValueError):
+            raise InvalidInputError("samples: q must be an (N,) or (N, n) array of numbers; "
+                                    "pass one coordinate value (or row) per pose") from None
         if q.ndim == 1:
             q = q[:, None]
         if q.ndim != 2 or q.shape[0] != N or q.shape[1] < 1:
@@ -115,13 +117,22 @@ class JointSamples:
                                     f"{N} poses, got {q.shape}")
         if not np.all(np.isfinite(q)):
             raise NonFiniteError("samples: q contains NaN or inf; pass finite coordinates")
+        if np.abs(q).max() > Q_MAX:
+            raise InvalidInputError(f"samples: q reaches {np.abs(q).max():g}, beyond the "
+                                    f"+-{Q_MAX:g} a spline joint evaluates; express the "
+                                    "coordinates in radians or metres (or rescale them to a "
+                                    "range near 1)")
         return q
 
     @staticmethod
     def _check_weights(weights, N):
         if weights is None:
             return np.ones(N)
-        w = np.array(weights, dtype=float)
+        try:
+            w = np.array(weights, dtype=float)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"samples: weights must be {N} positive numbers, one per "
+                                    "sample") from None
         if w.shape != (N,):
             raise InvalidInputError(f"samples: weights must have shape ({N},), got {w.shape}")
         if not np.all(np.isfinite(w)) or np.any(w <= 0.0):

@@ -19,15 +19,18 @@ The offset ``H`` is the sample pose nearest the centre of the coordinate box, so
 angles stay small and away from their singularity (``|phi_5| = pi/2``).
 """
 
+import warnings
+
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from .. import bspline
 from ..errors import InvalidInputError
 from ..lie import se3
+from .checks import real_number, whole_number
 from .curve import fit_knots
 from .metric import DEFAULT_LENGTH_SCALE, SE3Metric
-from .report import FitResult, make_report
+from .report import FitResult, joint_poses, make_report, midpoint_errors
 from .samples import JointSamples
 
 __all__ = ["fit_spline_surface", "surface_terms", "residual_jacobian", "METHODS"]
@@ -69,15 +72,20 @@ def fit_spline_surface(samples, grid=(6, 6), method="se3", order=4,
 
     Args:
         samples: :class:`JointSamples` with ``q: (N, n)``.
-        grid: control points per coordinate (c_1, .., c_n), each >= order.
+        grid: control points per coordinate (c_1, .., c_n), each >= order. More control
+            points than the samples determine (the rank of the B-spline basis at the sample
+            coordinates) are fitted with a UserWarning, repeated in the report's message.
         method: "se3" (minimize the SE(3) metric, Levenberg-Marquardt with analytic
             derivatives) or "coordinatewise" (linear least squares per phi_j).
         order: spline order per axis (4 = cubic).
         length_scale: metres of translation weighed like one radian (:class:`SE3Metric`).
-        max_iterations, tol: LM iteration cap and relative objective decrease to stop.
+        max_iterations, tol: LM iteration cap (>= 1) and relative objective decrease to stop
+            (in [0, 1)).
 
     Knots are uniform with the domain equal to the sample coordinate box. Returns
-    :class:`FitResult` (``joint``: SplineJoint, ``report``: :class:`FitReport`).
+    :class:`FitResult` (``joint``: SplineJoint, ``report``: :class:`FitReport` with the
+    returned joint's errors at the samples and between neighbouring samples,
+    :func:`core.fitting.report.midpoint_errors`). Settings are checked before any work.
     """
     from ..joints.spline_surface import DEFAULT_BASIS_TWISTS, SplineJoint
 
@@ -88,21 +96,16 @@ def fit_spline_surface(samples, grid=(6, 6), method="se3", order=4,
     if samples.q is None:
         raise InvalidInputError("fit_spline_surface needs coordinates: pass JointSamples(poses, "
                                 "q) with q of shape (N, n)")
-    try:
-        grid = tuple(int(g) for g in grid)
-    except TypeError:
-        raise InvalidInputError(f"grid must be a tuple of ints, e.g. (6, 6); got "
-                                f"{grid!r}") from None
     n = samples.n_coordinates
-    if len(grid) != n:
-        raise InvalidInputError(f"grid has {len(grid)} entries but the samples have {n} "
-                                "coordinates; give one control-point count per coordinate")
-    k = int(order)
-    if k < 2 or any(g < k for g in grid):
-        raise InvalidInputError(f"every grid entry must be >= order ({k}) and order >= 2; got "
-                                f"grid {grid}")
-    if int(max_iterations) < 1:
-        raise InvalidInputError(f"max_iterations must be >= 1, got {max_iterations}")
+    if isinstance(grid, (str, bytes)) or not hasattr(grid, "__len__") or len(grid) != n:
+        raise InvalidInputError(f"grid must give one control-point count per coordinate, e.g. "
+                                f"{(6,) * n} for the samples' {n} coordinates; got {grid!r}")
+    k = whole_number(order, "order", 2, "4 is cubic")
+    grid = tuple(whole_number(g, f"grid entry {a}", k, f"each axis of an order-{k} spline needs "
+                              f"at least {k} control points") for a, g in enumerate(grid))
+    max_iterations = whole_number(max_iterations, "max_iterations", 1)
+    tol = real_number(tol, "tol", 0.0, 1.0, high_open=True,
+                      advice="it is the relative objective decrease at which to stop, e.g. 1e-10")
     P = int(np.prod(grid))
     samples.require(P, f"a {'x'.join(map(str, grid))} control grid")
     q = samples.q
@@ -112,6 +115,17 @@ def fit_spline_surface(samples, grid=(6, 6), method="se3", order=4,
                                 "the samples")
     knots = [fit_knots(lo[a], hi[a], grid[a], k) for a in range(n)]
     W = bspline.tensor_basis(knots, k, q)[0]  # (N, P)
+    rank = int(np.linalg.matrix_rank(W))
+    note = ""
+    if rank < P:
+        distinct = " x ".join(str(np.unique(q[:, a]).size) for a in range(n))
+        note = (f"the {samples.size} samples determine only {rank} of the {P} control points of "
+                f"the {'x'.join(map(str, grid))} grid (the rank of the B-spline basis at their "
+                f"coordinates, which take {distinct} distinct values per axis): the others are "
+                "the least-squares minimum-norm choice, not held by data; check the report's "
+                "held-out error, and use a coarser grid or capture samples where the grid has "
+                "none")
+        warnings.warn(note, UserWarning, stacklevel=2)
     metric = SE3Metric(length_scale)
     omega = samples.weights / samples.weights.sum()
     twists = DEFAULT_BASIS_TWISTS
@@ -133,13 +147,14 @@ def fit_spline_surface(samples, grid=(6, 6), method="se3", order=4,
     status, iterations = "converged", 0
     if method == "se3":
         status, iterations, C, trace = _lm(H, twists, C, W, samples.poses, omega, metric,
-                                           int(max_iterations), float(tol), trace)
+                                           max_iterations, tol, trace)
     joint = SplineJoint(knots, C.reshape((6,) + grid), order=k, basis_twists=twists, offset=H)
-    G_fit = surface_terms(H, twists, C, W, jacobian=False)["G"]
-    report = make_report(G_fit, samples.poses, status=status, iterations=iterations,
-                         trace=trace, method=f"surface-{method}",
+    report = make_report(joint_poses(joint, q), samples.poses, status=status,
+                         iterations=iterations, trace=trace, method=f"surface-{method}",
                          length_scale=metric.length_scale,
-                         message=f"{'x'.join(map(str, grid))} control grid, {method}: {status}")
+                         heldout=midpoint_errors(joint, q, samples.poses),
+                         message=f"{'x'.join(map(str, grid))} control grid, {method}: {status}"
+                                 + (f"; {note}" if note else ""))
     return FitResult(joint=joint, report=report)
 
 
