@@ -37,6 +37,11 @@ def joint_document(settings):
     return doc
 
 
+def fit_status(doc):
+    """The fit status shown for a stored document: its report's status, or "imported"."""
+    return "imported" if doc.report is None else doc.report.status
+
+
 def store_document(settings, doc):
     """Store ``doc`` on a bone's settings: its JSON, coordinate ranges and fit report (status
     "imported" when it has none). Returns the document read back from the stored JSON; a
@@ -49,7 +54,7 @@ def store_document(settings, doc):
     for i, (lo, hi) in enumerate(stored.ranges[: len(settings.range_min)]):
         settings.range_min[i], settings.range_max[i] = float(lo), float(hi)
     report = stored.report
-    settings.fit_status = "imported" if report is None else report.status
+    settings.fit_status = fit_status(stored)
     if report is not None:
         settings.fit_rms_mm, settings.fit_max_mm = report.rms_position_mm, report.max_position_mm
         settings.fit_rms_deg, settings.fit_max_deg = report.rms_rotation_deg, report.max_rotation_deg

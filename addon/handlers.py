@@ -17,7 +17,7 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from . import bridge
-from .documents import joint_document
+from .documents import fit_status, joint_document
 
 _state = {"busy": False, "suspended": 0, "errors": set()}
 
@@ -57,7 +57,9 @@ def update_scene(scene) -> int:
             key = (obj.name, pb.name)
             try:
                 changed += pose_bone_from_joint(pb)
-                _state["errors"].discard(key)
+                if key in _state["errors"]:  # driven again: the status shows the fit again
+                    _state["errors"].discard(key)
+                    _show_status(pb, fit_status(joint_document(pb.spline_joints)))
             except Exception as exc:  # an escaping error would print on every frame change
                 if key not in _state["errors"]:  # say it once; the bone stays as it is
                     _state["errors"].add(key)
@@ -73,9 +75,15 @@ def _report_drive_error(obj, pose_bone, exc):
     the bone's fit status, which the Fit panel shows."""
     detail = str(exc) if isinstance(exc, ValueError) else traceback.format_exc()
     print(f"Spline Joints: cannot drive {obj.name}/{pose_bone.name}: {detail}")
+    _show_status(pose_bone, f"cannot drive: {exc}")
+
+
+def _show_status(pose_bone, text):
+    """Write the bone's fit status (the Fit panel shows it), except where Blender makes ID data
+    read-only (e.g. while rendering): the console line has said it then."""
     try:
-        pose_bone.spline_joints.fit_status = f"cannot drive: {exc}"
-    except (AttributeError, RuntimeError):  # ID data is read-only here (e.g. while rendering)
+        pose_bone.spline_joints.fit_status = text
+    except AttributeError:
         pass
 
 

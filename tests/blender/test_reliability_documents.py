@@ -129,9 +129,16 @@ def scenario_bad_stored_document_in_live_drive(tmp):
             expected = bones.joint_basis(joint, rest, [float(shin["sj_q0"])])
             errors.append(float(np.abs(np.array(shin.matrix_basis) - expected).max()))
     text = out.getvalue() + err.getvalue()
+    status = bad_shin.spline_joints.fit_status
+    bad_basis, last = [list(r) for r in bad_shin.matrix_basis], float(shin["sj_q0"])
+    bad_shin.spline_joints.joint_json = shin.spline_joints.joint_json  # repaired: driven again
+    scene.frame_set(5)
+    bpy.context.view_layer.update()
+    repaired = bones.joint_basis(joint, rest, bridge.read_coordinate_values(bad_shin, 1))
     return {"reports": text.count("cannot drive Bad/shin"), "tracebacks": text.count("Traceback"),
-            "status": bad_shin.spline_joints.fit_status, "errors": errors,
-            "last": float(shin["sj_q0"]), "bad_basis": [list(r) for r in bad_shin.matrix_basis]}
+            "status": status, "errors": errors, "repaired_status": bad_shin.spline_joints.fit_status,
+            "repaired_error": float(np.abs(np.array(bad_shin.matrix_basis) - repaired).max()),
+            "last": last, "bad_basis": bad_basis}
 
 
 def test_a_bad_stored_document_is_reported_once_and_skipped(blender):
@@ -141,6 +148,7 @@ def test_a_bad_stored_document_is_reported_once_and_skipped(blender):
     assert "nested 50001 levels deep" in out["status"]
     np.testing.assert_allclose(out["bad_basis"], np.eye(4), atol=1e-7)  # left as it was
     assert max(out["errors"]) < 1e-5 and out["last"] == 1.5  # the other bone is driven
+    assert out["repaired_status"] == "imported" and out["repaired_error"] < 1e-5
 
 
 def scenario_drive_joints_of_any_coordinate_count(tmp):
