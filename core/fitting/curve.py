@@ -405,7 +405,7 @@ def fit_spline_curve(samples, n_frames=8, order=4, smoothing=0.0,
     qs = samples.q[:, 0] if samples.q is not None else samples.natural_parameters(length_scale)
     order_idx = np.argsort(qs, kind="stable")
     qs, poses, weights = qs[order_idx], samples.poses[order_idx], samples.weights[order_idx]
-    notes = []
+    note = ""
     if isinstance(knots, str) and knots in ("adaptive", "uniform"):
         rule = knots
 
@@ -418,8 +418,8 @@ def fit_spline_curve(samples, n_frames=8, order=4, smoothing=0.0,
         if determined_frames(knots, k, qs) < n:
             supported = next((m for m in range(min(n, qs.size), k - 1, -1)
                               if determined_frames(place(m), k, qs) == m), k)
-            notes.append(f"{n} control frames are more than the {qs.size} samples determine "
-                         f"(with {rule} knots they support {supported})")
+            note = (f"{n} control frames are more than the {qs.size} samples determine (with "
+                    f"{rule} knots they support {supported})")
     elif isinstance(knots, str):
         raise InvalidInputError(f"knots must be 'adaptive', 'uniform' or an array, got {knots!r}")
     else:
@@ -433,13 +433,13 @@ def fit_spline_curve(samples, n_frames=8, order=4, smoothing=0.0,
                                     f"the knots' domain [{lo:.6g}, {hi:.6g}]; widen the knots")
         supported = determined_frames(knots, k, qs)
         if supported < n:
-            notes.append(f"the {qs.size} samples determine only {supported} of the {n} control "
-                         "frames of the given knots (the others act where no sample is)")
-    if notes:
-        notes[-1] += (": between samples the extra frames are held by their start guess and "
-                      "the smoothing term, not by data; check the report's held-out error, and "
-                      "use fewer control frames or capture more samples")
-        warnings.warn(notes[-1], UserWarning, stacklevel=2)
+            note = (f"the {qs.size} samples determine only {supported} of the {n} control frames "
+                    "of the given knots (the others act where no sample is)")
+    if note:
+        note += (": between samples the extra frames are held by their start guess and the "
+                 "smoothing term, not by data; check the report's held-out error, and use fewer "
+                 "control frames or capture more samples")
+        warnings.warn(note, UserWarning, stacklevel=2)
     frames = initial_frames(qs, poses, knots, k)
     problem = _CurveProblem(qs, poses, weights, knots, k, metric, smoothing, hessian_rate)
     frames, status, iterations, trace = levenberg_marquardt(problem, frames, max_iterations, tol)
@@ -453,6 +453,6 @@ def fit_spline_curve(samples, n_frames=8, order=4, smoothing=0.0,
         G[inverse], poses[inverse], status=status, iterations=iterations, trace=trace,
         method="curve", length_scale=metric.length_scale, smoothing=smoothing,
         mean_hessian_norm=hnorm, heldout=midpoint_errors(joint, qs[:, None], poses),
-        message="; ".join([f"{n} control frames, order {k}: {status} after {iterations} "
-                           "iterations"] + notes))
+        message=f"{n} control frames, order {k}: {status} after {iterations} iterations"
+                + (f"; {note}" if note else ""))
     return FitResult(joint=joint, report=report)

@@ -117,6 +117,20 @@ def test_warning_exactly_when_the_samples_do_not_determine_the_frames(n_samples,
         "heldout_max_rotation_deg"))
 
 
+def test_given_knots_with_frames_no_sample_reaches_warn():
+    """Six interior knots bunched between two samples leave basis functions without a sample
+    of their own: the warning counts the frames the samples still determine."""
+    q, G = _knee_samples(20)
+    lo, hi = q[0], q[-1]
+    h = (hi - lo) / 19
+    inner = np.concatenate([[lo], lo + h * np.array([9.1, 9.2, 9.3, 9.4, 9.5, 9.6]), [hi]])
+    knots = np.concatenate([lo - h * np.arange(3, 0, -1), inner, hi + h * np.arange(1, 4)])
+    supported = curve.determined_frames(knots, 4, q)
+    assert supported < 10
+    with pytest.warns(UserWarning, match=f"determine only {supported} of the 10 control frames"):
+        fit_spline_curve(JointSamples(G, q), n_frames=10, knots=knots)
+
+
 def test_surface_with_more_control_points_than_the_samples_determine_warns():
     q, G = _surface_samples(5, 14)  # 70 samples, 5 distinct values along the first axis
     with pytest.warns(UserWarning, match=r"determine only 40 of the 64 control points"):
