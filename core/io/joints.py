@@ -301,7 +301,13 @@ def document_from_dict(d):
         metric = SE3Metric(metric["length_scale"])
     report = d.get("fit_report")
     if report is not None:
-        report = FitReport.from_dict(report)
+        try:
+            report = FitReport.from_dict(report)
+        except InvalidInputError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+            raise InvalidInputError(f"joint document's 'fit_report' is malformed ({exc!r})") \
+                from None
     name = d.get("name", "")
     if not isinstance(name, str):
         raise InvalidInputError(f"joint document 'name' must be a string, got {name!r}")

@@ -41,6 +41,9 @@ def unit_axis(axis, name="axis"):
     if not np.all(np.isfinite(a)):
         raise NonFiniteError(f"{name} contains NaN or inf; pass a finite direction")
     n = np.linalg.norm(a)
+    if not math.isfinite(n):  # |a|^2 overflows: normalize the direction scaled to max |a_i| = 1
+        a = a / np.abs(a).max()
+        n = np.linalg.norm(a)
     if n < 1e-12:
         raise InvalidInputError(f"{name} has zero length; pass a non-zero direction such as "
                                 "(0, 0, 1)")

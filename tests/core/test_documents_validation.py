@@ -289,3 +289,11 @@ def test_mutated_documents_load_and_save_identically_or_raise_invalid_input(text
     saved = dumps(doc)
     assert dumps(loads(saved)) == saved
     assert document_to_dict(loads(saved)) == json.loads(saved)
+
+
+def test_an_axis_whose_squared_length_overflows_loads_as_its_direction():
+    text = _mutate("elliptic", _set(("joint", "axis"), [1.3407807929942597e154, 0.0, 1.0]))
+    doc = loads(text)
+    np.testing.assert_allclose(json.loads(dumps(doc))["joint"]["axis"], [1.0, 0.0, 0.0],
+                               rtol=0.0, atol=1e-154)
+    assert dumps(loads(dumps(doc))) == dumps(doc)
