@@ -151,8 +151,30 @@ def _leave_one_out(d, c, phi):
     return worst
 
 
+def _binding(a, b):
+    """Indices of the constraints ``a_k X + b_k Y <= 1`` (``a, b: (N,) >= 0``) that can bind
+    for ``X, Y > 0``: the points ``(a_k, b_k)`` on the upper-right convex hull of the points
+    and the origin (every other constraint is a convex combination of those, so implied).
+    O(N log N), so that large captures do not reach the quadratic vertex enumeration."""
+    order = np.lexsort((-b, -a))  # a descending, then b descending
+    running = np.maximum.accumulate(b[order])
+    front = order[np.concatenate([[True], b[order][1:] > running[:-1]])][::-1]  # a ascending
+    hull = []
+    for k in front:  # keep clockwise turns from the top-left to the bottom-right
+        while len(hull) >= 2:
+            i, j = hull[-2], hull[-1]
+            if (a[j] - a[i]) * (b[k] - b[i]) - (b[j] - b[i]) * (a[k] - a[i]) >= 0.0:
+                hull.pop()
+            else:
+                break
+        hull.append(k)
+    return np.array(hull, dtype=int)
+
+
 def _max_product(a, b, lo=1.0, hi=1e8):
     """Maximize X*Y subject to a_k X + b_k Y <= 1 and lo <= X, Y <= hi. Returns (X, Y)."""
+    keep = _binding(a, b)
+    a, b = a[keep], b[keep]
     # Box constraints as extra half-planes: X <= hi, Y <= hi (X, Y >= lo checked at the end).
     a = np.concatenate([a, [1.0 / hi, 0.0]])
     b = np.concatenate([b, [0.0, 1.0 / hi]])

@@ -323,6 +323,21 @@ def test_reach_cone_heldout_angle():
     assert 0.0 <= many.heldout_angle < 0.2 * many.half_angle
 
 
+def test_reach_cone_fit_of_a_long_capture():
+    """4000 captured rotations: the elliptic fit looks only at the constraints that can bind
+    (memory and time near linear in the samples) and still holds every sample, with one on
+    the boundary."""
+    from core import expcoords
+    from core.fitting.reach_cone import cone_coordinates
+
+    R = so3.exp(np.random.default_rng(5).uniform(-0.5, 0.5, size=(4000, 3)))
+    fit = fit_reach_cone(R)
+    g = expcoords.elliptic_cone_value(cone_coordinates(R, fit.neutral), np.array([0.0, 1.0, 0.0]),
+                                      np.array([1.0, 0.0, 0.0]), fit.half_angle_1,
+                                      fit.half_angle_2)
+    assert g.min() > -1e-9 and g.min() < 1e-6
+
+
 @settings(max_examples=20, deadline=None)
 @given(st.integers(2, 40), st.integers(0, 10_000))
 def test_reach_cone_heldout_is_the_leave_one_out_miss(n, seed):
