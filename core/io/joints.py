@@ -72,6 +72,9 @@ class JointDocument:
     joint: a :class:`core.joints.Joint` with ``to_dict``; coordinate_names: nq strings
     (default ``q0, q1, ...``); ranges: (nq, 2) (default the joint's limits); metric:
     :class:`SE3Metric` or None; report: :class:`FitReport` or None; name: label.
+    InvalidInputError when a field has the wrong type, a range leaves the joint's own range
+    (beyond :data:`RANGE_SLACK`) or the joint does not evaluate to finite transforms over the
+    ranges, so every document that can be built can be saved and read back.
     """
 
     joint: object
@@ -361,8 +364,9 @@ def loads(text):
         raise InvalidInputError(f"joint document is {len(text)} characters long, more than the "
                                 f"{MAX_DOCUMENT_SIZE} a joint document may have; it is not a joint "
                                 "document written by this add-on")
-    if _nesting_depth(text) > MAX_DEPTH:
-        raise InvalidInputError(f"joint document is nested {_nesting_depth(text)} levels deep, "
+    depth = _nesting_depth(text)
+    if depth > MAX_DEPTH:
+        raise InvalidInputError(f"joint document is nested {depth} levels deep, "
                                 f"more than the {MAX_DEPTH} a joint document may have; it is not "
                                 "a joint document written by this add-on")
     try:
