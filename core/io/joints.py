@@ -74,7 +74,7 @@ class JointDocument:
     :class:`SE3Metric` or None; report: :class:`FitReport` or None; name: label.
     InvalidInputError when a field has the wrong type, a range leaves the joint's own range
     (beyond :data:`RANGE_SLACK`) or the joint does not evaluate to finite transforms over the
-    ranges, so every document that can be built can be saved and read back.
+    ranges (:func:`dumps` refuses anything else :func:`loads` would refuse).
     """
 
     joint: object
