@@ -6,22 +6,61 @@ Inside a Blender binary (the file is the one Blender opened):
     blender -b A.blend --python scripts/bake.py -- --out DIR
 
 Each input is opened, every mechanism of every scene is baked with
-``spline_joints.bake_dynamics``, and the file is saved as DIR/<same name>. The output is
-written to a temporary file in DIR and renamed into place, so a failed or interrupted bake
-never leaves a half-written file. With several files and --jobs N > 1, each file is baked in
-its own process (bpy is a process-wide singleton). Exit status: 0 when every file baked, 1
-otherwise, with one ``error: FILE: reason`` line per failure on stderr.
+``spline_joints.bake_dynamics``, and the file is saved as DIR/<same name> through
+``core.io.atomic_path`` (a hidden temporary in DIR renamed into place), so a failed or
+interrupted bake never leaves a half-written file.
+
+Guarantees of ``python scripts/bake.py``:
+
+- Before any work, the arguments are checked: ``--out`` must be (or become) a folder, each
+  input a readable .blend file, and no two inputs may share a file name (both would be saved
+  as one output). Every problem is printed as one ``error:`` sentence and nothing is baked.
+- One run at a time writes into a folder: the run holds an exclusive ``flock`` on DIR (released
+  by the kernel however the run ends); a second run into the same DIR stops before any work.
+  (Windows has no flock: there, concurrent runs into one folder are not detected.)
+- Every file is baked in its own child process (bpy is a process-wide singleton, and a damaged
+  file can crash Blender's reader): a crash becomes ``error: FILE: Blender crashed reading or
+  baking this file (signal 11)`` and the other files go on. ``--jobs`` children run at once.
+- SIGINT, SIGTERM and SIGHUP are forwarded to the children, which remove their temporaries and
+  exit; the parent waits for them (a second signal, or GRACE seconds, kills them) and names the
+  files not baked. A child receives SIGTERM when the parent dies (Linux: PR_SET_PDEATHSIG;
+  elsewhere a thread watches the parent's pid).
+- A process killed outright leaves its temporary behind (``.NAME.PID.TOKEN.tmp.blend``, or with
+  Blender's ``@`` suffix while it writes); the next run removes those whose process is gone.
+
+Exit status: 0 when every file baked; 1 when a file failed or the arguments were refused, with
+one ``error: FILE: reason`` line per failure on stderr; 128 + N when stopped by signal N.
+
+Test hook: with the environment variable SPLINE_JOINTS_BAKE_PAUSE_BEFORE_RENAME=SECONDS, a
+complete temporary waits that long before it is renamed into place, so a test can kill the
+process at that point.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import re
+import signal
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import tempfile
+import threading
+import time
 
 MODULE = "bl_ext.user_default.spline_joints"
+BLEND_HEADERS = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")  # plain, zstd- and gzip-compressed
+# Temporaries of a .blend: core.io.atomic_path's .NAME.PID.TOKEN.tmp.blend (TOKEN: 8 hex digits),
+# also without TOKEN (as bake.py 0.1.0 named them), each with or without the "@" Blender appends
+# while it writes.
+TEMPORARY = re.compile(r"\A\..+?\.blend\.(?P<pid>\d+)(?:\.[0-9a-f]{8})?\.tmp\.blend@?\Z")
+PAUSE_ENV = "SPLINE_JOINTS_BAKE_PAUSE_BEFORE_RENAME"
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+CRASH_SIGNALS = frozenset(getattr(signal, n) for n in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT")
+                          if hasattr(signal, n))
+GRACE = 10.0  # seconds a signalled child has to remove its temporary and exit before SIGKILL
+POLL = 0.05  # seconds between checks of the children
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -30,12 +69,124 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", required=True, help="output directory (created if missing)")
     parser.add_argument("--jobs", type=int, default=1, help="files baked in parallel processes")
     parser.add_argument("--install", help="extension zip to install into the user folder first")
+    parser.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)  # set for a child process
     return parser.parse_args(argv)
 
 
+# ------------------------------------------------------------------------------------------
+# Checks before any work
+# ------------------------------------------------------------------------------------------
+
+def input_problem(path: str) -> str | None:
+    """Why ``path`` cannot be baked (a sentence), or None when it reads as a .blend file."""
+    if not os.path.exists(path):
+        return "no such file; check the path"
+    if os.path.isdir(path):
+        return "is a folder, not a .blend file; pass the .blend files inside it"
+    if not path.lower().endswith(".blend"):
+        return "is not a .blend file (its name does not end in .blend); pass files saved by Blender"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(BLEND_HEADERS[0]))
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror}); give this user read access to it or leave it out"
+    if not head.startswith(BLEND_HEADERS):
+        return ("is not a .blend file (it does not start with Blender's file header); "
+                "pass files saved by Blender")
+    return None
+
+
+def out_problem(out: str) -> str | None:
+    """Why ``--out`` cannot receive the baked files (a sentence), or None."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        return f"--out {out} is a file, not a folder; pass a folder (it is created if missing)"
+    existing = os.path.abspath(out)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return f"--out {out} cannot be created because {existing} is a file; pass another folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"--out {out} is not writable ({existing} does not allow writing); pass a folder you can write to"
+    return None
+
+
+def argument_problems(args: argparse.Namespace, in_blender: bool) -> list[str]:
+    """Every reason to refuse the run before any work, one sentence each."""
+    problems = []
+    if args.jobs < 1:
+        problems.append(f"--jobs must be at least 1 (got {args.jobs}); pass how many files to bake at once")
+    if args.install and not os.path.isfile(args.install):
+        problems.append(f"--install {args.install}: no such file; pass the extension zip that "
+                        "scripts/build_extension.py writes")
+    if (problem := out_problem(args.out)) is not None:
+        problems.append(problem)
+    if not in_blender and not args.files:
+        problems.append("no .blend files given; pass the files to bake")
+    for path in args.files:
+        if (problem := input_problem(path)) is not None:
+            problems.append(f"{path}: {problem}")
+    by_name: dict[str, list[str]] = {}
+    for path in args.files:
+        by_name.setdefault(os.path.normcase(os.path.basename(path)), []).append(path)
+    clashes = [f"{name} from {', '.join(paths)}" for name, paths in by_name.items() if len(paths) > 1]
+    if clashes:
+        problems.append(f"several inputs would be saved under one name in {args.out} ({'; '.join(clashes)}); "
+                        "rename them or bake them into different --out folders")
+    return problems
+
+
+def lock_folder(out_dir: str) -> int | None:
+    """Hold an exclusive lock on the folder ``out_dir`` for this process's lifetime.
+
+    Returns the locked descriptor (None where flock does not exist). RuntimeError when another
+    process holds the lock.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        return None
+    fd = os.open(out_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RuntimeError(f"{out_dir}: another bake.py run is writing into this folder; "
+                           "wait for it to finish or pass another --out") from None
+    return fd
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_temporaries(out_dir: str, pid: int | None = None) -> list[str]:
+    """Remove the .blend temporaries in ``out_dir`` written by process ``pid``, or with None those
+    of every process that no longer runs; returns the removed names."""
+    removed = []
+    for name in os.listdir(out_dir):
+        match = TEMPORARY.match(name)
+        if match and (int(match["pid"]) == pid if pid is not None else not pid_alive(int(match["pid"]))):
+            try:
+                os.remove(os.path.join(out_dir, name))
+            except FileNotFoundError:  # another process cleaned it meanwhile
+                continue
+            removed.append(name)
+    return removed
+
+
+# ------------------------------------------------------------------------------------------
+# Baking (in a process with bpy)
+# ------------------------------------------------------------------------------------------
+
 def enable_addon(install_zip: str | None) -> None:
+    import bpy  # first: it puts Blender's own script modules (addon_utils) on sys.path
     import addon_utils
-    import bpy
 
     if install_zip:
         bpy.ops.extensions.package_install_files(filepath=os.path.abspath(install_zip), repo="user_default",
@@ -51,83 +202,213 @@ def enable_addon(install_zip: str | None) -> None:
 
 
 def bake_open_file(out_dir: str, name: str) -> str:
-    """Bake all mechanisms of the open file and save it atomically as out_dir/name."""
+    """Bake all mechanisms of the open file and save it atomically as out_dir/name.
+
+    Temporaries left in out_dir by processes that no longer run are removed first. RuntimeError
+    when a mechanism does not bake; then nothing is written.
+    """
     import bpy
 
+    files = importlib.import_module(f"{MODULE}.core.io")
     window = bpy.context.window
     counts = []
     for scene in bpy.data.scenes:
         if window is not None:
             window.scene = scene
-        for i in range(len(scene.spline_joints_mechanisms)):
+        for i, item in enumerate(scene.spline_joints_mechanisms):
             with bpy.context.temp_override(scene=scene):
-                bpy.ops.spline_joints.bake_dynamics(index=i)
-            counts.append(f"{scene.name}/{scene.spline_joints_mechanisms[i].name}")
+                status = bpy.ops.spline_joints.bake_dynamics(index=i)
+            if status != {"FINISHED"}:
+                raise RuntimeError(f"baking {scene.name}/{item.name} ended {sorted(status)} without a message; "
+                                   "open the file in Blender and bake it there to see why")
+            counts.append(f"{scene.name}/{item.name}")
     os.makedirs(out_dir, exist_ok=True)
+    remove_temporaries(out_dir)
     final = os.path.join(out_dir, name)
-    tmp = os.path.join(out_dir, f".{name}.{os.getpid()}.tmp.blend")
-    try:
+    with files.atomic_path(final) as tmp:
         bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, compress=False)
-        os.replace(tmp, final)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        time.sleep(float(os.environ.get(PAUSE_ENV, "0")))
     return f"{final}: baked {len(counts)} mechanism(s)" + (f" ({', '.join(counts)})" if counts else "")
 
 
-def bake_one(path: str, out_dir: str, install_zip: str | None) -> str:
+def bake_file(path: str, out_dir: str) -> str:
+    """Open ``path`` and bake it into ``out_dir`` (see bake_open_file)."""
     import bpy
 
-    if not os.path.isfile(path):
-        raise RuntimeError("no such file")
-    enable_addon(install_zip)
-    bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
+    try:
+        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
+    except RuntimeError as exc:
+        reason = " ".join(str(exc).split())
+        raise RuntimeError(f"Blender could not read this file ({reason}); it may be damaged: open it in "
+                           "Blender to check it, or restore it from a backup") from None
     return bake_open_file(out_dir, os.path.basename(path))
 
 
-def run_parallel(args: argparse.Namespace) -> int:
-    """One child process per file, at most --jobs at once."""
+def watch_parent(parent_pid: int) -> None:
+    """Have this process receive SIGTERM when its parent (pid ``parent_pid``) ends."""
+    if sys.platform.startswith("linux"):
+        import ctypes
 
-    def child(path):
-        cmd = [sys.executable, os.path.abspath(__file__), path, "--out", args.out]
-        if args.install:
-            cmd += ["--install", args.install]
-        return path, subprocess.run(cmd, capture_output=True, text=True)
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    else:
+        def poll():
+            while os.getppid() == parent_pid:
+                time.sleep(0.5)
+            os.kill(os.getpid(), signal.SIGTERM)
 
-    failed = 0
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for path, proc in pool.map(child, args.files):
-            lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith(("error:", "baked:"))]
-            print("\n".join(lines) or f"{path}: exit status {proc.returncode}",
-                  file=sys.stderr if proc.returncode else sys.stdout)
-            failed += proc.returncode != 0
+        threading.Thread(target=poll, daemon=True).start()
+    if os.getppid() != parent_pid:  # the parent ended before the watch was set
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def child(args: argparse.Namespace) -> int:
+    """Child process: install the extension (--install, no file) or bake the one file given."""
+    label = args.files[0] if args.files else args.install
+
+    def stop(signum, _frame):
+        remove_temporaries(args.out, pid=os.getpid())
+        print(f"error: {label}: baking was stopped by signal {signum} ({signal.Signals(signum).name}); "
+              "run bake.py again to bake this file", file=sys.stderr, flush=True)
+        os._exit(128 + signum)
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stop)
+    watch_parent(args.parent_pid)
+    try:
+        enable_addon(args.install)
+        if args.files:
+            print("baked:", bake_file(args.files[0], args.out), flush=True)
+        else:
+            print(f"installed: {args.install}", flush=True)
+    except Exception as exc:
+        print(f"error: {label}: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------------------------------
+# Parent (no bpy)
+# ------------------------------------------------------------------------------------------
+
+def child_lines(label: str, returncode: int, output: str) -> tuple[bool, list[str]]:
+    """Whether a child succeeded, and its ``baked:`` / ``installed:`` / ``error:`` lines for the user."""
+    if returncode < 0:
+        signum = -returncode
+        if signum in CRASH_SIGNALS:
+            return False, [f"error: {label}: Blender crashed reading or baking this file (signal {signum}); "
+                           "the file may be damaged: open it in Blender to check it, or restore it from a backup"]
+        return False, [f"error: {label}: the baking process was killed (signal {signum}, "
+                       f"{signal.Signals(signum).name}); run bake.py again to bake this file"]
+    lines = [ln for ln in output.splitlines() if ln.startswith(("error:", "baked:", "installed:"))]
+    if returncode == 0 and any(ln.startswith(("baked:", "installed:")) for ln in lines):
+        return True, lines
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    if not errors:
+        last = [ln.strip() for ln in output.splitlines() if ln.strip()][-1:] or ["no output"]
+        errors = [f"error: {label}: the baking process ended with exit status {returncode} "
+                  f"(last output: {last[0]})"]
+    return False, errors
+
+
+def run_children(args: argparse.Namespace) -> int:
+    """Install (--install) in one child, then bake each file in its own child, --jobs at once."""
+    running: dict[subprocess.Popen, tuple[str, object]] = {}
+    signalled: set[subprocess.Popen] = set()
+    stops: list[tuple[int, float]] = []  # (signal, time received)
+
+    def on_signal(signum, _frame):
+        stops.append((signum, time.monotonic()))
+
+    def command(path: str | None) -> list[str]:
+        cmd = [sys.executable, os.path.abspath(__file__), "--parent-pid", str(os.getpid()), "--out", args.out]
+        return cmd + (["--install", args.install] if path is None else [path])
+
+    def run(paths: list[str | None], jobs: int) -> tuple[int, list[str | None]]:
+        """Run the children (path None: the install); returns the number failed and the paths
+        never started."""
+        queue, failed = list(paths), 0
+        while (queue and not stops) or running:
+            while queue and not stops and len(running) < jobs:
+                path = queue.pop(0)
+                log = tempfile.TemporaryFile()
+                running[subprocess.Popen(command(path), stdout=log, stderr=subprocess.STDOUT)] = (
+                    path or args.install, log)
+            if stops:
+                hard = len(stops) > 1 or time.monotonic() - stops[0][1] > GRACE
+                for proc in running:
+                    if hard:
+                        proc.kill()
+                    elif proc not in signalled:
+                        proc.send_signal(stops[0][0])
+                        signalled.add(proc)
+            for proc in [p for p in running if p.poll() is not None]:
+                label, log = running.pop(proc)
+                log.seek(0)
+                ok, lines = child_lines(label, proc.returncode, log.read().decode(errors="replace"))
+                log.close()
+                failed += not ok
+                for line in lines:
+                    print(line, file=sys.stdout if ok else sys.stderr, flush=True)
+            time.sleep(POLL)
+        return failed, queue
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
+    try:
+        failed, not_started = run([None], 1) if args.install else (0, [])
+        if failed or stops:  # the extension is not installed: no file is started
+            not_started = list(args.files)
+        else:
+            failed, not_started = run(list(args.files), args.jobs)
+    finally:
+        for proc in running:  # only after an error in this function: no child outlives it
+            proc.kill()
+            proc.wait()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if stops:
+        signum = stops[0][0]
+        for path in not_started:
+            print(f"error: {path}: not baked: bake.py was stopped by signal {signum} "
+                  f"({signal.Signals(signum).name}) before this file; run bake.py again to bake it",
+                  file=sys.stderr)
+        return 128 + signum
     return 1 if failed else 0
 
 
 def main(argv: list[str]) -> int:
-    in_blender = "bpy" in sys.modules  # a Blender binary has imported it; `python bake.py` has not
     args = parse(argv)
-    if in_blender:
+    if args.parent_pid is not None:
+        return child(args)
+    in_blender = "bpy" in sys.modules  # a Blender binary has imported it; `python bake.py` has not
+    problems = argument_problems(args, in_blender)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        lock = lock_folder(args.out)
+    except (OSError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    try:
+        for name in remove_temporaries(args.out):
+            print(f"removed {os.path.join(args.out, name)}: a temporary left by a process that no longer runs")
+        if not in_blender:
+            return run_children(args)
         import bpy
 
         try:
             enable_addon(args.install)
             print("baked:", bake_open_file(args.out, os.path.basename(bpy.data.filepath) or "untitled.blend"))
         except Exception as exc:
-            print(f"error: {bpy.data.filepath}: {exc}", file=sys.stderr)
+            print(f"error: {bpy.data.filepath}: {' '.join(str(exc).split())}", file=sys.stderr)
             return 1
         return 0
-    if not args.files:
-        print("error: no .blend files given", file=sys.stderr)
-        return 1
-    if len(args.files) > 1:
-        return run_parallel(args)
-    try:
-        print("baked:", bake_one(args.files[0], args.out, args.install))
-    except Exception as exc:
-        print(f"error: {args.files[0]}: {str(exc).strip()}", file=sys.stderr)
-        return 1
-    return 0
+    finally:
+        if lock is not None:
+            os.close(lock)
 
 
 if __name__ == "__main__":

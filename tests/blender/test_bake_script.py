@@ -1,11 +1,18 @@
-"""scripts/bake.py with the bpy module: bakes every mechanism of each file, atomically, in parallel."""
+"""scripts/bake.py with the bpy module: bakes every mechanism of each file, atomically, in
+parallel, and refuses a run it cannot do before any work (one sentence per problem)."""
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = [sys.executable, str(ROOT / "scripts" / "bake.py")]
+DEMO = ROOT / "demo_blends" / "hinge_chain.blend"
 
 
 def scenario_make_file(tmp, name, demo):
@@ -32,19 +39,93 @@ def scenario_read_results(tmp, paths):
     return out
 
 
-def test_bake_script_parallel_and_failure(blender, sandbox, tmp_path):
+def test_bake_script_parallel(blender, sandbox, tmp_path):
     blender(scenario_make_file, name="a.blend", demo="hinge_chain")
     blender(scenario_make_file, name="b.blend", demo="globe")
     out = tmp_path / "out"
-    script = [sys.executable, str(ROOT / "scripts" / "bake.py")]
-    proc = subprocess.run([*script, str(tmp_path / "a.blend"), str(tmp_path / "b.blend"), "--out", str(out),
+    proc = subprocess.run([*SCRIPT, str(tmp_path / "a.blend"), str(tmp_path / "b.blend"), "--out", str(out),
                            "--jobs", "2"], env=sandbox["env"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(ln.split(":")[0] for ln in proc.stdout.splitlines()) == ["baked", "baked"], proc.stdout
     assert sorted(os.listdir(out)) == ["a.blend", "b.blend"]  # no temporary files left
     res = blender(scenario_read_results, paths=[str(out / "a.blend"), str(out / "b.blend")])
     assert res == {name: {"frames": 7, "animated": True} for name in ("a.blend", "b.blend")}
 
-    bad = subprocess.run([*script, str(tmp_path / "missing.blend"), "--out", str(tmp_path / "out2")],
-                         env=sandbox["env"], capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 1 and "missing.blend: no such file" in bad.stderr
-    assert not (tmp_path / "out2").exists()
+
+def _make_inputs(tmp_path, case):
+    """Inputs and extra arguments of one refused run, and the sentence expected for it."""
+    good = tmp_path / "good.blend"
+    shutil.copy(DEMO, good)
+    if case == "missing":
+        return [tmp_path / "missing.blend"], [], "missing.blend: no such file; check the path"
+    if case == "folder":
+        (tmp_path / "scenes.blend").mkdir()
+        return [good, tmp_path / "scenes.blend"], [], "scenes.blend: is a folder, not a .blend file"
+    if case == "suffix":
+        (tmp_path / "notes.txt").write_text("notes")
+        return [good, tmp_path / "notes.txt"], [], "notes.txt: is not a .blend file (its name does not end in .blend)"
+    if case == "content":
+        (tmp_path / "archive.blend").write_bytes(b"PK\x03\x04" + bytes(64))
+        return [tmp_path / "archive.blend"], [], "archive.blend: is not a .blend file (it does not start with"
+    if case == "collision":
+        for sub in ("x", "y"):
+            (tmp_path / sub).mkdir()
+            shutil.copy(DEMO, tmp_path / sub / "a.blend")
+        return ([good, tmp_path / "x" / "a.blend", tmp_path / "y" / "a.blend"], [],
+                f"several inputs would be saved under one name in {tmp_path / 'out'} "
+                f"(a.blend from {tmp_path / 'x' / 'a.blend'}, {tmp_path / 'y' / 'a.blend'}); "
+                "rename them or bake them into different --out folders")
+    if case == "jobs":
+        return [good], ["--jobs", "0"], "--jobs must be at least 1 (got 0)"
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["missing", "folder", "suffix", "content", "collision", "jobs"])
+def test_refused_before_any_work(tmp_path, case):
+    files, extra, message = _make_inputs(tmp_path, case)
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "user"))
+    proc = subprocess.run([*SCRIPT, *map(str, files), "--out", str(tmp_path / "out"), *extra], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and message in proc.stderr, proc.stdout + proc.stderr
+    assert "baked:" not in proc.stdout
+    assert not (tmp_path / "out").exists() and not (tmp_path / "user").exists()  # no work started
+
+
+def test_out_that_is_a_file_is_refused(tmp_path):
+    shutil.copy(DEMO, tmp_path / "a.blend")
+    (tmp_path / "out").write_text("keep")
+    proc = subprocess.run([*SCRIPT, str(tmp_path / "a.blend"), "--out", str(tmp_path / "out")],
+                          env=dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "user")),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (f"error: --out {tmp_path / 'out'} is a file, not a folder; pass a folder (it is created if missing)"
+            in proc.stderr.splitlines())
+    assert (tmp_path / "out").read_text() == "keep" and not (tmp_path / "user").exists()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file permissions as POSIX has them")
+def test_unreadable_input_and_unwritable_out_are_refused():
+    """Run as an ordinary user (root reads everything: then as nobody through setpriv)."""
+    prefix = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv to drop privileges")
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    folder = Path(tempfile.mkdtemp())  # under the system temporary folder, which every user can reach
+    try:
+        shutil.copy(DEMO, folder / "private.blend")
+        (folder / "private.blend").chmod(0o200)
+        (folder / "locked").mkdir()
+        folder.chmod(0o755)
+        (folder / "locked").chmod(0o555)
+        proc = subprocess.run([*prefix, *SCRIPT, str(folder / "private.blend"), "--out", str(folder / "locked" / "out")],
+                              env=dict(os.environ, BLENDER_USER_RESOURCES=str(folder / "user")),
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert (f"{folder / 'private.blend'}: cannot be read (Permission denied); give this user read access "
+                "to it or leave it out") in proc.stderr, proc.stderr
+        assert f"--out {folder / 'locked' / 'out'} is not writable" in proc.stderr, proc.stderr
+        assert sorted(os.listdir(folder)) == ["locked", "private.blend"] and not os.listdir(folder / "locked")
+    finally:
+        (folder / "locked").chmod(0o755)
+        shutil.rmtree(folder)
