@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..joints.base import Joint
 from ..lie import se3, so3
 from .checks import real_number, whole_number
 from .metric import SE3Metric
@@ -34,6 +35,18 @@ GAIT2392_ANKLE_AXIS = (-0.10501355, -0.17402245, 0.97912632)
 GAIT2392_ANKLE_RANGE = (-0.6981317, 0.5235988)
 
 
+def _pose(value, name):
+    """``value`` as a checked (4, 4) rigid transform, or InvalidInputError naming it."""
+    try:
+        value = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{name} must be one (4, 4) pose of numbers") from None
+    value = se3.check_transform(value, name)
+    if value.shape != (4, 4):
+        raise InvalidInputError(f"{name} must be one (4, 4) pose, got {value.shape}")
+    return value
+
+
 class Chain:
     """Serial chain of joints.
 
@@ -46,14 +59,17 @@ class Chain:
         self.joints = list(joints)
         if not self.joints:
             raise InvalidInputError("a chain needs at least one joint")
+        for i, joint in enumerate(self.joints):
+            if not isinstance(joint, Joint):
+                raise InvalidInputError(f"joint {i} of the chain is a {type(joint).__name__}, not "
+                                        "a core.joints joint; build the chain from joints")
         if placements is None:
             placements = [np.eye(4)] * len(self.joints)
         if len(placements) != len(self.joints):
             raise InvalidInputError(f"got {len(placements)} placements for {len(self.joints)} "
                                     "joints; pass one (4, 4) placement per joint")
-        self.placements = [se3.check_transform(P, f"placement {i}").reshape(4, 4)
-                           for i, P in enumerate(placements)]
-        self.tip = np.eye(4) if tip is None else se3.check_transform(tip, "tip").reshape(4, 4)
+        self.placements = [_pose(P, f"placement {i}") for i, P in enumerate(placements)]
+        self.tip = np.eye(4) if tip is None else _pose(tip, "tip")
         sizes = [j.nq for j in self.joints]
         ends = np.cumsum(sizes)
         self.slices = [slice(int(e - s), int(e)) for s, e in zip(sizes, ends)]
@@ -179,13 +195,7 @@ def solve_ik(chain, target, q0=None, max_iterations=20, position_tol=1e-6, rotat
     best run is returned. Returns :class:`IKResult`; unreachable targets are a status (the
     closest pose found), not an exception.
     """
-    try:
-        target = np.asarray(target, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidInputError("target must be one (4, 4) pose of numbers") from None
-    target = se3.check_transform(target, "target")
-    if target.shape != (4, 4):
-        raise InvalidInputError(f"target must be one (4, 4) pose, got {target.shape}")
+    target = _pose(target, "target")
     max_iterations = whole_number(max_iterations, "max_iterations", 1)
     position_tol = real_number(position_tol, "position_tol", 0.0, low_open=True,
                                advice="metres, e.g. 1e-6")

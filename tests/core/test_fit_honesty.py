@@ -17,12 +17,13 @@ from core.fitting import JointSamples
 from core.fitting import curve
 from core.fitting.curve import adaptive_knots, fit_spline_curve
 from core.fitting.document import JointFitOptions, fit_joint_document
-from core.fitting.ik import leg_chain, solve_ik
+from core.fitting.ik import Chain, leg_chain, solve_ik
 from core.fitting.metric import pose_errors
 from core.fitting.reach_cone import cone_boundary, fit_reach_cone
 from core.fitting import report as fit_report
 from core.fitting.report import FitReport
 from core.fitting.surface import fit_spline_surface
+from core.joints import Revolute
 from core.lie import se3, so3
 from core.reference.opensim import KneeGait2392
 
@@ -282,6 +283,17 @@ def test_bad_ik_settings_are_named(kwargs, match):
     target = chain.pose(np.full(5, 0.1))
     with pytest.raises(InvalidInputError, match=match) as exc:
         solve_ik(chain, target, **kwargs)
+    assert not any(raw in str(exc.value) for raw in RAW_TEXTS)
+
+
+@pytest.mark.parametrize("args,match", [
+    (([Revolute([0.0, 0.0, 1.0])], ["a"]), "placement 0"),
+    (([Revolute([0.0, 0.0, 1.0])], None, "x"), "tip"),
+    (([object()],), "joint 0 of the chain"),
+])
+def test_bad_chains_are_named(args, match):
+    with pytest.raises(InvalidInputError, match=match) as exc:
+        Chain(*args)
     assert not any(raw in str(exc.value) for raw in RAW_TEXTS)
 
 
