@@ -74,9 +74,12 @@ def fit_joint_document(poses, q, options=JointFitOptions(), weights=None, coordi
             ``q0, q1, ...``); name: its label.
     Returns:
         ``JointDocument.from_fit(result, coordinate_names, name)``: the joint, its range (the
-        sample coordinates' box), the fit's metric and :class:`FitReport`.
+        sample coordinates' box), the fit's metric and :class:`FitReport` (errors at the
+        samples and between them, :func:`core.fitting.report.midpoint_errors`).
     Raises InvalidInputError (from :class:`JointSamples` and the fits, or here when the number
-    of coordinates does not suit ``options.kind``).
+    of coordinates does not suit ``options.kind``), before any fitting work. The fits warn
+    (UserWarning, repeated in the report's message) when the samples determine fewer control
+    frames or points than ``options`` asks for.
     """
     from ..io import JointDocument
 
