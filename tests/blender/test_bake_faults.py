@@ -33,9 +33,10 @@ def inputs(tmp_path):
 
 
 def start(files, out, env, pause=None, jobs=2):
+    """bake.py in a process group of its own (its pid), as a shell starts a command."""
     env = dict(env, **({PAUSE_ENV: str(pause)} if pause is not None else {}))
     return subprocess.Popen([*SCRIPT, *map(str, files), "--out", str(out), "--jobs", str(jobs)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def wait_until(predicate, what):
@@ -93,17 +94,23 @@ def assert_clean_rerun(inputs, out, env):
     return proc
 
 
-def test_parent_sigterm_stops_children_and_leaves_nothing(sandbox, inputs, tmp_path):
+@pytest.mark.parametrize("how", ["SIGTERM to bake.py", "Ctrl-C to its process group"])
+def test_stopped_parent_stops_children_and_leaves_nothing(sandbox, inputs, tmp_path, how):
     out = tmp_path / "out"
     proc = start(inputs, out, sandbox["env"], pause=WAIT)
     wait_until(lambda: complete_temporaries(out, 2), "both children to reach the rename")
     children = bake_processes(proc.pid)
     assert len(children) == 2
-    proc.send_signal(signal.SIGTERM)
+    if how == "SIGTERM to bake.py":
+        signum = signal.SIGTERM
+        proc.send_signal(signum)
+    else:
+        signum = signal.SIGINT
+        os.killpg(proc.pid, signum)
     stdout, stderr = proc.communicate(timeout=WAIT)
-    assert proc.returncode == 128 + signal.SIGTERM, stdout + stderr
+    assert proc.returncode == 128 + signum, stdout + stderr
     for path in inputs:
-        assert f"error: {path}: baking was stopped by signal 15 (SIGTERM)" in stderr, stderr
+        assert f"error: {path}: baking was stopped by signal {int(signum)} ({signum.name})" in stderr, stderr
     assert "baked:" not in stdout
     assert not bake_processes(proc.pid) and not any(Path(f"/proc/{pid}").exists() for pid in children)
     assert os.listdir(out) == []  # the children removed their temporaries

@@ -129,3 +129,39 @@ def test_unreadable_input_and_unwritable_out_are_refused():
     finally:
         (folder / "locked").chmod(0o755)
         shutil.rmtree(folder)
+
+
+def scenario_bake_inside_blender(tmp, bake_script, demo):
+    """bake.py's main as a Blender binary runs it (``blender -b FILE --python bake.py -- ARGS``):
+    bpy is imported and the file is open. Once with --out naming a file, once with a folder."""
+    import contextlib
+    import importlib.util
+    import io
+
+    import bpy
+
+    spec = importlib.util.spec_from_file_location("bake", bake_script)
+    bake = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bake)
+    path = os.path.join(tmp, "scene.blend")
+    shutil.copy(demo, path)
+    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+    bpy.context.scene.spline_joints_mechanisms[0].duration = 0.1
+    out = {}
+    for case, target in (("file", os.path.join(tmp, "out.txt")), ("folder", os.path.join(tmp, "out"))):
+        Path(os.path.join(tmp, "out.txt")).write_text("keep")
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            status = bake.main(["--out", target])
+        out[case] = {"status": status, "stderr": stderr.getvalue(),
+                     "frames": bpy.context.scene.spline_joints_mechanisms[0].baked_frames}
+    out["files"] = sorted(os.listdir(os.path.join(tmp, "out")))
+    return out
+
+
+def test_inside_blender_out_checked_before_the_bake(blender, tmp_path):
+    res = blender(scenario_bake_inside_blender, bake_script=str(ROOT / "scripts" / "bake.py"), demo=str(DEMO))
+    assert res["file"] == {"status": 1, "frames": 0, "stderr": (
+        f"error: --out {tmp_path / 'out.txt'} is a file, not a folder; pass a folder (it is created if missing)\n")}
+    assert res["folder"]["status"] == 0 and res["folder"]["frames"] > 0, res
+    assert res["files"] == ["scene.blend"]
