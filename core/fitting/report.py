@@ -129,7 +129,7 @@ class FitReport:
             v = kw[k]
             if not isinstance(v, (list, np.ndarray)) or not all(
                     isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
-                    for x in np.ravel(v)):
+                    for x in (v.ravel() if isinstance(v, np.ndarray) else v)):
                 raise InvalidInputError(f"fit report field '{k}' must be a list of finite "
                                         "numbers; fit the joint again")
             kw[k] = np.array(v, dtype=float).reshape(-1)

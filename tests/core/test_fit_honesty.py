@@ -200,6 +200,31 @@ def test_heldout_fields_survive_documents_and_nan_is_refused():
     assert FitReport.from_dict(old).to_dict()["heldout_max_position_mm"] is None
 
 
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=True, allow_infinity=True) | st.integers()
+    | st.text(max_size=3), lambda inner: st.lists(inner, max_size=3), max_leaves=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["rms_position_mm", "iterations", "position_residuals_mm",
+                        "objective_trace", "heldout_max_position_mm", "mean_hessian_norm",
+                        "method", "length_scale"]), _JSON_VALUES)
+def test_report_fields_load_as_written_or_are_refused_by_name(field_name, value):
+    """Any JSON value in a report field: refused with the field's name, or loaded to what
+    to_dict writes back (so save writes what load accepted)."""
+    q, G = _knee_samples(12)
+    d = fit_spline_curve(JointSamples(G, q), n_frames=5).report.to_dict()
+    d[field_name] = value
+    try:
+        report = FitReport.from_dict(d)
+    except InvalidInputError as exc:
+        assert field_name in str(exc) and not any(raw in str(exc) for raw in RAW_TEXTS)
+        return
+    again = report.to_dict()
+    assert FitReport.from_dict(again) == report
+    assert all(v is None or not isinstance(v, float) or math.isfinite(v) for v in again.values())
+
+
 # -- settings checked before work ----------------------------------------------------------------
 
 def _curve_samples():
