@@ -13,6 +13,7 @@ The limit values are those of :mod:`core.expcoords`, through :mod:`core.fitting.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,7 @@ from .fitting import reach_cone
 from .lie import se3
 
 __all__ = ["BONE_AXIS", "REF_AXIS", "pose_basis", "joint_basis", "joint_rotations", "BoneCone",
-           "ConeStatus", "cone_status", "cone_mesh", "fit_cone"]
+           "ConeStatus", "cone_status", "cone_mesh", "fit_cone", "describe_cone_fit"]
 
 BONE_AXIS = np.array([0.0, 1.0, 0.0])  # a bone's Y axis: the direction a reach cone limits
 REF_AXIS = np.array([1.0, 0.0, 0.0])   # an elliptical cone's first half-angle is towards X
@@ -146,3 +147,21 @@ def fit_cone(T_rest, poses, margin=0.0):
     (4, 4), tracking :data:`BONE_AXIS` with the first elliptic half-angle towards
     :data:`REF_AXIS`; margin (radians) is added to every angle. Returns its ReachConeFit."""
     return reach_cone.fit_reach_cone(joint_rotations(T_rest, poses), BONE_AXIS, REF_AXIS, margin)
+
+
+def describe_cone_fit(fit, margin):
+    """``(level, message)`` for a user: a ReachConeFit's angles in degrees and its held-out
+    angle; level "WARNING" when a sample left out falls farther outside the cone of the
+    others than ``margin`` (radians) covers, else "INFO"."""
+    deg = math.degrees
+    message = (f"Reach cone from {fit.n_samples} samples: half-angle {deg(fit.half_angle):.1f} "
+               f"deg (elliptic {deg(fit.half_angle_1):.1f} x {deg(fit.half_angle_2):.1f}), "
+               f"twist {deg(fit.twist_limit):.1f} deg")
+    if not math.isfinite(fit.heldout_angle):
+        return "INFO", message
+    message += (f"; a sample left out falls up to {deg(fit.heldout_angle):.1f} deg outside the "
+                "cone of the others")
+    if fit.heldout_angle <= margin:
+        return "INFO", message
+    return "WARNING", (f"{message}, more than the margin ({deg(margin):.1f} deg): capture more "
+                       "poses near the limit or raise the margin")

@@ -35,7 +35,7 @@ class SPLINE_JOINTS_OT_fit_reach_cone(BoneOperator, bpy.types.Operator):
     bl_label = "Fit Reach Cone"
 
     def run(self, context, armature, pose_bone, settings):
-        from ...core.bones import fit_cone
+        from ...core.bones import describe_cone_fit, fit_cone
 
         fit = fit_cone(bridge.read_rest_T_parent_child(pose_bone), bridge.read_sample_poses(settings.samples),
                        settings.cone_margin)
@@ -44,10 +44,8 @@ class SPLINE_JOINTS_OT_fit_reach_cone(BoneOperator, bpy.types.Operator):
         settings.cone_half_angle_x = min(fit.half_angle_1, 0.5 * np.pi)  # the properties' maximum
         settings.cone_half_angle_z = min(fit.half_angle_2, 0.5 * np.pi)
         settings.twist_limit = fit.twist_limit
-        deg = np.degrees
-        self.report({"INFO"}, f"Reach cone from {fit.n_samples} samples: half-angle "
-                              f"{deg(fit.half_angle):.1f} deg (elliptic {deg(fit.half_angle_1):.1f} x "
-                              f"{deg(fit.half_angle_2):.1f}), twist {deg(fit.twist_limit):.1f} deg")
+        level, message = describe_cone_fit(fit, settings.cone_margin)
+        self.report({level}, message)
         return {"FINISHED"}
 
 

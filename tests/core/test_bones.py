@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from core.bones import (BONE_AXIS, BoneCone, cone_mesh, cone_status, fit_cone, joint_basis,
-                        joint_rotations, pose_basis)
+from core.bones import (BONE_AXIS, BoneCone, cone_mesh, cone_status, describe_cone_fit,
+                        fit_cone, joint_basis, joint_rotations, pose_basis)
 from core.errors import InvalidInputError, NonFiniteError
 from core.fitting.reach_cone import fit_reach_cone
 from core.joints.lower_pairs import Revolute
@@ -157,3 +157,22 @@ def test_fit_cone_is_the_reach_cone_fit_of_the_joint_rotations(rest):
     assert np.arccos(np.clip(d @ fit.axis, -1, 1)).max() <= fit.half_angle - 0.01 + tol
     assert all(cone_status(BoneCone(axis=tuple(fit.axis), half_angle=fit.half_angle,
                                     twist_limit=fit.twist_limit), rest, T).inside for T in poses)
+
+
+def test_cone_fit_message_warns_when_the_margin_is_below_the_held_out_angle(rest):
+    """The message gives the angles in degrees and the held-out angle; it warns exactly when
+    a sample left out falls farther outside the others' cone than the margin covers."""
+    R_joint = Rotation.from_rotvec([[0.3, 0.0, 0.1], [-0.2, 0.1, 0.25], [0.1, -0.3, -0.3],
+                                    [0.45, 0.2, 0.0], [0.0, 0.0, 0.0], [0.1, 0.1, 0.1]])
+    fit = fit_cone(rest, np.array([posed(rest, r) for r in R_joint.as_rotvec()]))
+    assert fit.heldout_angle > 0.0
+    below, above = 0.5 * fit.heldout_angle, 2.0 * fit.heldout_angle
+    level, text = describe_cone_fit(fit, below)
+    assert level == "WARNING" and "raise the margin" in text
+    assert f"{math.degrees(fit.half_angle):.1f} deg" in text
+    assert f"{math.degrees(fit.heldout_angle):.1f} deg outside" in text
+    level, text = describe_cone_fit(fit, above)
+    assert level == "INFO" and "raise the margin" not in text
+    one = fit_cone(rest, np.array([posed(rest, [0.2, 0.0, 0.1])]))
+    assert describe_cone_fit(one, 0.0) == ("INFO", describe_cone_fit(one, 0.0)[1])
+    assert "left out" not in describe_cone_fit(one, 0.0)[1]
