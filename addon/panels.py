@@ -146,10 +146,11 @@ class VIEW3D_PT_spline_joints_drive(_Panel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("spline_joints.drive_joint", icon="DRIVER")
         row.prop(s, "drive", toggle=True)
-        for i in range(len(s.range_min)):
-            name = f"sj_q{i}"
-            if name in pose_bone.keys():
-                layout.prop(pose_bone, f'["{name}"]', slider=True)
+        keys = pose_bone.keys()
+        i = 0
+        while f"sj_q{i}" in keys:                 # one slider per coordinate, any count
+            layout.prop(pose_bone, f'["sj_q{i}"]', slider=True)
+            i += 1
         layout.operator("spline_joints.bake_joint", icon="KEYINGSET")
 
 

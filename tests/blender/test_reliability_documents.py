@@ -151,6 +151,25 @@ def test_a_bad_stored_document_is_reported_once_and_skipped(blender):
     assert out["repaired_status"] == "imported" and out["repaired_error"] < 1e-5
 
 
+def _drive_panel_sliders():
+    """The custom properties the Drive panel draws for the active bone, in order."""
+    import bpy
+
+    drawn = []
+
+    class Layout:
+        def __getattr__(self, attr):
+            return lambda *a, **k: self
+
+        def prop(self, data, name, **kw):
+            drawn.append(name)
+            return self
+
+    panel = bpy.types.VIEW3D_PT_spline_joints_drive
+    panel.draw(type("P", (), {"layout": Layout()})(), bpy.context)
+    return [n for n in drawn if n.startswith('["sj_q')]
+
+
 def scenario_drive_joints_of_any_coordinate_count(tmp):
     import bpy
 
@@ -170,6 +189,9 @@ def scenario_drive_joints_of_any_coordinate_count(tmp):
                                                  ranges))
         assert bpy.ops.spline_joints.drive_joint() == {"FINISHED"}
         assert sorted(shin.keys()) == [f"sj_q{i}" for i in range(joint.nq)]
+        sliders = _drive_panel_sliders()
+        if sliders != [f'["sj_q{i}"]' for i in range(joint.nq)]:
+            errors.append((name, "Drive panel sliders", sliders))
         ui = shin.id_properties_ui(f"sj_q{joint.nq - 1}").as_dict()
         assert abs(ui["min"] + 0.5) < 1e-6 and abs(ui["max"] - 0.9) < 1e-6
         shin[f"sj_q{joint.nq - 1}"] = 0.7
@@ -184,6 +206,7 @@ def scenario_drive_joints_of_any_coordinate_count(tmp):
 
 
 def test_drive_joints_of_three_and_six_coordinates(blender):
+    """Any coordinate count drives the bone and gets one Drive panel slider per coordinate."""
     assert blender(scenario_drive_joints_of_any_coordinate_count)["errors"] == []
 
 
