@@ -260,7 +260,14 @@ def _aba_dense(model, data, q, v, tau, fext):
     # if it fails); LU if M is not numerically positive definite
     _, x, info = _lapack.dposv(M, rhs, lower=True, overwrite_b=True)
     if info:
-        x = np.linalg.solve(_crba_prepared(model, data), rhs)
+        try:
+            x = np.linalg.solve(_crba_prepared(model, data), rhs)
+        except np.linalg.LinAlgError:
+            raise NonFiniteError(
+                f"aba: the mass matrix is singular at this configuration (its leading minor "
+                f"{info} is not positive and LU fails), which only a diverged state gives "
+                "for bodies with mass and inertia; reduce the time step, or check the "
+                "coordinates passed and the bodies' inertias") from None
     if x is not data.ddq:
         data.ddq[:] = x
     return data.ddq

@@ -28,8 +28,15 @@ eqs. 66-70), so a spinning ball joint never meets the ``|r| = 2 pi`` singularity
 * ``"rk4"``: the classical fourth-order Runge-Kutta method on ``(q, v)``.
 
 A step of ``dt`` is split into ``substeps`` equal substeps; limits (:mod:`core.limits`) are
-enforced after each substep. A non-finite state or an energy blow-up raises
-:class:`core.errors.SimulationError` naming the time and the body; nothing returns garbage.
+enforced after each substep. Divergence is always a :class:`core.errors.SimulationError`
+naming the time, the body and a smaller step: a non-finite state, an energy blow-up, and any
+numerical failure inside a step or a record that only a diverged or ill-conditioned state
+causes (:func:`diverged`: a :class:`core.errors.NonFiniteError` of a joint, an overflow, a
+mass matrix that is no longer positive definite, a math domain error); nothing returns
+garbage.
+
+Size. :func:`integrate` preallocates its records; :func:`check_record_size` refuses a run
+whose records would exceed :data:`MAX_RECORD_BYTES` before any work, with the figure.
 
 Prescribed coordinates (rheonomic drives, :class:`Drive`). Some models move part of the tree
 kinematically, e.g. a spinning wire frame (a revolute coordinate ``q_p = w t``) or the time
@@ -57,13 +64,18 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from . import dynamics
-from .errors import InvalidInputError, NonFiniteError, SimulationError
+from .errors import InvalidInputError, NonFiniteError, SimulationError, SplineJointsError
 from .joints.base import Joint
 
-__all__ = ["METHODS", "DRIVE_WEIGHTS", "Drive", "Recording", "integrate", "Trajectory",
-           "Integrator", "simulate"]
+__all__ = ["METHODS", "ORDERS", "DRIVE_WEIGHTS", "MAX_RECORD_BYTES", "Drive", "Recording",
+           "integrate", "Trajectory", "Integrator", "simulate", "check_count",
+           "check_record_size", "diverged"]
 
 METHODS = ("euler", "semi_implicit", "rk4")
+#: order of accuracy of each method (global error O(h^order))
+ORDERS = {"euler": 1, "semi_implicit": 1, "rk4": 4}
+#: the largest recording :func:`integrate` (and a mechanism's bake) preallocates: 2 GiB
+MAX_RECORD_BYTES = 2 ** 31
 #: quadrature weights of each method's dynamics evaluations within one substep
 DRIVE_WEIGHTS = {"euler": (1.0,), "semi_implicit": (1.0,), "rk4": (1 / 6, 2 / 6, 2 / 6, 1 / 6)}
 
@@ -84,6 +96,54 @@ class Recording:
     wall_time: float
 
 
+def check_count(value, name, minimum=1):
+    """``value`` as an int if it is an integer (int, numpy integer or integral float) >=
+    ``minimum``; raises InvalidInputError naming ``name`` otherwise (bools, NaN, inf,
+    fractions, strings)."""
+    if (isinstance(value, (bool, np.bool_))
+            or not isinstance(value, (int, float, np.integer, np.floating))
+            or not math.isfinite(value) or value != int(value) or value < minimum):
+        raise InvalidInputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _seconds(value, name, positive):
+    """``value`` as a finite float (> 0 if ``positive``); InvalidInputError otherwise."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if not math.isfinite(x) or (positive and x <= 0):
+        raise InvalidInputError(f"{name} must be a finite{' positive' if positive else ''} "
+                                f"number of seconds, got {value!r}")
+    return x
+
+
+def check_record_size(n_records, floats_per_record, what="the run"):
+    """Raise InvalidInputError, before any work, if ``n_records`` records of
+    ``floats_per_record`` float64 values exceed :data:`MAX_RECORD_BYTES`; the message gives
+    the figure and what to do."""
+    size = 8.0 * float(n_records) * float(floats_per_record)
+    if size > MAX_RECORD_BYTES:
+        raise InvalidInputError(
+            f"{what} would record {n_records:.4g} frames of at least {floats_per_record:.4g} "
+            f"numbers ({size / 2 ** 30:.3g} GiB), more than the "
+            f"{MAX_RECORD_BYTES / 2 ** 30:g} GiB limit; shorten the duration or record fewer "
+            "frames per second")
+
+
+def diverged(err):
+    """True if ``err``, raised inside a step or a record, says that the state diverged or
+    became too ill-conditioned to go on: a :class:`core.errors.NonFiniteError` (a joint or a
+    force saw NaN/inf or absurd coordinates), an ArithmeticError (overflow, division by
+    zero, floating-point error) or a ValueError that is not one of the core's own input
+    errors (numpy/scipy ``LinAlgError``: a singular or not positive definite mass matrix;
+    ``math domain error``)."""
+    if isinstance(err, SplineJointsError):
+        return isinstance(err, NonFiniteError)
+    return isinstance(err, (ArithmeticError, ValueError))
+
+
 def integrate(stepper, state, dt, n_steps, t0=0.0, record_every=1, progress=None):
     """Step ``stepper`` (see the module docstring) ``n_steps`` times by ``dt`` from ``state``
     at time ``t0`` and return a :class:`Recording` of the initial state, of every
@@ -92,22 +152,26 @@ def integrate(stepper, state, dt, n_steps, t0=0.0, record_every=1, progress=None
     progress: None or ``fraction -> bool`` called after every record but the first with the
     fraction of steps done; returning False cancels (status "cancelled", no records).
     Floating-point warnings are silenced in the loop: the steppers check their states.
+    Raises InvalidInputError before any step for a non-finite ``dt`` or ``t0``, counts that
+    are not integers, or records larger than :data:`MAX_RECORD_BYTES` (checked against the
+    first record's size).
     """
-    dt = float(dt)
-    n_steps, record_every = int(n_steps), int(record_every)
-    if n_steps < 0 or record_every < 1:
-        raise InvalidInputError(f"n_steps must be >= 0 and record_every >= 1, got {n_steps} "
-                                f"and {record_every}")
+    dt, t0 = _seconds(dt, "dt", False), _seconds(t0, "t0", False)
+    n_steps = check_count(n_steps, "n_steps", 0)
+    record_every = check_count(record_every, "record_every", 1)
     if progress is not None and not callable(progress):
         raise InvalidInputError("progress must be a callable fraction -> bool, or None")
     n_records = n_steps // record_every + 1 + (1 if n_steps % record_every else 0)
-    times = np.empty(n_records)
+    times = None
     values = {}
     start = time.perf_counter()
 
     def keep(k, t, state):
+        nonlocal times
         out = stepper.record(t, state)
-        if not values:
+        if times is None:
+            check_record_size(n_records, sum(np.size(x) for x in out.values()) + 1)
+            times = np.empty(n_records)
             values.update((name, np.empty((n_records,) + np.shape(x)))
                           for name, x in out.items())
         for name, x in out.items():
@@ -191,14 +255,11 @@ class Integrator:
                  energy_limit=None, aba_method="auto", drive=None):
         if method not in METHODS:
             raise InvalidInputError(f"method must be one of {METHODS}, got {method!r}")
-        dt = float(dt)
-        if not np.isfinite(dt) or dt <= 0:
-            raise InvalidInputError(f"dt must be a positive number of seconds, got {dt}")
-        if int(substeps) != substeps or substeps < 1:
-            raise InvalidInputError(f"substeps must be an integer >= 1, got {substeps}")
+        dt = _seconds(dt, "dt", True)
+        substeps = check_count(substeps, "substeps")
         self.model = model.compile()
         self.data = model.create_data()
-        self.dt, self.substeps, self.method = dt, int(substeps), method
+        self.dt, self.substeps, self.method = dt, substeps, method
         self.h = dt / self.substeps
         self.tau, self.fext, self.limits = tau, fext, limits
         self.energy_limit = energy_limit
@@ -302,16 +363,22 @@ class Integrator:
             v[self._p] = vp
 
     def _check(self, t, q, v, cause=None):
-        """Raise SimulationError naming the time and the body if the state is not finite (or
-        ``cause``, a NonFiniteError from a joint or force, says it diverged)."""
+        """Raise SimulationError naming the time, the body with the largest coordinate or
+        rate and a smaller step if the state is not finite, or if ``cause`` (an error for
+        which :func:`diverged` holds, raised by a joint, a force, a solve or a limit) says
+        the state diverged."""
         if cause is None and math.isfinite(float(q @ q + v @ v)):  # > 1e154 counts as blow-up
             return
-        size = np.where(np.isfinite(q) & np.isfinite(v), np.abs(q) + np.abs(v), np.inf)
+        with np.errstate(over="ignore", invalid="ignore"):
+            size = np.where(np.isfinite(q) & np.isfinite(v), np.abs(q) + np.abs(v), np.inf)
         name = self.model.names[int(self.model.dof_body[int(np.argmax(size))])]
-        detail = f" ({cause})" if cause is not None else ""
-        raise SimulationError(f"the state became NaN/inf (diverged) at t = {t:.6g} s on body "
-                              f"{name!r}{detail}; reduce the step (dt = {self.dt:g} s, "
-                              f"{self.substeps} substeps) or check that body's joint") from cause
+        what = f"diverged ({type(cause).__name__}: {cause})" if cause is not None else \
+            "became NaN/inf (diverged)"
+        raise SimulationError(f"the simulation {what} at t = {t:.6g} s on body {name!r}; "
+                              f"reduce the step: dt = {self.h:g} s per substep is too large "
+                              f"for this motion, try {self.h / 4:g} s or less (more "
+                              "substeps or a higher frame rate), or check that body's joint "
+                              "and forces") from cause
 
     def _check_energy(self, t, q, v, work):
         """Mechanical energy at ``(q, v)``; raises SimulationError if it less ``work`` (the
@@ -328,8 +395,9 @@ class Integrator:
             name = self.model.names[int(np.argmax(ke))]
             raise SimulationError(f"energy blow-up at t = {t:.6g} s: {E:.6g} J against "
                                   f"{self._E0:.6g} J at the start, most kinetic energy in "
-                                  f"body {name!r}; reduce the step (dt = {self.dt:g} s) or "
-                                  f"use rk4")
+                                  f"body {name!r}; reduce the step: dt = {self.h:g} s per "
+                                  f"substep is too large, try {self.h / 4:g} s or less, or "
+                                  "use rk4")
         return E
 
     def step(self, t, q, v):
@@ -354,9 +422,12 @@ class Integrator:
                 self.normalize(q, v)
                 if self.limits is not None:
                     q, v = self.limits.apply(self.data, q, v)
+                    self._check(ts + self.h, q, v)
                     self.normalize(q, v)
-            except NonFiniteError as err:   # a stage state or force left the finite range
-                self._check(ts + self.h, q, v, cause=err)   # names the largest coordinate
+            except (ArithmeticError, ValueError) as err:   # a stage state, force or solve
+                if not diverged(err):                      # failed on a diverged state
+                    raise
+                self._check(ts + self.h, q, v, cause=err)  # names the largest coordinate
             if self.drive is not None:
                 w = DRIVE_WEIGHTS[self.method]
                 if len(self._powers) != len(w):
@@ -392,7 +463,12 @@ class Integrator:
         """:func:`integrate`'s record: ``q``, ``v``, ``energy`` (checked against blow-up, or
         NaN when :attr:`record_energy` is False) and ``drive_work``."""
         q, v, work = state
-        E = self._check_energy(t, q, v, work) if self.record_energy else np.nan
+        try:
+            E = self._check_energy(t, q, v, work) if self.record_energy else np.nan
+        except (ArithmeticError, ValueError) as err:
+            if not diverged(err):
+                raise
+            self._check(t, q, v, cause=err)
         return {"q": q, "v": v, "energy": E, "drive_work": work}
 
     def run(self, q0, v0, n_steps, t0=0.0, record_every=1, check_energy=True, progress=None):

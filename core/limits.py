@@ -33,7 +33,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from . import dynamics, expcoords
-from .errors import InvalidInputError
+from .errors import InvalidInputError, NonFiniteError
 
 __all__ = ["CoordinateLimit", "ReachCone", "EllipticCone", "TwistLimit", "LimitSolver",
            "limits_from_model"]
@@ -194,6 +194,8 @@ class LimitSolver:
         iterations: projected Gauss-Seidel sweeps.
 
     Attributes after :meth:`apply`: ``engaged`` (bool per constraint), ``distances``.
+    :meth:`apply` raises :class:`core.errors.NonFiniteError` (which the integrators report as
+    a divergence) when the mass matrix is no longer positive definite.
     """
 
     def __init__(self, model, limits, restitution=0.0, rotary_tol=1e-3, linear_tol=1e-4,
@@ -210,6 +212,9 @@ class LimitSolver:
         q0 = model.neutral()
         counts = [len(lim.constraints(q0[lim.dofs()])[0]) for lim in self.limits]
         self.n_constraints = int(sum(counts))
+        #: the limited body of every constraint: (c,) body indices
+        self.constraint_body = np.repeat([lim.body_index for lim in self.limits],
+                                         counts).astype(int)
         self.tol = np.concatenate([[0.0]] + [np.full(c, rotary_tol if lim.rotary else linear_tol)
                                              for c, lim in zip(counts, self.limits)])[1:]
         self.engaged = np.zeros(self.n_constraints, dtype=bool)
@@ -262,7 +267,14 @@ class LimitSolver:
             return q, v
         Ne = N[engaged]
         M = dynamics.crba(self.model, data, q)
-        fac = cho_factor(M, check_finite=False)
+        try:
+            fac = cho_factor(M, check_finite=False)
+        except np.linalg.LinAlgError as err:
+            worst = int(self.constraint_body[engaged][np.argmin(d[engaged])])
+            raise NonFiniteError(
+                f"limits: the mass matrix is not positive definite ({err}) while body "
+                f"{self.model.names[worst]!r} is held at its limit, which only a diverged "
+                "state gives; reduce the time step") from None
         MinvNt = cho_solve(fac, Ne.T, check_finite=False)           # (nv, c)
         W = Ne @ MinvNt
         # velocity: n.v_new >= -e min(n.v, 0)

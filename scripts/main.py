@@ -16,7 +16,9 @@
    their sliders play (the add-on's live drive poses the bones).
 3. A table is printed: mechanism, bodies, DOF, steps, wall time (the core simulation), energy
    drift (``max |E - E0 - W_drive| / energy in motion``; for damped mechanisms this is the
-   dissipation, not an error) and constraint error (m). It is also written to OUT/summary.json.
+   dissipation, not an error; "(!)" marks a passive mechanism whose drift exceeds what its
+   integrator allows, explained under the table: core.mechanisms.energy_drift_warning) and
+   constraint error (m). It is also written to OUT/summary.json.
 
 Exit status 0 when every file baked and rendered, 1 otherwise (``error: FILE: reason`` lines).
 """
@@ -65,6 +67,7 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
     bake.bake_open_file(os.path.join(out, "blends"), Path(path).name)
     bake_wall = time.perf_counter() - t0
     build_mechanism = bd.addon_module("addon.operators.mechanisms").build_mechanism
+    drift_warning = bd.addon_module("core.mechanisms").energy_drift_warning
     rows, rigs = [], []
     scene = bpy.context.scene
     for sc in bpy.data.scenes:
@@ -74,7 +77,8 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
                          "bodies": len(item.bodies), "dof": int(mech.ndof), "steps": item.baked_steps,
                          "frames": item.baked_frames, "dt": mech.dt, "duration": item.duration,
                          "wall": item.bake_seconds, "energy_drift": item.energy_drift,
-                         "passive": bool(mech.passive), "constraint_error": item.constraint_error})
+                         "passive": bool(mech.passive), "constraint_error": item.constraint_error,
+                         "drift_warning": drift_warning(mech, item.energy_drift)})
         for obj in sc.objects:
             if obj.type == "ARMATURE":
                 for pb in obj.pose.bones:
@@ -129,13 +133,15 @@ def table(rows: list[dict]) -> str:
     head = ("mechanism", "bodies", "DOF", "steps", "dt (ms)", "wall (s)", "energy drift", "constraint err (m)")
     lines = []
     for r in rows:
-        drift = f"{r['energy_drift']:.2e}" + ("" if r["passive"] else " (not passive)")
+        drift = (f"{r['energy_drift']:.2e}" + ("" if r["passive"] else " (not passive)")
+                 + (" (!)" if r["drift_warning"] else ""))
         lines.append((r["mechanism"], str(r["bodies"]), str(r["dof"]), str(r["steps"]), f"{1e3 * r['dt']:.3g}",
                       f"{r['wall']:.2f}", drift, f"{r['constraint_error']:.1e}"))
     widths = [max(len(h), *(len(ln[i]) for ln in lines)) if lines else len(h) for i, h in enumerate(head)]
     fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
     out = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
     out += [fmt.format(*ln) for ln in lines]
+    out += [f"(!) {r['mechanism']}: {r['drift_warning']}" for r in rows if r["drift_warning"]]
     return "\n".join(out)
 
 

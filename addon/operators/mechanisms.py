@@ -182,18 +182,28 @@ class BakeJob:
 
         A cancelled simulation writes nothing; a failed one raises ValueError (nothing written).
         Everything written (body keys, scenery shape keys) was computed before the first write.
+        A passive mechanism whose energy drifted more than its integrator allows
+        (``core.mechanisms.energy_drift_warning``) is baked with a WARNING report saying so.
         """
+        from ...core.mechanisms import energy_drift_warning
+
         result = self.result
         if isinstance(result, ValueError):  # the core's errors and the scenery's
-            raise result
+            raise ValueError(f"Bake of '{self.name}' failed, no keyframes written: {result}")
         if isinstance(result, BaseException):
-            raise ValueError(f"the simulation failed: {result}")
+            raise ValueError(f"Bake of '{self.name}' failed, no keyframes written: the simulation "
+                             f"stopped with {type(result).__name__} ({result}); try a shorter "
+                             "duration or fewer substeps")
         if result.status != "completed":
             return ({"CANCELLED"}, "WARNING", f"Bake of '{self.name}' cancelled at "
                                               f"{100.0 * self.fraction:.0f} %: no keyframes written")
         n = write_bake(scene, scene.spline_joints_mechanisms[self.index], result, self.scenery)
-        return ({"FINISHED"}, "INFO", f"Baked '{self.name}': {n} frames in {result.wall_time:.2f} s, "
-                                      f"energy drift {100.0 * result.energy_drift:.3f} %")
+        message = (f"Baked '{self.name}': {n} frames in {result.wall_time:.2f} s, "
+                   f"energy drift {100.0 * result.energy_drift:.3f} %")
+        warning = energy_drift_warning(self.mechanism, result.energy_drift)
+        if warning:
+            return {"FINISHED"}, "WARNING", f"{message}; warning: {warning}"
+        return {"FINISHED"}, "INFO", message
 
 
 class SPLINE_JOINTS_OT_bake_dynamics(bpy.types.Operator):

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize as opt
 
-from ..errors import InvalidInputError, SimulationError
+from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3, so3
-from .solver import apply_displacement, project, rigid_jacobian, world_inverse_mass
+from .solver import (apply_displacement, project, rigid_jacobian, step_failure,
+                     world_inverse_mass)
 
 __all__ = ["Constraint", "Coordinate", "Coupling", "HingeCoupling", "SlottedHingeCoupling",
            "CylindricalCoupling", "SphericalCoupling", "SplineCurveCoupling", "CoupledBodies",
@@ -564,11 +565,26 @@ class CoupledBodies:
         cross-validation): half kick, drift, SHAKE correction along the start-of-step rows
         (the correction enters the velocity), half kick and velocity projection onto the
         end-of-step rows; engaged unilateral rows are handled as in ``"euler"``.
+        A step that diverges (non-finite state or solves, a constraint system made singular)
+        raises SimulationError naming h, the fastest body and a smaller step.
         """
         if not (np.isfinite(h) and h > 0):
             raise InvalidInputError(f"CoupledBodies.step: h must be positive, got {h}")
         if integrator not in ("euler", "rattle"):
             raise InvalidInputError("CoupledBodies.step: integrator must be 'euler' or 'rattle'")
+        speed = np.abs(self.u).max(axis=1)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):   # the state is checked
+                self._step(h, f_ext, position_iterations, integrator, tol)
+        except (ArithmeticError, ValueError) as err:
+            failure = step_failure("CoupledBodies.step", h, speed, err)
+            if failure is None:
+                raise
+            raise failure from err
+
+    def _step(self, h, f_ext, position_iterations, integrator, tol):
+        """:meth:`step` after validation; numerical failures propagate (a non-finite state
+        raises NonFiniteError)."""
         Minv = self.inverse_mass()
         J, _, uni = self._assemble(True)  # engagement from the current velocities
         if integrator == "euler":
@@ -603,7 +619,7 @@ class CoupledBodies:
                 if not cons.bilateral and cons.engaged:
                     cons.engaged_steps += 1
         if not (np.all(np.isfinite(self.p)) and np.all(np.isfinite(self.u))):
-            raise SimulationError(f"CoupledBodies.step: non-finite state (h={h}); reduce h")
+            raise NonFiniteError("the state became NaN/inf")
 
     def bilateral_error(self):
         """Largest ``|G_k . errC|`` over all joints (after projection)."""

@@ -39,7 +39,8 @@ import numpy as np
 
 from ..errors import InvalidInputError, SimulationError
 from ..lie import se3, so3
-from .solver import apply_displacement, point_rows, project, rigid_jacobian, world_inverse_mass
+from .solver import (apply_displacement, point_rows, project, rigid_jacobian, step_failure,
+                     world_inverse_mass)
 
 __all__ = ["JOINT_TYPES", "FaureJoint", "Assembly", "CorrectionInfo"]
 
@@ -321,11 +322,27 @@ class Assembly:
         ``directions="start"`` keeps the Jacobian of the start of the step for the
         correction directions, as SHAKE does, which restores second order (measured in
         tests/core/test_cross_validation.py).
+
+        A step that diverges (non-finite poses or solves) raises SimulationError naming dt,
+        the fastest body and a smaller step.
         """
         if directions not in ("current", "start"):
             raise InvalidInputError("Assembly.step: directions must be 'current' or 'start'")
         if not (np.isfinite(dt) and dt > 0):
             raise InvalidInputError(f"Assembly.step: dt must be a positive number, got {dt}")
+        speed = np.abs(self.Dq).max(axis=1)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):   # the poses are checked
+                return self._step(dt, forces, geometric_iterations, cg_iterations, tol,
+                                  directions)
+        except (ArithmeticError, ValueError) as err:
+            failure = step_failure("Assembly.step", dt, speed, err)
+            if failure is None:
+                raise
+            raise failure from err
+
+    def _step(self, dt, forces, geometric_iterations, cg_iterations, tol, directions):
+        """:meth:`step` after validation; numerical failures propagate."""
         if self.dt is not None and dt != self.dt:
             self.Dq = self.Dq * (dt / self.dt)  # section 4.3: rescale on a new time step
         self.dt = dt

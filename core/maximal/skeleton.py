@@ -34,13 +34,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InvalidInputError, SimulationError
+from ..errors import InvalidInputError, NonFiniteError
 from ..lie import so3
-from .solver import block_diag, project, rigid_jacobian
+from .solver import block_diag, project, rigid_jacobian, step_failure
 
-__all__ = ["Skeleton", "SkeletonState", "StepInfo", "incidence"]
+__all__ = ["Skeleton", "SkeletonState", "StepInfo", "incidence", "UPDATES", "UPDATE_ORDERS"]
 
 UPDATES = ("momentum", "paper", "heun")
+#: order of accuracy of each update (see :meth:`Skeleton.step`)
+UPDATE_ORDERS = {"momentum": 1, "paper": 1, "heun": 2}
 
 
 def incidence(E, nbodies):
@@ -285,8 +287,8 @@ class Skeleton:
         d = np.zeros((n, 3))
         d[h] = np.einsum("nki,nk->ni", B, res.lam[3 * n:].reshape(-1, 2))
         if not np.all(np.isfinite(acc)):
-            raise SimulationError("Skeleton: non-finite accelerations; check the inertias and "
-                                  "that the joints form a tree")
+            raise NonFiniteError("Skeleton: non-finite accelerations; check the inertias and "
+                                 "that the joints form a tree")
         return acc[:, 3:], acc[:, :3], c, d
 
     def step(self, state, h, f_ext=None, update="momentum", stabilize=False,
@@ -310,12 +312,29 @@ class Skeleton:
                 (mass-weighted post-stabilization with the shared solver).
         Returns:
             ``(new_state, StepInfo)``.
+        Raises:
+            SimulationError naming h, the fastest body and a smaller step when the step
+            diverges (a non-finite state, or a constraint system made singular by a state
+            that the step moved too far).
         """
         if not (np.isfinite(h) and h > 0):
             raise InvalidInputError(f"Skeleton.step: h must be a positive number, got {h}")
         if update not in UPDATES:
             raise InvalidInputError(f"Skeleton.step: update must be one of {UPDATES}")
         self.check_state(state)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):   # the state is checked
+                return self._step(state, h, f_ext, update, stabilize, stabilize_tol,
+                                  stabilize_iterations)
+        except (ArithmeticError, ValueError) as err:
+            failure = step_failure("Skeleton.step", h, np.abs(np.concatenate(
+                [state.v, state.w], axis=1)).max(axis=1), err)
+            if failure is None:
+                raise
+            raise failure from err
+
+    def _step(self, state, h, f_ext, update, stabilize, stabilize_tol, stabilize_iterations):
+        """:meth:`step` after validation; numerical failures propagate."""
         a, dw, c, d = self.accelerations(state, f_ext)
         v = state.v + h * a
         p = state.p + h * v
@@ -342,8 +361,7 @@ class Skeleton:
                           np.einsum("nji,nj->ni", Rinc, pi_body))
         new = SkeletonState(p, R, v, w)
         if not all(np.all(np.isfinite(x)) for x in (p, R, v, w)):
-            raise SimulationError(f"Skeleton.step: state became non-finite (h={h}); "
-                                  "reduce the time step")
+            raise NonFiniteError("the state became NaN/inf")
         before = after = max(self.separation(new))
         iters = 0
         if stabilize:

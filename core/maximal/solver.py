@@ -16,6 +16,7 @@ coordinates and ``v`` the velocity of the centre of mass in world coordinates. A
 zero inverse mass and zero inverse inertia does not move (a grounded or dragged target).
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,10 +24,11 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..errors import InvalidInputError, NonFiniteError, SimulationError
+from ..integrators import diverged
 from ..lie import so3
 
 __all__ = ["ProjectionResult", "project", "world_inverse_mass", "rigid_jacobian",
-           "point_rows", "apply_displacement"]
+           "point_rows", "apply_displacement", "step_failure"]
 
 METHODS = ("cg", "direct", "lsqr")
 
@@ -121,18 +123,36 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
                             callback=_count)
         iterations, converged = count[0], info == 0
     elif method == "direct":
-        lam = spla.spsolve(A.tocsc(), b)
-        lam = np.atleast_1d(lam)
+        with warnings.catch_warnings():     # a singular A gives NaN, reported below
+            warnings.simplefilter("ignore", spla.MatrixRankWarning)
+            lam = np.atleast_1d(spla.spsolve(A.tocsc(), b))
     else:
         out = spla.lsqr(A, b, atol=tol, btol=tol, iter_lim=maxiter)
         lam, istop, iterations = out[0], out[1], out[2]
         converged = istop in (1, 2, 4, 5) or (istop == 0)
     if not np.all(np.isfinite(lam)):
-        raise SimulationError("project: the constraint system is singular (NaN multipliers); "
-                              "remove redundant constraints or use method='cg'/'lsqr'")
+        raise SimulationError("project: the constraint system is singular or the state "
+                              "diverged (NaN multipliers); in a time step, reduce the step; "
+                              "otherwise remove redundant constraints or use method='cg' or "
+                              "'lsqr'")
     residual = float(np.linalg.norm(A @ lam - b))
     return ProjectionResult(np.asarray(MJt @ lam).reshape(-1), lam, int(iterations), residual,
                             bool(converged))
+
+
+def step_failure(where, h, speed, err):
+    """The SimulationError for a time step of ``h`` seconds of a maximal-coordinate solver
+    (``where``, e.g. "Skeleton.step") that failed with ``err``, or None if ``err`` is not a
+    divergence (an input error to pass on). A divergence is a non-finite state or solve
+    (:func:`core.integrators.diverged`) or a constraint system made singular by a state the
+    step moved too far (:func:`project`'s SimulationError). ``speed: (N,)`` per body at the
+    start of the step names the fastest body."""
+    if not (diverged(err) or isinstance(err, SimulationError)):
+        return None
+    body = int(np.argmax(np.nan_to_num(np.asarray(speed, dtype=float), nan=np.inf)))
+    return SimulationError(f"{where} diverged at h = {h:g} s (body {body} moves fastest; "
+                           f"{type(err).__name__}: {err}): the step is too large for this "
+                           f"motion; reduce it, e.g. to {h / 4:g} s")
 
 
 def world_inverse_mass(R, inv_inertia_body, inv_mass):

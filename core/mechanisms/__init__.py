@@ -9,12 +9,14 @@ shared description (:class:`Mechanism`, :class:`BodyDisplay`, and :class:`Drive`
 
 keyword arguments only: ``fps`` output frames per second, ``substeps`` integration steps per
 frame (the step is ``1 / (fps * substeps)`` s) and ``duration`` seconds simulated, each with
-a per-demo default, become the Mechanism's ``fps``, ``substeps`` and ``duration``;
+a per-demo default, become the Mechanism's ``fps``, ``substeps`` and ``duration`` and are
+validated by :func:`check_timing` before any other work;
 ``params`` are the demo's own settings (links, masses, rates, ...), whose defaults give the
 demo as shown. Callers such as the add-on pass the scene's settings as these three keywords.
 """
 
-from .base import BakeResult, BodyDisplay, Drive, Mechanism, simulate_mechanism
+from .base import (BakeResult, BodyDisplay, Drive, Mechanism, check_timing,
+                   energy_drift_limit, energy_drift_warning, simulate_mechanism)
 from .beads import beads_on_a_wire
 from .chains import hinge_chain, sliding_chain, spherical_chain
 from .deforming import deforming_surface
@@ -24,6 +26,7 @@ from .scapulothoracic import scapulothoracic_rig
 from .skeleton import skeleton_chain
 
 __all__ = ["BodyDisplay", "Drive", "Mechanism", "BakeResult", "simulate_mechanism", "DEMOS",
+           "check_timing", "energy_drift_limit", "energy_drift_warning",
            "hinge_chain", "spherical_chain", "sliding_chain", "beads_on_a_wire",
            "spinning_globe", "knee_pendulum", "scapulothoracic_rig", "deforming_surface",
            "skeleton_chain"]

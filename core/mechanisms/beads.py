@@ -21,7 +21,7 @@ from ..errors import InvalidInputError
 from ..joints.lower_pairs import Revolute
 from ..joints.spline_curve import ClosedSplineCurveJoint
 from ..model import Model
-from .base import BodyDisplay, Drive, Mechanism
+from .base import BodyDisplay, Drive, Mechanism, check_timing
 from .shapes import frame, sphere_inertia
 
 __all__ = ["rose_frames", "beads_on_a_wire", "closest_point_distance"]
@@ -81,6 +81,7 @@ def beads_on_a_wire(*, fps=30.0, substeps=4, duration=4.0, n_beads=3, spin_rate=
     revolute about the wire tangent. The constraint error is each bead's distance from its
     wire (:func:`closest_point_distance`), measured from the body poses.
     """
+    substeps = check_timing("beads_on_a_wire", fps, substeps, duration)
     n = int(n_beads)
     if n < 1:
         raise InvalidInputError(f"n_beads must be >= 1, got {n_beads}")

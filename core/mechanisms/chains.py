@@ -14,7 +14,7 @@ from ..joints.lower_pairs import Fixed, Revolute
 from ..joints.spherical import Spherical
 from ..limits import ReachCone
 from ..model import Model
-from .base import BodyDisplay, Mechanism
+from .base import BodyDisplay, Mechanism, check_timing
 from .shapes import ellipsoid_inertia, frame, rod_inertia, surface_joint_from_map, translation
 
 __all__ = ["hinge_chain", "spherical_chain", "sliding_chain", "chain_model"]
@@ -52,6 +52,7 @@ def _rod_display(n, length, radius):
 def hinge_chain(*, fps=60.0, substeps=10, duration=3.0, n_links=8, length=0.3, radius=0.02,
                 mass=0.5, integrator="rk4"):
     """(b) A chain of ``n_links`` rods on hinges about world y, released horizontal."""
+    substeps = check_timing("hinge_chain", fps, substeps, duration)
     n = _check_links(n_links)
     model = chain_model(n, lambda i: Revolute((0.0, 1.0, 0.0)), length, radius, mass,
                         name="hinge_chain")
@@ -73,6 +74,7 @@ def spherical_chain(*, fps=60.0, substeps=10, duration=3.0, n_links=8, length=0.
     impulses (inelastic, so the chain is not passive) and listed in ``info["reach_cones"]``
     as ``(body, axis (3,), half_angle)`` for the reach-cone display.
     """
+    substeps = check_timing("spherical_chain", fps, substeps, duration)
     n = _check_links(n_links)
     if not 0.0 < cone_half_angle < np.pi:
         raise InvalidInputError(f"cone_half_angle must be in (0, pi), got {cone_half_angle}")
@@ -120,6 +122,7 @@ def sliding_chain(*, fps=60.0, substeps=10, duration=3.0, n_links=5,
     to); the constraint error is the distance of each child's origin from its parent's
     ellipsoid surface (metres), measured from the body poses.
     """
+    substeps = check_timing("sliding_chain", fps, substeps, duration)
     n = _check_links(n_links)
     if n < 2:
         raise InvalidInputError("sliding_chain needs at least 2 links (one fixed, one sliding)")

@@ -17,10 +17,14 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..model import Model
-from .base import BodyDisplay, Drive, Mechanism
+from .base import BodyDisplay, Drive, Mechanism, check_timing
 from .shapes import frame, sphere_inertia, surface_joint_from_map
 
-__all__ = ["deforming_surface"]
+__all__ = ["deforming_surface", "MAX_TIME_CONTROL_POINTS"]
+
+#: the most control points of the surface joint along time (the fit of the default 9 x 9
+#: grid with 32 of them takes about half a minute)
+MAX_TIME_CONTROL_POINTS = 32
 
 
 def deforming_surface(*, fps=60.0, substeps=4, duration=4.0, size=0.6, bowl=0.8,
@@ -37,6 +41,7 @@ def deforming_surface(*, fps=60.0, substeps=4, duration=4.0, size=0.6, bowl=0.8,
     exact surface offset by the ball radius, along the surface normal through the ball's
     contact point (m).
     """
+    substeps = check_timing("deforming_surface", fps, substeps, duration)
     if not (size > 0 and period > 0 and ball_radius > 0 and duration > 0):
         raise InvalidInputError("deforming_surface: size, period, ball_radius and duration "
                                 "must be > 0")
@@ -65,6 +70,13 @@ def deforming_surface(*, fps=60.0, substeps=4, duration=4.0, size=0.6, bowl=0.8,
     t_end = float(duration) + 0.1
     if n_ctrl is None:
         n_ctrl = (9, 9, int(np.ceil(4 * t_end / period)) + 3)
+    if n_ctrl[2] > MAX_TIME_CONTROL_POINTS:
+        longest = (MAX_TIME_CONTROL_POINTS - 3) * period / 4 - 0.1
+        raise InvalidInputError(
+            f"deforming_surface: {duration:g} s of a surface rippling every {period:g} s needs "
+            f"{n_ctrl[2]} spline control points in time, more than "
+            f"{MAX_TIME_CONTROL_POINTS} (fitting the surface would take minutes and gigabytes);"
+            f" make the duration at most {longest:.3g} s or the period longer")
     samples = (2 * n_ctrl[0] + 1, 2 * n_ctrl[1] + 1, 2 * n_ctrl[2] + 1)
     joint, report = surface_joint_from_map(
         pose_map, ((-size, size), (-size, size), (0.0, t_end)), n_ctrl=n_ctrl,

@@ -22,7 +22,7 @@ from ..joints.lower_pairs import Revolute
 from ..joints.spline_curve import ClosedSplineCurveJoint
 from ..model import Model
 from ..reference.datasets import coastlines, load
-from .base import BodyDisplay, Drive, Mechanism
+from .base import BodyDisplay, Drive, Mechanism, check_timing
 from .shapes import box_inertia, frame, sphere_inertia, translation
 
 __all__ = ["spinning_globe", "coast_points", "coast_frames", "coast_distance", "CLOSED_COASTS"]
@@ -102,6 +102,7 @@ def spinning_globe(*, fps=30.0, substeps=16, duration=6.0,
     The constraint error is the largest distance of a plane's origin from the sphere (m);
     :func:`coast_distance` measures how far each plane is from its coastline.
     """
+    substeps = check_timing("globe", fps, substeps, duration)
     if not coasts:
         raise InvalidInputError("globe needs at least one coast")
     model = Model(name="globe")

@@ -23,7 +23,7 @@ from ..fitting.samples import JointSamples
 from ..joints.lower_pairs import Fixed, Revolute
 from ..model import Model
 from ..reference import KneeGait2392
-from .base import BodyDisplay, Drive, Mechanism
+from .base import BodyDisplay, Drive, Mechanism, check_timing
 from .shapes import translation
 
 __all__ = ["knee_joint", "knee_pendulum", "GAIT2392_BODIES"]
@@ -69,6 +69,7 @@ def knee_pendulum(*, fps=60.0, substeps=4, duration=3.0, knee_start=-1.3,
     knee angle (:meth:`KneeGait2392.poses`). ``info["ik_chain"]`` is the Fig. 3 leg
     (:func:`core.fitting.ik.leg_chain`: spherical hip, this knee, ankle) for the IK demo.
     """
+    substeps = check_timing("knee_pendulum", fps, substeps, duration)
     ref = KneeGait2392()
     lo, hi = ref.range
     if not lo < knee_start < hi:

@@ -19,7 +19,7 @@ from ..fitting.surface import fit_spline_surface
 from ..joints.lower_pairs import Fixed
 from ..model import Model
 from ..reference import ScapulothoracicSeth2019
-from .base import BodyDisplay, Mechanism
+from .base import BodyDisplay, Mechanism, check_timing
 from .shapes import frame, translation
 
 __all__ = ["scapulothoracic_rig", "scapula_joint", "plate_contact_distance", "SCAPULA_MASS",
@@ -63,6 +63,7 @@ def scapulothoracic_rig(*, fps=60.0, substeps=4, duration=3.0, start_offset=(0.2
     The constraint error is the largest distance (m) between the simulated scapula origin
     (in the thorax frame) and OpenSim's at the same (abduction, elevation).
     """
+    substeps = check_timing("scapulothoracic", fps, substeps, duration)
     ref = ScapulothoracicSeth2019()
     joint, report = scapula_joint()
     rest = ref.defaults[:2]

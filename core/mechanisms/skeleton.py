@@ -14,7 +14,7 @@ tests/core/test_mechanisms.py and tests/core/test_skeleton.py).
 
 from ..errors import InvalidInputError
 from ..maximal.skeleton import chain
-from .base import BodyDisplay, Mechanism
+from .base import BodyDisplay, Mechanism, check_timing
 
 __all__ = ["skeleton_chain"]
 
@@ -25,6 +25,7 @@ def skeleton_chain(*, fps=60.0, substeps=10, duration=3.0, n_links=8, spherical=
     at the rod's centre of mass (seed 001's state). The constraint error is the largest
     joint gap (m) after post-stabilization. update: the skeleton update of every step
     ("heun", "momentum" or "paper"; see the module docstring)."""
+    substeps = check_timing("skeleton_chain", fps, substeps, duration)
     n = int(n_links)
     if n < 1 or any(not 0 <= j < n for j in spherical):
         raise InvalidInputError(f"skeleton_chain: need n_links >= 1 and spherical joint "

@@ -3,16 +3,23 @@
 import numpy as np
 
 
+def new_scene_with(demo: str, duration: float):
+    """An empty scene at 30 fps from frame 1 holding one added mechanism: (scene, item)."""
+    import bpy
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps, scene.frame_start = 30, 1
+    assert bpy.ops.spline_joints.add_mechanism(demo=demo, duration=duration) == {"FINISHED"}
+    return scene, scene.spline_joints_mechanisms[0]
+
+
 def scenario_add_and_bake(tmp):
     import bpy
 
     from scenes import addon_module
 
-    bpy.ops.wm.read_homefile(use_empty=True)
-    scene = bpy.context.scene
-    scene.render.fps, scene.frame_start = 30, 1
-    assert bpy.ops.spline_joints.add_mechanism(demo="hinge_chain", duration=0.3) == {"FINISHED"}
-    item = scene.spline_joints_mechanisms[0]
+    scene, item = new_scene_with("hinge_chain", 0.3)
     bodies = [ref.object for ref in item.bodies]
     assert len(bodies) == 8 and all(o is not None and o.type == "MESH" for o in bodies)
     assert bpy.data.collections.get("SJ hinge_chain") is not None
@@ -78,12 +85,8 @@ def scenario_cancel_bake(tmp):
     from scenes import addon_module
 
     mechanisms = addon_module("addon.operators.mechanisms")
-    bpy.ops.wm.read_homefile(use_empty=True)
-    scene = bpy.context.scene
-    scene.render.fps, scene.frame_start = 30, 1
-    assert bpy.ops.spline_joints.add_mechanism(demo="hinge_chain", duration=0.5) == {"FINISHED"}
+    scene, item = new_scene_with("hinge_chain", 0.5)
     scene.frame_set(7)
-    item = scene.spline_joints_mechanisms[0]
     bodies = [ref.object for ref in item.bodies]
     before = {o.name: np.array(o.matrix_world) for o in bodies}
     n_actions = len(bpy.data.actions)
@@ -124,3 +127,100 @@ def test_cancelled_bake_writes_nothing(blender):
     seen = out["seen"]
     assert 0.5 <= seen[-1] < 1.0 and len(seen) < 16, seen  # stopped right after the Esc
     assert out["done"] == ["FINISHED"] and out["frames"] == 16
+
+
+def _scene_state(scene):
+    """What a failed or refused bake must leave unchanged: objects with their poses and
+    animation, actions, collections and the mechanisms' bake fields."""
+    import bpy
+
+    return {"objects": {o.name: [list(r) for r in o.matrix_world] for o in scene.objects},
+            "animated": sorted(o.name for o in scene.objects if o.animation_data is not None),
+            "actions": sorted(a.name for a in bpy.data.actions),
+            "collections": sorted(c.name for c in bpy.data.collections),
+            "mechanisms": [(m.name, m.baked_frames, m.bake_seconds, m.energy_drift)
+                           for m in scene.spline_joints_mechanisms],
+            "frame": scene.frame_current}
+
+
+def _operator_error(op, *args, **kwargs) -> str:
+    """The ERROR report of an operator run from Python (Blender raises it as RuntimeError)."""
+    try:
+        result = op(*args, **kwargs)
+    except RuntimeError as exc:
+        return str(exc)
+    raise AssertionError(f"the operator returned {result} without an error report")
+
+
+def scenario_bake_failures_leave_the_scene_unchanged(tmp):
+    import bpy
+
+    from scenes import addon_module
+
+    mechanisms = addon_module("addon.operators.mechanisms")
+    scene, item = new_scene_with("spherical_chain", 3.0)
+    scene.frame_set(4)
+    before = _scene_state(scene)
+    messages = {}
+
+    # a diverging simulation: one 1 s step per frame at 1 fps
+    scene.render.fps, item.substeps = 1, 1
+    messages["diverged"] = _operator_error(bpy.ops.spline_joints.bake_dynamics)
+    # the same failure through the modal's path (BakeJob in its worker, then finish)
+    job = mechanisms.BakeJob(scene, -1)
+    job.simulate()
+    try:
+        job.finish(scene)
+    except ValueError as exc:
+        messages["job"] = str(exc)
+    # durations and substeps refused before any work: the record size, the step count
+    scene.render.fps, item.substeps = 30, 0
+    item.duration = 1e6
+    messages["duration"] = _operator_error(bpy.ops.spline_joints.bake_dynamics)
+    item.duration, item.substeps = 3.0, 10 ** 7
+    messages["substeps"] = _operator_error(bpy.ops.spline_joints.bake_dynamics)
+    item.substeps = 0
+    after = _scene_state(scene)
+    # Add Mechanism refuses a duration it could never bake, adding nothing
+    messages["add"] = _operator_error(bpy.ops.spline_joints.add_mechanism, demo="hinge_chain",
+                                      duration=1e6)
+    added = _scene_state(scene)
+    return {"messages": messages, "same": before == after, "same_after_add": before == added}
+
+
+def test_bake_failures_report_a_sentence_and_change_nothing(blender):
+    out = blender(scenario_bake_failures_leave_the_scene_unchanged)
+    messages = out["messages"]
+    for key in ("diverged", "job"):
+        assert "no keyframes written" in messages[key] and "diverged at t = " in messages[key], messages
+        assert "'link" in messages[key] and "reduce the step" in messages[key], messages
+    assert "GiB" in messages["duration"] and "shorten the duration" in messages["duration"], messages
+    assert "integration steps" in messages["substeps"] and "fewer substeps" in messages["substeps"], messages
+    assert "GiB" in messages["add"], messages
+    assert out["same"], "a failed or refused bake changed the scene"
+    assert out["same_after_add"], "a refused Add Mechanism changed the scene"
+
+
+def scenario_drift_warning(tmp):
+    from scenes import addon_module
+
+    mechanisms = addon_module("addon.operators.mechanisms")
+    scene, item = new_scene_with("hinge_chain", 1.0)
+    out = {}
+    for substeps in (1, 0):  # one rk4 step per frame drifts 2 %; the demo's 10 stay < 1e-5
+        item.substeps = substeps
+        job = mechanisms.BakeJob(scene, -1)
+        job.simulate()
+        status, level, message = job.finish(scene)
+        out[substeps] = {"status": sorted(status), "level": level, "message": message,
+                         "frames": item.baked_frames}
+    return out
+
+
+def test_passive_bake_with_a_too_large_step_reports_a_drift_warning(blender):
+    out = blender(scenario_drift_warning)
+    coarse, fine = out["1"], out["0"]
+    assert coarse["status"] == ["FINISHED"] and coarse["frames"] == 31
+    assert coarse["level"] == "WARNING" and "drifted" in coarse["message"], coarse
+    assert "more substeps" in coarse["message"], coarse
+    assert fine["level"] == "INFO" and "warning" not in fine["message"], fine

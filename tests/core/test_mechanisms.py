@@ -14,9 +14,10 @@ import pytest
 
 from core import expcoords
 from core.errors import InvalidInputError
-from core.mechanisms import (DEMOS, BodyDisplay, Drive, Mechanism, beads_on_a_wire, hinge_chain,
-                             knee_pendulum, scapulothoracic_rig, simulate_mechanism,
-                             sliding_chain, spherical_chain, spinning_globe)
+from core.mechanisms import (DEMOS, BodyDisplay, Drive, Mechanism, beads_on_a_wire,
+                             energy_drift_warning, hinge_chain, knee_pendulum,
+                             scapulothoracic_rig, simulate_mechanism, sliding_chain,
+                             spherical_chain, spinning_globe)
 from core.joints import ClosedSplineCurveJoint
 from core.mechanisms.beads import closest_point_distance, rose_frames
 from core.mechanisms.deforming import deforming_surface
@@ -82,13 +83,15 @@ def test_beads_with_free_spin_keep_spinning_and_stay_on_the_wire():
 # -- chains -------------------------------------------------------------------------------
 
 def test_hinge_chain_falls_and_conserves_energy():
-    r = simulate_mechanism(hinge_chain(n_links=4, duration=0.5))
+    m = hinge_chain(n_links=4, duration=0.5)
+    r = simulate_mechanism(m)
     tip = r.poses[:, -1] @ np.array([0.3, 0.0, 0.0, 1.0])
     assert tip[-1, 2] < tip[0, 2] - 0.3
     # early on the whole chain falls like a free rigid rod pinned at the origin
     assert np.all(np.diff(tip[:8, 2]) < 0)
     assert np.abs(r.energy - r.energy[0]).max() <= ENERGY_TOL["hinge"] * kinetic_scale(r)
     assert r.constraint_error.max() < 1e-12
+    assert energy_drift_warning(m, r.energy_drift) is None
 
 
 def test_spherical_chain_falls_out_of_plane_and_respects_its_reach_cones():
@@ -113,6 +116,7 @@ def test_sliding_chain_stays_on_the_parent_surfaces_and_conserves_energy():
     assert m.info["fit_report"].max_position_mm < 0.05
     assert r.constraint_error.max() < 5e-5
     assert np.abs(r.energy - r.energy[0]).max() <= ENERGY_TOL["sliding"] * kinetic_scale(r)
+    assert energy_drift_warning(m, r.energy_drift) is None
     assert np.abs(r.q[-1] - r.q[0]).max() > 1e-3               # the links slide
 
 
@@ -136,6 +140,7 @@ def test_skeleton_demo_conserves_energy_at_its_step():
     r = simulate_mechanism(m)
     assert r.kinetic.max() > 20.0                             # most of the fall
     assert r.energy_drift < 1e-3, r.energy_drift
+    assert energy_drift_warning(m, r.energy_drift) is None
     assert r.constraint_error.max() < 1e-8
     # no body centre rises above the pivot height
     assert r.poses[:, :, 2, 3].max() < 1e-9
@@ -186,6 +191,7 @@ def test_knee_pendulum_follows_the_opensim_knee_path_and_conserves_energy():
     assert np.ptp(r.q[:, 1]) > 0.3                            # it swings
     assert np.all(r.drive_work == 0.0)                        # the held hip does no work
     assert np.abs(r.energy - r.energy[0]).max() <= ENERGY_TOL["knee"] * kinetic_scale(r)
+    assert energy_drift_warning(m, r.energy_drift) is None
 
 
 def test_scapula_stays_on_the_opensim_surface_and_springs_dissipate():
