@@ -21,12 +21,13 @@ from hypothesis import strategies as st
 from core.errors import InvalidInputError, SimulationError
 from core.integrators import (MAX_RECORD_BYTES, METHODS, Integrator, check_count, integrate,
                               simulate)
+from core.joints.spherical import Spherical
 from core.lie import se3, so3
+from core.limits import LimitSolver, ReachCone
 from core.maximal.couplings import CoupledBodies, CouplingJoint, HingeCoupling
 from core.maximal.skeleton import chain
 from core.mechanisms import (DEMOS, energy_drift_limit, energy_drift_warning, hinge_chain,
                              simulate_mechanism)
-from core.joints.spherical import Spherical
 from core.mechanisms.chains import chain_model
 
 
@@ -98,13 +99,35 @@ def test_a_limited_chain_whose_mass_matrix_fails_in_the_limit_solver_names_the_b
     """The reach cones' impulse solve (Cholesky of M) at a diverged state, without the energy
     check that would stop the run earlier: a SimulationError from Integrator.run naming t
     and a body, not scipy's 'leading minor' LinAlgError."""
-    from core.limits import LimitSolver
-
     m = demo("spherical_chain")
     integ = Integrator(m.model, 0.05, method=method,
                        limits=LimitSolver(m.model, list(m.limits)))
     with pytest.raises(SimulationError, match=r"t = .* on body 'link\d'.*reduce the step"):
         integ.run(m.q0, m.v0, 100, check_energy=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(step=st.floats(0.01, 2.0), method=st.sampled_from(METHODS), limited=st.booleans(),
+       check_energy=st.booleans(),
+       start=st.lists(st.floats(-3.0, 3.0), min_size=9, max_size=9),
+       rates=st.lists(st.floats(-20.0, 20.0), min_size=9, max_size=9))
+def test_simulate_from_any_state_completes_finite_or_raises_a_simulation_error(
+        step, method, limited, check_energy, start, rates):
+    """core.integrators.simulate on a chain of three ball joints (with or without reach
+    cones, with or without the energy check): a finite trajectory or a SimulationError
+    naming t and a body, whatever the step and the initial state."""
+    model = chain_model(3, lambda i: Spherical(), name="balls")
+    limits = None
+    if limited:
+        limits = LimitSolver(model, [ReachCone(i, (1.0, 0.0, 0.0), 0.5) for i in (1, 2)])
+    try:
+        traj = simulate(model, np.array(start), np.array(rates), step, 40, method=method,
+                        limits=limits, check_energy=check_energy)
+    except SimulationError as err:
+        assert re.search(r"t = [0-9.e+-]+ s", str(err)) and "'link" in str(err), str(err)
+        assert "reduce the step" in str(err), str(err)
+    else:
+        assert np.all(np.isfinite(traj.q)) and np.all(np.isfinite(traj.v))
 
 
 def test_skeleton_step_that_diverges_names_the_step_and_a_body():
