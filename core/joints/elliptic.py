@@ -35,11 +35,16 @@ from .lower_pairs import ParamJoint, plane_basis, unit_axis
 __all__ = ["Elliptic"]
 
 
+#: semi-axes (m) outside this range would overflow or underflow the fourth powers in eq. 20
+SEMI_AXIS_RANGE = (1e-6, 1e6)
+
+
 def _semi_axis(x, name):
     x = np.asarray(x, dtype=float)
-    if x.shape != () or not np.isfinite(x) or x <= 0.0:
-        raise InvalidInputError(f"Elliptic: semi-axis {name} must be one finite number > 0 "
-                                f"(metres), got {x!r}")
+    lo, hi = SEMI_AXIS_RANGE
+    if x.shape != () or not np.isfinite(x) or not lo <= x <= hi:
+        raise InvalidInputError(f"Elliptic: semi-axis {name} must be one number from {lo:g} to "
+                                f"{hi:g} (metres), got {x!r}; give the ellipse in metres")
     return float(x)
 
 
@@ -47,7 +52,8 @@ class Elliptic(ParamJoint):
     """1-DOF joint sliding along an ellipse with tangential orientation (seed 000 eqs. 17-20).
 
     Args:
-        a, b: semi-axes (m), both > 0; ``a == b`` is a circle of radius a.
+        a, b: semi-axes (m), both within :data:`SEMI_AXIS_RANGE`; ``a == b`` is a circle of
+            radius a.
         axis: ``(3,)`` normal of the ellipse's plane, normalized (default z).
         lower, upper: optional limits on q (rad).
     """

@@ -126,10 +126,19 @@ def test_limits():
 
 @pytest.mark.parametrize("args", [(0.0, 1.0), (1.0, -2.0), (np.nan, 1.0), (1.0, np.inf),
                                   ([1.0, 2.0], 1.0), (1.0, 1.0, (0, 0, 0)),
-                                  (1.0, 1.0, (0, 0, np.nan))])
+                                  (1.0, 1.0, (0, 0, np.nan)), (1e-300, 1e-300), (1e200, 1.0)])
 def test_bad_parameters_raise(args):
     with pytest.raises(InvalidInputError):
         Elliptic(*args)
+
+
+@pytest.mark.parametrize("a, b", [(1e-6, 1e-6), (1e-6, 1e6), (1e6, 1e6)])
+def test_extreme_semi_axes_evaluate_to_finite_values(a, b):
+    """At the ends of the accepted range eq. 20's fourth powers neither overflow nor vanish."""
+    j = Elliptic(a, b)
+    for q in (0.0, 0.3, 1.0, np.pi / 2, 1e8):
+        G, S, H = j.evaluate([q])
+        assert np.all(np.isfinite(G)) and np.all(np.isfinite(S)) and np.all(np.isfinite(H))
 
 
 def test_bad_coordinates_raise():
