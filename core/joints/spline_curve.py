@@ -426,7 +426,7 @@ def cubic_span_values(joint, u):
     """``(S, P, 28)``: ``[G (16, row-major), S (6), dS/dq (6)]`` of the cubic spline curve
     ``joint`` on each of its ``S`` knot spans at the offsets ``u: (S, P)`` from the span
     starts: the vectorised twin of :func:`_cubic_evaluate` (same tables, same exp scalars),
-    used to tabulate the spans for the batched dynamics (``core.model``)."""
+    from which :class:`CubicSplineFamily` tabulates the spans (:func:`_fit_spans`)."""
     u = np.asarray(u, dtype=float)
     S_, P = u.shape
     vals = np.einsum("sdfp,snp->sndf", joint._D, u[..., None] ** np.arange(4))  # (S,P,3,3)
