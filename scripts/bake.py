@@ -4,6 +4,9 @@ With the PyPI bpy module (the extension installed in Blender's user folder, or p
     python scripts/bake.py A.blend B.blend --out DIR [--jobs N] [--install ZIP]
 Inside a Blender binary (the file is the one Blender opened):
     blender -b A.blend --python scripts/bake.py -- --out DIR
+On a Dask cluster (distributed is imported only with --scheduler):
+    python scripts/bake.py A.blend B.blend --out DIR --scheduler tcp://HOST:8786 [--install ZIP]
+    python scripts/bake.py A.blend B.blend --out DIR --scheduler local --jobs N   # a LocalCluster
 
 Each input is opened, every mechanism of every scene is baked with
 ``spline_joints.bake_dynamics``, and the file is saved as DIR/<same name> through
@@ -27,6 +30,17 @@ Guarantees of ``python scripts/bake.py``:
   elsewhere a thread watches the parent's pid).
 - A process killed outright leaves its temporary behind (``.NAME.PID.TOKEN.tmp.blend``, or with
   Blender's ``@`` suffix while it writes); the next run removes those whose process is gone.
+
+With ``--scheduler``, each file is one Dask task (``bake_task``): its bytes and this script's go
+to a worker, which writes them into a private temporary folder and bakes the file in a child
+process exactly as above (``run_child_on_worker``); the baked file's bytes come back and this
+process writes them under DIR with ``core.io.atomic_write``. Workers need not share a file system
+with this process. Before any task every worker is checked (bpy and core importable, else
+``error: Dask worker ADDRESS: ...``) and, with ``--install``, the zip is installed on one worker
+per host. A failure of the file (unreadable, a crash of its child) is returned as that file's
+``error:`` line and not retried; a worker lost mid-task is replaced by Dask (the scheduler's
+``allowed-failures``, 3 by default), and the summary line counts those retries. A scheduler not
+reached within CONNECT_TIMEOUT seconds is an error that says how to start one.
 
 Exit status: 0 when every file baked; 1 when a file failed or the arguments were refused, with
 one ``error: FILE: reason`` line per failure on stderr; 128 + N when stopped by signal N.
@@ -61,14 +75,19 @@ CRASH_SIGNALS = frozenset(getattr(signal, n) for n in ("SIGSEGV", "SIGBUS", "SIG
                           if hasattr(signal, n))
 GRACE = 10.0  # seconds a signalled child has to remove its temporary and exit before SIGKILL
 POLL = 0.05  # seconds between checks of the children
+CONNECT_TIMEOUT = 10.0  # seconds to reach a Dask scheduler before giving up
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", help=".blend files (none inside a Blender binary: its own file)")
     parser.add_argument("--out", required=True, help="output directory (created if missing)")
-    parser.add_argument("--jobs", type=int, default=1, help="files baked in parallel processes")
+    parser.add_argument("--jobs", type=int, default=1, help="files baked in parallel processes (with --scheduler local: the LocalCluster's "
+                                                      "worker processes)")
     parser.add_argument("--install", help="extension zip to install into the user folder first")
+    parser.add_argument("--scheduler", help="bake on a Dask cluster: tcp://HOST:PORT of a running scheduler, "
+                                            "or local for a LocalCluster of --jobs workers")
     parser.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)  # set for a child process
     return parser.parse_args(argv)
 
@@ -115,6 +134,9 @@ def argument_problems(args: argparse.Namespace, in_blender: bool) -> list[str]:
     problems = []
     if args.jobs < 1:
         problems.append(f"--jobs must be at least 1 (got {args.jobs}); pass how many files to bake at once")
+    if args.scheduler is not None and args.scheduler != "local" and "://" not in args.scheduler:
+        problems.append(f"--scheduler {args.scheduler} is not a scheduler address; pass tcp://HOST:PORT "
+                        "(as `dask scheduler` prints it) or local")
     if args.install and not os.path.isfile(args.install):
         problems.append(f"--install {args.install}: no such file; pass the extension zip that "
                         "scripts/build_extension.py writes")
@@ -311,6 +333,14 @@ def child_lines(label: str, returncode: int, output: str) -> tuple[bool, list[st
     return False, errors
 
 
+def child_command(path: str | None, out_dir: str, install: str | None = None,
+                  script: str = __file__) -> list[str]:
+    """Command line of a child process of this process that bakes ``path`` into ``out_dir``
+    (path None: installs the extension zip ``install``), running the bake.py at ``script``."""
+    cmd = [sys.executable, os.path.abspath(script), "--parent-pid", str(os.getpid()), "--out", out_dir]
+    return cmd + (["--install", install] if path is None else [path])
+
+
 def run_children(args: argparse.Namespace) -> int:
     """Install (--install) in one child, then bake each file in its own child, --jobs at once."""
     running: dict[subprocess.Popen, tuple[str, object]] = {}
@@ -320,10 +350,6 @@ def run_children(args: argparse.Namespace) -> int:
     def on_signal(signum, _frame):
         stops.append((signum, time.monotonic()))
 
-    def command(path: str | None) -> list[str]:
-        cmd = [sys.executable, os.path.abspath(__file__), "--parent-pid", str(os.getpid()), "--out", args.out]
-        return cmd + (["--install", args.install] if path is None else [path])
-
     def run(paths: list[str | None], jobs: int) -> tuple[int, list[str | None]]:
         """Run the children (path None: the install); returns the number failed and the paths
         never started."""
@@ -332,7 +358,8 @@ def run_children(args: argparse.Namespace) -> int:
             while queue and not stops and len(running) < jobs:
                 path = queue.pop(0)
                 log = tempfile.TemporaryFile()
-                running[subprocess.Popen(command(path), stdout=log, stderr=subprocess.STDOUT)] = (
+                running[subprocess.Popen(child_command(path, args.out, args.install), stdout=log,
+                                         stderr=subprocess.STDOUT)] = (
                     path or args.install, log)
             if stops:
                 hard = len(stops) > 1 or time.monotonic() - stops[0][1] > GRACE
@@ -376,6 +403,196 @@ def run_children(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+# ------------------------------------------------------------------------------------------
+# Dask: the client (no bpy) sends each file's bytes to a worker, which bakes it in a child
+# ------------------------------------------------------------------------------------------
+
+def worker_folder() -> str:
+    """A new private folder for one task in the system temporary folder, named after this
+    process; folders of worker processes that no longer run (killed mid-task) are removed first."""
+    import shutil
+
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        match = re.fullmatch(r"spline_joints_bake\.(\d+)\..+", name)
+        if match and not pid_alive(int(match[1])):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"spline_joints_bake.{os.getpid()}.")
+
+
+def run_child_on_worker(name: str | None, data: bytes, script: bytes, label: str,
+                        final: str | None) -> tuple[bool, list[str], bytes | None]:
+    """Write ``data`` (the .blend file ``name``, or with name None the extension zip) and this
+    script (``script``, bake.py's bytes) into a private folder, bake or install it in a child
+    process as the local path does, and return (ok, the child's lines for the user with the
+    worker's paths replaced by ``label`` and ``final``, the baked file's bytes or None)."""
+    import shutil
+
+    from core.io import atomic_write
+
+    folder = worker_folder()
+    try:
+        os.mkdir(os.path.join(folder, "in"))
+        local = os.path.join(folder, "in", name or "extension.zip")
+        out = os.path.join(folder, "out")
+        atomic_write(local, data)
+        atomic_write(os.path.join(folder, "bake.py"), script)
+        command = child_command(name and local, out, None if name else local, os.path.join(folder, "bake.py"))
+        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+        output = proc.stdout.decode(errors="replace")
+        if final is not None:
+            output = output.replace(os.path.join(out, name), final)
+        ok, lines = child_lines(label, proc.returncode, output.replace(local, label))
+        blend = None
+        if ok and name:
+            with open(os.path.join(out, name), "rb") as fh:
+                blend = fh.read()
+        return ok, lines, blend
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def bake_task(name: str, data: bytes, script: bytes, label: str, final: str) -> dict:
+    """A Dask task: bake the .blend file ``name`` (its bytes ``data``) on this worker in a child
+    process. A failure of the file (unreadable, a crash of the child) is returned as its error
+    lines, never raised, so Dask does not retry it; only a lost worker makes Dask run it again.
+
+    Returns {"ok", "lines" (the ``baked:`` / ``error:`` lines naming ``label`` and ``final``),
+    "blend" (the baked file's bytes, or None), "worker" (this worker's address), "seconds"}.
+    """
+    from distributed import get_worker
+
+    start = time.monotonic()
+    ok, lines, blend = run_child_on_worker(name, data, script, label, final)
+    return {"ok": ok, "lines": lines, "blend": blend, "worker": get_worker().address,
+            "seconds": time.monotonic() - start}
+
+
+def worker_problem() -> str | None:
+    """Run on each worker before any task: why this worker cannot bake (a phrase), or None."""
+    import importlib.util
+
+    missing = [m for m in ("bpy", "core") if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return (f"cannot import {' or '.join(missing)} ({sys.executable}); start the worker with the pinned "
+            "environment (`bash scripts/setup_env.sh`, then `PYTHONPATH=. .venv/bin/dask worker ...` "
+            "in the repository)")
+
+
+def install_on_worker(data: bytes, script: bytes, label: str) -> list[str] | None:
+    """Run on one worker per host: install the extension zip (its bytes ``data``) into the
+    host's Blender user folder in a child process; None when it is installed, else the child's
+    error lines."""
+    ok, lines, _ = run_child_on_worker(None, data, script, label, None)
+    return None if ok else lines
+
+
+def retried_counts(keys: list[str], dask_scheduler=None) -> dict[str, int]:
+    """Run on the scheduler: how many times each task of ``keys`` was lost with its worker."""
+    return {key: dask_scheduler.tasks[key].suspicious for key in keys if key in dask_scheduler.tasks}
+
+
+def connect(args: argparse.Namespace):
+    """A Dask client of ``--scheduler`` (a LocalCluster of ``--jobs`` workers with ``local``).
+
+    RuntimeError with what to do when the scheduler cannot be reached within CONNECT_TIMEOUT or
+    has no worker."""
+    from distributed import Client, LocalCluster
+
+    if args.scheduler == "local":
+        cluster = LocalCluster(n_workers=args.jobs, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        return Client(cluster)
+    try:
+        client = Client(args.scheduler, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        raise RuntimeError(f"cannot reach the Dask scheduler at {args.scheduler} within {CONNECT_TIMEOUT:.0f} s "
+                           f"({' '.join(str(exc).split())[:200]}); start one with `dask scheduler` or use "
+                           "--scheduler local") from None
+    if not client.scheduler_info()["workers"]:
+        client.close()
+        raise RuntimeError(f"the Dask scheduler at {args.scheduler} has no worker; start workers with "
+                           f"`dask worker {args.scheduler}` on the machines that bake")
+    return client
+
+
+def run_dask(args: argparse.Namespace) -> int:
+    """Bake each file as one task on the Dask cluster of ``--scheduler`` and write the results
+    under ``--out`` (atomically, on this machine); print a line per file as it completes and a
+    summary (baked, failed, retried, wall time, per-file time)."""
+    sys.path.insert(0, ROOT)
+    from core.io import atomic_write
+    from distributed import as_completed
+    from distributed.client import FutureCancelledError
+    from distributed.scheduler import KilledWorker
+
+    start = time.monotonic()
+    try:
+        client = connect(args)
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    with open(os.path.abspath(__file__), "rb") as fh:
+        script = fh.read()
+    try:
+        problems = {w: p for w, p in client.run(worker_problem).items() if p is not None}
+        if not problems and args.install:
+            with open(args.install, "rb") as fh:
+                data = fh.read()
+            hosts = {info["host"]: worker for worker, info in client.scheduler_info()["workers"].items()}
+            problems = {w: " ".join(lines) for w, lines in client.run(
+                install_on_worker, data, script, args.install, workers=list(hosts.values())).items() if lines}
+        for worker, problem in problems.items():
+            print(f"error: Dask worker {worker}: {problem}", file=sys.stderr)
+        if problems:
+            return 1
+        futures = {}
+        for i, path in enumerate(args.files):
+            name = os.path.basename(path)
+            with open(path, "rb") as fh:
+                data = fh.read()
+            future = client.submit(bake_task, name, data, script, path, os.path.join(args.out, name),
+                                   key=f"bake-{i}-{name}", pure=False)
+            futures[future] = path
+        baked, failed, seconds, pending = 0, 0, {}, dict(futures)
+        try:
+            for done, future in enumerate(as_completed(futures), 1):
+                path = pending.pop(future)
+                try:
+                    record = future.result()
+                except (KilledWorker, FutureCancelledError) as exc:
+                    record = {"ok": False, "blend": None, "worker": "?", "seconds": 0.0, "lines": [
+                        f"error: {path}: the Dask workers baking this file were lost repeatedly "
+                        f"({type(exc).__name__}); check the workers' logs and run bake.py again"]}
+                if record["ok"]:
+                    atomic_write(os.path.join(args.out, os.path.basename(path)), record["blend"])
+                    baked += 1
+                    seconds[os.path.basename(path)] = record["seconds"]
+                else:
+                    failed += 1
+                for line in record["lines"]:
+                    print(line, file=sys.stdout if record["ok"] else sys.stderr, flush=True)
+                print(f"  [{done}/{len(futures)}] {path}: {record['seconds']:.1f} s on {record['worker']}",
+                      flush=True)
+        except KeyboardInterrupt:
+            for path in pending.values():
+                print(f"error: {path}: not baked: bake.py was interrupted (SIGINT) before this file came "
+                      "back; run bake.py again to bake it", file=sys.stderr)
+            return 128 + signal.SIGINT
+        retried = client.run_on_scheduler(retried_counts, [f.key for f in futures])
+    finally:
+        cluster = client.cluster
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    per_file = ", ".join(f"{name} {t:.1f} s" for name, t in seconds.items())
+    print(f"summary: {baked} baked, {failed} failed, {sum(retried.values())} retried after a lost worker; "
+          f"wall time {time.monotonic() - start:.1f} s" + (f"; per file: {per_file}" if per_file else ""),
+          flush=True)
+    return 1 if failed else 0
+
+
 def main(argv: list[str]) -> int:
     args = parse(argv)
     if args.parent_pid is not None:
@@ -396,7 +613,7 @@ def main(argv: list[str]) -> int:
         for name in remove_temporaries(args.out):
             print(f"removed {os.path.join(args.out, name)}: a temporary left by a process that no longer runs")
         if not in_blender:
-            return run_children(args)
+            return run_children(args) if args.scheduler is None else run_dask(args)
         import bpy
 
         try:
