@@ -44,6 +44,7 @@ SECTIONS = {
     "dynamics": "bench_dynamics:bench_dynamics",
     "mechanisms": "bench_mechanisms:bench_mechanisms",
     "maximal": "bench:bench_maximal_tables",
+    "batch": "bench_batch:bench_batch",
 }
 
 #: environment of a section's process where it differs from the caller's: the dynamics
