@@ -1,7 +1,7 @@
 """scripts/bake.py on Dask distributed: a LocalCluster of 2 workers bakes the same keyframes as
 the local process pool; a worker killed while it holds a task is replaced and the file is baked
-once, with the retry counted; an unreachable scheduler and a worker without bpy are refused
-with one sentence each."""
+once, with the retry counted; an unreachable scheduler, a scheduler without workers and a worker
+without bpy are refused with one sentence each."""
 
 import os
 import re
@@ -129,4 +129,13 @@ def test_an_unreachable_scheduler_is_refused_within_the_timeout(inputs, tmp_path
     assert time.monotonic() - start < 30.0  # the 10 s timeout plus Python's and distributed's start
     assert proc.stderr.startswith(f"error: cannot reach the Dask scheduler at {address} within 10 s"), proc.stderr
     assert "start one with `dask scheduler` or use --scheduler local" in proc.stderr
+    assert os.listdir(tmp_path / "out") == []
+
+
+def test_a_scheduler_without_workers_is_refused(inputs, tmp_path):
+    with distributed.LocalCluster(n_workers=0, dashboard_address=None) as empty:
+        proc = bake(inputs[:1], tmp_path / "out", os.environ, "--scheduler", empty.scheduler_address)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr == (f"error: the Dask scheduler at {empty.scheduler_address} has no worker; start workers "
+                           f"with `dask worker {empty.scheduler_address}` on the machines that bake\n")
     assert os.listdir(tmp_path / "out") == []
