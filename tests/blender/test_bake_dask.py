@@ -133,7 +133,7 @@ def test_an_unreachable_scheduler_is_refused_within_the_timeout(inputs, tmp_path
 
 
 def test_a_scheduler_without_workers_is_refused(inputs, tmp_path):
-    with distributed.LocalCluster(n_workers=0, dashboard_address=None) as empty:
+    with distributed.LocalCluster(n_workers=0, dashboard_address=":0") as empty:
         proc = bake(inputs[:1], tmp_path / "out", os.environ, "--scheduler", empty.scheduler_address)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stderr == (f"error: the Dask scheduler at {empty.scheduler_address} has no worker; start workers "
