@@ -44,6 +44,7 @@ SECTIONS = {
     "dynamics": "bench_dynamics:bench_dynamics",
     "mechanisms": "bench_mechanisms:bench_mechanisms",
     "maximal": "bench:bench_maximal_tables",
+    "sweep": "bench_sweep:bench_sweep",
     "batch": "bench_batch:bench_batch",
 }
 

@@ -1,0 +1,215 @@
+"""Parameter sweep of one demo mechanism, in this process or on a Dask cluster.
+
+    python scripts/sweep.py knee_pendulum --param knee_start=-1.4,-1.2 \
+        --param ankle_stiffness=2,5 --out sweeps/
+    python scripts/sweep.py knee_pendulum --random knee_start=-1.5:-1.1 --samples 200 \
+        --seed 0 --scheduler local --jobs 2 --out sweeps/
+    python scripts/sweep.py knee_pendulum --param knee_start=-1.4,-1.2 \
+        --scheduler tcp://HOST:8786 --out sweeps/
+
+Each variant is built by ``core.mechanisms.DEMOS[MECHANISM]`` with the swept parameters (and
+``--fps/--substeps/--duration`` when given) and simulated by :func:`core.sweep.run`. Writes
+``MECHANISM_sweep.csv`` (one row per variant, the columns of :func:`core.sweep.table`) and
+``MECHANISM_sweep.png`` (``--plot`` metric against the first swept parameter, or a scatter of
+the first two coloured by it; failed variants as red crosses) under ``--out``, both
+atomically, and prints a summary. Failed variants are rows of the table (status "failed",
+their error) and one ``failed: ...`` line each; the exit status is 0 when the sweep ran, 2
+when its input was refused (one ``error: ...`` sentence).
+"""
+
+import argparse
+import csv
+import io
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from core import sweep  # noqa: E402
+from core.errors import InvalidInputError  # noqa: E402
+from core.io import atomic_path, atomic_write  # noqa: E402
+from core.mechanisms import DEMOS  # noqa: E402
+
+#: metrics a plot can show (scalar metrics of core.sweep.METRICS)
+PLOT_METRICS = ("energy_drift", "max_constraint_error", "max_limit_violation", "wall_time")
+
+
+def parse_value(text):
+    """A command-line value: an int, else a float, else the text itself (e.g. "rk4")."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _split(item, sep, flag):
+    name, eq, rest = item.partition("=")
+    if not eq or not name or not rest:
+        raise InvalidInputError(f"{flag} {item!r}: write NAME=VALUES, e.g. {flag} "
+                                f"knee_start={'-1.4,-1.2' if sep == ',' else '-1.5:-1.1'}")
+    return name.strip(), rest.split(sep)
+
+
+def variants_from_args(args):
+    """The sweep's variants from ``--param`` (grid) or ``--random`` (sample)."""
+    if bool(args.param) == bool(args.random):
+        raise InvalidInputError("give either --param NAME=V1,V2,... (a grid) or --random "
+                                "NAME=LOW:HIGH with --samples N (a random sample), not both "
+                                "and not neither")
+    if args.param:
+        grid = {}
+        for item in args.param:
+            name, values = _split(item, ",", "--param")
+            grid[name] = [parse_value(v) for v in values]
+        return sweep.grid_variants(grid)
+    ranges = {}
+    for item in args.random:
+        name, bounds = _split(item, ":", "--random")
+        if len(bounds) != 2:
+            raise InvalidInputError(f"--random {item!r}: give one range LOW:HIGH")
+        try:
+            ranges[name] = tuple(float(b) for b in bounds)
+        except ValueError as err:
+            raise InvalidInputError(f"--random {item!r}: LOW and HIGH must be numbers") from err
+    return sweep.random_variants(ranges, args.samples, args.seed)
+
+
+def csv_text(records):
+    """The records as CSV text (header row, then one row per record; None as an empty cell)."""
+    columns, rows = sweep.table(records)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([["" if x is None else x for x in row] for row in rows])
+    return buffer.getvalue()
+
+
+def write_plot(path, records, names, metric, title):
+    """A PNG at ``path``: ``metric`` against the first swept parameter ``names[0]`` (log scale
+    when every value is > 0), or with two or more parameters a scatter of the first two
+    coloured by the metric; failed variants as red crosses at the metric axis' base."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    done = [r for r in records if r["status"] == "completed" and r.get(metric) is not None]
+    failed = [r for r in records if r not in done]
+    fig, ax = plt.subplots(figsize=(7.0, 4.5), dpi=100)
+    x = names[0]
+    if len(names) == 1:
+        points = sorted(done, key=lambda r: r[x])
+        ys = [r[metric] for r in points]
+        ax.plot([r[x] for r in points], ys, "o-", color="tab:blue", label="completed")
+        if ys and min(ys) > 0:
+            ax.set_yscale("log")
+        base = min(ys) if ys else 0.0
+        ax.plot([r[x] for r in failed], [base] * len(failed), "x", color="red", ms=9,
+                label="failed")
+        ax.set_ylabel(metric)
+    else:
+        y = names[1]
+        scatter = ax.scatter([r[x] for r in done], [r[y] for r in done],
+                             c=[r[metric] for r in done], cmap="viridis", s=30)
+        if done:
+            fig.colorbar(scatter, ax=ax, label=metric)
+        ax.plot([r[x] for r in failed], [r[y] for r in failed], "x", color="red", ms=9,
+                label="failed")
+        ax.set_ylabel(y)
+    ax.set_xlabel(x)
+    ax.set_title(title)
+    if failed:
+        ax.legend(loc="best")
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)
+
+
+def _client(args):
+    """None (in this process), a LocalCluster's client, or a remote scheduler's client."""
+    if args.scheduler == "none":
+        return None
+    if args.scheduler == "local":
+        return sweep.local_client(args.jobs)
+    return sweep.connect(args.scheduler, args.timeout)
+
+
+def _where(args):
+    """Where the variants ran, for the summary line."""
+    if args.scheduler == "none":
+        return "in this process"
+    if args.scheduler == "local":
+        return f"on a LocalCluster of {args.jobs} workers"
+    return f"on the cluster at {args.scheduler}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mechanism", choices=sorted(DEMOS), help="demo mechanism to sweep")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2,...",
+                        help="grid values of a builder parameter (repeat: full product)")
+    parser.add_argument("--random", action="append", default=[], metavar="NAME=LOW:HIGH",
+                        help="uniform range of a builder parameter (repeat; with --samples)")
+    parser.add_argument("--samples", type=int, default=100, help="random variants (100)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (0)")
+    parser.add_argument("--fps", type=float, help="output frames per second (demo default)")
+    parser.add_argument("--substeps", type=int, help="steps per frame (demo default)")
+    parser.add_argument("--duration", type=float, help="simulated seconds (demo default)")
+    parser.add_argument("--scheduler", default="none",
+                        help="none (this process, the default), local (a LocalCluster of "
+                             "--jobs workers) or a scheduler address tcp://HOST:8786")
+    parser.add_argument("--jobs", type=int, default=2, help="LocalCluster workers (2)")
+    parser.add_argument("--timeout", type=float, default=sweep.CONNECT_TIMEOUT,
+                        help="seconds to wait for a scheduler and its first worker (10)")
+    parser.add_argument("--plot", choices=PLOT_METRICS, default="energy_drift",
+                        help="metric of the plot (energy_drift)")
+    parser.add_argument("--out", required=True, help="folder of the table and the plot")
+    args = parser.parse_args(argv)
+
+    builder = DEMOS[args.mechanism]
+    csv_path = os.path.join(args.out, f"{args.mechanism}_sweep.csv")
+    png_path = os.path.join(args.out, f"{args.mechanism}_sweep.png")
+    client = None
+    try:
+        variants = variants_from_args(args)
+        timing = dict(fps=args.fps, substeps=args.substeps, duration=args.duration)
+        sweep.check_variants(builder, variants, timing)
+        if os.path.exists(args.out) and not (os.path.isdir(args.out)
+                                             and os.access(args.out, os.W_OK)):
+            raise InvalidInputError(f"--out {args.out} is a file or a folder this user cannot "
+                                    "write to: give a writable folder")
+        client = _client(args)
+        start = time.perf_counter()
+        records = sweep.run(builder, variants, client=client, timeout=args.timeout,
+                            **timing)
+        wall = time.perf_counter() - start
+    except InvalidInputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        if client is not None:
+            client.close()
+    os.makedirs(args.out, exist_ok=True)
+    atomic_write(csv_path, csv_text(records))
+    names = list(variants[0])
+    write_plot(png_path, records, names, args.plot,
+               f"{args.mechanism}: {len(records)} variants")
+    failed = [r for r in records if r["status"] != "completed"]
+    for r in failed:
+        params = ", ".join(f"{k}={r[k]!r}" for k in names)
+        print(f"failed: variant {r['index']} ({params}): {r['error']}")
+    print(f"{len(records)} variants, {len(failed)} failed, wall time {wall:.2f} s, "
+          f"{len(records) / wall:.1f} variants per second "
+          f"({_where(args)}); "
+          f"wrote {csv_path} and {png_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

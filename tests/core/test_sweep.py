@@ -1,0 +1,280 @@
+"""Parameter sweeps (core.sweep, scripts/sweep.py): records equal to simulating each variant by
+hand, the same records from a 2-worker Dask LocalCluster as in one process, refusals before
+any work, failed variants as records, and the CSV table and PNG plot written beside each
+other.
+
+Runs are short (0.1-0.25 s of simulated knee pendulum per variant); the sweep's speed is
+measured by scripts/bench_sweep.py.
+"""
+
+import csv
+import importlib.util
+import math
+import os
+import socket
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.errors import InvalidInputError
+from core.mechanisms import knee_pendulum, simulate_mechanism, spherical_chain
+from core.sweep import (METRICS, builder_parameters, grid_variants, random_variants, run,
+                        table)
+
+ROOT = Path(__file__).resolve().parents[2]
+#: a diverging variant: an ankle spring far too stiff for the pendulum's 4 ms step
+STIFF = 1e9
+
+
+def _without_wall_time(records):
+    """Records minus ``wall_time``, the one entry that is not a function of the variant."""
+    return [{k: v for k, v in r.items() if k != "wall_time"} for r in records]
+
+
+def _free_port():
+    """A local TCP port nobody listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _sweep_script():
+    spec = importlib.util.spec_from_file_location("sweep_script", ROOT / "scripts" / "sweep.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# -- variants ---------------------------------------------------------------------------------
+
+def test_grid_variants_are_the_full_product_with_the_last_parameter_fastest():
+    assert grid_variants({"a": [1, 2], "b": [3.0, 4.0, 5.0]}) == [
+        {"a": 1, "b": 3.0}, {"a": 1, "b": 4.0}, {"a": 1, "b": 5.0},
+        {"a": 2, "b": 3.0}, {"a": 2, "b": 4.0}, {"a": 2, "b": 5.0}]
+
+
+def test_random_variants_are_seeded_uniform_samples_inside_their_ranges():
+    ranges = {"knee_start": (-1.5, -1.1), "ankle_stiffness": (2.0, 10.0)}
+    a = random_variants(ranges, 50, seed=3)
+    assert a == random_variants(ranges, 50, seed=3) != random_variants(ranges, 50, seed=4)
+    assert len(a) == 50 and all(list(v) == list(ranges) for v in a)
+    for name, (lo, hi) in ranges.items():
+        values = np.array([v[name] for v in a])
+        assert np.all((lo <= values) & (values <= hi)) and np.ptp(values) > 0.5 * (hi - lo)
+
+
+@pytest.mark.parametrize("ranges, n, message", [
+    ({}, 3, "no ranges to sample"),
+    ({"knee_start": (-1.1, -1.5)}, 3, r"need finite low <= high"),
+    ({"knee_start": (-1.5, math.inf)}, 3, r"need finite low <= high"),
+    ({"knee_start": -1.5}, 3, r"give two numbers \(low, high\)"),
+    ({"knee_start": (-1.5, -1.1)}, 0, "integer >= 1"),
+])
+def test_bad_random_ranges_are_refused(ranges, n, message):
+    with pytest.raises(InvalidInputError, match=message):
+        random_variants(ranges, n)
+
+
+# -- in-process sweeps ----------------------------------------------------------------------
+
+def test_in_process_records_equal_simulating_each_variant_by_hand():
+    grid = {"knee_start": [-1.4, -1.2], "ankle_stiffness": [3.0, 6.0]}
+    records = run(knee_pendulum, grid, duration=0.25)
+    assert [r["index"] for r in records] == [0, 1, 2, 3]
+    for record, params in zip(records, grid_variants(grid)):
+        mechanism = knee_pendulum(duration=0.25, **params)
+        result = simulate_mechanism(mechanism)
+        assert list(record)[:3] == ["index", "knee_start", "ankle_stiffness"]
+        assert {k: record[k] for k in params} == params
+        assert record["status"] == "completed" and record["error"] == ""
+        assert record["steps"] == result.steps == 60 and record["wall_time"] > 0
+        assert record["energy_drift"] == result.energy_drift
+        assert record["drift_warning"] == ""                 # passive, well resolved
+        assert record["final_q"] == tuple(result.q[-1])
+        assert record["final_position"] == tuple(result.poses[-1, -1, :3, 3])
+        assert record["max_constraint_error"] == result.constraint_error.max()
+        assert record["max_limit_violation"] is None         # the knee pendulum has no limits
+        assert list(record)[-len(METRICS):] == list(METRICS)
+
+
+def test_a_mechanism_with_limits_reports_its_largest_limit_violation():
+    records = run(spherical_chain, {"n_links": [2]}, metrics=["max_limit_violation"],
+                  duration=0.3)
+    violation = records[0]["max_limit_violation"]
+    # the cones stop the falling links within the limit solver's deadband (1e-3) plus the
+    # penetration of one substep
+    assert records[0]["status"] == "completed" and 0.0 <= violation < 5e-3
+
+
+def test_a_diverging_or_refused_variant_is_a_failed_record_and_the_others_complete():
+    records = run(knee_pendulum, [{"knee_start": -1.3, "ankle_stiffness": 5.0},
+                                  {"knee_start": -1.3, "ankle_stiffness": STIFF},
+                                  {"knee_start": 1.0, "ankle_stiffness": 5.0}], duration=0.25)
+    assert [r["status"] for r in records] == ["completed", "failed", "failed"]
+    assert "diverged" in records[1]["error"] and "reduce the step" in records[1]["error"]
+    assert "knee_start must lie in the OpenSim range" in records[2]["error"]
+    for r in records[1:]:
+        assert r["steps"] is None and all(r[m] is None for m in METRICS)
+
+
+def test_metrics_can_be_chosen_by_name_or_given_as_functions():
+    records = run(knee_pendulum, {"knee_start": [-1.3]}, duration=0.1,
+                  metrics={"final_knee": lambda mechanism, result: float(result.q[-1, 1])})
+    assert list(records[0])[-1] == "final_knee" and "energy_drift" not in records[0]
+    assert run(knee_pendulum, {"knee_start": [-1.3]}, metrics=["energy_drift"],
+               duration=0.1)[0]["energy_drift"] > 0
+    with pytest.raises(InvalidInputError, match="unknown metric 'drift'; choose from"):
+        run(knee_pendulum, {"knee_start": [-1.3]}, metrics=["drift"])
+
+
+# -- refusals before any work -----------------------------------------------------------------
+
+def test_a_parameter_the_builder_does_not_take_is_refused_before_any_work():
+    calls = []
+
+    def pendulum(*, fps=60.0, substeps=4, duration=0.1, knee_start=-1.3):
+        calls.append(knee_start)
+        return knee_pendulum(fps=fps, substeps=substeps, duration=duration,
+                             knee_start=knee_start)
+
+    assert builder_parameters(pendulum) == ("fps", "substeps", "duration", "knee_start")
+    with pytest.raises(InvalidInputError, match=r"pendulum takes no parameter 'damping'; its "
+                                                r"parameters are fps, substeps, duration, "
+                                                r"knee_start: sweep some of these"):
+        run(pendulum, {"knee_start": [-1.3, -1.2], "damping": [0.1]})
+    with pytest.raises(InvalidInputError, match="takes no parameter 'damping'"):
+        run(pendulum, [{"knee_start": -1.3}, {"damping": 0.1}])
+    assert calls == []
+
+
+@pytest.mark.parametrize("grid, timing, message", [
+    ({}, {}, "the grid has no parameters"),
+    ({"knee_start": []}, {}, "'knee_start' has no values"),
+    ({"knee_start": -1.3}, {}, r"give a list of values, got -1.3; write \[-1.3\]"),
+    ([], {}, "the sweep has no variants"),
+    ({"duration": [0.1, 0.2]}, {"duration": 0.3}, "also a timing keyword given to the sweep"),
+])
+def test_empty_or_contradictory_sweeps_are_refused(grid, timing, message):
+    with pytest.raises(InvalidInputError, match=message):
+        run(knee_pendulum, grid, **timing)
+
+
+# -- Dask distributed -------------------------------------------------------------------------
+
+def test_an_unreachable_scheduler_is_a_clear_error_within_the_timeout():
+    pytest.importorskip("distributed", reason="Dask distributed is not installed here")
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    start = time.perf_counter()
+    with pytest.raises(InvalidInputError, match=rf"could not reach a Dask scheduler at "
+                                                rf"'{address}' within 2 s .*dask scheduler"):
+        run(knee_pendulum, {"knee_start": [-1.3]}, client=address, timeout=2)
+    assert time.perf_counter() - start < 12
+    with pytest.raises(InvalidInputError, match="check the address"):
+        run(knee_pendulum, {"knee_start": [-1.3]}, client="no-port-here", timeout=2)
+
+
+def test_a_local_cluster_of_two_workers_returns_the_in_process_records():
+    """200 knee-pendulum variants (and one that diverges) on 2 worker processes: the same
+    records, in variant order, as the same sweep in this process; a builder from a module the
+    workers cannot import is refused naming both workers."""
+    pytest.importorskip("distributed", reason="Dask distributed is not installed here")
+    from core.sweep import local_client
+    variants = random_variants({"knee_start": (-1.5, -1.1), "ankle_stiffness": (2.0, 10.0)},
+                               200, seed=0)
+    variants.append({"knee_start": -1.3, "ankle_stiffness": STIFF})
+    local = run(knee_pendulum, variants, duration=0.1)
+    client = local_client(2)
+    try:
+        assert len(client.scheduler_info()["workers"]) == 2
+        remote = run(knee_pendulum, variants, client=client, duration=0.1)
+        assert _without_wall_time(remote) == _without_wall_time(local)
+        assert [r["status"] for r in remote] == ["completed"] * 200 + ["failed"]
+
+        def elsewhere(*, fps=60.0, substeps=4, duration=0.1, knee_start=-1.3):
+            return knee_pendulum(knee_start=knee_start)
+
+        elsewhere.__module__ = "module_the_workers_lack"
+        with pytest.raises(InvalidInputError, match=r"the Dask worker\(s\) tcp://\S+, tcp://\S+ "
+                                                    r"could not import 'module_the_workers_"
+                                                    r"lack' .*PYTHONPATH"):
+            run(elsewhere, {"knee_start": [-1.3]}, client=client)
+    finally:
+        client.close()
+
+
+def test_a_scheduler_without_workers_is_a_clear_error_within_the_timeout():
+    distributed = pytest.importorskip("distributed",
+                                      reason="Dask distributed is not installed here")
+    client = distributed.Client(n_workers=0, processes=False, dashboard_address=":0")
+    try:
+        start = time.perf_counter()
+        with pytest.raises(InvalidInputError, match=r"no Dask worker joined the scheduler at "
+                                                    r"\S+ within 1 s: start workers with "
+                                                    r"`dask worker"):
+            run(knee_pendulum, {"knee_start": [-1.3]}, client=client, timeout=1)
+        assert time.perf_counter() - start < 10
+    finally:
+        client.close()
+
+
+# -- the command line: CSV table and PNG plot ---------------------------------------------------
+
+def test_the_script_writes_a_readable_table_and_plot(tmp_path, capsys):
+    image = pytest.importorskip("matplotlib.image", reason="matplotlib is not installed here")
+    script = _sweep_script()
+    out = tmp_path / "sweeps"
+    argv = ["knee_pendulum", "--param", "knee_start=-1.4,-1.2", "--param",
+            f"ankle_stiffness=5,{STIFF:g}", "--duration", "0.25", "--out", str(out)]
+    assert script.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "4 variants, 2 failed" in printed and "variants per second" in printed
+    assert printed.count("failed: variant") == 2
+    assert sorted(os.listdir(out)) == ["knee_pendulum_sweep.csv", "knee_pendulum_sweep.png"]
+
+    with open(out / "knee_pendulum_sweep.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    expected = run(knee_pendulum, {"knee_start": [-1.4, -1.2], "ankle_stiffness": [5, STIFF]},
+                   duration=0.25)
+    columns, _ = table(expected)
+    assert list(rows[0]) == columns
+    assert columns[:8] == ["index", "knee_start", "ankle_stiffness", "status", "error",
+                           "steps", "wall_time", "energy_drift"]
+    assert "final_q[2]" in columns and "final_position[0]" in columns
+    for row, record in zip(rows, expected):
+        assert row["status"] == record["status"]
+        if record["status"] == "completed":
+            assert float(row["energy_drift"]) == record["energy_drift"]   # repr round trip
+            assert float(row["final_q[1]"]) == record["final_q"][1]
+            assert row["max_limit_violation"] == "" and row["error"] == ""
+        else:
+            assert row["error"] == record["error"] and row["final_q[1]"] == ""
+    picture = image.imread(out / "knee_pendulum_sweep.png")
+    assert picture.shape[2] == 4 and picture.shape[0] > 100 and np.ptp(picture[..., :3]) > 0.5
+
+    # one swept parameter: the metric against it, over the previous files
+    assert script.main(["knee_pendulum", "--param", "knee_start=-1.4,-1.3,-1.2",
+                        "--duration", "0.1", "--plot", "max_constraint_error",
+                        "--out", str(out)]) == 0
+    with open(out / "knee_pendulum_sweep.csv", newline="") as fh:
+        assert len(list(csv.DictReader(fh))) == 3
+    assert image.imread(out / "knee_pendulum_sweep.png").shape[0] > 100
+    assert sorted(os.listdir(out)) == ["knee_pendulum_sweep.csv", "knee_pendulum_sweep.png"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--param", "damping=0.1,0.2"], "takes no parameter 'damping'"),
+    (["--param", "knee_start"], "write NAME=VALUES"),
+    ([], "give either --param"),
+    (["--param", "knee_start=-1.3", "--random", "knee_start=-1.5:-1.1"], "not both"),
+    (["--random", "knee_start=-1.5"], "give one range LOW:HIGH"),
+])
+def test_the_script_refuses_bad_input_with_one_sentence_and_writes_nothing(tmp_path, capsys,
+                                                                           argv, message):
+    script = _sweep_script()
+    out = tmp_path / "sweeps"
+    assert script.main(["knee_pendulum", *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert not out.exists()
