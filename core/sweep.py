@@ -26,8 +26,8 @@ the largest limit violation (None for a mechanism without limits). Every entry b
 the records of the same sweep in one process. :func:`table` flattens records into the rows of
 a table file.
 
-Dask distributed is imported only by :func:`connect` and :func:`local_client` (and used by
-:func:`run` with a client): the rest of the core does not need it.
+Dask distributed is reached through :mod:`core.cluster` (:func:`~core.cluster.connect`,
+:func:`~core.cluster.local_client`), imported only when a sweep runs on a client.
 """
 
 import importlib
@@ -38,20 +38,16 @@ import time
 
 import numpy as np
 
+from .cluster import CONNECT_TIMEOUT, connect, local_client, wait_for_workers
 from .errors import InvalidInputError, SplineJointsError
 from .limits import LimitSolver
 from .mechanisms import energy_drift_warning, simulate_mechanism
 
 __all__ = ["METRICS", "RECORD_FIELDS", "builder_parameters", "grid_variants",
-           "random_variants", "check_variants", "run", "run_variant", "table", "connect",
-           "local_client"]
+           "random_variants", "check_variants", "run", "run_variant", "table"]
 
 #: the fields of every record after its parameters and before its metrics
 RECORD_FIELDS = ("index", "status", "error", "steps", "wall_time")
-#: seconds :func:`connect` waits for a scheduler, and :func:`run` for its first worker, by
-#: default
-CONNECT_TIMEOUT = 10.0
-
 
 def _final_position(mechanism, result):
     """The last body's final world position ``(3,)`` as a tuple (m)."""
@@ -271,12 +267,7 @@ def _check_workers(client, builder, timeout):
     """InvalidInputError naming the workers when no worker joins ``client``'s scheduler
     within ``timeout`` seconds, or when a worker cannot import the sweep's code (this module
     and the builder's): such a worker would fail to unpack its tasks and never return."""
-    try:
-        client.wait_for_workers(1, timeout=timeout)
-    except TimeoutError as err:
-        raise InvalidInputError(
-            f"no Dask worker joined the scheduler at {client.scheduler.address} within "
-            f"{timeout:g} s: start workers with `dask worker {client.scheduler.address}`") from err
+    wait_for_workers(client, timeout)
     modules = [__name__]
     if getattr(builder, "__module__", None) not in (None, "__main__", __name__):
         modules.append(builder.__module__)
@@ -300,43 +291,6 @@ def _missing_module(err):
             return err.name
         err = err.__cause__ or err.__context__
     return None
-
-
-def _distributed():
-    """The ``distributed`` module, or InvalidInputError saying how to install it."""
-    try:
-        import distributed
-    except ImportError as err:
-        raise InvalidInputError("Dask distributed is not installed in this Python: install "
-                                "the pinned requirements.txt (dask[distributed]) or run the "
-                                "sweep in this process (client=None)") from err
-    return distributed
-
-
-def connect(address, timeout=CONNECT_TIMEOUT):
-    """A ``distributed.Client`` connected to the scheduler at ``address``
-    (``"tcp://host:8786"``); InvalidInputError within ``timeout`` seconds when the address is
-    malformed or no scheduler answers there."""
-    distributed = _distributed()
-    try:
-        return distributed.Client(address, timeout=timeout)
-    except (OSError, TimeoutError, ValueError) as err:
-        raise InvalidInputError(
-            f"could not reach a Dask scheduler at {address!r} within {timeout:g} s ({err}); "
-            f"start one there with `dask scheduler` and workers with `dask worker "
-            f"{address}`, or check the address (tcp://HOST:PORT) and the firewall") from err
-
-
-def local_client(n_workers):
-    """A ``distributed.Client`` of a new LocalCluster of ``n_workers`` processes with one
-    thread each (its scheduler's HTTP port chosen free, so several clusters can run on one
-    machine); ``client.close()`` also stops the cluster."""
-    if isinstance(n_workers, (bool, np.bool_)) or not isinstance(n_workers, (int, np.integer)) \
-            or n_workers < 1:
-        raise InvalidInputError(f"a local cluster needs an integer number of workers >= 1, "
-                                f"got {n_workers!r}")
-    return _distributed().Client(n_workers=int(n_workers), threads_per_worker=1,
-                                 processes=True, dashboard_address=":0")
 
 
 def table(records):

@@ -40,7 +40,7 @@ with this process. Before any task every worker is checked (bpy and core importa
 per host. A failure of the file (unreadable, a crash of its child) is returned as that file's
 ``error:`` line and not retried; a worker lost mid-task is replaced by Dask (the scheduler's
 ``allowed-failures``, 3 by default), and the summary line counts those retries. A scheduler not
-reached within CONNECT_TIMEOUT seconds is an error that says how to start one.
+reached within core.cluster.CONNECT_TIMEOUT seconds (10) is an error that says how to start one.
 
 Exit status: 0 when every file baked; 1 when a file failed or the arguments were refused, with
 one ``error: FILE: reason`` line per failure on stderr; 128 + N when stopped by signal N.
@@ -75,7 +75,6 @@ CRASH_SIGNALS = frozenset(getattr(signal, n) for n in ("SIGSEGV", "SIGBUS", "SIG
                           if hasattr(signal, n))
 GRACE = 10.0  # seconds a signalled child has to remove its temporary and exit before SIGKILL
 POLL = 0.05  # seconds between checks of the children
-CONNECT_TIMEOUT = 10.0  # seconds to reach a Dask scheduler before giving up
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -494,26 +493,19 @@ def retried_counts(keys: list[str], dask_scheduler=None) -> dict[str, int]:
 
 
 def connect(args: argparse.Namespace):
-    """A Dask client of ``--scheduler`` (a LocalCluster of ``--jobs`` workers with ``local``).
-
-    RuntimeError with what to do when the scheduler cannot be reached within CONNECT_TIMEOUT or
-    has no worker."""
-    from distributed import Client, LocalCluster
+    """A Dask client of ``--scheduler`` (a LocalCluster of ``--jobs`` workers with ``local``)
+    with at least one worker; InvalidInputError with what to do when the scheduler cannot be
+    reached, or gets no worker, within core.cluster.CONNECT_TIMEOUT seconds."""
+    from core import cluster
 
     if args.scheduler == "local":
-        cluster = LocalCluster(n_workers=args.jobs, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
-        return Client(cluster)
+        return cluster.local_client(args.jobs)
+    client = cluster.connect(args.scheduler)
     try:
-        client = Client(args.scheduler, timeout=CONNECT_TIMEOUT)
-    except (OSError, TimeoutError) as exc:
-        raise RuntimeError(f"cannot reach the Dask scheduler at {args.scheduler} within {CONNECT_TIMEOUT:.0f} s "
-                           f"({' '.join(str(exc).split())[:200]}); start one with `dask scheduler` or use "
-                           "--scheduler local") from None
-    if not client.scheduler_info()["workers"]:
+        cluster.wait_for_workers(client)
+    except Exception:
         client.close()
-        raise RuntimeError(f"the Dask scheduler at {args.scheduler} has no worker; start workers with "
-                           f"`dask worker {args.scheduler}` on the machines that bake")
+        raise
     return client
 
 
@@ -522,6 +514,7 @@ def run_dask(args: argparse.Namespace) -> int:
     under ``--out`` (atomically, on this machine); print a line per file as it completes and a
     summary (baked, failed, retried, wall time, per-file time)."""
     sys.path.insert(0, ROOT)
+    from core.errors import SplineJointsError
     from core.io import atomic_write
     from distributed import as_completed
     from distributed.client import FutureCancelledError
@@ -530,7 +523,7 @@ def run_dask(args: argparse.Namespace) -> int:
     start = time.monotonic()
     try:
         client = connect(args)
-    except RuntimeError as exc:
+    except SplineJointsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     with open(os.path.abspath(__file__), "rb") as fh:

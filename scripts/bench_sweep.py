@@ -28,7 +28,8 @@ for _p in (ROOT, HERE):
 
 from bench import table  # noqa: E402
 from core.mechanisms import knee_pendulum  # noqa: E402
-from core.sweep import local_client, random_variants, run  # noqa: E402
+from core.cluster import local_client  # noqa: E402
+from core.sweep import random_variants, run  # noqa: E402
 
 #: the swept ranges: release angle (rad) and ankle spring (N m / rad)
 RANGES = {"knee_start": (-1.5, -1.1), "ankle_stiffness": (2.0, 10.0)}

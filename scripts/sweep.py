@@ -29,7 +29,7 @@ ROOT = os.path.dirname(HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from core import sweep  # noqa: E402
+from core import cluster, sweep  # noqa: E402
 from core.errors import InvalidInputError  # noqa: E402
 from core.io import atomic_path, atomic_write  # noqa: E402
 from core.mechanisms import DEMOS  # noqa: E402
@@ -136,8 +136,8 @@ def _client(args):
     if args.scheduler == "none":
         return None
     if args.scheduler == "local":
-        return sweep.local_client(args.jobs)
-    return sweep.connect(args.scheduler, args.timeout)
+        return cluster.local_client(args.jobs)
+    return cluster.connect(args.scheduler, args.timeout)
 
 
 def _where(args):
@@ -165,7 +165,7 @@ def main(argv=None):
                         help="none (this process, the default), local (a LocalCluster of "
                              "--jobs workers) or a scheduler address tcp://HOST:8786")
     parser.add_argument("--jobs", type=int, default=2, help="LocalCluster workers (2)")
-    parser.add_argument("--timeout", type=float, default=sweep.CONNECT_TIMEOUT,
+    parser.add_argument("--timeout", type=float, default=cluster.CONNECT_TIMEOUT,
                         help="seconds to wait for a scheduler and its first worker (10)")
     parser.add_argument("--plot", choices=PLOT_METRICS, default="energy_drift",
                         help="metric of the plot (energy_drift)")

@@ -180,7 +180,7 @@ def test_a_local_cluster_of_two_workers_returns_the_in_process_records():
     records, in variant order, as the same sweep in this process; a builder from a module the
     workers cannot import is refused naming both workers."""
     pytest.importorskip("distributed", reason="Dask distributed is not installed here")
-    from core.sweep import local_client
+    from core.cluster import local_client
     variants = random_variants({"knee_start": (-1.5, -1.1), "ankle_stiffness": (2.0, 10.0)},
                                200, seed=0)
     variants.append({"knee_start": -1.3, "ankle_stiffness": STIFF})
