@@ -4,8 +4,7 @@ workers through these functions. ``distributed`` is imported only when one is ca
 the rest of the core (and the extension) does not need it.
 """
 
-import numpy as np
-
+from .checks import whole_number
 from .errors import InvalidInputError
 
 __all__ = ["CONNECT_TIMEOUT", "distributed_module", "connect", "local_client",
@@ -45,11 +44,8 @@ def local_client(n_workers):
     """A ``distributed.Client`` of a new LocalCluster of ``n_workers`` processes with one
     thread each (its scheduler's HTTP port chosen free, so several clusters can run on one
     machine); ``client.close()`` also stops the cluster."""
-    if isinstance(n_workers, (bool, np.bool_)) or not isinstance(n_workers, (int, np.integer)) \
-            or n_workers < 1:
-        raise InvalidInputError(f"a local cluster needs an integer number of workers >= 1, "
-                                f"got {n_workers!r}")
-    return distributed_module().Client(n_workers=int(n_workers), threads_per_worker=1,
+    n_workers = whole_number(n_workers, "a local cluster's number of workers")
+    return distributed_module().Client(n_workers=n_workers, threads_per_worker=1,
                                        processes=True, dashboard_address=":0")
 
 

@@ -64,12 +64,13 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from . import dynamics
+from .checks import real_number, whole_number
 from .errors import InvalidInputError, NonFiniteError, SimulationError, SplineJointsError
 from .joints.base import Joint
 
 __all__ = ["METHODS", "ORDERS", "DRIVE_WEIGHTS", "MAX_RECORD_BYTES", "Drive", "Recording",
-           "integrate", "Trajectory", "Integrator", "simulate", "check_count",
-           "check_record_size", "diverged"]
+           "integrate", "Trajectory", "Integrator", "simulate", "check_record_size",
+           "diverged"]
 
 METHODS = ("euler", "semi_implicit", "rk4")
 #: order of accuracy of each method (global error O(h^order))
@@ -94,29 +95,6 @@ class Recording:
     values: dict
     steps: int
     wall_time: float
-
-
-def check_count(value, name, minimum=1):
-    """``value`` as an int if it is an integer (int, numpy integer or integral float) >=
-    ``minimum``; raises InvalidInputError naming ``name`` otherwise (bools, NaN, inf,
-    fractions, strings)."""
-    if (isinstance(value, (bool, np.bool_))
-            or not isinstance(value, (int, float, np.integer, np.floating))
-            or not math.isfinite(value) or value != int(value) or value < minimum):
-        raise InvalidInputError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _seconds(value, name, positive):
-    """``value`` as a finite float (> 0 if ``positive``); InvalidInputError otherwise."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = math.nan
-    if not math.isfinite(x) or (positive and x <= 0):
-        raise InvalidInputError(f"{name} must be a finite{' positive' if positive else ''} "
-                                f"number of seconds, got {value!r}")
-    return x
 
 
 def check_record_size(n_records, floats_per_record, what="the run"):
@@ -156,9 +134,9 @@ def integrate(stepper, state, dt, n_steps, t0=0.0, record_every=1, progress=None
     are not integers, or records larger than :data:`MAX_RECORD_BYTES` (checked against the
     first record's size).
     """
-    dt, t0 = _seconds(dt, "dt", False), _seconds(t0, "t0", False)
-    n_steps = check_count(n_steps, "n_steps", 0)
-    record_every = check_count(record_every, "record_every", 1)
+    dt, t0 = real_number(dt, "dt"), real_number(t0, "t0")
+    n_steps = whole_number(n_steps, "n_steps", 0)
+    record_every = whole_number(record_every, "record_every")
     if progress is not None and not callable(progress):
         raise InvalidInputError("progress must be a callable fraction -> bool, or None")
     n_records = n_steps // record_every + 1 + (1 if n_steps % record_every else 0)
@@ -255,8 +233,8 @@ class Integrator:
                  energy_limit=None, aba_method="auto", drive=None):
         if method not in METHODS:
             raise InvalidInputError(f"method must be one of {METHODS}, got {method!r}")
-        dt = _seconds(dt, "dt", True)
-        substeps = check_count(substeps, "substeps")
+        dt = real_number(dt, "dt", 0.0, low_open=True, advice="give the step in seconds")
+        substeps = whole_number(substeps, "substeps")
         self.model = model.compile()
         self.data = model.create_data()
         self.dt, self.substeps, self.method = dt, substeps, method

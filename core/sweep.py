@@ -38,7 +38,8 @@ import time
 
 import numpy as np
 
-from .cluster import CONNECT_TIMEOUT, connect, local_client, wait_for_workers
+from .checks import whole_number
+from .cluster import CONNECT_TIMEOUT, connect, wait_for_workers
 from .errors import InvalidInputError, SplineJointsError
 from .limits import LimitSolver
 from .mechanisms import energy_drift_warning, simulate_mechanism
@@ -121,9 +122,7 @@ def random_variants(ranges, n, seed=0):
     if not isinstance(ranges, dict) or not ranges:
         raise InvalidInputError("no ranges to sample: give a dict of parameter name -> "
                                 "(low, high), e.g. {'knee_start': (-1.5, -1.1)}")
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise InvalidInputError(f"the number of random variants must be an integer >= 1, "
-                                f"got {n!r}")
+    n = whole_number(n, "the number of random variants")
     rng = np.random.default_rng(seed)
     columns = {}
     for name, bounds in ranges.items():

@@ -39,7 +39,7 @@ from .. import bspline
 from ..errors import InvalidInputError
 from ..lie import se3, so3
 from .metric import DEFAULT_LENGTH_SCALE, SE3Metric
-from .checks import real_number, whole_number
+from ..checks import real_number, whole_number
 from .report import FitResult, joint_poses, make_report, midpoint_errors
 from .samples import JointSamples
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..joints.base import Joint
 from ..lie import se3, so3
-from .checks import real_number, whole_number
+from ..checks import real_number, whole_number
 from .metric import SE3Metric
 
 __all__ = ["Chain", "IKResult", "solve_ik", "leg_chain", "default_start", "IK_STATUSES",

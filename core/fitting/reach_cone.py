@@ -35,7 +35,7 @@ from scipy.optimize import linprog, minimize
 from .. import expcoords
 from ..errors import InvalidInputError
 from ..lie import so3
-from .checks import real_number, whole_number
+from ..checks import real_number, whole_number
 
 __all__ = ["ReachConeFit", "neutral_rotation", "cone_coordinates", "fit_reach_cone", "cone_boundary"]
 

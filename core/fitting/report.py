@@ -16,7 +16,7 @@ from scipy.spatial import cKDTree
 
 from ..errors import InvalidInputError
 from ..lie import se3
-from .checks import real_number, whole_number
+from ..checks import real_number, whole_number
 from .metric import pose_errors
 
 __all__ = ["FitReport", "FitResult", "STATUSES", "make_report", "joint_poses",

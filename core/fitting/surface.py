@@ -27,7 +27,7 @@ from scipy.spatial.transform import Rotation
 from .. import bspline
 from ..errors import InvalidInputError
 from ..lie import se3
-from .checks import real_number, whole_number
+from ..checks import real_number, whole_number
 from .curve import fit_knots
 from .metric import DEFAULT_LENGTH_SCALE, SE3Metric
 from .report import FitResult, joint_poses, make_report, midpoint_errors

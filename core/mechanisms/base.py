@@ -41,14 +41,14 @@ below their limits, the skeleton chain 46 times (8.7e-4).
 The demo builders that return Mechanisms share one contract, stated in :mod:`core.mechanisms`.
 """
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import dynamics
+from ..checks import real_number, whole_number
 from ..errors import InvalidInputError, SimulationError
-from ..integrators import (METHODS, ORDERS, Drive, Integrator, check_count, check_record_size,
+from ..integrators import (METHODS, ORDERS, Drive, Integrator, check_record_size,
                            diverged, integrate)
 from ..kinematics import forward_kinematics
 from ..limits import LimitSolver
@@ -81,12 +81,8 @@ def check_timing(name, fps, substeps, duration, floats_per_frame=20):
     :data:`core.integrators.MAX_RECORD_BYTES` and at most :data:`MAX_STEPS` steps.
     Returns ``substeps`` as an int; raises InvalidInputError with the figure and what to do."""
     for what, x in (("fps", fps), ("duration", duration)):
-        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
-                                                                  np.floating)) \
-                or not math.isfinite(x) or x <= 0:
-            raise InvalidInputError(f"mechanism {name!r}: {what} must be a finite number > 0, "
-                                    f"got {x!r}")
-    substeps = check_count(substeps, f"mechanism {name!r}: substeps")
+        real_number(x, f"mechanism {name!r}: {what}", 0.0, low_open=True)
+    substeps = whole_number(substeps, f"mechanism {name!r}: substeps")
     frames = float(duration) * float(fps)
     if frames < 0.5:
         raise InvalidInputError(f"mechanism {name!r}: {duration:g} s at {fps:g} fps gives no "

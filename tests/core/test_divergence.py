@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.checks import whole_number
 from core.errors import InvalidInputError, SimulationError
-from core.integrators import (MAX_RECORD_BYTES, METHODS, Integrator, check_count, integrate,
-                              simulate)
+from core.integrators import MAX_RECORD_BYTES, METHODS, Integrator, integrate, simulate
 from core.joints.spherical import Spherical
 from core.lie import se3, so3
 from core.limits import LimitSolver, ReachCone
@@ -202,7 +202,7 @@ def test_mechanism_record_size_counts_bodies_and_scenery():
     st.integers(max_value=0), st.text(max_size=3)))
 def test_counts_accept_only_integers(value):
     with pytest.raises(InvalidInputError, match="must be an integer"):
-        check_count(value, "substeps")
+        whole_number(value, "substeps")
 
 
 def test_integrator_and_integrate_refuse_bad_counts_and_huge_records():

@@ -1,5 +1,6 @@
-"""Checks of the fits' scalar settings, run before any work: each returns the value as a
-Python int or float or raises InvalidInputError saying what is wrong and what to pass.
+"""Checks of scalar settings (fits, integrators, mechanisms, sweeps), run before any work:
+each returns the value as a Python int or float or raises InvalidInputError saying what is
+wrong and what to pass.
 
 Booleans, strings, NaN and fractional counts are refused rather than converted (``int(8.7)``
 would silently fit 8 control frames).
@@ -8,12 +9,12 @@ would silently fit 8 control frames).
 import math
 import numbers
 
-from ..errors import InvalidInputError
+from .errors import InvalidInputError
 
 __all__ = ["whole_number", "real_number"]
 
 
-def whole_number(value, name, minimum, advice=""):
+def whole_number(value, name, minimum=1, advice=""):
     """``value`` as an int ``>= minimum``: an integer, or a float with no fractional part."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         n = int(value)
@@ -21,10 +22,9 @@ def whole_number(value, name, minimum, advice=""):
             and math.isfinite(value) and float(value).is_integer():
         n = int(value)
     else:
-        raise InvalidInputError(f"{name} must be a whole number >= {minimum}, got {value!r}"
-                                f"{'; ' + advice if advice else ''}")
-    if n < minimum:
-        raise InvalidInputError(f"{name} must be at least {minimum}, got {n}"
+        n = None
+    if n is None or n < minimum:
+        raise InvalidInputError(f"{name} must be an integer >= {minimum}, got {value!r}"
                                 f"{'; ' + advice if advice else ''}")
     return n
 
