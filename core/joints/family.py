@@ -99,12 +99,16 @@ class GenericFamily(JointFamily):
     Hessians of joints with several coordinates are kept in the work list for
     :meth:`velocity_product`."""
 
+    def __init__(self, bodies, joints, placements, q_start):
+        super().__init__(bodies, joints, placements, q_start)
+        self.items = list(zip(self.bodies.tolist(), self.dofs))   # (body, coordinates)
+
     def create_work(self, data):
         return [None] * len(self.joints)
 
     def calc(self, q, data, work):
         L, SH, S_body = data.oMi, data.SH, data.S_body
-        for k, (b, dofs) in enumerate(zip(self.bodies.tolist(), self.dofs)):
+        for k, (b, dofs) in enumerate(self.items):
             G, S, H = self.joints[k].evaluate(q[dofs])
             np.matmul(self.placements[k], G, out=L[b])
             if len(dofs) == 1:
@@ -115,7 +119,7 @@ class GenericFamily(JointFamily):
                 work[k] = H
 
     def velocity_product(self, v, data, work):
-        for k, (b, dofs) in enumerate(zip(self.bodies.tolist(), self.dofs)):
+        for k, (b, dofs) in enumerate(self.items):
             if len(dofs) > 1:
                 vi = v[dofs]
                 data.c_body[b] = np.einsum("jak,j,k->a", work[k], vi, vi)
