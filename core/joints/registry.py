@@ -8,6 +8,7 @@ lists the families by that name and :func:`joint_from_dict` dispatches to the cl
 from ..errors import InvalidInputError
 from .elliptic import Elliptic
 from .lower_pairs import Cylindrical, Fixed, Helical, Planar, Prismatic, Revolute, Universal
+from .opensim import CustomJoint, EllipsoidJoint, ScapulothoracicJoint
 from .spherical import Free, Spherical
 from .spline_curve import ClosedSplineCurveJoint, SplineCurveJoint
 from .spline_surface import SplineJoint
@@ -17,7 +18,8 @@ __all__ = ["JOINT_TYPES", "joint_from_dict"]
 #: ``"type"`` string -> joint class
 JOINT_TYPES = {cls.__name__: cls for cls in (
     Revolute, Prismatic, Helical, Cylindrical, Universal, Planar, Fixed, Elliptic,
-    Spherical, Free, SplineCurveJoint, ClosedSplineCurveJoint, SplineJoint,
+    Spherical, Free, SplineCurveJoint, ClosedSplineCurveJoint, SplineJoint, CustomJoint,
+    ScapulothoracicJoint, EllipsoidJoint,
 )}
 
 

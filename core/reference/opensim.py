@@ -8,6 +8,9 @@ and surface joints of this project are fitted to, and tested against, these pose
 Rotations about axes and the offset-frame Euler angles are built with
 :class:`scipy.spatial.transform.Rotation` (independent of :mod:`core.lie`, so that the oracle
 does not share code with what it checks); 4x4 assembly and inversion use :mod:`core.lie.se3`.
+The TransformAxis functions (SimmSpline, Constant, LinearFunction, ...) are those of
+:mod:`core.joints.opensim`, built by its ``function_from_dict`` and checked against OpenSim
+itself in ``tests/core/test_opensim_joints.py``.
 
 Frames (names as in OpenSim):
 
@@ -23,7 +26,8 @@ so the pose of the child body in the parent body is
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..errors import InvalidInputError, NonFiniteError
+from ..errors import InvalidInputError
+from ..joints.opensim import SimmSpline, finite_array, function_from_dict
 from ..lie import se3
 from . import datasets as _data
 
@@ -35,140 +39,6 @@ __all__ = [
     "ScapulothoracicSeth2019",
 ]
 
-# OpenSim/Common/SimmMacros.h. The knee JSON's prose says TINY_NUMBER = 1e-5; the OpenSim
-# header defines 0.0000001. Only knot spacings below it are affected (none in these models).
-TINY_NUMBER = 1e-7
-ROUNDOFF_ERROR = 2e-13
-
-
-def _finite(x, name, shape_hint):
-    a = np.asarray(x, dtype=float)
-    if not np.all(np.isfinite(a)):
-        raise NonFiniteError(
-            f"{name} contains NaN or infinite values; pass finite numbers {shape_hint}."
-        )
-    return a
-
-
-class SimmSpline:
-    """OpenSim's ``SimmSpline``: the Forsythe-Malcolm-Moler interpolating cubic spline.
-
-    On ``[x_k, x_{k+1}]``: ``f(x) = y_k + b_k dx + c_k dx^2 + d_k dx^3`` with ``dx = x - x_k``.
-    Interior knots are C2. End conditions (n > 3): the third derivative at each end equals that
-    of the cubic through the four nearest knots (divided differences); n == 3 uses zero
-    end rows, n == 2 is a straight line. Not a natural spline. Outside ``[x_0, x_{n-1}]`` the
-    value is extrapolated *linearly* with the end slope ``b_0`` / ``b_{n-1}`` (so the second
-    derivative is 0 there). Within ``ROUNDOFF_ERROR`` of an end knot the end value is returned.
-
-    x: (n,) strictly increasing knot abscissae, n >= 2; y: (n,) ordinates.
-    """
-
-    def __init__(self, x, y):
-        x = _finite(x, "SimmSpline x", "of shape (n,)")
-        y = _finite(y, "SimmSpline y", "of shape (n,)")
-        if x.ndim != 1 or y.shape != x.shape or x.size < 2:
-            raise InvalidInputError(
-                f"SimmSpline needs 1-D x and y of equal length >= 2; got shapes {x.shape} and "
-                f"{y.shape}. Pass the knots as two flat arrays."
-            )
-        if np.any(np.diff(x) <= 0.0):
-            raise InvalidInputError(
-                "SimmSpline x must be strictly increasing; sort the knots and remove duplicates."
-            )
-        self.x = x.copy()
-        self.y = y.copy()
-        self.b, self.c, self.d = self._coefficients(self.x, self.y)
-
-    @staticmethod
-    def _coefficients(x, y):
-        """FMM coefficients (b, c, d), each (n,), as in SimmSpline::calcCoefficients."""
-        n = x.size
-        h = np.maximum(TINY_NUMBER, np.diff(x))  # (n-1,) knot spacings
-        if n == 2:
-            slope = (y[1] - y[0]) / h[0]
-            return np.full(2, slope), np.zeros(2), np.zeros(2)
-        # Tridiagonal system A s = r for s_i = f''(x_i)/6 (FMM's sigma); A has diagonal
-        # `diag`, symmetric off-diagonal h.
-        delta = (y[1:] - y[:-1]) / h  # (n-1,) first divided differences
-        diag = np.empty(n)
-        rhs = np.zeros(n)
-        diag[1:-1] = 2.0 * (h[:-1] + h[1:])
-        rhs[1:-1] = delta[1:] - delta[:-1]
-        diag[0] = -h[0]
-        diag[-1] = -h[-1]
-        if n > 3:
-            # third divided differences from the first and last four knots
-            d31 = max(TINY_NUMBER, x[3] - x[1])
-            d20 = max(TINY_NUMBER, x[2] - x[0])
-            d30 = max(TINY_NUMBER, x[3] - x[0])
-            e1 = max(TINY_NUMBER, x[-1] - x[-3])
-            e2 = max(TINY_NUMBER, x[-2] - x[-4])
-            e3 = max(TINY_NUMBER, x[-1] - x[-4])
-            rhs[0] = (rhs[2] / d31 - rhs[1] / d20) * h[0] * h[0] / d30
-            rhs[-1] = -(rhs[-2] / e1 - rhs[-3] / e2) * h[-1] * h[-1] / e3
-        # Thomas algorithm (no pivoting), in the same elimination order as OpenSim.
-        for i in range(1, n):
-            t = h[i - 1] / diag[i - 1]
-            diag[i] -= t * h[i - 1]
-            rhs[i] -= t * rhs[i - 1]
-        s = np.empty(n)
-        s[-1] = rhs[-1] / diag[-1]
-        for i in range(n - 2, -1, -1):
-            s[i] = (rhs[i] - h[i] * s[i + 1]) / diag[i]
-        b = np.empty(n)
-        c = 3.0 * s
-        d = np.empty(n)
-        b[:-1] = delta - h * (s[1:] + 2.0 * s[:-1])
-        b[-1] = delta[-1] + h[-1] * (s[-2] + 2.0 * s[-1])
-        d[:-1] = (s[1:] - s[:-1]) / h
-        d[-1] = d[-2]
-        return b, c, d
-
-    def _locate(self, x):
-        """Interval index k (clipped to [0, n-2]) and masks below/above/at the ends."""
-        xk = self.x
-        k = np.clip(np.searchsorted(xk, x, side="right") - 1, 0, xk.size - 2)
-        below = x < xk[0]
-        above = x > xk[-1]
-        at_lo = ~below & (np.abs(x - xk[0]) <= ROUNDOFF_ERROR)
-        at_hi = ~above & ~at_lo & (np.abs(x - xk[-1]) <= ROUNDOFF_ERROR)
-        return k, below, above, at_lo, at_hi
-
-    def __call__(self, x):
-        """Value f(x). ``x: (...) -> (...)``; linear extrapolation outside the knots."""
-        x = _finite(x, "SimmSpline argument", "(any shape)")
-        k, below, above, at_lo, at_hi = self._locate(x)
-        dx = x - self.x[k]
-        f = self.y[k] + dx * (self.b[k] + dx * (self.c[k] + dx * self.d[k]))
-        f = np.where(below, self.y[0] + (x - self.x[0]) * self.b[0], f)
-        f = np.where(above, self.y[-1] + (x - self.x[-1]) * self.b[-1], f)
-        f = np.where(at_lo, self.y[0], f)
-        f = np.where(at_hi, self.y[-1], f)
-        return f
-
-    def derivative(self, x, order=1):
-        """df/dx (order 1) or d2f/dx2 (order 2), as SimmSpline::calcDerivative. ``(...) -> (...)``.
-
-        Outside the knots: end slope (order 1) and 0 (order 2).
-        """
-        if order not in (1, 2):
-            raise InvalidInputError(
-                f"SimmSpline derivative order must be 1 or 2, got {order!r}."
-            )
-        x = _finite(x, "SimmSpline argument", "(any shape)")
-        k, below, above, at_lo, at_hi = self._locate(x)
-        dx = x - self.x[k]
-        if order == 1:
-            f = self.b[k] + dx * (2.0 * self.c[k] + 3.0 * dx * self.d[k])
-            f = np.where(below | at_lo, self.b[0], f)
-            f = np.where(above | at_hi, self.b[-1], f)
-        else:
-            f = 2.0 * self.c[k] + 6.0 * dx * self.d[k]
-            f = np.where(at_lo, 2.0 * self.c[0], f)
-            f = np.where(at_hi, 2.0 * self.c[-1], f)
-            f = np.where(below | above, 0.0, f)
-        return f
-
 
 def offset_frame(translation, orientation):
     """4x4 pose of an OpenSim offset frame in its body.
@@ -176,8 +46,8 @@ def offset_frame(translation, orientation):
     translation: (3,) metres; orientation: (3,) body-fixed X-Y-Z angles (o1, o2, o3), i.e.
     ``R = Rx(o1) Ry(o2) Rz(o3)`` (scipy intrinsic ``'XYZ'``). Returns (4, 4).
     """
-    t = _finite(translation, "offset translation", "of shape (3,)").reshape(3)
-    o = _finite(orientation, "offset orientation", "of shape (3,)").reshape(3)
+    t = finite_array(translation, "offset translation", "of shape (3,)").reshape(3)
+    o = finite_array(orientation, "offset orientation", "of shape (3,)").reshape(3)
     return se3.from_rp(Rotation.from_euler("XYZ", o).as_matrix(), t)
 
 
@@ -186,20 +56,20 @@ def _axis_rotation(axis, angle):
     return Rotation.from_rotvec(angle[:, None] * axis[None, :]).as_matrix()
 
 
+#: keys of a function record that function_from_dict reads
+_FUNCTION_PARAMETERS = ("type", "value", "coefficients", "x", "y", "scale", "function")
+
+
 def _make_function(spec, where):
-    kind = spec.get("type")
-    if kind == "Constant":
-        value = float(spec["value"])
-        return lambda q: np.full(np.shape(q), value)
-    if kind == "LinearFunction":
-        slope, intercept = (float(v) for v in spec["coefficients"])
-        return lambda q: slope * q + intercept
-    if kind == "SimmSpline":
-        return SimmSpline(spec["x"], spec["y"])
-    raise InvalidInputError(
-        f"{where}: function type {kind!r} is not supported; supported are Constant, "
-        "LinearFunction and SimmSpline."
-    )
+    """The function of a TransformAxis record, built by
+    :func:`core.joints.opensim.function_from_dict` from the record's parameters (the data
+    files also record provenance such as ``xml_name``, ``*_raw`` strings and knot ranges);
+    ``where`` names the axis in errors."""
+    spec = {k: v for k, v in spec.items() if k in _FUNCTION_PARAMETERS}
+    try:
+        return function_from_dict(spec)
+    except InvalidInputError as exc:
+        raise type(exc)(f"{where}: {exc}") from None
 
 
 class CustomJoint:
@@ -251,7 +121,7 @@ class CustomJoint:
     def check_qs(self, qs):
         """Return ``qs`` as (N, nq) float, accepting (nq,) or (N, nq); raise if non-finite."""
         nq = len(self.coordinate_names)
-        qs = _finite(qs, f"{self.name} coordinates", f"of shape (N, {nq})")
+        qs = finite_array(qs, f"{self.name} coordinates", f"of shape (N, {nq})")
         if nq == 1 and qs.ndim <= 1:
             qs = qs.reshape(-1, 1)
         if qs.ndim == 1:
@@ -307,7 +177,7 @@ class KneeGait2392:
 
     def poses(self, angles):
         """T_femur_tibia for ``angles: (N,)`` rad -> (N, 4, 4). Extrapolates like OpenSim."""
-        angles = _finite(angles, "knee angles", "of shape (N,)")
+        angles = finite_array(angles, "knee angles", "of shape (N,)")
         if angles.ndim > 1:
             raise InvalidInputError(f"knee angles must be 1-D (N,); got shape {angles.shape}.")
         return self.joint.poses(angles.reshape(-1, 1))
@@ -315,14 +185,14 @@ class KneeGait2392:
     def joint_poses(self, angles):
         """X_FM (tibia_r_offset in femur_r_offset), ``angles: (N,) -> (N, 4, 4)``; equal to
         :meth:`poses` here because both offset frames are identities."""
-        angles = _finite(angles, "knee angles", "of shape (N,)")
+        angles = finite_array(angles, "knee angles", "of shape (N,)")
         if angles.ndim > 1:
             raise InvalidInputError(f"knee angles must be 1-D (N,); got shape {angles.shape}.")
         return self.joint.joint_poses(angles.reshape(-1, 1))
 
     def pose(self, angle):
         """T_femur_tibia: pose of the tibia_r body frame in the femur_r body frame, (4, 4)."""
-        a = _finite(angle, "knee angle", "(a scalar)")
+        a = finite_array(angle, "knee angle", "(a scalar)")
         if a.size != 1:
             raise InvalidInputError(f"knee angle must be a scalar; got shape {a.shape}.")
         return self.poses(a.reshape(1))[0]
@@ -388,7 +258,7 @@ class ScapulothoracicSeth2019:
 
     def check_qs(self, qs):
         """Return ``qs`` as (N, 4) float from (4,) or (N, 4); raise if non-finite or mis-shaped."""
-        qs = _finite(qs, "scapulothoracic coordinates", "of shape (N, 4)")
+        qs = finite_array(qs, "scapulothoracic coordinates", "of shape (N, 4)")
         if qs.ndim == 1:
             qs = qs[None, :]
         if qs.ndim != 2 or qs.shape[1] != 4:
