@@ -44,9 +44,9 @@ def spatial_inertia(mass, com, inertia):
     return J
 
 
-def _check_inertia(mass, com, inertia, name):
+def _check_inertia(mass, com, inertia, name, physical=True):
     mass = float(mass)
-    if not np.isfinite(mass) or mass <= 0.0:
+    if not np.isfinite(mass) or mass < 0.0 or (physical and mass == 0.0):
         raise InvalidInputError(f"body {name!r}: mass must be a positive finite number in kg, "
                                 f"got {mass}")
     com = np.asarray(com, dtype=float)
@@ -61,6 +61,8 @@ def _check_inertia(mass, com, inertia, name):
     if np.abs(inertia - inertia.T).max() > 1e-9 * scale:
         raise InvalidInputError(f"body {name!r}: inertia must be symmetric; pass "
                                 "(I + I.T) / 2 if the asymmetry is rounding")
+    if not physical:
+        return mass, com, 0.5 * (inertia + inertia.T)
     principal = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
     if principal[0] <= 0.0:
         raise InvalidInputError(f"body {name!r}: inertia must be positive definite, its "
@@ -118,7 +120,7 @@ class Model:
 
     # ------------------------------------------------------------------ building
     def add_body(self, name, parent, joint, placement=None, mass=1.0, com=(0.0, 0.0, 0.0),
-                 inertia=None):
+                 inertia=None, physical=True):
         """Add a body and return its index.
 
         Args:
@@ -130,6 +132,10 @@ class Model:
             inertia: ``(3, 3)`` rotational inertia about the centre of mass (kg m^2),
                 symmetric positive definite, principal moments obeying the triangle
                 inequality; default ``1e-3 * mass * I``.
+            physical: False accepts mass properties as OpenSim and Simbody do (mass >= 0,
+                any finite symmetric inertia, e.g. a point mass or a measured tensor with
+                a slightly negative principal moment); the model's mass matrix must then be
+                positive definite as a whole for the dynamics to run.
         """
         name = str(name)
         if name in self.names:
@@ -148,9 +154,9 @@ class Model:
         H = np.eye(4) if placement is None else se3.check_transform(
             placement, f"placement of body {name!r}")
         if inertia is None:                  # the documented default, once mass is checked
-            mass, com, _ = _check_inertia(mass, com, np.eye(3), name)
+            mass, com, _ = _check_inertia(mass, com, np.eye(3), name, physical)
             inertia = 1e-3 * mass * np.eye(3)
-        mass, com, inertia = _check_inertia(mass, com, inertia, name)
+        mass, com, inertia = _check_inertia(mass, com, inertia, name, physical)
         self.names.append(name)
         self.parents_list.append(parent)
         self.joints.append(joint)

@@ -218,6 +218,26 @@ def test_spline_span_cache_follows_the_coordinates():
         dyn.aba(m, d, np.array([0.5, np.nan, 0.5]), v, np.zeros(3), None, check=False)
 
 
+def test_as_given_mass_properties_are_accepted_only_when_asked():
+    """physical=False takes OpenSim's mass properties as they are (a point mass, a measured
+    tensor with a negative principal moment) but still refuses negative mass, asymmetry and
+    non-finite values."""
+    m = Model()
+    point = m.add_body("rod", -1, Revolute(), None, 1.0, com=(0.0, -1.0, 0.0),
+                       inertia=np.zeros((3, 3)), physical=False)
+    odd = np.diag([1.0, 1.0, -1e-6])
+    m.add_body("radius", point, Revolute(), None, 0.2, inertia=odd, physical=False)
+    m.add_body("frame", point, Fixed(), None, 0.0, physical=False)
+    M = dyn.crba(m, m.create_data(), np.array([0.3, 0.2]))
+    assert M[0, 0] > 0.0
+    for bad in ({"mass": -1.0}, {"inertia": [[1, 0.1, 0], [0, 1, 0], [0, 0, 1]]},
+                {"com": (0.0, np.inf, 0.0)}):
+        with pytest.raises(InvalidInputError):
+            m.add_body("bad", -1, Revolute(), None, **{"mass": 1.0, **bad}, physical=False)
+    with pytest.raises(InvalidInputError, match="positive definite"):
+        m.add_body("strict", -1, Revolute(), None, 0.2, inertia=odd)
+
+
 def test_validation_messages():
     m = Model()
     for mass in (0.0, -1.0):
