@@ -484,3 +484,76 @@ def test_walking_motion_poses_the_knee_as_opensim(gait):
             j = gait.joint(joint)
             expected = _os_pose(m, state, j.child, j.parent)
             assert np.abs(gait.pose_in_parent(joint, qd) - expected).max() <= POSE_TOL
+
+
+# ----------------------------------------------------------------------------- every kind
+KINDS = ("PinJoint", "SliderJoint", "UniversalJoint", "PlanarJoint", "BallJoint",
+         "GimbalJoint", "FreeJoint", "EllipsoidJoint", "WeldJoint")
+
+
+def _chain_of_every_joint_kind(opensim, file_name):
+    """An OpenSim chain ground - b0 - ... - b8, one joint of each kind in KINDS with random
+    offset frames, written by OpenSim itself to ``file_name``."""
+    rng = np.random.default_rng(1)
+    m = opensim.Model()
+    m.setName("every_joint_kind")
+    parent = m.getGround()
+    for i, kind in enumerate(KINDS):
+        body = opensim.Body(f"b{i}", 1.0 + i, opensim.Vec3(0.1, -0.2, 0.05),
+                            opensim.Inertia(0.1, 0.2, 0.15, 0.01, 0.0, 0.02))
+        m.addBody(body)
+        frames = [opensim.Vec3(*rng.uniform(-0.3, 0.3, 3)), opensim.Vec3(*rng.uniform(-1, 1, 3)),
+                  opensim.Vec3(*rng.uniform(-0.3, 0.3, 3)), opensim.Vec3(*rng.uniform(-1, 1, 3))]
+        extra = [opensim.Vec3(0.3, 0.2, 0.25)] if kind == "EllipsoidJoint" else []
+        joint = getattr(opensim, kind)(f"j{i}", parent, frames[0], frames[1], body, frames[2],
+                                       frames[3], *extra)
+        m.addJoint(joint)
+        parent = body
+    state = m.initSystem()
+    m.printToXML(file_name)
+    return m, state
+
+
+@opensim_tests
+def test_every_joint_kind_poses_and_mass_matrix_equal_opensim(tmp_path):
+    """Pin, Slider, Universal, Planar, Ball, Gimbal, Free, Ellipsoid and Weld joints with
+    random offsets: body poses at random coordinates equal findTransformBetween, and
+    ``N^T M N`` equals calcM (Ball, Free and Ellipsoid mobilities are angular velocities)."""
+    import opensim
+    opensim.Logger.removeFileSink()
+    file_name = str(tmp_path / "every_joint_kind.osim")
+    m, state = _chain_of_every_joint_kind(opensim, file_name)
+    ours = read_osim(file_name)
+    assert [j.kind for j in ours.joints] == list(KINDS)
+    model, names = ours.to_core_model(lock=())
+    data = model.create_data()
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        qd = {n: rng.uniform(-1.2, 1.2) for n in ours.coordinate_names}
+        _set_q(m, state, qd)
+        poses = ours.body_poses(qd)
+        for i in range(len(KINDS)):
+            assert np.abs(poses[f"b{i}"] - _os_pose(m, state, f"b{i}", GROUND)).max() \
+                <= POSE_TOL
+        expected, os_names, N = _os_mass_matrix(opensim, m, state)
+        order = [names.index(n) for n in os_names]
+        q = ours.q_from(qd)
+        got = N.T @ crba(model, data, q)[np.ix_(order, order)] @ N
+        assert np.abs(got - expected).max() <= MASS_TOL * np.abs(expected).max()
+
+
+@opensim_tests
+def test_opensim_33_file_poses_as_opensim_reads_it(tmp_path):
+    import opensim
+    opensim.Logger.removeFileSink()
+    file_name = tmp_path / "pendulum33.osim"
+    file_name.write_text(V33)
+    ours = read_osim(file_name)
+    m = opensim.Model(str(file_name))
+    state = m.initSystem()
+    for q1, q2 in np.random.default_rng(4).uniform(-1.9, 1.9, (10, 2)):
+        qd = {"q1": q1, "q2": q2}
+        _set_q(m, state, qd)
+        poses = ours.body_poses(qd)
+        for b in ("link1", "link2"):
+            assert np.abs(poses[b] - _os_pose(m, state, b, GROUND)).max() <= POSE_TOL
