@@ -12,6 +12,9 @@ it.
 serialization never touches the file); :func:`atomic_path` gives a temporary path to writers
 that create the file themselves (Blender's save and render, matplotlib) and renames it into
 place when they succeed.
+
+:func:`read_input` reads a whole file the project imports, with an InvalidInputError that
+names the file when the system cannot read it.
 """
 
 import contextlib
@@ -20,7 +23,7 @@ import secrets
 
 from ..errors import InvalidInputError
 
-__all__ = ["atomic_write", "atomic_path", "check_writable_path"]
+__all__ = ["atomic_write", "atomic_path", "check_writable_path", "read_input"]
 
 
 def check_writable_path(path):
@@ -99,3 +102,16 @@ def atomic_write(path, data, *, encoding="utf-8"):
                      0o666)
         with os.fdopen(fd, "wb") as fh:  # closing flushes; atomic_path fsyncs and renames
             fh.write(data)
+
+
+def read_input(path, what):
+    """The bytes of the file ``path``; ``what`` names its kind in the message
+    (``"mesh"``, ``"motion"``...). InvalidInputError when it is missing, a folder or unreadable.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {what} {path}: {exc.strerror or exc}; check the "
+                                "path") from None

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.errors import InvalidInputError
-from core.io import atomic_path, atomic_write, check_writable_path
+from core.io import atomic_path, atomic_write, check_writable_path, read_input
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,6 +108,16 @@ def test_a_process_killed_while_writing_leaves_the_old_file(tmp_path):
     assert path.read_text() == '{"old": true}'
     leftovers = sorted(set(os.listdir(tmp_path)) - {"summary.json"})
     assert len(leftovers) == 1 and leftovers[0].startswith(f".summary.json.{proc.pid}.")
+
+
+def test_read_input_names_the_file_it_cannot_read(tmp_path):
+    (tmp_path / "a.mot").write_bytes(b"m\x00")
+    assert read_input(tmp_path / "a.mot", "motion") == b"m\x00"
+    with pytest.raises(InvalidInputError, match=r"cannot read mesh .*b.vtp: No such file or "
+                                                r"directory; check the path"):
+        read_input(tmp_path / "b.vtp", "mesh")
+    with pytest.raises(InvalidInputError, match="cannot read motion .*: Is a directory"):
+        read_input(tmp_path, "motion")
 
 
 # -- every write of the project goes through core.io.files ------------------------------------
