@@ -40,6 +40,7 @@ from scipy.spatial.transform import Rotation
 
 from ..errors import InvalidInputError
 from ..lie import se3
+from .files import read_input
 
 __all__ = ["OsimModel", "OsimBody", "OsimJoint", "OsimCoordinate", "OsimGeometry",
            "OsimCoupler", "read_osim", "parse_osim", "offset_pose", "pose_to_offset",
@@ -468,13 +469,7 @@ def _is_constant(spec):
 def read_osim(path):
     """Read an OpenSim model file; returns an :class:`OsimModel` (see the module docstring)."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise InvalidInputError(f"cannot read OpenSim model {path}: {exc.strerror}; check "
-                                "the path") from None
-    return parse_osim(data, source=path)
+    return parse_osim(read_input(path, "OpenSim model"), source=path)
 
 
 def parse_osim(data, source="<string>"):
