@@ -467,13 +467,12 @@ def function_from_dict(d):
 
     Raises InvalidInputError for a non-dict, an unknown type, or missing / unexpected keys.
     """
-    if not isinstance(d, dict):
-        raise InvalidInputError(f"function_from_dict expects a dict, got {type(d).__name__}; "
-                                "pass the output of a function's to_dict().")
-    kind = d.get("type")
+    kind = d.get("type") if isinstance(d, dict) else None
     if kind not in _FUNCTIONS:
-        raise InvalidInputError(f"unknown OpenSim function type {kind!r}; supported are "
-                                f"{sorted(_FUNCTIONS)}.")
+        what = (f"unknown OpenSim function type {kind!r}" if isinstance(d, dict)
+                else f"expected a dict, got a {type(d).__name__}")
+        raise InvalidInputError(f"{what}; function_from_dict takes a dict with 'type' one of "
+                                f"{sorted(_FUNCTIONS)} (a to_dict() output).")
     keys = set(d) - {"type"}
     if keys != _KEYS[kind]:
         raise InvalidInputError(f"{kind} dict has keys {sorted(keys)}; expected exactly "

@@ -284,14 +284,23 @@ def test_from_dict_rejects_wrong_type_and_keys():
 
 # -- registry ------------------------------------------------------------------------------
 def test_registry_round_trips_every_family():
-    from core.joints import (JOINT_TYPES, ClosedSplineCurveJoint, Elliptic, Free, Spherical,
+    from core.joints import (JOINT_TYPES, ClosedSplineCurveJoint, CustomJoint, Elliptic,
+                             EllipsoidJoint, Free, ScapulothoracicJoint, Spherical,
                              SplineCurveJoint, SplineJoint, joint_from_dict)
+    from core.joints.opensim import Constant, LinearFunction, SimmSpline
     r = np.random.default_rng(11)
     frames = se3.exp(np.cumsum(r.normal(size=(6, 6)) * 0.3, axis=0))
     knots = np.arange(8.0)
     examples = JOINTS + [Fixed(), Elliptic(2.0, 0.5, AXIS, lower=-1.0), Spherical(), Free(),
                          SplineCurveJoint(frames), ClosedSplineCurveJoint(frames),
-                         SplineJoint([knots, knots], r.normal(size=(6, 4, 4)) * 0.2)]
+                         SplineJoint([knots, knots], r.normal(size=(6, 4, 4)) * 0.2),
+                         CustomJoint(np.vstack([np.eye(3), np.eye(3)]),
+                                     [LinearFunction(), Constant(0.1), LinearFunction(0.5, 0.0),
+                                      SimmSpline([-1.0, 0.0, 2.0], [0.0, 0.1, -0.1]),
+                                      Constant(0.0), LinearFunction()],
+                                     [0, None, 1, 0, None, 1], 2, lower=-1.0),
+                         ScapulothoracicJoint([0.07, 0.15, 0.08], [-0.05, -0.03], 0.3),
+                         EllipsoidJoint([0.3, 0.2, 0.1])]
     assert {type(j).__name__ for j in examples} == set(JOINT_TYPES)
     for joint in examples:
         d = json.loads(json.dumps(joint.to_dict()))
