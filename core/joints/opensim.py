@@ -134,6 +134,11 @@ class Function:
     def __call__(self, x):
         return self.value(x)
 
+    def at(self, x):
+        """``(f, f', f'')`` at one finite float ``x`` as Python floats: the joints' scalar
+        path, the same arithmetic as :meth:`value` and :meth:`derivative`."""
+        raise NotImplementedError
+
     def to_dict(self):
         raise NotImplementedError
 
@@ -164,6 +169,9 @@ class Constant(Function):
         _order(order, "Constant")
         return np.zeros(np.shape(self._arg(x)))
 
+    def at(self, x):
+        return self.c, 0.0, 0.0
+
     def to_dict(self):
         return {"type": "Constant", "value": self.c}
 
@@ -182,6 +190,9 @@ class LinearFunction(Function):
     def derivative(self, x, order=1):
         x = self._arg(x)
         return np.full(np.shape(x), self.slope if _order(order, "LinearFunction") == 1 else 0.0)
+
+    def at(self, x):
+        return self.slope * x + self.intercept, self.slope, 0.0
 
     def to_dict(self):
         return {"type": "LinearFunction", "coefficients": [self.slope, self.intercept]}
@@ -215,6 +226,9 @@ class PolynomialFunction(Function):
 
     def derivative(self, x, order=1):
         return self._horner(self._arg(x), _order(order, "PolynomialFunction"))
+
+    def at(self, x):
+        return tuple(float(self._horner(np.float64(x), k)) for k in (0, 1, 2))
 
     def to_dict(self):
         return {"type": "PolynomialFunction", "coefficients": self.coefficients.tolist()}
@@ -259,6 +273,34 @@ class _Knotted(Function):
             todo &= ~found
         return np.minimum(k, n - 2)
 
+    def _segment_at(self, x):
+        """:meth:`_segment` for one float inside the knots (the same bisection)."""
+        xk = self._xlist
+        n = len(xk)
+        i, j = 0, n
+        while True:
+            m = (i + j) // 2
+            if x < xk[m]:
+                j = m
+            elif x > xk[min(m + 1, n - 1)]:
+                i = m
+            else:
+                return min(m, n - 2)
+
+    def _where(self, x):
+        """``"below"``, ``"lo"`` (within ROUNDOFF_ERROR of the first knot), ``"hi"``,
+        ``"above"`` or the segment index, for one float (as :meth:`_locate`)."""
+        xk = self._xlist
+        if x < xk[0]:
+            return "below"
+        if abs(x - xk[0]) <= ROUNDOFF_ERROR:
+            return "lo"
+        if x > xk[-1]:
+            return "above"
+        if abs(x - xk[-1]) <= ROUNDOFF_ERROR:
+            return "hi"
+        return self._segment_at(x)
+
     def _locate(self, x):
         """Interval index k (:meth:`_segment`) and masks below/above/at the ends (an
         abscissa within ROUNDOFF_ERROR of an end knot is 'at' it, as OpenSim's
@@ -291,6 +333,9 @@ class SimmSpline(_Knotted):
     def __init__(self, x, y):
         self.x, self.y = _knots(x, y, type(self).__name__)
         self.b, self.c, self.d = self._coefficients(self.x, self.y)
+        self._xlist = self.x.tolist()
+        self._table = list(zip(self.y.tolist(), self.b.tolist(), self.c.tolist(),
+                               self.d.tolist()))
 
     @staticmethod
     def _coefficients(x, y):
@@ -370,6 +415,23 @@ class SimmSpline(_Knotted):
         return f
 
 
+    def at(self, x):
+        k = self._where(x)
+        xk, t = self._xlist, self._table
+        if k == "below":
+            return t[0][0] + (x - xk[0]) * t[0][1], t[0][1], 0.0
+        if k == "above":
+            return t[-1][0] + (x - xk[-1]) * t[-1][1], t[-1][1], 0.0
+        if k == "lo":
+            return t[0][0], t[0][1], 2.0 * t[0][2]
+        if k == "hi":
+            return t[-1][0], t[-1][1], 2.0 * t[-1][2]
+        y, b, c, d = t[k]
+        dx = x - xk[k]
+        return (y + dx * (b + dx * (c + dx * d)), b + dx * (2.0 * c + 3.0 * dx * d),
+                2.0 * c + 6.0 * dx * d)
+
+
 class NaturalCubicSpline(SimmSpline):
     """The ``NaturalCubicSpline`` of ``.osim`` files: OpenSim 4.6 reads it as a
     :class:`SimmSpline` (type alias in ``RegisterTypes_osimCommon.cpp``), so it is the same
@@ -393,6 +455,21 @@ class PiecewiseLinearFunction(_Knotted):
         self.x, self.y = _knots(x, y, "PiecewiseLinearFunction")
         b = np.diff(self.y) / np.maximum(TINY_NUMBER, np.diff(self.x))
         self.b = np.append(b, b[-1])
+        self._xlist = self.x.tolist()
+        self._yb = list(zip(self.y.tolist(), self.b.tolist()))
+
+    def at(self, x):
+        k = self._where(x)
+        xk, t = self._xlist, self._yb
+        if k == "below":
+            return t[0][0] + (x - xk[0]) * t[0][1], t[0][1], 0.0
+        if k == "above":
+            return t[-1][0] + (x - xk[-1]) * t[-1][1], t[-1][1], 0.0
+        if k == "lo":
+            return t[0][0], t[0][1], 0.0
+        if k == "hi":
+            return t[-1][0], t[-1][1], 0.0
+        return t[k][0] + (x - xk[k]) * t[k][1], t[k][1], 0.0
 
     def value(self, x):
         x = self._arg(x)
@@ -432,6 +509,10 @@ class MultiplierFunction(Function):
 
     def derivative(self, x, order=1):
         return self.function.derivative(x, _order(order, "MultiplierFunction")) * self.scale
+
+    def at(self, x):
+        f, d1, d2 = self.function.at(x)
+        return f * self.scale, d1 * self.scale, d2 * self.scale
 
     def to_dict(self):
         return {"type": "MultiplierFunction", "scale": self.scale,
@@ -484,6 +565,19 @@ def function_from_dict(d):
 # ----------------------------------------------------------------------------- kinematics
 
 
+def _axis_rotation(K, K2, angle):
+    """``exp([a] angle) = I + sin [a] + (1 - cos) [a]^2`` for a unit axis with ``K = [a]``,
+    ``K2 = [a]^2``."""
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K2
+
+
+def _cross(a, b):
+    """``a x b`` of two (3,) arrays."""
+    a0, a1, a2 = a.tolist()
+    b0, b1, b2 = b.tolist()
+    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+
+
 def _rotation_chain(axes, theta, J, d2theta):
     """``R = exp([a_0] t_0) exp([a_1] t_1) exp([a_2] t_2)`` and its body-frame angular
     Jacobian (module docstring).
@@ -513,8 +607,10 @@ def _assemble(R, p, W, dW, dp, d2p):
     S = np.concatenate([W, V])
     H = np.empty((nq, 6, nq))
     H[:, :3] = dW
-    H[:, 3:] = np.einsum("ab,ibj->iaj", R.T, d2p) - np.cross(W.T[:, :, None], V[None, :, :],
-                                                             axisa=1, axisb=1, axisc=1)
+    Wx = np.zeros((nq, 3, 3))                      # [W_i], so Wx @ V = W_i x V_j
+    Wx[:, 0, 1], Wx[:, 0, 2], Wx[:, 1, 2] = -W[2], W[1], -W[0]
+    Wx[:, 1, 0], Wx[:, 2, 0], Wx[:, 2, 1] = W[2], -W[1], W[0]
+    H[:, 3:] = R.T @ d2p - Wx @ V
     return G, S, H
 
 
@@ -614,6 +710,8 @@ class CustomJoint(_OpenSimJoint):
                                             f"index in [0, {self.nq}); raise nq or fix the index.")
         self._init_limits(lower, upper)
         self._init_neutral(neutral)
+        self._K = [so3.hat(a) for a in self.axes[:3]]
+        self._K2 = [K @ K for K in self._K]
         # axis k's coordinate as a one-hot (6, nq) selector (a zero row for no coordinate)
         self._select = np.zeros((6, self.nq))
         for k, a in enumerate(self.arguments):
@@ -655,14 +753,45 @@ class CustomJoint(_OpenSimJoint):
         return np.array(f, dtype=float), np.array(d1, dtype=float), np.array(d2, dtype=float)
 
     def evaluate(self, q):
-        """``(G (4, 4), S (6, nq), H (nq, 6, nq))`` at ``q: (nq,)``."""
-        v, d1, d2 = self.axis_values(q)
-        J = d1[:, None] * self._select                          # (6, nq): dv_k/dq_j
-        D2 = d2[:, None, None] * (self._select[:, :, None] * self._select[:, None, :])
-        R, W, dW = _rotation_chain(self.axes[:3], v[:3], J[:3], D2[:3])
-        p = v[3:] @ self.axes[3:]
-        dp = self.axes[3:].T @ J[3:]
-        d2p = np.einsum("kc,kij->icj", self.axes[3:], D2[3:])
+        """``(G (4, 4), S (6, nq), H (nq, 6, nq))`` at ``q: (nq,)``.
+
+        The module docstring's sums, term by term over the six axes (each moves one
+        coordinate, so ``J`` and ``d2theta`` are sparse): scalar function values from
+        :meth:`Function.at`, 3-vectors as small arrays.
+        """
+        q = self.check_q(q).tolist()
+        nq = self.nq
+        vals = [fn.at(0.0 if a is None else q[a])
+                for fn, a in zip(self.functions, self.arguments)]
+        R1, R2, R3 = (_axis_rotation(K, K2, v[0])
+                      for K, K2, v in zip(self._K, self._K2, vals[:3]))
+        R23 = R2 @ R3
+        R = R1 @ R23
+        a = self.axes
+        w = (R23.T @ a[0], R3.T @ a[1], a[2])          # the unit-rate angular columns
+        W = np.zeros((3, nq))
+        dW = np.zeros((nq, 3, nq))
+        dp = np.zeros((3, nq))
+        d2p = np.zeros((nq, 3, nq))
+        p = np.zeros(3)
+        for k in range(3):
+            j = self.arguments[k]
+            if j is None:
+                continue
+            _, d1, d2 = vals[k]
+            W[:, j] += d1 * w[k]
+            dW[j, :, j] += d2 * w[k]
+            for m in range(k + 1, 3):
+                i = self.arguments[m]
+                if i is not None:
+                    dW[i, :, j] += (vals[m][1] * d1) * _cross(w[k], w[m])
+        for k in range(3, 6):
+            v, d1, d2 = vals[k]
+            p += v * a[k]
+            j = self.arguments[k]
+            if j is not None:
+                dp[:, j] += d1 * a[k]
+                d2p[j, :, j] += d2 * a[k]
         return _assemble(R, p, W, dW, dp, d2p)
 
     def transforms(self, qs):
