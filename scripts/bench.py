@@ -46,6 +46,7 @@ SECTIONS = {
     "maximal": "bench:bench_maximal_tables",
     "sweep": "bench_sweep:bench_sweep",
     "batch": "bench_batch:bench_batch",
+    "osim": "bench_osim:bench_osim",
 }
 
 #: environment of a section's process where it differs from the caller's: the dynamics

@@ -1,0 +1,105 @@
+"""OpenSim exchange: reading models, meshes and motions, and the imported gait2392's dynamics.
+
+    python scripts/bench_osim.py [--quick]
+
+Rows: the median time of one call (:func:`bench.median_us`). Where ``opensim`` imports (the
+numpy-2 environment: ``.venv-np2/bin/python scripts/bench.py --only osim``) the same model's
+forward dynamics in OpenSim 4.6 (muscles removed, as in the import) is timed in the same run,
+so the ratio is measured side by side.
+"""
+
+import glob
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for _path in (ROOT, HERE):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+from bench import median_us, table  # noqa: E402
+
+from core.dynamics import aba, crba, rnea  # noqa: E402
+from core.io.motion import read_motion  # noqa: E402
+from core.io.osim import motion_coordinates, read_osim  # noqa: E402
+from core.io.vtp import read_vtp  # noqa: E402
+
+OSIM = os.path.join(ROOT, "..", "shared", "data", "osim")
+GAIT = os.path.join(OSIM, "gait2392_thelen2003muscle.osim")
+WALK = os.path.join(OSIM, "subject01_walk1_ik.mot")
+
+
+def _opensim_forward(q, v):
+    """A callable timing OpenSim's forward dynamics of gait2392 without muscles at (q, v)
+    (coordinates in the reader's order), or None where OpenSim does not import."""
+    try:
+        import opensim
+    except ImportError:
+        return None
+    opensim.Logger.removeFileSink()
+    opensim.Logger.setLevelString("error")
+    m = opensim.Model(GAIT)
+    m.updForceSet().clearAndDestroy()
+    state = m.initSystem()
+    cs = m.getCoordinateSet()
+    names = read_osim(GAIT).coordinate_names
+    for name, qi, vi in zip(names, q, v):
+        c = cs.get(name)
+        c.setLocked(state, False)
+        c.setValue(state, float(qi), False)
+        c.setSpeedValue(state, float(vi))
+    t = [state.getTime()]
+
+    def forward():
+        t[0] += 1e-9                       # a new time invalidates every cached stage
+        state.setTime(t[0])
+        m.realizeAcceleration(state)
+    return forward
+
+
+def bench_osim(quick=False):
+    """Rows ``(what, median)``."""
+    model = read_osim(GAIT)
+    core_model, names = model.to_core_model(lock=())
+    data = core_model.create_data()
+    rng = np.random.default_rng(0)
+    q = model.default_q() + rng.uniform(-0.3, 0.3, model.nq)
+    v = rng.uniform(-1.0, 1.0, model.nq)
+    tau = np.zeros(model.nq)
+    knee = model.joint("knee_r").joint
+    meshes = sorted(glob.glob(os.path.join(OSIM, "Geometry", "*.vtp")))
+    motion = read_motion(WALK)
+    rows = [
+        ("read_osim gait2392 (576 kB, 23 coordinates), ms", median_us(lambda: read_osim(GAIT),
+                                                                    quick) / 1e3),
+        (f"read_vtp, all {len(meshes)} gait2392 meshes, ms",
+         median_us(lambda: [read_vtp(p) for p in meshes], quick) / 1e3),
+        ("read_motion + motion_coordinates (211 rows), ms",
+         median_us(lambda: motion_coordinates(model, read_motion(WALK)), quick) / 1e3),
+        ("body_poses gait2392, us", median_us(lambda: model.body_poses(q), quick)),
+        ("knee CustomJoint evaluate (G, S, dS/dq), us",
+         median_us(lambda: knee.evaluate(q[names.index("knee_angle_r"):][:1]), quick)),
+        ("aba gait2392 (23 DOF), us", median_us(lambda: aba(core_model, data, q, v, tau),
+                                                quick, cpu=True)),
+        ("rnea gait2392, us", median_us(lambda: rnea(core_model, data, q, v, tau), quick,
+                                        cpu=True)),
+        ("crba gait2392, us", median_us(lambda: crba(core_model, data, q), quick, cpu=True)),
+    ]
+    del motion
+    forward = _opensim_forward(q, v)
+    if forward is not None:
+        rows.append(("OpenSim 4.6 realizeAcceleration gait2392 (same q, v), us",
+                     median_us(forward, quick, cpu=True)))
+    return [table("OpenSim exchange and the imported gait2392", ["what", "median"],
+                  [[name, f"{value:.4g}"] for name, value in rows],
+                  note="CPU time for the dynamics rows; wall time for the file rows")]
+
+
+if __name__ == "__main__":
+    from bench import format_table, machine_description
+    print(machine_description())
+    for t in bench_osim(quick="--quick" in sys.argv):
+        print(format_table(t))
