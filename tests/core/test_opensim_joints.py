@@ -178,6 +178,15 @@ def test_function_shapes_and_dict_round_trip(f):
 
 
 @pytest.mark.parametrize("f", FUNCTIONS, ids=[f"{i}-{f!r}" for i, f in enumerate(FUNCTIONS)])
+def test_scalar_path_is_the_vectorised_one(f):
+    """``at(x)`` (the joints' scalar path) returns exactly value, f' and f'' at every
+    argument, including at, next to and beyond the knots."""
+    expected = np.stack([f.value(ARGS), f.derivative(ARGS, 1), f.derivative(ARGS, 2)], axis=1)
+    got = np.array([f.at(float(x)) for x in ARGS])
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("f", FUNCTIONS, ids=[f"{i}-{f!r}" for i, f in enumerate(FUNCTIONS)])
 def test_function_derivatives_match_finite_differences(f):
     h = 1e-6
     x = np.concatenate([np.linspace(-4.4, 4.4, 37), [0.0, 1e-8]])
