@@ -1,18 +1,18 @@
-"""Versioned JSON documents for joints and fits (the add-on stores fitted joints in .blend
-files this way), and the atomic file writes every file the project writes goes through. See
-:mod:`core.io.joints` and :mod:`core.io.files`."""
+"""Files the project reads and writes: versioned JSON documents for joints and fits (the
+add-on stores fitted joints in .blend files this way), OpenSim models (.osim), their bone
+meshes (.vtp) and motions (.mot / .sto), and the atomic writes every file goes through. See
+:mod:`core.io.joints`, :mod:`core.io.osim`, :mod:`core.io.vtp`, :mod:`core.io.motion` and
+:mod:`core.io.files`."""
 
-from .files import atomic_path, atomic_write, check_writable_path
+from .files import atomic_path, atomic_write, check_writable_path, read_input
 from .joints import (MAX_DEPTH, MAX_DOCUMENT_SIZE, RANGE_SLACK, SCHEMA, SCHEMA_VERSION,
                      JointDocument, document_from_dict, document_to_dict, dumps, load, loads, save)
-# OpenSim's companion files: bone meshes (.vtp) and motions (.mot / .sto)
 from .motion import Motion, read_motion, write_motion
+from .osim import OsimModel, motion_coordinates, parse_osim, read_osim
 from .vtp import Mesh, read_vtp, write_vtp
-from .files import read_input
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "JointDocument", "document_to_dict",
            "document_from_dict", "dumps", "loads", "save", "load", "atomic_write", "atomic_path",
-           "check_writable_path", "MAX_DOCUMENT_SIZE", "MAX_DEPTH", "RANGE_SLACK"]
-__all__ += ["Motion", "read_motion", "write_motion"]
-__all__ += ["Mesh", "read_vtp", "write_vtp"]
-__all__ += ["read_input"]
+           "check_writable_path", "read_input", "MAX_DOCUMENT_SIZE", "MAX_DEPTH", "RANGE_SLACK",
+           "Motion", "read_motion", "write_motion", "Mesh", "read_vtp", "write_vtp",
+           "OsimModel", "read_osim", "parse_osim", "motion_coordinates"]
