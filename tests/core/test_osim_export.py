@@ -17,7 +17,8 @@ from core.io.osim_export import (DEFAULT_TOLERANCE, export_osim, osim_document,
                                  write_model_motion, write_osim)
 from core.joints.lower_pairs import Prismatic, Revolute, Universal
 from core.joints.opensim import LinearFunction
-from core.lie import se3, so3
+from core.lie import se3
+from test_osim_import import _os_pose, _set_q  # OpenSim's poses, coordinates set by name
 
 OSIM = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "osim")
 MODELS = ("gait2392_thelen2003muscle.osim", "ThoracoscapularShoulderModel.osim",
@@ -224,23 +225,6 @@ def _load(opensim, file):
         opensim.Logger.removeFileSink()
     with open(log, encoding="utf-8") as fh:
         return m, state, fh.read()
-
-
-def _os_pose(m, state, body, parent):
-    X = m.getBodySet().get(body).findTransformBetween(
-        state, m.getGround() if parent == GROUND else m.getBodySet().get(parent))
-    R, p = X.R().asMat33(), X.p()
-    return se3.from_rp(np.array([[R.get(i, k) for k in range(3)] for i in range(3)]),
-                       np.array([p.get(i) for i in range(3)]))
-
-
-def _set_q(m, state, values):
-    cs = m.getCoordinateSet()
-    for n, v in values.items():
-        c = cs.get(n)
-        c.setLocked(state, False)
-        c.setValue(state, float(v), False)
-    m.realizePosition(state)
 
 
 @pytest.fixture
