@@ -7,6 +7,7 @@ import bpy
 
 from . import handlers, panels, properties
 from .operators import classes as operator_classes
+from .operators import opensim
 
 classes = (*properties.classes, *operator_classes, *panels.classes)
 
@@ -16,9 +17,11 @@ def register():
         bpy.utils.register_class(cls)
     properties.register_properties()
     handlers.register()
+    opensim.register_menus()
 
 
 def unregister():
+    opensim.unregister_menus()
     handlers.unregister()
     properties.unregister_properties()
     for cls in reversed(classes):

@@ -193,7 +193,27 @@ def coordinate_property_name(i: int) -> str:
 
 def read_coordinate_values(pose_bone, nq: int) -> np.ndarray:
     """Current joint coordinates (nq,) from the bone's ``sj_q<i>`` properties (0 where missing)."""
-    return np.array([float(pose_bone.get(coordinate_property_name(i), 0.0)) for i in range(nq)])
+    return read_named_values(pose_bone, [coordinate_property_name(i) for i in range(nq)], np.zeros(nq))
+
+
+def read_named_values(owner, names, defaults) -> np.ndarray:
+    """Float custom properties ``names`` of ``owner`` as an array (n,); a missing (or
+    non-numeric) one takes its entry of ``defaults`` (n,)."""
+    out = np.array(defaults, dtype=np.float64)
+    for i, name in enumerate(names):
+        value = owner.get(name)
+        if isinstance(value, (int, float)):
+            out[i] = float(value)
+    return out
+
+
+def write_float_property(owner, name: str, value: float, **ui) -> str:
+    """Create/update the float custom property ``name`` of ``owner`` (an ID or a pose bone):
+    its value, then its UI data ``ui`` (keywords of ``id_properties_ui(name).update``: min,
+    max, soft_min, soft_max, subtype, default, description). Animatable, like any ID property."""
+    owner[name] = float(value)
+    owner.id_properties_ui(name).update(**ui)
+    return name
 
 
 def ensure_coordinate_property(pose_bone, i: int, lower: float, upper: float, value: float | None = None) -> str:
@@ -204,11 +224,9 @@ def ensure_coordinate_property(pose_bone, i: int, lower: float, upper: float, va
     name = coordinate_property_name(i)
     if value is None:
         value = float(pose_bone.get(name, 0.5 * (lower + upper)))
-    pose_bone[name] = float(min(max(value, lower), upper))
-    ui = pose_bone.id_properties_ui(name)
-    ui.update(min=lower, max=upper, soft_min=lower, soft_max=upper,
-              description=f"Spline Joints coordinate {i} of this bone's joint")
-    return name
+    return write_float_property(pose_bone, name, min(max(value, lower), upper), min=lower, max=upper,
+                                soft_min=lower, soft_max=upper,
+                                description=f"Spline Joints coordinate {i} of this bone's joint")
 
 
 # --------------------------------------------------------------------------------------------
@@ -346,6 +364,117 @@ def write_bone_keyframes(obj, pose_bone, frames: np.ndarray, basis: np.ndarray) 
                                      frames, basis, id_obj=obj, group=pose_bone.name)
 
 
+def push_action_to_nla(id_data) -> str | None:
+    """Move the data-block's action (if any) onto a new NLA track of its own name, as Blender's
+    *Push Down* does, and leave no active action. Returns the track's name, or None when there
+    was no action. The action keeps playing from the track under whatever is keyed above it."""
+    ad = id_data.animation_data
+    if ad is None or ad.action is None:
+        return None
+    action = ad.action
+    slot = getattr(ad, "action_slot", None)
+    track = ad.nla_tracks.new()
+    track.name = action.name
+    strip = track.strips.new(action.name, int(action.frame_range[0]), action)
+    if slot is not None and hasattr(strip, "action_slot"):
+        strip.action_slot = slot
+    ad.action = None
+    return track.name
+
+
+def new_action(id_data, name: str):
+    """Give the data-block a new, empty action ``name`` (its previous action must have been
+    kept elsewhere first: :func:`push_action_to_nla`); keys written afterwards
+    (:func:`write_fcurve_keys`) go into it."""
+    ad = id_data.animation_data or id_data.animation_data_create()
+    action = bpy.data.actions.new(name)
+    ad.action = action
+    return action
+
+
+# --------------------------------------------------------------------------------------------
+# Armatures built from a model (OpenSim import) and posed from numbers
+# --------------------------------------------------------------------------------------------
+
+def write_armature(name: str, bones, parents, rests: np.ndarray, lengths: np.ndarray, collection,
+                   view_layer) -> bpy.types.Object:
+    """A new armature object ``name`` (linked to ``collection``) with one bone per name in
+    ``bones``: rest frame ``rests[i]`` (4, 4) in armature space (head at its origin, the bone
+    along its Y axis, roll from its X axis), length ``lengths[i]`` (m), parent bone
+    ``bones[parents[i]]`` (-1: none). Bones are not connected and keep Blender's default
+    inheritance (rotation, full scale, local location), so :func:`write_pose_bases` poses them
+    exactly. Builds the bones in Edit Mode (the object becomes the view layer's active object)
+    and returns in Object Mode. BridgeError when a name does not fit a bone name."""
+    for bone in bones:
+        if len(bone.encode("utf-8")) > 63:
+            raise BridgeError(f"body name '{bone}' is longer than Blender's 63-byte bone names; "
+                              "shorten it in the model file")
+    if bpy.context.object is not None and bpy.context.object.mode != "OBJECT":
+        bpy.ops.object.mode_set(mode="OBJECT")
+    data = bpy.data.armatures.new(name)
+    obj = bpy.data.objects.new(name, data)
+    collection.objects.link(obj)
+    view_layer.objects.active = obj
+    obj.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    try:
+        edit = []
+        for bone, parent, rest, length in zip(bones, parents, rests, lengths):
+            eb = data.edit_bones.new(bone)
+            eb.head, eb.tail, eb.roll = (0.0, 0.0, 0.0), (0.0, float(length), 0.0), 0.0
+            eb.matrix = array_to_matrix(rest)
+            eb.use_connect = False
+            if parent >= 0:
+                eb.parent = edit[parent]
+            edit.append(eb)
+    finally:
+        bpy.ops.object.mode_set(mode="OBJECT")
+    return obj
+
+
+def read_bone_rests(armature_obj, names) -> np.ndarray:
+    """Rest frames (n, 4, 4) in armature space of the named bones (``Bone.matrix_local``),
+    made rigid (:func:`rigid`). BridgeError names a missing bone."""
+    bones = armature_obj.data.bones
+    missing = [n for n in names if n not in bones]
+    if missing:
+        raise BridgeError(f"armature '{armature_obj.name}' has no bones {missing[:5]}; import the "
+                          "model again")
+    return rigid(np.stack([matrix_to_array(bones[n].matrix_local) for n in names])) if len(names) \
+        else np.zeros((0, 4, 4))
+
+
+def read_pose_bases(armature_obj, names) -> np.ndarray:
+    """``matrix_basis`` (n, 4, 4) of the named pose bones."""
+    bones = armature_obj.pose.bones
+    return np.stack([matrix_to_array(bones[n].matrix_basis) for n in names]) if len(names) \
+        else np.zeros((0, 4, 4))
+
+
+def write_pose_bases(armature_obj, names, bases: np.ndarray) -> None:
+    """Set ``matrix_basis`` of the named pose bones from bases (n, 4, 4)."""
+    bones = armature_obj.pose.bones
+    for n, basis in zip(names, bases):
+        bones[n].matrix_basis = array_to_matrix(basis)
+
+
+def new_object(name: str, data, collection) -> bpy.types.Object:
+    """A new object ``name`` (Blender adds a suffix when the name is taken) showing ``data``
+    (a mesh, or None for an empty), linked to ``collection``."""
+    obj = bpy.data.objects.new(name, data)
+    collection.objects.link(obj)
+    return obj
+
+
+def parent_to_object(obj, parent, T_parent_obj: np.ndarray) -> None:
+    """Parent ``obj`` to the object ``parent`` so that it sits at ``T_parent_obj`` (4, 4; may
+    carry a scale) in the parent's frame."""
+    obj.parent = parent
+    obj.parent_type = "OBJECT"
+    obj.matrix_parent_inverse = Matrix.Identity(4)
+    obj.matrix_basis = array_to_matrix(T_parent_obj)
+
+
 # --------------------------------------------------------------------------------------------
 # Meshes and curves
 # --------------------------------------------------------------------------------------------
@@ -381,18 +510,37 @@ def parent_to_bone(obj, armature_obj, bone_name: str, T_bone_obj: np.ndarray) ->
     obj.matrix_basis = array_to_matrix(T_bone_obj)
 
 
+def write_mesh_data(name: str, vertices: np.ndarray, faces, smooth: bool = False) -> bpy.types.Mesh:
+    """A new mesh data-block from vertices (V, 3) and faces: an (F, k) integer array or lists
+    of vertex indices of any lengths (written with ``foreach_set``). smooth: smooth shading."""
+    vertices = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+    if isinstance(faces, np.ndarray) and faces.ndim == 2:
+        sizes = np.full(len(faces), faces.shape[1], dtype=np.int64)
+        loops = faces.ravel()
+    else:
+        sizes = np.array([len(f) for f in faces], dtype=np.int64)
+        loops = np.concatenate([np.asarray(f, dtype=np.int64) for f in faces]) if len(faces) \
+            else np.zeros(0, np.int64)
+    mesh = bpy.data.meshes.new(name)
+    mesh.vertices.add(len(vertices))
+    mesh.vertices.foreach_set("co", vertices.astype(np.float32).ravel())
+    mesh.loops.add(len(loops))
+    mesh.loops.foreach_set("vertex_index", loops.astype(np.int32))
+    mesh.polygons.add(len(sizes))
+    mesh.polygons.foreach_set("loop_start", (np.cumsum(sizes) - sizes).astype(np.int32))
+    mesh.update(calc_edges=True)
+    mesh.validate()
+    if smooth:
+        mesh.shade_smooth()
+    return mesh
+
+
 def write_mesh_object(name: str, vertices: np.ndarray, faces: np.ndarray, collection) -> bpy.types.Object:
     """Create or update a mesh object from vertices (V, 3) and faces (lists of vertex indices).
 
     The old mesh data-block is replaced (and freed when unused) so the update is one undo step.
     """
-    vertices = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
-    faces = [[int(i) for i in f] for f in faces]
-    mesh = bpy.data.meshes.new(name)
-    mesh.from_pydata(vertices.tolist(), [], faces)
-    mesh.validate()
-    mesh.update()
-    return _ensure_object(name, mesh, collection)
+    return _ensure_object(name, write_mesh_data(name, vertices, faces), collection)
 
 
 def write_poly_curve_object(name: str, polylines, collection, bevel: float = 0.0) -> bpy.types.Object:
@@ -490,9 +638,7 @@ def write_axes_empties(prefix: str, frames: np.ndarray, size: float, parent, col
             collection.objects.link(obj)
         obj.empty_display_type = "ARROWS"
         obj.empty_display_size = size
-        obj.parent = parent
-        obj.matrix_parent_inverse = Matrix.Identity(4)
-        obj.matrix_basis = array_to_matrix(T)
+        parent_to_object(obj, parent, T)
         out.append(obj)
     k = len(frames)
     while (extra := bpy.data.objects.get(f"{prefix}.{k:03d}")) is not None:

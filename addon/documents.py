@@ -1,40 +1,89 @@
-"""The joint stored on a bone: read it as a core JointDocument, store one.
+"""Documents stored in the .blend, read back as core objects: the joint stored on a bone and
+the OpenSim model stored on an imported armature.
 
 A bone's joint lives in ``PoseBone.spline_joints.joint_json`` as the core's versioned JSON
 (:mod:`core.io`); its coordinate ranges and fit report are copied beside it for the panels and
 the coordinate sliders. :func:`store_document` is the only writer of those properties, so they
 always describe the stored JSON.
+
+An imported OpenSim model lives on its armature data as the .osim file's whole text (ID property
+:data:`OSIM_TEXT_KEY`) with the path it was read from (:data:`OSIM_PATH_KEY`);
+:func:`osim_rig` parses it again when needed. Both kinds are parsed once per distinct text and
+kept in memory (a text that cannot be read is remembered with its message, so the live drive
+does not parse it again on every frame change).
 """
 
 from __future__ import annotations
 
-#: JSON text -> its JointDocument, or the message of the InvalidInputError that refused it (so
-#: the live drive does not parse a bad document again on every frame change)
+import hashlib
+
+#: ID property (on an armature data-block) holding the imported .osim file's text
+OSIM_TEXT_KEY = "spline_joints_osim"
+#: ID property beside it: the path the model was imported from
+OSIM_PATH_KEY = "spline_joints_osim_path"
+
+#: key -> parsed object, or the message of the error that refused its text
 _DOCUMENTS: dict[str, object] = {}
+_RIGS: dict[str, object] = {}
+
+
+def _parsed(cache: dict, key: str, parse, refusal: str):
+    """``parse()`` once per key; its InvalidInputError is kept as ``refusal`` (formatted with
+    ``exc``) and raised again on every later call with that key."""
+    from ..core.errors import InvalidInputError
+
+    value = cache.get(key)
+    if value is None:
+        try:
+            value = parse()
+        except InvalidInputError as exc:
+            value = refusal.format(exc=exc)
+        if len(cache) > 64:
+            cache.clear()
+        cache[key] = value
+    if isinstance(value, str):
+        raise InvalidInputError(value)
+    return value
 
 
 def joint_document(settings):
     """The bone's stored joint as a core.io JointDocument (parsed once per distinct JSON text);
     the core's InvalidInputError (a ValueError) when the stored text is not a valid document."""
     from ..core import io
-    from ..core.errors import InvalidInputError
 
     text = settings.joint_json
     if not text:
         raise ValueError("no joint stored on this bone: fit one first (Fit Joint)")
-    doc = _DOCUMENTS.get(text)
-    if doc is None:
-        try:
-            doc = io.loads(text)
-        except InvalidInputError as exc:
-            doc = (f"the joint stored on this bone cannot be read ({exc}); fit or import the "
-                   "joint again")
-        if len(_DOCUMENTS) > 64:
-            _DOCUMENTS.clear()
-        _DOCUMENTS[text] = doc
-    if isinstance(doc, str):
-        raise InvalidInputError(doc)
-    return doc
+    return _parsed(_DOCUMENTS, text, lambda: io.loads(text),
+                   "the joint stored on this bone cannot be read ({exc}); fit or import the joint again")
+
+
+def is_osim_armature(obj) -> bool:
+    """True for an armature object whose data holds an imported OpenSim model."""
+    return obj is not None and obj.type == "ARMATURE" and OSIM_TEXT_KEY in obj.data
+
+
+def store_osim_model(armature_data, text: str, path: str) -> None:
+    """Store an OpenSim model's file text and source path on an armature data-block."""
+    armature_data[OSIM_TEXT_KEY] = text
+    armature_data[OSIM_PATH_KEY] = path
+
+
+def osim_rig(armature_data):
+    """The core :class:`~core.osim_rig.OsimRig` of the model stored on an armature data-block,
+    parsed from its text once per distinct text (keyed by the text's SHA-256); ValueError when
+    there is none or it cannot be read."""
+    from ..core.io.osim import parse_osim
+    from ..core.osim_rig import OsimRig
+
+    text = armature_data.get(OSIM_TEXT_KEY)
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"armature '{armature_data.name}' holds no OpenSim model: import one "
+                         "(File > Import > OpenSim Model)")
+    source = armature_data.get(OSIM_PATH_KEY) or armature_data.name
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return _parsed(_RIGS, key, lambda: OsimRig(parse_osim(text, source=source)),
+                   "the OpenSim model stored on this armature cannot be read ({exc}); import it again")
 
 
 def fit_status(doc):

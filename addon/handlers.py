@@ -1,11 +1,29 @@
-"""The live drive: a frame-change and depsgraph handler that poses driven bones.
+"""The live drive: a frame-change and depsgraph handler that poses driven bones and imported
+OpenSim armatures.
 
 Registered by the add-on (nothing executable is stored in the .blend, so it works with
 auto-run scripts off). For every pose bone whose Spline Joints ``drive`` flag is on, the
 coordinate custom properties ``sj_q0..`` are read and the bone is posed at ``G(q)`` of the
-stored joint. A bone is written only when its pose changes, so the handler's own write does
-not retrigger it endlessly. A bone that cannot be driven (an unreadable stored document, a
-connected bone, ...) is skipped and reported once, on the console and in its fit status.
+stored joint. For every armature holding an imported OpenSim model
+(:func:`documents.is_osim_armature`), the coordinate custom properties of the armature object
+(one per OpenSim coordinate, named as it) are read and every bone is posed at its body's pose
+``body_poses(q)`` (:class:`core.osim_rig.OsimRig`). A bone is written only when its pose
+changes (by more than :data:`POSE_TOL`), so the handler's own write does not retrigger it
+endlessly. A bone or armature that cannot be driven (an unreadable stored document or model, a
+connected bone, ...) is skipped and reported once, on the console (and a bone in its fit
+status).
+
+Scripts that set a coordinate property see the bones follow once the depsgraph has run the
+handler and evaluated what it wrote. Assigning a custom property from Python does not tag
+anything for update, so::
+
+    obj["knee_angle_r"] = -1.0
+    obj.update_tag()                  # the property changed: the object needs an update
+    bpy.context.view_layer.update()   # depsgraph update -> the handler writes the bone bases
+    bpy.context.view_layer.update()   # evaluates them: pose_bone.matrix, children's matrix_world
+
+``scene.frame_set(f)`` runs the handler for animated coordinates; one ``view_layer.update()``
+after it evaluates the pose. (Sliders in the interface tag the update themselves.)
 """
 
 from __future__ import annotations
@@ -17,7 +35,11 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from . import bridge
-from .documents import fit_status, joint_document
+from .documents import fit_status, is_osim_armature, joint_document, osim_rig
+
+#: how far (m or, for rotations, per matrix entry) a bone's basis must move to be written again;
+#: above the float32 round-off of Blender's stored location, rotation and scale (~1e-7)
+POSE_TOL = 1e-6
 
 _state = {"busy": False, "suspended": 0, "errors": set()}
 
@@ -46,13 +68,44 @@ def pose_bone_from_joint(pose_bone) -> bool:
     return True
 
 
+def osim_armatures(scene):
+    """The scene's armature objects that hold an imported OpenSim model."""
+    return [obj for obj in scene.objects if is_osim_armature(obj) and obj.pose is not None]
+
+
+def pose_osim_armature(obj) -> int:
+    """Pose every bone of an imported OpenSim armature at its body for the coordinate values
+    of the object's custom properties (missing ones at their defaults); returns how many bones
+    were written."""
+    rig = osim_rig(obj.data)
+    values = bridge.read_named_values(obj, rig.coordinate_names, rig.model.default_q())
+    rests = bridge.read_bone_rests(obj, rig.bodies)
+    bases = rig.bases(rests, rig.q(values))
+    current = bridge.read_pose_bases(obj, rig.bodies)
+    moved = ~np.all(np.isclose(current, bases, atol=POSE_TOL, rtol=POSE_TOL), axis=(1, 2))
+    if np.any(moved):
+        bridge.write_pose_bases(obj, [b for b, m in zip(rig.bodies, moved) if m], bases[moved])
+    return int(np.count_nonzero(moved))
+
+
 def update_scene(scene) -> int:
-    """Pose every driven bone of the scene; returns how many changed."""
+    """Pose every driven bone and every imported OpenSim armature of the scene; returns how
+    many bones changed."""
     if _state["busy"] or _state["suspended"]:
         return 0
     _state["busy"] = True
     changed = 0
     try:
+        for obj in osim_armatures(scene):
+            key = (obj.name, "")
+            try:
+                changed += pose_osim_armature(obj)
+                _state["errors"].discard(key)
+            except Exception as exc:  # said once; the armature stays as it is
+                if key not in _state["errors"]:
+                    _state["errors"].add(key)
+                    detail = str(exc) if isinstance(exc, ValueError) else traceback.format_exc()
+                    print(f"Spline Joints: cannot pose OpenSim armature {obj.name}: {detail}")
         for obj, pb in driven_bones(scene):
             key = (obj.name, pb.name)
             try:

@@ -7,6 +7,7 @@ import math
 import bpy
 
 from .bridge import target_bone
+from .documents import OSIM_PATH_KEY, is_osim_armature, osim_rig
 
 CATEGORY = "Spline Joints"
 
@@ -229,6 +230,33 @@ class VIEW3D_PT_spline_joints_mechanisms(_Panel, bpy.types.Panel):
                 layout.label(text=f"Energy drift {100 * item.energy_drift:.3f} %, {item.bake_seconds:.2f} s")
 
 
+class VIEW3D_PT_spline_joints_opensim(_Panel, bpy.types.Panel):
+    bl_label = "OpenSim"
+    bl_idname = "VIEW3D_PT_spline_joints_opensim"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        obj, layout = context.object, self.layout
+        layout.operator("spline_joints.import_osim", icon="IMPORT", text="Import Model")
+        if not is_osim_armature(obj):
+            layout.label(text="Select an imported OpenSim armature", icon="INFO")
+            return
+        try:
+            rig = osim_rig(obj.data)
+        except ValueError as exc:
+            layout.label(text=str(exc), icon="ERROR")
+            return
+        box = layout.box()
+        box.label(text=f"{rig.model.name}: {len(rig.bodies)} bodies, {rig.model.nq} coordinates",
+                  icon="ARMATURE_DATA")
+        box.label(text=str(obj.data.get(OSIM_PATH_KEY, "")))
+        layout.operator("spline_joints.import_osim_motion", icon="ANIM", text="Import Motion")
+        col = layout.column(align=True)
+        for name in rig.coordinate_names:
+            if name in obj.keys():
+                col.prop(obj, f'["{name}"]', text=name)
+
+
 classes = (SPLINE_JOINTS_UL_samples, SPLINE_JOINTS_UL_mechanisms, VIEW3D_PT_spline_joints_capture,
            VIEW3D_PT_spline_joints_fit, VIEW3D_PT_spline_joints_drive, VIEW3D_PT_spline_joints_reach_cone,
-           VIEW3D_PT_spline_joints_mechanisms)
+           VIEW3D_PT_spline_joints_mechanisms, VIEW3D_PT_spline_joints_opensim)

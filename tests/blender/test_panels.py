@@ -4,8 +4,13 @@ The sidebar cannot be drawn headless, so each panel's draw() runs against a reco
 that checks every ``prop``/``operator``/``template_list`` argument against Blender's RNA.
 """
 
+from pathlib import Path
 
-def scenario_draw_panels(tmp):
+#: a small OpenSim model for the OpenSim panel (its meshes are missing: placeholders)
+PENDULUM = str(Path(__file__).resolve().parents[3] / "shared" / "data" / "osim" / "double_pendulum.osim")
+
+
+def scenario_draw_panels(tmp, osim):
     import bpy
 
     from scenes import leg_armature
@@ -76,10 +81,12 @@ def scenario_draw_panels(tmp):
             draw_all()
     shin.spline_joints.fit_type = "SURFACE"
     draw_all()
+    bpy.ops.spline_joints.import_osim(filepath=osim)
+    draw_all()  # an imported OpenSim armature: its coordinate sliders
     return {"problems": problems, "panels": len(panels), "calls": len(calls)}
 
 
 def test_panels_draw_with_existing_names(blender):
-    out = blender(scenario_draw_panels)
+    out = blender(scenario_draw_panels, osim=PENDULUM)
     assert out["problems"] == []
-    assert out["panels"] == 5 and out["calls"] > 100
+    assert out["panels"] == 6 and out["calls"] > 100

@@ -1,0 +1,217 @@
+"""OpenSim import: a model (.osim) as an armature driven by its coordinates, and a motion
+(.mot / .sto) as keys of those coordinates.
+
+The model's armature, meshes and coordinate properties are laid out by
+:func:`core.osim_rig.read_osim_import` (every file read before anything is created) and
+written into one new collection named after the model: an armature object turned +90 deg about
+X (OpenSim's Y up becomes Blender's Z up; armature space is OpenSim's ground), one bone per body
+(ground is the armature object), one mesh object per geometry parented to its bone (mesh
+data-blocks shared per file), a placeholder empty for each mesh file not found, and one float
+custom property per coordinate on the armature object. The model's text is stored on the
+armature data (:func:`documents.store_osim_model`); :mod:`addon.handlers` poses the bones from
+the coordinate properties.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, StringProperty
+from bpy_extras.io_utils import ImportHelper
+
+from .. import bridge
+from ..documents import is_osim_armature, osim_rig, store_osim_model
+from ._common import reporting
+
+#: the group the coordinate keys of an imported motion are filed under
+KEY_GROUP = "OpenSim coordinates"
+#: display size (m) of the empty standing in for a mesh file that was not found
+PLACEHOLDER_SIZE = 0.02
+
+
+def coordinate_path(name: str) -> str:
+    """Data path of a coordinate property on the armature object."""
+    return f'["{name}"]'
+
+
+def _material(geometry):
+    """The shared material of a geometry's colour and opacity."""
+    rgba = (*[float(c) for c in geometry.color], float(geometry.opacity))
+    name = "OpenSim " + " ".join(f"{c:.3g}" for c in rgba)
+    return bridge.ensure_material(name, rgba)
+
+
+def write_osim_import(context, plan):
+    """Create the collection, armature, coordinate properties, meshes and placeholders of a
+    :class:`core.osim_rig.OsimImport`; returns the armature object."""
+    from ...core.osim_rig import coordinate_property
+
+    model = plan.rig.model
+    collection = bpy.data.collections.new(model.name)
+    context.scene.collection.children.link(collection)
+    arm = bridge.write_armature(model.name, plan.rig.bodies, plan.rig.parents, plan.rests,
+                                plan.lengths, collection, context.view_layer)
+    arm.rotation_mode = "XYZ"
+    arm.rotation_euler = (0.5 * math.pi, 0.0, 0.0)
+    arm.show_in_front = True
+    arm.data.display_type = "STICK"
+    store_osim_model(arm.data, plan.text, plan.path)
+    for name, c in model.coordinates.items():
+        bridge.write_float_property(arm, name, c.default, **coordinate_property(c))
+    data = {key: bridge.write_mesh_data(os.path.splitext(os.path.basename(key))[0], v, f, smooth=True)
+            for key, (v, f) in plan.meshes.items()}
+    for item in plan.items:
+        obj = bridge.new_object(item.label, data.get(item.mesh_key), collection)
+        if obj.type == "EMPTY":
+            obj.empty_display_type = "SPHERE"
+            obj.empty_display_size = PLACEHOLDER_SIZE
+        else:  # the mesh data is shared per file, the colour is the geometry's: an object slot
+            if not obj.data.materials:
+                obj.data.materials.append(None)
+            obj.material_slots[0].link = "OBJECT"
+            obj.material_slots[0].material = _material(item.geometry)
+        if item.body in plan.rig.bodies:
+            bridge.parent_to_bone(obj, arm, item.body, item.placement)
+        else:
+            bridge.parent_to_object(obj, arm, item.placement)
+        if not item.geometry.visible:
+            obj.hide_render = True
+            obj.hide_set(True)
+    for obj in context.view_layer.objects:
+        obj.select_set(obj == arm)
+    context.view_layer.objects.active = arm
+    return arm
+
+
+#: the data-block kinds an import creates, removed in this order if writing fails half-way
+_CREATED = ("objects", "meshes", "armatures", "materials", "collections")
+
+
+def _data_blocks() -> dict:
+    return {kind: set(getattr(bpy.data, kind)) for kind in _CREATED}
+
+
+def _remove_new(before: dict) -> None:
+    """Remove every data-block of the :data:`_CREATED` kinds that is not in ``before``."""
+    for kind in _CREATED:
+        blocks = getattr(bpy.data, kind)
+        for block in [b for b in blocks if b not in before[kind]]:
+            blocks.remove(block)
+
+
+class SPLINE_JOINTS_OT_import_osim(bpy.types.Operator, ImportHelper):
+    """Import an OpenSim model (.osim): one bone per body with its meshes, and one keyframable
+    property per coordinate that poses the bones as OpenSim does"""
+
+    bl_idname = "spline_joints.import_osim"
+    bl_label = "Import OpenSim Model"
+    bl_options = {"REGISTER", "UNDO"}
+    filename_ext = ".osim"
+    filter_glob: StringProperty(default="*.osim", options={"HIDDEN"})
+    mesh_folder: StringProperty(name="Mesh Folder", subtype="DIR_PATH",
+                                description="Another folder to look for the model's mesh files in, "
+                                            "after the model's own folder and its Geometry folder")
+
+    @reporting
+    def execute(self, context):
+        from ...core.osim_rig import read_osim_import
+
+        search = (bpy.path.abspath(self.mesh_folder),) if self.mesh_folder else ()
+        plan = read_osim_import(self.filepath, search)  # every file read before anything is made
+        before = _data_blocks()
+        try:
+            write_osim_import(context, plan)
+        except Exception:  # not expected: everything was read and checked; leave nothing
+            _remove_new(before)
+            raise
+        level = {"WARNING"} if plan.missing or plan.rig.model.notes else {"INFO"}
+        self.report(level, plan.summary())
+        return {"FINISHED"}
+
+
+def _timing(scene, time, use_motion_rate: bool):
+    """(fps, fps_base, frames per second) to key a motion with: the motion's own rate (an
+    integer fps when the rate is one to 1 ppm, the time steps' round-off; else with the base
+    making it exact) or the scene's."""
+    from ...core.osim_rig import motion_rate
+
+    if not use_motion_rate:
+        return scene.render.fps, scene.render.fps_base, scene.render.fps / scene.render.fps_base
+    rate = motion_rate(time)
+    fps = int(min(max(round(rate), 1), 32767))
+    if abs(rate - fps) <= 1e-6 * rate:
+        return fps, 1.0, float(fps)
+    return fps, fps / rate, rate
+
+
+class SPLINE_JOINTS_OT_import_osim_motion(bpy.types.Operator, ImportHelper):
+    """Key the active OpenSim armature's coordinates from a motion (.mot or .sto) in a new
+    action; the armature's previous action is kept on an NLA track"""
+
+    bl_idname = "spline_joints.import_osim_motion"
+    bl_label = "Import OpenSim Motion"
+    bl_options = {"REGISTER", "UNDO"}
+    filename_ext = ".mot"
+    filter_glob: StringProperty(default="*.mot;*.sto", options={"HIDDEN"})
+    use_motion_timing: BoolProperty(
+        name="Use the Motion's Frame Rate and Range", default=True,
+        description="Set the scene's frame rate to the motion's and its frame range to the keyed frames")
+
+    @classmethod
+    def poll(cls, context):
+        return is_osim_armature(context.object)
+
+    @reporting
+    def execute(self, context):
+        from ...core.io.motion import read_motion
+        from ...core.io.osim import motion_coordinates
+        from ...core.osim_rig import motion_frames
+
+        arm, scene = context.object, context.scene
+        rig = osim_rig(arm.data)
+        motion = read_motion(self.filepath)
+        time, q, report = motion_coordinates(rig.model, motion)
+        fps, fps_base, rate = _timing(scene, time, self.use_motion_timing)
+        frames = motion_frames(time, rate, scene.frame_start)
+        _, rows = np.unique(frames, return_index=True)  # the first row on each frame
+        frames, q = frames[rows], q[rows]
+        name = f"{arm.name} {os.path.splitext(os.path.basename(self.filepath))[0]}"
+        # -- everything computed; write ---------------------------------------------------
+        if self.use_motion_timing:
+            scene.render.fps, scene.render.fps_base = fps, fps_base
+            scene.frame_start, scene.frame_end = int(frames[0]), int(frames[-1])
+        kept = bridge.push_action_to_nla(arm)
+        action = bridge.new_action(arm, name)
+        for i, coordinate in enumerate(rig.coordinate_names):
+            bridge.write_fcurve_keys(arm, coordinate_path(coordinate), 0, frames, q[:, i], group=KEY_GROUP)
+        scene.frame_set(scene.frame_current)
+        text = (f"Keyed {len(time)} rows of {os.path.basename(self.filepath)} on {len(frames)} frames "
+                f"({int(frames[0])}..{int(frames[-1])} at {rate:.4g} fps) in action '{action.name}'")
+        if report["missing"]:
+            text += f"; {len(report['missing'])} coordinates not in the motion kept at their " \
+                    f"defaults: {', '.join(report['missing'])}"
+        if report["ignored"]:
+            text += f"; {len(report['ignored'])} columns ignored: {', '.join(report['ignored'][:10])}"
+        if kept:
+            text += f"; the previous action is kept on NLA track '{kept}'"
+        self.report({"WARNING"} if report["missing"] else {"INFO"}, text)
+        return {"FINISHED"}
+
+
+def menu_import(self, context):
+    self.layout.operator(SPLINE_JOINTS_OT_import_osim.bl_idname, text="OpenSim Model (.osim)")
+    self.layout.operator(SPLINE_JOINTS_OT_import_osim_motion.bl_idname, text="OpenSim Motion (.mot/.sto)")
+
+
+def register_menus():
+    bpy.types.TOPBAR_MT_file_import.append(menu_import)
+
+
+def unregister_menus():
+    bpy.types.TOPBAR_MT_file_import.remove(menu_import)
+
+
+classes = (SPLINE_JOINTS_OT_import_osim, SPLINE_JOINTS_OT_import_osim_motion)
