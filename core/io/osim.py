@@ -55,7 +55,8 @@ JOINT_KINDS = ("WeldJoint", "PinJoint", "SliderJoint", "UniversalJoint", "Planar
 
 #: OpenSim function classes the reader accepts on a TransformAxis or a coupler
 FUNCTION_KINDS = ("Constant", "LinearFunction", "SimmSpline", "NaturalCubicSpline",
-                  "PolynomialFunction", "MultiplierFunction", "PiecewiseLinearFunction")
+                  "PolynomialFunction", "MultiplierFunction", "PiecewiseLinearFunction",
+                  "MultivariatePolynomialFunction")
 
 #: analytic geometry OpenSim draws, kept as placeholders with their sizes
 _PRIMITIVES = {"Sphere": ("radius",), "Cylinder": ("radius", "half_height"),
@@ -322,6 +323,15 @@ def _lock_custom(osim_joint, held):
     free = [n for n in osim_joint.coordinates if n not in held]
     functions, arguments = [], []
     for f, arg in zip(j.functions, j.arguments):
+        if isinstance(arg, tuple):
+            names = [osim_joint.coordinates[i] for i in arg]
+            if any(n in held for n in names):
+                raise InvalidInputError(
+                    f"joint {osim_joint.name!r}: cannot lock {sorted(held)}: an axis depends on "
+                    f"{names} together; lock all of the joint's coordinates or none of these")
+            functions.append(f)
+            arguments.append([free.index(n) for n in names])
+            continue
         name = None if arg is None else osim_joint.coordinates[arg]
         if name in held:
             functions.append(Constant(float(f.value(held[name]))))
@@ -431,6 +441,10 @@ class _Reader:
             return {"type": kind, "x": x.tolist(), "y": y.tolist()}
         if kind == "PolynomialFunction":
             return {"type": kind, "coefficients": self.numbers(el, "coefficients", where).tolist()}
+        if kind == "MultivariatePolynomialFunction":
+            return {"type": kind, "coefficients": self.numbers(el, "coefficients", where).tolist(),
+                    "dimension": int(self.number(el, "dimension", where)),
+                    "order": int(self.number(el, "order", where))}
         if kind == "MultiplierFunction":
             inner = el.find("function")
             if inner is None or len(inner) == 0:
@@ -877,9 +891,10 @@ def _custom_axes(r, el, where, names):
         axes.append(tuple(r.numbers(a, "axis", aw, 3)))
         cnames = (a.findtext("coordinates") or "").split()
         spec = r.axis_function(a, aw)
-        if len(cnames) > 1:
-            r.fail(aw, f"depends on {len(cnames)} coordinates {cnames}; only one coordinate "
-                       "per axis is supported")
+        several = spec is not None and spec["type"] == "MultivariatePolynomialFunction"
+        if len(cnames) > 1 and not several:
+            r.fail(aw, f"depends on {len(cnames)} coordinates {cnames}; a function of several "
+                       "coordinates must be a MultivariatePolynomialFunction")
         if not cnames:
             if spec is None:
                 spec = {"type": "Constant", "value": 0.0}
@@ -888,16 +903,17 @@ def _custom_axes(r, el, where, names):
             value = float(_function_object(spec).value(0.0))
             pairs.append(({"type": "Constant", "value": value}, None))
             continue
-        c = cnames[0]
-        if c not in names:
-            r.fail(aw, f"coordinate {c!r} is referenced but not defined by this joint (its "
-                       f"coordinates are {names})")
+        for c in cnames:
+            if c not in names:
+                r.fail(aw, f"coordinate {c!r} is referenced but not defined by this joint "
+                           f"(its coordinates are {names})")
+            used.add(c)
+            if k < 3:
+                rotational[names.index(c)] = True
         if spec is None:
             spec = {"type": "LinearFunction", "coefficients": [1.0, 0.0]}
-        used.add(c)
-        if k < 3:
-            rotational[names.index(c)] = True
-        pairs.append((spec, names.index(c)))
+        index = [names.index(c) for c in cnames]
+        pairs.append((spec, index if len(index) > 1 else index[0]))
     unused = [c for c in names if c not in used]
     if unused:
         r.notes.append(f"{where}: coordinates {unused} move no axis")

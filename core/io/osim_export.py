@@ -31,8 +31,9 @@ Joints, by the type of the core joint ``OsimJoint.joint``:
 * a 2-DOF :class:`~core.joints.spline_surface.SplineJoint` -> a CustomJoint whose six axes
   are OpenSim 4.6 ``MultivariatePolynomialFunction``\\ s of both coordinates (total order up
   to :data:`MAX_POLYNOMIAL_ORDER`), refused when no order reaches ``tolerance``. OpenSim 4.6
-  reads such an axis (``<coordinates>a b</coordinates>``); :func:`core.io.osim.read_osim`
-  does not (one coordinate per axis), so such a file is for OpenSim;
+  reads such an axis (``<coordinates>a b</coordinates>``), and so does
+  :func:`core.io.osim.read_osim` (as a :class:`~core.joints.opensim.CustomJoint` with
+  :class:`~core.joints.opensim.MultivariatePolynomialFunction` axes);
 * anything else raises :class:`~core.errors.InvalidInputError` naming the joint.
 
 Sampled joints. The rotation of ``X_FM(q) = [R(q), p(q)]`` is written as
@@ -62,6 +63,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..fitting.metric import pose_errors
+from ..joints.opensim import MultivariatePolynomialFunction
 from ..lie import se3, so3
 from .files import atomic_write
 from .osim import GROUND, pose_to_offset
@@ -565,14 +567,6 @@ def _fit_simm_splines(j, lo, hi, tol):
         v = np.insert(v, i + 1, values(np.array([mid]))[0], axis=0)
 
 
-def _monomials(x, y, order):
-    """OpenSim's MultivariatePolynomialFunction terms of two coordinates: ``x^i y^k`` for
-    ``i = 0..order``, then ``k = 0..order-i`` (ascending powers, the last coordinate
-    fastest), ``(N,) x 2 -> (N, (order+1)(order+2)/2)``."""
-    return np.stack([x ** i * y ** k for i in range(order + 1) for k in range(order + 1 - i)],
-                    axis=-1)
-
-
 def _fit_polynomials(j, lo, hi, tol):
     """MultivariatePolynomialFunctions of a 2-DOF joint on the box [lo, hi]: least squares
     per axis value on a _SURFACE_FIT^2 grid, orders 1.. MAX_POLYNOMIAL_ORDER until the pose
@@ -593,7 +587,7 @@ def _fit_polynomials(j, lo, hi, tol):
     evaluator = _identity_axes_joint(axes)
     best = (math.inf, math.inf, 0)
     for order in range(1, MAX_POLYNOMIAL_ORDER + 1):
-        A = _monomials(x, y, order)
+        A = MultivariatePolynomialFunction.terms_of(np.stack([x, y], axis=-1), order)
         scale = np.abs(A[on_fit]).max(axis=0)
         coef = np.linalg.lstsq(A[on_fit] / scale, values[on_fit], rcond=None)[0] / scale[:, None]
         pos, ang = _errors(evaluator.transforms(A @ coef), target)

@@ -51,7 +51,9 @@ and, from ``d w_k / d theta_m = w_k x w_m`` for ``m > k`` (0 for ``m <= k``; dif
 For the CustomJoint ``J_kj = f_k'(q_j) [arg_k = j]``, ``d2theta_k/dq_i dq_j =
 f_k''(q_j) [arg_k = i = j]``, ``dp/dq_j = sum_{k >= 4, arg_k = j} f_k' a_k`` and
 ``d2p/dq_i dq_j = [i = j] sum_{k >= 4, arg_k = j} f_k'' a_k`` (chain rule through ``f'``,
-``f''``).
+``f''``). An axis whose function takes several coordinates (a
+:class:`MultivariatePolynomialFunction`) contributes its gradient to ``J_k`` and its Hessian
+to ``d2theta_k`` (or to ``dp``, ``d2p``) in the same sums.
 
 EllipsoidJoint
 --------------
@@ -89,6 +91,7 @@ from .lower_pairs import ParamJoint, _limits, _limits_from_list, unit_axis
 
 __all__ = ["Constant", "LinearFunction", "PolynomialFunction", "SimmSpline",
            "NaturalCubicSpline", "PiecewiseLinearFunction", "MultiplierFunction",
+           "MultivariatePolynomialFunction",
            "function_from_dict", "finite_array", "CustomJoint", "ScapulothoracicJoint",
            "EllipsoidJoint", "TINY_NUMBER", "ROUNDOFF_ERROR", "COLLINEAR_TOL"]
 
@@ -130,6 +133,9 @@ class Function:
     def derivative(self, x, order=1):
         """``f'(x)`` (order 1) or ``f''(x)`` (order 2): ``(...) -> (...)``."""
         raise NotImplementedError
+
+    #: number of arguments (a coordinate each, on a CustomJoint axis)
+    nargs = 1
 
     def __call__(self, x):
         return self.value(x)
@@ -519,6 +525,103 @@ class MultiplierFunction(Function):
                 "function": self.function.to_dict()}
 
 
+def _monomials(X, exponents):
+    """``prod_d X_d^(e_td)``: ``(..., dimension)`` with ``exponents (terms, dimension)`` ->
+    ``(..., terms)``."""
+    X = np.asarray(X, dtype=float)
+    return np.prod(X[..., None, :] ** exponents, axis=-1)
+
+
+class MultivariatePolynomialFunction(Function):
+    """OpenSim ``MultivariatePolynomialFunction`` of ``dimension`` arguments (1..6): the
+    polynomial ``sum_t c_t prod_d x_d^(e_td)`` over every monomial of total degree
+    ``<= order``, in OpenSim's term order (``getTermValues``): the first argument's power
+    outermost, ascending, the last argument's fastest (two arguments, order 2:
+    ``1, y, y^2, x, x y, x^2``).
+
+    A function of several arguments: :meth:`value` takes ``X: (..., dimension)``, and
+    :meth:`at` one point ``(dimension,)`` giving ``(f, gradient (dimension,), Hessian
+    (dimension, dimension))``. OpenSim 4.6 evaluates only its first derivatives; the Hessian
+    here is exact.
+    """
+
+    def __init__(self, coefficients, dimension, order):
+        self.dimension = whole_number(dimension, "MultivariatePolynomialFunction dimension",
+                                      minimum=1, advice="pass the number of arguments (1..6)")
+        self.order = whole_number(order, "MultivariatePolynomialFunction order", minimum=0,
+                                  advice="pass the total degree of the polynomial")
+        if self.dimension > 6:
+            raise InvalidInputError(f"MultivariatePolynomialFunction takes at most 6 arguments "
+                                    f"(OpenSim's limit), got dimension {self.dimension}.")
+        self.exponents = np.array(self.terms(self.dimension, self.order), dtype=int).reshape(
+            -1, self.dimension)
+        c = finite_array(coefficients, "MultivariatePolynomialFunction coefficients",
+                         "(one per term)")
+        if c.shape != (len(self.exponents),):
+            raise InvalidInputError(
+                f"MultivariatePolynomialFunction of dimension {self.dimension} and order "
+                f"{self.order} has {len(self.exponents)} terms; got {c.size} coefficients.")
+        self.coefficients = c.copy()
+
+    @property
+    def nargs(self):
+        return self.dimension
+
+    @staticmethod
+    def terms(dimension, order):
+        """The exponent tuples of the terms, in OpenSim's order."""
+        if dimension == 0:
+            return [()]
+        return [(i, *rest) for i in range(order + 1)
+                for rest in MultivariatePolynomialFunction.terms(dimension - 1, order - i)]
+
+    def monomials(self, X):
+        """Term values ``(..., dimension) -> (..., terms)``."""
+        return _monomials(X, self.exponents)
+
+    @classmethod
+    def terms_of(cls, X, order):
+        """Term values of the polynomials of total degree ``<= order`` in the arguments
+        ``X: (..., dimension)`` (the least-squares basis of a fit), OpenSim's order."""
+        X = np.asarray(X, dtype=float)
+        d = X.shape[-1]
+        return _monomials(X, np.array(cls.terms(d, order), dtype=int).reshape(-1, d))
+
+    def value(self, X):
+        X = finite_array(X, "MultivariatePolynomialFunction argument", "(..., dimension)")
+        if X.shape[-1:] != (self.dimension,):
+            raise InvalidInputError(f"MultivariatePolynomialFunction arguments must end in "
+                                    f"{self.dimension} values, got shape {X.shape}.")
+        return self.monomials(X) @ self.coefficients
+
+    def derivative(self, x, order=1):
+        raise InvalidInputError("MultivariatePolynomialFunction has several arguments: use "
+                                "at(x) for its gradient and Hessian.")
+
+    def at(self, x):
+        x = np.asarray(x, dtype=float)
+        e, c = self.exponents, self.coefficients
+        f = float(np.prod(x ** e, axis=1) @ c)
+        grad = np.empty(self.dimension)
+        hess = np.empty((self.dimension, self.dimension))
+        for a in range(self.dimension):
+            ea = e.copy()
+            ka = ea[:, a].astype(float)
+            ea[:, a] = np.maximum(ea[:, a] - 1, 0)
+            grad[a] = (ka * np.prod(x ** ea, axis=1)) @ c
+            for b in range(a, self.dimension):
+                eb = ea.copy()
+                kb = eb[:, b].astype(float) if b != a else (ka - 1.0)
+                eb[:, b] = np.maximum(eb[:, b] - 1, 0)
+                hess[a, b] = hess[b, a] = (ka * kb * np.prod(x ** eb, axis=1)) @ c
+        return f, grad, hess
+
+    def to_dict(self):
+        return {"type": "MultivariatePolynomialFunction",
+                "coefficients": self.coefficients.tolist(), "dimension": self.dimension,
+                "order": self.order}
+
+
 #: dict ``"type"`` -> (class, constructor arguments from the dict)
 _FUNCTIONS = {
     "Constant": (Constant, lambda d: (d["value"],)),
@@ -528,11 +631,14 @@ _FUNCTIONS = {
     "NaturalCubicSpline": (NaturalCubicSpline, lambda d: (d["x"], d["y"])),
     "PiecewiseLinearFunction": (PiecewiseLinearFunction, lambda d: (d["x"], d["y"])),
     "MultiplierFunction": (MultiplierFunction, lambda d: (d["function"], d["scale"])),
+    "MultivariatePolynomialFunction": (
+        MultivariatePolynomialFunction, lambda d: (d["coefficients"], d["dimension"], d["order"])),
 }
 _KEYS = {"Constant": {"value"}, "LinearFunction": {"coefficients"},
          "PolynomialFunction": {"coefficients"}, "SimmSpline": {"x", "y"},
          "NaturalCubicSpline": {"x", "y"}, "PiecewiseLinearFunction": {"x", "y"},
-         "MultiplierFunction": {"function", "scale"}}
+         "MultiplierFunction": {"function", "scale"},
+         "MultivariatePolynomialFunction": {"coefficients", "dimension", "order"}}
 
 
 def _pair(coefficients):
@@ -656,8 +762,10 @@ class CustomJoint(_OpenSimJoint):
             pairwise non-collinear, ``|a_i x a_j| >= COLLINEAR_TOL`` for the axes as given;
             a zero axis therefore is refused too.
         functions: 6 functions of this module (or their dicts).
-        arguments: 6 entries, each None (no coordinate; the function must be a Constant) or
-            the index in ``[0, nq)`` of the coordinate the function is applied to.
+        arguments: 6 entries, each None (no coordinate; the function must be a Constant),
+            the index in ``[0, nq)`` of the coordinate the function is applied to, or for a
+            :class:`MultivariatePolynomialFunction` a list of ``dimension`` distinct indices
+            (its arguments in order).
         nq: number of coordinates (>= 1).
         lower, upper: coordinate limits (number or ``(nq,)``; None for none).
         neutral: ``(nq,)`` default coordinate values (zeros if None).
@@ -691,36 +799,43 @@ class CustomJoint(_OpenSimJoint):
                                         "pass a function of core.joints.opensim or its dict.")
         if not isinstance(arguments, (list, tuple)) or len(arguments) != 6:
             raise InvalidInputError("CustomJoint arguments must be a list of 6 entries, each "
-                                    "None or a coordinate index.")
-        self.arguments = []
-        for k, (a, f) in enumerate(zip(arguments, self.functions)):
-            if a is None:
-                if not isinstance(f, Constant):
-                    raise InvalidInputError(
-                        f"CustomJoint axis {k} has no coordinate but a {type(f).__name__}; "
-                        "only a Constant can go without a coordinate: give the axis a "
-                        "coordinate index or make its function a Constant.")
-                self.arguments.append(None)
-            else:
-                self.arguments.append(whole_number(
-                    a, f"CustomJoint argument {k}", minimum=0,
-                    advice=f"pass None or a coordinate index below nq = {self.nq}"))
-                if self.arguments[-1] >= self.nq:
-                    raise InvalidInputError(f"CustomJoint argument {k} = {a} is not a coordinate "
-                                            f"index in [0, {self.nq}); raise nq or fix the index.")
+                                    "None, a coordinate index or (for a function of several "
+                                    "arguments) a list of indices.")
+        self.arguments = [self._argument(k, a, f)
+                          for k, (a, f) in enumerate(zip(arguments, self.functions))]
         self._init_limits(lower, upper)
         self._init_neutral(neutral)
         self._K = [so3.hat(a) for a in self.axes[:3]]
         self._K2 = [K @ K for K in self._K]
-        # axis k's coordinate as a one-hot (6, nq) selector (a zero row for no coordinate)
-        self._select = np.zeros((6, self.nq))
-        for k, a in enumerate(self.arguments):
-            if a is not None:
-                self._select[k, a] = 1.0
+
+    def _argument(self, k, a, f):
+        """Axis ``k``'s coordinates: None, an index, or a tuple of ``f.nargs`` indices."""
+        if a is None:
+            if not isinstance(f, Constant):
+                raise InvalidInputError(
+                    f"CustomJoint axis {k} has no coordinate but a {type(f).__name__}; "
+                    "only a Constant can go without a coordinate: give the axis a "
+                    "coordinate index or make its function a Constant.")
+            return None
+        many = isinstance(a, (list, tuple, np.ndarray))
+        idx = [whole_number(i, f"CustomJoint argument {k}", minimum=0,
+                            advice=f"pass None or coordinate indices below nq = {self.nq}")
+               for i in (a if many else [a])]
+        if any(i >= self.nq for i in idx) or len(set(idx)) != len(idx):
+            raise InvalidInputError(f"CustomJoint argument {k} = {a} is not a coordinate "
+                                    f"index in [0, {self.nq}) (or repeats one); raise nq or "
+                                    "fix the index.")
+        if len(idx) != f.nargs or (many and f.nargs == 1):
+            raise InvalidInputError(
+                f"CustomJoint axis {k}: its {type(f).__name__} takes {f.nargs} argument(s) "
+                f"but the axis names {a!r}; give one index for a function of one argument, a "
+                "list of as many indices as the function's dimension otherwise.")
+        return tuple(idx) if many else idx[0]
 
     def _params(self):
         d = {"axes": self.raw_axes.tolist(), "functions": [f.to_dict() for f in self.functions],
-             "arguments": list(self.arguments), "nq": self.nq}
+             "arguments": [list(a) if isinstance(a, tuple) else a for a in self.arguments],
+             "nq": self.nq}
         d.update(super()._params())
         return d
 
@@ -739,32 +854,33 @@ class CustomJoint(_OpenSimJoint):
                                         f"({exc}); write the dict with to_dict()") from None
         return super().from_dict(d)
 
-    def _axis_args(self, qs):
-        """Each axis's function argument ``(..., 6)`` for ``qs: (..., nq)`` (0 where none)."""
-        return qs @ self._select.T
-
-    def axis_values(self, q):
-        """The six TransformAxis values and their first and second derivatives by their own
-        argument: three ``(6,)`` arrays for ``q: (nq,)``."""
-        x = self._axis_args(self.check_q(q))
-        f = [fn.value(x[k]) for k, fn in enumerate(self.functions)]
-        d1 = [fn.derivative(x[k], 1) for k, fn in enumerate(self.functions)]
-        d2 = [fn.derivative(x[k], 2) for k, fn in enumerate(self.functions)]
-        return np.array(f, dtype=float), np.array(d1, dtype=float), np.array(d2, dtype=float)
+    def _derivatives(self, q):
+        """Per axis ``(value, {j: dv/dq_j}, {(i, j): d2v/dq_i dq_j})`` at ``q`` (a list)."""
+        out = []
+        for fn, a in zip(self.functions, self.arguments):
+            if a is None:
+                out.append((fn.at(0.0)[0], {}, {}))
+            elif isinstance(a, tuple):
+                f, g, h = fn.at([q[i] for i in a])
+                out.append((f, {i: g[r] for r, i in enumerate(a)},
+                            {(i, j): h[r, c] for r, i in enumerate(a) for c, j in enumerate(a)}))
+            else:
+                f, d1, d2 = fn.at(q[a])
+                out.append((f, {a: d1}, {(a, a): d2}))
+        return out
 
     def evaluate(self, q):
         """``(G (4, 4), S (6, nq), H (nq, 6, nq))`` at ``q: (nq,)``.
 
         The module docstring's sums, term by term over the six axes (each moves one
-        coordinate, so ``J`` and ``d2theta`` are sparse): scalar function values from
+        coordinate, or a few for a function of several): scalar function values from
         :meth:`Function.at`, 3-vectors as small arrays.
         """
         q = self.check_q(q).tolist()
         nq = self.nq
-        vals = [fn.at(0.0 if a is None else q[a])
-                for fn, a in zip(self.functions, self.arguments)]
+        axis = self._derivatives(q)
         R1, R2, R3 = (_axis_rotation(K, K2, v[0])
-                      for K, K2, v in zip(self._K, self._K2, vals[:3]))
+                      for K, K2, v in zip(self._K, self._K2, axis[:3]))
         R23 = R2 @ R3
         R = R1 @ R23
         a = self.axes
@@ -775,29 +891,39 @@ class CustomJoint(_OpenSimJoint):
         d2p = np.zeros((nq, 3, nq))
         p = np.zeros(3)
         for k in range(3):
-            j = self.arguments[k]
-            if j is None:
-                continue
-            _, d1, d2 = vals[k]
-            W[:, j] += d1 * w[k]
-            dW[j, :, j] += d2 * w[k]
+            _, J, D = axis[k]
+            for j, d1 in J.items():
+                W[:, j] += d1 * w[k]
+            for (i, j), d2 in D.items():
+                dW[i, :, j] += d2 * w[k]
             for m in range(k + 1, 3):
-                i = self.arguments[m]
-                if i is not None:
-                    dW[i, :, j] += (vals[m][1] * d1) * _cross(w[k], w[m])
+                Jm = axis[m][1]
+                if J and Jm:
+                    c = _cross(w[k], w[m])
+                    for i, dm in Jm.items():
+                        for j, dk in J.items():
+                            dW[i, :, j] += (dm * dk) * c
         for k in range(3, 6):
-            v, d1, d2 = vals[k]
+            v, J, D = axis[k]
             p += v * a[k]
-            j = self.arguments[k]
-            if j is not None:
+            for j, d1 in J.items():
                 dp[:, j] += d1 * a[k]
-                d2p[j, :, j] += d2 * a[k]
+            for (i, j), d2 in D.items():
+                d2p[i, :, j] += d2 * a[k]
         return _assemble(R, p, W, dW, dp, d2p)
 
     def transforms(self, qs):
         """Batched ``G``: ``qs: (N, nq) -> (N, 4, 4)``."""
-        x = self._axis_args(self.check_qs(qs))
-        v = np.stack([fn.value(x[:, k]) for k, fn in enumerate(self.functions)], axis=-1)
+        qs = self.check_qs(qs)
+        cols = []
+        for fn, a in zip(self.functions, self.arguments):
+            if a is None:
+                cols.append(np.full(len(qs), fn.at(0.0)[0]))
+            elif isinstance(a, tuple):
+                cols.append(fn.value(qs[:, list(a)]))
+            else:
+                cols.append(fn.value(qs[:, a]))
+        v = np.stack(cols, axis=-1)
         return se3.from_rp(_rotations(self.axes[:3], v[:, :3]), v[:, 3:] @ self.axes[3:])
 
 

@@ -14,7 +14,7 @@ from core import dynamics as dyn
 from core.errors import InvalidInputError, NonFiniteError
 from core.joints import JOINT_TYPES, joint_from_dict
 from core.joints.opensim import (Constant, CustomJoint, EllipsoidJoint, LinearFunction,
-                                 MultiplierFunction, NaturalCubicSpline, PiecewiseLinearFunction,
+                                 MultiplierFunction, MultivariatePolynomialFunction, NaturalCubicSpline, PiecewiseLinearFunction,
                                  PolynomialFunction, ScapulothoracicJoint, SimmSpline,
                                  function_from_dict)
 from core.lie import se3
@@ -79,6 +79,18 @@ def _custom_joint():
         [0, 1, 2, None, 0, 1], 3, lower=[-2.0, -1.0, -np.inf], upper=2.0, neutral=[0.1, 0, 0])
 
 
+def _multivariate_joint():
+    """Two coordinates; a rotation and a translation driven by polynomials of both (one with
+    its arguments in reverse order), the others by one coordinate or none."""
+    rot = MultivariatePolynomialFunction([0.1, 0.8, -0.2, 1.1, 0.3, 0.25], 2, 2)
+    tr = MultivariatePolynomialFunction(rng.normal(size=10) * 0.05, 2, 3)
+    return CustomJoint(
+        TILTED,
+        [rot, LinearFunction(-0.7, 0.1), Constant(0.3), tr, SimmSpline(KNOTS_X, 0.1 * KNOTS_Y),
+         Constant(-0.01)],
+        [[0, 1], 1, None, (1, 0), 0, None], 2, neutral=[0.2, -0.1])
+
+
 SETH = ScapulothoracicSeth2019()
 
 
@@ -90,8 +102,8 @@ def _scapulothoracic():
                                 neutral=SETH.defaults)
 
 
-JOINTS = [_custom_joint(), _scapulothoracic(), EllipsoidJoint([0.3, 0.2, 0.1]),
-          EllipsoidJoint([0.05, 0.05, 0.05])]
+JOINTS = [_custom_joint(), _multivariate_joint(), _scapulothoracic(),
+          EllipsoidJoint([0.3, 0.2, 0.1]), EllipsoidJoint([0.05, 0.05, 0.05])]
 
 
 def _points(nq, seed=0):
@@ -134,6 +146,9 @@ def _osim_function(osim, f, keep):
         for x, y in zip(f.x, f.y):
             g.addPoint(float(x), float(y))
         return g
+    if isinstance(f, MultivariatePolynomialFunction):
+        return osim.MultivariatePolynomialFunction(osim.Vector(f.coefficients.tolist()),
+                                                   f.dimension, f.order)
     if isinstance(f, MultiplierFunction):
         inner = _osim_function(osim, f.function, keep)
         inner.thisown = False                         # the MultiplierFunction owns it
@@ -332,9 +347,10 @@ def _osim_poses(osim, model, body, joint, qs, order):
     return np.array(out)
 
 
-def test_custom_joint_matches_opensim():
+@pytest.mark.parametrize("make_ours", [_custom_joint, _multivariate_joint])
+def test_custom_joint_matches_opensim(make_ours):
     osim = _opensim()
-    ours = _custom_joint()
+    ours = make_ours()
     keep = []
 
     def make(ground, body):
@@ -343,8 +359,9 @@ def test_custom_joint_matches_opensim():
             axis = spatial.updTransformAxis(k)
             axis.setAxis(osim.Vec3(*TILTED[k]))
             names = osim.ArrayStr()
-            if ours.arguments[k] is not None:
-                names.append(f"q{ours.arguments[k]}")
+            a = ours.arguments[k]
+            for i in (() if a is None else a if isinstance(a, tuple) else (a,)):
+                names.append(f"q{i}")
             axis.setCoordinateNames(names)
             f = _osim_function(osim, ours.functions[k], keep)
             f.thisown = False                          # the TransformAxis owns it
@@ -352,8 +369,8 @@ def test_custom_joint_matches_opensim():
         return osim.CustomJoint("cj", ground, body, spatial)
 
     model, body, joint = _osim_model(osim, make)
-    order = [int(joint.get_coordinates(k).getName()[1:]) for k in range(3)]
-    qs = np.random.default_rng(50).uniform(-3.0, 3.0, (50, 3))
+    order = [int(joint.get_coordinates(k).getName()[1:]) for k in range(ours.nq)]
+    qs = np.random.default_rng(50).uniform(-3.0, 3.0, (50, ours.nq))
     np.testing.assert_allclose(ours.transforms(qs), _osim_poses(osim, model, body, joint, qs, order),
                                rtol=0, atol=POSE_TOL * 3.0)
 
@@ -441,3 +458,58 @@ def test_model_dynamics_are_consistent():
     M = dyn.crba(m, d, q).copy()
     h = dyn.nonlinear_effects(m, d, q, v).copy()
     np.testing.assert_allclose(np.linalg.solve(M, tau - h), ddq, rtol=1e-10, atol=1e-10)
+
+
+# ----------------------------------------------------------------------------- multivariate
+MVP = [MultivariatePolynomialFunction(rng.normal(size=6), 2, 2),
+       MultivariatePolynomialFunction(rng.normal(size=20), 3, 3),
+       MultivariatePolynomialFunction([2.5], 4, 0)]
+
+
+@pytest.mark.parametrize("f", MVP, ids=lambda f: f"dim{f.dimension}-order{f.order}")
+def test_multivariate_polynomial_matches_opensim(f):
+    """Term order, value and first derivatives against OpenSim 4.6 (which evaluates no
+    second derivatives of this function)."""
+    osim = _opensim()
+    g = _osim_function(osim, f, [])
+    for x in np.random.default_rng(7).uniform(-1.5, 1.5, (20, f.dimension)):
+        v = osim.Vector(x.tolist())
+        terms = g.getTermValues(v)
+        # each term a product of up to `order` factors, rounded once per product
+        np.testing.assert_allclose([terms.get(i) for i in range(terms.size())],
+                                   f.monomials(x), rtol=(f.order + 1) * EPS, atol=0)
+        value, grad, _ = f.at(x)
+        scale = np.abs(f.coefficients) @ np.abs(f.monomials(np.abs(x) + 1.0))
+        assert abs(value - g.calcValue(v)) <= FUNCTION_ULPS * scale
+        assert value == f.value(x)
+        for a in range(f.dimension):
+            assert abs(grad[a] - g.calcDerivative(osim.StdVectorInt([a]), v)) \
+                <= FUNCTION_ULPS * f.order * scale
+
+
+@pytest.mark.parametrize("f", MVP, ids=lambda f: f"dim{f.dimension}-order{f.order}")
+def test_multivariate_polynomial_derivatives_match_finite_differences(f):
+    h = 1e-6
+    for x in np.random.default_rng(8).uniform(-1.5, 1.5, (5, f.dimension)):
+        _, grad, hess = f.at(x)
+        for a in range(f.dimension):
+            e = np.zeros(f.dimension)
+            e[a] = h
+            fd = (f.at(x + e)[0] - f.at(x - e)[0]) / (2 * h)
+            fd2 = (f.at(x + e)[1] - f.at(x - e)[1]) / (2 * h)
+            scale = 1.0 + np.abs(f.coefficients).sum() * 10.0 ** f.order
+            assert abs(grad[a] - fd) <= FD_TOL * scale
+            np.testing.assert_allclose(hess[a], fd2, rtol=0, atol=FD_TOL * scale)
+
+
+def test_multivariate_polynomial_bad_input():
+    with pytest.raises(InvalidInputError, match="has 6 terms; got 5"):
+        MultivariatePolynomialFunction(np.ones(5), 2, 2)
+    with pytest.raises(InvalidInputError, match="at most 6 arguments"):
+        MultivariatePolynomialFunction([1.0], 7, 0)
+    with pytest.raises(InvalidInputError, match="takes 2 argument"):
+        CustomJoint(TILTED, [MultivariatePolynomialFunction(np.ones(3), 2, 1)] +
+                    [Constant(0.0)] * 5, [0, None, None, None, None, None], 2)
+    with pytest.raises(InvalidInputError, match="takes 1 argument"):
+        CustomJoint(TILTED, [LinearFunction()] + [Constant(0.0)] * 5,
+                    [[0, 1], None, None, None, None, None], 2)

@@ -189,12 +189,33 @@ def test_surface_refused_at_the_default_tolerance():
         export_osim(m)
 
 
-def test_surface_is_written_as_polynomials():
+def test_surface_is_written_as_polynomials_and_reads_back():
+    """The polynomial surface is within the tolerance of the fitted joint, and the reader
+    reads it back (axes of two coordinates) posing the scapula as the fitted joint does."""
+    from core.fitting.metric import pose_errors
     m, _ = _scapula_surface_model()
-    (c,) = export_osim(m, tolerance=SURFACE_TOLERANCE).conversions
+    export = export_osim(m, tolerance=SURFACE_TOLERANCE)
+    (c,) = export.conversions
     assert c.functions == "MultivariatePolynomialFunction" and 1 <= c.size <= 8
     assert c.max_position_error <= SURFACE_TOLERANCE[0]
     assert c.max_angle_error <= SURFACE_TOLERANCE[1]
+    back = parse_osim(export.text, source="scapula.osim")
+    st = back.joint("scapulothoracic")
+    assert st.kind == "CustomJoint" and st.coordinates == ("scapula_abduction",
+                                                           "scapula_elevation")
+    assert sum(isinstance(a, tuple) for a in st.joint.arguments) == 6
+    fitted = m.joint("scapulothoracic")
+    lo, hi = fitted.joint.lower, fitted.joint.upper
+    qs = np.random.default_rng(9).uniform(lo, hi, (200, 2))
+    G = np.array([back.pose_in_parent("scapulothoracic", dict(zip(st.coordinates, q)))
+                  for q in qs])
+    F = np.array([m.pose_in_parent("scapulothoracic", dict(zip(st.coordinates, q)))
+                  for q in qs])
+    pos, rot = pose_errors(G, F)                     # mm and degrees
+    # within the tolerance up to the exported fit's own sampling (a slightly wider margin
+    # than on the checked grid: these are random points of the same box)
+    assert pos.max() * 1e-3 <= 2 * SURFACE_TOLERANCE[0]
+    assert math.radians(rot.max()) <= 2 * SURFACE_TOLERANCE[1]
 
 
 # ----------------------------------------------------------------------------- motions

@@ -557,3 +557,12 @@ def test_opensim_33_file_poses_as_opensim_reads_it(tmp_path):
         poses = ours.body_poses(qd)
         for b in ("link1", "link2"):
             assert np.abs(poses[b] - _os_pose(m, state, b, GROUND)).max() <= POSE_TOL
+
+
+def test_axis_of_two_coordinates_needs_a_multivariate_function():
+    data = text("gait2392_thelen2003muscle.osim").replace(
+        "<coordinates>hip_flexion_r</coordinates>",
+        "<coordinates>hip_flexion_r hip_adduction_r</coordinates>", 1)
+    with pytest.raises(InvalidInputError, match=r"hip_r.*rotation1.*must be a "
+                                                r"MultivariatePolynomialFunction"):
+        parse_osim(data, source="two.osim")
