@@ -251,10 +251,12 @@ class VIEW3D_PT_spline_joints_opensim(_Panel, bpy.types.Panel):
                   icon="ARMATURE_DATA")
         box.label(text=str(obj.data.get(OSIM_PATH_KEY, "")))
         layout.operator("spline_joints.import_osim_motion", icon="ANIM", text="Import Motion")
+        from .operators.opensim import coordinate_path
+
         col = layout.column(align=True)
         for name in rig.coordinate_names:
             if name in obj.keys():
-                col.prop(obj, f'["{name}"]', text=name)
+                col.prop(obj, coordinate_path(name), text=name)
 
 
 classes = (SPLINE_JOINTS_UL_samples, SPLINE_JOINTS_UL_mechanisms, VIEW3D_PT_spline_joints_capture,

@@ -6,8 +6,9 @@ The model's armature, meshes and coordinate properties are laid out by
 written into one new collection named after the model: an armature object turned +90 deg about
 X (OpenSim's Y up becomes Blender's Z up; armature space is OpenSim's ground), one bone per body
 (ground is the armature object), one mesh object per geometry parented to its bone (mesh
-data-blocks shared per file), a placeholder empty for each mesh file not found, and one float
-custom property per coordinate on the armature object. The model's text is stored on the
+data-blocks shared per file; geometry OpenSim hides is hidden), a placeholder empty for each
+mesh file not found (and each shape not drawn), and one float custom property per coordinate
+on the armature object. The model's text is stored on the
 armature data (:func:`documents.store_osim_model`); :mod:`addon.handlers` poses the bones from
 the coordinate properties.
 """

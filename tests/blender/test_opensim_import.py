@@ -152,6 +152,8 @@ def scenario_gait_walk(tmp, gait, walk, rows):
         bpy.context.view_layer.update()
         assert abs(arm["knee_angle_r"] - qs[row, coords.index("knee_angle_r")]) < 1e-6
         errors[f"row {row}"] = _check_pose(arm, model, qs[row], geometry_of)
+    # Posed once, the handler writes nothing more (no endless depsgraph updates).
+    assert addon_module("addon.handlers").update_scene(scene) == 0
     return {"errors": errors, "import_report": printed, "motion_report": motion_printed,
             "ignored": rep["ignored"], "missing": rep["missing"]}
 
