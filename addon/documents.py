@@ -21,6 +21,9 @@ import hashlib
 OSIM_TEXT_KEY = "spline_joints_osim"
 #: ID property beside it: the path the model was imported from
 OSIM_PATH_KEY = "spline_joints_osim_path"
+#: ID property beside it: the text's SHA-256 (the parsed model's cache key, so the live drive
+#: does not hash the text on every update)
+OSIM_HASH_KEY = "spline_joints_osim_sha256"
 
 #: key -> parsed object, or the message of the error that refused its text
 _DOCUMENTS: dict[str, object] = {}
@@ -67,12 +70,17 @@ def store_osim_model(armature_data, text: str, path: str) -> None:
     """Store an OpenSim model's file text and source path on an armature data-block."""
     armature_data[OSIM_TEXT_KEY] = text
     armature_data[OSIM_PATH_KEY] = path
+    armature_data[OSIM_HASH_KEY] = _sha256(text)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def osim_rig(armature_data):
     """The core :class:`~core.osim_rig.OsimRig` of the model stored on an armature data-block,
-    parsed from its text once per distinct text (keyed by the text's SHA-256); ValueError when
-    there is none or it cannot be read."""
+    parsed from its text once per distinct text (keyed by the text's SHA-256, stored beside it
+    at import, and its length); ValueError when there is none or it cannot be read."""
     from ..core.io.osim import parse_osim
     from ..core.osim_rig import OsimRig
 
@@ -81,7 +89,8 @@ def osim_rig(armature_data):
         raise ValueError(f"armature '{armature_data.name}' holds no OpenSim model: import one "
                          "(File > Import > OpenSim Model)")
     source = armature_data.get(OSIM_PATH_KEY) or armature_data.name
-    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    digest = armature_data.get(OSIM_HASH_KEY)
+    key = f"{digest if isinstance(digest, str) else _sha256(text)}:{len(text)}"
     return _parsed(_RIGS, key, lambda: OsimRig(parse_osim(text, source=source)),
                    "the OpenSim model stored on this armature cannot be read ({exc}); import it again")
 

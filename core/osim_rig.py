@@ -224,8 +224,11 @@ def coordinate_property(coordinate) -> dict:
 
 
 def motion_frames(time, fps: float, frame_start: int) -> np.ndarray:
-    """Frame of every motion row: ``frame_start + round(time * fps)``, ``(N,)`` int."""
-    return frame_start + np.rint(np.asarray(time, dtype=float) * fps).astype(int)
+    """Frame of every motion row, the first row on ``frame_start``:
+    ``frame_start + round((time - time[0]) * fps)``, ``(N,)`` int (importing the same motion
+    again keys the same frames)."""
+    t = np.asarray(time, dtype=float)
+    return frame_start + np.rint((t - t[0]) * fps).astype(int)
 
 
 def summarize_skipped(skipped) -> str:

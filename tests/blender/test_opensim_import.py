@@ -144,7 +144,7 @@ def scenario_gait_walk(tmp, gait, walk, rows):
     time, qs, rep = osim.motion_coordinates(model, motion_io.read_motion(walk))
     assert scene.render.fps == 60 and abs(scene.render.fps / scene.render.fps_base - 60.0) < 1e-9
     frames = rig_mod.motion_frames(time, 60.0, 1)
-    assert (scene.frame_start, scene.frame_end) == (frames[0], frames[-1]) == (31, 241)
+    assert (scene.frame_start, scene.frame_end) == (frames[0], frames[-1]) == (1, 211)
     action = arm.animation_data.action
     assert action is not None and action.name.endswith("subject01_walk1_ik")
     for row in rows:

@@ -134,6 +134,7 @@ def test_primitives_and_motion_timing():
     np.testing.assert_allclose(primitive_mesh(b)[0].max(axis=0), [1, 2, 3])
     t = 0.5 + np.arange(211) / 60.0
     assert motion_rate(t) == pytest.approx(60.0)
-    assert motion_frames(t, 60.0, 1)[[0, -1]].tolist() == [31, 241]
+    assert motion_frames(t, 60.0, 1)[[0, -1]].tolist() == [1, 211]      # t = 0.5 .. 4.0 s
+    assert motion_frames(t, 60.0, 7)[[0, -1]].tolist() == [7, 217]
     with pytest.raises(InvalidInputError, match="two rows"):
         motion_rate([0.0])
