@@ -256,7 +256,11 @@ def _knots(x, y, kind):
 
 
 class _Knotted(Function):
-    """A function of knots ``x: (n,)`` (strictly increasing, n >= 2) and values ``y: (n,)``."""
+    """A function of knots ``x: (n,)`` (strictly increasing, n >= 2) and values ``y: (n,)``.
+
+    Its scalar :meth:`at` locates ``x`` as OpenSim does and asks the subclass for
+    ``_inside(k, dx)`` (value and derivatives on segment ``k``) or ``_end(i)`` (value, slope
+    and second derivative at end knot ``i``, continued linearly beyond it)."""
 
     def _segment(self, x):
         """Segment index ``k`` of each abscissa inside the knots by the bisection of
@@ -306,6 +310,16 @@ class _Knotted(Function):
         if abs(x - xk[-1]) <= ROUNDOFF_ERROR:
             return "hi"
         return self._segment_at(x)
+
+    def at(self, x):
+        k = self._where(x)
+        if not isinstance(k, str):
+            return self._inside(k, x - self._xlist[k])
+        i = 0 if k in ("below", "lo") else -1
+        y, b, d2 = self._end(i)
+        if k in ("lo", "hi"):
+            return y, b, d2
+        return y + (x - self._xlist[i]) * b, b, 0.0     # linear beyond the end knot
 
     def _locate(self, x):
         """Interval index k (:meth:`_segment`) and masks below/above/at the ends (an
@@ -420,20 +434,12 @@ class SimmSpline(_Knotted):
             f = np.where(below | above, 0.0, f)
         return f
 
+    def _end(self, i):
+        y, b, c, _ = self._table[i]
+        return y, b, 2.0 * c
 
-    def at(self, x):
-        k = self._where(x)
-        xk, t = self._xlist, self._table
-        if k == "below":
-            return t[0][0] + (x - xk[0]) * t[0][1], t[0][1], 0.0
-        if k == "above":
-            return t[-1][0] + (x - xk[-1]) * t[-1][1], t[-1][1], 0.0
-        if k == "lo":
-            return t[0][0], t[0][1], 2.0 * t[0][2]
-        if k == "hi":
-            return t[-1][0], t[-1][1], 2.0 * t[-1][2]
-        y, b, c, d = t[k]
-        dx = x - xk[k]
+    def _inside(self, k, dx):
+        y, b, c, d = self._table[k]
         return (y + dx * (b + dx * (c + dx * d)), b + dx * (2.0 * c + 3.0 * dx * d),
                 2.0 * c + 6.0 * dx * d)
 
@@ -464,18 +470,13 @@ class PiecewiseLinearFunction(_Knotted):
         self._xlist = self.x.tolist()
         self._yb = list(zip(self.y.tolist(), self.b.tolist()))
 
-    def at(self, x):
-        k = self._where(x)
-        xk, t = self._xlist, self._yb
-        if k == "below":
-            return t[0][0] + (x - xk[0]) * t[0][1], t[0][1], 0.0
-        if k == "above":
-            return t[-1][0] + (x - xk[-1]) * t[-1][1], t[-1][1], 0.0
-        if k == "lo":
-            return t[0][0], t[0][1], 0.0
-        if k == "hi":
-            return t[-1][0], t[-1][1], 0.0
-        return t[k][0] + (x - xk[k]) * t[k][1], t[k][1], 0.0
+    def _end(self, i):
+        y, b = self._yb[i]
+        return y, b, 0.0
+
+    def _inside(self, k, dx):
+        y, b = self._yb[k]
+        return y + dx * b, b, 0.0
 
     def value(self, x):
         x = self._arg(x)
