@@ -8,7 +8,9 @@ always describe the stored JSON.
 
 An imported OpenSim model lives on its armature data as the .osim file's whole text (ID property
 :data:`OSIM_TEXT_KEY`) with the path it was read from (:data:`OSIM_PATH_KEY`);
-:func:`osim_rig` parses it again when needed. Both kinds are parsed once per distinct text and
+:func:`osim_rig` parses it again when needed, with the spline joints fitted to its joints
+(``Armature.spline_joints_osim.fits``, each a JointDocument's JSON, written by
+:func:`store_osim_fit`) that are switched on in place of the exact joints. Both kinds are parsed once per distinct text and
 kept in memory (a text that cannot be read is remembered with its message, so the live drive
 does not parse it again on every frame change).
 """
@@ -77,10 +79,17 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def osim_rig(armature_data):
+def osim_rig(armature_data, fitted: bool = True):
     """The core :class:`~core.osim_rig.OsimRig` of the model stored on an armature data-block,
     parsed from its text once per distinct text (keyed by the text's SHA-256, stored beside it
-    at import, and its length); ValueError when there is none or it cannot be read."""
+    at import, and its length); ValueError when there is none or it cannot be read.
+
+    fitted: substitute the fitted joints that are switched on (:func:`enabled_osim_fits`) for
+    the model's exact ones (core.fitting.osim.model_with_fits), the rest frames staying those
+    of the imported model; the result is cached per model and set of enabled fitted joints
+    (the key holds each one's joint name and JSON text's SHA-256), so adding, removing or
+    switching one gives another rig. False: the model as imported.
+    """
     from ..core.io.osim import parse_osim
     from ..core.osim_rig import OsimRig
 
@@ -91,8 +100,64 @@ def osim_rig(armature_data):
     source = armature_data.get(OSIM_PATH_KEY) or armature_data.name
     digest = armature_data.get(OSIM_HASH_KEY)
     key = f"{digest if isinstance(digest, str) else _sha256(text)}:{len(text)}"
-    return _parsed(_RIGS, key, lambda: OsimRig(parse_osim(text, source=source)),
-                   "the OpenSim model stored on this armature cannot be read ({exc}); import it again")
+    exact = _parsed(_RIGS, key, lambda: OsimRig(parse_osim(text, source=source)),
+                    "the OpenSim model stored on this armature cannot be read ({exc}); import it again")
+    fits = enabled_osim_fits(armature_data) if fitted else {}
+    if not fits:
+        return exact
+    key += "".join(f"|{name}:{_sha256(json_text)}" for name, json_text in fits.items())
+    return _parsed(_RIGS, key, lambda: _fitted_rig(exact, fits),
+                   "a fitted joint stored on this armature cannot be used ({exc}); remove it "
+                   "(OpenSim panel) or fit it again")
+
+
+def enabled_osim_fits(armature_data) -> dict:
+    """``{joint name: JointDocument JSON text}`` of the fitted joints switched on, in the order
+    they were fitted."""
+    return {f.name: f.joint_json for f in armature_data.spline_joints_osim.fits
+            if f.use and f.joint_json}
+
+
+def _fitted_rig(exact, fits: dict):
+    """The rig of ``exact``'s model with the fitted joints ``{name: JSON}`` substituted."""
+    from ..core import io
+    from ..core.fitting.osim import model_with_fits
+    from ..core.osim_rig import OsimRig
+
+    documents = {name: io.loads(text) for name, text in fits.items()}
+    return OsimRig(model_with_fits(exact.model, documents), reference=exact.model)
+
+
+def store_osim_fit(armature_data, fit, report: str):
+    """Store ``fit`` (a core.fitting.osim.OsimSplineFit of the model's joint) on an imported
+    armature's data, replacing an earlier fit of that joint, switched on, with its ``report``
+    text and errors. The JSON is written and read back before anything is stored; returns the
+    stored item."""
+    from ..core import io
+
+    text = io.dumps(fit.document)
+    io.loads(text)
+    name = fit.osim_joint.name
+    fits = armature_data.spline_joints_osim.fits
+    item = fits.get(name) or fits.add()
+    item.name, item.joint_json, item.report = name, text, report
+    item.max_mm, item.max_deg = fit.max_position_mm, fit.max_angle_deg
+    item.beyond_mm = max((row[3] for row in fit.beyond), default=0.0)
+    item.use = True
+    armature_data.update_tag()
+    return item
+
+
+def remove_osim_fit(armature_data, joint_name: str) -> None:
+    """Remove the fitted joint of ``joint_name`` (the exact joint is used again);
+    ValueError when there is none."""
+    fits = armature_data.spline_joints_osim.fits
+    index = fits.find(joint_name)
+    if index < 0:
+        raise ValueError(f"joint '{joint_name}' has no fitted spline joint on "
+                         f"'{armature_data.name}'; fitted: {[f.name for f in fits] or 'none'}")
+    fits.remove(index)
+    armature_data.update_tag()
 
 
 def fit_status(doc):

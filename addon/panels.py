@@ -251,12 +251,37 @@ class VIEW3D_PT_spline_joints_opensim(_Panel, bpy.types.Panel):
                   icon="ARMATURE_DATA")
         box.label(text=str(obj.data.get(OSIM_PATH_KEY, "")))
         layout.operator("spline_joints.import_osim_motion", icon="ANIM", text="Import Motion")
+        _draw_osim_fits(layout, obj.data, rig)
+        row = layout.row(align=True)
+        row.operator("spline_joints.export_osim", icon="EXPORT", text="Export Model")
+        row.operator("spline_joints.export_osim_motion", icon="EXPORT", text="Export Motion")
         from .operators.opensim import coordinate_path
 
         col = layout.column(align=True)
         for name in rig.coordinate_names:
             if name in obj.keys():
                 col.prop(obj, coordinate_path(name), text=name)
+
+
+def _draw_osim_fits(layout, data, rig):
+    """The fit settings, the Fit button and one row per fitted joint (switch, errors, remove)."""
+    settings = data.spline_joints_osim
+    box = layout.box()
+    box.label(text="Spline joints fitted to the model's joints", icon="IPO_BEZIER")
+    col = box.column(align=True)
+    col.prop(settings, "joint")
+    try:
+        two = len(rig.model.joint(settings.joint).coordinates) == 2 if settings.joint else False
+    except ValueError:  # a joint replaced by a fit of fewer coordinates, or none to pick
+        two = False
+    col.prop(settings, "grid" if two else "n_frames")
+    col.operator("spline_joints.fit_osim_joint", icon="IPO_BEZIER")
+    for fit in settings.fits:
+        row = box.row(align=True)
+        row.prop(fit, "use", text=fit.name)
+        row.operator("spline_joints.remove_osim_fit", icon="X", text="").joint = fit.name
+        box.label(text=f"In range: at most {fit.max_mm:.3g} mm, {fit.max_deg:.3g} deg; past "
+                       f"it up to {fit.beyond_mm:.3g} mm")
 
 
 classes = (SPLINE_JOINTS_UL_samples, SPLINE_JOINTS_UL_mechanisms, VIEW3D_PT_spline_joints_capture,

@@ -105,14 +105,21 @@ class OsimRig:
     Attributes: model; bodies (tuple of the bones' body names, parents first); parents
     ((nb,) int array, index of each bone's parent bone, -1 for children of ground);
     default_poses ((nb, 4, 4) body poses B_b(q0) in ground); coordinate_names.
+
+    reference: the model whose default pose the bones' rest frames were laid out from, when
+    it is not ``model`` itself (the imported model, for a rig whose joints were replaced by
+    fitted ones: :func:`core.fitting.osim.model_with_fits`). The default poses are then the
+    reference's, so a body of ``model`` sits at ``B_b(q)`` exactly (``P_b(q) R_b^-1 B_b(q0)``
+    with the reference's B_b(q0)), not at ``B_b(q)`` composed with the small offset between
+    the two models' default poses. The reference must have the same bodies.
     """
 
-    def __init__(self, model):
+    def __init__(self, model, reference=None):
         self.model = model
         self.bodies = tuple(j.child for j in model.joints)
         index = {b: i for i, b in enumerate(self.bodies)}
         self.parents = np.array([index.get(j.parent, -1) for j in model.joints], dtype=int)
-        poses = model.body_poses()
+        poses = (model if reference is None else reference).body_poses()
         self.default_poses = np.stack([poses[b] for b in self.bodies]) if self.bodies \
             else np.zeros((0, 4, 4))
         self.coordinate_names = model.coordinate_names

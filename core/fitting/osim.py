@@ -34,7 +34,8 @@ from ..lie import se3
 from .document import JointFitOptions, fit_joint_document
 from .metric import pose_errors
 
-__all__ = ["spline_joint_from_osim", "with_joint", "OsimSplineFit", "MAX_SPAN", "BEYOND"]
+__all__ = ["spline_joint_from_osim", "with_joint", "fitted_osim_joint", "model_with_fits",
+           "OsimSplineFit", "MAX_SPAN", "BEYOND"]
 
 #: widest sampled span (rad for a rotational coordinate, m for a translational one) by the
 #: number of fitted coordinates (module docstring)
@@ -76,6 +77,43 @@ class OsimSplineFit:
     def joint(self):
         """The fitted spline joint."""
         return self.document.joint
+
+    def summary(self, model) -> str:
+        """The fit in plain words, for people: the sampled range, the largest and RMS error
+        within it, and how far the fitted joint drifts from the exact one past the ends of the
+        range (the largest distance of :attr:`beyond` at each end). ``model``: the
+        :class:`~core.io.osim.OsimModel` fitted (for the coordinates' units)."""
+        def shown(name, value):
+            return (f"{math.degrees(value):.4g} deg" if model.is_rotational(name)
+                    else f"{1e3 * value:.4g} mm")
+
+        span = ", ".join(f"{n} {shown(n, lo).split()[0]}..{shown(n, hi)}"
+                         for n, (lo, hi) in zip(self.coordinates, self.ranges))
+        report = self.document.report
+        frames = getattr(self.joint, "control_frames", None)
+        size = (f"{len(frames)} control frames" if frames is not None
+                else f"a {self.joint.nq}-coordinate spline joint")
+        text = (f"Fitted {self.osim_joint.name} ({span}) with {size}"
+                f"{f', fit {report.status}' if report is not None else ''}: within the range the "
+                f"fitted joint is at most {self.max_position_mm:.3g} mm and "
+                f"{self.max_angle_deg:.3g} deg from the exact joint (RMS "
+                f"{self.rms_position_mm:.3g} mm, {self.rms_angle_deg:.3g} deg)")
+        if self.held:
+            text += "; other coordinates held at " + ", ".join(
+                f"{n} = {shown(n, v)}" for n, v in self.held.items())
+        far = {}
+        for name, end, d, pos, ang in self.beyond:
+            if (name, end) not in far or d > far[name, end][0]:
+                far[name, end] = (d, pos, ang)
+        if far:
+            text += (". Past the ends of the range OpenSim's splines go on in a straight line "
+                     "while the fitted joint goes on along a screw, so the two drift apart: ")
+            text += ", ".join(
+                f"{pos:.3g} mm / {ang:.3g} deg at {d:g} "
+                f"{'deg' if model.is_rotational(name) else 'mm'} "
+                f"{'below' if end == 'lower' else 'above'} {name}'s range"
+                for (name, end), (d, pos, ang) in far.items())
+        return text
 
 
 def _box(model, names, max_span):
@@ -175,7 +213,7 @@ def spline_joint_from_osim(model, joint_name, coordinates=None, *, n_frames=8, g
                 qb[a] = box[a, 0 if sign < 0 else 1] + sign * d * unit
                 p_err, a_err = errors(qb[None])
                 rows.append((name, end, float(d), float(p_err[0]), float(a_err[0])))
-    osim_joint = dataclasses.replace(j, coordinates=names, joint=fitted, spec={})
+    osim_joint = fitted_osim_joint(model, j.name, document)
     return OsimSplineFit(document=document, osim_joint=osim_joint, coordinates=names,
                          held=held, ranges=box, max_position_mm=float(pos.max()),
                          rms_position_mm=float(np.sqrt(np.mean(pos ** 2))),
@@ -208,3 +246,27 @@ def with_joint(model, osim_joint):
     joints = [osim_joint if j.name == osim_joint.name else j for j in model.joints]
     coords = {n: c for n, c in model.coordinates.items() if n not in dropped}
     return dataclasses.replace(model, joints=joints, coordinates=coords)
+
+
+def fitted_osim_joint(model, joint_name, document):
+    """The model's joint ``joint_name`` with ``document``'s joint (a :class:`core.io.JointDocument`
+    whose coordinate names are some of the joint's) as ``X_FM`` and only those coordinates:
+    the offsets stay (:attr:`OsimSplineFit.osim_joint`). InvalidInputError when the document's
+    coordinates are not the joint's."""
+    j = model.joint(joint_name)
+    names = tuple(document.coordinate_names)
+    wrong = [n for n in names if n not in j.coordinates]
+    if wrong or len(set(names)) != len(names):
+        raise InvalidInputError(
+            f"joint {j.name!r}: the fitted joint's coordinates {list(names)} are not distinct "
+            f"coordinates of the model's joint {list(j.coordinates)}; fit the joint again")
+    return dataclasses.replace(j, coordinates=names, joint=document.joint, spec={})
+
+
+def model_with_fits(model, documents):
+    """A copy of ``model`` with each joint named in ``documents`` (``{joint name:
+    JointDocument}``) replaced by its fitted joint (:func:`fitted_osim_joint`,
+    :func:`with_joint`); ``model`` itself when ``documents`` is empty."""
+    for name, document in documents.items():
+        model = with_joint(model, fitted_osim_joint(model, name, document))
+    return model

@@ -139,3 +139,35 @@ def test_a_revolute_is_continued_exactly_past_its_range():
     fit = spline_joint_from_osim(m, "pin1", beyond=(math.degrees(0.1),))
     # a revolute fitted by a spline curve continues along the same screw past its end
     assert all(r[3] < 1e-3 and r[4] < 1e-3 for r in fit.beyond)
+
+
+def test_model_with_fits_poses_the_bones_at_the_fitted_bodies(gait, knee):
+    """A rig of the model with the fitted knee, laid out from the imported model's default
+    pose, puts the tibia body exactly at the fitted model's pose (the bones' rest frames stay
+    the imported model's)."""
+    from core.fitting.osim import model_with_fits
+    from core.osim_rig import OsimRig
+
+    fitted = model_with_fits(gait, {"knee_r": knee.document})
+    assert fitted.joint("knee_r").joint is knee.document.joint
+    assert fitted.coordinate_names == gait.coordinate_names
+    assert model_with_fits(gait, {}) is gait
+    exact = OsimRig(gait)
+    rig = OsimRig(fitted, reference=gait)
+    assert np.array_equal(rig.default_poses, exact.default_poses)
+    rests, _ = exact.rest_frames({})
+    q = gait.default_q()
+    q[gait.coordinate_names.index("knee_angle_r")] = -1.2
+    b = rig.bodies.index("tibia_r")
+    body = rig.bone_poses(rests, q)[b] @ se3.inv(rests[b]) @ exact.default_poses[b]
+    np.testing.assert_allclose(body, fitted.body_poses(q)["tibia_r"], rtol=0, atol=1e-14)
+    assert not np.allclose(body, gait.body_poses(q)["tibia_r"], rtol=0, atol=1e-6)
+
+
+def test_fit_summary_says_in_plain_words_how_far_the_joints_drift(gait, knee):
+    text = knee.summary(gait)
+    assert text.startswith("Fitted knee_r (knee_angle_r -120..10 deg) with 8 control frames")
+    assert f"at most {knee.max_position_mm:.3g} mm" in text
+    assert "straight line" in text and "screw" in text
+    far = max(row[3] for row in knee.beyond if row[1] == "lower")
+    assert f"{far:.3g} mm" in text and "17 deg below knee_angle_r's range" in text
