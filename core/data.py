@@ -8,9 +8,18 @@ the algorithms run on all bodies at once with array operations.
 Several fields are views into one shared buffer, laid out so that one batched product fills
 them together (noted at each); every field is overwritten by the next algorithm call, so
 copy what must survive it.
+
+The joint rows (``LSH``, ``S_body``, ``c_body``) and the results (``ddq``, ``tau``, ``nle``,
+``M``) are views into one flat ``buffer`` that also holds the compiled kernels' scratch
+(:mod:`core.compiled.layout`), so that a compiled call takes one array for all of them. On
+the numba backend (:mod:`core.backend`) ``aba``, ``rnea``, ``crba`` and the nonlinear
+effects write only ``oMi`` (world poses), those rows and their result; the other fields
+keep what the last numpy-path call wrote.
 """
 
 import numpy as np
+
+from .compiled.layout import buffer_offsets
 
 __all__ = ["Data"]
 
@@ -29,10 +38,19 @@ class Data:
         self.nv = nv
         self.model_id = (id(model), nb, nv)
 
+        #: ``(size,)`` the flat array holding LSH, S_body, c_body, ddq, tau, nle, M and the
+        #: compiled kernels' scratch; buffer_at: the offset of each section
+        self.buffer_at = at = buffer_offsets(nb, nv, model.one_dof_each)
+        self.buffer = buf = np.zeros(at["size"])
+
+        def section(name, *shape):
+            n = int(np.prod(shape))
+            return buf[at[name]:at[name] + n].reshape(shape)
+
         # -- joints and poses (core.kinematics; written by the joint families' calc) ------
         #: ``(nb, 28)`` per body ``[T (16, row-major), S (6), dS/dq (6)]``: one product of
         #: a joint family can write a body's local transform and its ``[S; dS/dq]`` together
-        self.LSH = np.zeros((nb, 28))
+        self.LSH = section("LSH", nb, 28)
         self.LSH[:, [0, 5, 10, 15]] = 1.0
         #: ``(nb, 4, 4)`` view of LSH: world poses ``T_i`` (eq. 9); between the families'
         #: calc and the pose composition, the local transforms ``P_i G_i(q_i)``
@@ -41,9 +59,9 @@ class Data:
         self.SH = self.LSH[:, 16:].reshape(nb, 2, 6)
         #: ``(nv, 6)`` body-frame joint Jacobian columns (eq. 12), one row per coordinate (a
         #: view of ``SH[:, 0]`` when every body has one coordinate)
-        self.S_body = self.SH[:, 0] if model.one_dof_each else np.zeros((nv, 6))
+        self.S_body = self.SH[:, 0] if model.one_dof_each else section("S_body", nv, 6)
         #: ``(nb, 6)`` ``q_dot^T (dS/dq) q_dot`` of joints with several coordinates, body frame
-        self.c_body = np.zeros((nb, 6))
+        self.c_body = section("c_body", nb, 6)
         #: per joint family of the model (``model.families``), its buffers (JointData)
         self.family_work = [family.create_work(self) for family in model.families]
         #: pointer-jumping products of the pose composition as ``(ancestor poses, poses)``
@@ -120,10 +138,10 @@ class Data:
         self.f_ext_world = np.zeros((nb, 6))
         #: ``(nv,)`` results: rnea's torques, aba's accelerations, nonlinear effects;
         #: M ``(nv, nv)`` the mass matrix (crba)
-        self.tau = np.zeros(nv)
-        self.ddq = np.zeros(nv)
-        self.nle = np.zeros(nv)
-        self.M = np.zeros((nv, nv))
+        self.tau = section("tau", nv)
+        self.ddq = section("ddq", nv)
+        self.nle = section("nle", nv)
+        self.M = section("M", nv, nv)
         #: articulated-body recursion (Appendix A): IA ``(nb, 6, 6)`` articulated inertias,
         #: pA ``(nb, 6)`` bias wrenches; per entry of ``model.aba_levels`` its ``U = IA S``,
         #: ``D^-1`` (``(S^T U)^-1``, or D itself for one coordinate) and ``u = tau - S^T pA``

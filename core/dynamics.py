@@ -52,7 +52,11 @@ Forward dynamics methods (:func:`aba`'s ``method``)
   coordinate).
 
 ``"auto"`` picks "body" where it applies, else "dense" up to :data:`DENSE_MAX_DOFS` dofs and
-"recursive" above. All agree to round-off and are tested against Pinocchio;
+"recursive" above. On the numba backend (:mod:`core.backend`) ``aba`` "auto" and
+"recursive", ``rnea``, ``crba``, ``nonlinear_effects`` and ``crba_and_nle`` run compiled
+body-frame recursions instead (:mod:`core.compiled.kernels`: the O(n) articulated-body
+recursion, Newton-Euler and composite rigid bodies, one kernel call each after the joints
+without a kernel are evaluated in Python); the energies and momentum stay numpy. All agree to round-off and are tested against Pinocchio;
 ``scripts/bench.py --only dynamics`` times them beside ``pin.aba`` and MuJoCo's
 ``mj_step``.
 """
@@ -62,6 +66,8 @@ import math
 import numpy as np
 from scipy.linalg import lapack as _lapack
 
+from . import backend as _backend
+from .compiled import dispatch as _compiled
 from .errors import InvalidInputError, NonFiniteError
 from .kinematics import update_kinematics, update_velocities
 from .lie import se3
@@ -72,6 +78,10 @@ __all__ = ["rnea", "aba", "crba", "nonlinear_effects", "crba_and_nle", "kinetic_
 
 #: ``aba(method="auto")`` uses the dense formulation up to this many dofs.
 DENSE_MAX_DOFS = 256
+#: the methods of :func:`aba` that the numba backend runs compiled (the O(n) recursion)
+COMPILED_METHODS = ("auto", "recursive")
+
+_backend.active()       # resolve the backend once (reads SPLINE_JOINTS_BACKEND)
 
 
 def _external_wrenches(model, data, v, fext):
@@ -168,8 +178,10 @@ def rnea(model, data, q, v, a, fext=None):
     ``tau: (nv,)`` that produces ``a`` at ``(q, v)`` given gravity, ``fext: (nb, 6)`` and the
     model's springs. Writes ``data.tau``, ``data.f`` (body wrenches), ``data.f_joint``."""
     q, v, fext = _checked(model, data, q, v, fext)
-    _prepare(model, data, q, v, fext)
     a = model.check_state(a, "a")
+    if _backend.kernels is not None:
+        return _compiled.rnea(model, data, q, v, a, fext)
+    _prepare(model, data, q, v, fext)
     # eq. 14 in the world frame: A_i = A_parent + Ad_T(S q_ddot + q_dot^T dS q_dot) + ad_V u
     Sa = data.S_world * a[:, None]
     if not model.one_dof_each:
@@ -203,6 +215,8 @@ def nonlinear_effects(model, data, q, v, fext=None):
     """``h(q, v) = rnea(q, v, 0)``: gravity, Coriolis/centrifugal and joint Hessian terms,
     minus springs and fext: ``(nv,)`` (written to ``data.nle``)."""
     q, v, fext = _checked(model, data, q, v, fext)
+    if _backend.kernels is not None:
+        return _compiled.nonlinear_effects(model, data, q, v, fext)
     _prepare(model, data, q, v, fext)
     return _nle_prepared(model, data, q, v, fext)
 
@@ -230,6 +244,8 @@ def crba(model, data, q):
     bodies: ``M_jl = S_j^T Ic S_l`` with ``Ic`` the subtree inertia of the deeper body."""
     model.check_data(data)
     q = model.check_state(q)
+    if _backend.kernels is not None:
+        return _compiled.crba(model, data, q)
     update_kinematics(model, data, q)
     _world_inertias(model, data)
     _subtree_sums(model, data)
@@ -239,8 +255,12 @@ def crba(model, data, q):
 def crba_and_nle(model, data, q, v, fext=None):
     """``(M (nv, nv), h (nv,))``: :func:`crba` and :func:`nonlinear_effects` at one state from
     one kinematics pass (joint evaluation, poses, world inertias computed once instead of
-    twice). Writes ``data.M`` and ``data.nle`` and returns them."""
+    twice; on the numba backend two kernel calls). Writes ``data.M`` and ``data.nle`` and
+    returns them."""
     q, v, fext = _checked(model, data, q, v, fext)
+    if _backend.kernels is not None:
+        return (_compiled.crba(model, data, q),
+                _compiled.nonlinear_effects(model, data, q, v, fext))
     _prepare(model, data, q, v, fext)
     h = _nle_prepared(model, data, q, v, fext)
     return _crba_prepared(model, data), h
@@ -419,7 +439,13 @@ def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto"):
     tau`` must then be float arrays of shape ``(nv,)`` and ``fext`` None or a checked
     ``(nb, 6)`` array. Writes ``data.ddq`` (the "body" method writes only ``data.oMi[0]``,
     the joint's ``S`` and ``data.ddq``).
+
+    On the numba backend (:mod:`core.backend`) "auto" and "recursive" run the compiled O(n)
+    recursion (:data:`COMPILED_METHODS`; it writes ``data.oMi`` and ``data.ddq``); "dense"
+    and "body" stay numpy.
     """
+    if _backend.kernels is not None and method in COMPILED_METHODS:
+        return _compiled.aba(model, data, q, v, tau, fext, check)
     if method == "auto":
         method = ("body" if model.one_body_inertia is not None and not model.point_springs
                   else "dense" if model.nv <= DENSE_MAX_DOFS else "recursive")

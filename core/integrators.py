@@ -63,7 +63,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
+from . import backend as _backend
 from . import dynamics
+from .compiled import dispatch as _compiled
 from .checks import real_number, whole_number
 from .errors import InvalidInputError, NonFiniteError, SimulationError, SplineJointsError
 from .joints.base import Joint
@@ -260,6 +262,25 @@ class Integrator:
             self._p, self._f = p, f
             self._ff, self._fp = np.ix_(f, f), np.ix_(f, p)
             self._powers = []
+        self._kernel_step = self._kernel_step_arguments()
+
+    def _kernel_step_arguments(self):
+        """``(tau, fext, method code, work rows)`` for one compiled kernel call per substep
+        (:func:`core.compiled.dispatch.substep`), or None: that needs every joint in a
+        family with a kernel, no drive, a constant (or no) tau and fext, and an aba method
+        the kernels run; the numba backend is checked at each substep."""
+        m = self.model
+        if (self.drive is not None or callable(self.tau) or callable(self.fext)
+                or self.aba_method not in dynamics.COMPILED_METHODS
+                or any(f.kernel_kind is None for f in m.families)):
+            return None
+        try:
+            fext = m.check_fext(self.fext)
+            tau = self._zero if self.tau is None else m.check_state(self.tau, "tau")
+        except ValueError:          # the numpy path raises it at the first step
+            return None
+        rows = (np.zeros((5, m.nv)), np.zeros((5, m.nv)))
+        return tau, fext, METHODS.index(self.method), rows
 
     # -- forces --------------------------------------------------------------------
     def _tau(self, t, q, v):
@@ -309,6 +330,9 @@ class Integrator:
     # -- stepping ------------------------------------------------------------------
     def _substep(self, t, q, v):
         h = self.h
+        if self._kernel_step is not None and _backend.kernels is not None:
+            tau, fext, code, rows = self._kernel_step
+            return _compiled.substep(self.model, self.data, q, v, tau, fext, h, code, rows)
         if self.method == "rk4":
             a1 = self.acceleration(t, q, v)
             q2, v2 = q + 0.5 * h * v, v + 0.5 * h * a1

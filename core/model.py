@@ -100,6 +100,7 @@ class Model:
         self.joint_springs = []      # (body, stiffness (n,), damping (n,), rest (n,))
         self.point_springs = []      # (body_a, point_a, body_b, point_b, k, c, rest_length)
         self._compiled = False
+        self.packed = None
 
     @property
     def gravity(self):
@@ -117,6 +118,7 @@ class Model:
         self.gravity_list = g.tolist()       # as Python floats, for the scalar paths
         #: ``[0; -g]``: the base acceleration that stands in for gravity (Featherstone)
         self.gravity_twist = np.concatenate([np.zeros(3), -g])
+        self.packed = None                   # the compiled backend repacks gravity
 
     # ------------------------------------------------------------------ building
     def add_body(self, name, parent, joint, placement=None, mass=1.0, com=(0.0, 0.0, 0.0),
@@ -333,6 +335,8 @@ class Model:
             J = self.inertias[0]
             self.one_body_inertia = tuple(J[:3, :3].ravel().tolist()) + (
                 float(J[2, 4]), float(J[0, 5]), float(J[1, 3]), float(J[3, 3]))
+        #: the compiled backend's packed arrays (core.compiled.pack), built on first use
+        self.packed = None
         self._compiled = True
         return self
 

@@ -29,7 +29,11 @@ The contract (``b`` a body of the family, ``P_b`` its placement, ``q_b`` its coo
 
 Everything crossing this interface is a flat float64 array (``q``, ``v`` and the fields of
 ``data``), so a compiled kernel can implement ``calc`` for a family without Python objects
-per joint in its loop.
+per joint in its loop. The compiled backend (:mod:`core.compiled`) does so for a family
+that names a ``kernel_kind`` (a ``KIND_*`` of :mod:`core.compiled.layout`) and gives each
+joint's constants as floats through :meth:`JointFamily.kernel_params`; the joints of the
+other families are evaluated by their ``calc`` (and ``velocity_product``) in Python into
+the same ``data`` rows before the compiled recursion runs.
 """
 
 import numpy as np
@@ -66,10 +70,19 @@ class JointFamily:
     :meth:`velocity_product` is called).
     """
 
+    #: the compiled kernels' joint kind (:mod:`core.compiled.layout`) for this family, or
+    #: None: the compiled backend calls :meth:`calc` in Python
+    kernel_kind = None
+
     @classmethod
     def accepts(cls, joint):
         """True if this family evaluates ``joint`` (else the model uses GenericFamily)."""
         return True
+
+    def kernel_params(self, k):
+        """Constants of the ``k``-th joint for the compiled kernel of :attr:`kernel_kind`:
+        ``(floats (p,), (span count, degree))`` (see :mod:`core.compiled.layout`)."""
+        return np.zeros(0), (0, 0)
 
     def __init__(self, bodies, joints, placements, q_start):
         self.bodies = np.asarray(bodies, dtype=int)

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from ..compiled.layout import KIND_SCREW
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import so3
 from .base import Joint
@@ -199,6 +200,12 @@ class ScrewFamily(JointFamily):
         self.screws = screws
         self.dof_sel = dof_selector(np.asarray(q_start, dtype=int))
         self.body_sel = dof_selector(self.bodies)
+
+    #: the kernel reads the table (48 floats) and the screw (6) of each joint
+    kernel_kind = KIND_SCREW
+
+    def kernel_params(self, k):
+        return np.concatenate([self.table[k].ravel(), self.screws[k]]), (0, 0)
 
     def create_work(self, data):
         data.SH[self.bodies, 0] = self.screws

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..compiled.layout import KIND_SPHERE
 from .. import expcoords
 from ..errors import InvalidInputError
 from ..lie import so3
@@ -42,6 +43,9 @@ class SphericalFamily(JointFamily):
         self.flat = self.idx.ravel()
         self.PR = self.placements[:, :3, :3]
         self.Pp = self.placements[:, :3, 3]
+
+    #: the kernel needs no constants besides the body's placement
+    kernel_kind = KIND_SPHERE
 
     def create_work(self, data):
         data.S_body[self.flat, 3:] = 0.0

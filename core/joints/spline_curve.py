@@ -33,6 +33,7 @@ import math
 import numpy as np
 from numpy.polynomial import chebyshev
 
+from ..compiled.layout import KIND_SPLINE
 from .. import bspline
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3
@@ -601,6 +602,19 @@ class CubicSplineFamily(JointFamily):
         self.ranges = [(j._lo, j._hi) for j in self.joints]
         self.dof_sel = dof_selector(np.asarray(q_start, dtype=int))
         self.body_sel = dof_selector(self.bodies)
+
+    #: the kernel reads ``[lo, hi, span starts, (P G, S) at lo and at hi (2 x 18), the
+    #: joint's rows]`` and ``(span count, degree)``; beyond the knots it extrapolates as
+    #: :meth:`SplineCurveJoint.evaluate` does (constant twist)
+    kernel_kind = KIND_SPLINE
+
+    def kernel_params(self, k):
+        j, P = self.joints[k], self.placements[k]
+        ns = len(self.starts[k])
+        ends = [np.concatenate([(P @ j._end_G[e])[:3].ravel(), j._end_S[e]]) for e in (0, 1)]
+        rows = self.rows[self.first[k]:self.first[k] + ns]
+        return (np.concatenate([[j._lo, j._hi], j._starts, ends[0], ends[1], rows.ravel()]),
+                (ns, self.degree))
 
     def create_work(self, data):
         return _SpanWork(self, data)

@@ -1,0 +1,116 @@
+"""The calls :mod:`core.dynamics` and :mod:`core.integrators` hand over to on the numba
+backend (:mod:`core.backend`): argument checks as on the numpy path, the model's packed
+arrays (built once per :meth:`core.model.Model.compile`), the joints of families without a
+kernel evaluated in Python into ``data`` (:mod:`core.joints.family`), then one kernel call."""
+
+import numpy as np
+
+from .. import backend
+from ..errors import NonFiniteError
+from .pack import pack
+
+__all__ = ["packed", "aba", "rnea", "nonlinear_effects", "crba", "substep", "NO_FEXT"]
+
+#: the kernels' "no external wrenches"
+NO_FEXT = np.zeros((0, 6))
+_F8 = np.dtype(np.float64)
+
+
+def packed(model):
+    """The model's :class:`~core.compiled.pack.Packed` arrays (model compiled), built on
+    first use after each compile."""
+    p = model.packed
+    if p is None:
+        p = model.packed = pack(model)
+    return p
+
+
+def _python_joints(model, data, p, q, v):
+    """Evaluate the joints of the families without a kernel into ``data`` (their ``calc``,
+    and ``velocity_product`` when ``v`` is given)."""
+    fams, work = model.families, data.family_work
+    for f in p.python:
+        fams[f].calc(q, data, work[f])
+    if v is not None:
+        for f in p.multi_python:
+            fams[f].velocity_product(v, data, work[f])
+
+
+def _failed(model, what):
+    raise NonFiniteError(f"{what}: a joint's S^T IA S is singular at this configuration, "
+                         "which only a diverged state (or bodies without mass and inertia) "
+                         "gives; reduce the time step, or check the coordinates passed and "
+                         "the bodies' inertias")
+
+
+def aba(model, data, q, v, tau, fext, check):
+    """Forward dynamics ``data.ddq``; with ``check`` the arguments are validated as
+    :func:`core.dynamics.aba` does (float64 arrays of the right shape pass a type test
+    here), else they must be float arrays of shape ``(nv,)`` and ``fext`` None or
+    ``(nb, 6)``. Either way the kernel tests q, v and tau for NaN/inf first (a few flops),
+    so a non-finite state raises NonFiniteError as on the numpy path."""
+    if check:
+        model.check_data(data)
+        shape = (data.nv,)
+        if not (type(q) is np.ndarray and q.dtype is _F8 and q.shape == shape and
+                type(v) is np.ndarray and v.dtype is _F8 and v.shape == shape and
+                type(tau) is np.ndarray and tau.dtype is _F8 and tau.shape == shape):
+            q, v, tau = _check_states(model, q, v, tau)
+        if fext is not None:
+            fext = model.check_fext(fext)
+    p = model.packed or packed(model)
+    if p.python:
+        _python_joints(model, data, p, q, v)
+    fx = NO_FEXT if fext is None else fext
+    status = backend.kernels.aba(p.ints, p.reals, data.buffer, q, v, tau, fx, True)
+    if status == 2:                      # not finite, or huge: the full checks decide
+        q, v, tau = _check_states(model, q, v, tau)
+        status = backend.kernels.aba(p.ints, p.reals, data.buffer, q, v, tau, fx, False)
+    if status:
+        _failed(model, "aba")
+    return data.ddq
+
+
+def _check_states(model, q, v, tau):
+    return model.check_state(q), model.check_state(v, "v"), model.check_state(tau, "tau")
+
+
+def rnea(model, data, q, v, a, fext):
+    """Inverse dynamics ``data.tau`` (checked arguments)."""
+    p = model.packed or packed(model)
+    if p.python:
+        _python_joints(model, data, p, q, v)
+    backend.kernels.rnea(p.ints, p.reals, data.buffer, q, v, a,
+                         NO_FEXT if fext is None else fext, False)
+    return data.tau
+
+
+def nonlinear_effects(model, data, q, v, fext):
+    """``rnea(q, v, 0)`` into ``data.nle`` (checked arguments)."""
+    p = model.packed or packed(model)
+    if p.python:
+        _python_joints(model, data, p, q, v)
+    backend.kernels.rnea(p.ints, p.reals, data.buffer, q, v, p.zeros,
+                         NO_FEXT if fext is None else fext, True)
+    return data.nle
+
+
+def crba(model, data, q):
+    """The mass matrix ``data.M`` (checked arguments)."""
+    p = model.packed or packed(model)
+    if p.python:
+        _python_joints(model, data, p, q, None)
+    backend.kernels.crba(p.ints, p.reals, data.buffer, q)
+    return data.M
+
+
+def substep(model, data, q, v, tau, fext, h, method, rows):
+    """One integrator substep ``(q, v) -> (qn, vn)`` in one kernel call, for models whose
+    joints all have kernels; ``method`` 0 euler, 1 semi-implicit, 2 rk4; ``rows`` a pair of
+    ``(5, nv)`` work arrays. Returns fresh arrays ``(qn, vn)``."""
+    p = model.packed or packed(model)
+    qn, vn = rows
+    if backend.kernels.step(p.ints, p.reals, data.buffer, q, v, tau,
+                            NO_FEXT if fext is None else fext, h, method, qn, vn):
+        _failed(model, "the integrator step")
+    return qn[0].copy(), vn[0].copy()

@@ -1,0 +1,868 @@
+"""numba kernels of the tree algorithms (the only module of the core importing numba).
+
+Every kernel takes the model's packed ``ints, reals`` (:mod:`core.compiled.pack`), the
+Data's flat ``buffer`` (:mod:`core.compiled.layout`) and the state vectors; it allocates
+nothing and returns a status (0: done; 1: a joint's ``D = S^T IA S`` is singular).
+
+The recursions run in body frames (Featherstone's form of seed 000 eqs. 11, 14-16 and
+Appendix A), one body at a time in the model's order (parents first):
+
+* joints: each body's local transform ``P G(q)`` and ``S``, ``dS/dq`` (one coordinate) or
+  ``S`` rows (several) from the joint's kind (constant screw, cubic spline span tables,
+  spherical joint in exponential coordinates), or as written by the Python families;
+* ``V_i = X_i V_p + S q_dot``, with ``X_i = Ad_{(P G)^-1}`` (world poses ``T_i = T_p P G``
+  are composed alongside into ``LSH``), and the bias acceleration
+  ``c_i = ad_{V_i} S q_dot + q_dot^T (dS/dq) q_dot`` (eq. 14);
+* aba (Appendix A): articulated inertias ``IA`` and bias wrenches ``pA = -ad_V^T J V -
+  f_ext`` backwards, ``IA_p += X^T (IA - U D^-1 U^T) X``, then the accelerations forwards
+  from the base acceleration ``[0; -g]``;
+* rnea: ``A_i = X_i A_p + S q_ddot + c_i``, ``f_i = J A_i - ad_V^T J V - f_ext``,
+  ``tau = S^T f`` and ``f_p += X^T f`` backwards;
+* crba: composite inertias ``Ic_p += X^T Ic X`` backwards, then ``M_jl = S_j^T F`` with
+  ``F = Ic S_l`` carried to each ancestor by ``X^T``.
+
+``X^T M X`` is formed from 3x3 blocks (``R M_blk R^T`` and products with ``[p]``), about
+290 multiplications instead of the 432 of two 6x6 products.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .. import expcoords
+from ..lie import series
+from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, D_DINV, D_SIZE,
+                     D_U, D_USMALL, HEADER, H_BODY, H_CB, H_DDQ, H_DOF, H_IPOINT, H_LSH, H_M, H_NB,
+                     H_NLE, H_NPS, H_NV, H_RPOINT, H_RSPRING, H_SM, H_SPRINGS, H_TAU, H_TMP, I_DEG,
+                     I_KIND, I_N, I_NS, I_PAR, I_PARENT, I_Q, KIND_SCREW, KIND_SPHERE, KIND_SPLINE,
+                     NI, R_BODIES, T_BASE, T_GJ, T_ROT, T_VEC)
+
+__all__ = ["aba", "rnea", "crba", "step"]
+
+#: every kernel: cached on disk, numpy's error model (a division by zero gives inf/NaN, which
+#: the statuses and the callers' finiteness checks catch, instead of a checked branch)
+_jit = njit(cache=True, error_model="numpy")
+
+# -- scalar coefficient functions (the same series and switches as the numpy code) -------
+_SMALL = series.SMALL
+_TINY = 1e-100
+_C3 = np.array(series.SERIES["c"])                 # (x - sin x)/x^3 in powers of x^2
+
+
+def _spec(name):
+    s = expcoords._SPECS[name]
+    return float(s.theta_c), np.array(s.coeffs)
+
+
+_TH_A, _S_A = _spec("alpha")
+_TH_B, _S_B = _spec("beta")
+_TH_G, _S_G = _spec("gamma")
+_TH_B1, _S_B1 = _spec("b1")
+_TH_G1, _S_G1 = _spec("g1")
+
+
+@_jit
+def _horner(c, t):
+    acc = c[c.size - 1]
+    for i in range(c.size - 2, -1, -1):
+        acc = acc * t + c[i]
+    return acc
+
+
+@_jit
+def _abg(th, t):
+    """alpha, beta, gamma of seed 003 at the angle th (t = th^2)."""
+    a = _horner(_S_A, t) if th < _TH_A else math.sin(th) / th
+    if th < _TH_B:
+        b = _horner(_S_B, t)
+    else:
+        h = math.sin(0.5 * th) / th
+        b = 2.0 * h * h
+    g = _horner(_S_G, t) if th < _TH_G else (th - math.sin(th)) / (th * th * th)
+    return a, b, g
+
+
+@_jit
+def _b1g1(th, t):
+    """The rate factors b1 = (alpha - 2 beta)/t and g1 = (beta - 3 gamma)/t."""
+    if th < _TH_B1:
+        b1 = _horner(_S_B1, t)
+    else:
+        s2 = math.sin(0.5 * th)
+        b1 = (th * math.sin(th) - 4.0 * s2 * s2) / (t * t)
+    if th < _TH_G1:
+        g1 = _horner(_S_G1, t)
+    else:
+        s2 = math.sin(0.5 * th)
+        g1 = (2.0 * th * s2 * s2 - 3.0 * th + 3.0 * math.sin(th)) / (t * t * th)
+    return b1, g1
+
+
+# -- joints ------------------------------------------------------------------------------
+@_jit
+def _screw(reals, po, buf, o, x):
+    """``P G = [1, sin x, 1 - cos x, x]`` times the (4, 12) table; S = screw, dS/dq = 0."""
+    s = math.sin(x)
+    c1 = 1.0 - math.cos(x)
+    for k in range(12):
+        buf[o + k] = (reals[po + k] + s * reals[po + 12 + k] + c1 * reals[po + 24 + k]
+                      + x * reals[po + 36 + k])
+    for k in range(6):
+        buf[o + 16 + k] = reals[po + 48 + k]
+        buf[o + 22 + k] = 0.0
+
+
+@_jit
+def _spline(reals, po, ns, deg, buf, o, x):
+    """Cubic spline curve: the span's polynomial in ``x - midpoint`` (Horner) for the 28
+    values ``[P G (16), S, dS/dq]``; beyond the knots ``P G_end exp(S_end dq)``, S = S_end
+    and dS/dq = 0 (as :meth:`SplineCurveJoint.evaluate`)."""
+    lo, hi = reals[po], reals[po + 1]
+    st = po + 2
+    if lo <= x <= hi:
+        a, b = 0, ns                                   # bisect_right(starts, x) - 1
+        while a < b:
+            m = (a + b) // 2
+            if x < reals[st + m]:
+                b = m
+            else:
+                a = m + 1
+        s = max(a - 1, 0)
+        w = 1 + 28 * (deg + 1)
+        r = st + ns + 36 + s * w
+        u = x - reals[r]
+        for k in range(28):
+            acc = reals[r + 1 + 28 * deg + k]
+            for p in range(deg - 1, -1, -1):
+                acc = acc * u + reals[r + 1 + 28 * p + k]
+            buf[o + k] = acc
+        return
+    if x < lo:
+        e, b = st + ns, x - lo
+    else:
+        e, b = st + ns + 18, x - hi
+    z = e + 12                                          # the end twist S_end
+    w0, w1, w2 = reals[z], reals[z + 1], reals[z + 2]
+    v0, v1, v2 = reals[z + 3], reals[z + 4], reals[z + 5]
+    theta = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+    xx = b * theta
+    ax = abs(xx)
+    if ax < _TINY:
+        f1, f2 = 1.0, 0.5
+    else:
+        f1 = math.sin(xx) / xx
+        h = math.sin(0.5 * xx) / (0.5 * xx)
+        f2 = 0.5 * h * h
+    f3 = _horner(_C3, xx * xx) if ax < _SMALL else (xx - math.sin(xx)) / (xx * xx * xx)
+    ca, cc, ce = b * f1, b * b * f2, b * b * b * f3
+    # R = I + a W + c W^2, p = (b I + c W + e W^2) v
+    W = (0.0, -w2, w1, w2, 0.0, -w0, -w1, w0, 0.0)
+    t = buf                                            # E (3x4) into dS/dq's slots first
+    for i in range(3):
+        for j in range(3):
+            W2 = W[3 * i] * W[j] + W[3 * i + 1] * W[3 + j] + W[3 * i + 2] * W[6 + j]
+            t[o + 16 + 3 * i + j] = (1.0 if i == j else 0.0) + ca * W[3 * i + j] + cc * W2
+    Wv = (W[1] * v1 + W[2] * v2, W[3] * v0 + W[5] * v2, W[6] * v0 + W[7] * v1)
+    WWv = (W[1] * Wv[1] + W[2] * Wv[2], W[3] * Wv[0] + W[5] * Wv[2], W[6] * Wv[0] + W[7] * Wv[1])
+    pe = (b * v0 + cc * Wv[0] + ce * WWv[0], b * v1 + cc * Wv[1] + ce * WWv[1],
+          b * v2 + cc * Wv[2] + ce * WWv[2])
+    for i in range(3):
+        P0, P1, P2, P3 = reals[e + 4 * i], reals[e + 4 * i + 1], reals[e + 4 * i + 2], \
+            reals[e + 4 * i + 3]
+        for j in range(3):
+            buf[o + 4 * i + j] = (P0 * t[o + 16 + j] + P1 * t[o + 19 + j]
+                                  + P2 * t[o + 22 + j])
+        buf[o + 4 * i + 3] = P0 * pe[0] + P1 * pe[1] + P2 * pe[2] + P3
+    for k in range(6):
+        buf[o + 16 + k] = reals[z + k]
+        buf[o + 22 + k] = 0.0
+
+
+@_jit
+def _sphere(reals, pb, buf, o, sm, q, qs):
+    """Spherical joint: ``P [exp(r), 0]`` and the rows ``S_j = [J_b e_j; 0]`` (seed 003
+    eqs. 2, 20)."""
+    x, y, z = q[qs], q[qs + 1], q[qs + 2]
+    t = x * x + y * y + z * z
+    th = math.sqrt(t)
+    a, b, g = _abg(th, t)
+    c = math.cos(th)
+    R = (c + b * x * x, -a * z + b * x * y, a * y + b * x * z,
+         a * z + b * x * y, c + b * y * y, -a * x + b * y * z,
+         -a * y + b * x * z, a * x + b * y * z, c + b * z * z)
+    for i in range(3):
+        P0, P1, P2 = reals[pb + 4 * i], reals[pb + 4 * i + 1], reals[pb + 4 * i + 2]
+        for j in range(3):
+            buf[o + 4 * i + j] = P0 * R[j] + P1 * R[3 + j] + P2 * R[6 + j]
+        buf[o + 4 * i + 3] = reals[pb + 4 * i + 3]
+    # J_b = a I - b [r] + g r r^T; row j of S is column j of J_b
+    J = (a + g * x * x, b * z + g * x * y, -b * y + g * x * z,
+         -b * z + g * x * y, a + g * y * y, b * x + g * y * z,
+         b * y + g * x * z, -b * x + g * y * z, a + g * z * z)
+    for j in range(3):
+        r = sm + 6 * (qs + j)
+        for i in range(3):
+            buf[r + i] = J[3 * i + j]
+            buf[r + 3 + i] = 0.0
+
+
+@_jit
+def _sphere_bias(buf, oc, q, v, qs):
+    """``q_dot^T (dS/dq) q_dot = [J_b_dot r_dot; 0] = [(2 gamma - beta) s r_dot - b1 s
+    (r x r_dot) + (g1 s^2 + gamma |r_dot|^2) r; 0]`` with ``s = r . r_dot`` (seed 003 eqs.
+    36-38, 40)."""
+    x, y, z = q[qs], q[qs + 1], q[qs + 2]
+    u0, u1, u2 = v[qs], v[qs + 1], v[qs + 2]
+    t = x * x + y * y + z * z
+    th = math.sqrt(t)
+    a, b, g = _abg(th, t)
+    b1, g1 = _b1g1(th, t)
+    s = x * u0 + y * u1 + z * u2
+    k0 = (2.0 * g - b) * s
+    k1 = -b1 * s
+    k2 = g1 * s * s + g * (u0 * u0 + u1 * u1 + u2 * u2)
+    buf[oc] = k0 * u0 + k1 * (y * u2 - z * u1) + k2 * x
+    buf[oc + 1] = k0 * u1 + k1 * (z * u0 - x * u2) + k2 * y
+    buf[oc + 2] = k0 * u2 + k1 * (x * u1 - y * u0) + k2 * z
+    buf[oc + 3] = 0.0
+    buf[oc + 4] = 0.0
+    buf[oc + 5] = 0.0
+
+
+# -- spatial algebra on the buffer ---------------------------------------------------------
+@_jit
+def _x_motion(buf, ol, src, dst):
+    """``dst = Ad_{L^-1} src`` for the local transform ``L = (R, p)`` at ``ol``:
+    ``[R^T w; R^T (v - p x w)]`` (dst may not alias src)."""
+    w0, w1, w2 = buf[src], buf[src + 1], buf[src + 2]
+    p0, p1, p2 = buf[ol + 9], buf[ol + 10], buf[ol + 11]
+    u0 = buf[src + 3] - (p1 * w2 - p2 * w1)
+    u1 = buf[src + 4] - (p2 * w0 - p0 * w2)
+    u2 = buf[src + 5] - (p0 * w1 - p1 * w0)
+    for i in range(3):
+        r0, r1, r2 = buf[ol + i], buf[ol + 3 + i], buf[ol + 6 + i]
+        buf[dst + i] = r0 * w0 + r1 * w1 + r2 * w2
+        buf[dst + 3 + i] = r0 * u0 + r1 * u1 + r2 * u2
+
+
+@_jit
+def _xt_force_add(buf, ol, src, dst):
+    """``dst += Ad_{L^-1}^T src`` for a wrench ``[n; F]``: ``[R n + p x R F; R F]``."""
+    n0, n1, n2 = buf[src], buf[src + 1], buf[src + 2]
+    F0, F1, F2 = buf[src + 3], buf[src + 4], buf[src + 5]
+    RF0 = buf[ol] * F0 + buf[ol + 1] * F1 + buf[ol + 2] * F2
+    RF1 = buf[ol + 3] * F0 + buf[ol + 4] * F1 + buf[ol + 5] * F2
+    RF2 = buf[ol + 6] * F0 + buf[ol + 7] * F1 + buf[ol + 8] * F2
+    p0, p1, p2 = buf[ol + 9], buf[ol + 10], buf[ol + 11]
+    buf[dst] += buf[ol] * n0 + buf[ol + 1] * n1 + buf[ol + 2] * n2 + p1 * RF2 - p2 * RF1
+    buf[dst + 1] += buf[ol + 3] * n0 + buf[ol + 4] * n1 + buf[ol + 5] * n2 + p2 * RF0 - p0 * RF2
+    buf[dst + 2] += buf[ol + 6] * n0 + buf[ol + 7] * n1 + buf[ol + 8] * n2 + p0 * RF1 - p1 * RF0
+    buf[dst + 3] += RF0
+    buf[dst + 4] += RF1
+    buf[dst + 5] += RF2
+
+
+@_jit
+def _rmrt(R, M):
+    """``R M R^T`` for 3x3 row-major 9-tuples."""
+    t = (M[0] * R[0] + M[1] * R[1] + M[2] * R[2], M[0] * R[3] + M[1] * R[4] + M[2] * R[5],
+         M[0] * R[6] + M[1] * R[7] + M[2] * R[8], M[3] * R[0] + M[4] * R[1] + M[5] * R[2],
+         M[3] * R[3] + M[4] * R[4] + M[5] * R[5], M[3] * R[6] + M[4] * R[7] + M[5] * R[8],
+         M[6] * R[0] + M[7] * R[1] + M[8] * R[2], M[6] * R[3] + M[7] * R[4] + M[8] * R[5],
+         M[6] * R[6] + M[7] * R[7] + M[8] * R[8])
+    return (R[0] * t[0] + R[1] * t[3] + R[2] * t[6], R[0] * t[1] + R[1] * t[4] + R[2] * t[7],
+            R[0] * t[2] + R[1] * t[5] + R[2] * t[8], R[3] * t[0] + R[4] * t[3] + R[5] * t[6],
+            R[3] * t[1] + R[4] * t[4] + R[5] * t[7], R[3] * t[2] + R[4] * t[5] + R[5] * t[8],
+            R[6] * t[0] + R[7] * t[3] + R[8] * t[6], R[6] * t[1] + R[7] * t[4] + R[8] * t[7],
+            R[6] * t[2] + R[7] * t[5] + R[8] * t[8])
+
+
+@_jit
+def _rows_x_p(X, p0, p1, p2):
+    """``X [p]``: each row of the 3x3 ``X`` crossed with p."""
+    return (X[1] * p2 - X[2] * p1, X[2] * p0 - X[0] * p2, X[0] * p1 - X[1] * p0,
+            X[4] * p2 - X[5] * p1, X[5] * p0 - X[3] * p2, X[3] * p1 - X[4] * p0,
+            X[7] * p2 - X[8] * p1, X[8] * p0 - X[6] * p2, X[6] * p1 - X[7] * p0)
+
+
+@_jit
+def _p_x_cols(X, p0, p1, p2):
+    """``[p] X``: p crossed with each column of the 3x3 ``X``."""
+    return (p1 * X[6] - p2 * X[3], p1 * X[7] - p2 * X[4], p1 * X[8] - p2 * X[5],
+            p2 * X[0] - p0 * X[6], p2 * X[1] - p0 * X[7], p2 * X[2] - p0 * X[8],
+            p0 * X[3] - p1 * X[0], p0 * X[4] - p1 * X[1], p0 * X[5] - p1 * X[2])
+
+
+@_jit
+def _block(buf, m, r0, c0):
+    o = m + 6 * r0 + c0
+    return (buf[o], buf[o + 1], buf[o + 2], buf[o + 6], buf[o + 7], buf[o + 8],
+            buf[o + 12], buf[o + 13], buf[o + 14])
+
+
+@_jit
+def _xtmx_add(buf, ol, m, dst):
+    """``dst += X^T M X`` for ``X = Ad_{L^-1}``, ``L = (R, p)`` at ``ol``, 6x6 ``M`` at
+    ``m`` (row-major): with the blocks ``M = [[A, B], [C, D]]`` rotated to ``A' = R A R^T``
+    etc. and ``K = C' - D' [p]``, ``X^T M X = [[A' - B' [p] + [p] K, B' + [p] D'], [K, D']]``
+    (in registers: the buffer is read once and written once)."""
+    R = (buf[ol], buf[ol + 1], buf[ol + 2], buf[ol + 3], buf[ol + 4], buf[ol + 5],
+         buf[ol + 6], buf[ol + 7], buf[ol + 8])
+    p0, p1, p2 = buf[ol + 9], buf[ol + 10], buf[ol + 11]
+    A = _rmrt(R, _block(buf, m, 0, 0))
+    B = _rmrt(R, _block(buf, m, 0, 3))
+    C = _rmrt(R, _block(buf, m, 3, 0))
+    D = _rmrt(R, _block(buf, m, 3, 3))
+    Dp = _rows_x_p(D, p0, p1, p2)
+    Bp = _rows_x_p(B, p0, p1, p2)
+    pD = _p_x_cols(D, p0, p1, p2)
+    K = (C[0] - Dp[0], C[1] - Dp[1], C[2] - Dp[2], C[3] - Dp[3], C[4] - Dp[4], C[5] - Dp[5],
+         C[6] - Dp[6], C[7] - Dp[7], C[8] - Dp[8])
+    pK = _p_x_cols(K, p0, p1, p2)
+    for i in range(3):
+        for j in range(3):
+            k = 3 * i + j
+            buf[dst + 6 * i + j] += A[k] - Bp[k] + pK[k]
+            buf[dst + 6 * i + 3 + j] += B[k] + pD[k]
+            buf[dst + 6 * (3 + i) + j] += K[k]
+            buf[dst + 6 * (3 + i) + 3 + j] += D[k]
+
+
+@_jit
+def _s_row(ints, b, j):
+    """Offset in the buffer of body ``b``'s ``j``-th joint column S_j (body frame)."""
+    row = HEADER + NI * b
+    if ints[row + I_N] == 1:
+        return ints[H_LSH] + 28 * b + 16
+    return ints[H_SM] + 6 * (ints[row + I_Q] + j)
+
+
+@_jit
+def _kinematics(ints, reals, buf, q, v, with_v):
+    """Joints, local transforms (scratch), world poses (``LSH``) and, ``with_v``, body
+    velocities V and bias accelerations c."""
+    nb = ints[H_NB]
+    oL, sm, cb, ob, tmp = ints[H_LSH], ints[H_SM], ints[H_CB], ints[H_BODY], ints[H_TMP]
+    for b in range(nb):
+        row = HEADER + NI * b
+        kind, qs, n, par = ints[row + I_KIND], ints[row + I_Q], ints[row + I_N], \
+            ints[row + I_PARENT]
+        o = oL + 28 * b
+        if kind == KIND_SCREW:
+            _screw(reals, ints[row + I_PAR], buf, o, q[qs])
+        elif kind == KIND_SPLINE:
+            _spline(reals, ints[row + I_PAR], ints[row + I_NS], ints[row + I_DEG], buf, o,
+                    q[qs])
+        elif kind == KIND_SPHERE:
+            _sphere(reals, R_BODIES + BODY_REALS * b, buf, o, sm, q, qs)
+        bo = ob + B_SIZE * b
+        bl = bo + B_LOCAL
+        for i in range(3):
+            for j in range(3):
+                buf[bl + 3 * i + j] = buf[o + 4 * i + j]
+            buf[bl + 9 + i] = buf[o + 4 * i + 3]
+        if par >= 0:
+            op = oL + 28 * par
+            for i in range(3):
+                r0, r1, r2 = buf[op + 4 * i], buf[op + 4 * i + 1], buf[op + 4 * i + 2]
+                for j in range(3):
+                    buf[o + 4 * i + j] = r0 * buf[bl + j] + r1 * buf[bl + 3 + j] \
+                        + r2 * buf[bl + 6 + j]
+                buf[o + 4 * i + 3] = r0 * buf[bl + 9] + r1 * buf[bl + 10] \
+                    + r2 * buf[bl + 11] + buf[op + 4 * i + 3]
+        if not with_v:
+            continue
+        oV, oc, u = bo + B_V, bo + B_C, tmp + T_VEC
+        if par >= 0:
+            _x_motion(buf, bl, ob + B_SIZE * par + B_V, oV)
+        else:
+            for k in range(6):
+                buf[oV + k] = 0.0
+        if n == 1:
+            qd = v[qs]
+            for k in range(6):
+                buf[u + k] = buf[o + 16 + k] * qd
+                buf[oc + k] = buf[o + 22 + k] * (qd * qd)
+        else:
+            for k in range(6):
+                buf[u + k] = 0.0
+            for j in range(n):
+                r = sm + 6 * (qs + j)
+                qd = v[qs + j]
+                for k in range(6):
+                    buf[u + k] += buf[r + k] * qd
+            if kind == KIND_SPHERE:
+                _sphere_bias(buf, cb + 6 * b, q, v, qs)
+            for k in range(6):
+                buf[oc + k] = buf[cb + 6 * b + k] if n else 0.0
+        for k in range(6):
+            buf[oV + k] += buf[u + k]
+        w0, w1, w2 = buf[oV], buf[oV + 1], buf[oV + 2]
+        l0, l1, l2 = buf[oV + 3], buf[oV + 4], buf[oV + 5]
+        a0, a1, a2 = buf[u], buf[u + 1], buf[u + 2]
+        b0, b1, b2 = buf[u + 3], buf[u + 4], buf[u + 5]
+        buf[oc] += w1 * a2 - w2 * a1                    # ad_V u = [w x a; w x b + l x a]
+        buf[oc + 1] += w2 * a0 - w0 * a2
+        buf[oc + 2] += w0 * a1 - w1 * a0
+        buf[oc + 3] += w1 * b2 - w2 * b1 + l1 * a2 - l2 * a1
+        buf[oc + 4] += w2 * b0 - w0 * b2 + l2 * a0 - l0 * a2
+        buf[oc + 5] += w0 * b1 - w1 * b0 + l0 * a1 - l1 * a0
+
+
+@_jit
+def _external(ints, reals, buf, fext):
+    """Body-frame external wrenches: ``fext`` (``(nb, 6)``, or ``(0, 6)`` for none) plus the
+    point springs (needs the world poses and body velocities)."""
+    nb = ints[H_NB]
+    oL, ob = ints[H_LSH], ints[H_BODY]
+    has = fext.shape[0] > 0
+    for b in range(nb):
+        of = ob + B_SIZE * b + B_F
+        for k in range(6):
+            buf[of + k] = fext[b, k] if has else 0.0
+    rp, ip = ints[H_RPOINT], ints[H_IPOINT]
+    for s in range(ints[H_NPS]):
+        ia, ib = ints[ip + 2 * s], ints[ip + 2 * s + 1]
+        r = rp + 9 * s
+        k, c, rest = reals[r + 6], reals[r + 7], reals[r + 8]
+        oa = oL + 28 * ia
+        xa = (buf[oa] * reals[r] + buf[oa + 1] * reals[r + 1] + buf[oa + 2] * reals[r + 2]
+              + buf[oa + 3],
+              buf[oa + 4] * reals[r] + buf[oa + 5] * reals[r + 1] + buf[oa + 6] * reals[r + 2]
+              + buf[oa + 7],
+              buf[oa + 8] * reals[r] + buf[oa + 9] * reals[r + 1] + buf[oa + 10] * reals[r + 2]
+              + buf[oa + 11])
+        if ib < 0:
+            xb = (reals[r + 3], reals[r + 4], reals[r + 5])
+        else:
+            oo = oL + 28 * ib
+            xb = (buf[oo] * reals[r + 3] + buf[oo + 1] * reals[r + 4]
+                  + buf[oo + 2] * reals[r + 5] + buf[oo + 3],
+                  buf[oo + 4] * reals[r + 3] + buf[oo + 5] * reals[r + 4]
+                  + buf[oo + 6] * reals[r + 5] + buf[oo + 7],
+                  buf[oo + 8] * reals[r + 3] + buf[oo + 9] * reals[r + 4]
+                  + buf[oo + 10] * reals[r + 5] + buf[oo + 11])
+        d0, d1, d2 = xb[0] - xa[0], xb[1] - xa[1], xb[2] - xa[2]
+        length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        if length < 1e-12:
+            continue
+        e0, e1, e2 = d0 / length, d1 / length, d2 / length
+        mag = k * (length - rest)
+        if c != 0.0:
+            rel = 0.0
+            for side in range(2):
+                body = ia if side == 0 else ib
+                if body < 0:
+                    continue
+                oo = oL + 28 * body
+                oV = ob + B_SIZE * body + B_V
+                pp = r if side == 0 else r + 3
+                w0, w1, w2 = buf[oV], buf[oV + 1], buf[oV + 2]
+                u0 = buf[oV + 3] + w1 * reals[pp + 2] - w2 * reals[pp + 1]   # v + w x p
+                u1 = buf[oV + 4] + w2 * reals[pp] - w0 * reals[pp + 2]
+                u2 = buf[oV + 5] + w0 * reals[pp + 1] - w1 * reals[pp]
+                vw = (e0 * (buf[oo] * u0 + buf[oo + 1] * u1 + buf[oo + 2] * u2)
+                      + e1 * (buf[oo + 4] * u0 + buf[oo + 5] * u1 + buf[oo + 6] * u2)
+                      + e2 * (buf[oo + 8] * u0 + buf[oo + 9] * u1 + buf[oo + 10] * u2))
+                rel += vw if side == 1 else -vw
+            mag += c * rel
+        f0, f1, f2 = mag * e0, mag * e1, mag * e2
+        for side in range(2):
+            body = ia if side == 0 else ib
+            if body < 0:
+                continue
+            oo = oL + 28 * body
+            of = ob + B_SIZE * body + B_F
+            pp = r if side == 0 else r + 3
+            sg = 1.0 if side == 0 else -1.0
+            g0 = sg * (buf[oo] * f0 + buf[oo + 4] * f1 + buf[oo + 8] * f2)       # R^T f
+            g1 = sg * (buf[oo + 1] * f0 + buf[oo + 5] * f1 + buf[oo + 9] * f2)
+            g2 = sg * (buf[oo + 2] * f0 + buf[oo + 6] * f1 + buf[oo + 10] * f2)
+            buf[of] += reals[pp + 1] * g2 - reals[pp + 2] * g1
+            buf[of + 1] += reals[pp + 2] * g0 - reals[pp] * g2
+            buf[of + 2] += reals[pp] * g1 - reals[pp + 1] * g0
+            buf[of + 3] += g0
+            buf[of + 4] += g1
+            buf[of + 5] += g2
+
+
+@_jit
+def _momentum_bias(reals, buf, b, bo):
+    """``J V`` into ``h`` and ``-ad_V^T J V = [w x h_n + v x h_f; w x h_f]`` into pA
+    (body ``b``'s scratch at ``bo``), minus the external wrench."""
+    oJ = R_BODIES + BODY_REALS * b + 12
+    oV, oP, oF = bo + B_V, bo + B_P, bo + B_F
+    h0 = h1 = h2 = h3 = h4 = h5 = 0.0
+    for k in range(6):
+        x = buf[oV + k]
+        h0 += reals[oJ + k] * x
+        h1 += reals[oJ + 6 + k] * x
+        h2 += reals[oJ + 12 + k] * x
+        h3 += reals[oJ + 18 + k] * x
+        h4 += reals[oJ + 24 + k] * x
+        h5 += reals[oJ + 30 + k] * x
+    w0, w1, w2 = buf[oV], buf[oV + 1], buf[oV + 2]
+    l0, l1, l2 = buf[oV + 3], buf[oV + 4], buf[oV + 5]
+    buf[oP] = w1 * h2 - w2 * h1 + l1 * h5 - l2 * h4 - buf[oF]
+    buf[oP + 1] = w2 * h0 - w0 * h2 + l2 * h3 - l0 * h5 - buf[oF + 1]
+    buf[oP + 2] = w0 * h1 - w1 * h0 + l0 * h4 - l1 * h3 - buf[oF + 2]
+    buf[oP + 3] = w1 * h5 - w2 * h4 - buf[oF + 3]
+    buf[oP + 4] = w2 * h3 - w0 * h5 - buf[oF + 4]
+    buf[oP + 5] = w0 * h4 - w1 * h3 - buf[oF + 5]
+
+
+@_jit
+def _passive(ints, reals, q, v, j):
+    """The spring and damper torque ``-k (q - rest) - c q_dot`` on coordinate j."""
+    if ints[H_SPRINGS] == 0:
+        return 0.0
+    rs, nv = ints[H_RSPRING], ints[H_NV]
+    return -reals[rs + j] * (q[j] - reals[rs + 2 * nv + j]) - reals[rs + nv + j] * v[j]
+
+
+@_jit
+def _base(reals, buf, tmp):
+    """The base acceleration ``[0; -g]`` that stands in for gravity, at ``tmp + T_BASE``."""
+    for k in range(3):
+        buf[tmp + T_BASE + k] = 0.0
+        buf[tmp + T_BASE + 3 + k] = -reals[k]
+
+
+@_jit
+def _invert(buf, src, n, stride, dst, dstride, gj):
+    """Gauss-Jordan inverse (partial pivoting) of the ``n x n`` matrix at ``src`` (row
+    stride ``stride``) into ``dst`` (row stride ``dstride``); False if singular."""
+    w = 2 * n
+    for i in range(n):
+        for j in range(n):
+            buf[gj + w * i + j] = buf[src + stride * i + j]
+            buf[gj + w * i + n + j] = 1.0 if i == j else 0.0
+    for c in range(n):
+        piv, best = c, abs(buf[gj + w * c + c])
+        for r in range(c + 1, n):
+            x = abs(buf[gj + w * r + c])
+            if x > best:
+                piv, best = r, x
+        if not best > 0.0:
+            return False
+        if piv != c:
+            for k in range(w):
+                x = buf[gj + w * c + k]
+                buf[gj + w * c + k] = buf[gj + w * piv + k]
+                buf[gj + w * piv + k] = x
+        inv = 1.0 / buf[gj + w * c + c]
+        for k in range(w):
+            buf[gj + w * c + k] *= inv
+        for r in range(n):
+            if r != c:
+                f = buf[gj + w * r + c]
+                if f != 0.0:
+                    for k in range(w):
+                        buf[gj + w * r + k] -= f * buf[gj + w * c + k]
+    for i in range(n):
+        for j in range(n):
+            buf[dst + dstride * i + j] = buf[gj + w * i + n + j]
+    return True
+
+
+@_jit
+def _aba(ints, reals, buf, q, v, tau, fext):
+    nb = ints[H_NB]
+    ob, od, tmp, ddq = ints[H_BODY], ints[H_DOF], ints[H_TMP], ints[H_DDQ]
+    _kinematics(ints, reals, buf, q, v, True)
+    _external(ints, reals, buf, fext)
+    for b in range(nb):
+        bo = ob + B_SIZE * b
+        oJ = R_BODIES + BODY_REALS * b + 12
+        for k in range(36):
+            buf[bo + B_I + k] = reals[oJ + k]
+        _momentum_bias(reals, buf, b, bo)
+    for b in range(nb - 1, -1, -1):
+        row = HEADER + NI * b
+        qs, n, par = ints[row + I_Q], ints[row + I_N], ints[row + I_PARENT]
+        bo = ob + B_SIZE * b
+        oI, oP, oc = bo + B_I, bo + B_P, bo + B_C
+        if n == 1:
+            s = _s_row(ints, b, 0)
+            dq = od + D_SIZE * qs
+            D = 0.0
+            su = 0.0
+            for i in range(6):
+                x = 0.0
+                for k in range(6):
+                    x += buf[oI + 6 * i + k] * buf[s + k]
+                buf[dq + D_U + i] = x
+                D += buf[s + i] * x
+                su += buf[s + i] * buf[oP + i]
+            if not D != 0.0:
+                return 1
+            u = tau[qs] + _passive(ints, reals, q, v, qs) - su
+            buf[dq + D_DINV] = 1.0 / D
+            buf[dq + D_USMALL] = u
+            for i in range(6):
+                ui = buf[dq + D_U + i] / D
+                for k in range(6):
+                    buf[oI + 6 * i + k] -= ui * buf[dq + D_U + k]
+            ud = u / D
+            for i in range(6):
+                x = 0.0
+                for k in range(6):
+                    x += buf[oI + 6 * i + k] * buf[oc + k]
+                buf[oP + i] += x + buf[dq + D_U + i] * ud
+        else:
+            for j in range(n):
+                s = _s_row(ints, b, j)
+                dq = od + D_SIZE * (qs + j)
+                su = 0.0
+                for i in range(6):
+                    x = 0.0
+                    for k in range(6):
+                        x += buf[oI + 6 * i + k] * buf[s + k]
+                    buf[dq + D_U + i] = x
+                    su += buf[s + i] * buf[oP + i]
+                buf[dq + D_USMALL] = tau[qs + j] + _passive(ints, reals, q, v, qs + j) - su
+            if n:
+                for i in range(n):                       # D = S^T U into the tableau area
+                    s = _s_row(ints, b, i)
+                    for j in range(n):
+                        dq = od + D_SIZE * (qs + j)
+                        x = 0.0
+                        for k in range(6):
+                            x += buf[s + k] * buf[dq + D_U + k]
+                        buf[tmp + T_ROT + n * i + j] = x
+                if not _invert(buf, tmp + T_ROT, n, n, od + D_SIZE * qs + D_DINV, D_SIZE,
+                               tmp + T_GJ):
+                    return 1
+                # W_i = sum_j Dinv_ij U_j (rows of Dinv U^T) into T_ROT; then IA -= U W
+                for i in range(n):
+                    di = od + D_SIZE * (qs + i)
+                    for k in range(6):
+                        x = 0.0
+                        for j in range(n):
+                            x += buf[di + D_DINV + j] * buf[od + D_SIZE * (qs + j) + D_U + k]
+                        buf[tmp + T_ROT + 6 * i + k] = x
+                for i in range(6):
+                    for k in range(6):
+                        x = 0.0
+                        for j in range(n):
+                            x += buf[od + D_SIZE * (qs + j) + D_U + i] * \
+                                buf[tmp + T_ROT + 6 * j + k]
+                        buf[oI + 6 * i + k] -= x
+            for i in range(6):
+                x = 0.0
+                for k in range(6):
+                    x += buf[oI + 6 * i + k] * buf[oc + k]
+                buf[oP + i] += x
+            for i in range(n):                           # + U Dinv u
+                di = od + D_SIZE * (qs + i)
+                x = 0.0
+                for j in range(n):
+                    x += buf[di + D_DINV + j] * buf[od + D_SIZE * (qs + j) + D_USMALL]
+                for k in range(6):
+                    buf[oP + k] += buf[di + D_U + k] * x
+        if par >= 0:
+            pb = ob + B_SIZE * par
+            _xtmx_add(buf, bo + B_LOCAL, oI, pb + B_I)
+            _xt_force_add(buf, bo + B_LOCAL, oP, pb + B_P)
+    _base(reals, buf, tmp)
+    for b in range(nb):
+        row = HEADER + NI * b
+        qs, n, par = ints[row + I_Q], ints[row + I_N], ints[row + I_PARENT]
+        bo = ob + B_SIZE * b
+        oA, oc = bo + B_A, bo + B_C
+        _x_motion(buf, bo + B_LOCAL, ob + B_SIZE * par + B_A if par >= 0 else tmp + T_BASE,
+                  oA)
+        for k in range(6):
+            buf[oA + k] += buf[oc + k]
+        for i in range(n):
+            di = od + D_SIZE * (qs + i)
+            x = buf[di + D_USMALL]
+            for k in range(6):
+                x -= buf[di + D_U + k] * buf[oA + k]
+            buf[tmp + T_VEC + i] = x
+        for i in range(n):
+            di = od + D_SIZE * (qs + i)
+            x = 0.0
+            for j in range(n):
+                x += buf[di + D_DINV + j] * buf[tmp + T_VEC + j]
+            buf[ddq + qs + i] = x
+        for i in range(n):
+            s = _s_row(ints, b, i)
+            x = buf[ddq + qs + i]
+            for k in range(6):
+                buf[oA + k] += buf[s + k] * x
+    return 0
+
+
+@_jit
+def _rnea(ints, reals, buf, q, v, a, fext, out):
+    nb = ints[H_NB]
+    ob, tmp = ints[H_BODY], ints[H_TMP]
+    _kinematics(ints, reals, buf, q, v, True)
+    _external(ints, reals, buf, fext)
+    _base(reals, buf, tmp)
+    for b in range(nb):
+        row = HEADER + NI * b
+        qs, n, par = ints[row + I_Q], ints[row + I_N], ints[row + I_PARENT]
+        bo = ob + B_SIZE * b
+        oA, oc, oP = bo + B_A, bo + B_C, bo + B_P
+        _x_motion(buf, bo + B_LOCAL, ob + B_SIZE * par + B_A if par >= 0 else tmp + T_BASE,
+                  oA)
+        for k in range(6):
+            buf[oA + k] += buf[oc + k]
+        for i in range(n):
+            s = _s_row(ints, b, i)
+            x = a[qs + i]
+            for k in range(6):
+                buf[oA + k] += buf[s + k] * x
+        _momentum_bias(reals, buf, b, bo)
+        oJ = R_BODIES + BODY_REALS * b + 12
+        for i in range(6):
+            x = 0.0
+            for k in range(6):
+                x += reals[oJ + 6 * i + k] * buf[oA + k]
+            buf[oP + i] += x                     # f = J A - ad_V^T J V - f_ext (eq. 15)
+    for b in range(nb - 1, -1, -1):
+        row = HEADER + NI * b
+        qs, n, par = ints[row + I_Q], ints[row + I_N], ints[row + I_PARENT]
+        bo = ob + B_SIZE * b
+        oP = bo + B_P
+        for i in range(n):
+            s = _s_row(ints, b, i)
+            x = 0.0
+            for k in range(6):
+                x += buf[s + k] * buf[oP + k]
+            buf[out + qs + i] = x - _passive(ints, reals, q, v, qs + i)
+        if par >= 0:
+            _xt_force_add(buf, bo + B_LOCAL, oP, ob + B_SIZE * par + B_P)
+    return 0
+
+
+@_jit
+def _crba(ints, reals, buf, q):
+    nb, nv = ints[H_NB], ints[H_NV]
+    ob, od, tmp, oM = ints[H_BODY], ints[H_DOF], ints[H_TMP], ints[H_M]
+    _kinematics(ints, reals, buf, q, q, False)
+    for b in range(nb):
+        bo = ob + B_SIZE * b
+        oJ = R_BODIES + BODY_REALS * b + 12
+        for k in range(36):
+            buf[bo + B_I + k] = reals[oJ + k]
+    for b in range(nb - 1, -1, -1):
+        par = ints[HEADER + NI * b + I_PARENT]
+        if par >= 0:
+            bo = ob + B_SIZE * b
+            _xtmx_add(buf, bo + B_LOCAL, bo + B_I, ob + B_SIZE * par + B_I)
+    for k in range(nv * nv):
+        buf[oM + k] = 0.0
+    for b in range(nb):
+        row = HEADER + NI * b
+        qs, n = ints[row + I_Q], ints[row + I_N]
+        oI = ob + B_SIZE * b + B_I
+        for j in range(n):
+            sj = _s_row(ints, b, j)
+            F = od + D_SIZE * (qs + j) + D_U
+            for i in range(6):
+                x = 0.0
+                for k in range(6):
+                    x += buf[oI + 6 * i + k] * buf[sj + k]
+                buf[F + i] = x
+            a = b
+            while True:
+                ra = HEADER + NI * a
+                qa, na = ints[ra + I_Q], ints[ra + I_N]
+                for l in range(na):
+                    sl = _s_row(ints, a, l)
+                    x = 0.0
+                    for k in range(6):
+                        x += buf[sl + k] * buf[F + k]
+                    buf[oM + nv * (qs + j) + qa + l] = x
+                    buf[oM + nv * (qa + l) + qs + j] = x
+                pa = ints[ra + I_PARENT]
+                if pa < 0:
+                    break
+                t = tmp + T_VEC
+                for k in range(6):
+                    buf[t + k] = buf[F + k]
+                    buf[F + k] = 0.0
+                _xt_force_add(buf, ob + B_SIZE * a + B_LOCAL, t, F)
+                a = pa
+    return 0
+
+
+# -- entry points --------------------------------------------------------------------------
+@_jit
+def aba(ints, reals, buf, q, v, tau, fext, check):
+    """Forward dynamics into the buffer's ddq; ``fext (nb, 6)`` or ``(0, 6)``. With
+    ``check``, status 2 (and nothing computed) if ``q, v, tau`` are not all finite (or so
+    large that their squares overflow)."""
+    if check:
+        x = 0.0
+        for j in range(q.size):
+            x += q[j] * q[j] + v[j] * v[j] + tau[j] * tau[j]
+        if not x < math.inf:
+            return 2
+    return _aba(ints, reals, buf, q, v, tau, fext)
+
+
+@_jit
+def rnea(ints, reals, buf, q, v, a, fext, nle):
+    """Inverse dynamics into the buffer's tau (or its nle when ``nle``; then ``a`` is
+    zeros)."""
+    return _rnea(ints, reals, buf, q, v, a, fext, ints[H_NLE] if nle else ints[H_TAU])
+
+
+@_jit
+def crba(ints, reals, buf, q):
+    """The joint-space mass matrix (full, symmetric) into the buffer's M."""
+    return _crba(ints, reals, buf, q)
+
+
+@_jit
+def step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn):
+    """One (sub)step ``h`` of the model integrator (``method`` 0 euler, 1 semi-implicit,
+    2 rk4, as :meth:`core.integrators.Integrator._substep`) from ``(q, v)`` into ``(qn,
+    vn)``, the four RK4 stages in the scratch rows of ``qn``/``vn``: ``qn, vn`` are
+    ``(5, nv)``, row 0 the result."""
+    nv = ints[H_NV]
+    ddq = ints[H_DDQ]
+    if method != 2:
+        st = _aba(ints, reals, buf, q, v, tau, fext)
+        if st:
+            return st
+        for j in range(nv):
+            a = buf[ddq + j]
+            if method == 0:
+                qn[0, j] = q[j] + h * v[j]
+                vn[0, j] = v[j] + h * a
+            else:
+                vn[0, j] = v[j] + h * a
+                qn[0, j] = q[j] + h * vn[0, j]
+        return 0
+    # rk4: rows 1..4 of qn/vn hold the stage states, row 0 accumulates
+    for j in range(nv):
+        qn[1, j] = q[j]
+        vn[1, j] = v[j]
+    weights = (1.0, 2.0, 2.0, 1.0)
+    for k in range(4):
+        st = _aba(ints, reals, buf, qn[k + 1], vn[k + 1], tau, fext)
+        if st:
+            return st
+        c = 0.5 * h if k < 2 else h
+        for j in range(nv):
+            a = buf[ddq + j]
+            vk = vn[k + 1, j]
+            if k == 0:
+                qn[0, j] = vk
+                vn[0, j] = a
+            else:
+                qn[0, j] += weights[k] * vk
+                vn[0, j] += weights[k] * a
+            if k < 3:
+                qn[k + 2, j] = q[j] + c * vk
+                vn[k + 2, j] = v[j] + c * a
+    for j in range(nv):
+        qn[0, j] = q[j] + (h / 6.0) * qn[0, j]
+        vn[0, j] = v[j] + (h / 6.0) * vn[0, j]
+    return 0

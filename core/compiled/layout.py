@@ -1,0 +1,74 @@
+"""Memory layout shared by the packer (:mod:`core.compiled.pack`), :class:`core.data.Data`
+and the kernels (:mod:`core.compiled.kernels`): plain integers, no numba.
+
+A compiled call gets three flat arrays besides its vectors: the model's ``ints`` (int64)
+and ``reals`` (float64), packed once per :meth:`core.model.Model.compile`, and the Data's
+``buffer`` (float64), which holds the fields the kernels read and write (the joint rows
+``LSH``, ``S_body``, ``c_body``, the results ``ddq``, ``tau``, ``nle``, ``M``) and their
+scratch, all at offsets stored in the ``ints`` header.
+
+``ints``: a header of :data:`HEADER` entries (indices ``H_*``), then :data:`NI` entries per
+body (``I_*``: parent, kind, first coordinate, number of coordinates, offset of its
+parameters in ``reals``, and for a spline its span count and polynomial degree), then the
+point springs' body pairs ``(a, b)``.
+
+``reals``: gravity (3), then :data:`BODY_REALS` per body (placement: the top 3x4 block of
+``H_i`` row-major; then the 6x6 inertia J_i of seed 000 eq. 8 row-major), then the joints'
+parameters, the joint springs ``(k, c, rest)`` per coordinate and the point springs
+``(p_a (3), p_b (3), k, c, rest)``.
+
+Scratch per body (:data:`B_SIZE` floats at ``ints[H_BODY] + B_SIZE b``): the local
+transform ``P G`` as ``R (9), p (3)``; body velocity V, bias acceleration c, acceleration
+A, bias wrench pA (or the body force of rnea), external wrench (fext plus point springs,
+all body frame); the 6x6 articulated (or composite) inertia. Per coordinate
+(:data:`D_SIZE` at ``ints[H_DOF] + D_SIZE j``): ``U = IA S`` (6), the coordinate's row of
+``D^-1`` (6) and ``u`` (1).
+"""
+
+__all__ = ["HEADER", "NI", "BODY_REALS", "B_SIZE", "D_SIZE", "TMP_SIZE", "buffer_offsets",
+           "KIND_PYTHON", "KIND_SCREW", "KIND_SPLINE", "KIND_SPHERE"]
+
+# header of ints
+H_NB, H_NV, H_NPS, H_SPRINGS = 0, 1, 2, 3
+H_LSH, H_SM, H_CB, H_DDQ, H_TAU, H_NLE, H_M, H_BODY, H_DOF, H_TMP = range(4, 14)
+H_RSPRING, H_RPOINT, H_IPOINT = 14, 15, 16
+HEADER = 20
+
+# per-body ints
+I_PARENT, I_KIND, I_Q, I_N, I_PAR, I_NS, I_DEG = range(7)
+NI = 8
+
+#: joint kinds: evaluated in Python by the family into the buffer before the kernel, a
+#: constant screw, a cubic spline curve (span tables), a spherical joint (exp. coordinates)
+KIND_PYTHON, KIND_SCREW, KIND_SPLINE, KIND_SPHERE = 0, 1, 2, 3
+
+#: reals per body: placement (12), inertia (36)
+BODY_REALS = 48
+R_BODIES = 3
+
+# per-body scratch
+B_LOCAL, B_V, B_C, B_A, B_P, B_F, B_I = 0, 12, 18, 24, 30, 36, 42
+B_SIZE = 78
+# per-coordinate scratch
+D_U, D_DINV, D_USMALL = 0, 6, 12
+D_SIZE = 13
+#: shared temporaries of one kernel call: the base acceleration (6), a vector (6), the
+#: rotated inertia blocks (36), the Gauss-Jordan tableau of a joint's D (6 x 12)
+T_BASE, T_VEC, T_ROT, T_GJ = 0, 6, 16, 64
+TMP_SIZE = 144
+
+
+def buffer_offsets(nb, nv, one_dof_each):
+    """``{section: offset}`` of a Data buffer for ``nb`` bodies and ``nv`` coordinates, and
+    ``"size"``: LSH ``(nb, 28)``, S_body ``(nv, 6)`` (only when some body has not exactly one
+    coordinate; else it is a view of LSH), c_body ``(nb, 6)``, ddq, tau, nle ``(nv,)``,
+    M ``(nv, nv)``, then the kernels' scratch (bodies, coordinates, temporaries)."""
+    sizes = [("LSH", 28 * nb), ("S_body", 0 if one_dof_each else 6 * nv), ("c_body", 6 * nb),
+             ("ddq", nv), ("tau", nv), ("nle", nv), ("M", nv * nv), ("bodies", B_SIZE * nb),
+             ("dofs", D_SIZE * nv), ("tmp", TMP_SIZE)]
+    out, at = {}, 0
+    for name, n in sizes:
+        out[name] = at
+        at += n
+    out["size"] = at
+    return out

@@ -1,0 +1,65 @@
+"""Packing a compiled :class:`core.model.Model` into the two flat arrays of the kernels
+(layout in :mod:`core.compiled.layout`); numpy only."""
+
+import numpy as np
+
+from . import layout as L
+
+__all__ = ["Packed", "pack"]
+
+
+class Packed:
+    """A model's kernel arrays: ``ints`` (int64), ``reals`` (float64), ``python`` (the
+    indices in ``model.families`` evaluated in Python before a kernel: no ``kernel_kind``),
+    ``multi_python`` (those of them with joints of several coordinates) and ``zeros``
+    ``(nv,)`` (the acceleration of the nonlinear effects)."""
+
+    def __init__(self, ints, reals, python, multi_python, nv):
+        self.ints, self.reals = ints, reals
+        self.python, self.multi_python = python, multi_python
+        self.zeros = np.zeros(nv)
+
+
+def pack(model):
+    """The :class:`Packed` arrays of ``model`` (compiled), from its bodies, springs and each
+    joint family's :meth:`~core.joints.family.JointFamily.kernel_params`."""
+    model.compile()
+    nb, nv = model.nbodies, model.nv
+    at = L.buffer_offsets(nb, nv, model.one_dof_each)
+    nps = len(model.point_springs)
+    ints = np.zeros(L.HEADER + L.NI * nb + 2 * nps, dtype=np.int64)
+    ints[[L.H_NB, L.H_NV, L.H_NPS, L.H_SPRINGS]] = nb, nv, nps, int(model.has_joint_springs)
+    for key, name in ((L.H_LSH, "LSH"), (L.H_SM, "S_body"), (L.H_CB, "c_body"),
+                      (L.H_DDQ, "ddq"), (L.H_TAU, "tau"), (L.H_NLE, "nle"), (L.H_M, "M"),
+                      (L.H_BODY, "bodies"), (L.H_DOF, "dofs"), (L.H_TMP, "tmp")):
+        ints[key] = at[name]
+    rows = ints[L.HEADER:L.HEADER + L.NI * nb].reshape(nb, L.NI)
+    rows[:, L.I_PARENT] = model.parents
+    rows[:, L.I_Q] = model.q_start
+    rows[:, L.I_N] = model.q_count
+    body = np.concatenate([model.placements[:, :3, :].reshape(nb, 12),
+                           model.inertias.reshape(nb, 36)], axis=1)
+    chunks = [np.asarray(model.gravity, dtype=float), body.ravel()]
+    at_r = L.R_BODIES + L.BODY_REALS * nb
+    python, multi_python = [], []
+    for f, family in enumerate(model.families):
+        kind = family.kernel_kind
+        if kind is None:
+            python.append(f)
+            if family.multi:
+                multi_python.append(f)
+            continue
+        for k, b in enumerate(family.bodies.tolist()):
+            params, (ns, deg) = family.kernel_params(k)
+            rows[b, [L.I_KIND, L.I_PAR, L.I_NS, L.I_DEG]] = kind, at_r, ns, deg
+            chunks.append(np.asarray(params, dtype=float).ravel())
+            at_r += chunks[-1].size
+    ints[L.H_RSPRING] = at_r
+    chunks.append(np.concatenate([model.spring_k, model.spring_c, model.spring_rest]))
+    ints[L.H_RPOINT] = at_r + 3 * nv
+    ints[L.H_IPOINT] = L.HEADER + L.NI * nb
+    for s, (a, pa, b, pb, k, c, rest) in enumerate(model.point_springs):
+        ints[L.HEADER + L.NI * nb + 2 * s:][:2] = a, b
+        chunks.append(np.concatenate([pa, pb, [k, c, rest]]))
+    return Packed(ints, np.ascontiguousarray(np.concatenate(chunks)), tuple(python),
+                  tuple(multi_python), nv)

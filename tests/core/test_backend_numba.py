@@ -1,0 +1,315 @@
+"""The compiled (numba) backend against the numpy reference: aba, rnea, crba, the nonlinear
+effects and the integrator's step on the same models, aba against Pinocchio, and the numpy
+fallback where numba cannot be imported. Never timed (scripts/bench_dynamics.py times them).
+
+Tolerance. Both backends evaluate the same formulas in different orders (world frame and
+batched in numpy, body frames one body at a time compiled), so they differ by rounding
+only. Along a tree every body's quantities pass through a few 6-term sums per pass of the
+recursion and each level adds its rounding, so a result relative to its scale carries about
+``EPS * OPS_PER_BODY * nb`` (:func:`tolerance`); solving for accelerations multiplies that by
+the conditioning of the mass matrix (``cond(M)``), and the inverse dynamics' torques are
+differences of body forces, so their scale is the largest term (``max |M| |a|`` and the
+gravity and velocity terms), not the result. On the models here the bound stays at or below
+about 1e-12 of the scale.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from core import backend
+from core import dynamics as dyn
+from core.integrators import Integrator
+from core.joints.lower_pairs import Cylindrical, Helical, Prismatic, Revolute, Universal
+from core.joints.spherical import Spherical
+from core.joints.spline_curve import ClosedSplineCurveJoint, SplineCurveJoint
+from core.lie import se3, so3
+from core.model import Model
+
+pytestmark = pytest.mark.skipif(not backend.available(), reason="numba does not import")
+
+EPS = np.finfo(float).eps
+#: rounding steps per body and per pass of a recursion: four passes (joints and poses,
+#: velocities, the backward and the forward sweep), each a few 6-term sums
+OPS_PER_BODY = 4 * 4 * 6
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def tolerance(nb, kappa=1.0):
+    """Relative agreement of the two backends on a tree of ``nb`` bodies (module docstring)."""
+    return EPS * OPS_PER_BODY * nb * kappa
+
+
+@pytest.fixture
+def both():
+    """Run a function on the numpy backend and on the numba backend; restores the choice."""
+    previous = backend.active()
+
+    def run(fn):
+        out = []
+        for name in ("numpy", "numba"):
+            backend.use(name)
+            res = fn()
+            out.append(tuple(np.array(r, copy=True) for r in res) if isinstance(res, tuple)
+                       else np.array(res, copy=True))
+        return out
+    yield run
+    backend.use(previous)
+
+
+def _placement(rng, scale=0.3):
+    return se3.from_rp(so3.exp(rng.normal(size=3) * 0.4), rng.normal(size=3) * scale)
+
+
+def _spline_joint(seed):
+    th = np.linspace(-2.0, 2.0, 9)
+    w = 0.03 * (1 + 0.2 * seed)
+    return SplineCurveJoint(se3.from_rp(so3.exp(np.outer(th, [0.2, 1.0, 0.1])),
+                                        w * np.stack([np.sin(3 * th), th, th * th], axis=1)))
+
+
+def _closed_joint():
+    t = np.linspace(0, 2 * np.pi, 7)[:-1]
+    return ClosedSplineCurveJoint(se3.from_rp(so3.exp(np.outer(t, [0.0, 0.0, 1.0])),
+                                              0.1 * np.stack([np.cos(t), np.sin(t), 0 * t], 1)))
+
+
+def _add(m, rng, name, parent, joint):
+    return m.add_body(name, parent, joint, _placement(rng), 0.5 + rng.random(),
+                      rng.normal(size=3) * 0.1, np.diag(0.02 + 0.01 * rng.random(3)))
+
+
+def revolute_chain(n, rng):
+    m = Model()
+    for i in range(n):
+        _add(m, rng, f"r{i}", i - 1, Revolute(rng.normal(size=3)))
+    return m
+
+
+def spline_chain(n, rng):
+    m = Model()
+    for i in range(n):
+        _add(m, rng, f"s{i}", i - 1, _spline_joint(i))
+    return m
+
+
+def ball_chain(n, rng):
+    m = Model()
+    for i in range(n):
+        _add(m, rng, f"b{i}", i - 1, Spherical())
+    return m
+
+
+def mixed_tree(rng):
+    """A branching tree of every kind: screws, splines and balls (kernels) beside joints the
+    kernels leave to Python (universal, cylindrical: several coordinates; a closed spline
+    curve: one), with joint springs, point springs and the bodies in no family order."""
+    m = Model(gravity=(0.3, -0.2, -9.81))
+    joints = [Revolute((0, 0, 1)), Universal((1, 0, 0), (0, 1, 0)), _spline_joint(0),
+              Spherical(), Prismatic((1, 0, 0)), Cylindrical((0, 1, 0)), Helical((0, 0, 1), 0.1),
+              _closed_joint(), Spherical(), Revolute((1, 1, 0)), _spline_joint(2)]
+    parents = [-1, 0, 0, 1, 2, 3, 3, -1, 7, 8, 5]
+    for i, (j, p) in enumerate(zip(joints, parents)):
+        _add(m, rng, f"t{i}", p, j)
+    m.add_joint_spring(1, 2.0, 0.3)
+    m.add_joint_spring(3, [1.0, 2.0, 3.0], 0.1)
+    m.add_joint_spring(10, 5.0, 0.2)
+    m.add_point_spring(4, [0.1, 0, 0], 9, [0, 0.1, 0], 30.0, 0.5, 0.05)
+    m.add_point_spring(6, [0, 0, 0.1], -1, [0.2, 0.1, 0.0], 10.0, 0.2)
+    return m
+
+
+MODELS = {
+    "revolute1": lambda rng: revolute_chain(1, rng),
+    "revolute8": lambda rng: revolute_chain(8, rng),
+    "revolute32": lambda rng: revolute_chain(32, rng),
+    "spline1": lambda rng: spline_chain(1, rng),
+    "spline8": lambda rng: spline_chain(8, rng),
+    "ball1": lambda rng: ball_chain(1, rng),
+    "ball6": lambda rng: ball_chain(6, rng),
+    "mixed_tree": mixed_tree,
+}
+
+
+def _state(m, rng, outside=False):
+    q = m.neutral() + 0.4 * rng.normal(size=m.nq)
+    if outside:                       # spline coordinates beyond their knots: extrapolation
+        for i, j in enumerate(m.joints):
+            if isinstance(j, SplineCurveJoint) and not isinstance(j, ClosedSplineCurveJoint):
+                q[m.q_start[i]] = j.upper[0] + 0.3 if i % 2 else j.lower[0] - 0.2
+    return q, rng.normal(size=m.nv), rng.normal(size=m.nv)
+
+
+def _close(a, b, tol, scale, what):
+    err = np.abs(a - b).max() / scale
+    assert err <= tol, f"{what}: {err:.3g} of the scale > {tol:.3g}"
+
+
+@pytest.mark.parametrize("outside", [False, True])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_backends_agree(name, outside, both):
+    rng = np.random.default_rng(abs(hash(name)) % 2 ** 32)
+    m = MODELS[name](rng)
+    d = m.create_data()
+    q, v, tau = _state(m, rng, outside)
+    fext = rng.normal(size=(m.nbodies, 6))
+    nb = m.nbodies
+    M = dyn.crba(m, d, q).copy()
+    kappa = np.linalg.cond(M)
+    a_np, a_nb = both(lambda: dyn.aba(m, d, q, v, tau, fext))
+    _close(a_np, a_nb, tolerance(nb, kappa), np.abs(a_np).max(), "aba")
+    a_rec, = both(lambda: dyn.aba(m, d, q, v, tau, fext, method="recursive"))[:1]
+    _close(a_rec, a_nb, tolerance(nb, kappa), np.abs(a_np).max(), "recursive")
+    t_np, t_nb = both(lambda: dyn.rnea(m, d, q, v, a_np, fext))
+    h_np, h_nb = both(lambda: dyn.nonlinear_effects(m, d, q, v, fext))
+    scale = max(np.abs(M).max() * np.abs(a_np).max(), np.abs(h_np).max(), np.abs(tau).max())
+    _close(t_np, t_nb, tolerance(nb), scale, "rnea")
+    _close(t_nb, tau, tolerance(nb, kappa), scale, "rnea(aba(tau))")
+    _close(h_np, h_nb, tolerance(nb), scale, "nonlinear effects")
+    M_np, M_nb = both(lambda: dyn.crba(m, d, q))
+    _close(M_np, M_nb, tolerance(nb), np.abs(M_np).max(), "crba")
+    assert np.array_equal(M_nb, M_nb.T)
+    (M2, h2), = both(lambda: dyn.crba_and_nle(m, d, q, v, fext))[1:]
+    assert np.array_equal(M2, M_nb) and np.array_equal(h2, h_nb)
+    # the world poses the kernels leave in data.oMi are the numpy kinematics'
+    P_np, P_nb = both(lambda: (dyn.aba(m, d, q, v, tau), d.oMi)[1])
+    _close(P_np, P_nb, tolerance(nb), 1.0, "poses")
+
+
+@pytest.mark.parametrize("method", ["euler", "semi_implicit", "rk4"])
+@pytest.mark.parametrize("name", ["revolute8", "ball6", "spline8", "mixed_tree"])
+def test_integrator_step_agrees(name, method, both):
+    """One kernel call per substep (models whose joints all have kernels) or the Python
+    stages (the mixed tree) give the numpy integrator's trajectory."""
+    rng = np.random.default_rng(7)
+    m = MODELS[name](rng)
+    q0, v0, tau = _state(m, rng)
+    fext = 0.1 * rng.normal(size=(m.nbodies, 6))
+
+    def run():
+        integ = Integrator(m, 1e-3, 2, method, tau=tau, fext=fext)
+        assert (integ._kernel_step is not None) == (name != "mixed_tree")
+        tr = integ.run(q0, v0, 20, check_energy=False)
+        return tr.q[-1], tr.v[-1]
+    (q_np, v_np), (q_nb, v_nb) = both(run)
+    scale = max(np.abs(q_np).max(), np.abs(v_np).max())
+    _close(q_np, q_nb, tolerance(m.nbodies, 1e3) * 40, scale, "q")
+    _close(v_np, v_nb, tolerance(m.nbodies, 1e3) * 40, scale, "v")
+
+
+@pytest.mark.parametrize("n", [1, 8, 32])
+def test_aba_matches_pinocchio_on_the_numba_backend(n):
+    pin = pytest.importorskip("pinocchio")
+    previous = backend.use("numba")
+    try:
+        rng = np.random.default_rng(n)
+        m = Model()
+        pm = pin.Model()
+        pm.gravity.linear = np.array(m.gravity)
+        parent = 0
+        for i in range(n):
+            P = _placement(rng)
+            mass, com, inertia = 0.5 + rng.random(), rng.normal(size=3) * 0.1, \
+                np.diag(0.02 + 0.01 * rng.random(3))
+            m.add_body(f"l{i}", i - 1, Revolute((0, 1, 0)), P, mass, com, inertia)
+            parent = pm.addJoint(parent, pin.JointModelRY(), pin.SE3(P[:3, :3], P[:3, 3]),
+                                 f"j{i}")
+            pm.appendBodyToJoint(parent, pin.Inertia(mass, com, inertia), pin.SE3.Identity())
+        d, pd = m.create_data(), pm.createData()
+        q, v, tau = (rng.normal(size=n) for _ in range(3))
+        a = dyn.aba(m, d, q, v, tau)
+        ref = pin.aba(pm, pd, q, v, tau)
+        kappa = np.linalg.cond(pin.crba(pm, pd, q))
+        _close(a, ref, tolerance(n, kappa), np.abs(ref).max(), "aba vs pin.aba")
+    finally:
+        backend.use(previous)
+
+
+def test_singular_joint_inertia_raises_on_the_numba_backend():
+    """A massless body on a prismatic joint: D = S^T IA S = 0, a NonFiniteError, not NaN."""
+    previous = backend.use("numba")
+    try:
+        m = Model()
+        m.add_body("ghost", -1, Prismatic((1, 0, 0)), None, 0.0, (0, 0, 0), np.zeros((3, 3)),
+                   physical=False)
+        with pytest.raises(ValueError, match="singular"):
+            dyn.aba(m, m.create_data(), np.zeros(1), np.zeros(1), np.zeros(1))
+    finally:
+        backend.use(previous)
+
+
+def test_nonfinite_arguments_are_rejected_as_on_numpy():
+    previous = backend.use("numba")
+    try:
+        m = revolute_chain(3, np.random.default_rng(0))
+        d = m.create_data()
+        with pytest.raises(ValueError, match="NaN"):
+            dyn.aba(m, d, np.array([0.0, np.nan, 0.0]), np.zeros(3), np.zeros(3))
+        with pytest.raises(ValueError, match="shape"):
+            dyn.aba(m, d, np.zeros(2), np.zeros(3), np.zeros(3))
+        assert np.all(np.isfinite(dyn.aba(m, d, [0.0, 1.0, 2.0], [0, 0, 0], [0, 0, 0])))
+    finally:
+        backend.use(previous)
+
+
+def test_use_and_environment():
+    previous = backend.active()
+    try:
+        assert backend.use("numpy") == previous
+        assert backend.active() == "numpy" and backend.kernels is None
+        backend.use("numba")
+        assert backend.active() == "numba" and backend.kernels is not None
+        with pytest.raises(ValueError, match="backend must be"):
+            backend.use("cuda")
+    finally:
+        backend.use(previous)
+
+
+_FALLBACK = r"""
+import sys, warnings
+sys.modules["numba"] = None                      # numba "not installed": ImportError
+sys.path.insert(0, ROOT)
+import numpy as np
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from core import backend, dynamics
+    assert backend.active() == "numpy", backend.active()
+    assert not backend.available()
+msgs = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+if ENV == "numba":
+    assert any("does not import" in s for s in msgs), msgs
+else:
+    assert not msgs, msgs
+from core.joints.lower_pairs import Revolute
+from core.model import Model
+m = Model()
+for i in range(3):
+    m.add_body(f"l{i}", i - 1, Revolute((0, 1, 0)))
+a = dynamics.aba(m, m.create_data(), np.zeros(3), np.zeros(3), np.zeros(3))
+assert np.all(np.isfinite(a))
+try:
+    backend.use("numba")
+except ValueError as err:
+    assert "numba" in str(err)
+else:
+    raise AssertionError("use('numba') without numba must raise")
+print("fallback ok")
+"""
+
+
+@pytest.mark.parametrize("env", [None, "numba"])
+def test_numpy_fallback_without_numba(env):
+    """With numba hidden (an ImportError), the core runs on numpy: silently by default,
+    with a RuntimeWarning when the environment asked for numba."""
+    code = _FALLBACK.replace("ROOT", repr(ROOT)).replace("ENV", repr(env))
+    environ = dict(os.environ)
+    environ.pop(backend.ENV_VAR, None)
+    if env is not None:
+        environ[backend.ENV_VAR] = env
+    out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "fallback ok" in out.stdout
