@@ -7,7 +7,8 @@ coordinate custom properties ``sj_q0..`` are read and the bone is posed at ``G(q
 stored joint. For every armature holding an imported OpenSim model
 (:func:`documents.is_osim_armature`), the coordinate custom properties of the armature object
 (one per OpenSim coordinate, named as it) are read and every bone is posed at its body's pose
-``body_poses(q)`` (:class:`core.osim_rig.OsimRig`). A bone is written only when its pose
+``body_poses(q)`` (:class:`core.osim_rig.OsimRig`) of the model with its fitted joints that
+are switched on (:func:`documents.osim_rig`). A bone is written only when its pose
 changes (by more than :data:`POSE_TOL`), so the handler's own write does not retrigger it
 endlessly. A bone or armature that cannot be driven (an unreadable stored document or model, a
 connected bone, ...) is skipped and reported once, on the console (and a bone in its fit

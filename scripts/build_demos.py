@@ -1,4 +1,4 @@
-"""Write demo_blends/: one .blend per core demo mechanism plus three rigs, with the bpy module.
+"""Write demo_blends/: one .blend per core demo mechanism, three rigs and an OpenSim walk, with bpy.
 
     .venv/bin/python scripts/build_demos.py                 # every file
     .venv/bin/python scripts/build_demos.py --only globe knee_fit_rig
@@ -25,6 +25,13 @@ framing the whole motion, a sun light and Workbench render settings):
   (custom-property source), a fitted 8 x 6 spline surface joint and animated sliders.
 * ``shoulder_reach_cone.blend``: a humerus on a ball joint; swing samples captured, a reach
   cone fitted (``spline_joints.fit_reach_cone``) and drawn (``spline_joints.draw_reach_cone``).
+* ``gait2392_walk.blend``: the OpenSim gait2392 model with its bone meshes
+  (``spline_joints.import_osim``) imported twice, :data:`GAIT_SPACING` apart across the walk,
+  both keyed with the walking motion (``spline_joints.import_osim_motion``); the second with
+  knee_r and knee_l replaced by fitted spline joints (``spline_joints.fit_osim_joint``). A label
+  follows each pelvis, a ground plane lies under the feet, the camera frames the whole walk,
+  and the text ``CREDITS`` gives the model's authors and licence (CC BY 3.0). The model,
+  meshes and motion are read from :data:`OSIM_DATA`.
 
 Every scene carries ``scene["spline_joints_demo_build"] = BUILD_VERSION`` so the tests can
 tell a stale file; bump it whenever this script changes what it writes.
@@ -48,7 +55,9 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "demo_blends"
 MODULE = "bl_ext.user_default.spline_joints"
 BUILD_VERSION = 5
-RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone")
+RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone", "gait2392_walk")
+#: the shipped OpenSim models, meshes and motions (see the README there)
+OSIM_DATA = ROOT.parent / "shared" / "data" / "osim"
 RESOLUTION = (640, 400)
 BACKGROUND = (0.93, 0.94, 0.96)
 #: view direction (from the target towards the camera) per file; default: front-right, above
@@ -63,6 +72,7 @@ VIEWS = {
     "deforming_surface": (0.4, -1.0, 1.4),
     "hinge_chain": (0.2, -1.0, 0.25),
     "skeleton_chain": (0.3, -1.0, 0.3),
+    "gait2392_walk": (0.75, -1.0, 0.2),
 }
 DEFAULT_VIEW = (0.55, -1.0, 0.35)
 
@@ -557,6 +567,116 @@ def build_shoulder_rig(out: Path) -> None:
     save(scene, out / "shoulder_reach_cone.blend")
 
 
+#: distance (m) between the two walking models, across the direction of the walk (world y)
+GAIT_SPACING = 0.8
+GAIT_CREDITS = """gait2392_walk.blend: the OpenSim gait2392 model walking, twice.
+
+Model, bone meshes and walking motion: gait2392 (opensim-org/opensim-models,
+Models/Gait2392_Simbody/gait2392_thelen2003muscle.osim, its Geometry folder, and
+Pipelines/Gait2392_Simbody/subject01_walk1_ik.mot) by Delp, Loan, Hoy, Zajac, Topp, Rosen,
+Thelen, Anderson and Seth; joints after Delp et al. (1990, IEEE TBME 37:757-767); planar knee
+after Yamaguchi & Zajac (1989, J. Biomech. 21:1-10). Licensed CC BY 3.0
+(https://creativecommons.org/licenses/by/3.0/). Imported unmodified by Spline Joints; the
+second model's knees are spline joints fitted to the model's own knees.
+"""
+
+
+def _label(text: str, arm, collection, rotation, offset=(0.12, 0.0, 0.87)):
+    """A text object ``text`` that follows the armature's pelvis bone at ``offset`` (world m;
+    the pelvis origin is at the sacrum, behind the hips, so forward and up over the head),
+    turned by ``rotation`` (3, 3) to face the camera."""
+    import bpy
+    from mathutils import Matrix
+
+    bridge = addon_module("addon.bridge")
+    curve = bpy.data.curves.new(text, "FONT")
+    curve.body = text
+    curve.align_x, curve.align_y = "CENTER", "BOTTOM"
+    curve.size = 0.11
+    curve.materials.append(bridge.ensure_material("SJ label", (0.08, 0.1, 0.16, 1.0)))
+    obj = bpy.data.objects.new(text, curve)
+    collection.objects.link(obj)
+    obj.matrix_world = Matrix(np.asarray(rotation, dtype=float).tolist()).to_4x4()
+    follow = obj.constraints.new("COPY_LOCATION")
+    follow.target, follow.subtarget = arm, "pelvis"
+    follow.use_offset = True
+    obj.location = offset
+    return obj
+
+
+def _visible_points(scene, frames) -> np.ndarray:
+    """World corners of the bounding boxes of the scene's rendered meshes and texts at
+    ``frames``, (M, 3)."""
+    import bpy
+
+    pts = []
+    for f in frames:
+        scene.frame_set(int(f))
+        bpy.context.view_layer.update()
+        for obj in scene.objects:
+            if obj.type in ("MESH", "FONT") and not obj.hide_render:
+                M = np.array(obj.matrix_world)
+                box = np.array([tuple(c) for c in obj.bound_box])
+                pts.append(box @ M[:3, :3].T + M[:3, 3])
+    return np.vstack(pts)
+
+
+def _share_meshes(first, second) -> None:
+    """Let the objects of collection ``second`` show the mesh data of the same file in
+    ``first`` (the two imports read the same files), and remove the copies."""
+    import bpy
+
+    by_object = {o.name.split(".")[0]: o.data for o in first.objects if o.type == "MESH"}
+    for obj in second.objects:
+        if obj.type == "MESH" and obj.name.split(".")[0] in by_object:
+            copy, obj.data = obj.data, by_object[obj.name.split(".")[0]]
+            if copy.users == 0:
+                bpy.data.meshes.remove(copy)
+
+
+def build_gait_walk(out: Path) -> None:
+    """gait2392 imported twice and walking, the second on fitted spline knees."""
+    import bpy
+
+    bridge = addon_module("addon.bridge")
+    model, motion = OSIM_DATA / "gait2392_thelen2003muscle.osim", OSIM_DATA / "subject01_walk1_ik.mot"
+    for f in (model, motion):
+        if not f.is_file():
+            raise SystemExit(f"error: {f} not found: gait2392_walk needs the shipped OpenSim data")
+    scene = new_scene(60, 211, "gait2392_walk")
+    view = np.asarray(VIEWS["gait2392_walk"], dtype=float)
+    from mathutils import Vector
+
+    facing = np.array(Vector((view / np.linalg.norm(view)).tolist()).to_track_quat("Z", "Y").to_matrix())
+    arms = []
+    for name, label, y, knees in (("gait2392 exact knee", "exact OpenSim knee", 0.0, ()),
+                                  ("gait2392 fitted knee", "fitted spline knee", GAIT_SPACING,
+                                   ("knee_r", "knee_l"))):
+        _check(bpy.ops.spline_joints.import_osim(filepath=str(model)), "import_osim")
+        arm = bpy.context.object
+        arm.name = name
+        arm.location = (0.0, y, 0.0)
+        collection = arm.users_collection[0]
+        collection.name = name
+        _check(bpy.ops.spline_joints.import_osim_motion(filepath=str(motion)), "import_osim_motion")
+        for joint in knees:
+            _check(bpy.ops.spline_joints.fit_osim_joint(joint=joint), f"fit_osim_joint {joint}")
+        _label(label, arm, collection, facing)
+        arms.append(arm)
+    _share_meshes(arms[0].users_collection[0], arms[1].users_collection[0])
+    pts = _visible_points(scene, range(scene.frame_start, scene.frame_end + 1, 10))
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    m = 0.2  # the ground reaches this far (m) beyond the feet
+    quad = np.array([[lo[0] - m, lo[1] - m, lo[2]], [hi[0] + m, lo[1] - m, lo[2]],
+                     [hi[0] + m, hi[1] + m, lo[2]], [lo[0] - m, hi[1] + m, lo[2]]])
+    ground = bridge.write_mesh_object("Ground", quad, np.array([[0, 1, 2, 3]]), scene.collection)
+    ground.data.materials.append(bridge.ensure_material("SJ ground", (0.86, 0.87, 0.84, 1.0)))
+    setup_render(scene, np.vstack([pts, quad]), view, margin=1.04)
+    credits = bpy.data.texts.new("CREDITS")
+    credits.write(GAIT_CREDITS)
+    save(scene, out / "gait2392_walk.blend")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(OUT), help="output folder (default demo_blends/)")
@@ -577,7 +697,7 @@ def main(argv: list[str]) -> int:
         framing = dict(zip(todo, pool.map(motion_points, todo)))
     start_blender(zip_path)
     builders = {"knee_fit_rig": build_knee_rig, "scapulothoracic_fit_rig": build_scapula_rig,
-                "shoulder_reach_cone": build_shoulder_rig}
+                "shoulder_reach_cone": build_shoulder_rig, "gait2392_walk": build_gait_walk}
     for name in names:
         if name in builders:
             builders[name](out)

@@ -12,8 +12,9 @@
    a time: the file is opened, every mechanism is baked by ``spline_joints.bake_dynamics`` through
    ``scripts/bake.py``'s ``bake_open_file`` (atomic save to ``OUT/blends/<file>``), and
    ``--frames`` Workbench frames spread over the scene's range are tiled into
-   ``OUT/sheets/<file>.png``. Fitting rigs have no mechanism: they are saved and rendered as
-   their sliders play (the add-on's live drive poses the bones).
+   ``OUT/sheets/<file>.png``. Fitting rigs and the OpenSim walk have no mechanism: they are saved and rendered
+   as their sliders and coordinates play (the add-on's live drive poses the bones); their
+   fitted joints (bones' and OpenSim joints' spline fits) are listed in a second table.
 3. A table is printed: mechanism, bodies, DOF, steps, wall time (the core simulation), energy
    drift (``max |E - E0 - W_drive| / energy in motion``; for damped mechanisms this is the
    dissipation, not an error; "(!)" marks a passive mechanism whose drift exceeds what its
@@ -81,6 +82,13 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
                          "drift_warning": drift_warning(mech, item.energy_drift)})
         for obj in sc.objects:
             if obj.type == "ARMATURE":
+                for fit in obj.data.spline_joints_osim.fits:  # spline joints fitted to OpenSim's
+                    report = bd.addon_module("core.io").loads(fit.joint_json).report
+                    rigs.append({"file": name, "bone": fit.name,
+                                 "joint": "OpenSim joint, fitted",
+                                 "samples": len(report.position_residuals_mm), "fit": report.status,
+                                 "rms_mm": report.rms_position_mm, "rms_deg": report.rms_rotation_deg,
+                                 "max_mm": fit.max_mm, "max_deg": fit.max_deg})
                 for pb in obj.pose.bones:
                     s = pb.spline_joints
                     if s.joint_json:

@@ -11,6 +11,8 @@ Images (8-bit PNG, each well under 300 kB):
   ``spline_joints.bake_dynamics`` (8 frames over its 4 s).
 * ``scapulothoracic.png``: the scapula on its fitted spline surface joint over the thorax, with
   the surface's iso-coordinate lines (scapulothoracic_fit_rig.blend), at two slider settings.
+* ``gait2392_walk.png``: the two gait2392 models of gait2392_walk.blend (exact OpenSim knees,
+  fitted spline knees) at mid-stride (:data:`GAIT_FRAME`), through the demo's own camera.
 
 The extension is installed into a temporary Blender user folder as in scripts/build_demos.py.
 """
@@ -113,7 +115,19 @@ def scapula(bpy, out: Path) -> Path:
     return target
 
 
-MAKERS = {"knee": knee, "reach_cone": reach_cone, "beads": beads, "scapula": scapula}
+#: the walk's frame shown: mid-stride, the right heel striking ahead and the left foot behind
+GAIT_FRAME = 90
+
+
+def gait(bpy, out: Path) -> Path:
+    scene = open_demo(bpy, "gait2392_walk")
+    target = out / "gait2392_walk.png"
+    bd.save_png(bd.render_frame(scene, GAIT_FRAME, (720, 450)), target)
+    return target
+
+
+MAKERS = {"knee": knee, "reach_cone": reach_cone, "beads": beads, "scapula": scapula,
+          "gait": gait}
 
 
 def main(argv: list[str]) -> int:
