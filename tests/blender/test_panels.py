@@ -83,6 +83,11 @@ def scenario_draw_panels(tmp, osim):
     draw_all()
     bpy.ops.spline_joints.import_osim(filepath=osim)
     draw_all()  # an imported OpenSim armature: its coordinate sliders
+    settings = bpy.context.object.data.spline_joints_osim
+    assert bpy.ops.spline_joints.fit_osim_joint(joint=settings.joint) == {"FINISHED"}
+    draw_all()  # with a fitted joint: its switch, errors and remove button
+    settings.fits[0].use = False
+    draw_all()
     return {"problems": problems, "panels": len(panels), "calls": len(calls)}
 
 
