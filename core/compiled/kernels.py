@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from .. import expcoords
-from ..lie import series
+from ..joints import poe
 from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, D_DINV, D_SIZE,
                      D_U, D_USMALL, HEADER, H_BODY, H_CB, H_DDQ, H_DOF, H_IPOINT, H_LSH, H_M, H_NB,
                      H_NLE, H_NPS, H_NV, H_RPOINT, H_RSPRING, H_SM, H_SPRINGS, H_TAU, H_TMP, I_DEG,
@@ -45,9 +45,8 @@ __all__ = ["aba", "rnea", "crba", "step"]
 _jit = njit(cache=True, error_model="numpy")
 
 # -- scalar coefficient functions (the same series and switches as the numpy code) -------
-_SMALL = series.SMALL
-_TINY = 1e-100
-_C3 = np.array(series.SERIES["c"])                 # (x - sin x)/x^3 in powers of x^2
+#: the exp(z b) factors of the spline extrapolation: poe's own function, compiled
+_exp_factors = _jit(poe.exp_factors)
 
 
 def _spec(name):
@@ -146,15 +145,7 @@ def _spline(reals, po, ns, deg, buf, o, x):
     w0, w1, w2 = reals[z], reals[z + 1], reals[z + 2]
     v0, v1, v2 = reals[z + 3], reals[z + 4], reals[z + 5]
     theta = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
-    xx = b * theta
-    ax = abs(xx)
-    if ax < _TINY:
-        f1, f2 = 1.0, 0.5
-    else:
-        f1 = math.sin(xx) / xx
-        h = math.sin(0.5 * xx) / (0.5 * xx)
-        f2 = 0.5 * h * h
-    f3 = _horner(_C3, xx * xx) if ax < _SMALL else (xx - math.sin(xx)) / (xx * xx * xx)
+    f1, f2, f3 = _exp_factors(b * theta)
     ca, cc, ce = b * f1, b * b * f2, b * b * b * f3
     # R = I + a W + c W^2, p = (b I + c W + e W^2) v
     W = (0.0, -w2, w1, w2, 0.0, -w0, -w1, w0, 0.0)
@@ -426,23 +417,9 @@ def _external(ints, reals, buf, fext):
         ia, ib = ints[ip + 2 * s], ints[ip + 2 * s + 1]
         r = rp + 9 * s
         k, c, rest = reals[r + 6], reals[r + 7], reals[r + 8]
-        oa = oL + 28 * ia
-        xa = (buf[oa] * reals[r] + buf[oa + 1] * reals[r + 1] + buf[oa + 2] * reals[r + 2]
-              + buf[oa + 3],
-              buf[oa + 4] * reals[r] + buf[oa + 5] * reals[r + 1] + buf[oa + 6] * reals[r + 2]
-              + buf[oa + 7],
-              buf[oa + 8] * reals[r] + buf[oa + 9] * reals[r + 1] + buf[oa + 10] * reals[r + 2]
-              + buf[oa + 11])
-        if ib < 0:
-            xb = (reals[r + 3], reals[r + 4], reals[r + 5])
-        else:
-            oo = oL + 28 * ib
-            xb = (buf[oo] * reals[r + 3] + buf[oo + 1] * reals[r + 4]
-                  + buf[oo + 2] * reals[r + 5] + buf[oo + 3],
-                  buf[oo + 4] * reals[r + 3] + buf[oo + 5] * reals[r + 4]
-                  + buf[oo + 6] * reals[r + 5] + buf[oo + 7],
-                  buf[oo + 8] * reals[r + 3] + buf[oo + 9] * reals[r + 4]
-                  + buf[oo + 10] * reals[r + 5] + buf[oo + 11])
+        xa = _world_point(buf, oL + 28 * ia, reals, r)
+        xb = (reals[r + 3], reals[r + 4], reals[r + 5]) if ib < 0 else \
+            _world_point(buf, oL + 28 * ib, reals, r + 3)
         d0, d1, d2 = xb[0] - xa[0], xb[1] - xa[1], xb[2] - xa[2]
         length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
         if length < 1e-12:
@@ -450,41 +427,51 @@ def _external(ints, reals, buf, fext):
         e0, e1, e2 = d0 / length, d1 / length, d2 / length
         mag = k * (length - rest)
         if c != 0.0:
-            rel = 0.0
-            for side in range(2):
-                body = ia if side == 0 else ib
-                if body < 0:
-                    continue
-                oo = oL + 28 * body
-                oV = ob + B_SIZE * body + B_V
-                pp = r if side == 0 else r + 3
-                w0, w1, w2 = buf[oV], buf[oV + 1], buf[oV + 2]
-                u0 = buf[oV + 3] + w1 * reals[pp + 2] - w2 * reals[pp + 1]   # v + w x p
-                u1 = buf[oV + 4] + w2 * reals[pp] - w0 * reals[pp + 2]
-                u2 = buf[oV + 5] + w0 * reals[pp + 1] - w1 * reals[pp]
-                vw = (e0 * (buf[oo] * u0 + buf[oo + 1] * u1 + buf[oo + 2] * u2)
-                      + e1 * (buf[oo + 4] * u0 + buf[oo + 5] * u1 + buf[oo + 6] * u2)
-                      + e2 * (buf[oo + 8] * u0 + buf[oo + 9] * u1 + buf[oo + 10] * u2))
-                rel += vw if side == 1 else -vw
-            mag += c * rel
+            va = _point_velocity(buf, oL + 28 * ia, ob + B_SIZE * ia + B_V, reals, r)
+            vb = (0.0, 0.0, 0.0) if ib < 0 else \
+                _point_velocity(buf, oL + 28 * ib, ob + B_SIZE * ib + B_V, reals, r + 3)
+            mag += c * (e0 * (vb[0] - va[0]) + e1 * (vb[1] - va[1]) + e2 * (vb[2] - va[2]))
         f0, f1, f2 = mag * e0, mag * e1, mag * e2
-        for side in range(2):
-            body = ia if side == 0 else ib
-            if body < 0:
-                continue
-            oo = oL + 28 * body
-            of = ob + B_SIZE * body + B_F
-            pp = r if side == 0 else r + 3
-            sg = 1.0 if side == 0 else -1.0
-            g0 = sg * (buf[oo] * f0 + buf[oo + 4] * f1 + buf[oo + 8] * f2)       # R^T f
-            g1 = sg * (buf[oo + 1] * f0 + buf[oo + 5] * f1 + buf[oo + 9] * f2)
-            g2 = sg * (buf[oo + 2] * f0 + buf[oo + 6] * f1 + buf[oo + 10] * f2)
-            buf[of] += reals[pp + 1] * g2 - reals[pp + 2] * g1
-            buf[of + 1] += reals[pp + 2] * g0 - reals[pp] * g2
-            buf[of + 2] += reals[pp] * g1 - reals[pp + 1] * g0
-            buf[of + 3] += g0
-            buf[of + 4] += g1
-            buf[of + 5] += g2
+        _push(buf, oL + 28 * ia, ob + B_SIZE * ia + B_F, reals, r, f0, f1, f2)
+        if ib >= 0:
+            _push(buf, oL + 28 * ib, ob + B_SIZE * ib + B_F, reals, r + 3, -f0, -f1, -f2)
+
+
+@_jit
+def _world_point(buf, oo, reals, pp):
+    """``R p + t`` for the body point ``p`` at ``reals[pp]`` and the world pose at ``oo``."""
+    p0, p1, p2 = reals[pp], reals[pp + 1], reals[pp + 2]
+    return (buf[oo] * p0 + buf[oo + 1] * p1 + buf[oo + 2] * p2 + buf[oo + 3],
+            buf[oo + 4] * p0 + buf[oo + 5] * p1 + buf[oo + 6] * p2 + buf[oo + 7],
+            buf[oo + 8] * p0 + buf[oo + 9] * p1 + buf[oo + 10] * p2 + buf[oo + 11])
+
+
+@_jit
+def _point_velocity(buf, oo, oV, reals, pp):
+    """World velocity ``R (v + w x p)`` of the body point ``p`` (body velocity at ``oV``)."""
+    p0, p1, p2 = reals[pp], reals[pp + 1], reals[pp + 2]
+    w0, w1, w2 = buf[oV], buf[oV + 1], buf[oV + 2]
+    u0 = buf[oV + 3] + w1 * p2 - w2 * p1
+    u1 = buf[oV + 4] + w2 * p0 - w0 * p2
+    u2 = buf[oV + 5] + w0 * p1 - w1 * p0
+    return (buf[oo] * u0 + buf[oo + 1] * u1 + buf[oo + 2] * u2,
+            buf[oo + 4] * u0 + buf[oo + 5] * u1 + buf[oo + 6] * u2,
+            buf[oo + 8] * u0 + buf[oo + 9] * u1 + buf[oo + 10] * u2)
+
+
+@_jit
+def _push(buf, oo, of, reals, pp, f0, f1, f2):
+    """Add the world force ``f`` at the body point ``p`` as the body-frame wrench
+    ``[p x R^T f; R^T f]`` to the external wrench at ``of``."""
+    g0 = buf[oo] * f0 + buf[oo + 4] * f1 + buf[oo + 8] * f2
+    g1 = buf[oo + 1] * f0 + buf[oo + 5] * f1 + buf[oo + 9] * f2
+    g2 = buf[oo + 2] * f0 + buf[oo + 6] * f1 + buf[oo + 10] * f2
+    buf[of] += reals[pp + 1] * g2 - reals[pp + 2] * g1
+    buf[of + 1] += reals[pp + 2] * g0 - reals[pp] * g2
+    buf[of + 2] += reals[pp] * g1 - reals[pp + 1] * g0
+    buf[of + 3] += g0
+    buf[of + 4] += g1
+    buf[of + 5] += g2
 
 
 @_jit
@@ -583,23 +570,27 @@ def _aba(ints, reals, buf, q, v, tau, fext):
         qs, n, par = ints[row + I_Q], ints[row + I_N], ints[row + I_PARENT]
         bo = ob + B_SIZE * b
         oI, oP, oc = bo + B_I, bo + B_P, bo + B_C
-        if n == 1:
-            s = _s_row(ints, b, 0)
-            dq = od + D_SIZE * qs
-            D = 0.0
+        for j in range(n):                               # U = IA S, u = tau - S^T pA
+            s = _s_row(ints, b, j)
+            dq = od + D_SIZE * (qs + j)
             su = 0.0
             for i in range(6):
                 x = 0.0
                 for k in range(6):
                     x += buf[oI + 6 * i + k] * buf[s + k]
                 buf[dq + D_U + i] = x
-                D += buf[s + i] * x
                 su += buf[s + i] * buf[oP + i]
+            buf[dq + D_USMALL] = tau[qs + j] + _passive(ints, reals, q, v, qs + j) - su
+        if n == 1:
+            s = _s_row(ints, b, 0)
+            dq = od + D_SIZE * qs
+            D = 0.0
+            for i in range(6):
+                D += buf[s + i] * buf[dq + D_U + i]
             if not D != 0.0:
                 return 1
-            u = tau[qs] + _passive(ints, reals, q, v, qs) - su
+            u = buf[dq + D_USMALL]
             buf[dq + D_DINV] = 1.0 / D
-            buf[dq + D_USMALL] = u
             for i in range(6):
                 ui = buf[dq + D_U + i] / D
                 for k in range(6):
@@ -611,17 +602,6 @@ def _aba(ints, reals, buf, q, v, tau, fext):
                     x += buf[oI + 6 * i + k] * buf[oc + k]
                 buf[oP + i] += x + buf[dq + D_U + i] * ud
         else:
-            for j in range(n):
-                s = _s_row(ints, b, j)
-                dq = od + D_SIZE * (qs + j)
-                su = 0.0
-                for i in range(6):
-                    x = 0.0
-                    for k in range(6):
-                        x += buf[oI + 6 * i + k] * buf[s + k]
-                    buf[dq + D_U + i] = x
-                    su += buf[s + i] * buf[oP + i]
-                buf[dq + D_USMALL] = tau[qs + j] + _passive(ints, reals, q, v, qs + j) - su
             if n:
                 for i in range(n):                       # D = S^T U into the tableau area
                     s = _s_row(ints, b, i)

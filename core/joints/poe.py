@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import series, so3
 
-__all__ = ["TwistTable", "exp_scalars", "exp_scalars_batch", "evaluate", "soa_twists",
+__all__ = ["TwistTable", "exp_factors", "exp_scalars", "exp_scalars_batch", "evaluate", "soa_twists",
            "transforms"]
 
 #: below this |b theta| the Taylor series of (x - sin x)/x^3 is used (core.lie.series's switch;
@@ -47,17 +47,11 @@ I4_FLAT = np.eye(4).ravel()
 _I6 = np.eye(6).ravel()
 
 
-def exp_scalars(b, theta):
-    """The ten scalars ``[a, c, b, e, ab, ac, ae, bc, cc, ce]`` of ``exp(z b)`` (pure Python).
-
-    With ``x = b theta``: ``a = sin(x)/theta = b sin(x)/x``,
-    ``c = (1 - cos x)/theta^2 = b^2 (1 - cos x)/x^2``, ``e = (x - sin x)/theta^3 =
-    b^3 (x - sin x)/x^3``, so that ``R = I + a W + c W^2`` and ``p = (b I + c W + e W^2) v``
-    (Rodrigues; W = [w]). The products are the coefficients of ``Ad_{exp(-z b)}``. Exact
-    for every angle, including ``x`` near 0, pi and 2 pi (the series of :mod:`core.lie.series`
-    below SMALL). Scalar twin of :func:`exp_scalars_batch`.
-    """
-    x = b * theta
+def exp_factors(x):
+    """``(sin(x)/x, (1 - cos x)/x^2, (x - sin x)/x^3)`` for a float ``x``: closed forms down
+    to TINY for the first two (``(1 - cos x)/x^2 = (sin(x/2)/(x/2))^2 / 2``), the series of
+    the third below SMALL. Plain ``math`` on floats, so the compiled kernels
+    (:mod:`core.compiled.kernels`) compile this same function."""
     ax = abs(x)
     if ax < TINY:
         f1, f2 = 1.0, 0.5
@@ -71,6 +65,20 @@ def exp_scalars(b, theta):
               * x2 + _C3_1) * x2 + _C3_0
     else:
         f3 = (x - math.sin(x)) / (x * x * x)
+    return f1, f2, f3
+
+
+def exp_scalars(b, theta):
+    """The ten scalars ``[a, c, b, e, ab, ac, ae, bc, cc, ce]`` of ``exp(z b)`` (pure Python).
+
+    With ``x = b theta``: ``a = sin(x)/theta = b sin(x)/x``,
+    ``c = (1 - cos x)/theta^2 = b^2 (1 - cos x)/x^2``, ``e = (x - sin x)/theta^3 =
+    b^3 (x - sin x)/x^3``, so that ``R = I + a W + c W^2`` and ``p = (b I + c W + e W^2) v``
+    (Rodrigues; W = [w]). The products are the coefficients of ``Ad_{exp(-z b)}``. Exact
+    for every angle, including ``x`` near 0, pi and 2 pi (the series of :mod:`core.lie.series`
+    below SMALL). Scalar twin of :func:`exp_scalars_batch`.
+    """
+    f1, f2, f3 = exp_factors(b * theta)
     a = b * f1
     c = b * b * f2
     e = b * b * b * f3
