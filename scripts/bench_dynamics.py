@@ -8,15 +8,21 @@ runs and sit side by side; on a shared machine CPU time is inflated less by othe
 and the ratios against ``pin.aba`` / ``mujoco.mj_step`` measured in the same run are the
 figures to compare):
 
-1. revolute chains N = 1, 8, 32, 128: ``core.dynamics.aba`` (auto = the one-body method for
-   N = 1, dense CRBA + Cholesky otherwise), the O(n) articulated-body recursion of
-   Appendix A, ``pinocchio.aba`` and ``mujoco.mj_step`` on the same chain (MJCF built here),
-   with ratios;
+Both backends of :mod:`core.backend` are timed in the same run, in columns side by side:
+"numpy" (the reference) and "numba" (the compiled kernels; its columns are blank where numba
+does not import; the kernels are compiled, or loaded from numba's cache, before timing).
+
+1. revolute chains N = 1, 8, 32, 128: ``core.dynamics.aba`` (numpy: auto = the one-body
+   method for N = 1, dense CRBA + Cholesky otherwise; numba: the compiled O(n) recursion),
+   ``pinocchio.aba`` and ``mujoco.mj_step`` on the same chain (MJCF built here), with
+   ratios; and one semi-implicit Euler step of the model integrator (``advance``: on numba
+   one kernel call) against ``mj_step``;
 2. chains of cubic spline curve joints, N = 1, 8, 32, 128, and the 1-DOF knee (the gait2392
-   tibia on its fitted spline curve joint), with ``pin.aba`` on the revolute chain of the
-   same N (Pinocchio has no spline joints) for scale; and the N = 8 chain when every call
-   lands in other knot spans than the previous one (the batched path keeps the rows of the
-   last spans, which in a simulation change only when a coordinate crosses a knot);
+   tibia on its fitted spline curve joint) on both backends, with ``pin.aba`` on the
+   revolute chain of the same N (Pinocchio has no spline joints) for scale; and the N = 8
+   chain when every call lands in other knot spans than the previous one (the numpy path
+   keeps the rows of the last spans, which in a simulation change only when a coordinate
+   crosses a knot);
 3. energy drift of the passive 5-link spline-joint pendulum, RK4 at 1 ms for 10 s (skipped
    with --quick).
 """
@@ -40,7 +46,8 @@ for _p in (ROOT, HERE):
 
 from bench import format_table, machine_description, table  # noqa: E402
 
-from core import dynamics  # noqa: E402
+from core import backend, dynamics  # noqa: E402
+from core.integrators import Integrator  # noqa: E402
 from core.joints.lower_pairs import Revolute  # noqa: E402
 from core.joints.spline_curve import SplineCurveJoint  # noqa: E402
 from core.lie import se3, so3  # noqa: E402
@@ -181,23 +188,53 @@ def _ours_new_span_every_call(model):
     return pair
 
 
+def _on(name, make, quick):
+    """CPU and wall medians of ``make()``'s callable on backend ``name`` (``("", "")`` if
+    that backend is not available); the callable runs once before timing (compiles)."""
+    if name == "numba" and not backend.available():
+        return "", ""
+    previous = backend.use(name)
+    try:
+        fn = make()
+        fn()
+        return median_cpu_wall_us(fn, quick)
+    finally:
+        backend.use(previous)
+
+
+def _ratio(a, b):
+    return a / b if a != "" and b != "" else ""
+
+
+def _semi_implicit_step(model):
+    integ = Integrator(model, 5e-4, 1, "semi_implicit")
+    state = integ.start(*_state(model, np.random.default_rng(0))[:2])
+    return lambda: integ.advance(0.0, state)
+
+
 def revolute_table(quick):
     rows = []
     for n in (1, 8, 32, 128):
         m = revolute_chain(n)
         q, v, tau = _state(m, np.random.default_rng(0))
-        ours = median_cpu_wall_us(_ours(m), quick)
-        rec = median_cpu_wall_us(_ours(m, "recursive"), quick)
+        ours = {b: _on(b, lambda: _ours(m), quick) for b in ("numpy", "numba")}
+        step = {b: _on(b, lambda: _semi_implicit_step(m), quick) for b in ("numpy", "numba")}
         t_pin = median_cpu_wall_us(_pin_aba(n, q, v, tau), quick)
         t_mj = median_cpu_wall_us(_mj_step(n, q), quick)
-        rows.append([n, ours[0], ours[1], rec[0], t_pin[0], t_pin[1], t_mj[0], t_mj[1],
-                     ours[0] / t_pin[0], ours[0] / t_mj[0], ours[1] / t_mj[1]])
-    return table("aba on revolute chains (us per call; CPU and wall medians of the same runs)",
-                 ["N", "ours aba CPU", "ours aba wall", "ours Appendix A recursion CPU",
-                  "pin.aba CPU", "pin.aba wall", "mj_step CPU", "mj_step wall",
-                  "ours / pin (CPU)", "ours / mj_step (CPU)", "ours / mj_step (wall)"], rows,
-                 note="ours aba = method 'auto' (the one-body method for N = 1, dense CRBA + "
-                      "Cholesky otherwise); target: N = 32 within 20x of mj_step")
+        rows.append([n, ours["numpy"][0], ours["numba"][0], ours["numba"][1], t_pin[0],
+                     t_pin[1], t_mj[0], _ratio(ours["numpy"][0], t_pin[0]),
+                     _ratio(ours["numba"][0], t_pin[0]), step["numpy"][0], step["numba"][0],
+                     _ratio(step["numba"][0], t_mj[0])])
+    return table("aba on revolute chains, both backends (us per call; CPU and wall medians of "
+                 "the same runs)",
+                 ["N", "numpy aba CPU", "numba aba CPU", "numba aba wall", "pin.aba CPU",
+                  "pin.aba wall", "mj_step CPU", "numpy / pin (CPU)", "numba / pin (CPU)",
+                  "numpy semi-implicit step CPU", "numba semi-implicit step CPU",
+                  "numba step / mj_step (CPU)"], rows,
+                 note="numpy aba = method 'auto' (the one-body method for N = 1, dense CRBA + "
+                      "Cholesky otherwise); numba aba = the compiled O(n) recursion. Targets "
+                      "(numba): aba <= 1.5x pin.aba at N = 8, 32, 128 and <= 3 us at N = 1; "
+                      "a semi-implicit step of N = 8 and 32 faster than mj_step")
 
 
 def spline_table(quick):
@@ -205,19 +242,23 @@ def spline_table(quick):
     models = [(f"spline chain N={n}", n, spline_chain(n)) for n in (1, 8, 32, 128)]
     models.append(("knee (gait2392 tibia, 1 DOF)", 1, knee_model()))
     for label, n, m in models:
-        ours = median_cpu_wall_us(_ours(m), quick)
-        rec = median_cpu_wall_us(_ours(m, "recursive"), quick)
+        ours = {b: _on(b, lambda: _ours(m), quick) for b in ("numpy", "numba")}
         q, v, tau = _state(revolute_chain(n), np.random.default_rng(0))
         t_pin = median_cpu_wall_us(_pin_aba(n, q, v, tau), quick)
-        rows.append([label, n, ours[0], ours[1], rec[0], t_pin[0], ours[0] / t_pin[0]])
+        rows.append([label, n, ours["numpy"][0], ours["numba"][0], ours["numba"][1],
+                     t_pin[0], _ratio(ours["numba"][0], t_pin[0])])
     m = spline_chain(8)
-    ours = [t / 2 for t in median_cpu_wall_us(_ours_new_span_every_call(m), quick)]
-    rows.append(["spline chain N=8, new knot span every call", 8, ours[0], ours[1], "", "", ""])
-    return table("aba with cubic spline curve joints (us per call; CPU and wall medians)",
-                 ["model", "N", "ours aba CPU", "ours aba wall", "ours Appendix A recursion CPU",
-                  "pin.aba revolute N CPU", "ours / pin (CPU)"], rows,
-                 note="targets: N = 8 spline chain <= 200 us; 1-DOF knee <= 30 us; pin.aba "
-                      "on the revolute chain of the same N (no spline joints in Pinocchio)")
+    new = {b: _on(b, lambda: _ours_new_span_every_call(m), quick) for b in ("numpy", "numba")}
+    rows.append(["spline chain N=8, new knot span every call", 8,
+                 *(x[0] / 2 if x[0] != "" else "" for x in (new["numpy"], new["numba"])),
+                 new["numba"][1] / 2 if new["numba"][1] != "" else "", "", ""])
+    return table("aba with cubic spline curve joints, both backends (us per call; CPU and "
+                 "wall medians)",
+                 ["model", "N", "numpy aba CPU", "numba aba CPU", "numba aba wall",
+                  "pin.aba revolute N CPU", "numba / pin (CPU)"], rows,
+                 note="targets (numba): N = 8 spline chain <= 8 us; gait2392 knee <= 2 us; "
+                      "pin.aba on the revolute chain of the same N (no spline joints in "
+                      "Pinocchio)")
 
 
 def energy_table():
