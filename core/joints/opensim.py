@@ -913,6 +913,18 @@ class CustomJoint(_OpenSimJoint):
                 d2p[i, :, j] += d2 * a[k]
         return _assemble(R, p, W, dW, dp, d2p)
 
+    def transform(self, q):
+        """``G(q)`` alone (the axis values, no derivatives): ``(4, 4)``."""
+        q = self.check_q(q).tolist()
+        v = [fn.at(0.0 if a is None else
+                   [q[i] for i in a] if isinstance(a, tuple) else q[a])[0]
+             for fn, a in zip(self.functions, self.arguments)]
+        R1, R2, R3 = (_axis_rotation(K, K2, t) for K, K2, t in zip(self._K, self._K2, v[:3]))
+        G = np.eye(4)
+        G[:3, :3] = R1 @ (R2 @ R3)                   # as evaluate() groups it
+        G[:3, 3] = v[3] * self.axes[3] + v[4] * self.axes[4] + v[5] * self.axes[5]
+        return G
+
     def transforms(self, qs):
         """Batched ``G``: ``qs: (N, nq) -> (N, 4, 4)``."""
         qs = self.check_qs(qs)
