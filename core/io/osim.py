@@ -250,7 +250,7 @@ class OsimModel:
                                 f"{[j.name for j in self.joints]}")
 
     # ------------------------------------------------------------------ dynamics
-    def to_core_model(self, lock=None):
+    def to_core_model(self, lock=None, ignore_couplers=False):
         """A :class:`core.model.Model` with the model's bodies, joints and gravity.
 
         The core body frame of each body is its joint's child frame M (so the core joint is
@@ -263,6 +263,10 @@ class OsimModel:
             locked becomes a Fixed joint at that pose; a CustomJoint with some locked keeps
             its other coordinates. Returns ``(model, coordinate_names)`` with the names of
             the model's q in order.
+        ignore_couplers: the tree dynamics has no coordinate couplers, so a model with an
+            enforced CoordinateCouplerConstraint whose dependent coordinate is free is
+            refused (naming it) unless this is True (then the coupler is left out) or the
+            dependent coordinate is locked.
         """
         from ..joints.lower_pairs import Fixed
         from ..model import Model
@@ -273,6 +277,12 @@ class OsimModel:
         if unknown:
             raise InvalidInputError(f"model {self.name!r}: cannot lock {sorted(unknown)}: no "
                                     f"such coordinates; they are {list(self.coordinates)}")
+        active = [c.name for c in self.couplers if c.enforced and c.dependent not in locked]
+        if active and not ignore_couplers:
+            raise InvalidInputError(
+                f"model {self.name!r}: coordinate couplers {active} tie coordinates together, "
+                "which the tree dynamics cannot; lock their dependent coordinates, or pass "
+                "ignore_couplers=True to simulate without them")
         model = Model(gravity=self.gravity, name=self.name)
         index = {GROUND: -1}
         names = []

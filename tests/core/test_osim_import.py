@@ -566,3 +566,18 @@ def test_axis_of_two_coordinates_needs_a_multivariate_function():
     with pytest.raises(InvalidInputError, match=r"hip_r.*rotation1.*must be a "
                                                 r"MultivariatePolynomialFunction"):
         parse_osim(data, source="two.osim")
+
+
+def test_enforced_coupler_is_refused_by_the_dynamics_unless_handled():
+    """A coupler cannot be a tree joint: to_core_model names it, and accepts the model once
+    the dependent coordinate is locked or the coupler is explicitly left out."""
+    from core.io.osim import OsimCoupler
+    from core.joints.opensim import LinearFunction
+    m = read_osim(path("double_pendulum.osim"))
+    q1, q2 = m.coordinate_names
+    f = LinearFunction(0.5, 0.0)
+    m.couplers.append(OsimCoupler("tie", q2, (q1,), f, f.to_dict(), True))
+    with pytest.raises(InvalidInputError, match=r"couplers \['tie'\].*ignore_couplers=True"):
+        m.to_core_model()
+    assert m.to_core_model(lock=[q2])[1] == (q1,)
+    assert m.to_core_model(ignore_couplers=True)[1] == (q1, q2)
