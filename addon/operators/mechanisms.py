@@ -1,9 +1,11 @@
 """Mechanisms from the core's demo library: place one in the scene, bake its dynamics to keys.
 
 A mechanism is stored in the scene as its demo name and settings plus the objects that show
-its bodies and its world-fixed ``scenery`` (``Scene.spline_joints_mechanisms``); baking rebuilds
-it with ``core.mechanisms.DEMOS[demo]``, calls ``core.mechanisms.simulate_mechanism`` once
-(:class:`BakeJob`) and keys the bodies' poses and the deforming scenery's shape keys.
+its bodies and its ``scenery`` (``Scene.spline_joints_mechanisms``); each display's ``parts``
+(joint markers, reach cones, wires) are child objects of its object, so they follow it.
+Baking rebuilds it with ``core.mechanisms.DEMOS[demo]``, calls
+``core.mechanisms.simulate_mechanism`` once (:class:`BakeJob`) and keys the bodies' poses and
+the moving scenery: the deforming surfaces' shape keys, and the springs' poses and stretch.
 """
 
 from __future__ import annotations
@@ -75,7 +77,13 @@ class SPLINE_JOINTS_OT_add_mechanism(bpy.types.Operator):
             from ...core.kinematics import forward_kinematics
 
             poses = forward_kinematics(mech.model, mech.model.create_data(), mech.q0)
-        meshes = [display_mesh(d) for d in (*mech.display, *mech.scenery)]  # before any writing
+        displays = (*mech.display, *mech.scenery)
+        springs = {i: d.spring_frames(poses[None]) for i, d in enumerate(mech.scenery)
+                   if d.mesh == "helix"}
+        meshes = [display_mesh(d) for d in displays]  # before any writing
+        for i, (frames, lengths) in springs.items():
+            meshes[len(mech.display) + i] = display_mesh(mech.scenery[i], float(lengths[0]))
+        parts = [[display_mesh(p) for p in d.parts] for d in displays]
         name = _unique_name(scene, mech.name)
         collection = bpy.data.collections.new(f"SJ {name}")
         scene.collection.children.link(collection)
@@ -83,12 +91,20 @@ class SPLINE_JOINTS_OT_add_mechanism(bpy.types.Operator):
         item.name, item.demo, item.title, item.duration = name, self.demo, mech.title, self.duration
         objects = [bridge.write_display_object(f"{name}.{d.name}", mesh, f"SJ {d.name}", d.colour, collection,
                                                d.visible, d.polylines)
-                   for d, mesh in zip((*mech.display, *mech.scenery), meshes)]
+                   for d, mesh in zip(displays, meshes)]
+        for obj, d, part_meshes in zip(objects, displays, parts):
+            for p, mesh in zip(d.parts, part_meshes):  # drawn in the body frame, following it
+                child = bridge.write_display_object(f"{name}.{p.name}", mesh, f"SJ {p.name}", p.colour,
+                                                    collection, d.visible and p.visible, p.polylines)
+                child.parent = obj
         for obj, T in zip(objects, poses):
             obj.rotation_mode = "QUATERNION"
             obj.matrix_world = bridge.array_to_matrix(T)
             item.bodies.add().object = obj
-        for obj in objects[len(mech.display):]:
+        for i, obj in enumerate(objects[len(mech.display):]):
+            if i in springs:
+                obj.rotation_mode = "QUATERNION"
+                obj.matrix_world = bridge.array_to_matrix(springs[i][0][0])
             item.scenery.add().object = obj
         scene.spline_joints_active_mechanism = len(scene.spline_joints_mechanisms) - 1
         extra = f", {len(mech.scenery)} scenery" if mech.scenery else ""
@@ -96,33 +112,52 @@ class SPLINE_JOINTS_OT_add_mechanism(bpy.types.Operator):
         return {"FINISHED"}
 
 
-def display_mesh(disp):
+def display_mesh(disp, length: float = 1.0):
     """(vertices (V, 3), faces) of a core BodyDisplay, or None for hints drawn only by their
-    polylines; a deforming ``"surface"`` is drawn in its shape at t = 0 (a bake keys the rest)."""
+    polylines; a deforming ``"surface"`` is drawn in its shape at t = 0 and a ``"helix"`` at
+    ``length`` along its local z (a bake keys the rest)."""
     if disp.mesh == "surface":
         return disp.surface_mesh(0.0)
-    return display.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)
+    if disp.mesh == "helix":
+        return display.helix(disp.size[0], disp.size[1], disp.size[2], length)
+    return display.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset, disp.geometry)
 
 
-def scenery_motion(mechanism, times) -> dict:
-    """Shape keys of every deforming scenery surface over ``times`` (F,) in seconds (numpy only):
-    ``{scenery index: (basis (V, 3), targets (K, V, 3), values (F, K))}``
-    (:func:`core.display.shape_key_modes` of ``BodyDisplay.surface_mesh(t)`` at each time)."""
-    return {i: display.shape_key_modes(np.stack([d.surface_mesh(t)[0] for t in times]), d.name)
-            for i, d in enumerate(mechanism.scenery) if d.mesh == "surface"}
+def scenery_motion(mechanism, times, poses) -> dict:
+    """Motion of the moving scenery over ``times`` (F,) in seconds and the bodies' world
+    ``poses`` (F, nb, 4, 4) (numpy only): ``{scenery index: (basis (V, 3), targets (K, V, 3),
+    values (F, K), matrices (F, 4, 4) or None)}``. A deforming surface is
+    :func:`core.display.shape_key_modes` of ``BodyDisplay.surface_mesh(t)`` at each time (no
+    matrices); a spring (``"helix"``) is posed by ``BodyDisplay.spring_frames`` and stretched
+    by one shape key (its vertices are linear in its length)."""
+    out = {}
+    for i, d in enumerate(mechanism.scenery):
+        if d.mesh == "surface":
+            tracks = np.stack([d.surface_mesh(t)[0] for t in times])
+            out[i] = (*display.shape_key_modes(tracks, d.name), None)
+        elif d.mesh == "helix":
+            frames, lengths = d.spring_frames(poses)
+            unit = display_mesh(d)[0]
+            tracks = unit[None] * np.stack([np.ones_like(lengths)] * 2 + [lengths], axis=1)[:, None]
+            out[i] = (*display.shape_key_modes(tracks, d.name), frames)
+    return out
 
 
 def write_bake(scene, item, result, scenery=None) -> int:
-    """Key every body object from the result's world poses (F, nb, 4, 4) and every deforming
-    scenery surface from ``scenery`` (:func:`scenery_motion` at the result's times) as
-    shape-key values; returns frames written."""
+    """Key every body object from the result's world poses (F, nb, 4, 4) and the moving
+    scenery from ``scenery`` (:func:`scenery_motion` of the result): shape-key values, and
+    the pose of each spring; returns frames written."""
     frames = scene.frame_start + result.times * scene.render.fps / scene.render.fps_base
     for k, ref in enumerate(item.bodies):
         obj = ref.object
         obj.rotation_mode = "QUATERNION"
         bridge.write_transform_keyframes(obj, "", "QUATERNION", frames, result.poses[:, k])
-    for i, (basis, targets, values) in (scenery or {}).items():
-        bridge.write_shape_key_animation(item.scenery[i].object, basis, targets, frames, values)
+    for i, (basis, targets, values, matrices) in (scenery or {}).items():
+        obj = item.scenery[i].object
+        bridge.write_shape_key_animation(obj, basis, targets, frames, values)
+        if matrices is not None:
+            obj.rotation_mode = "QUATERNION"
+            bridge.write_transform_keyframes(obj, "", "QUATERNION", frames, matrices)
     item.baked_frames = len(frames)
     item.energy_drift = result.energy_drift
     item.bake_seconds = result.wall_time
@@ -166,14 +201,15 @@ class BakeJob:
         self.cancelled = True
 
     def simulate(self) -> None:
-        """Run the core simulation and, once it completes, sample the deforming scenery at its
-        times (:func:`scenery_motion`); the result or the exception is kept for :meth:`finish`."""
+        """Run the core simulation and, once it completes, sample the moving scenery at its
+        times and poses (:func:`scenery_motion`); the result or the exception is kept for
+        :meth:`finish`."""
         from ...core.mechanisms import simulate_mechanism
 
         try:
             self.result = simulate_mechanism(self.mechanism, self.progress)
             if self.result.status == "completed":
-                self.scenery = scenery_motion(self.mechanism, self.result.times)
+                self.scenery = scenery_motion(self.mechanism, self.result.times, self.result.poses)
         except Exception as exc:  # handed to the main thread, reported by finish()
             self.result = exc
 

@@ -36,7 +36,7 @@ bake whose drift exceeds ``0.2^p`` (rk4: 1.6e-3; the skeleton's second-order "he
 0.04; first-order methods: 0.2) has a step too large for its motion and gets a warning
 (:func:`energy_drift_warning`). Over their full durations at their default steps the
 passive demos stay 25 (sliding chain, rk4: 6.4e-5) to 4000 times (knee pendulum: 3.8e-7)
-below their limits, the skeleton chain 46 times (8.7e-4).
+below their limits, the skeleton chain 16 times (2.4e-3).
 
 The demo builders that return Mechanisms share one contract, stated in :mod:`core.mechanisms`.
 """
@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import dynamics
+from ..display import segment_frames
 from ..checks import real_number, whole_number
 from ..errors import InvalidInputError, SimulationError
 from ..integrators import (METHODS, ORDERS, Drive, Integrator, check_record_size,
@@ -61,7 +62,7 @@ __all__ = ["BodyDisplay", "Drive", "Mechanism", "BakeResult", "simulate_mechanis
 
 #: mesh hints the Blender side understands
 MESH_HINTS = ("capsule", "sphere", "ellipsoid", "box", "plane", "bead", "wire", "bone",
-              "airplane", "surface")
+              "airplane", "surface", "pin", "socket", "cone", "helix", "plate", "mesh")
 #: integrators of a mechanism's model (those of :mod:`core.integrators`)
 INTEGRATORS = METHODS
 #: :func:`simulate_mechanism` stops when ``|E - E_0 - W_drive|`` exceeds this many times the
@@ -104,14 +105,33 @@ def check_timing(name, fps, substeps, duration, floats_per_frame=20):
 class BodyDisplay:
     """How to draw one body (all lengths in metres, in the body frame).
 
-    name: object name; mesh: one of :data:`MESH_HINTS`; size: ``(3,)`` extents (radius,
-    length, ... as the hint needs: capsule = (radius, length, 0) along the body's local
-    axis ``axis``; sphere/bead = (radius, 0, 0); ellipsoid = semi-axes; box/plane/airplane
-    = full extents; bone = (radius, length, 0) like a capsule; wire = (wire radius, 0, 0)
-    with the wire in ``polylines``);
-    colour: RGBA ``(4,)`` in [0, 1]; offset: ``(4, 4)`` mesh pose in the body frame;
-    axis: local capsule axis (0, 1 or 2); polylines: tuple of ``(K, 3)`` arrays drawn as
-    curves attached to the body (wires, coastlines); visible: False for carrier bodies.
+    name: object name; mesh: one of :data:`MESH_HINTS`; size: ``(3,)`` extents as the hint
+    needs (the meshes are :func:`core.display.body_mesh`'s):
+
+    - capsule = (radius, length, 0), a rod with rounded ends along the local axis ``axis``;
+      bone = (radius, length, 0), the same as a flat-ended cylinder;
+    - pin = (radius, length, 0): a hinge pin, a short cylinder along ``axis`` (the hinge's);
+    - sphere, bead, socket = (radius, 0, 0); socket marks a ball joint;
+    - ellipsoid = semi-axes; box, plane = full extents (a plane is a thin box);
+    - airplane = (length, span, height): a small aircraft, nose along +x, fin up +z;
+    - cone = (half-angle (rad), length, 0): a circular cone, apex at the origin, opening
+      along +``axis`` (a reach cone; give it a translucent colour);
+    - plate = (x extent, y extent, thickness): the outline ``geometry`` (K, 2) (counter-
+      clockwise) fitted to the extents and extruded along ``axis``;
+    - mesh = (x, y, z) scale of the triangle mesh ``geometry = (vertices (V, 3), triangles
+      (T, 3))`` (e.g. a bone surface read from a .vtp file);
+    - helix = (coil radius, wire radius, turns): a coil spring stretched between the two
+      points ``ends = ((body, point (3,)), (body, point (3,)))``, each in the frame of a body
+      of the mechanism (index; -1: the world); only as :attr:`Mechanism.scenery`, where the
+      Blender side poses and stretches it at every frame (:meth:`spring_frames`);
+    - wire = (wire radius, 0, 0) with the wire in ``polylines``; surface: below.
+
+    colour: RGBA ``(4,)`` in [0, 1] (alpha < 1: translucent); offset: ``(4, 4)`` mesh pose
+    in the body frame; axis: local axis (0, 1 or 2) of capsules, pins, cones and plates;
+    polylines: tuple of ``(K, 3)`` arrays drawn as curves attached to the body (wires,
+    coastlines); visible: False for carrier bodies; parts: further displays drawn with the
+    body, each in the body frame with its own mesh and colour (joint markers, reach cones,
+    a hub's wires), as objects that follow the body's object.
 
     A kinematically deforming surface (mesh ``"surface"``, size unused) is a grid of
     vertices that moves with time: ``vertices(t) -> (nu, nv, 3)`` gives the grid at time t
@@ -129,6 +149,9 @@ class BodyDisplay:
     polylines: tuple = ()
     visible: bool = True
     vertices: object = None
+    parts: tuple = ()
+    geometry: object = None
+    ends: tuple = ()
 
     def __post_init__(self):
         if self.mesh not in MESH_HINTS:
@@ -140,6 +163,32 @@ class BodyDisplay:
             raise InvalidInputError(f"display {self.name!r}: a 'surface' display needs "
                                     "vertices = a function t -> (nu, nv, 3) grid, and only "
                                     "a 'surface' display takes one")
+        if (self.mesh in ("plate", "mesh")) != (self.geometry is not None):
+            raise InvalidInputError(f"display {self.name!r}: a 'plate' needs geometry = its "
+                                    "outline (K, 2) and a 'mesh' geometry = (vertices, "
+                                    "triangles); no other display takes geometry")
+        if (self.mesh == "helix") != (len(self.ends) == 2):
+            raise InvalidInputError(f"display {self.name!r}: a 'helix' needs ends = ((body, "
+                                    "point), (body, point)), and only a 'helix' takes ends")
+        if not all(isinstance(p, BodyDisplay) and p.mesh not in ("surface", "helix")
+                   for p in self.parts):
+            raise InvalidInputError(f"display {self.name!r}: parts must be BodyDisplay "
+                                    "entries drawn with the body (not surfaces or helices)")
+
+    def spring_frames(self, poses):
+        """Pose and length of a 'helix' over a motion: ``poses (F, nb, 4, 4)`` world poses of
+        the bodies -> ``(frames (F, 4, 4), lengths (F,))``, each frame at the first end with
+        z towards the second (:func:`core.display.segment_frames`)."""
+        if self.mesh != "helix":
+            raise InvalidInputError(f"display {self.name!r} is a {self.mesh!r}, not a 'helix'; "
+                                    "only helices have spring_frames")
+        poses = np.asarray(poses, dtype=float)
+        pts = []
+        for body, point in self.ends:
+            p = np.append(np.asarray(point, dtype=float), 1.0)
+            pts.append(np.broadcast_to(p[:3], (len(poses), 3)) if body < 0
+                       else np.einsum("fij,j->fi", poses[:, body], p)[:, :3])
+        return segment_frames(*pts)
 
     def surface_mesh(self, t):
         """The deforming surface at time ``t`` (s): ``(vertices (nu nv, 3), quads

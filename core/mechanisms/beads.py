@@ -22,9 +22,33 @@ from ..joints.lower_pairs import Revolute
 from ..joints.spline_curve import ClosedSplineCurveJoint
 from ..model import Model
 from .base import BodyDisplay, Drive, Mechanism, check_timing
-from .shapes import frame, sphere_inertia
+from .shapes import frame, sphere_inertia, translation
 
-__all__ = ["rose_frames", "beads_on_a_wire", "closest_point_distance"]
+__all__ = ["rose_frames", "beads_on_a_wire", "closest_point_distance", "spin_axis_scenery"]
+
+_METAL = (0.25, 0.27, 0.32, 1.0)
+_ARROW = (0.95, 0.55, 0.1, 1.0)
+
+
+def spin_axis_scenery(height, reach, rate, arrow_radius=0.1):
+    """The fixed spin axis of a frame turning about world z at ``height`` (m): a post from
+    the floor to ``reach`` above ``height`` on a base, and an arrow (a 300-degree arc with a
+    cone head) circling the post just above ``height`` in the sense of ``rate`` (rad/s)."""
+    top = height + 0.6 * reach
+    post = BodyDisplay("spin_axis", "pin", (0.01, top, 0.0), _METAL,
+                       translation([0.0, 0.0, 0.5 * top]), axis=2)
+    base = BodyDisplay("base", "box", (0.3, 0.3, 0.03), _METAL, translation([0.0, 0.0, 0.015]))
+    sense = 1.0 if rate >= 0 else -1.0
+    th = sense * np.linspace(0.0, np.radians(300.0), 60)
+    z = height + 0.3 * reach
+    arc = np.column_stack([arrow_radius * np.cos(th), arrow_radius * np.sin(th),
+                           np.full_like(th, z)])
+    tip = np.array([arrow_radius * np.cos(th[-1]), arrow_radius * np.sin(th[-1]), z])
+    tangent = sense * np.array([-np.sin(th[-1]), np.cos(th[-1]), 0.0])
+    head = frame(tip + 0.05 * tangent, -tangent, np.cross(tangent, [0.0, 0.0, 1.0]))  # apex ahead
+    arrow = BodyDisplay("spin_arrow", "cone", (0.45, 0.05, 0.0), _ARROW, head, axis=0,
+                        polylines=(arc,))
+    return post, base, arrow
 
 
 def rose_frames(n_frames=40, radius=0.3, amplitude=0.25, petals=5):
@@ -70,16 +94,21 @@ def closest_point_distance(joint, points, samples=2000, iterations=4):
 
 
 def beads_on_a_wire(*, fps=30.0, substeps=4, duration=4.0, n_beads=3, spin_rate=1.5,
-                    spin=False, radius=0.3, amplitude=0.25, petals=5, offset=0.25,
+                    spin=False, radius=0.16, amplitude=0.25, petals=5, offset=0.3,
                     bead_radius=0.03, bead_mass=0.05, n_frames=40, integrator="rk4"):
     """Beads on closed rose-curve wires on a frame spinning about world z at ``spin_rate``
-    (rad/s, prescribed). Wire ``i`` lies in the vertical plane at azimuth ``2 pi i / n``,
-    its centre ``offset`` metres from the axis and 1 m up.
+    (rad/s, prescribed). Wire ``i`` lies in the vertical plane through the axis at azimuth
+    ``2 pi i / n``, its centre ``offset`` metres from the axis and 1 m up (``offset`` larger
+    than the wire's outer radius ``radius (1 + amplitude)`` keeps the wires apart).
 
     Bodies: ``frame`` (revolute about z, driven), then per bead either the bead on its
     curve joint, or (``spin=True``) a 1 g carrier on the curve joint plus the bead on a
     revolute about the wire tangent. The constraint error is each bead's distance from its
     wire (:func:`closest_point_distance`), measured from the body poses.
+
+    Drawn: the frame as a hub on the spin axis with a spoke to each wire's centre and each
+    wire in its bead's colour; as scenery the fixed spin axis (a post on a base) and an
+    arrow circling it in the direction of the spin.
     """
     substeps = check_timing("beads_on_a_wire", fps, substeps, duration)
     n = int(n_beads)
@@ -94,7 +123,7 @@ def beads_on_a_wire(*, fps=30.0, substeps=4, duration=4.0, n_beads=3, spin_rate=
                    * np.diag([0.5, 0.5, 1.0]))
     s = np.linspace(wire.lower[0], wire.upper[0], 401)
     curve = wire.transforms(s)[:, :3, 3]
-    placements, polylines, display = [], [], []
+    placements, parts, display = [], [], []
     bead_bodies = []
     colours = ((0.9, 0.2, 0.2, 1.0), (0.2, 0.7, 0.3, 1.0), (0.2, 0.4, 0.9, 1.0),
                (0.9, 0.7, 0.1, 1.0))
@@ -105,9 +134,14 @@ def beads_on_a_wire(*, fps=30.0, substeps=4, duration=4.0, n_beads=3, spin_rate=
         H[:3, :3] = [[c, -sn, 0.0], [sn, c, 0.0], [0.0, 0.0, 1.0]]
         H[:3, 3] = [offset * c, offset * sn, 1.0]
         placements.append(H)
-        polylines.append(curve @ H[:3, :3].T + H[:3, 3])
-    display.append(BodyDisplay("frame", "wire", (0.004, 0.0, 0.0), (0.75, 0.75, 0.8, 1.0),
-                               polylines=tuple(polylines)))
+        col = colours[i % len(colours)]
+        parts.append(BodyDisplay(f"wire{i}", "wire", (0.004, 0.0, 0.0), col,
+                                 polylines=(curve @ H[:3, :3].T + H[:3, 3],)))
+        spoke = H @ translation([-0.5 * offset, 0.0, 0.0])
+        parts.append(BodyDisplay(f"spoke{i}", "capsule", (0.008, offset, 0.0), _METAL, spoke,
+                                 axis=0))
+    display.append(BodyDisplay("frame", "pin", (0.045, 0.08, 0.0), _METAL,
+                               translation([0.0, 0.0, 1.0]), parts=tuple(parts)))
     inertia = sphere_inertia(bead_mass, bead_radius)
     for i in range(n):
         col = colours[i % len(colours)]
@@ -150,5 +184,6 @@ def beads_on_a_wire(*, fps=30.0, substeps=4, duration=4.0, n_beads=3, spin_rate=
     return Mechanism("beads_on_a_wire", f"Beads on a wire: {n} beads, frame at {w} rad/s",
                      model, q0, v0, fps, substeps, duration, integrator, drive=drive,
                      display=tuple(display), constraint_error=error, passive=False,
+                     scenery=spin_axis_scenery(1.0, 0.5 + radius * (1 + amplitude), w),
                      info={"wire_joint": wire, "bead_bodies": tuple(bead_bodies),
                            "spin_rate": w})

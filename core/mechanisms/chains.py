@@ -4,7 +4,11 @@ slides on its parent's surface through a 2-DOF spline surface joint, hanging fro
 top link.
 
 Chains (a) and (b) are straight rods of ``length`` along their body x axis with the joint at
-the body origin (the rod's proximal end); they start horizontal and fall under gravity.
+the body origin (the rod's proximal end); they start horizontal and fall under gravity. They
+are drawn as capsules a tenth of their length thick (:func:`link_radius`) with a marker at
+every joint (a pin along a hinge's axis, a socket at a ball joint: :func:`joint_marker`), the
+reach cones of (a) on the parent links, and as scenery the fixed pivot's bracket and a ground
+plane below the lowest point the chain can reach (:func:`anchor_scenery`).
 """
 
 import numpy as np
@@ -17,7 +21,8 @@ from ..model import Model
 from .base import BodyDisplay, Mechanism, check_timing
 from .shapes import ellipsoid_inertia, frame, rod_inertia, surface_joint_from_map, translation
 
-__all__ = ["hinge_chain", "spherical_chain", "sliding_chain", "chain_model"]
+__all__ = ["hinge_chain", "spherical_chain", "sliding_chain", "chain_model", "link_radius",
+           "joint_marker", "anchor_scenery"]
 
 _COLOURS = ((0.85, 0.33, 0.10, 1.0), (0.93, 0.69, 0.13, 1.0), (0.47, 0.67, 0.19, 1.0),
             (0.30, 0.75, 0.93, 1.0), (0.49, 0.18, 0.56, 1.0), (0.64, 0.08, 0.18, 1.0))
@@ -43,10 +48,70 @@ def chain_model(n_links, joint_factory, length=0.3, radius=0.02, mass=0.5,
     return model
 
 
-def _rod_display(n, length, radius):
+#: colours of joint markers and fixed scenery
+METAL = (0.25, 0.27, 0.32, 1.0)
+GROUND = (0.90, 0.91, 0.87, 1.0)
+CONE = (0.15, 0.50, 1.00, 0.45)
+
+
+def link_radius(length, radius=0.0):
+    """Drawn radius of a rod link of ``length``: a tenth of its length (so a link reads as a
+    solid rod in a small render), or its physical ``radius`` if larger."""
+    return max(float(radius), 0.1 * float(length))
+
+
+def joint_marker(name, kind, link_radius, at=(0.0, 0.0, 0.0), axis=1):
+    """A joint marker drawn with a body: a hinge ``"pin"`` (a short cylinder along the hinge
+    ``axis``, longer than the link is thick) or a ball ``"socket"`` (a sphere a little wider
+    than the link), centred at ``at`` (3,) in the body frame."""
+    if kind == "pin":
+        return BodyDisplay(name, "pin", (0.45 * link_radius, 4.0 * link_radius, 0.0), METAL,
+                           translation(at), axis=axis)
+    return BodyDisplay(name, "socket", (1.35 * link_radius, 0.0, 0.0), METAL, translation(at))
+
+
+def anchor_scenery(reach, link_radius, spread=None, axis=1, joint="pin"):
+    """World-fixed scenery of a chain hanging from the origin: the fixed pivot (a bracket
+    above the origin, holding a pin along ``axis`` when ``joint`` is "pin"; a ball joint's
+    socket is drawn on the first link) and a ground plane three link radii below
+    the lowest point the chain can reach (``reach`` metres under the origin), square, or
+    ``2 spread`` wide across the chain's plane (``spread`` m) when the motion stays near it."""
+    r = float(link_radius)
+    bracket = BodyDisplay("pivot", "box", (5 * r, 5 * r, 3 * r), METAL,
+                          translation([0.0, 0.0, 3.0 * r]),
+                          parts=(joint_marker("pivot_pin", "pin", 1.3 * r, axis=axis),)
+                          if joint == "pin" else ())
+    half = reach + 3.0 * r
+    depth = reach + 3.0 * r
+    across = half if spread is None else float(spread)
+    ground = BodyDisplay("ground", "plane", (2 * half, 2 * across, 0.01), GROUND,
+                         translation([0.0, 0.0, -depth]))
+    return bracket, ground
+
+
+def _rod_display(n, length, radius, joint="pin", cones=()):
+    """Capsule links of ``length`` along their x axis from the joint at the body origin,
+    with a joint marker (:func:`joint_marker`) at each joint and ``cones``: ``(body, axis,
+    half_angle)`` reach cones drawn on the parent link at the child's joint."""
+    r = link_radius(length, radius)
     off = translation([0.5 * length, 0.0, 0.0])
-    return tuple(BodyDisplay(f"link{i}", "capsule", (radius, length, 0.0),
-                             _COLOURS[i % len(_COLOURS)], off, axis=0) for i in range(n))
+    cone_parts = {}
+    for body, axis, half in cones:
+        cone_parts.setdefault(body - 1, []).append(BodyDisplay(
+            f"link{body - 1}_cone", "cone", (half, 0.45 * length, 0.0), CONE,
+            translation([length, 0.0, 0.0]) @ _turn_x_to(axis), axis=0))
+    return tuple(BodyDisplay(f"link{i}", "capsule", (r, length, 0.0),
+                             _COLOURS[i % len(_COLOURS)], off, axis=0,
+                             parts=(joint_marker(f"link{i}_{joint}", joint, r),
+                                    *cone_parts.get(i, ())))
+                 for i in range(n))
+
+
+def _turn_x_to(axis):
+    """(4, 4) rotation taking the x axis to ``axis`` (3,)."""
+    a = np.asarray(axis, dtype=float)
+    ref = (0.0, 0.0, 1.0) if abs(a[2]) < 0.9 * np.linalg.norm(a) else (0.0, 1.0, 0.0)
+    return frame(np.zeros(3), a, np.cross(a, ref))
 
 
 def hinge_chain(*, fps=60.0, substeps=10, duration=3.0, n_links=8, length=0.3, radius=0.02,
@@ -59,6 +124,8 @@ def hinge_chain(*, fps=60.0, substeps=10, duration=3.0, n_links=8, length=0.3, r
     return Mechanism("hinge_chain", f"Falling chain: {n} hinges", model, np.zeros(n),
                      np.zeros(n), fps, substeps, duration, integrator,
                      display=_rod_display(n, length, radius),
+                     scenery=anchor_scenery(n * length, link_radius(length, radius),
+                                            spread=0.4),
                      info={"length": length, "radius": radius, "mass": mass})
 
 
@@ -85,7 +152,10 @@ def spherical_chain(*, fps=60.0, substeps=10, duration=3.0, n_links=8, length=0.
     cones = tuple((i, (1.0, 0.0, 0.0), float(cone_half_angle)) for i in range(1, n))
     return Mechanism("spherical_chain", f"Falling chain: {n} ball joints with reach cones",
                      model, np.zeros(3 * n), v0, fps, substeps, duration, integrator,
-                     display=_rod_display(n, length, radius), passive=False,
+                     display=_rod_display(n, length, radius, "socket", cones),
+                     scenery=anchor_scenery(n * length, link_radius(length, radius),
+                                            joint="socket"),
+                     passive=False,
                      limits=tuple(ReachCone(i, axis, half) for i, axis, half in cones),
                      info={"length": length, "radius": radius, "mass": mass,
                            "reach_cones": cones})

@@ -12,7 +12,8 @@ exactly. The coastlines are Natural Earth 1:110m rings (:func:`core.reference.co
 resampled to equal arc length.
 
 The globe spins about the world z axis at a prescribed rate (:class:`.base.Drive`); gravity
-makes the planes slide.
+makes the planes slide. Each plane is drawn as a small aircraft (display ``"airplane"``) whose
+nose points along its frame's x axis, the coast's tangent.
 """
 
 import numpy as np
@@ -27,6 +28,9 @@ from .shapes import box_inertia, frame, sphere_inertia, translation
 
 __all__ = ["spinning_globe", "coast_points", "coast_frames", "coast_distance", "CLOSED_COASTS"]
 
+#: drawn size of a plane (length, span, height; m): an aircraft with its nose along the body's
+#: x axis, the coast's tangent, flying just above the globe's surface
+_PLANE = (0.13, 0.12, 0.04)
 #: closed coast rings usable as closed curve joints
 CLOSED_COASTS = ("africa", "south_america", "australia", "north_america")
 
@@ -123,8 +127,8 @@ def spinning_globe(*, fps=30.0, substeps=16, duration=6.0,
         model.add_body(f"plane_{name}", 0, joint, mass=plane_mass,
                        com=(0.0, 0.0, radius + 0.5 * extent[2]),
                        inertia=box_inertia(plane_mass, extent))
-        display.append(BodyDisplay(f"plane_{name}", "airplane", extent, colours[i % 4],
-                                   translation([0.0, 0.0, radius + 0.5 * extent[2]])))
+        display.append(BodyDisplay(f"plane_{name}", "airplane", _PLANE, colours[i % 4],
+                                   translation([0.0, 0.0, radius + 0.1 * _PLANE[0]])))
     model.compile()
     q0 = np.zeros(model.nq)
     for i, j in enumerate(joints):

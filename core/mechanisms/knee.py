@@ -11,7 +11,8 @@ thigh horizontal, shank released from ``knee_start`` (rad).
 
 Bodies and inertias are the gait2392 values (femur_r, tibia_r, and the foot as one body
 lumping talus, calcaneus and toes), in OpenSim body frames (y up the bone, x forward); the
-pelvis frame is turned so that OpenSim's y is the world's z.
+pelvis frame is turned so that OpenSim's y is the world's z. The bones are drawn with the
+model's own meshes (:func:`leg_display`), the hip as a socket on the pelvis block.
 """
 
 import numpy as np
@@ -22,11 +23,11 @@ from ..fitting.ik import GAIT2392_ANKLE_AXIS, GAIT2392_ANKLE_OFFSET, leg_chain
 from ..fitting.samples import JointSamples
 from ..joints.lower_pairs import Fixed, Revolute
 from ..model import Model
-from ..reference import KneeGait2392
+from ..reference import KneeGait2392, bone_mesh
 from .base import BodyDisplay, Drive, Mechanism, check_timing
 from .shapes import translation
 
-__all__ = ["knee_joint", "knee_pendulum", "GAIT2392_BODIES"]
+__all__ = ["knee_joint", "knee_pendulum", "leg_display", "GAIT2392_BODIES", "FOOT_MESHES"]
 
 #: gait2392 body parameters: mass (kg), centre of mass (m, body frame), principal inertia
 GAIT2392_BODIES = {
@@ -41,7 +42,35 @@ HIP_IN_PELVIS = (-0.0707, -0.0661, 0.0835)
 ANKLE_IN_TIBIA = GAIT2392_ANKLE_OFFSET
 ANKLE_AXIS = GAIT2392_ANKLE_AXIS
 
+#: the foot body's meshes: (part name, gait2392 mesh, its body's origin in the talus frame):
+#: ``talus`` on talus_r, ``foot`` on calcn_r and ``bofoot`` on toes_r (the model's subtalar
+#: and mtp joints at zero have no rotation)
+FOOT_MESHES = (("talus", "talus", (0.0, 0.0, 0.0)),
+               ("calcaneus", "foot", (-0.04877, -0.04195, 0.00792)),
+               ("toes", "bofoot", (0.13003, -0.04395, 0.009)))
+BONE_COLOUR = (0.93, 0.9, 0.82, 1.0)
+_METAL = (0.25, 0.27, 0.32, 1.0)
+
 _KNEE_CACHE = {}
+
+
+def leg_display():
+    """Displays of the femur, tibia and foot bodies with the gait2392 bone meshes
+    (:func:`core.reference.bone_mesh`, CC BY 3.0: femur_r in the femur frame, tibia_r and the
+    fibula in the tibia frame, the foot bones in the talus frame at :data:`FOOT_MESHES`), so
+    that the tibia rolls and slides on the femoral condyles as the knee bends."""
+    def mesh(name, file, colour=BONE_COLOUR, at=(0.0, 0.0, 0.0)):
+        return BodyDisplay(name, "mesh", (1.0, 1.0, 1.0), colour, translation(at),
+                           geometry=bone_mesh(file))
+
+    fibula = mesh("fibula", "fibula", (0.88, 0.84, 0.74, 1.0))
+    foot = [mesh(name, file, at=at) for name, file, at in FOOT_MESHES]
+    return (BodyDisplay("femur", "mesh", (1.0, 1.0, 1.0), BONE_COLOUR,
+                        geometry=bone_mesh("femur_r")),
+            BodyDisplay("tibia", "mesh", (1.0, 1.0, 1.0), BONE_COLOUR,
+                        geometry=bone_mesh("tibia_r"), parts=(fibula,)),
+            BodyDisplay("foot", "mesh", (1.0, 1.0, 1.0), BONE_COLOUR,
+                        geometry=foot[0].geometry, parts=tuple(foot[1:])))
 
 
 def knee_joint(n_frames=12):
@@ -94,15 +123,10 @@ def knee_pendulum(*, fps=60.0, substeps=4, duration=3.0, knee_start=-1.3,
     h = float(hip_flexion)
     drive = Drive((0,), lambda t: ([h], [0.0], [0.0]), "hip held at a fixed flexion")
 
-    def bone(name, length, colour):
-        return BodyDisplay(name, "bone", (0.03, length, 0.0), colour,
-                           translation([0.0, -0.5 * length, 0.0]), axis=1)
-
-    display = (BodyDisplay("pelvis", "box", (0.2, 0.15, 0.25), (0.85, 0.8, 0.7, 1.0)),
-               bone("femur", 0.40, (0.93, 0.9, 0.82, 1.0)),
-               bone("tibia", 0.43, (0.93, 0.9, 0.82, 1.0)),
-               BodyDisplay("foot", "box", (0.22, 0.06, 0.09), (0.9, 0.85, 0.75, 1.0),
-                           translation([0.07, -0.03, 0.0])))
+    display = (BodyDisplay("pelvis", "box", (0.2, 0.15, 0.25), (0.85, 0.8, 0.7, 1.0),
+                           parts=(BodyDisplay("hip", "socket", (0.03, 0.0, 0.0), _METAL,
+                                              translation(HIP_IN_PELVIS)),)),
+               *leg_display())
     ankle = np.array([*ANKLE_IN_TIBIA, 1.0])
 
     def error(mech, times, q, poses):

@@ -22,8 +22,8 @@ from ..reference import ScapulothoracicSeth2019
 from .base import BodyDisplay, Mechanism, check_timing
 from .shapes import frame, translation
 
-__all__ = ["scapulothoracic_rig", "scapula_joint", "plate_contact_distance", "SCAPULA_MASS",
-           "SCAPULA_INERTIA", "PLATE"]
+__all__ = ["scapulothoracic_rig", "scapula_joint", "plate_contact_distance", "rib_bands",
+           "SCAPULA_MASS", "SCAPULA_INERTIA", "PLATE", "SCAPULA_OUTLINE"]
 
 #: Seth 2019 scapula mass (kg) and an approximate principal inertia (kg m^2)
 SCAPULA_MASS = 0.7054
@@ -33,6 +33,27 @@ SPRING_POINTS = ((0.0, 0.0, 0.0), (-0.03, -0.06, -0.06))
 #: displayed scapula plate: full extents (m) in the OpenSim scapula joint frame ``cjoint``
 #: (z along the thorax ellipsoid's outward normal at the contact point, thin along z)
 PLATE = (0.09, 0.13, 0.01)
+#: outline of the displayed scapula in the plate's x (lateral) - y (up) plane, counter-
+#: clockwise, fitted to :data:`PLATE`: inferior angle, lateral border, glenoid, acromion,
+#: superior border, superior angle, medial border
+SCAPULA_OUTLINE = ((-0.2, -1.0), (0.35, 0.35), (0.5, 0.55), (0.5, 0.8), (0.15, 0.8),
+                   (-0.5, 0.9), (-0.55, 0.3))
+
+
+def rib_bands(radii, T_thorax_ellipsoid, n_ribs=6, n=64):
+    """Rib-like bands on the thorax ellipsoid of semi-axes ``radii`` (its y axis up, centred
+    at ``T_thorax_ellipsoid`` (4, 4) in the thorax frame): ``n_ribs`` closed horizontal rings
+    of ``n`` points at evenly spaced heights between -0.75 and 0.6 of the y semi-axis, just
+    outside the surface, in the thorax frame. Returns a tuple of (n, 3) arrays."""
+    a, b, c = (float(r) for r in radii)
+    th = np.linspace(0.0, 2.0 * np.pi, n)
+    rings = []
+    for h in np.linspace(-0.75, 0.6, int(n_ribs)):
+        scale = np.sqrt(1.0 - h * h) * 1.02
+        p = np.column_stack([a * scale * np.cos(th), np.full(n, b * h), c * scale * np.sin(th),
+                             np.ones(n)])
+        rings.append((p @ np.asarray(T_thorax_ellipsoid, dtype=float).T)[:, :3])
+    return tuple(rings)
 
 _CACHE = {}
 
@@ -55,10 +76,13 @@ def scapulothoracic_rig(*, fps=60.0, substeps=4, duration=3.0, start_offset=(0.2
     """The scapula released ``start_offset`` (abduction, elevation; rad) away from the
     OpenSim default pose, with damped springs (``stiffness`` N/m, ``damping`` N s/m).
 
-    The scapula is drawn as a :data:`PLATE` whose inner face's centre is the OpenSim
-    scapula joint frame's origin (``T_scapula_cjoint``), the point of the scapula that
-    OpenSim's joint keeps on the thorax ellipsoid (at zero upward rotation and winging, as
-    fitted); the thorax ellipsoid is drawn in its joint frame ``T_thorax_pjoint``.
+    The scapula is drawn as a plate of the scapula's outline (:data:`SCAPULA_OUTLINE`)
+    within :data:`PLATE`, whose inner face's centre is the OpenSim scapula joint frame's
+    origin (``T_scapula_cjoint``), the point of the scapula that OpenSim's joint keeps on
+    the thorax ellipsoid (at zero upward rotation and winging, as fitted); the thorax
+    ellipsoid is drawn translucent in its joint frame ``T_thorax_pjoint`` with rib bands
+    (:func:`rib_bands`), and each spring as a helix (scenery) stretched between its two
+    attachment points at every frame.
 
     The constraint error is the largest distance (m) between the simulated scapula origin
     (in the thorax frame) and OpenSim's at the same (abduction, elevation).
@@ -91,12 +115,18 @@ def scapulothoracic_rig(*, fps=60.0, substeps=4, duration=3.0, start_offset=(0.2
     medial = np.array([0.0, acromion[1], 0.0])
     length = float(np.linalg.norm(acromion - medial))
     clavicle_pose = frame(0.5 * (acromion + medial), [0.0, 1.0, 0.0], acromion - medial)
-    display = (BodyDisplay("thorax", "ellipsoid", tuple(ref.radii), (0.85, 0.75, 0.7, 0.5),
-                           ref.T_thorax_pjoint),
+    ribs = BodyDisplay("ribs", "wire", (0.004, 0.0, 0.0), (0.93, 0.88, 0.8, 1.0),
+                       polylines=rib_bands(ref.radii, ref.T_thorax_pjoint))
+    display = (BodyDisplay("thorax", "ellipsoid", tuple(ref.radii), (0.85, 0.72, 0.66, 0.35),
+                           ref.T_thorax_pjoint, parts=(ribs,)),
                BodyDisplay("clavicle", "bone", (0.008, length, 0.0), (0.95, 0.92, 0.85, 1.0),
                            clavicle_pose, axis=2),
-               BodyDisplay("scapula", "plane", PLATE, (0.95, 0.92, 0.85, 1.0),
-                           ref.T_scapula_cjoint @ translation([0.0, 0.0, 0.5 * PLATE[2]])))
+               BodyDisplay("scapula", "plate", PLATE, (0.95, 0.92, 0.85, 1.0),
+                           ref.T_scapula_cjoint @ translation([0.0, 0.0, 0.5 * PLATE[2]]),
+                           geometry=SCAPULA_OUTLINE))
+    springs = tuple(BodyDisplay(f"spring{k}", "helix", (0.01, 0.002, 8.0),
+                                (0.95, 0.45, 0.05, 1.0), ends=((2, p), (1, tuple(anchor))))
+                    for k, (p, anchor) in enumerate(zip(SPRING_POINTS, anchors)))
 
     def error(mech, times, q, poses):
         """Distance (m) of the scapula origin from OpenSim's at the same coordinates."""
@@ -109,7 +139,7 @@ def scapulothoracic_rig(*, fps=60.0, substeps=4, duration=3.0, start_offset=(0.2
     return Mechanism("scapulothoracic", "Scapulothoracic: Seth 2019 scapula on a spline "
                      "surface joint", model, q0, np.zeros(2), fps, substeps, duration,
                      integrator, display=display, constraint_error=error, passive=False,
-                     info={"fit_report": report, "rest": rest, "springs": SPRING_POINTS})
+                     scenery=springs, info={"fit_report": report, "rest": rest, "springs": SPRING_POINTS})
 
 
 def plate_contact_distance(poses, display):

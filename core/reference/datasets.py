@@ -8,6 +8,8 @@ name would shadow.
   provenance (``core/data/README.md``); evaluated by :mod:`core.reference.opensim`.
 * ``coastlines.json``: simplified Natural Earth coastlines for the globe demo, written by
   ``scripts/make_coastlines.py``.
+* ``gait2392_geometry/*.vtp``: six gait2392 bone meshes of the right leg for the knee demos,
+  read by :func:`bone_mesh` (:func:`core.io.vtp.read_vtp`).
 """
 
 import json
@@ -17,9 +19,13 @@ import numpy as np
 
 from ..errors import InvalidInputError
 
-__all__ = ["DATA_DIR", "available", "load", "coastlines"]
+__all__ = ["DATA_DIR", "available", "load", "coastlines", "bone_mesh", "BONE_MESHES"]
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+#: the gait2392 bone meshes shipped in ``core/data/gait2392_geometry`` (each in the frame of
+#: its OpenSim body: femur_r; tibia_r and fibula in tibia_r; talus, foot and bofoot in
+#: talus_r, calcn_r and toes_r)
+BONE_MESHES = ("femur_r", "tibia_r", "fibula", "talus", "foot", "bofoot")
 
 
 def available():
@@ -50,3 +56,15 @@ def coastlines():
     """
     doc = load("coastlines")
     return {name: np.asarray(pts, dtype=float).reshape(-1, 2) for name, pts in doc["lines"].items()}
+
+
+def bone_mesh(name):
+    """A gait2392 bone mesh of :data:`BONE_MESHES` as ``(vertices (V, 3), triangles (T, 3))``
+    in metres, in its OpenSim body's frame (read from ``core/data/gait2392_geometry``)."""
+    from ..io.vtp import read_vtp
+
+    if name not in BONE_MESHES:
+        raise InvalidInputError(f"no bone mesh named {name!r} in core/data/gait2392_geometry; "
+                                f"choose one of {BONE_MESHES}")
+    mesh = read_vtp(DATA_DIR / "gait2392_geometry" / f"{name}.vtp")
+    return mesh.vertices, mesh.faces

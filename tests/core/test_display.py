@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from core.display import body_mesh, box, cylinder, joint_path, shape_key_modes, uv_sphere
+from core.display import (airplane, body_mesh, box, capsule, cone, cylinder, helix, joint_path,
+                          lathe, plate, segment_frames, shape_key_modes, uv_sphere)
 from core.errors import InvalidInputError
 from core.io import JointDocument
 from core.joints.lower_pairs import Cylindrical, Planar, Prismatic, Revolute
@@ -146,3 +147,90 @@ def test_path_needs_finite_ranges_and_one_or_two_coordinates():
         joint_path(JointDocument(Planar(), ranges=[[0, 1]] * 3))
     with pytest.raises(InvalidInputError, match="n >= 2"):
         joint_path(JointDocument(Prismatic(lower=0.0, upper=1.0)), n=1)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_capsule_is_closed_with_its_length_and_radius_along_its_axis(axis):
+    v, f = capsule(0.03, 0.3, axis)
+    assert_closed(f)
+    assert np.ptp(v[:, axis]) == pytest.approx(0.3, rel=1e-12)
+    others = np.delete(v, axis, axis=1)
+    assert np.hypot(others[:, 0], others[:, 1]).max() == pytest.approx(0.03, rel=1e-12)
+    # inscribed in the capsule: below its volume, within 5 % (16 sides)
+    exact = math.pi * 0.03 ** 2 * (0.3 - 0.06) + 4.0 / 3.0 * math.pi * 0.03 ** 3
+    assert 0.95 * exact < signed_volume(v, f) < exact
+    v, f = capsule(0.05, 0.01)  # shorter than its diameter: a sphere
+    assert_closed(f)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 0.05, rtol=1e-12)
+
+
+def test_lathe_needs_a_profile_from_pole_to_pole():
+    with pytest.raises(InvalidInputError, match="profile"):
+        lathe([(0.1, 0.0), (0.1, 1.0), (0.0, 1.0)])
+
+
+def test_cone_has_its_apex_at_the_origin_and_its_half_angle():
+    v, f = cone(0.6, 0.2, axis=0, n=64)
+    assert_closed(f)
+    np.testing.assert_array_equal(v[0], 0.0)
+    rim = v[1:-1]
+    np.testing.assert_allclose(rim[:, 0], 0.2, rtol=1e-12)
+    np.testing.assert_allclose(np.arctan2(np.hypot(rim[:, 1], rim[:, 2]), rim[:, 0]), 0.6, rtol=1e-12)
+    exact = math.pi * (0.2 * math.tan(0.6)) ** 2 * 0.2 / 3.0
+    assert 0.99 * exact < signed_volume(v, f) < exact
+    with pytest.raises(InvalidInputError, match="half_angle"):
+        cone(2.0, 0.2)
+
+
+def test_helix_is_a_closed_tube_linear_in_its_length():
+    v1, f = helix(0.01, 0.002, 8.0, 1.0)
+    v3, f3 = helix(0.01, 0.002, 8.0, 0.03)
+    assert f3 == f
+    assert_closed(f)
+    np.testing.assert_allclose(v3, v1 * [1.0, 1.0, 0.03], rtol=0, atol=1e-15)
+    assert -0.0021 < v1[:, 2].min() < 0.0 and 1.0 < v1[:, 2].max() < 1.0021  # wire radius
+    r = np.hypot(v1[:, 0], v1[:, 1])
+    assert r.min() > 0.01 - 0.0021 and r.max() < 0.01 + 0.0021
+    assert signed_volume(v1, f) > 0.0
+
+
+def test_plate_fits_its_outline_to_the_extents():
+    outline = [(-0.2, -1.0), (0.35, 0.35), (0.5, 0.55), (0.5, 0.8), (-0.5, 0.9), (-0.55, 0.3)]
+    v, f = plate(outline, (0.09, 0.13, 0.01))
+    assert_closed(f)
+    np.testing.assert_allclose(np.ptp(v, axis=0), (0.09, 0.13, 0.01), rtol=1e-12)
+    assert signed_volume(v, f) > 0.0
+
+
+def test_airplane_is_a_few_dozen_closed_outward_pieces_in_its_extents():
+    v, f = airplane((0.13, 0.12, 0.04))
+    assert 20 <= len(f) <= 80
+    assert_closed(f)
+    assert signed_volume(v, f) > 0.0
+    np.testing.assert_allclose(np.ptp(v, axis=0), (0.13, 0.12, 0.04), rtol=0.05)  # 6 sides
+    nose = v[np.argmax(v[:, 0])]
+    assert nose[0] == pytest.approx(0.065) and abs(nose[1]) < 1e-12        # nose along +x
+    assert v[:, 2].max() > 0.025 and abs(v[np.argmax(v[:, 2]), 1]) < 0.002   # fin up +z
+
+
+def test_segment_frames_point_z_from_one_end_to_the_other():
+    rng = np.random.default_rng(5)
+    p0, p1 = rng.normal(size=(20, 3)), rng.normal(size=(20, 3))
+    p1[0] = p0[0] + [1e-3, 0.0, 0.0]                  # along x: another reference axis
+    T, length = segment_frames(p0, p1)
+    np.testing.assert_allclose(length, np.linalg.norm(p1 - p0, axis=1), rtol=1e-14)
+    np.testing.assert_allclose(T[:, :3, 3] + length[:, None] * T[:, :3, 2], p1, atol=1e-14)
+    np.testing.assert_allclose(np.einsum("fji,fjk->fik", T[:, :3, :3], T[:, :3, :3]),
+                               np.broadcast_to(np.eye(3), (20, 3, 3)), atol=1e-14)
+    np.testing.assert_allclose(np.linalg.det(T[:, :3, :3]), 1.0, rtol=1e-14)
+
+
+def test_body_mesh_of_the_new_hints():
+    v, _ = body_mesh("mesh", (2.0, 2.0, 2.0), geometry=(np.eye(3), np.array([[0, 1, 2]])))
+    np.testing.assert_array_equal(v, 2.0 * np.eye(3))
+    v, f = body_mesh("pin", (0.01, 0.08), axis=1)
+    assert np.ptp(v[:, 1]) == pytest.approx(0.08)
+    v, f = body_mesh("socket", (0.04,))
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 0.04, rtol=4 * EPS)
+    v, f = body_mesh("helix", (0.01, 0.002, 5.0))
+    assert v[:, 2].max() == pytest.approx(1.0, abs=0.003)
