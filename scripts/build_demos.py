@@ -54,7 +54,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "demo_blends"
 MODULE = "bl_ext.user_default.spline_joints"
-BUILD_VERSION = 5
+BUILD_VERSION = 6
 RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone", "gait2392_walk")
 #: the shipped OpenSim models, meshes and motions (see the README there)
 OSIM_DATA = ROOT.parent / "shared" / "data" / "osim"
@@ -102,13 +102,15 @@ def motion_points(demo: str) -> tuple[np.ndarray, dict]:
     result = mechs.simulate_mechanism(mech)
     poses = result.poses[::4]
     pts = []
-    for k, disp in enumerate(mech.display):
-        if not disp.visible:
+    for k, body in enumerate(mech.display):
+        if not body.visible:
             continue
-        local = [np.asarray(p, dtype=float).reshape(-1, 3) for p in disp.polylines]
-        mesh = display.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)
-        if mesh is not None:
-            local.append(np.asarray(mesh[0]))
+        local = []
+        for disp in (body, *body.parts):  # the body's own display and the parts drawn with it
+            local += [np.asarray(p, dtype=float).reshape(-1, 3) for p in disp.polylines]
+            mesh = display.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset, disp.geometry)
+            if mesh is not None:
+                local.append(np.asarray(mesh[0]))
         if not local:
             continue
         local = np.vstack(local)
@@ -120,7 +122,10 @@ def motion_points(demo: str) -> tuple[np.ndarray, dict]:
         pts.extend(np.asarray(p, dtype=float).reshape(-1, 3) for p in disp.polylines)
         if disp.mesh == "surface":
             pts.extend(disp.surface_mesh(t)[0] for t in result.times[::4])
-        elif (mesh := display.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset)) is not None:
+        elif disp.mesh == "helix":  # a spring between bodies: its ends are the bodies' points
+            continue
+        elif (mesh := display.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset,
+                                        disp.geometry)) is not None:
             pts.append(np.asarray(mesh[0], dtype=float))
     return np.vstack(pts), settings
 
@@ -437,24 +442,23 @@ def build_knee_rig(out: Path) -> None:
     scene.frame_end = frames
     _key_sliders(tibia, [(1, (hi,)), (frames // 2, (lo,)), (frames, (hi,))])
 
-    # Low-poly bones: femur shaft and condyles, tibia plateau and shaft, a foot, the pelvis.
-    _bone_mesh(arm, "femur", "femur shaft", display.cylinder(0.022, femur_len - 0.06, axis=1), BONE,
-               _translation((0.0, 0.5 * femur_len - 0.01, 0.0)))
-    _bone_mesh(arm, "femur", "femur condyles", display.uv_sphere((0.03, 0.028, 0.045), 12, 6), BONE,
-               _translation((0.0, femur_len - 0.03, 0.0)))
-    _bone_mesh(arm, "femur", "femoral head", display.uv_sphere((0.026,) * 3, 12, 6), BONE)
-    _bone_mesh(arm, "tibia", "tibial plateau", display.uv_sphere((0.034, 0.016, 0.042), 12, 6),
-               (0.88, 0.84, 0.74, 1.0), _translation((0.0, 0.02, 0.0)))
-    _bone_mesh(arm, "tibia", "tibia shaft", display.cylinder(0.017, 0.39, axis=1), (0.88, 0.84, 0.74, 1.0),
-               _translation((0.0, 0.22, 0.0)))
-    _bone_mesh(arm, "tibia", "foot", display.box((0.2, 0.05, 0.08)), (0.8, 0.75, 0.65, 1.0),
-               _translation((-0.06, 0.455, 0.0)))
+    # The gait2392 bone meshes (CC BY 3.0) in their OpenSim body frames: the femur's and the
+    # tibia's are the bones' frames turned by C_LEG (the knee's offset frames are identities),
+    # the foot's hang from the tibia at the ankle (the ankle is not a joint of this rig).
+    knee = addon_module("core.mechanisms.knee")
+    bone_mesh = addon_module("core.reference").bone_mesh
+    _bone_mesh(arm, "femur", "femur_r", bone_mesh("femur_r"), BONE, C_LEG)
+    _bone_mesh(arm, "tibia", "tibia_r", bone_mesh("tibia_r"), BONE, C_LEG)
+    _bone_mesh(arm, "tibia", "fibula", bone_mesh("fibula"), (0.88, 0.84, 0.74, 1.0), C_LEG)
+    for name, file, at in knee.FOOT_MESHES:
+        _bone_mesh(arm, "tibia", name, bone_mesh(file), BONE,
+                   C_LEG @ _translation(np.add(knee.ANKLE_IN_TIBIA, at)))
     pelvis = bridge.write_mesh_object("pelvis", *display.box((0.16, 0.12, 0.24)), scene.collection)
     pelvis.data.materials.append(bridge.ensure_material("SJ pelvis", (0.85, 0.8, 0.7, 1.0)))
     pelvis.location = (0.0, 0.08, 1.02)
 
     # Frame the whole swing: knee and foot over the range.
-    ankle = np.array([[0.0, -0.43, 0.0, 1.0], [0.1, -0.46, 0.0, 1.0], [-0.1, -0.46, 0.0, 1.0]])
+    ankle = np.array([[0.0, -0.43, 0.0, 1.0], [0.2, -0.48, 0.0, 1.0], [-0.1, -0.48, 0.0, 1.0]])
     pts = [(T_hip @ T @ ankle.T).T[:, :3] for T in ref.poses(qs[::5])]
     pts += [np.array([[x, y, z] for x in (-0.08, 0.08) for y in (0.02, 0.14) for z in (0.9, 1.16)])]
     setup_render(scene, np.vstack(pts), VIEWS["knee_fit_rig"])
@@ -496,11 +500,16 @@ def build_scapula_rig(out: Path) -> None:
             for k in range(9)]
     _key_sliders(scap, keys)
 
-    _bone_mesh(arm, "thorax", "thorax", display.uv_sphere(ref.radii, 24, 12), (0.85, 0.72, 0.66, 1.0),
+    scap_mod = addon_module("core.mechanisms.scapulothoracic")
+    _bone_mesh(arm, "thorax", "thorax", display.uv_sphere(ref.radii, 32, 16), (0.85, 0.72, 0.66, 0.35),
                ref.T_thorax_pjoint)
+    ribs = bridge.write_poly_curve_object("ribs", scap_mod.rib_bands(ref.radii, ref.T_thorax_pjoint),
+                                          scene.collection, bevel=0.004)
+    ribs.data.materials.append(bridge.ensure_material("SJ ribs", (0.93, 0.88, 0.8, 1.0)))
+    bridge.parent_to_bone(ribs, arm, "thorax", np.eye(4))
     # the blade lies in the tangent plane of the ellipsoid at the joint's contact frame
-    _bone_mesh(arm, "scapula", "scapula blade", display.box((0.09, 0.13, 0.01)), (0.95, 0.92, 0.85, 1.0),
-               ref.T_scapula_cjoint @ _translation((0.0, 0.0, 0.006)))
+    _bone_mesh(arm, "scapula", "scapula blade", display.plate(scap_mod.SCAPULA_OUTLINE, scap_mod.PLATE),
+               (0.95, 0.92, 0.85, 1.0), ref.T_scapula_cjoint @ _translation((0.0, 0.0, 0.006)))
     _bone_mesh(arm, "thorax", "clavicle", display.cylinder(0.009, 0.15, axis=2), BONE,
                _translation((0.0, 0.0, 0.08)))
     centre = T_thorax @ ref.T_thorax_pjoint
@@ -517,6 +526,60 @@ SHOULDER_CENTRE = (-0.6, 0.0, 0.15)
 SHOULDER_SWINGS = [(SHOULDER_CENTRE[0] + a * math.cos(t), 0.0, SHOULDER_CENTRE[2] + b * math.sin(t))
                    for t in np.linspace(0, 2 * math.pi, 12, endpoint=False)
                    for a, b in ((0.45, 0.6), (0.22, 0.3))] + [SHOULDER_CENTRE]
+
+
+#: frames between which the humerus is held at its reach cone's limit
+SHOULDER_HOLD = (22, 36)
+#: the swing (exponential coordinates about the cone's centre, direction only) that drives the
+#: humerus into its cone's boundary
+SHOULDER_LIMIT_SWING = (0.0, 0.0, 1.0)
+#: reach cone colours: the bone inside its cone, at the limit (|swing value| <= 1e-3)
+CONE_INSIDE, CONE_AT_LIMIT = (0.1, 0.75, 0.25, 0.4), (0.95, 0.1, 0.05, 0.6)
+LIMIT_TOL = 1e-3
+
+
+def cone_limit_rotation(cone, swing, tol=1e-12):
+    """XYZ Euler angles (3,) of the bone's basis rotation that swings it from the cone's centre
+    in the direction ``swing`` (3,, orthogonal to the bone's Y axis) onto the cone's boundary:
+    the swing angle at which the swing value (:func:`core.bones.cone_status`) is 0, found by
+    bisection."""
+    from mathutils import Matrix
+
+    bones, so3 = addon_module("core.bones"), addon_module("core.lie.so3")
+    reach = addon_module("core.fitting.reach_cone")
+    N = reach.neutral_rotation(bones.BONE_AXIS, cone.axis)
+    k = np.asarray(swing, dtype=float) / np.linalg.norm(swing)
+
+    def value(t):
+        T = np.eye(4)
+        T[:3, :3] = N @ so3.exp(t * k)
+        return bones.cone_status(cone, np.eye(4), T).swing_value
+
+    lo, hi = 0.0, math.pi - 1e-6
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if value(mid) > 0.0 else (lo, mid)
+    return tuple(Matrix((N @ so3.exp(lo * k)).tolist()).to_euler("XYZ"))
+
+
+def _key_cone_colour(scene, pose_bone, cone, rest) -> None:
+    """Key the reach cone's material colour at every frame: :data:`CONE_AT_LIMIT` where the
+    bone's swing value is within :data:`LIMIT_TOL` of the limit, else :data:`CONE_INSIDE`
+    (constant between keys)."""
+    import bpy
+
+    bridge, bones = addon_module("addon.bridge"), addon_module("core.bones")
+    frames = np.arange(scene.frame_start, scene.frame_end + 1)
+    colours = []
+    for f in frames:
+        scene.frame_set(int(f))
+        g = bones.cone_status(cone, rest, bridge.read_pose_T_parent_child(pose_bone)).swing_value
+        colours.append(CONE_AT_LIMIT if abs(g) <= LIMIT_TOL else CONE_INSIDE)
+    mat = bpy.data.materials["SJ_ReachCone"]
+    for i in range(4):
+        bridge.write_fcurve_keys(mat, "diffuse_color", i, frames, np.array(colours)[:, i],
+                                 interpolation="CONSTANT")
+    scene.frame_set(scene.frame_start)
 
 
 def build_shoulder_rig(out: Path) -> None:
@@ -547,11 +610,18 @@ def build_shoulder_rig(out: Path) -> None:
     _check(bpy.ops.spline_joints.fit_reach_cone(), "fit_reach_cone")
     s.cone_shape, s.cone_length = "ELLIPTICAL", 0.26
     _check(bpy.ops.spline_joints.draw_reach_cone(), "draw_reach_cone")
-    for k in range(5):  # the arm sweeps along inside the cone
-        t = k * math.pi / 2
-        hum.rotation_euler = (SHOULDER_CENTRE[0] + 0.36 * math.cos(t), 0.0,
-                              SHOULDER_CENTRE[2] + 0.48 * math.sin(t))
-        hum.keyframe_insert("rotation_euler", frame=1 + 12 * k)
+    rest = bridge.read_rest_T_parent_child(hum)
+    cone = addon_module("addon.operators.reach_cone").cone_options(s)
+    to_limit = cone_limit_rotation(cone, SHOULDER_LIMIT_SWING)
+    inside = [(SHOULDER_CENTRE[0] + 0.36 * math.cos(t), 0.0, SHOULDER_CENTRE[2] + 0.48 * math.sin(t))
+              for t in (0.0, math.pi / 2)]
+    keys = [(1, inside[0]), (12, inside[1]), (SHOULDER_HOLD[0], to_limit), (SHOULDER_HOLD[1], to_limit),
+            (48, inside[0])]  # sweep inside, swing out to the limit, hold it, come back
+    frames = np.array([f for f, _ in keys], dtype=float)
+    for i in range(3):  # linear: straight to the limit and exactly on it while held
+        bridge.write_fcurve_keys(arm, hum.path_from_id("rotation_euler"), i, frames,
+                                 np.array([rot[i] for _, rot in keys]))
+    _key_cone_colour(scene, hum, cone, rest)
     _bone_mesh(arm, "humerus", "humerus shaft", display.cylinder(0.02, 0.26, axis=1), BONE,
                _translation((0.0, 0.15, 0.0)))
     _bone_mesh(arm, "humerus", "humeral head", display.uv_sphere((0.028,) * 3, 12, 6), BONE)
