@@ -1,11 +1,13 @@
 """Blender side of Spline Joints: the classes tuple and register/unregister.
 
-Imported only from the extension's register(), so ``bpy`` is available here.
+Imported only from the extension's register(), so ``bpy`` is available here. register()
+first points the compiled kernels' cache at the extension's user folder (:mod:`.jit`), before
+any core module can load them.
 """
 
 import bpy
 
-from . import handlers, panels, properties
+from . import handlers, jit, panels, properties
 from .operators import classes as operator_classes
 from .operators import opensim
 
@@ -13,6 +15,7 @@ classes = (*properties.classes, *operator_classes, *panels.classes)
 
 
 def register():
+    jit.register()
     for cls in classes:
         bpy.utils.register_class(cls)
     properties.register_properties()
@@ -26,3 +29,4 @@ def unregister():
     properties.unregister_properties()
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)
+    jit.unregister()

@@ -13,11 +13,14 @@ Where numba cannot be imported, ``"numba"`` from the environment falls back to `
 core always works, slower, without numba.
 
 The compiled kernels are cached on disk (numba's ``cache=True``): the first use in a fresh
-environment compiles them (tens of seconds), later processes load them. numba writes the
-cache beside the source files, or under ``NUMBA_CACHE_DIR`` when that is set; where the core
-is installed read-only (a Blender extension), the caller points it at a writable folder
-before the first compile with :func:`set_cache_dir` (the add-on passes Blender's user cache
-folder, ``bpy.utils.user_resource("CACHE")``).
+environment compiles them (about 10 s), later processes load them (a fraction of a second).
+numba writes the cache beside the source files, or under ``NUMBA_CACHE_DIR`` when that is
+set; where the core is installed read-only or replaced on upgrade (a Blender extension), the
+caller points it at a writable folder before the first compile with :func:`set_cache_dir`
+(the add-on passes its user folder, ``bpy.utils.extension_path_user(...)/numba_cache``).
+:func:`watch_compiles` reports the compiles as they happen (for a progress message) and
+:func:`warm_up` compiles, or loads, the kernels of every algorithm at a moment of the
+caller's choosing.
 
 The algorithms read the module attribute :data:`kernels` (None on the numpy backend) on
 every call; :func:`active` resolves the choice the first time.
@@ -28,7 +31,8 @@ import warnings
 
 from .errors import InvalidInputError
 
-__all__ = ["BACKENDS", "ENV_VAR", "use", "active", "available", "set_cache_dir", "kernels"]
+__all__ = ["BACKENDS", "ENV_VAR", "use", "active", "available", "set_cache_dir",
+           "watch_compiles", "warm_up", "kernels"]
 
 BACKENDS = ("numpy", "numba")
 #: environment variable naming the backend
@@ -39,6 +43,8 @@ ENV_VAR = "SPLINE_JOINTS_BACKEND"
 kernels = None
 _name = None            # the active backend's name once resolved
 _import_error = None    # why numba could not be imported (None: not tried or it imports)
+_watchers = []          # watch_compiles callbacks
+_listener = None        # the numba event listener calling them, once installed
 
 
 def _load_kernels():
@@ -50,6 +56,8 @@ def _load_kernels():
         _import_error = err
         return None
     _import_error = None
+    if _watchers:
+        _install_listener()
     return mod
 
 
@@ -124,3 +132,100 @@ def set_cache_dir(path):
     if "numba" in sys.modules:                 # numba read its settings at import: re-read
         from numba.core import config
         config.reload_config()
+
+
+def watch_compiles(callback):
+    """Call ``callback(kernel, seconds)`` around each compile of a compiled kernel in this
+    process: with ``seconds=None`` when the kernel starts compiling, then with the seconds
+    taken when it is done. A compile is a cache miss (the first call with an empty or stale
+    cache, or with new argument types); loading from the cache is not reported, and the
+    functions a kernel calls compile inside its report. The callback runs in the thread
+    that calls the kernel; its exceptions are printed, not raised. numba is not imported
+    for this: the watch starts when the kernels load. Returns a function that ends the
+    watch."""
+    _watchers.append(callback)
+    if kernels is not None:
+        _install_listener()
+
+    def stop():
+        if callback in _watchers:
+            _watchers.remove(callback)
+    return stop
+
+
+def _install_listener():
+    """Register one numba ``numba:compile`` event listener that calls the watchers for the
+    outermost compile of a function of this package (per thread)."""
+    global _listener
+    if _listener is not None:
+        return
+    import threading
+    import time
+    import traceback
+
+    from numba.core import event
+
+    package, local = __package__ + ".", threading.local()
+
+    def notify(*args):
+        for callback in list(_watchers):
+            try:
+                callback(*args)
+            except Exception:                  # a progress message must not stop a compile
+                traceback.print_exc()
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            depth = getattr(local, "depth", 0)
+            local.depth = depth + 1
+            if depth == 0:
+                func = ev.data["dispatcher"].py_func
+                local.outer = func.__module__.startswith(package) and func.__name__
+                local.t0 = time.perf_counter()
+                if local.outer:
+                    notify(local.outer, None)
+
+        def on_end(self, ev):
+            local.depth -= 1
+            if local.depth == 0 and local.outer:
+                notify(local.outer, time.perf_counter() - local.t0)
+
+    _listener = Listener()
+    event.register("numba:compile", _listener)
+
+
+def warm_up():
+    """Run every compiled algorithm once (aba, rnea, crba, the nonlinear effects and RK4
+    steps) on a three-body model with a revolute, a cubic spline curve and a spherical
+    joint, so that the kernels compile, or load from the cache, now rather than at the
+    first call that needs them. Returns the seconds taken; 0.0 on the numpy backend."""
+    import time
+
+    import numpy as np
+
+    if active() != "numba":
+        return 0.0
+    from . import dynamics
+    from .integrators import simulate
+    from .joints.lower_pairs import Revolute
+    from .joints.spherical import Spherical
+    from .joints.spline_curve import SplineCurveJoint
+    from .lie import se3, so3
+    from .model import Model
+
+    t0 = time.perf_counter()
+    th = np.linspace(-1.0, 1.0, 6)
+    spline = SplineCurveJoint(se3.from_rp(so3.exp(np.outer(th, [0.0, 0.0, 1.0])),
+                                          0.02 * np.stack([th, th * th, 0 * th], axis=1)))
+    model = Model()
+    offset = se3.from_rp(np.eye(3), np.array([0.0, 0.0, -0.3]))
+    for i, joint in enumerate((Revolute((0.0, 1.0, 0.0)), spline, Spherical())):
+        model.add_body(f"b{i}", i - 1, joint, offset, 1.0, np.zeros(3), 0.01 * np.eye(3))
+    data = model.create_data()
+    q, v = model.neutral(), np.full(model.nv, 0.1)
+    a = dynamics.aba(model, data, q, v, np.zeros(model.nv))
+    dynamics.rnea(model, data, q, v, a)
+    dynamics.crba(model, data, q)
+    dynamics.nonlinear_effects(model, data, q, v)
+    simulate(model, q, v, 1e-3, 2, method="rk4", check_energy=False)
+    return time.perf_counter() - t0

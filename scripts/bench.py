@@ -47,6 +47,7 @@ SECTIONS = {
     "sweep": "bench_sweep:bench_sweep",
     "batch": "bench_batch:bench_batch",
     "osim": "bench_osim:bench_osim",
+    "blender": "bench_blender_latency:bench_blender_latency",
 }
 
 #: environment of a section's process where it differs from the caller's: the dynamics

@@ -5,8 +5,9 @@
     python scripts/build_extension.py --offline             # use only build/wheels/ (no network)
 
 Steps:
-1. The scipy wheels listed in blender_manifest.toml (pinned, CPython 3.11) are downloaded once
-   with ``pip download --only-binary=:all: --no-deps`` into the cache build/wheels/.
+1. The wheels listed in blender_manifest.toml (scipy, numba, llvmlite; pinned, CPython 3.11)
+   are downloaded once with ``pip download --only-binary=:all: --no-deps`` for each wheel's
+   own platform tags into the cache build/wheels/.
 2. The runtime files (manifest, __init__.py, addon/, core/, README/LICENSE when present) and the
    wheels of the requested platforms are copied into build/stage/; for a platform subset the
    staged manifest's ``platforms`` and ``wheels`` lists are narrowed to that subset.
@@ -45,12 +46,12 @@ DIST = BUILD / "dist"
 RUNTIME_FILES = ("blender_manifest.toml", "__init__.py", "README.md", "LICENSE")
 RUNTIME_DIRS = ("addon", "core")
 
-# Blender platform -> pip ``--platform`` tag of the wheel named in the manifest.
-PIP_PLATFORM = {
-    "linux-x64": "manylinux_2_17_x86_64",
-    "windows-x64": "win_amd64",
-    "macos-arm64": "macosx_12_0_arm64",
-    "macos-x64": "macosx_10_13_x86_64",
+# Blender platform -> test on one platform tag of a wheel file name (PEP 425).
+PLATFORM_TAGS = {
+    "linux-x64": lambda tag: tag.startswith("manylinux") and tag.endswith("_x86_64"),
+    "windows-x64": lambda tag: tag == "win_amd64",
+    "macos-arm64": lambda tag: tag.startswith("macosx_") and tag.endswith("_arm64"),
+    "macos-x64": lambda tag: tag.startswith("macosx_") and tag.endswith("_x86_64"),
 }
 
 
@@ -70,12 +71,18 @@ def find_blender_ext() -> Path:
     return hits[-1]
 
 
+def wheel_tags(wheel_name: str) -> list[str]:
+    """The platform tags of a wheel file name, e.g. ['manylinux_2_27_x86_64',
+    'manylinux_2_28_x86_64'] (PEP 427: ``name-version-python-abi-platform.whl``)."""
+    return wheel_name.removesuffix(".whl").split("-")[-1].split(".")
+
+
 def wheel_platform(wheel_name: str) -> str:
     """Blender platform of a wheel named in the manifest, e.g. 'linux-x64'."""
-    for platform, tag in PIP_PLATFORM.items():
-        if tag in wheel_name:
+    for platform, matches in PLATFORM_TAGS.items():
+        if any(matches(tag) for tag in wheel_tags(wheel_name)):
             return platform
-    raise BuildError(f"wheel {wheel_name!r} matches no known platform {sorted(PIP_PLATFORM)}")
+    raise BuildError(f"wheel {wheel_name!r} matches no known platform {sorted(PLATFORM_TAGS)}")
 
 
 def wheel_requirement(wheel_name: str) -> str:
@@ -95,9 +102,9 @@ def ensure_wheels(wheels: list[str], offline: bool) -> None:
             raise BuildError(f"{name} is not in the cache {WHEEL_CACHE}; run once without --offline")
         cmd = [
             sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--no-deps",
-            "--platform", PIP_PLATFORM[wheel_platform(name)], "--python-version", "3.11",
-            "--implementation", "cp", "--abi", "cp311", "--dest", str(WHEEL_CACHE),
-            wheel_requirement(name),
+            *[arg for tag in wheel_tags(name) for arg in ("--platform", tag)],
+            "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
+            "--dest", str(WHEEL_CACHE), wheel_requirement(name),
         ]
         print("downloading", name, flush=True)
         if subprocess.run(cmd).returncode != 0:

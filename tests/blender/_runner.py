@@ -30,7 +30,9 @@ def install(zip_path):
         "enabled": MODULE in bpy.context.preferences.addons,
         "loaded": bool(loaded_state),
         "extension_dir": os.path.join(user, "extensions", "user_default", "spline_joints"),
-        "scipy_unpacked": os.path.isdir(os.path.join(site, "scipy")),
+        "site_packages": site,
+        "unpacked": sorted(n for n in ("scipy", "numba", "llvmlite")
+                           if os.path.isdir(os.path.join(site, n))),
         "user_path": bpy.utils.resource_path("USER"),
     }
 
