@@ -68,7 +68,9 @@ from . import dynamics
 from .compiled import dispatch as _compiled
 from .checks import real_number, whole_number
 from .errors import InvalidInputError, NonFiniteError, SimulationError, SplineJointsError
+from .compiled.pack import step_arrays
 from .joints.base import Joint
+from .joints.spherical import Spherical
 
 __all__ = ["METHODS", "ORDERS", "DRIVE_WEIGHTS", "MAX_RECORD_BYTES", "Drive", "Recording",
            "integrate", "Trajectory", "Integrator", "simulate", "check_record_size",
@@ -263,6 +265,7 @@ class Integrator:
             self._ff, self._fp = np.ix_(f, f), np.ix_(f, p)
             self._powers = []
         self._kernel_step = self._kernel_step_arguments()
+        self._kernel_advance = self._kernel_advance_arguments()
 
     def _kernel_step_arguments(self):
         """``(tau, fext, method code, work rows)`` for one compiled kernel call per substep
@@ -281,6 +284,27 @@ class Integrator:
             return None
         rows = (np.zeros((5, m.nv)), np.zeros((5, m.nv)))
         return tau, fext, METHODS.index(self.method), rows
+
+    def _kernel_advance_arguments(self):
+        """The arrays ``(si, sr, sw, li, lr)`` of one compiled kernel call per step
+        (:func:`core.compiled.kernels.advance`: substeps, divergence tests, chart changes and
+        limits; :func:`core.compiled.pack.step_arrays` and the limit solver's
+        ``kernel_arrays``, or empty ones), or None: that
+        needs the substep kernel (:meth:`_kernel_step_arguments`), the spherical joints as
+        the only joints that change chart, and no limits or a limit solver that is
+        ``compiled``."""
+        if self._kernel_step is None or (self.limits is not None and
+                                         not self.limits.compiled):
+            return None
+        if any(not isinstance(j, Spherical) for j, _ in self._charts):
+            return None
+        m = self.model
+        tau, fext, code, _ = self._kernel_step
+        si, sr, sw = step_arrays(m.nv, m.nbodies, code, self.substeps, self.h, tau, fext,
+                                 bool(self._charts))
+        li, lr = (np.zeros(0, dtype=np.int64), np.zeros(0)) if self.limits is None else \
+            self.limits.kernel_arrays
+        return si, sr, sw, li, lr
 
     # -- forces --------------------------------------------------------------------
     def _tau(self, t, q, v):
@@ -412,7 +436,17 @@ class Integrator:
         return q, v
 
     def _step(self, t, q, v):
-        """One step of dt; returns ``(q, v, drive work over the step)``."""
+        """One step of dt; returns ``(q, v, drive work over the step)``. On the numba
+        backend, where :meth:`_kernel_advance_arguments` allows, one kernel call; a step it
+        reports as failed is taken again here, substep by substep, which raises the
+        SimulationError that names the cause."""
+        if self._kernel_advance is not None and _backend.kernels is not None:
+            p = self.model.packed or _compiled.packed(self.model)
+            qn, vn = q.copy(), v.copy()
+            si, sr, sw, li, lr = self._kernel_advance
+            if not _backend.kernels.advance(p.ints, p.reals, self.data.buffer, qn, vn, si, sr,
+                                            sw, li, lr):
+                return qn, vn, 0.0
         work = 0.0
         for k in range(self.substeps):
             ts = t + k * self.h

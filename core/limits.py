@@ -29,10 +29,13 @@ only when ``d > 0`` and ``d_dot > 0`` (moving away) and after at least ``min_eng
 Gauss-Seidel on ``W = N M^-1 N^T``.
 """
 
+import math
+
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from . import dynamics, expcoords
+from .compiled import layout as L
 from .errors import InvalidInputError, NonFiniteError
 
 __all__ = ["CoordinateLimit", "ReachCone", "EllipticCone", "TwistLimit", "LimitSolver",
@@ -193,8 +196,11 @@ class LimitSolver:
             to d in the limit's own units); min_engaged_steps: >= 1 (seed 002 uses 2);
         iterations: projected Gauss-Seidel sweeps.
 
-    Attributes after :meth:`apply`: ``engaged`` (bool per constraint), ``distances``.
-    :meth:`apply` raises :class:`core.errors.NonFiniteError` (which the integrators report as
+    Attributes after :meth:`apply`: ``engaged`` (bool per constraint), ``engaged_steps``,
+    ``distances``; this state lives in ``kernel_arrays`` ``(li, lr)``, the packed solver
+    that the compiled integrator step runs when ``compiled`` (coordinate limits and
+    circular reach cones only; see :func:`core.compiled.kernels.advance`), so both paths
+    continue each other's engagement. :meth:`apply` raises :class:`core.errors.NonFiniteError` (which the integrators report as
     a divergence) when the mass matrix is no longer positive definite.
     """
 
@@ -217,13 +223,64 @@ class LimitSolver:
                                          counts).astype(int)
         self.tol = np.concatenate([[0.0]] + [np.full(c, rotary_tol if lim.rotary else linear_tol)
                                              for c, lim in zip(counts, self.limits)])[1:]
-        self.engaged = np.zeros(self.n_constraints, dtype=bool)
-        self.engaged_steps = np.zeros(self.n_constraints, dtype=int)
-        self.distances = np.full(self.n_constraints, np.inf)
+        self.kernel_arrays = self._pack(counts)
+        li, lr = self.kernel_arrays
+        (e, st, *_), (dist, *_) = L.limit_offsets(self.n_constraints, model.nv)
+        c = self.n_constraints
+        #: substeps each constraint has been engaged (a view of the packed state)
+        self.engaged_steps = li[st:st + c]
+        #: the constraints' values d at the last :meth:`apply` (a view of the packed state)
+        self.distances = lr[dist:dist + c]
+        self.distances[:] = np.inf
+        self._engaged = li[e:e + c]
+
+    @property
+    def engaged(self):
+        """``(c,)`` bool: which constraints are engaged (a copy of the packed state)."""
+        return self._engaged != 0
+
+    @engaged.setter
+    def engaged(self, value):
+        self._engaged[:] = np.asarray(value, dtype=bool)
+
+    def _pack(self, counts):
+        """The arrays ``(li, lr)`` of the compiled limit solver (layout:
+        :func:`core.compiled.layout.limit_offsets`): kinds, coordinates and constants of
+        the constraints, and the engagement state, which :meth:`apply` shares. The rows
+        hold the constraints of :class:`CoordinateLimit` and :class:`ReachCone`; with
+        another kind in the list :attr:`compiled` is False (the limits are applied here,
+        in Python, after every substep)."""
+        c, nv = self.n_constraints, self.model.nv
+        (*_, li_size), (*_, lr_size) = L.limit_offsets(c, nv)
+        li, lr = np.zeros(li_size, dtype=np.int64), np.zeros(lr_size)
+        li[[L.LI_C, L.LI_MIN, L.LI_ITER]] = c, self.min_engaged_steps, self.iterations
+        lr[0] = self.restitution
+        rows = li[L.LI_HEADER:L.LI_HEADER + 2 * c].reshape(c, 2)
+        reals = lr[L.LR_HEADER:L.LR_HEADER + L.LR_PER * c].reshape(c, L.LR_PER)
+        reals[:, 1] = self.tol
+        self.compiled = True
+        k = 0
+        for lim, n in zip(self.limits, counts):
+            if isinstance(lim, CoordinateLimit):
+                dof = lim.start + lim.index
+                for kind, bound in ((L.LIMIT_LOWER, lim.lower), (L.LIMIT_UPPER, lim.upper)):
+                    if np.isfinite(bound):
+                        rows[k] = kind, dof
+                        reals[k, 0] = bound
+                        k += 1
+            elif isinstance(lim, ReachCone):
+                rows[k] = L.LIMIT_CONE, lim.start
+                reals[k, 2:5] = lim.axis / np.linalg.norm(lim.axis)
+                reals[k, 5] = math.cos(lim.half_angle)
+                k += 1
+            else:
+                self.compiled = False
+                k += n
+        return li, lr
 
     def reset(self):
         """Forget the engagement state (call before a new run)."""
-        self.engaged[:] = False
+        self.engaged = False
         self.engaged_steps[:] = 0
 
     def evaluate(self, q):
@@ -257,11 +314,11 @@ class LimitSolver:
             return q, v
         d, N = self.evaluate(q)
         ddot = N @ v
-        self.distances = d
+        self.distances[:] = d
         was = self.engaged
         leave = was & (d > 0) & (ddot > 0) & (self.engaged_steps >= self.min_engaged_steps)
         engaged = (was & ~leave) | (d < 0)
-        self.engaged_steps = np.where(engaged, self.engaged_steps + 1, 0)
+        self.engaged_steps[:] = np.where(engaged, self.engaged_steps + 1, 0)
         self.engaged = engaged
         if not engaged.any():
             return q, v

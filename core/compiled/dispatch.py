@@ -114,3 +114,4 @@ def substep(model, data, q, v, tau, fext, h, method, rows):
                             NO_FEXT if fext is None else fext, h, method, qn, vn):
         _failed(model, "the integrator step")
     return qn[0].copy(), vn[0].copy()
+

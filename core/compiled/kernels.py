@@ -36,9 +36,11 @@ from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, 
                      D_U, D_USMALL, HEADER, H_BODY, H_CB, H_DDQ, H_DOF, H_IPOINT, H_LSH, H_M, H_NB,
                      H_NLE, H_NPS, H_NV, H_RPOINT, H_RSPRING, H_SM, H_SPRINGS, H_TAU, H_TMP, I_DEG,
                      I_KIND, I_N, I_NS, I_PAR, I_PARENT, I_Q, KIND_SCREW, KIND_SPHERE, KIND_SPLINE,
-                     NI, R_BODIES, T_BASE, T_GJ, T_ROT, T_VEC)
+                     LI_C, LI_HEADER, LI_ITER, LI_MIN, LIMIT_CONE, LIMIT_LOWER, LR_HEADER, LR_PER,
+                     NI, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
+from .layout import limit_offsets
 
-__all__ = ["aba", "rnea", "crba", "step"]
+__all__ = ["aba", "rnea", "crba", "step", "advance"]
 
 #: every kernel: cached on disk, numpy's error model (a division by zero gives inf/NaN, which
 #: the statuses and the callers' finiteness checks catch, instead of a checked branch)
@@ -47,6 +49,8 @@ _jit = njit(cache=True, error_model="numpy")
 # -- scalar coefficient functions (the same series and switches as the numpy code) -------
 #: the exp(z b) factors of the spline extrapolation: poe's own function, compiled
 _exp_factors = _jit(poe.exp_factors)
+#: the limit solver's offsets: the layout's own function, compiled
+_limit_offsets = _jit(limit_offsets)
 
 
 def _spec(name):
@@ -199,16 +203,24 @@ def _sphere(reals, pb, buf, o, sm, q, qs):
 
 
 @_jit
-def _sphere_bias(buf, oc, q, v, qs):
-    """``q_dot^T (dS/dq) q_dot = [J_b_dot r_dot; 0] = [(2 gamma - beta) s r_dot - b1 s
-    (r x r_dot) + (g1 s^2 + gamma |r_dot|^2) r; 0]`` with ``s = r . r_dot`` (seed 003 eqs.
-    36-38, 40)."""
+def _rate_coefficients(q, qs):
+    """``r = q[qs:qs + 3]`` and alpha, beta, gamma, b1, g1 at it: ``(x, y, z, a, b, g, b1,
+    g1)``."""
     x, y, z = q[qs], q[qs + 1], q[qs + 2]
-    u0, u1, u2 = v[qs], v[qs + 1], v[qs + 2]
     t = x * x + y * y + z * z
     th = math.sqrt(t)
     a, b, g = _abg(th, t)
     b1, g1 = _b1g1(th, t)
+    return x, y, z, a, b, g, b1, g1
+
+
+@_jit
+def _sphere_bias(buf, oc, q, v, qs):
+    """``q_dot^T (dS/dq) q_dot = [J_b_dot r_dot; 0] = [(2 gamma - beta) s r_dot - b1 s
+    (r x r_dot) + (g1 s^2 + gamma |r_dot|^2) r; 0]`` with ``s = r . r_dot`` (seed 003 eqs.
+    36-38, 40)."""
+    x, y, z, a, b, g, b1, g1 = _rate_coefficients(q, qs)
+    u0, u1, u2 = v[qs], v[qs + 1], v[qs + 2]
     s = x * u0 + y * u1 + z * u2
     k0 = (2.0 * g - b) * s
     k1 = -b1 * s
@@ -286,25 +298,54 @@ def _p_x_cols(X, p0, p1, p2):
 
 
 @_jit
-def _block(buf, m, r0, c0):
+def _block(buf, m, r0, c0, U, dinv):
+    """The 3x3 block at row ``r0``, column ``c0`` of the 6x6 ``M - U U^T dinv`` (``M`` at
+    ``m``), as a 9-tuple."""
     o = m + 6 * r0 + c0
-    return (buf[o], buf[o + 1], buf[o + 2], buf[o + 6], buf[o + 7], buf[o + 8],
-            buf[o + 12], buf[o + 13], buf[o + 14])
+    a0, a1, a2 = U[r0] * dinv, U[r0 + 1] * dinv, U[r0 + 2] * dinv
+    b0, b1, b2 = U[c0], U[c0 + 1], U[c0 + 2]
+    return (buf[o] - a0 * b0, buf[o + 1] - a0 * b1, buf[o + 2] - a0 * b2,
+            buf[o + 6] - a1 * b0, buf[o + 7] - a1 * b1, buf[o + 8] - a1 * b2,
+            buf[o + 12] - a2 * b0, buf[o + 13] - a2 * b1, buf[o + 14] - a2 * b2)
+
+
+#: no rank-one correction for :func:`_xtmx_add`
+_Z6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @_jit
-def _xtmx_add(buf, ol, m, dst):
-    """``dst += X^T M X`` for ``X = Ad_{L^-1}``, ``L = (R, p)`` at ``ol``, 6x6 ``M`` at
-    ``m`` (row-major): with the blocks ``M = [[A, B], [C, D]]`` rotated to ``A' = R A R^T``
-    etc. and ``K = C' - D' [p]``, ``X^T M X = [[A' - B' [p] + [p] K, B' + [p] D'], [K, D']]``
-    (in registers: the buffer is read once and written once)."""
+def _row6(buf, o, x):
+    """``buf[o:o + 6] . x`` for a 6-tuple x."""
+    return (buf[o] * x[0] + buf[o + 1] * x[1] + buf[o + 2] * x[2] + buf[o + 3] * x[3]
+            + buf[o + 4] * x[4] + buf[o + 5] * x[5])
+
+
+@_jit
+def _m6v(buf, m, x):
+    """The 6x6 matrix at ``m`` (row-major) times the 6-tuple x, as a 6-tuple."""
+    return (_row6(buf, m, x), _row6(buf, m + 6, x), _row6(buf, m + 12, x),
+            _row6(buf, m + 18, x), _row6(buf, m + 24, x), _row6(buf, m + 30, x))
+
+
+@_jit
+def _load6(buf, o):
+    return (buf[o], buf[o + 1], buf[o + 2], buf[o + 3], buf[o + 4], buf[o + 5])
+
+
+@_jit
+def _xtmx_add(buf, ol, m, dst, U, dinv):
+    """``dst += X^T M' X`` for ``X = Ad_{L^-1}``, ``L = (R, p)`` at ``ol``, and the
+    symmetric ``M' = M - U U^T dinv`` (6x6 ``M`` at ``m``, row-major; ``dinv = 0`` for
+    ``M`` itself): with the blocks ``M' = [[A, B], [B^T, D]]`` rotated to ``A' = R A R^T``
+    etc. and ``K = B'^T - D' [p]``, ``X^T M' X = [[A' - B' [p] + [p] K, B' + [p] D'], [K,
+    D']]`` (in registers: the buffer is read once and written once)."""
     R = (buf[ol], buf[ol + 1], buf[ol + 2], buf[ol + 3], buf[ol + 4], buf[ol + 5],
          buf[ol + 6], buf[ol + 7], buf[ol + 8])
     p0, p1, p2 = buf[ol + 9], buf[ol + 10], buf[ol + 11]
-    A = _rmrt(R, _block(buf, m, 0, 0))
-    B = _rmrt(R, _block(buf, m, 0, 3))
-    C = _rmrt(R, _block(buf, m, 3, 0))
-    D = _rmrt(R, _block(buf, m, 3, 3))
+    A = _rmrt(R, _block(buf, m, 0, 0, U, dinv))
+    B = _rmrt(R, _block(buf, m, 0, 3, U, dinv))
+    C = (B[0], B[3], B[6], B[1], B[4], B[7], B[2], B[5], B[8])
+    D = _rmrt(R, _block(buf, m, 3, 3, U, dinv))
     Dp = _rows_x_p(D, p0, p1, p2)
     Bp = _rows_x_p(B, p0, p1, p2)
     pD = _p_x_cols(D, p0, p1, p2)
@@ -404,10 +445,13 @@ def _kinematics(ints, reals, buf, q, v, with_v):
 @_jit
 def _external(ints, reals, buf, fext):
     """Body-frame external wrenches: ``fext`` (``(nb, 6)``, or ``(0, 6)`` for none) plus the
-    point springs (needs the world poses and body velocities)."""
+    point springs (needs the world poses and body velocities); False (and nothing written)
+    when there are neither."""
     nb = ints[H_NB]
     oL, ob = ints[H_LSH], ints[H_BODY]
     has = fext.shape[0] > 0
+    if not has and ints[H_NPS] == 0:
+        return False
     for b in range(nb):
         of = ob + B_SIZE * b + B_F
         for k in range(6):
@@ -435,6 +479,7 @@ def _external(ints, reals, buf, fext):
         _push(buf, oL + 28 * ia, ob + B_SIZE * ia + B_F, reals, r, f0, f1, f2)
         if ib >= 0:
             _push(buf, oL + 28 * ib, ob + B_SIZE * ib + B_F, reals, r + 3, -f0, -f1, -f2)
+    return True
 
 
 @_jit
@@ -475,9 +520,9 @@ def _push(buf, oo, of, reals, pp, f0, f1, f2):
 
 
 @_jit
-def _momentum_bias(reals, buf, b, bo):
+def _momentum_bias(reals, buf, b, bo, ext):
     """``J V`` into ``h`` and ``-ad_V^T J V = [w x h_n + v x h_f; w x h_f]`` into pA
-    (body ``b``'s scratch at ``bo``), minus the external wrench."""
+    (body ``b``'s scratch at ``bo``), minus the external wrench when ``ext``."""
     oJ = R_BODIES + BODY_REALS * b + 12
     oV, oP, oF = bo + B_V, bo + B_P, bo + B_F
     h0 = h1 = h2 = h3 = h4 = h5 = 0.0
@@ -491,12 +536,15 @@ def _momentum_bias(reals, buf, b, bo):
         h5 += reals[oJ + 30 + k] * x
     w0, w1, w2 = buf[oV], buf[oV + 1], buf[oV + 2]
     l0, l1, l2 = buf[oV + 3], buf[oV + 4], buf[oV + 5]
-    buf[oP] = w1 * h2 - w2 * h1 + l1 * h5 - l2 * h4 - buf[oF]
-    buf[oP + 1] = w2 * h0 - w0 * h2 + l2 * h3 - l0 * h5 - buf[oF + 1]
-    buf[oP + 2] = w0 * h1 - w1 * h0 + l0 * h4 - l1 * h3 - buf[oF + 2]
-    buf[oP + 3] = w1 * h5 - w2 * h4 - buf[oF + 3]
-    buf[oP + 4] = w2 * h3 - w0 * h5 - buf[oF + 4]
-    buf[oP + 5] = w0 * h4 - w1 * h3 - buf[oF + 5]
+    buf[oP] = w1 * h2 - w2 * h1 + l1 * h5 - l2 * h4
+    buf[oP + 1] = w2 * h0 - w0 * h2 + l2 * h3 - l0 * h5
+    buf[oP + 2] = w0 * h1 - w1 * h0 + l0 * h4 - l1 * h3
+    buf[oP + 3] = w1 * h5 - w2 * h4
+    buf[oP + 4] = w2 * h3 - w0 * h5
+    buf[oP + 5] = w0 * h4 - w1 * h3
+    if ext:
+        for k in range(6):
+            buf[oP + k] -= buf[oF + k]
 
 
 @_jit
@@ -558,50 +606,50 @@ def _aba(ints, reals, buf, q, v, tau, fext):
     nb = ints[H_NB]
     ob, od, tmp, ddq = ints[H_BODY], ints[H_DOF], ints[H_TMP], ints[H_DDQ]
     _kinematics(ints, reals, buf, q, v, True)
-    _external(ints, reals, buf, fext)
+    ext = _external(ints, reals, buf, fext)
     for b in range(nb):
         bo = ob + B_SIZE * b
         oJ = R_BODIES + BODY_REALS * b + 12
         for k in range(36):
             buf[bo + B_I + k] = reals[oJ + k]
-        _momentum_bias(reals, buf, b, bo)
+        _momentum_bias(reals, buf, b, bo, ext)
     for b in range(nb - 1, -1, -1):
         row = HEADER + NI * b
         qs, n, par = ints[row + I_Q], ints[row + I_N], ints[row + I_PARENT]
         bo = ob + B_SIZE * b
         oI, oP, oc = bo + B_I, bo + B_P, bo + B_C
-        for j in range(n):                               # U = IA S, u = tau - S^T pA
-            s = _s_row(ints, b, j)
-            dq = od + D_SIZE * (qs + j)
-            su = 0.0
-            for i in range(6):
-                x = 0.0
-                for k in range(6):
-                    x += buf[oI + 6 * i + k] * buf[s + k]
-                buf[dq + D_U + i] = x
-                su += buf[s + i] * buf[oP + i]
-            buf[dq + D_USMALL] = tau[qs + j] + _passive(ints, reals, q, v, qs + j) - su
-        if n == 1:
-            s = _s_row(ints, b, 0)
+        U, dinv = _Z6, 0.0
+        if n == 1:                       # in registers; IA - U U^T / D is not written back
             dq = od + D_SIZE * qs
-            D = 0.0
-            for i in range(6):
-                D += buf[s + i] * buf[dq + D_U + i]
+            S = _load6(buf, _s_row(ints, b, 0))
+            U = _m6v(buf, oI, S)
+            D = U[0] * S[0] + U[1] * S[1] + U[2] * S[2] + U[3] * S[3] + U[4] * S[4] + \
+                U[5] * S[5]
             if not D != 0.0:
                 return 1
-            u = buf[dq + D_USMALL]
-            buf[dq + D_DINV] = 1.0 / D
-            for i in range(6):
-                ui = buf[dq + D_U + i] / D
-                for k in range(6):
-                    buf[oI + 6 * i + k] -= ui * buf[dq + D_U + k]
-            ud = u / D
-            for i in range(6):
-                x = 0.0
-                for k in range(6):
-                    x += buf[oI + 6 * i + k] * buf[oc + k]
-                buf[oP + i] += x + buf[dq + D_U + i] * ud
+            dinv = 1.0 / D
+            u = tau[qs] + _passive(ints, reals, q, v, qs) - _row6(buf, oP, S)
+            c = _load6(buf, oc)
+            Ic = _m6v(buf, oI, c)
+            f = (u - (U[0] * c[0] + U[1] * c[1] + U[2] * c[2] + U[3] * c[3] + U[4] * c[4]
+                      + U[5] * c[5])) * dinv
+            for i in range(6):           # pA + (IA - U U^T / D) c + U u / D
+                buf[dq + D_U + i] = U[i]
+                buf[oP + i] += Ic[i] + U[i] * f
+            buf[dq + D_DINV] = dinv
+            buf[dq + D_USMALL] = u
         else:
+            for j in range(n):                           # U = IA S, u = tau - S^T pA
+                s = _s_row(ints, b, j)
+                dq = od + D_SIZE * (qs + j)
+                su = 0.0
+                for i in range(6):
+                    x = 0.0
+                    for k in range(6):
+                        x += buf[oI + 6 * i + k] * buf[s + k]
+                    buf[dq + D_U + i] = x
+                    su += buf[s + i] * buf[oP + i]
+                buf[dq + D_USMALL] = tau[qs + j] + _passive(ints, reals, q, v, qs + j) - su
             if n:
                 for i in range(n):                       # D = S^T U into the tableau area
                     s = _s_row(ints, b, i)
@@ -643,7 +691,7 @@ def _aba(ints, reals, buf, q, v, tau, fext):
                     buf[oP + k] += buf[di + D_U + k] * x
         if par >= 0:
             pb = ob + B_SIZE * par
-            _xtmx_add(buf, bo + B_LOCAL, oI, pb + B_I)
+            _xtmx_add(buf, bo + B_LOCAL, oI, pb + B_I, U, dinv)
             _xt_force_add(buf, bo + B_LOCAL, oP, pb + B_P)
     _base(reals, buf, tmp)
     for b in range(nb):
@@ -680,7 +728,7 @@ def _rnea(ints, reals, buf, q, v, a, fext, out):
     nb = ints[H_NB]
     ob, tmp = ints[H_BODY], ints[H_TMP]
     _kinematics(ints, reals, buf, q, v, True)
-    _external(ints, reals, buf, fext)
+    ext = _external(ints, reals, buf, fext)
     _base(reals, buf, tmp)
     for b in range(nb):
         row = HEADER + NI * b
@@ -696,7 +744,7 @@ def _rnea(ints, reals, buf, q, v, a, fext, out):
             x = a[qs + i]
             for k in range(6):
                 buf[oA + k] += buf[s + k] * x
-        _momentum_bias(reals, buf, b, bo)
+        _momentum_bias(reals, buf, b, bo, ext)
         oJ = R_BODIES + BODY_REALS * b + 12
         for i in range(6):
             x = 0.0
@@ -733,7 +781,7 @@ def _crba(ints, reals, buf, q):
         par = ints[HEADER + NI * b + I_PARENT]
         if par >= 0:
             bo = ob + B_SIZE * b
-            _xtmx_add(buf, bo + B_LOCAL, bo + B_I, ob + B_SIZE * par + B_I)
+            _xtmx_add(buf, bo + B_LOCAL, bo + B_I, ob + B_SIZE * par + B_I, _Z6, 0.0)
     for k in range(nv * nv):
         buf[oM + k] = 0.0
     for b in range(nb):
@@ -805,6 +853,11 @@ def step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn):
     2 rk4, as :meth:`core.integrators.Integrator._substep`) from ``(q, v)`` into ``(qn,
     vn)``, the four RK4 stages in the scratch rows of ``qn``/``vn``: ``qn, vn`` are
     ``(5, nv)``, row 0 the result."""
+    return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn)
+
+
+@_jit
+def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn):
     nv = ints[H_NV]
     ddq = ints[H_DDQ]
     if method != 2:
@@ -846,3 +899,209 @@ def step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn):
         qn[0, j] = q[j] + (h / 6.0) * qn[0, j]
         vn[0, j] = v[j] + (h / 6.0) * vn[0, j]
     return 0
+
+
+@_jit
+def _finite(q, v):
+    """True if ``q . q + v . v`` is finite (the integrator's divergence test)."""
+    x = 0.0
+    for j in range(q.size):
+        x += q[j] * q[j] + v[j] * v[j]
+    return x < math.inf
+
+
+@_jit
+def _settle(ints, q, v, charts):
+    """After a substep or the limits: status 3 if the state is not finite (the
+    integrator's divergence test), else 0 with the charts changed when ``charts``."""
+    if not _finite(q, v):
+        return 3
+    if charts:
+        _normalize(ints, q, v)
+    return 0
+
+
+@_jit
+def _normalize(ints, q, v):
+    """The spherical joints' chart change in place: ``(r, r_dot)`` with ``|r| > pi`` to
+    ``eta r`` and ``eta r_dot - c <r, r_dot> / theta^3 r`` (seed 003 eqs. 66-69, as
+    :func:`core.expcoords.reparametrize`)."""
+    for b in range(ints[H_NB]):
+        row = HEADER + NI * b
+        if ints[row + I_KIND] != KIND_SPHERE:
+            continue
+        qs = ints[row + I_Q]
+        x, y, z = q[qs], q[qs + 1], q[qs + 2]
+        th = math.sqrt(x * x + y * y + z * z)
+        if th <= math.pi:
+            continue
+        c = 2.0 * math.pi * -math.ceil((th / math.pi - 1.0) / 2.0)
+        eta = (th + c) / th
+        k3s = c / th ** 3 * (x * v[qs] + y * v[qs + 1] + z * v[qs + 2])
+        for i in range(3):
+            r = q[qs + i]
+            q[qs + i] = eta * r
+            v[qs + i] = eta * v[qs + i] - k3s * r
+
+
+# -- the limit solver (core.limits.LimitSolver.apply) ---------------------------------------
+@_jit
+def _cone(q, qs, p0, p1, p2, cphi):
+    """Reach cone ``g(r) = cos theta + beta <r, p>^2 - cos phi`` and its gradient ``2 beta
+    <r, p> p + (beta1 <r, p>^2 - alpha) r`` (seed 003 eqs. 52, 60)."""
+    x, y, z, a, b, _, b1, _ = _rate_coefficients(q, qs)
+    th = math.sqrt(x * x + y * y + z * z)
+    rp = x * p0 + y * p1 + z * p2
+    k = b1 * rp * rp - a
+    return (math.cos(th) + b * rp * rp - cphi, 2.0 * b * rp * p0 + k * x,
+            2.0 * b * rp * p1 + k * y, 2.0 * b * rp * p2 + k * z)
+
+
+@_jit
+def _pgs(lr, W, b, lam, ne, sweeps):
+    """Projected Gauss-Seidel: ``lam >= 0`` with ``W lam + b >= 0`` complementary, ``W (ne,
+    ne)``, ``b``, ``lam`` at offsets of ``lr``."""
+    for i in range(ne):
+        lr[lam + i] = 0.0
+    for _ in range(sweeps):
+        for i in range(ne):
+            r = lr[b + i]
+            for k in range(ne):
+                r += lr[W + ne * i + k] * lr[lam + k]
+            lr[lam + i] = max(0.0, lr[lam + i] - r / lr[W + ne * i + i])
+
+
+@_jit
+def _limits(ints, reals, buf, q, v, li, lr):
+    """One application of the limit solver after a substep (as
+    :meth:`core.limits.LimitSolver.apply`): engagement, then the velocity impulse and the
+    position correction through ``M^-1 N_e^T`` (Cholesky of the CRBA mass matrix) and
+    projected Gauss-Seidel. Status 4 if M is not positive definite."""
+    nv = ints[H_NV]
+    c = li[LI_C]
+    (E, ST, _, _, IX, _), (D, DD, N, L, Y, W, lam, bb, _) = _limit_offsets(c, nv)
+    for k in range(c * nv):
+        lr[N + k] = 0.0
+    ne = 0
+    for k in range(c):
+        kind, dof = li[LI_HEADER + 2 * k], li[LI_HEADER + 2 * k + 1]
+        o = LR_HEADER + LR_PER * k
+        n = N + nv * k
+        if kind == LIMIT_CONE:
+            d, g0, g1, g2 = _cone(q, dof, lr[o + 2], lr[o + 3], lr[o + 4], lr[o + 5])
+            lr[n + dof], lr[n + dof + 1], lr[n + dof + 2] = g0, g1, g2
+            dd = g0 * v[dof] + g1 * v[dof + 1] + g2 * v[dof + 2]
+        elif kind == LIMIT_LOWER:
+            d, dd = q[dof] - lr[o], v[dof]
+            lr[n + dof] = 1.0
+        else:
+            d, dd = lr[o] - q[dof], -v[dof]
+            lr[n + dof] = -1.0
+        lr[D + k], lr[DD + k] = d, dd
+        was = li[E + k] != 0
+        leave = was and d > 0.0 and dd > 0.0 and li[ST + k] >= li[LI_MIN]
+        on = (was and not leave) or d < 0.0
+        li[E + k] = 1 if on else 0
+        li[ST + k] = li[ST + k] + 1 if on else 0
+        if on:
+            li[IX + ne] = k
+            ne += 1
+    if ne == 0:
+        return 0
+    _crba(ints, reals, buf, q)
+    oM = ints[H_M]
+    for i in range(nv):                                  # M = L L^T
+        for j in range(i + 1):
+            x = buf[oM + nv * i + j]
+            for k in range(j):
+                x -= lr[L + nv * i + k] * lr[L + nv * j + k]
+            if i == j:
+                if not x > 0.0:
+                    return 4
+                lr[L + nv * i + i] = math.sqrt(x)
+            else:
+                lr[L + nv * i + j] = x / lr[L + nv * j + j]
+    for e in range(ne):                                  # column e of M^-1 N_e^T
+        n, y = N + nv * li[IX + e], Y + nv * e
+        for i in range(nv):
+            x = lr[n + i]
+            for k in range(i):
+                x -= lr[L + nv * i + k] * lr[y + k]
+            lr[y + i] = x / lr[L + nv * i + i]
+        for i in range(nv - 1, -1, -1):
+            x = lr[y + i]
+            for k in range(i + 1, nv):
+                x -= lr[L + nv * k + i] * lr[y + k]
+            lr[y + i] = x / lr[L + nv * i + i]
+    for e in range(ne):
+        n = N + nv * li[IX + e]
+        for f in range(ne):
+            x = 0.0
+            y = Y + nv * f
+            for i in range(nv):
+                x += lr[n + i] * lr[y + i]
+            lr[W + ne * e + f] = x
+    rest = lr[0]
+    for e in range(ne):                                  # n.v_new >= -e min(n.v, 0)
+        dd = lr[DD + li[IX + e]]
+        lr[bb + e] = dd + rest * min(dd, 0.0)
+    _pgs(lr, W, bb, lam, ne, li[LI_ITER])
+    for e in range(ne):
+        y, x = Y + nv * e, lr[lam + e]
+        for i in range(nv):
+            v[i] += lr[y + i] * x
+    need = False                                         # N dq >= -d - p_tol
+    for e in range(ne):
+        k = li[IX + e]
+        x = -lr[D + k] - lr[LR_HEADER + LR_PER * k + 1]
+        lr[bb + e] = -max(x, 0.0)
+        need = need or x > 0.0
+    if need:
+        _pgs(lr, W, bb, lam, ne, li[LI_ITER])
+        for e in range(ne):
+            y, x = Y + nv * e, lr[lam + e]
+            for i in range(nv):
+                q[i] += lr[y + i] * x
+    return 0
+
+
+@_jit
+def advance(ints, reals, buf, q, v, si, sr, sw, li, lr):
+    """One step of the model integrator, in place on ``(q, v)``: ``si[S_NSUB]`` substeps of
+    ``h = sr[0]`` with ``tau = sr[1:1 + nv]`` and the ``si[S_NFEXT]`` rows of fext after it
+    (:func:`core.compiled.pack.step_arrays`), each followed by the divergence test, the
+    spherical joints' chart change (``si[S_CHARTS]``) and, when ``li`` has constraints, the
+    limit solver (:func:`core.compiled.pack` layout of :meth:`core.limits.LimitSolver`)
+    and again the test and the chart change. Status 0, or nonzero with the limit solver's
+    engagement state as before the call (``(q, v)`` then hold a partial step): 1 a
+    singular ``S^T IA S``, 3 a non-finite state, 4 a mass matrix not positive definite."""
+    nv = ints[H_NV]
+    method, h = si[S_METHOD], sr[0]
+    tau = sr[1:1 + nv]
+    nf = si[S_NFEXT]
+    fext = sr[1 + nv:1 + nv + 6 * nf].reshape((nf, 6))
+    qn = sw[:5 * nv].reshape((5, nv))
+    vn = sw[5 * nv:].reshape((5, nv))
+    c = li[LI_C] if li.size else 0
+    E = LI_HEADER + 2 * c
+    for k in range(2 * c):                               # engaged, steps -> the copies
+        li[E + 2 * c + k] = li[E + k]
+    st = 0
+    for _ in range(si[S_NSUB]):
+        st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn)
+        if st:
+            break
+        for j in range(nv):
+            q[j] = qn[0, j]
+            v[j] = vn[0, j]
+        st = _settle(ints, q, v, si[S_CHARTS])
+        if st == 0 and c:
+            st = _limits(ints, reals, buf, q, v, li, lr)
+            if st == 0:
+                st = _settle(ints, q, v, si[S_CHARTS])
+        if st:
+            break
+    if st:
+        for k in range(2 * c):
+            li[E + k] = li[E + 2 * c + k]
+    return st

@@ -26,7 +26,8 @@ all body frame); the 6x6 articulated (or composite) inertia. Per coordinate
 """
 
 __all__ = ["HEADER", "NI", "BODY_REALS", "B_SIZE", "D_SIZE", "TMP_SIZE", "buffer_offsets",
-           "KIND_PYTHON", "KIND_SCREW", "KIND_SPLINE", "KIND_SPHERE"]
+           "KIND_PYTHON", "KIND_SCREW", "KIND_SPLINE", "KIND_SPHERE", "S_SIZE",
+           "limit_offsets", "LIMIT_LOWER", "LIMIT_UPPER", "LIMIT_CONE"]
 
 # header of ints
 H_NB, H_NV, H_NPS, H_SPRINGS = 0, 1, 2, 3
@@ -72,3 +73,41 @@ def buffer_offsets(nb, nv, one_dof_each):
         at += n
     out["size"] = at
     return out
+
+
+# -- the integrator step (one kernel call per step of substeps) ----------------------------
+#: ``si`` (int64): method (0 euler, 1 semi-implicit, 2 rk4), substeps per step, number of
+#: fext rows (0 or nb), 1 if the state is normalized (spherical joints' charts)
+S_METHOD, S_NSUB, S_NFEXT, S_CHARTS = range(4)
+S_SIZE = 4
+
+
+# -- the limit solver (core.limits.LimitSolver) -----------------------------------------------
+#: constraint kinds: ``q[dof] - bound >= 0``, ``bound - q[dof] >= 0``, a reach cone on the
+#: rotation coordinates starting at dof (axis p, cos of the half-angle)
+LIMIT_LOWER, LIMIT_UPPER, LIMIT_CONE = 1, 2, 3
+#: ``li`` header: constraints c, min_engaged_steps, Gauss-Seidel sweeps
+LI_C, LI_MIN, LI_ITER = 0, 1, 2
+LI_HEADER = 4
+#: reals per constraint in ``lr``: bound, deadband tolerance, axis (3), cos(half-angle)
+LR_PER = 6
+LR_HEADER = 1         # restitution
+
+
+def limit_offsets(c, nv):
+    """Offsets of a limit solver's ``li`` (int64) and ``lr`` (float64) for ``c``
+    constraints and ``nv`` coordinates, as two tuples (plain arithmetic, so the kernels
+    compile this function too). ``li``: ``(engaged (c, 0/1), steps (c, substeps engaged),
+    their copies at the start of a kernel step (restored when it fails), the engaged
+    constraints' indices (c), size)`` after the header and ``(kind, dof)`` per constraint.
+    ``lr``: ``(distances (c), d_dot (c), N (c, nv), the Cholesky factor of M (nv, nv),
+    M^-1 N_e^T (c, nv), W (c, c), lambda (c), b (c), size)`` after the header and
+    :data:`LR_PER` reals per constraint."""
+    e = LI_HEADER + 2 * c
+    d = LR_HEADER + LR_PER * c
+    n = d + 2 * c
+    ch = n + c * nv
+    y = ch + nv * nv
+    w = y + c * nv
+    return ((e, e + c, e + 2 * c, e + 3 * c, e + 4 * c, e + 5 * c),
+            (d, d + c, n, ch, y, w, w + c * c, w + c * c + c, w + c * c + 2 * c))

@@ -22,6 +22,7 @@ import pytest
 
 from core import backend
 from core import dynamics as dyn
+from core.compiled.dispatch import packed
 from core.integrators import Integrator
 from core.joints.lower_pairs import Cylindrical, Helical, Prismatic, Revolute, Universal
 from core.joints.spherical import Spherical
@@ -313,3 +314,94 @@ def test_numpy_fallback_without_numba(env):
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "fallback ok" in out.stdout
+
+
+def _limited(kind, rng):
+    """A chain with limits the compiled solver runs (reach cones on balls, coordinate
+    limits on revolutes) or one it leaves to Python (an elliptic cone among the cones)."""
+    from core.limits import CoordinateLimit, EllipticCone, LimitSolver, ReachCone
+    if kind == "revolute":
+        m = revolute_chain(5, rng)
+        lims = [CoordinateLimit(i, -0.3, 0.4) for i in range(5)]
+        lims.append(CoordinateLimit(2, upper=0.2))
+    else:
+        m = ball_chain(5, rng)
+        lims = [ReachCone(i, rng.normal(size=3), 0.4 + 0.1 * i) for i in range(5)]
+        if kind == "elliptic":
+            lims[2] = EllipticCone(2, (0, 0, 1), (1, 0, 0), 0.5, 0.3)
+    return m, LimitSolver(m, lims, restitution=0.3)
+
+
+@pytest.mark.parametrize("method", ["semi_implicit", "rk4"])
+@pytest.mark.parametrize("kind", ["revolute", "ball", "elliptic"])
+def test_limits_agree(kind, method, both):
+    """The limit solver compiled into the step kernel (coordinate limits, reach cones) or
+    applied in Python after each substep kernel (an elliptic cone present) gives the numpy
+    path's trajectory, the same engagement at every step and the same distances.
+
+    Tolerance: as the integrator test (``tolerance(nb, 1e3) * 40`` of the scale), the
+    impulses adding a Cholesky solve and 30 Gauss-Seidel sweeps on a W of condition below
+    1e2 per substep, so the same bound holds; engagement flips only where a distance is
+    within rounding of zero, so it is compared exactly."""
+    rng = np.random.default_rng(11)
+    m, solver = _limited(kind, rng)
+    q0 = 0.3 * rng.normal(size=m.nq)
+    v0 = (4.0 if kind != "revolute" else 2.0) * rng.normal(size=m.nv)
+
+    def run():
+        integ = Integrator(m, 1e-3, 2, method, limits=solver)
+        compiled = backend.active() == "numba" and kind != "elliptic"
+        assert (integ._kernel_advance is not None) == (kind != "elliptic")
+        assert solver.compiled == (kind != "elliptic") and compiled in (True, False)
+        state = integ.start(q0, v0)
+        flags, dist = [], []
+        for k in range(150):
+            state = integ.advance(k * integ.dt, state)
+            flags.append(solver.engaged.copy())
+            dist.append(solver.distances.copy())
+        return state[0], state[1], np.array(flags), np.array(dist)
+    (q_np, v_np, e_np, d_np), (q_nb, v_nb, e_nb, d_nb) = both(run)
+    assert e_np.any() and not e_np.all(), "the run should engage and release limits"
+    assert np.array_equal(e_np, e_nb)
+    scale = max(np.abs(q_np).max(), np.abs(v_np).max())
+    tol = tolerance(m.nbodies, 1e3) * 40
+    _close(q_np, q_nb, tol, scale, "q")
+    _close(v_np, v_nb, tol, scale, "v")
+    _close(d_np, d_nb, tol, 1.0, "distances")
+
+
+def test_kernel_chart_change_is_reparametrize():
+    """The step kernel's chart change of spherical joints is
+    :func:`core.expcoords.reparametrize` (|r| from below pi to 3 pi, a few ulps)."""
+    from core.expcoords import reparametrize
+    previous = backend.use("numba")
+    try:
+        rng = np.random.default_rng(5)
+        m = ball_chain(6, rng)
+        p = packed(m)
+        r = rng.normal(size=(6, 3))
+        r *= np.linspace(0.5, 3.0, 6)[:, None] * np.pi / np.linalg.norm(r, axis=1)[:, None]
+        rd = rng.normal(size=(6, 3))
+        q, v = r.ravel().copy(), rd.ravel().copy()
+        backend.kernels._normalize(p.ints, q, v)
+        ref = reparametrize(r, rd)
+        assert np.allclose(q, ref.r.ravel(), rtol=0, atol=64 * EPS * 3 * np.pi)
+        assert np.allclose(v, ref.r_dot.ravel(), rtol=0, atol=64 * EPS * np.abs(rd).max() * 10)
+    finally:
+        backend.use(previous)
+
+
+def test_failed_kernel_step_reports_as_the_python_path():
+    """A step the kernel cannot finish (a diverging state) is taken again in Python, which
+    raises the SimulationError naming the body and a smaller step."""
+    from core.errors import SimulationError
+    previous = backend.use("numba")
+    try:
+        rng = np.random.default_rng(3)
+        m, solver = _limited("ball", rng)
+        integ = Integrator(m, 2.0, 1, "euler", limits=solver)
+        assert integ._kernel_advance is not None
+        with pytest.raises(SimulationError, match="reduce the step"):
+            integ.run(np.zeros(m.nq), 1e3 * np.ones(m.nv), 50, check_energy=False)
+    finally:
+        backend.use(previous)
