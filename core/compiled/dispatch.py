@@ -61,11 +61,14 @@ def aba(model, data, q, v, tau, fext, check):
     p = model.packed or packed(model)
     if p.python:
         _python_joints(model, data, p, q, v)
-    fx = NO_FEXT if fext is None else fext
-    status = backend.kernels.aba(p.ints, p.reals, data.buffer, q, v, tau, fx, True)
+    if fext is None:
+        status = backend.kernels.aba_free(p.ints, p.reals, data.buffer, q, v, tau)
+    else:
+        status = backend.kernels.aba(p.ints, p.reals, data.buffer, q, v, tau, fext, True)
     if status == 2:                      # not finite, or huge: the full checks decide
         q, v, tau = _check_states(model, q, v, tau)
-        status = backend.kernels.aba(p.ints, p.reals, data.buffer, q, v, tau, fx, False)
+        status = backend.kernels.aba(p.ints, p.reals, data.buffer, q, v, tau,
+                                     NO_FEXT if fext is None else fext, False)
     if status:
         _failed(model, "aba")
     return data.ddq

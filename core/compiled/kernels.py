@@ -40,11 +40,11 @@ from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, 
                      NI, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
 from .layout import limit_offsets
 
-__all__ = ["aba", "rnea", "crba", "step", "advance"]
+__all__ = ["aba", "aba_free", "rnea", "crba", "step", "advance"]
 
 #: every kernel: cached on disk, numpy's error model (a division by zero gives inf/NaN, which
 #: the statuses and the callers' finiteness checks catch, instead of a checked branch)
-_jit = njit(cache=True, error_model="numpy")
+_jit = njit(cache=True, error_model="numpy", fastmath={"contract"})
 
 # -- scalar coefficient functions (the same series and switches as the numpy code) -------
 #: the exp(z b) factors of the spline extrapolation: poe's own function, compiled
@@ -238,15 +238,25 @@ def _sphere_bias(buf, oc, q, v, qs):
 def _x_motion(buf, ol, src, dst):
     """``dst = Ad_{L^-1} src`` for the local transform ``L = (R, p)`` at ``ol``:
     ``[R^T w; R^T (v - p x w)]`` (dst may not alias src)."""
+    x = _x_motion_t(buf, ol, src)
+    for i in range(6):
+        buf[dst + i] = x[i]
+
+
+@_jit
+def _x_motion_t(buf, ol, src):
+    """``Ad_{L^-1} src`` (see :func:`_x_motion`) as a 6-tuple."""
     w0, w1, w2 = buf[src], buf[src + 1], buf[src + 2]
     p0, p1, p2 = buf[ol + 9], buf[ol + 10], buf[ol + 11]
     u0 = buf[src + 3] - (p1 * w2 - p2 * w1)
     u1 = buf[src + 4] - (p2 * w0 - p0 * w2)
     u2 = buf[src + 5] - (p0 * w1 - p1 * w0)
-    for i in range(3):
-        r0, r1, r2 = buf[ol + i], buf[ol + 3 + i], buf[ol + 6 + i]
-        buf[dst + i] = r0 * w0 + r1 * w1 + r2 * w2
-        buf[dst + 3 + i] = r0 * u0 + r1 * u1 + r2 * u2
+    return (buf[ol] * w0 + buf[ol + 3] * w1 + buf[ol + 6] * w2,
+            buf[ol + 1] * w0 + buf[ol + 4] * w1 + buf[ol + 7] * w2,
+            buf[ol + 2] * w0 + buf[ol + 5] * w1 + buf[ol + 8] * w2,
+            buf[ol] * u0 + buf[ol + 3] * u1 + buf[ol + 6] * u2,
+            buf[ol + 1] * u0 + buf[ol + 4] * u1 + buf[ol + 7] * u2,
+            buf[ol + 2] * u0 + buf[ol + 5] * u1 + buf[ol + 8] * u2)
 
 
 @_jit
@@ -309,6 +319,8 @@ def _block(buf, m, r0, c0, U, dinv):
             buf[o + 12] - a2 * b0, buf[o + 13] - a2 * b1, buf[o + 14] - a2 * b2)
 
 
+#: "no external wrenches" inside the kernels
+_NO_FEXT = np.zeros((0, 6))
 #: no rank-one correction for :func:`_xtmx_add`
 _Z6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
@@ -406,16 +418,14 @@ def _kinematics(ints, reals, buf, q, v, with_v):
         if not with_v:
             continue
         oV, oc, u = bo + B_V, bo + B_C, tmp + T_VEC
-        if par >= 0:
-            _x_motion(buf, bl, ob + B_SIZE * par + B_V, oV)
-        else:
-            for k in range(6):
-                buf[oV + k] = 0.0
-        if n == 1:
+        V = _x_motion_t(buf, bl, ob + B_SIZE * par + B_V) if par >= 0 else _Z6
+        if n == 1:                                      # S q_dot, q_dot^2 dS/dq
             qd = v[qs]
-            for k in range(6):
-                buf[u + k] = buf[o + 16 + k] * qd
-                buf[oc + k] = buf[o + 22 + k] * (qd * qd)
+            a0, a1, a2 = buf[o + 16] * qd, buf[o + 17] * qd, buf[o + 18] * qd
+            b0, b1, b2 = buf[o + 19] * qd, buf[o + 20] * qd, buf[o + 21] * qd
+            qd2 = qd * qd
+            c = (buf[o + 22] * qd2, buf[o + 23] * qd2, buf[o + 24] * qd2, buf[o + 25] * qd2,
+                 buf[o + 26] * qd2, buf[o + 27] * qd2)
         else:
             for k in range(6):
                 buf[u + k] = 0.0
@@ -426,20 +436,18 @@ def _kinematics(ints, reals, buf, q, v, with_v):
                     buf[u + k] += buf[r + k] * qd
             if kind == KIND_SPHERE:
                 _sphere_bias(buf, cb + 6 * b, q, v, qs)
-            for k in range(6):
-                buf[oc + k] = buf[cb + 6 * b + k] if n else 0.0
-        for k in range(6):
-            buf[oV + k] += buf[u + k]
-        w0, w1, w2 = buf[oV], buf[oV + 1], buf[oV + 2]
-        l0, l1, l2 = buf[oV + 3], buf[oV + 4], buf[oV + 5]
-        a0, a1, a2 = buf[u], buf[u + 1], buf[u + 2]
-        b0, b1, b2 = buf[u + 3], buf[u + 4], buf[u + 5]
-        buf[oc] += w1 * a2 - w2 * a1                    # ad_V u = [w x a; w x b + l x a]
-        buf[oc + 1] += w2 * a0 - w0 * a2
-        buf[oc + 2] += w0 * a1 - w1 * a0
-        buf[oc + 3] += w1 * b2 - w2 * b1 + l1 * a2 - l2 * a1
-        buf[oc + 4] += w2 * b0 - w0 * b2 + l2 * a0 - l0 * a2
-        buf[oc + 5] += w0 * b1 - w1 * b0 + l0 * a1 - l1 * a0
+            a0, a1, a2, b0, b1, b2 = _load6(buf, u)
+            c = _load6(buf, cb + 6 * b) if n else _Z6
+        w0, w1, w2 = V[0] + a0, V[1] + a1, V[2] + a2
+        l0, l1, l2 = V[3] + b0, V[4] + b1, V[5] + b2
+        buf[oV], buf[oV + 1], buf[oV + 2] = w0, w1, w2
+        buf[oV + 3], buf[oV + 4], buf[oV + 5] = l0, l1, l2
+        buf[oc] = c[0] + w1 * a2 - w2 * a1              # ad_V u = [w x a; w x b + l x a]
+        buf[oc + 1] = c[1] + w2 * a0 - w0 * a2
+        buf[oc + 2] = c[2] + w0 * a1 - w1 * a0
+        buf[oc + 3] = c[3] + w1 * b2 - w2 * b1 + l1 * a2 - l2 * a1
+        buf[oc + 4] = c[4] + w2 * b0 - w0 * b2 + l2 * a0 - l0 * a2
+        buf[oc + 5] = c[5] + w0 * b1 - w1 * b0 + l0 * a1 - l1 * a0
 
 
 @_jit
@@ -699,10 +707,20 @@ def _aba(ints, reals, buf, q, v, tau, fext):
         qs, n, par = ints[row + I_Q], ints[row + I_N], ints[row + I_PARENT]
         bo = ob + B_SIZE * b
         oA, oc = bo + B_A, bo + B_C
-        _x_motion(buf, bo + B_LOCAL, ob + B_SIZE * par + B_A if par >= 0 else tmp + T_BASE,
-                  oA)
+        X = _x_motion_t(buf, bo + B_LOCAL, ob + B_SIZE * par + B_A if par >= 0 else
+                        tmp + T_BASE)
+        if n == 1:                                       # in registers
+            dq = od + D_SIZE * qs
+            A = (X[0] + buf[oc], X[1] + buf[oc + 1], X[2] + buf[oc + 2], X[3] + buf[oc + 3],
+                 X[4] + buf[oc + 4], X[5] + buf[oc + 5])
+            x = (buf[dq + D_USMALL] - _row6(buf, dq + D_U, A)) * buf[dq + D_DINV]
+            buf[ddq + qs] = x
+            s = _s_row(ints, b, 0)
+            for k in range(6):
+                buf[oA + k] = A[k] + buf[s + k] * x
+            continue
         for k in range(6):
-            buf[oA + k] += buf[oc + k]
+            buf[oA + k] = X[k] + buf[oc + k]
         for i in range(n):
             di = od + D_SIZE * (qs + i)
             x = buf[di + D_USMALL]
@@ -832,6 +850,13 @@ def aba(ints, reals, buf, q, v, tau, fext, check):
         if not x < math.inf:
             return 2
     return _aba(ints, reals, buf, q, v, tau, fext)
+
+
+@_jit
+def aba_free(ints, reals, buf, q, v, tau):
+    """:func:`aba` without external wrenches, with the finiteness test (status 2): two
+    arguments fewer to pass."""
+    return aba(ints, reals, buf, q, v, tau, _NO_FEXT, True)
 
 
 @_jit
