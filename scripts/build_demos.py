@@ -9,7 +9,9 @@ given) is installed into a private, temporary Blender user folder (BLENDER_USER_
 enabled, exactly as the tests do; the user's own Blender configuration is never touched.
 
 Files written (each scene: low-poly meshes, solid-colour materials, an orthographic camera
-framing the whole motion, a sun light and Workbench render settings):
+at :data:`RESOLUTION` framing the whole motion of the bodies (ground planes may run out of
+view), a sun light and Workbench render settings; the globe's camera faces where its planes
+go, :func:`facing_view`; :func:`camera_pixels` projects points through a scene's camera):
 
 * ``<demo>.blend`` for every key of ``core.mechanisms.DEMOS``: the mechanism placed with the
   add-on's ``spline_joints.add_mechanism`` at the demo's own frame rate and duration, unbaked
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import math
 import os
 import subprocess
@@ -54,16 +57,21 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "demo_blends"
 MODULE = "bl_ext.user_default.spline_joints"
-BUILD_VERSION = 6
+BUILD_VERSION = 7
 RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone", "gait2392_walk")
 #: the shipped OpenSim models, meshes and motions (see the README there)
 OSIM_DATA = ROOT.parent / "shared" / "data" / "osim"
-RESOLUTION = (640, 400)
+#: render size of every demo camera (16:9; the main job's tiles and the README animations are
+#: rendered at fractions of it)
+RESOLUTION = (640, 360)
 BACKGROUND = (0.93, 0.94, 0.96)
+#: VIEWS value of a demo whose bodies ride on the surface of its first body, a sphere (the
+#: globe's planes): the view is derived from the simulated motion (:func:`facing_view`)
+FACE_BODIES = "face the bodies"
 #: view direction (from the target towards the camera) per file; default: front-right, above
 VIEWS = {
     "beads_on_a_wire": (0.45, -1.0, 0.8),
-    "globe": (0.6, -1.0, 0.5),
+    "globe": FACE_BODIES,
     "knee_pendulum": (0.15, -1.0, 0.25),
     "knee_fit_rig": (0.12, -1.0, 0.12),
     "scapulothoracic": (-0.9, -0.8, 0.45),
@@ -88,11 +96,46 @@ def _repo_core(name: str = "mechanisms"):
     return importlib.import_module(f"core.{name}")
 
 
+def facing_view(directions: np.ndarray, default=DEFAULT_VIEW, n_candidates: int = 4000) -> np.ndarray:
+    """The view direction (3,), unit, from which bodies riding on a sphere look largest on
+    average: ``directions`` (N, 3) are unit vectors from the sphere's centre to the bodies,
+    sampled over their motion; a body flat on the sphere at direction d shows
+    ``max(0, d . view)`` of its area (0: behind the sphere), and the view maximizing the mean
+    of that over the samples wins. The candidates are ``n_candidates`` directions spread
+    evenly over the sphere (a Fibonacci lattice, about 3 degrees apart); of equally good ones
+    the one closest to ``default`` wins."""
+    i = np.arange(n_candidates) + 0.5
+    polar, azimuth = np.arccos(1.0 - 2.0 * i / n_candidates), math.pi * (1.0 + 5.0 ** 0.5) * i
+    candidates = np.stack([np.cos(azimuth) * np.sin(polar), np.sin(azimuth) * np.sin(polar),
+                           np.cos(polar)], axis=1)
+    d = np.asarray(directions, dtype=float).reshape(-1, 3)
+    shown = np.clip(d @ candidates.T, 0.0, None).mean(axis=0)
+    default = np.asarray(default, dtype=float) / np.linalg.norm(default)
+    return candidates[np.argmax(shown + 1e-9 * (candidates @ default))]  # ties: nearest default
+
+
+def demo_view(demo: str, result, mech) -> np.ndarray:
+    """The camera's view direction (3,) for a demo: ``VIEWS[demo]`` (default
+    :data:`DEFAULT_VIEW`), or for :data:`FACE_BODIES` the :func:`facing_view` of the directions
+    from the first body's origin (the sphere's centre) to the drawn centres of the other
+    visible bodies over every frame of ``result`` (a BakeResult of ``mech``)."""
+    view = VIEWS.get(demo, DEFAULT_VIEW)
+    if not isinstance(view, str):
+        return np.asarray(view, dtype=float)
+    centre = result.poses[:, 0, :3, 3]
+    dirs = [result.poses[:, k] @ np.asarray(disp.offset, dtype=float)[:, 3]
+            for k, disp in enumerate(mech.display) if k and disp.visible]
+    dirs = np.stack([p[:, :3] - centre for p in dirs], axis=1).reshape(-1, 3)
+    return facing_view(dirs / np.linalg.norm(dirs, axis=1, keepdims=True))
+
+
 def motion_points(demo: str) -> tuple[np.ndarray, dict]:
     """The demo built with its own defaults and simulated once (core only): world points
     (M, 3) of every visible mesh vertex and polyline of the bodies and the scenery over the
-    motion (every 4th frame), for framing the camera, and the demo's frame rate and duration
-    for its scene, ``{"fps": int, "duration": float}``."""
+    motion (every 4th frame; not ground planes, which may run out of view), for framing the
+    camera, and the demo's frame rate, duration and
+    camera view direction (:func:`demo_view`) for its scene,
+    ``{"fps": int, "duration": float, "view": (3,)}``."""
     mechs = _repo_core()
     display = _repo_core("display")
     mech = mechs.DEMOS[demo]()
@@ -100,6 +143,7 @@ def motion_points(demo: str) -> tuple[np.ndarray, dict]:
         raise SystemExit(f"error: demo {demo!r} runs at {mech.fps} fps; a scene needs a whole number")
     settings = {"fps": int(mech.fps), "duration": float(mech.duration)}
     result = mechs.simulate_mechanism(mech)
+    settings["view"] = demo_view(demo, result, mech)
     poses = result.poses[::4]
     pts = []
     for k, body in enumerate(mech.display):
@@ -123,6 +167,8 @@ def motion_points(demo: str) -> tuple[np.ndarray, dict]:
         if disp.mesh == "surface":
             pts.extend(disp.surface_mesh(t)[0] for t in result.times[::4])
         elif disp.mesh == "helix":  # a spring between bodies: its ends are the bodies' points
+            continue
+        elif disp.mesh == "plane":  # a ground plane: framing the motion, it may run out of view
             continue
         elif (mesh := display.body_mesh(disp.mesh, disp.size, disp.axis, disp.offset,
                                         disp.geometry)) is not None:
@@ -246,33 +292,58 @@ def render_frame(scene, frame: int, resolution=None) -> np.ndarray:
 
 
 def contact_sheet(tiles: list, columns: int, gap: int = 4) -> np.ndarray:
-    """Tile equally sized (H, W, 4) images row by row with white gaps; returns (H', W', 4)."""
-    h, w = tiles[0].shape[:2]
+    """Tile equally sized (H, W, C) float images row by row with white gaps; returns (H', W', C)."""
+    h, w, c = tiles[0].shape
     rows = -(-len(tiles) // columns)
-    sheet = np.ones((rows * h + (rows - 1) * gap, columns * w + (columns - 1) * gap, 4), dtype=np.float32)
+    sheet = np.ones((rows * h + (rows - 1) * gap, columns * w + (columns - 1) * gap, c), dtype=np.float32)
     for k, tile in enumerate(tiles):
         r, c = divmod(k, columns)
         sheet[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = tile
     return sheet
 
 
-def save_png(rgba: np.ndarray, path: Path, compression: int = 100) -> None:
-    """Write an (H, W, 4) float array in [0, 1] (top row first) as an 8-bit RGB PNG via bpy."""
+def save_png(image: np.ndarray, path: Path) -> None:
+    """Write an image as an 8-bit RGB PNG (Pillow, through ``core.io.atomic_write``): an (H, W,
+    3 or 4) float array in [0, 1] or uint8 array, top row first; alpha is dropped."""
+    from PIL import Image
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    Image.fromarray(to_rgb8(image)).save(buffer, format="PNG", optimize=True)
+    _repo_core("io").atomic_write(path, buffer.getvalue())
+
+
+def to_rgb8(image: np.ndarray) -> np.ndarray:
+    """(H, W, 3) uint8 of an (H, W, 3 or 4) float image in [0, 1] or uint8 image."""
+    image = np.asarray(image)
+    if image.dtype != np.uint8:
+        image = np.round(np.clip(image[..., :3], 0.0, 1.0) * 255.0).astype(np.uint8)
+    return np.ascontiguousarray(image[..., :3])
+
+
+def camera_pixels(scene, points: np.ndarray, resolution=RESOLUTION) -> np.ndarray:
+    """Pixel coordinates (..., 2) of world points (..., 3) in a ``resolution`` (width, height)
+    render through the scene's camera: x to the right and y down from the top-left corner of
+    the frame, so a point is in view when ``0 <= x <= width`` and ``0 <= y <= height``. The
+    camera's projection matrix (``Object.calc_matrix_camera``, any camera type and sensor fit)
+    applied in numpy."""
     import bpy
 
-    h, w = rgba.shape[:2]
-    img = bpy.data.images.new(f"sj_png_{Path(path).stem}", w, h, alpha=False)
-    img.pixels.foreach_set(np.ascontiguousarray(rgba[::-1], dtype=np.float32).ravel())
-    scene = bpy.context.scene
-    settings = scene.render.image_settings
-    settings.file_format, settings.color_mode, settings.color_depth = "PNG", "RGB", "8"
-    settings.compression = compression
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with addon_module("core.io").atomic_path(path) as tmp:  # renamed into place when written
-            img.save_render(tmp, scene=scene)
-    finally:
-        bpy.data.images.remove(img)
+    cam = scene.camera
+    P = np.array(cam.calc_matrix_camera(bpy.context.evaluated_depsgraph_get(), x=resolution[0],
+                                        y=resolution[1], scale_x=scene.render.pixel_aspect_x,
+                                        scale_y=scene.render.pixel_aspect_y))
+    M = P @ np.linalg.inv(np.array(cam.matrix_world))
+    pts = np.asarray(points, dtype=float)
+    h = pts @ M[:, :3].T + M[:, 3]
+    ndc = h[..., :2] / h[..., 3:4]
+    return np.stack([0.5 * (ndc[..., 0] + 1.0) * resolution[0],
+                     0.5 * (1.0 - ndc[..., 1]) * resolution[1]], axis=-1)
+
+
+def box_corners(obj) -> np.ndarray:
+    """The 8 corners (8, 3) of an object's bounding box in its own frame (``bound_box``)."""
+    return np.array([tuple(c) for c in obj.bound_box], dtype=float)
 
 
 def new_scene(fps: int, frame_end: int, name: str):
@@ -310,7 +381,8 @@ def save(scene, path: Path) -> None:
 
 def build_mechanism_file(demo: str, points: np.ndarray, settings: dict, out: Path) -> None:
     """``<demo>.blend``: the demo placed at its own frame rate and duration ``settings`` (from
-    :func:`motion_points`), camera framing ``points``."""
+    :func:`motion_points`), its camera looking along ``-settings["view"]`` and framing
+    ``points``."""
     import bpy
 
     scene = new_scene(settings["fps"], 1 + round(settings["duration"] * settings["fps"]), demo)
@@ -319,7 +391,7 @@ def build_mechanism_file(demo: str, points: np.ndarray, settings: dict, out: Pat
     for obj in scene.objects:  # wires and coastlines thick enough to read in a small render
         if obj.type == "CURVE":
             obj.data.bevel_depth = max(obj.data.bevel_depth, 0.005)
-    setup_render(scene, points, VIEWS.get(demo, DEFAULT_VIEW))
+    setup_render(scene, points, settings["view"])
     save(scene, out / f"{demo}.blend")
 
 

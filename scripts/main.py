@@ -12,7 +12,10 @@
    a time: the file is opened, every mechanism is baked by ``spline_joints.bake_dynamics`` through
    ``scripts/bake.py``'s ``bake_open_file`` (atomic save to ``OUT/blends/<file>``), and
    ``--frames`` Workbench frames spread over the scene's range are tiled into
-   ``OUT/sheets/<file>.png``. Fitting rigs and the OpenSim walk have no mechanism: they are saved and rendered
+   ``OUT/sheets/<file>.png`` through the file's own camera: a title line (file, mechanism,
+   bodies, DOF; for a rig its bones and fitted joints), each tile labelled with its time
+   ("t = 0.40 s"), and on the chains, beads and globe a fading trail of the last second of
+   motion (scripts/pictures.py). Fitting rigs and the OpenSim walk have no mechanism: they are saved and rendered
    as their sliders and coordinates play (the add-on's live drive poses the bones); their
    fitted joints (bones' and OpenSim joints' spline fits) are listed in a second table.
 3. A table is printed: mechanism, bodies, DOF, steps, wall time (the core simulation), energy
@@ -44,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from core.io import atomic_write  # noqa: E402
 
 DEMOS_DIR = ROOT / "demo_blends"
-TILE = (320, 200)
+TILE = (320, 180)  # half of build_demos.RESOLUTION
 
 
 # ------------------------------------------------------------------------------------------
@@ -108,9 +111,13 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
     first = scene.frame_start
     picks = [round(first + k * (last - first) / max(frames - 1, 1)) for k in range(frames)]
     t0 = time.perf_counter()
-    tiles = [bd.render_frame(scene, f, TILE) for f in picks]
+    import pictures
+
+    trails = pictures.trails(scene, picks[0], picks[-1])
+    tiles = [pictures.render(scene, f, TILE, trails) for f in picks]
     sheet = Path(out) / "sheets" / f"{name}.png"
-    bd.save_png(bd.contact_sheet(tiles, columns=min(4, frames)), sheet)
+    bd.save_png(pictures.titled_sheet(tiles, min(4, frames), pictures.title_line(scene, name),
+                                      [pictures.time_label(scene, f) for f in picks]), sheet)
     mean = float(sum(float(t[..., :3].std()) for t in tiles) / len(tiles))
     atomic_write(result_file, json.dumps({"rows": rows, "rigs": rigs, "sheet": str(sheet),
                                           "frames": picks, "bake_wall": bake_wall,

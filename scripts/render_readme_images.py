@@ -1,18 +1,32 @@
-"""Render the README images into docs/images/ from the committed demo_blends/ (Workbench).
+"""Render every README picture into docs/images/ from the demo files (Workbench): one command.
 
-    .venv/bin/python scripts/render_readme_images.py [--out docs/images]
+    .venv/bin/python scripts/render_readme_images.py [--out docs/images] [--baked out/blends]
+                                                     [--only knee beads animations ...]
+                                                     [--demos hinge_chain globe ...]
 
-Images (8-bit PNG, each well under 300 kB):
+Mechanism demos are shown baked. By default each is opened from demo_blends/ and baked in
+this process by ``scripts/bake.py``'s ``bake_open_file`` (``spline_joints.bake_dynamics``, as
+the main job does; the baked copy goes to a temporary folder); ``--baked DIR`` takes the
+already baked files of a main-job run instead (``scripts/main.py --out out`` writes them to
+``out/blends``). Rigs and the OpenSim walk play their own animation.
+
+Stills (8-bit PNG, each well under 300 kB):
 * ``knee_fit.png``: the gait2392 knee rig (knee_fit_rig.blend): the leg flexed by the fitted
   spline curve joint's slider, and a close-up of the knee with the fitted path of the tibia
   origin (red) over the OpenSim range.
 * ``reach_cone.png``: the humerus inside its fitted elliptical reach cone (shoulder_reach_cone.blend).
-* ``beads_on_a_wire.png``: contact sheet of the beads-on-a-wire demo baked with
-  ``spline_joints.bake_dynamics`` (8 frames over its 4 s).
+* ``beads_on_a_wire.png``: titled contact sheet of the baked beads-on-a-wire demo, 8 frames
+  over its 4 s, each with its time and the beads' one-second trails (scripts/pictures.py).
 * ``scapulothoracic.png``: the scapula on its fitted spline surface joint over the thorax, with
   the surface's iso-coordinate lines (scapulothoracic_fit_rig.blend), at two slider settings.
 * ``gait2392_walk.png``: the two gait2392 models of gait2392_walk.blend (exact OpenSim knees,
   fitted spline knees) at mid-stride (:data:`GAIT_FRAME`), through the demo's own camera.
+
+Animations (``animations``): ``<demo>.gif`` for every file of demo_blends/, through the file's
+own camera at :data:`ANIMATION_SIZE`, about :data:`ANIMATION_FPS` frames per second over the
+whole baked or animated range, each frame labelled with its time, with the fading trails of
+scripts/pictures.py on the chains, beads and globe; each must stay under
+:data:`ANIMATION_LIMIT` bytes (the script fails otherwise).
 
 The extension is installed into a temporary Blender user folder as in scripts/build_demos.py.
 """
@@ -21,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +43,39 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import build_demos as bd  # noqa: E402
+import pictures  # noqa: E402
 
 DEMOS = bd.OUT
+#: animation frame size (half the demo cameras' 640 x 360), rate and largest file (bytes)
+ANIMATION_SIZE = (320, 180)
+ANIMATION_FPS = 15.0
+ANIMATION_LIMIT = 2_000_000
 
 
-def open_demo(bpy, name: str):
-    bpy.ops.wm.open_mainfile(filepath=str(DEMOS / f"{name}.blend"), load_ui=False)
-    return bpy.context.scene
+def open_demo(bpy, name: str, baked: Path | None = None):
+    """Open demo ``name``: from ``baked`` when given (a main-job run's baked files), else from
+    demo_blends/, baking its mechanisms with scripts/bake.py's ``bake_open_file`` (the baked
+    copy is saved into a temporary folder; the open file is the baked one)."""
+    source = baked / f"{name}.blend" if baked is not None else DEMOS / f"{name}.blend"
+    if not source.is_file():
+        raise SystemExit(f"error: {source} not found" + (" (run scripts/main.py --out DIR first)"
+                                                         if baked is not None else ""))
+    bpy.ops.wm.open_mainfile(filepath=str(source), load_ui=False)
+    scene = bpy.context.scene
+    if baked is None and len(scene.spline_joints_mechanisms):
+        import bake
+
+        with tempfile.TemporaryDirectory(prefix="sj_readme_bake_") as tmp:
+            bake.bake_open_file(tmp, f"{name}.blend")
+    return scene
+
+
+def last_frame(scene) -> int:
+    """The last frame with motion: the end of the first mechanism's bake, else the scene's end."""
+    items = scene.spline_joints_mechanisms
+    if len(items) and items[0].baked_frames:
+        return scene.frame_start + items[0].baked_frames - 1
+    return scene.frame_end
 
 
 def close_up(scene, centre, width: float, view, resolution) -> None:
@@ -50,7 +91,7 @@ def close_up(scene, centre, width: float, view, resolution) -> None:
     scene.render.resolution_x, scene.render.resolution_y = resolution
 
 
-def knee(bpy, out: Path) -> Path:
+def knee(bpy, out: Path, baked=None) -> Path:
     scene = open_demo(bpy, "knee_fit_rig")
     arm = bpy.data.objects["Knee"]
     tibia = arm.pose.bones["tibia"]
@@ -74,27 +115,26 @@ def knee(bpy, out: Path) -> Path:
     return target
 
 
-def reach_cone(bpy, out: Path) -> Path:
+def reach_cone(bpy, out: Path, baked=None) -> Path:
     scene = open_demo(bpy, "shoulder_reach_cone")
     target = out / "reach_cone.png"
     bd.save_png(bd.render_frame(scene, 16, (560, 400)), target)
     return target
 
 
-def beads(bpy, out: Path) -> Path:
-    scene = open_demo(bpy, "beads_on_a_wire")
-    if bpy.ops.spline_joints.bake_dynamics() != {"FINISHED"}:
-        raise RuntimeError("baking beads_on_a_wire failed")
-    item = scene.spline_joints_mechanisms[0]
-    last = scene.frame_start + item.baked_frames - 1
-    frames = np.linspace(scene.frame_start, last, 8).round().astype(int)
-    tiles = [bd.render_frame(scene, f, (240, 170)) for f in frames]
+def beads(bpy, out: Path, baked=None) -> Path:
+    name = "beads_on_a_wire"
+    scene = open_demo(bpy, name, baked)
+    frames = np.linspace(scene.frame_start, last_frame(scene), 8).round().astype(int)
+    trails = pictures.trails(scene, int(frames[0]), int(frames[-1]))
+    tiles = [pictures.render(scene, f, (240, 135), trails) for f in frames]
     target = out / "beads_on_a_wire.png"
-    bd.save_png(bd.contact_sheet(tiles, columns=4), target)
+    bd.save_png(pictures.titled_sheet(tiles, 4, pictures.title_line(scene, name),
+                                      [pictures.time_label(scene, f) for f in frames]), target)
     return target
 
 
-def scapula(bpy, out: Path) -> Path:
+def scapula(bpy, out: Path, baked=None) -> Path:
     scene = open_demo(bpy, "scapulothoracic_fit_rig")
     arm = bpy.data.objects["Shoulder"]
     scap = arm.pose.bones["scapula"]
@@ -119,27 +159,54 @@ def scapula(bpy, out: Path) -> Path:
 GAIT_FRAME = 90
 
 
-def gait(bpy, out: Path) -> Path:
+def gait(bpy, out: Path, baked=None) -> Path:
     scene = open_demo(bpy, "gait2392_walk")
     target = out / "gait2392_walk.png"
     bd.save_png(bd.render_frame(scene, GAIT_FRAME, (720, 450)), target)
     return target
 
 
+def animation(bpy, name: str, out: Path, baked=None) -> Path:
+    """``<name>.gif``: the demo through its own camera, every frame time-labelled, with trails."""
+    scene = open_demo(bpy, name, baked)
+    step = max(1, round(scene.render.fps / scene.render.fps_base / ANIMATION_FPS))
+    frames = list(range(scene.frame_start, last_frame(scene) + 1, step))
+    trails = pictures.trails(scene, frames[0], frames[-1])
+    images = [pictures.label(pictures.render(scene, f, ANIMATION_SIZE, trails), pictures.time_label(scene, f))
+              for f in frames]
+    target = out / f"{name}.gif"
+    size = pictures.save_animation(images, target, scene.render.fps / scene.render.fps_base / step)
+    if size > ANIMATION_LIMIT:
+        raise SystemExit(f"error: {target} is {size / 1e6:.2f} MB, more than {ANIMATION_LIMIT / 1e6:g} MB; "
+                         "lower ANIMATION_SIZE or ANIMATION_FPS")
+    return target
+
+
+def animations(bpy, out: Path, baked=None, names=None) -> list[Path]:
+    """:func:`animation` of every demo file (or of ``names``)."""
+    return [animation(bpy, n, out, baked) for n in names or sorted(p.stem for p in DEMOS.glob("*.blend"))]
+
+
 MAKERS = {"knee": knee, "reach_cone": reach_cone, "beads": beads, "scapula": scapula,
-          "gait": gait}
+          "gait": gait, "animations": animations}
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(bd.ROOT / "docs" / "images"))
     parser.add_argument("--only", nargs="*", choices=sorted(MAKERS), help="images to make (default: all)")
+    parser.add_argument("--baked", help="folder of baked demo files (a main-job run's OUT/blends); "
+                                        "default: bake here")
+    parser.add_argument("--demos", nargs="*", help="animations of these demos only (default: every file)")
     args = parser.parse_args(argv)
     out = Path(args.out)
+    baked = Path(args.baked) if args.baked else None
     bpy = bd.start_blender()
     for key in args.only or MAKERS:
-        path = MAKERS[key](bpy, out)
-        print(f"wrote {path} ({path.stat().st_size / 1024:.0f} kB)", flush=True)
+        made = (animations(bpy, out, baked, args.demos) if key == "animations"
+                else [MAKERS[key](bpy, out, baked)])
+        for path in made:
+            print(f"wrote {path} ({path.stat().st_size / 1024:.0f} kB)", flush=True)
     return 0
 
 
