@@ -5,6 +5,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = ROOT / "demo_blends"
 #: largest file (bytes) per demo, 1 MB unless named: the gait2392 walk carries the model's 20
@@ -78,6 +80,19 @@ def scenario_check_files(tmp, demo_dir, version, rigs):
                               f"sj_q{i}" in pb.keys() for i in range(nq)), "animated": animated}
     bpy.ops.wm.open_mainfile(filepath=os.path.join(demo_dir, "shoulder_reach_cone.blend"), load_ui=False)
     rig_facts["cone"] = bpy.data.objects.get("SJ_ReachCone_Arm_humerus") is not None
+    # the humerus is driven onto its cone's boundary and held; the cone is red exactly there
+    scene = bpy.context.scene
+    bridge, bones = addon_module("addon.bridge"), addon_module("core.bones")
+    hum = bpy.data.objects["Arm"].pose.bones["humerus"]
+    cone = addon_module("addon.operators.reach_cone").cone_options(hum.spline_joints)
+    rest = bridge.read_rest_T_parent_child(hum)
+    mat = bpy.data.materials["SJ_ReachCone"]
+    swing, red = [], []
+    for f in range(scene.frame_start, scene.frame_end + 1):
+        scene.frame_set(f)
+        swing.append(bones.cone_status(cone, rest, bridge.read_pose_T_parent_child(hum)).swing_value)
+        red.append(mat.diffuse_color[0] > 0.5 and mat.diffuse_color[1] < 0.5)
+    rig_facts["swing"], rig_facts["red"] = swing, red
     return {"problems": problems, "rigs": rig_facts}
 
 
@@ -91,6 +106,10 @@ def test_demo_blends_are_up_to_date(blender):
     for rig in (knee, scap):
         assert rig["rms_mm"] < 0.05 and rig["drive"] and rig["sliders"] and rig["animated"], rig
     assert out["rigs"]["cone"]
+    swing, red = np.array(out["rigs"]["swing"]), np.array(out["rigs"]["red"])
+    at_limit = np.abs(swing) <= 1e-3
+    assert at_limit.sum() >= 10 and swing.min() > -1e-3, swing  # held at the limit, never past it
+    np.testing.assert_array_equal(red, at_limit)                # red at the limit, green inside
 
 
 def scenario_short_bake(tmp, demo, bake_script):

@@ -1,5 +1,6 @@
 """Mechanism scenery: add_mechanism draws the deforming demo's sheet, bake_dynamics keys its
-motion as shape keys (undoable, nothing on cancel, replaced on a re-bake)."""
+motion as shape keys (undoable, nothing on cancel, replaced on a re-bake); springs are posed
+and stretched at every frame; displays' parts follow their bodies."""
 
 import numpy as np
 
@@ -97,3 +98,47 @@ def test_deforming_sheet_is_drawn_and_baked_as_shape_keys(blender):
     assert out["rebaked"] == [["Basis", "mode 0"], 10, 0], out["rebaked"]
     assert out["still"] == [[625, 3], [0, 625, 3], [4, 0]], out["still"]
     assert "'noise' deforms in 19 independent modes" in out["refused"], out["refused"]
+
+
+def scenario_springs_and_parts(tmp):
+    import bpy
+
+    from scenes import addon_module
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps, scene.frame_start = 60, 1
+    assert bpy.ops.spline_joints.add_mechanism(demo="scapulothoracic", duration=0.2) == {"FINISHED"}
+    item = scene.spline_joints_mechanisms[0]
+    ribs = bpy.data.objects["scapulothoracic.ribs"]
+    parts = {"ribs_parent": ribs.parent.name, "no_material": [o.name for o in scene.objects
+                                                            if o.type == "MESH" and not o.data.materials]}
+    assert bpy.ops.spline_joints.bake_dynamics("EXEC_DEFAULT", True) == {"FINISHED"}
+    mech = addon_module("core.mechanisms").DEMOS["scapulothoracic"](duration=0.2, fps=60.0)
+    result = addon_module("core.mechanisms").simulate_mechanism(mech)
+    display = addon_module("core.display")
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    err, lengths = 0.0, []
+    for k, spring in enumerate(mech.scenery):
+        frames, length = spring.spring_frames(result.poses)
+        obj = item.scenery[k].object
+        for f in range(1, 13, 3):
+            scene.frame_set(f)
+            ev = obj.evaluated_get(depsgraph)
+            co = np.empty(3 * len(ev.data.vertices))
+            ev.data.vertices.foreach_get("co", co)
+            M = np.array(ev.matrix_world)
+            world = co.reshape(-1, 3) @ M[:3, :3].T + M[:3, 3]
+            local = display.helix(*spring.size, length[f - 1])[0]
+            exact = local @ frames[f - 1, :3, :3].T + frames[f - 1, :3, 3]
+            err = max(err, float(np.abs(world - exact).max()))
+        lengths.append(float(np.ptp(length[:13])))
+    return {"parts": parts, "err": err, "lengths": lengths}
+
+
+def test_springs_follow_their_ends_and_parts_their_bodies(blender):
+    out = blender(scenario_springs_and_parts)
+    assert out["parts"]["ribs_parent"] == "scapulothoracic.thorax", out["parts"]
+    assert out["parts"]["no_material"] == [], out["parts"]
+    assert out["err"] < 1e-5, out["err"]             # float32 vertices and keys
+    assert min(out["lengths"]) > 1e-3, out["lengths"]  # the springs stretch
