@@ -104,7 +104,7 @@ def knee(bpy, out: Path, baked=None) -> Path:
     knee_centre = np.array(arm.matrix_world @ tibia.head)
     close_up(scene, knee_centre + [-0.12, 0.0, 0.12], 1.0, bd.VIEWS["knee_fit_rig"], (400, 400))
     leg = bd.render_frame(scene, 1)
-    for name in ("femur condyles", "tibial plateau"):  # see the path through the joint surfaces
+    for name in ("femur_r", "tibia_r"):  # translucent bones: the path shows through the joint
         colour = list(bpy.data.objects[name].data.materials[0].diffuse_color)
         bpy.data.objects[name].data.materials[0].diffuse_color = colour[:3] + [0.3]
         bpy.data.objects[name].data.materials[0].surface_render_method = "BLENDED"
