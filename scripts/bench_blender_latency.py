@@ -67,9 +67,11 @@ def worker(out):
     jit = importlib.import_module(MODULE + ".addon.jit")
     text = console.getvalue()
     sys.stdout.write(text)
-    with open(out, "w") as fh:
-        json.dump({"aba": t1 - t0, "simulate": t2 - t1, "backend": backend.active(),
-                   "message": jit.compile_message() in text, "cache": jit.cache_dir()}, fh)
+    atomic_write = importlib.import_module(MODULE + ".core.io").atomic_write
+    atomic_write(out, json.dumps({"aba": t1 - t0, "simulate": t2 - t1,
+                                  "backend": backend.active(),
+                                  "message": jit.compile_message() in text,
+                                  "cache": jit.cache_dir()}))
 
 
 def _zip():
