@@ -79,7 +79,7 @@ VIEWS = {
     "shoulder_reach_cone": (1.0, -0.35, 0.3),
     "deforming_surface": (0.4, -1.0, 1.4),
     "hinge_chain": (0.2, -1.0, 0.25),
-    "skeleton_chain": (0.3, -1.0, 0.3),
+    "skeleton_chain": (0.9, -1.0, 0.55),
     "gait2392_walk": (0.75, -1.0, 0.2),
 }
 DEFAULT_VIEW = (0.55, -1.0, 0.35)
