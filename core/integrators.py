@@ -35,6 +35,13 @@ causes (:func:`diverged`: a :class:`core.errors.NonFiniteError` of a joint, an o
 mass matrix that is no longer positive definite, a math domain error); nothing returns
 garbage.
 
+Compiled steps. On the numba backend (:mod:`core.backend`) a model whose joints all have
+kernels, without a drive and with constant (or no) tau and fext, takes each step in one
+kernel call (:func:`core.compiled.kernels.advance`: the substeps, the divergence test, the
+spherical joints' chart changes, and the limits when the limit solver is ``compiled``);
+with other limits, one kernel call per substep and the limits in Python. A step the kernel
+reports as failed is taken again on the Python path, which raises the error above.
+
 Size. :func:`integrate` preallocates its records; :func:`check_record_size` refuses a run
 whose records would exceed :data:`MAX_RECORD_BYTES` before any work, with the figure.
 
@@ -294,7 +301,7 @@ class Integrator:
         the only joints that change chart, and no limits or a limit solver that is
         ``compiled``."""
         if self._kernel_step is None or (self.limits is not None and
-                                         not self.limits.compiled):
+                                         not getattr(self.limits, "compiled", False)):
             return None
         if any(not isinstance(j, Spherical) for j, _ in self._charts):
             return None

@@ -15,8 +15,9 @@ does not import; the kernels are compiled, or loaded from numba's cache, before 
 1. revolute chains N = 1, 8, 32, 128: ``core.dynamics.aba`` (numpy: auto = the one-body
    method for N = 1, dense CRBA + Cholesky otherwise; numba: the compiled O(n) recursion),
    ``pinocchio.aba`` and ``mujoco.mj_step`` on the same chain (MJCF built here), with
-   ratios; and one semi-implicit Euler step of the model integrator (``advance``: on numba
-   one kernel call) against ``mj_step``;
+   ratios, and on numba also ``aba(check=False)`` (the integrators' entry, without argument
+   validation); and one semi-implicit Euler step of the model integrator (``advance``: on
+   numba one kernel call for the step) against ``mj_step``;
 2. chains of cubic spline curve joints, N = 1, 8, 32, 128, and the 1-DOF knee (the gait2392
    tibia on its fitted spline curve joint) on both backends, with ``pin.aba`` on the
    revolute chain of the same N (Pinocchio has no spline joints) for scale; and the N = 8
@@ -146,10 +147,10 @@ def _state(model, rng):
     return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
 
 
-def _ours(model, method="auto"):
+def _ours(model, method="auto", check=True):
     d = model.create_data()
     q, v, tau = _state(model, np.random.default_rng(0))
-    return lambda: dynamics.aba(model, d, q, v, tau, method=method)
+    return lambda: dynamics.aba(model, d, q, v, tau, method=method, check=check)
 
 
 def _mj_step(n, q):
@@ -218,21 +219,25 @@ def revolute_table(quick):
         m = revolute_chain(n)
         q, v, tau = _state(m, np.random.default_rng(0))
         ours = {b: _on(b, lambda: _ours(m), quick) for b in ("numpy", "numba")}
+        free = _on("numba", lambda: _ours(m, check=False), quick)
         step = {b: _on(b, lambda: _semi_implicit_step(m), quick) for b in ("numpy", "numba")}
         t_pin = median_cpu_wall_us(_pin_aba(n, q, v, tau), quick)
         t_mj = median_cpu_wall_us(_mj_step(n, q), quick)
-        rows.append([n, ours["numpy"][0], ours["numba"][0], ours["numba"][1], t_pin[0],
-                     t_pin[1], t_mj[0], _ratio(ours["numpy"][0], t_pin[0]),
-                     _ratio(ours["numba"][0], t_pin[0]), step["numpy"][0], step["numba"][0],
-                     _ratio(step["numba"][0], t_mj[0])])
+        rows.append([n, ours["numpy"][0], ours["numba"][0], ours["numba"][1], free[0],
+                     t_pin[0], t_pin[1], t_mj[0], _ratio(ours["numpy"][0], t_pin[0]),
+                     _ratio(ours["numba"][0], t_pin[0]), _ratio(free[0], t_pin[0]),
+                     step["numpy"][0], step["numba"][0], _ratio(step["numba"][0], t_mj[0])])
     return table("aba on revolute chains, both backends (us per call; CPU and wall medians of "
                  "the same runs)",
-                 ["N", "numpy aba CPU", "numba aba CPU", "numba aba wall", "pin.aba CPU",
-                  "pin.aba wall", "mj_step CPU", "numpy / pin (CPU)", "numba / pin (CPU)",
+                 ["N", "numpy aba CPU", "numba aba CPU", "numba aba wall",
+                  "numba aba check=False CPU", "pin.aba CPU", "pin.aba wall", "mj_step CPU",
+                  "numpy / pin (CPU)", "numba / pin (CPU)", "numba check=False / pin (CPU)",
                   "numpy semi-implicit step CPU", "numba semi-implicit step CPU",
                   "numba step / mj_step (CPU)"], rows,
                  note="numpy aba = method 'auto' (the one-body method for N = 1, dense CRBA + "
-                      "Cholesky otherwise); numba aba = the compiled O(n) recursion. Targets "
+                      "Cholesky otherwise); numba aba = the compiled O(n) recursion; "
+                      "check=False = the integrators' entry (no argument validation). "
+                      "Targets "
                       "(numba): aba <= 1.5x pin.aba at N = 8, 32, 128 and <= 3 us at N = 1; "
                       "a semi-implicit step of N = 8 and 32 faster than mj_step")
 
