@@ -11,6 +11,10 @@
   under gravity at dt = 1/30 s with (geometric iterations x CG iterations) caps: median
   time per step and the largest constraint error after the step.
 
+The assembly and the Stoermer steps run on both backends of :mod:`core.backend` in the same
+run (``backend_name``; on "numba" the projection's conjugate gradients are one compiled
+kernel call, :func:`core.compiled.kernels.cg`); the skeleton step has no compiled path.
+
 Run directly (``.venv/bin/python scripts/bench_maximal.py``) to print markdown tables.
 """
 
@@ -23,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from core import backend  # noqa: E402
 from core.lie import se3, so3  # noqa: E402
 from core.maximal.faure import Assembly, FaureJoint  # noqa: E402
 from core.maximal.skeleton import chain  # noqa: E402
@@ -92,7 +97,22 @@ def perturbed(seed=0, sigma_p=0.02, sigma_r=0.05):
     return asm
 
 
-def assembly_rows(repeats=5):
+def on_backend(name, fn):
+    """``fn()`` with backend ``name`` active (None where numba does not import)."""
+    if name == "numba" and not backend.available():
+        return None
+    previous = backend.use(name)
+    try:
+        return fn()
+    finally:
+        backend.use(previous)
+
+
+def assembly_rows(repeats=5, backend_name="numpy"):
+    return on_backend(backend_name, lambda: _assembly_rows(repeats))
+
+
+def _assembly_rows(repeats):
     base = perturbed()
     p0, R0 = base.p.copy(), base.R.copy()
     infos = []
@@ -101,6 +121,7 @@ def assembly_rows(repeats=5):
         base.p, base.R = p0.copy(), R0.copy()
         infos.append(base.correction(geometric_iterations=10, cg_iterations=300, tol=1e-10)[1])
 
+    run()                                        # compiles (or loads) the CG kernel
     sec = _median_time(run, repeats)
     info = infos[-1]
     return [{"case": f"assembly, {base.nbodies} bodies / {base.nconstraints} constraints "
@@ -109,7 +130,12 @@ def assembly_rows(repeats=5):
              "bodies": base.nbodies, "seconds": sec}]
 
 
-def accuracy_for_speed(geometric=(1, 2, 3), cg=(5, 15, 50), steps=8, dt=1.0 / 30.0):
+def accuracy_for_speed(geometric=(1, 2, 3), cg=(5, 15, 50), steps=8, dt=1.0 / 30.0,
+                       backend_name="numpy"):
+    return on_backend(backend_name, lambda: _accuracy_for_speed(geometric, cg, steps, dt))
+
+
+def _accuracy_for_speed(geometric, cg, steps, dt):
     table = []
     for gi in geometric:
         for ci in cg:

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from .. import backend as _backend
 from ..errors import InvalidInputError, NonFiniteError, SimulationError
 from ..integrators import diverged
 from ..lie import so3
@@ -60,8 +61,10 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
         J: sparse or dense ``(m, n)`` constraint Jacobian.
         minv: inverse mass, sparse/dense ``(n, n)`` or its diagonal ``(n,)``.
         b: ``(m,)`` right-hand side (displacement, velocity or acceleration constraint).
-        method: ``"cg"`` (scipy conjugate gradients; handles the positive semidefinite
-            systems of redundant constraints when ``b`` is consistent), ``"direct"``
+        method: ``"cg"`` (Jacobi-preconditioned conjugate gradients: scipy's, or on the
+            numba backend the same iteration compiled, :func:`core.compiled.kernels.cg`;
+            handles the positive semidefinite systems of redundant constraints when ``b``
+            is consistent), ``"direct"``
             (sparse LU via ``spsolve``; needs full row rank) or ``"lsqr"`` (minimum-norm
             least squares, the pseudoinverse solution of seed 001).
         tol: relative tolerance for CG/LSQR.
@@ -119,9 +122,12 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
             pre = sp.diags(np.where(diag > 0, 1.0 / np.where(diag > 0, diag, 1.0), 1.0))
         elif preconditioner is not None:
             raise InvalidInputError("project: preconditioner must be 'jacobi' or None")
-        lam, info = spla.cg(A, b, x0=x0, rtol=tol, atol=0.0, maxiter=maxiter, M=pre,
-                            callback=_count)
-        iterations, converged = count[0], info == 0
+        if _backend.kernels is not None:
+            lam, iterations, converged = _compiled_cg(A, b, x0, tol, maxiter, pre)
+        else:
+            lam, info = spla.cg(A, b, x0=x0, rtol=tol, atol=0.0, maxiter=maxiter, M=pre,
+                                callback=_count)
+            iterations, converged = count[0], info == 0
     elif method == "direct":
         with warnings.catch_warnings():     # a singular A gives NaN, reported below
             warnings.simplefilter("ignore", spla.MatrixRankWarning)
@@ -138,6 +144,21 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
     residual = float(np.linalg.norm(A @ lam - b))
     return ProjectionResult(np.asarray(MJt @ lam).reshape(-1), lam, int(iterations), residual,
                             bool(converged))
+
+
+def _compiled_cg(A, b, x0, tol, maxiter, pre):
+    """``spla.cg(A, b, x0, rtol=tol, atol=0, maxiter, M=pre)`` as one compiled kernel
+    (:func:`core.compiled.kernels.cg`, the same iteration): ``(lam, iterations,
+    converged)``."""
+    m = b.size
+    maxiter = 10 * m if maxiter is None else int(maxiter)
+    x = np.zeros(m) if x0 is None else np.array(x0, dtype=float).reshape(m)
+    dinv = np.ones(m) if pre is None else np.ascontiguousarray(pre.diagonal(), dtype=float)
+    A = A.tocsr()
+    it = _backend.kernels.cg(np.ascontiguousarray(A.data, dtype=float),
+                             A.indices.astype(np.int64), A.indptr.astype(np.int64), dinv, b,
+                             x, maxiter, tol * float(np.linalg.norm(b)), np.empty((4, m)))
+    return x, int(it), it < maxiter
 
 
 def step_failure(where, h, speed, err):

@@ -405,3 +405,46 @@ def test_failed_kernel_step_reports_as_the_python_path():
             integ.run(np.zeros(m.nq), 1e3 * np.ones(m.nv), 50, check_energy=False)
     finally:
         backend.use(previous)
+
+
+def test_compiled_cg_is_scipys_iteration(both):
+    """The projection's conjugate gradients compiled give scipy's multipliers and iteration
+    count on a Jacobi-preconditioned SPD system. Tolerance: both stop with ``|r| <
+    rtol |b|``, so ``|lam_1 - lam_2| <= |A^-1| (|r_1| + |r_2|) < 2 rtol |A^-1| |b|``."""
+    import scipy.sparse as sp
+
+    from core.maximal.solver import project
+    rng = np.random.default_rng(2)
+    m, n = 40, 90
+    J = sp.random(m, n, density=0.08, random_state=3) + sp.eye(m, n)
+    minv = 0.5 + rng.random(n)
+    b = rng.normal(size=m)
+    out = both(lambda: (lambda r: (r.lam, r.dx, [r.iterations], [r.converged]))(
+        project(J, minv, b, method="cg", tol=1e-12)))
+    (lam_np, dx_np, it_np, ok_np), (lam_nb, dx_nb, it_nb, ok_nb) = out
+    A = (J @ sp.diags(minv) @ J.T).toarray()
+    bound = 2 * 1e-12 * np.linalg.norm(b) / np.linalg.eigvalsh(A).min()
+    assert ok_np[0] and ok_nb[0] and abs(int(it_np[0]) - int(it_nb[0])) <= 1
+    assert np.linalg.norm(lam_np - lam_nb) <= bound
+    capped = both(lambda: [project(J, minv, b, method="cg", tol=1e-12, maxiter=5).iterations])
+    assert capped[0][0] == capped[1][0] == 5
+
+
+def test_faure_assembly_agrees(both):
+    """Faure's correction with the compiled CG: the same geometric iterations and errors'
+    decrease, and configurations within the CG's bound per round (scaled by the rounds)."""
+    from core.maximal.faure import bar_between_disks, four_bar
+
+    def run(make):
+        asm = make()
+        asm.p = asm.p + 0.05 * np.random.default_rng(1).normal(size=asm.p.shape)
+        dq, info = asm.correction(geometric_iterations=6, cg_iterations=200)
+        return dq, np.array(info.errors), np.array(info.cg_iterations), asm.p
+    for make in (four_bar, bar_between_disks):
+        (dq_np, e_np, c_np, p_np), (dq_nb, e_nb, c_nb, p_nb) = both(lambda: run(make))
+        assert e_np.size == e_nb.size and e_np[-1] <= 1e-10 and e_nb[-1] <= 1e-10
+        assert np.abs(c_np - c_nb).max() <= 1
+        # each round's dx differs by at most the CG bound (1e-12 relative, times the
+        # conditioning of these small systems, < 1e3): 1e-9 of the configuration's size
+        _close(p_np, p_nb, 1e-9, max(1.0, np.abs(p_np).max()), "positions")
+        _close(dq_np, dq_nb, 1e-9, max(1.0, np.abs(dq_np).max()), "dq")
