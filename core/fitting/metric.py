@@ -12,10 +12,13 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..lie import se3, so3
 
-__all__ = ["SE3Metric", "pose_errors", "DEFAULT_LENGTH_SCALE"]
+__all__ = ["SE3Metric", "pose_errors", "DEFAULT_LENGTH_SCALE", "LENGTH_SCALE_RANGE"]
 
 #: default length scale in metres (a joint's size: 1 rad of rotation ~ 10 cm of translation)
 DEFAULT_LENGTH_SCALE = 0.1
+#: length scales (m) the metric takes: its weights are their squares, which must stay finite
+#: and normal in double precision with room for the residuals they multiply
+LENGTH_SCALE_RANGE = (1e-9, 1e9)
 
 
 class SE3Metric:
@@ -31,9 +34,11 @@ class SE3Metric:
         except (TypeError, ValueError):
             raise InvalidInputError(f"length_scale must be a number of metres, got "
                                     f"{length_scale!r}") from None
-        if not np.isfinite(L) or L <= 0.0:
-            raise InvalidInputError(f"length_scale must be finite and > 0 (metres), got {L!r}; "
-                                    "use roughly the size of the joint, e.g. 0.1")
+        lo, hi = LENGTH_SCALE_RANGE
+        if not np.isfinite(L) or not lo <= L <= hi:
+            raise InvalidInputError(f"length_scale must be a number of metres from {lo:g} to "
+                                    f"{hi:g}, got {L!r}; use roughly the size of the joint, "
+                                    "e.g. 0.1")
         self.length_scale = L
         self.sqrt_weights = np.array([L, L, L, 1.0, 1.0, 1.0])
         self.weights = self.sqrt_weights ** 2

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from core.errors import InvalidInputError
-from core.fitting.metric import SE3Metric, pose_errors
+from core.fitting.metric import LENGTH_SCALE_RANGE, SE3Metric, pose_errors
 from core.fitting.report import FitReport, make_report
 from core.fitting.samples import JointSamples
 from core.lie import se3
@@ -136,3 +136,13 @@ def test_fit_report_fields_and_round_trip():
     d["bogus"] = 1
     with pytest.raises(InvalidInputError, match="unknown field"):
         FitReport.from_dict(d)
+
+
+def test_metric_length_scale_range():
+    """The metric's weights are the length scale squared: a scale whose square overflows or
+    underflows is refused with the usable range, not turned into inf or 0 weights."""
+    lo, hi = LENGTH_SCALE_RANGE
+    for bad in (1e199, 0.1 * lo, 10 * hi, 0.0, -1.0, float("nan")):
+        with pytest.raises(InvalidInputError, match="length_scale must be a number of metres"):
+            SE3Metric(bad)
+    assert np.all(np.isfinite(SE3Metric(hi).weights)) and SE3Metric(lo).weights[0] > 0
