@@ -196,9 +196,10 @@ def _install_listener():
 
 def warm_up():
     """Run every compiled algorithm once (aba, rnea, crba, the nonlinear effects and RK4
-    steps) on a three-body model with a revolute, a cubic spline curve and a spherical
-    joint, so that the kernels compile, or load from the cache, now rather than at the
-    first call that needs them. Returns the seconds taken; 0.0 on the numpy backend."""
+    steps on a three-body model with a revolute, a cubic spline curve and a spherical
+    joint; the maximal-coordinate skeleton's step and accelerations on a three-body chain),
+    so that the kernels compile, or load from the cache, now rather than at the first call
+    that needs them. Returns the seconds taken; 0.0 on the numpy backend."""
     import time
 
     import numpy as np
@@ -211,6 +212,7 @@ def warm_up():
     from .joints.spherical import Spherical
     from .joints.spline_curve import SplineCurveJoint
     from .lie import se3, so3
+    from .maximal.skeleton import chain
     from .model import Model
 
     t0 = time.perf_counter()
@@ -228,4 +230,7 @@ def warm_up():
     dynamics.crba(model, data, q)
     dynamics.nonlinear_effects(model, data, q, v)
     simulate(model, q, v, 1e-3, 2, method="rk4", check_energy=False)
+    skel, state = chain(3, spherical=(0,))
+    skel.step(skel.step(state, 1e-3, update="paper")[0], 1e-3, stabilize=True)
+    skel.accelerations(state)
     return time.perf_counter() - t0

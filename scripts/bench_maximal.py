@@ -1,6 +1,6 @@
 """Benchmarks of the maximal-coordinate solvers (seeds 001 and 004).
 
-``bench_maximal()`` returns rows (dicts) for
+``bench_maximal()`` returns rows (dicts), per backend, for
 
 * the skeleton step (seed 001) on chains of 10, 100 and 1000 bodies (every third joint
   spherical, random consistent velocities): median time per step;
@@ -11,9 +11,11 @@
   under gravity at dt = 1/30 s with (geometric iterations x CG iterations) caps: median
   time per step and the largest constraint error after the step.
 
-The assembly and the Stoermer steps run on both backends of :mod:`core.backend` in the same
-run (``backend_name``; on "numba" the projection's conjugate gradients are one compiled
-kernel call, :func:`core.compiled.kernels.cg`); the skeleton step has no compiled path.
+The skeleton step, the assembly and the Stoermer steps run on both backends of
+:mod:`core.backend` in the same run (``backend_name``): on "numba" the skeleton step is one
+compiled kernel call (:mod:`core.compiled.skeleton`, elimination over the tree) and the
+projection's conjugate gradients are one compiled kernel call,
+:func:`core.compiled.kernels.cg`.
 
 Run directly (``.venv/bin/python scripts/bench_maximal.py``) to print markdown tables.
 """
@@ -44,7 +46,11 @@ def _median_time(fn, repeats):
     return float(np.median(times))
 
 
-def skeleton_rows(sizes=(10, 100, 1000), repeats=7):
+def skeleton_rows(sizes=(10, 100, 1000), repeats=7, backend_name="numpy"):
+    return on_backend(backend_name, lambda: _skeleton_rows(sizes, repeats))
+
+
+def _skeleton_rows(sizes, repeats):
     rows = []
     for n in sizes:
         skel, st = chain(n, spherical=tuple(range(0, n - 1, 3)))
@@ -57,7 +63,7 @@ def skeleton_rows(sizes=(10, 100, 1000), repeats=7):
         def step():
             box[0], _ = skel.step(box[0], 1e-3)
 
-        step()
+        step()                                   # compiles (or loads) the step kernel
         rows.append({"case": f"skeleton step, {n} bodies ({skel.n} joints, rank {skel.rank})",
                      "bodies": n, "seconds": _median_time(step, repeats)})
     return rows
@@ -154,26 +160,40 @@ def _accuracy_for_speed(geometric, cg, steps, dt):
 
 
 def bench_maximal():
-    """All rows: ``{"skeleton": [...], "assembly": [...], "accuracy": [...], "machine": str}``."""
-    return {"skeleton": skeleton_rows(), "assembly": assembly_rows(),
-            "accuracy": accuracy_for_speed(),
+    """All rows on both backends: ``{"skeleton": {backend: [...]}, "assembly": {...},
+    "accuracy": {...}, "machine": str}`` (a backend's rows None where it is unavailable)."""
+    both = ("numpy", "numba")
+    return {"skeleton": {b: skeleton_rows(backend_name=b) for b in both},
+            "assembly": {b: assembly_rows(backend_name=b) for b in both},
+            "accuracy": {b: accuracy_for_speed(backend_name=b) for b in both},
             "machine": f"{platform.machine()} {platform.processor() or ''} "
                        f"{os.cpu_count()} cpus, Python {platform.python_version()}, "
                        f"numpy {np.__version__}".strip()}
 
 
+def _ms(row, fmt=".2f"):
+    return "n/a" if row is None else f"{row['seconds'] * 1e3:{fmt}} ms"
+
+
 def markdown(res):
-    out = [f"Machine: {res['machine']}", "", "| case | bodies | median time per call |",
-           "|---|---:|---:|"]
-    for row in res["skeleton"] + res["assembly"]:
-        out.append(f"| {row['case']} | {row['bodies']} | {row['seconds'] * 1e3:.2f} ms |")
+    """Both backends side by side ("n/a" where numba does not import)."""
+    fast = {k: res[k]["numba"] or [None] * len(res[k]["numpy"]) for k in res
+            if k != "machine"}
+    out = [f"Machine: {res['machine']}", "",
+           "| case | bodies | numpy median per call | numba median per call |",
+           "|---|---:|---:|---:|"]
+    for key in ("skeleton", "assembly"):
+        for row, f in zip(res[key]["numpy"], fast[key]):
+            out.append(f"| {row['case']} | {row['bodies']} | {_ms(row)} | {_ms(f)} |")
     out += ["", "Stoermer step of the 56-body structure, dt = 1/30 s, gravity "
             "(seed 004 section 4.3):", "",
-            "| geometric iterations | CG iterations | median time per step | "
-            "max constraint error |", "|---:|---:|---:|---:|"]
-    for row in res["accuracy"]:
-        out.append(f"| {row['geometric']} | {row['cg']} | {row['seconds'] * 1e3:.1f} ms | "
-                   f"{row['error']:.1e} |")
+            "| geometric iterations | CG iterations | numpy median per step | "
+            "numba median per step | max constraint error (numpy / numba) |",
+            "|---:|---:|---:|---:|---:|"]
+    for row, f in zip(res["accuracy"]["numpy"], fast["accuracy"]):
+        err = f"{row['error']:.1e}" + ("" if f is None else f" / {f['error']:.1e}")
+        out.append(f"| {row['geometric']} | {row['cg']} | {_ms(row, '.1f')} | "
+                   f"{_ms(f, '.1f')} | {err} |")
     return "\n".join(out)
 
 

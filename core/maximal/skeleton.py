@@ -19,7 +19,10 @@ The 6n x 6n system has rank ``5 n_h + 3 n_s``: ``d_j`` along a hinge axis does n
 spherical joint has no ``d_j``. We therefore solve it in the reduced basis that the seed's
 remark names (``d_j`` in the plane orthogonal to the axis, ``d_j = 0`` for spherical joints),
 which gives the pseudoinverse solution, by one sparse factorization through the shared
-:func:`core.maximal.solver.project`.
+:func:`core.maximal.solver.project`; on the numba backend (:mod:`core.backend`) the same
+system is eliminated over the tree in one compiled call together with the update and the
+post-stabilization (:mod:`core.compiled.skeleton`; the numpy path remains for joints that
+do not form a tree and to raise the errors of a failed step).
 
 Momentum. The theorem (continuous time) needs the joints closed, eq. (1). To keep the total
 linear and angular momentum exact to round-off in discrete time even while the joints drift,
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import backend as _backend
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import so3
 from .solver import block_diag, project, rigid_jacobian, step_failure
@@ -265,6 +269,11 @@ class Skeleton:
         (object axes, i.e. ``I^-1(-W I w + t)``), ``c, d: (n, 3)`` constraint forces (world).
         ``f_ext: (N, 3)`` optional external forces at the centres of mass (world).
         """
+        if _backend.kernels is not None:
+            from ..compiled import skeleton as compiled
+            out = compiled.accelerations(self, state, f_ext)
+            if out is not None:
+                return out
         p, R, v, w = self._ext(state)
         J, Jf, B, geo = self._jacobians(p, R)
         i1, i2, R1, R2, a1, a2, n1, n2 = geo
@@ -334,7 +343,17 @@ class Skeleton:
             raise failure from err
 
     def _step(self, state, h, f_ext, update, stabilize, stabilize_tol, stabilize_iterations):
-        """:meth:`step` after validation; numerical failures propagate."""
+        """:meth:`step` after validation; numerical failures propagate. On the numba backend
+        the "momentum" and "paper" updates with their stabilization are one kernel call
+        (:func:`core.compiled.skeleton.step`); where it declines (joints not a tree, a
+        singular pivot, a non-finite state) the numpy path below runs and raises."""
+        if _backend.kernels is not None and update != "heun":
+            from ..compiled import skeleton as compiled
+            out = compiled.step(self, state, h, f_ext, update, stabilize, stabilize_tol,
+                                stabilize_iterations)
+            if out is not None:
+                p, R, v, w, c, d, before, after, iters = out
+                return SkeletonState(p, R, v, w), StepInfo(c, d, before, after, iters)
         a, dw, c, d = self.accelerations(state, f_ext)
         v = state.v + h * a
         p = state.p + h * v
