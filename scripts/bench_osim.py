@@ -2,10 +2,13 @@
 
     python scripts/bench_osim.py [--quick]
 
-Rows: the median time of one call (:func:`bench.median_us`). Where ``opensim`` imports (the
-numpy-2 environment: ``.venv-np2/bin/python scripts/bench.py --only osim``) the same model's
-forward dynamics in OpenSim 4.6 (muscles removed, as in the import) is timed in the same run,
-so the ratio is measured side by side.
+Rows: the median time of one call (:func:`bench.median_us`); the dynamics of the imported
+gait2392 (aba, rnea, crba) on both backends of :mod:`core.backend` (numpy, and numba where
+it imports: its twelve CustomJoints compiled, :mod:`core.compiled.custom`), CPU medians of
+:func:`bench_dynamics._on`. Where ``opensim`` imports (the numpy-2 environment:
+``.venv-np2/bin/python scripts/bench.py --only osim``) the same model's forward dynamics in
+OpenSim 4.6 (muscles removed, as in the import) is timed in the same run, so the ratios are
+measured side by side.
 """
 
 import glob
@@ -21,6 +24,7 @@ for _path in (ROOT, HERE):
         sys.path.insert(0, _path)
 
 from bench import median_us, table  # noqa: E402
+from bench_dynamics import _on  # noqa: E402
 
 from core.dynamics import aba, crba, rnea  # noqa: E402
 from core.io.motion import read_motion  # noqa: E402
@@ -82,13 +86,16 @@ def bench_osim(quick=False):
         ("body_poses gait2392, us", median_us(lambda: model.body_poses(q), quick)),
         ("knee CustomJoint evaluate (G, S, dS/dq), us",
          median_us(lambda: knee.evaluate(q[names.index("knee_angle_r"):][:1]), quick)),
-        ("aba gait2392 (23 DOF), us", median_us(lambda: aba(core_model, data, q, v, tau),
-                                                quick, cpu=True)),
-        ("rnea gait2392, us", median_us(lambda: rnea(core_model, data, q, v, tau), quick,
-                                        cpu=True)),
-        ("crba gait2392, us", median_us(lambda: crba(core_model, data, q), quick, cpu=True)),
     ]
     del motion
+    calls = (("aba gait2392 (23 DOF)", lambda: lambda: aba(core_model, data, q, v, tau)),
+             ("rnea gait2392", lambda: lambda: rnea(core_model, data, q, v, tau)),
+             ("crba gait2392", lambda: lambda: crba(core_model, data, q)))
+    for what, make in calls:
+        for name in ("numpy", "numba"):
+            cpu = _on(name, make, quick)[0]
+            if cpu != "":
+                rows.append((f"{what}, {name} backend, us", cpu))
     forward = _opensim_forward(q, v)
     if forward is not None:
         rows.append(("OpenSim 4.6 realizeAcceleration gait2392 (same q, v), us",

@@ -9,7 +9,8 @@ Appendix A), one body at a time in the model's order (parents first):
 
 * joints: each body's local transform ``P G(q)`` and ``S``, ``dS/dq`` (one coordinate) or
   ``S`` rows (several) from the joint's kind (constant screw, cubic spline span tables,
-  spherical joint in exponential coordinates), or as written by the Python families;
+  spherical joint in exponential coordinates, OpenSim CustomJoint tables in
+  :mod:`core.compiled.custom`), or as written by the Python families;
 * ``V_i = X_i V_p + S q_dot``, with ``X_i = Ad_{(P G)^-1}`` (world poses ``T_i = T_p P G``
   are composed alongside into ``LSH``), and the bias acceleration
   ``c_i = ad_{V_i} S q_dot + q_dot^T (dS/dq) q_dot`` (eq. 14);
@@ -38,7 +39,8 @@ from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, 
                      I_KIND, I_N, I_NS, I_PAR, I_PARENT, I_Q, KIND_SCREW, KIND_SPHERE, KIND_SPLINE,
                      LI_C, LI_HEADER, LI_ITER, LI_MIN, LIMIT_CONE, LIMIT_LOWER, LR_HEADER, LR_PER,
                      NI, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
-from .layout import limit_offsets
+from .custom import custom_joint
+from .layout import KIND_CUSTOM, limit_offsets
 
 __all__ = ["aba", "aba_free", "rnea", "crba", "step", "advance", "cg"]
 
@@ -400,6 +402,9 @@ def _kinematics(ints, reals, buf, q, v, with_v):
                     q[qs])
         elif kind == KIND_SPHERE:
             _sphere(reals, R_BODIES + BODY_REALS * b, buf, o, sm, q, qs)
+        elif kind == KIND_CUSTOM:
+            custom_joint(reals, ints[row + I_PAR], R_BODIES + BODY_REALS * b, buf, o, sm,
+                         cb + 6 * b, q, v, qs, n, with_v)
         bo = ob + B_SIZE * b
         bl = bo + B_LOCAL
         for i in range(3):

@@ -26,7 +26,9 @@ all body frame); the 6x6 articulated (or composite) inertia. Per coordinate
 """
 
 __all__ = ["HEADER", "NI", "BODY_REALS", "B_SIZE", "D_SIZE", "TMP_SIZE", "buffer_offsets",
-           "KIND_PYTHON", "KIND_SCREW", "KIND_SPLINE", "KIND_SPHERE", "S_SIZE",
+           "KIND_PYTHON", "KIND_SCREW", "KIND_SPLINE", "KIND_SPHERE", "KIND_CUSTOM", "S_SIZE",
+           "CJ_AXES", "CJ_HEAD", "CJ_PER", "FN_CONSTANT", "FN_LINEAR", "FN_POLYNOMIAL",
+           "FN_SPLINE",
            "limit_offsets", "LIMIT_LOWER", "LIMIT_UPPER", "LIMIT_CONE"]
 
 # header of ints
@@ -40,8 +42,20 @@ I_PARENT, I_KIND, I_Q, I_N, I_PAR, I_NS, I_DEG = range(7)
 NI = 8
 
 #: joint kinds: evaluated in Python by the family into the buffer before the kernel, a
-#: constant screw, a cubic spline curve (span tables), a spherical joint (exp. coordinates)
-KIND_PYTHON, KIND_SCREW, KIND_SPLINE, KIND_SPHERE = 0, 1, 2, 3
+#: constant screw, a cubic spline curve (span tables), a spherical joint (exp. coordinates),
+#: an OpenSim CustomJoint (axis and function tables, :mod:`core.compiled.custom`)
+KIND_PYTHON, KIND_SCREW, KIND_SPLINE, KIND_SPHERE, KIND_CUSTOM = 0, 1, 2, 3, 4
+
+#: a CustomJoint's parameters: its six unit axes (18 reals from ``CJ_AXES``), then from
+#: ``CJ_HEAD`` :data:`CJ_PER` reals per axis: the coordinate (its index in the joint, -1 for
+#: none), the scale (the product of the MultiplierFunctions around the function), the
+#: function's kind ``FN_*``, its count (polynomial coefficients or spline knots) and the
+#: offset of its data from the parameters' start; then the functions' data: a Constant
+#: ``c``; a LinearFunction ``slope, intercept``; a PolynomialFunction the coefficients of f,
+#: f' and f'' (``m, m - 1, m - 2`` of them, highest power first); a spline (SimmSpline, and
+#: PiecewiseLinearFunction with ``c = d = 0``) ``x, y, b, c, d`` (``m`` each)
+CJ_AXES, CJ_HEAD, CJ_PER = 0, 18, 5
+FN_CONSTANT, FN_LINEAR, FN_POLYNOMIAL, FN_SPLINE = 0, 1, 2, 3
 
 #: reals per body: placement (12), inertia (36)
 BODY_REALS = 48

@@ -85,14 +85,17 @@ import math
 import numpy as np
 
 from ..checks import real_number, whole_number
+from ..compiled import layout as L
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3, so3
+from .family import GenericFamily
 from .lower_pairs import ParamJoint, _limits, _limits_from_list, unit_axis
 
 __all__ = ["Constant", "LinearFunction", "PolynomialFunction", "SimmSpline",
            "NaturalCubicSpline", "PiecewiseLinearFunction", "MultiplierFunction",
            "MultivariatePolynomialFunction",
-           "function_from_dict", "finite_array", "CustomJoint", "ScapulothoracicJoint",
+           "function_from_dict", "finite_array", "CustomJoint", "CustomJointFamily",
+           "ScapulothoracicJoint",
            "EllipsoidJoint", "TINY_NUMBER", "ROUNDOFF_ERROR", "COLLINEAR_TOL"]
 
 #: OpenSim/Common/SimmMacros.h: knot spacings are clamped below by TINY_NUMBER, and an
@@ -755,7 +758,9 @@ class CustomJoint(_OpenSimJoint):
     """OpenSim ``CustomJoint``: a SpatialTransform of six TransformAxis entries.
 
     ``G(q) = [R_1 R_2 R_3, v_4 a_4 + v_5 a_5 + v_6 a_6]`` with ``R_k = exp([a_k] v_k)``,
-    ``v_k = f_k(q[arguments[k]])`` (derivation of S and H in the module docstring).
+    ``v_k = f_k(q[arguments[k]])`` (derivation of S and H in the module docstring). In a
+    model the joints are evaluated by :class:`CustomJointFamily` (compiled on the numba
+    backend when every function has one argument).
 
     Args:
         axes: (6, 3) rotation1..3 then translation1..3 directions (normalized here). As in
@@ -940,6 +945,67 @@ class CustomJoint(_OpenSimJoint):
         return se3.from_rp(_rotations(self.axes[:3], v[:, :3]), v[:, 3:] @ self.axes[3:])
 
 
+def _kernel_function(f):
+    """``(kind FN_*, count, data, scale)`` of ``f`` for the compiled CustomJoint (layout in
+    :mod:`core.compiled.layout`), MultiplierFunctions folded into ``scale``; None for a
+    function the kernel does not evaluate (a MultivariatePolynomialFunction)."""
+    scale = 1.0
+    while isinstance(f, MultiplierFunction):
+        scale *= f.scale
+        f = f.function
+    if isinstance(f, Constant):
+        return L.FN_CONSTANT, 1, [f.c], scale
+    if isinstance(f, LinearFunction):
+        return L.FN_LINEAR, 2, [f.slope, f.intercept], scale
+    if isinstance(f, PolynomialFunction):
+        m = f.coefficients.size
+        orders = [f.coefficients.tolist()]
+        for order in (1, 2):               # the factors PolynomialFunction._horner applies
+            cs = []
+            for i in range(m - order):
+                c = float(f.coefficients[i])
+                for j in range(order):
+                    c *= m - 1 - i - j
+                cs.append(c)
+            orders.append(cs)
+        return L.FN_POLYNOMIAL, m, orders[0] + orders[1] + orders[2], scale
+    if isinstance(f, SimmSpline):
+        return L.FN_SPLINE, f.x.size, np.concatenate([f.x, f.y, f.b, f.c, f.d]), scale
+    if isinstance(f, PiecewiseLinearFunction):         # a spline with c = d = 0
+        z = np.zeros(f.x.size)
+        return L.FN_SPLINE, f.x.size, np.concatenate([f.x, f.y, f.b, z, z]), scale
+    return None
+
+
+class CustomJointFamily(GenericFamily):
+    """The :class:`CustomJoint` objects of a model whose functions all have one argument:
+    in Python one at a time through :meth:`CustomJoint.evaluate` (as
+    :class:`~core.joints.family.GenericFamily`), in the compiled kernels from each joint's
+    axis and function tables (:meth:`kernel_params`, :mod:`core.compiled.custom`). A joint
+    with a :class:`MultivariatePolynomialFunction` (or more than 6 coordinates) goes to
+    GenericFamily."""
+
+    kernel_kind = L.KIND_CUSTOM
+
+    @classmethod
+    def accepts(cls, joint):
+        return joint.nq <= 6 and all(_kernel_function(f) is not None for f in joint.functions)
+
+    def kernel_params(self, k):
+        """The ``k``-th joint's tables: axes, per-axis headers and the functions' data
+        (``CJ_*``, ``FN_*`` in :mod:`core.compiled.layout`)."""
+        joint = self.joints[k]
+        head = np.zeros((6, L.CJ_PER))
+        data = []
+        at = L.CJ_HEAD + 6 * L.CJ_PER
+        for a, (fn, arg) in enumerate(zip(joint.functions, joint.arguments)):
+            kind, count, values, scale = _kernel_function(fn)
+            head[a] = -1.0 if arg is None else arg, scale, kind, count, at
+            data.append(np.asarray(values, dtype=float))
+            at += data[-1].size
+        return np.concatenate([joint.axes.ravel(), head.ravel()] + data), (0, 0)
+
+
 class EllipsoidJoint(_OpenSimJoint):
     """OpenSim ``EllipsoidJoint`` (Simbody ``MobilizedBody::Ellipsoid`` with Euler angles):
     ``R = Rx(q0) Ry(q1) Rz(q2)``, ``p = diag(radii) R e_z`` (module docstring).
@@ -1060,3 +1126,6 @@ class ScapulothoracicJoint(_OpenSimJoint):
         Rw = so3.exp(qs[:, 3, None] * self._u)
         T2 = se3.from_rp(Rw, self._o - Rw @ self._o)
         return se3.from_rp(_rotations(self._AXES, qs[:, :3]), e) @ T2
+
+
+CustomJoint.family = CustomJointFamily

@@ -448,3 +448,93 @@ def test_faure_assembly_agrees(both):
         # conditioning of these small systems, < 1e3): 1e-9 of the configuration's size
         _close(p_np, p_nb, 1e-9, max(1.0, np.abs(p_np).max()), "positions")
         _close(dq_np, dq_nb, 1e-9, max(1.0, np.abs(dq_np).max()), "dq")
+
+
+# -- OpenSim CustomJoints: compiled from their axis and function tables ----------------------
+def _opensim_tree(rng):
+    """The CustomJoints of tests/core/test_opensim_joints.py (three coordinates with
+    splines, a polynomial, a multiplier and a constant axis; two coordinates with
+    multivariate polynomials, which stay in Python) and one of a single coordinate with
+    every compiled function kind (nested multipliers, a piecewise linear function), with an
+    ellipsoid joint (Python) between them."""
+    from test_opensim_joints import KNOTS_X, KNOTS_Y, TILTED, _custom_joint, _multivariate_joint
+
+    from core.joints.opensim import (Constant, CustomJoint, EllipsoidJoint, LinearFunction,
+                                     MultiplierFunction, PiecewiseLinearFunction,
+                                     PolynomialFunction, SimmSpline)
+    knee = CustomJoint(
+        TILTED,
+        [SimmSpline(KNOTS_X, KNOTS_Y), MultiplierFunction(MultiplierFunction(
+            SimmSpline(KNOTS_X[:3], KNOTS_Y[:3]), 0.7), -1.3), LinearFunction(0.4, 0.1),
+         PiecewiseLinearFunction(KNOTS_X, 0.1 * KNOTS_Y), PolynomialFunction([0.02, -0.1, 0.05]),
+         Constant(0.03)],
+        [0, 0, 0, 0, 0, None], 1)
+    m = Model(gravity=(0.1, -9.81, 0.2))
+    joints = [_custom_joint(), knee, EllipsoidJoint([0.3, 0.2, 0.1]), _multivariate_joint(),
+              _custom_joint(), knee]
+    for i, (j, p) in enumerate(zip(joints, [-1, 0, 1, 0, 3, 4])):
+        _add(m, rng, f"o{i}", p, j)
+    return m
+
+
+def _knot_states(m, rng):
+    """Coordinates inside, beyond and at the knots of tests/core/test_opensim_joints.py
+    (exactly at a knot, within ROUNDOFF_ERROR of an end knot, beyond both ends)."""
+    from test_opensim_joints import KNOTS_X
+    states = [m.neutral() + 0.8 * rng.normal(size=m.nq)]
+    for picks in ([KNOTS_X[0] - 0.7, KNOTS_X[-1] + 0.9], KNOTS_X, [KNOTS_X[0] + 1e-13,
+                                                                     KNOTS_X[-1] - 1e-13]):
+        states.append(rng.choice(picks, size=m.nq))
+    return states
+
+
+def _gait2392():
+    from core.io.osim import read_osim
+    path = os.path.join(ROOT, "..", "shared", "data", "osim", "gait2392_thelen2003muscle.osim")
+    if not os.path.exists(path):
+        pytest.skip("gait2392 not in ../shared/data/osim")
+    osim = read_osim(path)
+    return osim.to_core_model(lock=())[0], osim.default_q()
+
+
+@pytest.mark.parametrize("which", ["opensim_joints", "gait2392"])
+def test_custom_joints_agree(which, both):
+    """CustomJoints (every one of gait2392's twelve; the test joints) compiled against
+    their Python evaluation: aba, rnea, the nonlinear effects and crba at states inside,
+    beyond and at the spline knots, to :func:`tolerance` as the other models (the joint's
+    own evaluation adds a few dozen roundings of its axis functions' terms, within the
+    per-body allowance)."""
+    from core.compiled import layout as L
+    from core.joints.opensim import CustomJoint, CustomJointFamily
+    rng = np.random.default_rng(16)
+    if which == "gait2392":
+        m, q0 = _gait2392()
+        states = [q0 + rng.uniform(-lim, lim, m.nq) for lim in (0.3, 1.0, 3.0)]
+    else:
+        m = _opensim_tree(rng)
+        states = _knot_states(m, rng)
+    nb = m.nbodies
+    kinds = packed(m).ints[L.HEADER:L.HEADER + L.NI * nb].reshape(nb, L.NI)[:, L.I_KIND]
+    for b, j in enumerate(m.joints):
+        compiled = isinstance(j, CustomJoint) and CustomJointFamily.accepts(j)
+        assert kinds[b] == (L.KIND_CUSTOM if compiled else L.KIND_PYTHON)
+    if which == "gait2392":
+        assert np.all(kinds == L.KIND_CUSTOM)
+    d = m.create_data()
+    for q in states:
+        v, tau = rng.normal(size=m.nv), rng.normal(size=m.nv)
+        fext = rng.normal(size=(nb, 6))
+        M = dyn.crba(m, d, q).copy()
+        kappa = np.linalg.cond(M)
+        a_np, a_nb = both(lambda: dyn.aba(m, d, q, v, tau, fext))
+        _close(a_np, a_nb, tolerance(nb, kappa), np.abs(a_np).max(), "aba")
+        t_np, t_nb = both(lambda: dyn.rnea(m, d, q, v, a_np, fext))
+        h_np, h_nb = both(lambda: dyn.nonlinear_effects(m, d, q, v))
+        scale = max(np.abs(M).max() * np.abs(a_np).max(), np.abs(h_np).max(),
+                    np.abs(tau).max())
+        _close(t_np, t_nb, tolerance(nb), scale, "rnea")
+        _close(h_np, h_nb, tolerance(nb), scale, "nonlinear effects")
+        M_np, M_nb = both(lambda: dyn.crba(m, d, q))
+        _close(M_np, M_nb, tolerance(nb), np.abs(M_np).max(), "crba")
+        P_np, P_nb = both(lambda: (dyn.aba(m, d, q, v, tau), d.oMi)[1])
+        _close(P_np, P_nb, tolerance(nb), 1.0, "poses")
