@@ -14,10 +14,12 @@ core always works, slower, without numba.
 
 The compiled kernels are cached on disk (numba's ``cache=True``): the first use in a fresh
 environment compiles them (about 10 s), later processes load them (a fraction of a second).
-numba writes the cache beside the source files, or under ``NUMBA_CACHE_DIR`` when that is
-set; where the core is installed read-only or replaced on upgrade (a Blender extension), the
-caller points it at a writable folder before the first compile with :func:`set_cache_dir`
-(the add-on passes its user folder, ``bpy.utils.extension_path_user(...)/numba_cache``).
+The cache lives in a folder named by a digest of the core's sources
+(:func:`source_digest`), so an edited or upgraded core never loads kernels compiled from
+other sources: under ``core/compiled/__pycache__/numba/`` by default, or under the folder
+given to :func:`set_cache_dir` (where the core is installed read-only or replaced on upgrade:
+the add-on passes its user folder, ``bpy.utils.extension_path_user(...)/numba_cache``), or
+under ``NUMBA_CACHE_DIR`` exactly as the caller sets it (the caller then keeps it fresh).
 :func:`watch_compiles` reports the compiles as they happen (for a progress message) and
 :func:`warm_up` compiles, or loads, the kernels of every algorithm at a moment of the
 caller's choosing.
@@ -32,7 +34,7 @@ import warnings
 from .errors import InvalidInputError
 
 __all__ = ["BACKENDS", "ENV_VAR", "use", "active", "available", "set_cache_dir",
-           "watch_compiles", "warm_up", "kernels"]
+           "source_digest", "watch_compiles", "warm_up", "kernels"]
 
 BACKENDS = ("numpy", "numba")
 #: environment variable naming the backend
@@ -47,9 +49,69 @@ _watchers = []          # watch_compiles callbacks
 _listener = None        # the numba event listener calling them, once installed
 
 
+def source_digest():
+    """16 hex digits of the SHA-256 of every ``.py`` file of the core (paths and bytes):
+    the compiled kernels' cache folder is named by it, because numba checks only the
+    source file of each cached function, not the files of the functions it compiles in, so
+    a cache written by other sources could otherwise be loaded after an edit or upgrade."""
+    import hashlib
+
+    root = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            full = os.path.join(folder, name)
+            h.update(os.path.relpath(full, root).encode())
+            with open(full, "rb") as fh:
+                h.update(fh.read())
+    return h.hexdigest()[:16]
+
+
+def _cache_folder(base):
+    """``base/<source_digest()>``, created; sibling folders of other digests are removed
+    (caches of sources no longer installed)."""
+    import re
+    import shutil
+
+    digest = source_digest()
+    os.makedirs(base, exist_ok=True)
+    for name in os.listdir(base):
+        if name != digest and re.fullmatch(r"[0-9a-f]{16}", name):
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+    folder = os.path.join(base, digest)
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def _point_numba_at(folder):
+    os.environ["NUMBA_CACHE_DIR"] = folder
+    import sys
+    if "numba" in sys.modules:                 # numba read its settings at import: re-read
+        from numba.core import config
+        config.reload_config()
+
+
+def _default_cache():
+    """Point numba's cache at ``<core>/compiled/__pycache__/numba/<digest>`` when the caller
+    has set no folder (neither :func:`set_cache_dir` nor ``NUMBA_CACHE_DIR``) and that place
+    is writable; otherwise numba's own choice stands."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    base = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compiled", "__pycache__",
+                        "numba")
+    try:
+        _point_numba_at(_cache_folder(base))
+    except OSError:
+        pass
+
+
 def _load_kernels():
     """The kernel module, or None with the reason kept in ``_import_error``."""
     global _import_error
+    import sys
+    if __package__ + ".compiled.kernels" not in sys.modules:
+        _default_cache()
     try:
         from .compiled import kernels as mod
     except ImportError as err:        # numba (or llvmlite) missing or broken
@@ -115,23 +177,20 @@ def active():
 
 def set_cache_dir(path):
     """Write (and read) the compiled kernels' cache under ``path`` (a writable folder,
-    created if needed), through ``NUMBA_CACHE_DIR``. numba binds each kernel to its cache
+    created if needed), in its subfolder named by :func:`source_digest` (other digests'
+    subfolders are removed), through ``NUMBA_CACHE_DIR``. numba binds each kernel to its cache
     folder when the kernel module is imported, so this must come before the first
     algorithm call on the numba backend (and before :func:`use`/:func:`active` load the
     kernels); raises InvalidInputError after that unless ``path`` is already the folder."""
     import sys
-    path = os.path.abspath(str(path))
+    path = os.path.join(os.path.abspath(str(path)), source_digest())
     if __package__ + ".compiled.kernels" in sys.modules:
         from numba.core import config
         if path != os.path.abspath(config.CACHE_DIR or ""):
             raise InvalidInputError("set_cache_dir must be called before the compiled kernels "
                                     "are loaded (the first algorithm call on the numba backend)")
         return
-    os.makedirs(path, exist_ok=True)
-    os.environ["NUMBA_CACHE_DIR"] = path
-    if "numba" in sys.modules:                 # numba read its settings at import: re-read
-        from numba.core import config
-        config.reload_config()
+    _point_numba_at(_cache_folder(os.path.dirname(path)))
 
 
 def watch_compiles(callback):

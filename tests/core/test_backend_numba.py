@@ -538,3 +538,17 @@ def test_custom_joints_agree(which, both):
         _close(M_np, M_nb, tolerance(nb), np.abs(M_np).max(), "crba")
         P_np, P_nb = both(lambda: (dyn.aba(m, d, q, v, tau), d.oMi)[1])
         _close(P_np, P_nb, tolerance(nb), 1.0, "poses")
+
+
+def test_cache_folder_is_named_by_the_sources(tmp_path):
+    """A change to any core source names a new cache folder (numba itself checks only each
+    cached function's own file), and the folders of other sources are removed."""
+    from core import backend
+    digest = backend.source_digest()
+    assert len(digest) == 16 and digest == backend.source_digest()
+    stale = tmp_path / "0123456789abcdef"
+    stale.mkdir()
+    keep = tmp_path / "notes"
+    keep.mkdir()
+    folder = backend._cache_folder(str(tmp_path))
+    assert folder == str(tmp_path / digest) and not stale.exists() and keep.exists()
