@@ -132,8 +132,9 @@ def bench_mechanisms(quick=False):
                       "inelastic reach-cone stops, for the skeleton seed 001's stepping. An "
                       "RK4 step is 4 dynamics evaluations, the seed's forward Euler step 1; "
                       "seed figures: knee (1 DOF) and the 8-DOF sliding-letter chain on a "
-                      "2.6 GHz Core 2. The skeleton's 'step' is one seed-001 step with "
-                      "post-stabilization (numpy on both backends). CPU per step includes "
+                      "2.6 GHz Core 2. The skeleton's 'step' is one seed-001 Heun step with "
+                      "post-stabilization (on numba its accelerations are compiled, the Heun "
+                      "combination and the stabilization are numpy). CPU per step includes "
                       "recording the frames (poses and energies).")]
     seed_rows = []
     for name, dt in SEED_STEPS.items():
