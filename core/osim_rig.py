@@ -122,6 +122,7 @@ class OsimRig:
         poses = (model if reference is None else reference).body_poses()
         self.default_poses = np.stack([poses[b] for b in self.bodies]) if self.bodies \
             else np.zeros((0, 4, 4))
+        self._inverse_defaults = se3.inv(self.default_poses)
         self.coordinate_names = model.coordinate_names
 
     # ---------------------------------------------------------------- rest frames
@@ -183,7 +184,7 @@ class OsimRig:
         rests: (nb, 4, 4) rigid rest frames in :attr:`bodies` order; q: (nq,)."""
         poses = self.model.body_poses(q)
         B = np.stack([poses[b] for b in self.bodies]) if self.bodies else np.zeros((0, 4, 4))
-        return B @ se3.inv(self.default_poses) @ np.asarray(rests, dtype=float)
+        return B @ self._inverse_defaults @ np.asarray(rests, dtype=float)
 
     def bases(self, rests, q) -> np.ndarray:
         """``matrix_basis`` of every bone at q, ``(nb, 4, 4)`` (:func:`pose_bases`)."""
@@ -198,10 +199,11 @@ def pose_bases(parents, rests, poses) -> np.ndarray:
     """
     rests = np.asarray(rests, dtype=float)
     poses = np.asarray(poses, dtype=float)
-    out = se3.inv(rests) @ poses
-    for b, p in enumerate(parents):
-        if p >= 0:
-            out[b] = se3.inv(rests[b]) @ rests[p] @ se3.inv(poses[p]) @ poses[b]
+    inv_rests = se3.inv(rests)
+    out = inv_rests @ poses
+    child = np.asarray(parents) >= 0
+    p = np.asarray(parents)[child]
+    out[child] = inv_rests[child] @ rests[p] @ se3.inv(poses[p]) @ poses[child]
     return out
 
 
