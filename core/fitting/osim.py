@@ -28,11 +28,13 @@ import math
 
 import numpy as np
 
+from ..checks import whole_number
 from ..errors import InvalidInputError
 from ..io.osim import OsimModel
 from ..lie import se3
 from .document import JointFitOptions, fit_joint_document
 from .metric import pose_errors
+from .report import _rms_max
 
 __all__ = ["spline_joint_from_osim", "with_joint", "fitted_osim_joint", "model_with_fits",
            "OsimSplineFit", "MAX_SPAN", "BEYOND"]
@@ -168,9 +170,12 @@ def spline_joint_from_osim(model, joint_name, coordinates=None, *, n_frames=8, g
     n = len(names)
     counts = _SAMPLES[n] if samples is None else \
         ((samples,) if np.ndim(samples) == 0 else tuple(samples))
-    if len(counts) != n or any(int(c) != c or c < 4 for c in counts):
+    if len(counts) != n:
         raise InvalidInputError(f"samples must give {n} whole counts >= 4 (one per coordinate), "
                                 f"got {samples!r}")
+    counts = tuple(whole_number(c, "samples", minimum=4,
+                                advice=f"give {n} whole counts >= 4, one per coordinate")
+                   for c in counts)
     box = _box(model, names, MAX_SPAN[n] if max_span is None else max_span)
     given = dict(held or {})
     stray = [c for c in given if c not in j.coordinates or c in names]
@@ -214,11 +219,11 @@ def spline_joint_from_osim(model, joint_name, coordinates=None, *, n_frames=8, g
                 p_err, a_err = errors(qb[None])
                 rows.append((name, end, float(d), float(p_err[0]), float(a_err[0])))
     osim_joint = fitted_osim_joint(model, j.name, document)
+    (rms_pos, max_pos), (rms_ang, max_ang) = _rms_max(pos), _rms_max(ang)
     return OsimSplineFit(document=document, osim_joint=osim_joint, coordinates=names,
-                         held=held, ranges=box, max_position_mm=float(pos.max()),
-                         rms_position_mm=float(np.sqrt(np.mean(pos ** 2))),
-                         max_angle_deg=float(ang.max()),
-                         rms_angle_deg=float(np.sqrt(np.mean(ang ** 2))), beyond=tuple(rows))
+                         held=held, ranges=box, max_position_mm=max_pos,
+                         rms_position_mm=rms_pos, max_angle_deg=max_ang,
+                         rms_angle_deg=rms_ang, beyond=tuple(rows))
 
 
 def _grid(axes):

@@ -453,8 +453,8 @@ class _Reader:
             return {"type": kind, "coefficients": self.numbers(el, "coefficients", where).tolist()}
         if kind == "MultivariatePolynomialFunction":
             return {"type": kind, "coefficients": self.numbers(el, "coefficients", where).tolist(),
-                    "dimension": int(self.number(el, "dimension", where)),
-                    "order": int(self.number(el, "order", where))}
+                    "dimension": self.number(el, "dimension", where),
+                    "order": self.number(el, "order", where)}
         if kind == "MultiplierFunction":
             inner = el.find("function")
             if inner is None or len(inner) == 0:
