@@ -54,8 +54,7 @@ def cylinder(radius: float, length: float, axis: int = 2, n: int = 16):
                        np.column_stack([circle, np.full(n, 0.5 * length)])])
     faces = [[j, (j + 1) % n, n + (j + 1) % n, n + j] for j in range(n)]
     faces += [list(range(n - 1, -1, -1)), list(range(n, 2 * n))]
-    order = {2: [0, 1, 2], 0: [2, 0, 1], 1: [1, 2, 0]}[int(axis)]
-    return verts[:, order], faces
+    return _along(verts, axis), faces
 
 
 def box(extents):

@@ -758,8 +758,7 @@ def _visible_points(scene, frames) -> np.ndarray:
         for obj in scene.objects:
             if obj.type in ("MESH", "FONT") and not obj.hide_render:
                 M = np.array(obj.matrix_world)
-                box = np.array([tuple(c) for c in obj.bound_box])
-                pts.append(box @ M[:3, :3].T + M[:3, 3])
+                pts.append(box_corners(obj) @ M[:3, :3].T + M[:3, 3])
     return np.vstack(pts)
 
 

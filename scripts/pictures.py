@@ -177,8 +177,7 @@ def render(scene, frame: int, resolution, trail_list: list[Trail] = ()) -> np.nd
     """Workbench render (H, W, 4) float of ``frame`` at ``resolution`` with the trails of
     ``trail_list`` drawn up to that frame (``build_demos.render_frame``)."""
     scene.render.resolution_x, scene.render.resolution_y = resolution
-    scene.frame_set(int(frame))
-    objects = draw_trails(scene, list(trail_list), frame)
+    objects = draw_trails(scene, list(trail_list), frame)   # render_frame sets the frame
     try:
         return bd.render_frame(scene, frame)
     finally:

@@ -92,7 +92,7 @@ def close_up(scene, centre, width: float, view, resolution) -> None:
 
 
 def knee(bpy, out: Path, baked=None) -> Path:
-    scene = open_demo(bpy, "knee_fit_rig")
+    scene = open_demo(bpy, "knee_fit_rig", baked)
     arm = bpy.data.objects["Knee"]
     tibia = arm.pose.bones["tibia"]
     arm.animation_data.action = None  # hold the slider where we put it
@@ -116,7 +116,7 @@ def knee(bpy, out: Path, baked=None) -> Path:
 
 
 def reach_cone(bpy, out: Path, baked=None) -> Path:
-    scene = open_demo(bpy, "shoulder_reach_cone")
+    scene = open_demo(bpy, "shoulder_reach_cone", baked)
     target = out / "reach_cone.png"
     bd.save_png(bd.render_frame(scene, 16, (560, 400)), target)
     return target
@@ -135,7 +135,7 @@ def beads(bpy, out: Path, baked=None) -> Path:
 
 
 def scapula(bpy, out: Path, baked=None) -> Path:
-    scene = open_demo(bpy, "scapulothoracic_fit_rig")
+    scene = open_demo(bpy, "scapulothoracic_fit_rig", baked)
     arm = bpy.data.objects["Shoulder"]
     scap = arm.pose.bones["scapula"]
     s = scap.spline_joints
@@ -160,7 +160,7 @@ GAIT_FRAME = 90
 
 
 def gait(bpy, out: Path, baked=None) -> Path:
-    scene = open_demo(bpy, "gait2392_walk")
+    scene = open_demo(bpy, "gait2392_walk", baked)
     target = out / "gait2392_walk.png"
     bd.save_png(bd.render_frame(scene, GAIT_FRAME, (720, 450)), target)
     return target
