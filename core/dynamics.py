@@ -255,8 +255,9 @@ def crba(model, data, q):
 def crba_and_nle(model, data, q, v, fext=None):
     """``(M (nv, nv), h (nv,))``: :func:`crba` and :func:`nonlinear_effects` at one state from
     one kinematics pass (joint evaluation, poses, world inertias computed once instead of
-    twice; on the numba backend two kernel calls). Writes ``data.M`` and ``data.nle`` and
-    returns them."""
+    twice; on the numba backend two kernel calls, each after its own evaluation of the
+    joints without a kernel, whose local transforms the kernel composes into world poses in
+    place). Writes ``data.M`` and ``data.nle`` and returns them."""
     q, v, fext = _checked(model, data, q, v, fext)
     if _backend.kernels is not None:
         return (_compiled.crba(model, data, q),
