@@ -68,13 +68,13 @@ def source_digest():
     return h.hexdigest()[:16]
 
 
-def _cache_folder(base):
-    """``base/<source_digest()>``, created; sibling folders of other digests are removed
-    (caches of sources no longer installed)."""
+def _cache_folder(base, digest=None):
+    """``base/<digest>`` (default :func:`source_digest`), created; sibling folders of other
+    digests are removed (caches of sources no longer installed)."""
     import re
     import shutil
 
-    digest = source_digest()
+    digest = digest or source_digest()
     os.makedirs(base, exist_ok=True)
     for name in os.listdir(base):
         if name != digest and re.fullmatch(r"[0-9a-f]{16}", name):
@@ -183,14 +183,15 @@ def set_cache_dir(path):
     algorithm call on the numba backend (and before :func:`use`/:func:`active` load the
     kernels); raises InvalidInputError after that unless ``path`` is already the folder."""
     import sys
-    path = os.path.join(os.path.abspath(str(path)), source_digest())
+    digest = source_digest()
+    path = os.path.join(os.path.abspath(str(path)), digest)
     if __package__ + ".compiled.kernels" in sys.modules:
         from numba.core import config
         if path != os.path.abspath(config.CACHE_DIR or ""):
             raise InvalidInputError("set_cache_dir must be called before the compiled kernels "
                                     "are loaded (the first algorithm call on the numba backend)")
         return
-    _point_numba_at(_cache_folder(os.path.dirname(path)))
+    _point_numba_at(_cache_folder(os.path.dirname(path), digest))
 
 
 def watch_compiles(callback):

@@ -39,8 +39,8 @@ class Data:
         self.model_id = (id(model), nb, nv)
 
         #: ``(size,)`` the flat array holding LSH, S_body, c_body, ddq, tau, nle, M and the
-        #: compiled kernels' scratch; buffer_at: the offset of each section
-        self.buffer_at = at = buffer_offsets(nb, nv, model.one_dof_each)
+        #: compiled kernels' scratch (sections at :func:`buffer_offsets`)
+        at = buffer_offsets(nb, nv, model.one_dof_each)
         self.buffer = buf = np.zeros(at["size"])
 
         def section(name, *shape):

@@ -155,10 +155,9 @@ class Model:
                                     "(nq == nv)")
         H = np.eye(4) if placement is None else se3.check_transform(
             placement, f"placement of body {name!r}")
-        if inertia is None:                  # the documented default, once mass is checked
-            mass, com, _ = _check_inertia(mass, com, np.eye(3), name, physical)
-            inertia = 1e-3 * mass * np.eye(3)
-        mass, com, inertia = _check_inertia(mass, com, inertia, name, physical)
+        mass, com, checked = _check_inertia(mass, com, np.eye(3) if inertia is None
+                                            else inertia, name, physical)
+        inertia = 1e-3 * mass * np.eye(3) if inertia is None else checked   # the default
         self.names.append(name)
         self.parents_list.append(parent)
         self.joints.append(joint)
