@@ -675,28 +675,31 @@ SplineCurveJoint.family = CubicSplineFamily
 class ClosedSplineCurveJoint(SplineCurveJoint):
     """1-DOF joint along a closed cumulative B-spline on SE(3) (seed 000 eqs. 21-24).
 
-    control_frames: ``(n, 4, 4)``, one period, not repeated (n >= order); order: k >= 2.
+    control_frames: ``(n, 4, 4)``, one period, not repeated (n >= order); order: k >= 2;
+    spacing: the knot spacing h > 0 (default 1).
     The control twists are taken round the loop, ``z_j = log(G_{j-1}^-1 G_{j mod n})`` for
     j = 1..n, and repeated periodically (the frames wrap as ``G_0 .. G_{n-1}, G_0 .. G_{k-2}``)
-    with uniform unit knots, so the coordinate has period ``n``, range ``[0, n]``, and the
-    curve is ``C^{k-2}`` (C2 for the cubic) across the seam as everywhere else. q outside the
-    range is moved by whole periods (so ``evaluate``/``transforms`` are periodic for every
-    finite q) and :meth:`normalize` wraps q into ``[0, n)``.
+    with uniform knots ``h`` apart, so the coordinate has period ``n h``, range ``[0, n h]``,
+    and the curve is ``C^{k-2}`` (C2 for the cubic) across the seam as everywhere else (a
+    wire of length L fitted with ``h = L / n`` has its coordinate in metres, :mod:`core.wire`).
+    q outside the range is moved by whole periods (so ``evaluate``/``transforms`` are periodic
+    for every finite q) and :meth:`normalize` wraps q into ``[0, n h)``.
 
     Attributes (besides those of :class:`SplineCurveJoint`, which describe the wrapped open
-    spline): ``period`` (float, = n) and ``loop_twists`` (n, 6), the twists of one period.
+    spline): ``period`` (float, = n h), ``spacing`` (h) and ``loop_twists`` (n, 6), the twists
+    of one period.
     """
 
     family = GenericFamily      # its coordinate wraps round the loop: evaluated one by one
 
-    def __init__(self, control_frames, order=4):
+    def __init__(self, control_frames, order=4, *, spacing=1.0):
         k = _check_spline_order(order)
         F = _check_frames(control_frames, k)
         z = se3.log(np.matmul(se3.inv(F), np.roll(F, -1, axis=0)))
-        self._setup_closed(F[0], z, k)
+        self._setup_closed(F[0], z, k, spacing)
 
     @classmethod
-    def from_twists(cls, first_frame, control_twists, *, order=4):
+    def from_twists(cls, first_frame, control_twists, *, order=4, spacing=1.0):
         """Build from ``G_0: (4, 4)`` and the n twists of one loop ``z: (n, 6)`` (any rotation
         angle), ``G_j = G_{j-1} exp(z_j)``; the loop must close: ``G_0 exp(z_1)..exp(z_n) = G_0``.
         """
@@ -719,13 +722,21 @@ class ClosedSplineCurveJoint(SplineCurveJoint):
                 f"identity by {err:.3g}); pass the twists between consecutive frames of one full "
                 "period, including the one from the last frame back to the first.")
         self = cls.__new__(cls)
-        self._setup_closed(G0, z, k)
+        self._setup_closed(G0, z, k, spacing)
         return self
 
-    def _setup_closed(self, G0, z, k):
+    def _setup_closed(self, G0, z, k, spacing):
         n = z.shape[0]
-        self._setup(G0, z[np.arange(n + k - 2) % n], None, k)
-        self.period = float(n)
+        if isinstance(spacing, (bool, np.bool_)) or not np.isscalar(spacing) \
+                or not (np.isfinite(spacing) and spacing > 0):
+            raise InvalidInputError(
+                f"spacing must be a finite number > 0 (the coordinate per control frame); got "
+                f"{spacing!r}.")
+        h = float(spacing)
+        self._setup(G0, z[np.arange(n + k - 2) % n], bspline.uniform_knots(n + k - 1, k,
+                                                                          spacing=h), k)
+        self.spacing = h
+        self.period = n * h
         self.loop_twists = self.control_twists[:n]
 
     def _wrap(self, x):
@@ -753,12 +764,14 @@ class ClosedSplineCurveJoint(SplineCurveJoint):
         return np.array([float(self._wrap(self._scalar(q)))]), v
 
     def to_dict(self):
-        """Plain data: type ``"ClosedSplineCurveJoint"``, order, the n control frames and the
-        n loop twists of one period (lists); :meth:`from_dict` rebuilds the same joint."""
-        n = int(self.period)
+        """Plain data: type ``"ClosedSplineCurveJoint"``, order, spacing, the n control frames
+        and the n loop twists of one period (lists); :meth:`from_dict` rebuilds the same joint
+        (a description without ``spacing`` has unit spacing)."""
+        n = len(self.loop_twists)
         return {
             "type": "ClosedSplineCurveJoint",
             "order": self.order,
+            "spacing": self.spacing,
             "control_frames": self.control_frames[:n].tolist(),
             "control_twists": self.loop_twists.tolist(),
         }
@@ -768,12 +781,13 @@ class ClosedSplineCurveJoint(SplineCurveJoint):
         """Inverse of :meth:`to_dict`: from ``control_frames[0]`` and the loop twists when given
         (turns beyond pi survive; the frames must agree with them), else from the frames."""
         frames, order = _read_description(data, "ClosedSplineCurveJoint")
+        spacing = data.get("spacing", 1.0)
         if "control_twists" not in data:
-            return cls(frames, order)
-        joint = cls.from_twists(frames[0], data["control_twists"], order=order)
-        _check_frames_agree(frames, joint.control_frames[:int(joint.period)])
+            return cls(frames, order, spacing=spacing)
+        joint = cls.from_twists(frames[0], data["control_twists"], order=order, spacing=spacing)
+        _check_frames_agree(frames, joint.control_frames[:len(joint.loop_twists)])
         return joint
 
     def __repr__(self):
         return (f"ClosedSplineCurveJoint(order={self.order}, "
-                f"control_frames={int(self.period)}, period={self.period:g})")
+                f"control_frames={len(self.loop_twists)}, period={self.period:g})")

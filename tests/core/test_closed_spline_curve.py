@@ -97,6 +97,28 @@ def test_to_dict_says_closed_and_round_trips_exactly():
         ClosedSplineCurveJoint.from_dict(dict(d, control_frames=edited.tolist()))
 
 
+def test_spacing_scales_the_coordinate_and_round_trips():
+    F, h = _twisted_loop(), 0.37
+    unit, scaled = ClosedSplineCurveJoint(F), ClosedSplineCurveJoint(F, spacing=h)
+    assert scaled.period == 6 * h and scaled.spacing == h and scaled.upper[0] == 6 * h
+    for x in (0.0, 0.8, 2.5, 5.9, -3.3):
+        G1, S1, H1 = unit.evaluate(x)
+        Gh, Sh, Hh = scaled.evaluate(x * h)        # G_h(q) = G_1(q / h)
+        assert np.allclose(Gh, G1, atol=1e-12)
+        assert np.allclose(Sh, S1 / h, atol=1e-11)
+        assert np.allclose(Hh, H1 / h ** 2, atol=1e-10)
+        assert np.allclose(fd_jacobian(scaled, x * h), Sh, atol=1e-7 / h)
+    d = scaled.to_dict()
+    assert d["spacing"] == h
+    back = joint_from_dict(d)
+    np.testing.assert_array_equal(back.transforms([0.1, 1.7]), scaled.transforms([0.1, 1.7]))
+    assert back.to_dict() == d and loads(dumps(JointDocument(scaled, ("s",)))).joint.period \
+        == scaled.period
+    for bad in (0.0, -1.0, float("nan"), True):
+        with pytest.raises(InvalidInputError, match="spacing"):
+            ClosedSplineCurveJoint(F, spacing=bad)
+
+
 def test_core_io_document_round_trips_a_closed_curve_exactly():
     j = _ROSE
     doc = JointDocument(j, ("s",), name="rose")
