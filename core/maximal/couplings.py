@@ -528,6 +528,13 @@ class CoupledBodies:
                            stack(Rb), N)
         return J, np.array(rhs), np.array(uni, dtype=bool)
 
+    def bilateral_jacobian(self):
+        """Sparse ``(m, 6N)`` rows of the bilateral constraints at the current configuration
+        (world ``[w; v]`` layout, joints in order, each joint's bilateral wrenches in order);
+        for a rank check of the loop."""
+        J, _, uni = self._assemble(False)
+        return J[np.flatnonzero(~uni)]
+
     def inverse_mass(self):
         return world_inverse_mass(self.R, self.inv_inertia, 1.0 / self.mass)
 

@@ -1,0 +1,619 @@
+"""Linkages: rigid bodies joined in closed loops, assembled live (seed 004) and simulated with
+joint couplings (seed 002).
+
+A :class:`Linkage` names its bodies (world poses, masses, inertias), its joints (two frames,
+one fixed in each body, that coincide at the described configuration), its springs and
+optionally a *driver*: a body whose pose is given (keyed by the user), or a hinge/slider
+joint to the world whose coordinate is given.
+
+* :func:`check_linkage` refuses bad descriptions (missing bodies, a joint between a body and
+  itself, a driver that is no body) and redundant loops: the constraint Jacobian ``J`` of the
+  system solved is rank-checked with scipy's pivoted QR of ``J^T``, and the rows that repeat
+  the others are named (joint and direction).
+* :class:`LiveAssembly` solves the rest of the linkage for the driver's pose with Faure's
+  linearized assembly (:meth:`core.maximal.faure.Assembly.correction`, eq. 13 solved by
+  conjugate gradients with an iteration cap, seed 004 section 3.4); the driver has zero
+  inverse mass, as the seed's dragged targets (section 4.1).
+* :func:`simulate_linkage` bakes the passive motion under gravity and springs: Stoermer
+  stepping (seed 004 section 4.2) when every joint is one of Faure's bilateral joints, or the
+  couplings of :mod:`core.maximal.couplings` (bilateral and unilateral constraints, deadband,
+  two-step engagement; seed 002 section 4.10) when a joint has limits, a reach cone or is a
+  slotted hinge or a spline curve.
+
+Joint kinds (a joint's axis is the z axis of its frames):
+
+===============  ===========================================  =================================
+kind             motion allowed of frame 2 relative to frame 1  solvers
+===============  ===========================================  =================================
+``hinge``        turn about z                                  Faure ``pin`` / HingeCoupling
+``ball``         turn about any axis                           Faure ``universal`` /
+                                                               SphericalCoupling (reach cone)
+``slider``       slide along z                                 Faure ``prismatic``
+``cylinder``     slide along and turn about z                  Faure ``cylindrical`` /
+                                                               CylindricalCoupling
+``fixed``        none                                          Faure ``fixed``
+``line``         the origin slides along z, any rotation       Faure ``ball-socket``
+``plane``        the origin stays on the xy plane              Faure ``surface``
+``slotted``      slide along x and turn about z                SlottedHingeCoupling
+``curve``        ride a spline curve joint (seed 000 eq. 21)   SplineCurveCoupling
+===============  ===========================================  =================================
+
+Units: metres, kilograms, seconds, radians; poses are ``(4, 4)`` world transforms ``T_W_body``
+with the body origin at its centre of mass.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+
+from .checks import real_number, whole_number
+from .errors import InvalidInputError, SimulationError
+from .lie import se3, so3
+from .maximal import couplings as cpl
+from .maximal.faure import JOINT_TYPES, Assembly, FaureJoint
+
+__all__ = ["LinkBody", "LinkJoint", "LinkSpring", "Linkage", "AssemblyResult", "LiveAssembly",
+           "LinkageMotion", "check_linkage", "simulate_linkage", "redundant_rows",
+           "FAURE_KINDS", "COUPLING_KINDS", "JOINT_KINDS", "RANK_TOL"]
+
+#: joint kind -> Faure's joint type (seed 004 Table 1, see core.maximal.faure)
+FAURE_KINDS = {"hinge": "pin", "ball": "universal", "slider": "prismatic",
+               "cylinder": "cylindrical", "fixed": "fixed", "line": "ball-socket",
+               "plane": "surface"}
+#: kinds the couplings solver offers (the others are Faure-only)
+COUPLING_KINDS = ("hinge", "ball", "cylinder", "slotted", "curve")
+JOINT_KINDS = tuple(FAURE_KINDS) + ("slotted", "curve")
+
+#: Faure's frame L has its free axis along local x (``i``); a joint's axis is its frame's z.
+#: ``L = F @ Z_TO_X``: L's i = F's z, L's j = F's y, L's k = -F's x.
+_Z_TO_X = se3.from_rp(so3.exp(np.array([0.0, -np.pi / 2, 0.0])), np.zeros(3))
+_L_AXIS_NAMES = ("z", "y", "x")
+
+#: Relative rank tolerance of the constraint Jacobian. Blender stores poses in single precision,
+#: so a planar loop read from a scene is redundant only up to ~1e-7 (float32 eps 1.2e-7); a
+#: hundred times that separates those round-off singular values from a real mechanism's.
+RANK_TOL = 100 * float(np.finfo(np.float32).eps)
+
+
+@dataclass(frozen=True)
+class LinkBody:
+    """A rigid body: ``T: (4, 4)`` world pose (origin at the centre of mass), ``mass`` (kg),
+    ``inertia: (3, 3)`` about the centre of mass in body axes (kg m^2)."""
+
+    name: str
+    T: np.ndarray
+    mass: float
+    inertia: np.ndarray
+
+
+@dataclass(frozen=True)
+class LinkJoint:
+    """A joint of ``kind`` between ``body1`` (``""``: the world) and ``body2``.
+
+    ``frame1: (4, 4)`` is the joint frame in body 1 (in the world if body1 is ``""``),
+    ``frame2: (4, 4)`` the joint frame in body 2; they coincide at the described configuration,
+    where the joint's coordinates are zero. Limits (couplings solver): ``lower``/``upper`` per
+    coordinate (hinge: angle; cylinder: (slide, angle); slotted: (slide along x, angle); curve:
+    none, the curve's own range), ``cone``: the ball's reach-cone half angle (rad) about z.
+    ``curve: (n, 4, 4)`` control frames of the ``curve`` kind's spline curve joint, in frame 1;
+    body 2's ``frame2`` rides it.
+    """
+
+    name: str
+    kind: str
+    body1: str
+    body2: str
+    frame1: np.ndarray
+    frame2: np.ndarray
+    lower: tuple = ()
+    upper: tuple = ()
+    cone: float | None = None
+    curve: np.ndarray | None = None
+
+    @property
+    def limited(self) -> bool:
+        return bool(self.lower or self.upper or self.cone is not None)
+
+
+@dataclass(frozen=True)
+class LinkSpring:
+    """A linear spring between the points ``point1: (3,)`` of ``body1`` (body frame; world if
+    ``""``) and ``point2: (3,)`` of ``body2``: force ``stiffness (N/m) * (length - rest)``
+    plus ``damping (N s/m)`` times the stretch rate, along the line between them."""
+
+    name: str
+    body1: str
+    body2: str
+    point1: np.ndarray
+    point2: np.ndarray
+    stiffness: float
+    rest: float
+    damping: float = 0.0
+
+
+@dataclass(frozen=True)
+class Linkage:
+    """Bodies, joints and springs; ``driver``: name of the body whose pose is given, or
+    ``""``; ``drive_joint``: name of a hinge or slider joint to the world whose coordinate is
+    given (its moving body is then the driver); ``gravity: (3,)`` m/s^2."""
+
+    bodies: tuple
+    joints: tuple
+    springs: tuple = ()
+    driver: str = ""
+    drive_joint: str = ""
+    gravity: tuple = (0.0, 0.0, -9.81)
+
+    def index(self, name: str) -> int:
+        """Index of body ``name`` (``""``: -1, the world)."""
+        if name == "":
+            return -1
+        for i, b in enumerate(self.bodies):
+            if b.name == name:
+                return i
+        raise InvalidInputError(f"no body named {name!r} in the linkage")
+
+    @property
+    def poses(self) -> np.ndarray:
+        """``(N, 4, 4)`` world poses of the bodies as described."""
+        return np.array([b.T for b in self.bodies], dtype=float).reshape(-1, 4, 4)
+
+    def driver_index(self) -> int:
+        """Index of the driven body, or -1 without a driver."""
+        if self.drive_joint:
+            j = self.joint(self.drive_joint)
+            return self.index(j.body2 or j.body1)
+        return self.index(self.driver) if self.driver else -1
+
+    def joint(self, name: str) -> LinkJoint:
+        for j in self.joints:
+            if j.name == name:
+                return j
+        raise InvalidInputError(f"no joint named {name!r} in the linkage")
+
+
+# ------------------------------------------------------------------------------------------
+# validation and the rank check
+# ------------------------------------------------------------------------------------------
+def check_linkage(linkage: Linkage, solver: str | None = None) -> str:
+    """Validate ``linkage`` and return the solver its dynamics use (``"faure"`` or
+    ``"couplings"``; ``solver`` forces one). Raises InvalidInputError naming the bad body,
+    joint or spring and what to do."""
+    names = [b.name for b in linkage.bodies]
+    if not names:
+        raise InvalidInputError("the linkage has no bodies; add a joint between two objects")
+    if len(set(names)) != len(names) or "" in names:
+        raise InvalidInputError(f"body names must be distinct and non-empty, got {names}")
+    for b in linkage.bodies:
+        se3.check_transform(np.asarray(b.T, dtype=float), f"pose of body {b.name!r}")
+        real_number(b.mass, f"mass of body {b.name!r}", 0.0, low_open=True,
+                    advice="give it a mass in kg")
+        inertia = np.asarray(b.inertia, dtype=float)
+        if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)) or \
+                np.any(np.linalg.eigvalsh(0.5 * (inertia + inertia.T)) <= 0):
+            raise InvalidInputError(f"inertia of body {b.name!r} must be a symmetric positive "
+                                    f"definite (3, 3) matrix (kg m^2)")
+    jnames = [j.name for j in linkage.joints]
+    if len(set(jnames)) != len(jnames):
+        raise InvalidInputError(f"joint names must be distinct, got {jnames}")
+
+    def known(body, what):
+        if body != "" and body not in names:
+            raise InvalidInputError(f"{what} names body {body!r}, which is not in the linkage "
+                                    f"(deleted or renamed?); remove it or add the body again")
+
+    for j in linkage.joints:
+        what = f"joint {j.name!r} ({j.kind})"
+        if j.kind not in JOINT_KINDS:
+            raise InvalidInputError(f"{what}: unknown kind; use one of {', '.join(JOINT_KINDS)}")
+        known(j.body1, what)
+        known(j.body2, what)
+        if j.body1 == j.body2:
+            raise InvalidInputError(f"{what} joins {j.body1 or 'the world'!r} to itself; pick "
+                                    f"two different bodies")
+        if j.body2 == "":
+            raise InvalidInputError(f"{what}: the world must be body 1; put the moving body "
+                                    f"second")
+        se3.check_transform(np.asarray(j.frame1, dtype=float), f"{what} frame1")
+        se3.check_transform(np.asarray(j.frame2, dtype=float), f"{what} frame2")
+        if j.kind == "curve" and j.curve is None:
+            raise InvalidInputError(f"{what} needs the control frames of its curve")
+        if j.limited and j.kind not in COUPLING_KINDS:
+            raise InvalidInputError(f"{what}: limits are offered on {', '.join(COUPLING_KINDS)} "
+                                    f"joints only; remove them")
+        if j.cone is not None and j.kind != "ball":
+            raise InvalidInputError(f"{what}: a reach cone belongs to a ball joint")
+        for lo, hi in zip(j.lower, j.upper):
+            if not lo <= hi:
+                raise InvalidInputError(f"{what}: limit range [{lo}, {hi}] is empty; pass "
+                                        f"lower <= upper")
+    for s in linkage.springs:
+        what = f"spring {s.name!r}"
+        known(s.body1, what)
+        known(s.body2, what)
+        if s.body1 == s.body2:
+            raise InvalidInputError(f"{what} joins {s.body1 or 'the world'!r} to itself")
+        real_number(s.stiffness, f"{what} stiffness", 0.0)
+        real_number(s.rest, f"{what} rest length", 0.0)
+        real_number(s.damping, f"{what} damping", 0.0)
+    if linkage.driver and linkage.drive_joint:
+        raise InvalidInputError("give either a driving body or a driving joint, not both")
+    if linkage.driver:
+        known(linkage.driver, "the driver")
+    if linkage.drive_joint:
+        j = linkage.joint(linkage.drive_joint)
+        if j.kind not in ("hinge", "slider") or j.body1 != "":
+            raise InvalidInputError(f"driving joint {j.name!r} must be a hinge or slider from "
+                                    f"the world to a body; it is a {j.kind} from "
+                                    f"{j.body1 or 'the world'!r}")
+    needs_couplings = any(j.limited or j.kind not in FAURE_KINDS for j in linkage.joints)
+    solver = solver or ("couplings" if needs_couplings else "faure")
+    if solver == "faure" and needs_couplings:
+        bad = next(j for j in linkage.joints if j.limited or j.kind not in FAURE_KINDS)
+        raise InvalidInputError(f"joint {bad.name!r} ({bad.kind}, limits or cone) needs the "
+                                f"couplings solver")
+    if solver == "couplings":
+        bad = [j.name for j in linkage.joints if j.kind not in COUPLING_KINDS]
+        if bad:
+            raise InvalidInputError(f"joints {bad} are not offered by the couplings solver "
+                                    f"(needed for limits, cones, slotted hinges and curves); "
+                                    f"use {', '.join(COUPLING_KINDS)} joints with them")
+    elif solver != "faure":
+        raise InvalidInputError(f"solver must be 'faure' or 'couplings', got {solver!r}")
+    return solver
+
+
+def redundant_rows(J, tol: float = RANK_TOL) -> np.ndarray:
+    """Indices of constraint rows of ``J: (m, n)`` that depend on the others: scipy's QR with
+    column pivoting of ``J^T`` orders the rows by how much each adds; the ones whose pivot is
+    below ``tol`` times the largest are redundant. Returns ``(m - rank,)`` row indices."""
+    A = np.asarray(J.toarray() if hasattr(J, "toarray") else J, dtype=float).T
+    if A.size == 0:
+        return np.zeros(0, dtype=int)
+    _, R, piv = sla.qr(A, mode="economic", pivoting=True)
+    d = np.abs(np.diag(R))
+    rank = int(np.count_nonzero(d > tol * max(d[0], 1e-300))) if d.size else 0
+    return np.sort(piv[rank:])
+
+
+def _faure_labels(joints) -> list:
+    """One label per Faure row, in :class:`Assembly`'s order: translations then rotations."""
+    out = []
+    for j in joints:
+        t, r = JOINT_TYPES[FAURE_KINDS[j.kind]]
+        out += [f"joint {j.name!r} ({j.kind}): position along its {_L_AXIS_NAMES[a]} axis"
+                for a in t]
+        out += [f"joint {j.name!r} ({j.kind}): rotation about its {_L_AXIS_NAMES[a]} axis"
+                for a in r]
+    return out
+
+
+def _redundancy_error(J, labels, what):
+    rows = redundant_rows(J)
+    if rows.size:
+        listed = "; ".join(labels[k] for k in rows)
+        raise InvalidInputError(
+            f"{what}: the loop is redundant ({rows.size} constraint(s) repeat the others): "
+            f"{listed}. Make one joint of the loop looser (a hinge of a plane loop a 'line' "
+            f"joint along its axis, or a ball joint), or remove that joint")
+
+
+def _inertias(linkage):
+    return (np.array([b.mass for b in linkage.bodies], dtype=float),
+            np.array([b.inertia for b in linkage.bodies], dtype=float).reshape(-1, 3, 3))
+
+
+def _faure_system(linkage, poses, joints):
+    """Faure :class:`Assembly` of ``joints`` (LinkJoints with Faure kinds) at ``poses``."""
+    mass, inertia = _inertias(linkage)
+    fj = [FaureJoint(FAURE_KINDS[j.kind], linkage.index(j.body1), linkage.index(j.body2),
+                     np.asarray(j.frame1, dtype=float) @ _Z_TO_X,
+                     np.asarray(j.frame2, dtype=float) @ _Z_TO_X) for j in joints]
+    return Assembly(mass, inertia, fj, poses[:, :3, 3], poses[:, :3, :3])
+
+
+# ------------------------------------------------------------------------------------------
+# live assembly (seed 004 section 3.4)
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AssemblyResult:
+    """One live assembly: ``poses: (N, 4, 4)`` world poses of all bodies (the driver's as
+    given); ``error``: largest constraint error left (m for positions, rad for rotations) over
+    every joint, those of the driver included; ``worst``: the label of that constraint;
+    ``cg_iterations``: CG iterations per geometric iteration; ``converged``: error <= tol."""
+
+    poses: np.ndarray
+    error: float
+    worst: str
+    cg_iterations: tuple
+    converged: bool
+
+
+class LiveAssembly:
+    """The linkage prepared for repeated assembly while its driver moves.
+
+    Joints between the world and the driver (nothing to solve) are left out of the solve and
+    only measured; the driver gets zero inverse mass so the correction moves only the other
+    bodies. The constraint Jacobian of the solved system is rank-checked once here.
+
+    Args:
+        linkage: a :class:`Linkage` with a driver (body or joint); its kinds must be Faure
+            kinds (hinge, ball, slider, cylinder, fixed, line, plane); limits are ignored here
+            (they act in :func:`simulate_linkage`).
+        cg_iterations: cap on CG iterations per geometric iteration (seed 004's accuracy for
+            speed knob); geometric_iterations: cap on linearize-and-solve rounds; tol: stop
+            when the largest error is below it (m / rad).
+    """
+
+    def __init__(self, linkage: Linkage, cg_iterations: int = 50, geometric_iterations: int = 10,
+                 tol: float = 1e-10):
+        check_linkage(linkage)
+        bad = [j.name for j in linkage.joints if j.kind not in FAURE_KINDS]
+        if bad:
+            raise InvalidInputError(f"live assembly handles {', '.join(FAURE_KINDS)} joints; "
+                                    f"joints {bad} move only in a dynamics bake")
+        self.driver = linkage.driver_index()
+        if self.driver < 0:
+            raise InvalidInputError("live assembly needs a driver: a driving body or a driving "
+                                    "hinge/slider joint")
+        self.cg_iterations = whole_number(cg_iterations, "cg_iterations")
+        self.geometric_iterations = whole_number(geometric_iterations, "geometric_iterations")
+        self.tol = real_number(tol, "tol", 0.0, low_open=True)
+        self.linkage = linkage
+        fixed = {-1, self.driver}
+        self._solved = [j for j in linkage.joints
+                        if not {linkage.index(j.body1), linkage.index(j.body2)} <= fixed]
+        self._measured = [j for j in linkage.joints if j not in self._solved]
+        self.labels = _faure_labels(self._solved) + _faure_labels(self._measured)
+        poses = linkage.poses
+        self._asm = _faure_system(linkage, poses, self._solved)
+        self._asm.inv_mass[self.driver] = 0.0
+        self._asm.inv_inertia[self.driver] = 0.0
+        self._check = _faure_system(linkage, poses, self._measured) if self._measured else None
+        J = self._asm.jacobian()
+        keep = np.ones(J.shape[1], dtype=bool)
+        keep[6 * self.driver:6 * self.driver + 6] = False      # the driver does not move
+        _redundancy_error(J[:, np.flatnonzero(keep)], self.labels, "live assembly")
+        if linkage.drive_joint:
+            j = linkage.joint(linkage.drive_joint)
+            self._drive = (j.kind, np.asarray(j.frame1, dtype=float),
+                           np.asarray(j.frame2, dtype=float))
+
+    def driver_pose(self, value: float) -> np.ndarray:
+        """``(4, 4)`` world pose of the driven body at the driving joint's coordinate
+        ``value`` (rad for a hinge, m for a slider): ``frame1 M(value) frame2^-1``."""
+        if not self.linkage.drive_joint:
+            raise InvalidInputError("this linkage is driven by a body, not by a joint coordinate")
+        kind, F1, F2 = self._drive
+        x = real_number(value, "drive value")
+        M = (se3.from_rp(so3.exp(np.array([0.0, 0.0, x])), np.zeros(3)) if kind == "hinge"
+             else se3.from_rp(np.eye(3), [0.0, 0.0, x]))
+        return F1 @ M @ se3.inv(F2)
+
+    def solve(self, driver_pose, poses=None) -> AssemblyResult:
+        """Assemble for the driver at ``driver_pose: (4, 4)``, starting from ``poses:
+        (N, 4, 4)`` (default: the described configuration; pass the last result for a warm
+        start). Deterministic: the same inputs give the same poses bit for bit."""
+        T = se3.check_transform(np.asarray(driver_pose, dtype=float), "driver pose")
+        P = self.linkage.poses if poses is None else np.array(poses, dtype=float)
+        if P.shape != (len(self.linkage.bodies), 4, 4):
+            raise InvalidInputError(f"poses must have shape ({len(self.linkage.bodies)}, 4, 4),"
+                                    f" got {P.shape}")
+        P[self.driver] = T
+        asm = self._asm
+        asm.p, asm.R = P[:, :3, 3].copy(), so3.check_rotation(P[:, :3, :3], "poses").copy()
+        _, info = asm.correction(self.geometric_iterations, self.cg_iterations, self.tol)
+        out = se3.from_rp(asm.R, asm.p)
+        err = np.abs(asm.errors())
+        if self._check is not None:
+            err = np.concatenate([err, np.abs(self._check.errors(asm.p, asm.R))])
+        k = int(np.argmax(err)) if err.size else 0
+        worst = float(err[k]) if err.size else 0.0
+        return AssemblyResult(out, worst, self.labels[k] if err.size else "",
+                              info.cg_iterations, worst <= self.tol)
+
+    def unreachable(self, result: AssemblyResult) -> str:
+        """A sentence for a result that did not close (driver out of reach or contradictory
+        joints), naming the worst constraint; ``""`` when it converged."""
+        if result.converged:
+            return ""
+        return (f"the loop does not close: {result.worst} is off by {result.error:.3g} "
+                f"(m or rad) after {len(result.cg_iterations)} geometric iterations; the "
+                f"driver may be out of reach, or raise the CG/iteration caps")
+
+
+# ------------------------------------------------------------------------------------------
+# dynamics
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LinkageMotion:
+    """A simulated linkage sampled once per frame.
+
+    ``times: (F,)`` s; ``poses: (F, N, 4, 4)``; ``errors: (F,)`` largest bilateral constraint
+    error per frame (m / rad); ``violations: (F,)`` deepest unilateral limit violation per
+    frame (m / rad, 0 inside); ``engagements``: ``{"joint/constraint": count}`` of engagements
+    of each unilateral constraint; ``violation_tol``: what the couplings solver allows (its
+    deadband plus one step's travel at the fastest limit speed seen, the step that detects the
+    crossing); ``status``: ``"completed"`` or ``"cancelled"``; ``solver``; ``steps``;
+    ``wall_time`` s.
+    """
+
+    times: np.ndarray
+    poses: np.ndarray
+    errors: np.ndarray
+    violations: np.ndarray
+    engagements: dict
+    violation_tol: float
+    status: str
+    solver: str
+    steps: int
+    wall_time: float
+
+
+def spring_forces(linkage: Linkage, p, R, u=None) -> np.ndarray:
+    """World wrenches ``(N, 6)`` ``[torque; force]`` about the centres of mass of gravity and
+    the springs at ``p: (N, 3)``, ``R: (N, 3, 3)`` and velocities ``u: (N, 6)`` ``[w; v]``
+    (for the springs' damping; None: no damping)."""
+    mass, _ = _inertias(linkage)
+    f = np.zeros((len(linkage.bodies), 6))
+    f[:, 3:] = mass[:, None] * np.asarray(linkage.gravity, dtype=float)
+    for s in linkage.springs:
+        ends = []
+        for body, point in ((s.body1, s.point1), (s.body2, s.point2)):
+            i = linkage.index(body)
+            x = np.asarray(point, dtype=float)
+            if i < 0:
+                ends.append((i, x, np.zeros(3)))
+                continue
+            w = R[i] @ x
+            v = np.zeros(3) if u is None else u[i, 3:] + np.cross(u[i, :3], w)
+            ends.append((i, p[i] + w, v))
+        d = ends[1][1] - ends[0][1]
+        length = float(np.linalg.norm(d))
+        n = d / length if length > 0 else np.zeros(3)
+        tension = s.stiffness * (length - s.rest) + s.damping * float(n @ (ends[1][2] - ends[0][2]))
+        for (i, x, _), sign in zip(ends, (1.0, -1.0)):
+            if i >= 0:
+                force = sign * tension * n
+                f[i, 3:] += force
+                f[i, :3] += np.cross(x - p[i], force)
+    return f
+
+
+def _coupling(j: LinkJoint):
+    lo = list(j.lower) + [-np.inf] * 2
+    hi = list(j.upper) + [np.inf] * 2
+    if j.kind == "hinge":
+        return cpl.HingeCoupling(lo[0], hi[0])
+    if j.kind == "cylinder":
+        return cpl.CylindricalCoupling((lo[0], hi[0]), (lo[1], hi[1]))
+    if j.kind == "slotted":
+        return cpl.SlottedHingeCoupling((lo[0], hi[0]), (lo[1], hi[1]))
+    if j.kind == "ball":
+        return cpl.SphericalCoupling(None if j.cone is None else [0.0, 0.0, 1.0], j.cone)
+    from .joints.spline_curve import SplineCurveJoint
+
+    curve = SplineCurveJoint(np.asarray(j.curve, dtype=float))
+    return cpl.SplineCurveCoupling(curve, value=0.5 * (curve.lower[0] + curve.upper[0]))
+
+
+def _coupled(linkage: Linkage):
+    """:class:`CoupledBodies` of the linkage (frame C of each joint on body 2, D on body 1)."""
+    mass, inertia = _inertias(linkage)
+    P = linkage.poses
+    joints = [cpl.CouplingJoint(_coupling(j), linkage.index(j.body2), linkage.index(j.body1),
+                                np.asarray(j.frame2, dtype=float), np.asarray(j.frame1, dtype=float))
+              for j in linkage.joints]
+    return cpl.CoupledBodies(mass, inertia, P[:, :3, 3], P[:, :3, :3], joints)
+
+
+def _coupling_labels(linkage: Linkage, sim) -> list:
+    """One label per bilateral row of :meth:`CoupledBodies.bilateral_jacobian`."""
+    out = []
+    for j, jt in zip(linkage.joints, sim.joints):
+        out += [f"joint {j.name!r} ({j.kind}): its {'rotation' if c.rotary else 'position'} "
+                f"constraint {k}" for k, c in enumerate(jt.coupling.constraints) if c.bilateral]
+    return out
+
+
+def _limit_violation(coupling) -> float:
+    """Deepest violation of the coupling's coordinate ranges and reach cone (m / rad)."""
+    worst = 0.0
+    for c in coupling.coordinates:
+        if c.limit is not None:
+            worst = max(worst, c.min - c.value, c.value - c.max)
+    if isinstance(coupling, cpl.SphericalCoupling) and coupling.cone is not None:
+        worst = max(worst, -coupling.constraints[-1].distance)
+    return max(worst, 0.0)
+
+
+def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: int = 10,
+                     progress=None, solver: str | None = None, cg_iterations: int = 50,
+                     geometric_iterations: int = 5, tol: float = 1e-10) -> LinkageMotion:
+    """Simulate the passive linkage (any driver is released) from rest at its described
+    configuration under gravity and its springs for ``duration`` s, ``substeps`` steps per
+    frame at ``fps`` frames per second, and sample it at every frame (frame 0 included).
+
+    Faure solver: Stoermer steps with the SHAKE-style correction along the start-of-step
+    Jacobian (:meth:`Assembly.step` ``directions="start"``), CG capped at ``cg_iterations``.
+    Couplings solver: :meth:`CoupledBodies.step` (semi-implicit Euler, unilateral limits with
+    deadband and two-step engagement). ``progress(fraction) -> bool`` is called once per
+    frame; False cancels (status ``"cancelled"``, the frames so far are kept). A redundant
+    loop raises InvalidInputError naming the repeated constraints; a diverging step raises
+    SimulationError."""
+    solver = check_linkage(linkage, solver)
+    duration = real_number(duration, "duration", 0.0, low_open=True, advice="seconds")
+    fps = real_number(fps, "fps", 0.0, low_open=True)
+    substeps = whole_number(substeps, "substeps")
+    nframes = int(np.floor(duration * fps + 1e-9)) + 1
+    h = 1.0 / (fps * substeps)
+    t0 = time.perf_counter()
+    P = linkage.poses
+    N = len(linkage.bodies)
+    poses = np.zeros((nframes, N, 4, 4))
+    errors, violations = np.zeros(nframes), np.zeros(nframes)
+    engagements, status, fastest = {}, "completed", 0.0
+    if solver == "faure":
+        sim = _faure_system(linkage, P, linkage.joints)
+        _redundancy_error(sim.jacobian(), _faure_labels(linkage.joints), "dynamics")
+        f = spring_forces(linkage, sim.p, sim.R)
+        sim.set_velocity(np.zeros((N, 6)), h, sim.free_acceleration(f))
+
+        def advance():
+            return sim.step(h, spring_forces(linkage, sim.p, sim.R, sim.velocity()),
+                            geometric_iterations, cg_iterations, tol, directions="start")
+
+        def sample(k):
+            poses[k] = se3.from_rp(sim.R, sim.p)
+            errors[k] = float(np.abs(sim.errors()).max(initial=0.0))
+    else:
+        sim = _coupled(linkage)
+        _redundancy_error(sim.bilateral_jacobian(), _coupling_labels(linkage, sim), "dynamics")
+        state = {id(c): c.engaged for jt in sim.joints for c in jt.coupling.constraints}
+
+        def advance():
+            nonlocal fastest
+            sim.step(h, spring_forces(linkage, sim.p, sim.R, sim.u))
+            for j, jt in zip(linkage.joints, sim.joints):
+                for k, c in enumerate(jt.coupling.constraints):
+                    if c.bilateral:
+                        continue
+                    if c.engaged and not state[id(c)]:
+                        key = f"{j.name}/{k}"
+                        engagements[key] = engagements.get(key, 0) + 1
+                    state[id(c)] = c.engaged
+                    if c.limit is not None:
+                        speed = abs(float(c.wrench @ sim.joint_state(jt)[3]))
+                        fastest = max(fastest, speed)
+
+        def sample(k):
+            poses[k] = se3.from_rp(sim.R, sim.p)
+            errors[k] = sim.bilateral_error()
+            violations[k] = max((_limit_violation(jt.coupling) for jt in sim.joints),
+                                default=0.0)
+    sample(0)
+    steps, done = 0, 1
+    for k in range(1, nframes):
+        if progress is not None and not progress((k - 1) / max(nframes - 1, 1)):
+            status = "cancelled"
+            break
+        try:
+            for _ in range(substeps):
+                advance()
+                steps += 1
+        except SimulationError as exc:
+            raise SimulationError(f"the linkage's simulation failed at t = {k / fps:.3f} s: "
+                                  f"{exc}; try more substeps") from exc
+        sample(k)
+        done = k + 1
+    if progress is not None and status == "completed":
+        progress(1.0)
+    tol_limit = (max(cpl.Coupling.penetration_tol, cpl.Coupling.rotary_limit_tol) + fastest * h
+                 if solver == "couplings" else 0.0)
+    return LinkageMotion(np.arange(done) / fps, poses[:done], errors[:done], violations[:done],
+                         engagements, tol_limit, status, solver, steps,
+                         time.perf_counter() - t0)

@@ -1,0 +1,160 @@
+"""core.linkage: live assembly of closed loops (seed 004), couplings in a bake (seed 002)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from core.errors import InvalidInputError
+from core.lie import se3, so3
+from core.linkage import (LinkJoint, LiveAssembly, check_linkage, redundant_rows,
+                          simulate_linkage, spring_forces)
+from core.linkage_demos import door, four_bar, four_bar_position, scissor_lift
+from core.maximal.solver import apply_displacement
+
+#: the assembly's convergence tolerance (m / rad) used throughout
+TOL = 1e-10
+
+
+def crank_pose(linkage, theta, theta0=0.6):
+    """World pose of the four-bar's crank turned to ``theta`` (about +y, from +x to +z)."""
+    return se3.from_rp(so3.exp(np.array([0.0, -(theta - theta0), 0.0])), np.zeros(3)) \
+        @ linkage.bodies[0].T
+
+
+def test_four_bar_coupler_follows_the_closed_form_over_a_revolution():
+    lk, _ = four_bar()
+    live = LiveAssembly(lk, tol=TOL)
+    poses = lk.poses
+    for theta in 0.6 + np.linspace(0.0, 2 * np.pi, 73)[1:]:
+        res = live.solve(crank_pose(lk, theta), poses)
+        poses = res.poses
+        A, B = four_bar_position(np.array([theta]), 0.5, 1.8, 1.2, 2.0)
+        # the coupler's origin is its midpoint; the rocker's, the midpoint of D and B
+        np.testing.assert_allclose(poses[1, [0, 2], 3], 0.5 * (A[0] + B[0]), atol=1e-9)
+        np.testing.assert_allclose(poses[2, [0, 2], 3], 0.5 * (B[0] + [2.0, 0.0]), atol=1e-9)
+        assert res.converged and res.error <= TOL
+
+
+def test_solve_is_deterministic_and_reports_its_error():
+    lk, _ = four_bar()
+    live = LiveAssembly(lk, cg_iterations=2, geometric_iterations=2)
+    T = crank_pose(lk, 1.4)
+    a, b = live.solve(T), live.solve(T)
+    np.testing.assert_array_equal(a.poses, b.poses)
+    # the reported error is the largest constraint error of the poses returned
+    check = LiveAssembly(lk)
+    asm = check._asm
+    asm.p, asm.R = a.poses[:, :3, 3], a.poses[:, :3, :3]
+    assert a.error == pytest.approx(np.abs(asm.errors()).max(), rel=1e-12)
+    assert not a.converged and "does not close" in live.unreachable(a)
+
+
+def test_cg_cap_trades_accuracy_for_speed():
+    lk, _ = four_bar()
+    errs = [LiveAssembly(lk, cg_iterations=cap, geometric_iterations=2).solve(
+        crank_pose(lk, 1.2)).error for cap in (2, 4, 50)]
+    assert errs[0] > errs[1] > errs[2]
+
+
+def test_driving_joint_coordinate_moves_the_driven_body():
+    lk, _ = scissor_lift()
+    live = LiveAssembly(lk)
+    res = live.solve(live.driver_pose(-0.15))
+    assert res.converged
+    np.testing.assert_allclose(res.poses[0, :3, 3], lk.bodies[0].T[:3, 3] + [-0.15, 0, 0],
+                               atol=1e-12)
+    assert res.poses[-1, 2, 3] > lk.bodies[-1].T[2, 3] + 0.1   # feet closer: the lift rises
+
+
+def test_redundant_plane_loop_names_the_repeated_constraints():
+    lk, _ = four_bar()
+    hinges = tuple(dataclasses.replace(j, kind="hinge") for j in lk.joints)
+    for build in (lambda: LiveAssembly(dataclasses.replace(lk, joints=hinges)),
+                  lambda: simulate_linkage(dataclasses.replace(lk, joints=hinges, driver=""),
+                                           0.1, 24)):
+        with pytest.raises(InvalidInputError, match=r"redundant \(3 constraint") as err:
+            build()
+        assert "joint '" in str(err.value) and "rotation about" in str(err.value)
+
+
+def test_redundant_rows_finds_a_repeated_row():
+    rng = np.random.default_rng(0)
+    J = rng.normal(size=(4, 9))
+    assert redundant_rows(J).size == 0
+    J[3] = 2 * J[0] - J[1]
+    assert redundant_rows(J).size == 1
+
+
+def test_a_loop_that_cannot_close_is_reported():
+    lk, _ = four_bar()
+    rocker = lk.joints[3]
+    far = dataclasses.replace(rocker, frame1=se3.from_rp(rocker.frame1[:3, :3], [4.0, 0, 0]))
+    live = LiveAssembly(dataclasses.replace(lk, joints=lk.joints[:3] + (far,)))
+    res = live.solve(crank_pose(lk, 0.6))
+    assert not res.converged
+    assert "joint '" in res.worst and "does not close" in live.unreachable(res)
+
+
+def test_bad_descriptions_are_refused():
+    lk, _ = four_bar()
+    j = lk.joints[1]
+    with pytest.raises(InvalidInputError, match="to itself"):
+        check_linkage(dataclasses.replace(
+            lk, joints=(dataclasses.replace(j, body1="crank", body2="crank"),)))
+    with pytest.raises(InvalidInputError, match="not in the linkage"):
+        check_linkage(dataclasses.replace(lk, joints=(dataclasses.replace(j, body2="gone"),)))
+    with pytest.raises(InvalidInputError, match="not in the linkage"):
+        check_linkage(dataclasses.replace(lk, driver="gone"))
+    with pytest.raises(InvalidInputError, match="needs a driver"):
+        LiveAssembly(dataclasses.replace(lk, driver=""))
+    with pytest.raises(InvalidInputError, match="limits are offered"):
+        check_linkage(dataclasses.replace(
+            lk, joints=(LinkJoint("s", "slider", "", "crank", np.eye(4), np.eye(4),
+                                  lower=(0.0,), upper=(1.0,)),)))
+
+
+def test_spring_and_gravity_wrenches_are_minus_the_energy_gradient():
+    lk, _ = scissor_lift()
+    P = lk.poses
+    p, R = P[:, :3, 3], P[:, :3, :3]
+    rng = np.random.default_rng(2)
+    p = p + rng.normal(scale=0.05, size=p.shape)      # stretch the spring off its pose
+    mass = np.array([b.mass for b in lk.bodies])
+
+    def energy(p, R):
+        V = -float(np.sum(mass * (p @ np.asarray(lk.gravity))))
+        for s in lk.springs:
+            x1 = s.point1 if s.body1 == "" else p[lk.index(s.body1)] + R[lk.index(s.body1)] @ s.point1
+            x2 = p[lk.index(s.body2)] + R[lk.index(s.body2)] @ s.point2
+            V += 0.5 * s.stiffness * (np.linalg.norm(x2 - x1) - s.rest) ** 2
+        return V
+
+    f = spring_forces(lk, p, R).reshape(-1)
+    eps = 1e-6
+    for c in range(f.size):
+        dx = np.zeros(f.size)
+        dx[c] = eps
+        num = (energy(*apply_displacement(p, R, dx)) - energy(*apply_displacement(p, R, -dx)))
+        assert abs(-num / (2 * eps) - f[c]) < 1e-6 * max(1.0, abs(f[c]))
+
+
+def test_door_swings_into_its_stop_and_engages_once():
+    lk, _ = door()
+    motion = simulate_linkage(lk, 2.0, 24, substeps=10)
+    assert motion.solver == "couplings" and motion.status == "completed"
+    assert motion.engagements == {"hinge/5": 1}         # the stop engaged once: no chatter
+    assert motion.violations.max() <= motion.violation_tol
+    assert motion.errors.max() < 1e-9
+    angle = np.arctan2(motion.poses[:, 0, 1, 0], motion.poses[:, 0, 0, 0])
+    assert angle[0] == pytest.approx(1.2) and abs(angle[-1]) < 2e-3   # shut against the stop
+
+
+def test_four_bar_dynamics_keeps_the_loop_closed_and_can_be_cancelled():
+    lk, _ = four_bar(driven=False)
+    motion = simulate_linkage(lk, 0.5, 24, substeps=10)
+    assert motion.solver == "faure" and motion.errors.max() < 1e-9
+    assert np.ptp(motion.poses[:, 1, 2, 3]) > 0.05                    # it swings
+    calls = []
+    stopped = simulate_linkage(lk, 0.5, 24, progress=lambda f: calls.append(f) or len(calls) < 3)
+    assert stopped.status == "cancelled" and len(stopped.times) == 3
