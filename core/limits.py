@@ -34,6 +34,7 @@ import math
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
+from . import backend as _backend
 from . import dynamics, expcoords
 from .compiled import layout as L
 from .errors import InvalidInputError, NonFiniteError
@@ -194,7 +195,7 @@ class LimitSolver:
         model: the :class:`core.model.Model`; limits: list of limit objects above.
         restitution: e in [0, 1]; rotary_tol / linear_tol: deadband p_tol (rad / m, applied
             to d in the limit's own units); min_engaged_steps: >= 1 (seed 002 uses 2);
-        iterations: projected Gauss-Seidel sweeps.
+        iterations: the most projected Gauss-Seidel sweeps (fewer once converged, :meth:`_pgs`).
 
     Attributes after :meth:`apply`: ``engaged`` (bool per constraint), ``engaged_steps``,
     ``distances``; this state lives in ``kernel_arrays`` ``(li, lr)``, the packed solver
@@ -205,7 +206,7 @@ class LimitSolver:
     """
 
     def __init__(self, model, limits, restitution=0.0, rotary_tol=1e-3, linear_tol=1e-4,
-                 min_engaged_steps=2, iterations=30):
+                 min_engaged_steps=2, iterations=500):
         self.model = model.compile()
         self.limits = [lim.bind(model) for lim in limits]
         if not 0.0 <= restitution <= 1.0:
@@ -297,21 +298,29 @@ class LimitSolver:
         return d, N
 
     def _pgs(self, W, b):
-        """``lambda >= 0`` with ``W lambda + b >= 0`` complementary (projected Gauss-Seidel)."""
+        """``lambda >= 0`` with ``W lambda + b >= 0`` complementary: projected Gauss-Seidel
+        from zero until a sweep changes no impulse by more than ``PGS_RTOL`` times the
+        largest (at most ``iterations`` sweeps; :data:`core.compiled.layout.PGS_RTOL`); the compiled
+        :func:`core.compiled.kernels.pgs` when the numba backend is on."""
         lam = np.zeros(len(b))
+        if _backend.kernels is not None:
+            _backend.kernels.pgs(W, b, lam, self.iterations, L.PGS_RTOL)
+            return lam
         diag = np.diag(W)
         for _ in range(self.iterations):
+            change = size = 0.0
             for i in range(len(b)):
-                r = b[i] + W[i] @ lam
-                lam[i] = max(0.0, lam[i] - r / diag[i])
+                new = max(0.0, lam[i] - (b[i] + W[i] @ lam) / diag[i])
+                change, size = max(change, abs(new - lam[i])), max(size, new)
+                lam[i] = new
+            if change <= L.PGS_RTOL * size:
+                break
         return lam
 
-    def apply(self, data, q, v):
-        """Engage/disengage, then the velocity impulse and position correction.
-
-        ``q, v: (nv,)``; returns new ``(q, v)`` arrays (unchanged when nothing is engaged)."""
-        if self.n_constraints == 0:
-            return q, v
+    def engage(self, q, v):
+        """Evaluate the constraints at ``q, v: (nv,)`` and update the engagement state (module
+        docstring); returns ``d (c,)``, ``N (c, nv)``, ``d_dot = N v (c,)`` and the engaged
+        constraints' ``(c,)`` bool mask."""
         d, N = self.evaluate(q)
         ddot = N @ v
         self.distances[:] = d
@@ -320,6 +329,15 @@ class LimitSolver:
         engaged = (was & ~leave) | (d < 0)
         self.engaged_steps[:] = np.where(engaged, self.engaged_steps + 1, 0)
         self.engaged = engaged
+        return d, N, ddot, engaged
+
+    def apply(self, data, q, v):
+        """Engage/disengage, then the velocity impulse and position correction.
+
+        ``q, v: (nv,)``; returns new ``(q, v)`` arrays (unchanged when nothing is engaged)."""
+        if self.n_constraints == 0:
+            return q, v
+        d, N, ddot, engaged = self.engage(q, v)
         if not engaged.any():
             return q, v
         Ne = N[engaged]

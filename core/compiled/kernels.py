@@ -38,7 +38,7 @@ from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, 
                      H_NLE, H_NPS, H_NV, H_RPOINT, H_RSPRING, H_SM, H_SPRINGS, H_TAU, H_TMP, I_DEG,
                      I_KIND, I_N, I_NS, I_PAR, I_PARENT, I_Q, KIND_SCREW, KIND_SPHERE, KIND_SPLINE,
                      LI_C, LI_HEADER, LI_ITER, LI_MIN, LIMIT_CONE, LIMIT_LOWER, LR_HEADER, LR_PER,
-                     NI, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
+                     NI, PGS_RTOL, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
 from .custom import custom_joint
 from .layout import KIND_CUSTOM, limit_offsets
 
@@ -988,17 +988,34 @@ def _cone(q, qs, p0, p1, p2, cphi):
 
 
 @_jit
+def pgs(W, b, lam, sweeps, rtol):
+    """Projected Gauss-Seidel into ``lam (n,)``: ``lam >= 0`` with ``W lam + b >= 0``
+    complementary (``W (n, n)`` symmetric positive definite, ``b (n,)``), from zero, for at
+    most ``sweeps`` sweeps, stopping after the first sweep whose largest change is at most
+    ``rtol`` times the largest ``lam`` (:meth:`core.limits.LimitSolver._pgs`). Returns the
+    sweeps taken."""
+    n = b.shape[0]
+    for i in range(n):
+        lam[i] = 0.0
+    for it in range(sweeps):
+        change, size = 0.0, 0.0
+        for i in range(n):
+            r = b[i]
+            for k in range(n):
+                r += W[i, k] * lam[k]
+            new = max(0.0, lam[i] - r / W[i, i])
+            change = max(change, abs(new - lam[i]))
+            size = max(size, new)
+            lam[i] = new
+        if change <= rtol * size:
+            return it + 1
+    return sweeps
+
+
+@_jit
 def _pgs(lr, W, b, lam, ne, sweeps):
-    """Projected Gauss-Seidel: ``lam >= 0`` with ``W lam + b >= 0`` complementary, ``W (ne,
-    ne)``, ``b``, ``lam`` at offsets of ``lr``."""
-    for i in range(ne):
-        lr[lam + i] = 0.0
-    for _ in range(sweeps):
-        for i in range(ne):
-            r = lr[b + i]
-            for k in range(ne):
-                r += lr[W + ne * i + k] * lr[lam + k]
-            lr[lam + i] = max(0.0, lr[lam + i] - r / lr[W + ne * i + i])
+    """:func:`pgs` on the blocks ``W (ne, ne)``, ``b``, ``lam`` at offsets of ``lr``."""
+    pgs(lr[W:W + ne * ne].reshape((ne, ne)), lr[b:b + ne], lr[lam:lam + ne], sweeps, PGS_RTOL)
 
 
 @_jit

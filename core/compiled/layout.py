@@ -103,6 +103,9 @@ LIMIT_LOWER, LIMIT_UPPER, LIMIT_CONE = 1, 2, 3
 #: ``li`` header: constraints c, min_engaged_steps, Gauss-Seidel sweeps
 LI_C, LI_MIN, LI_ITER = 0, 1, 2
 LI_HEADER = 4
+#: projected Gauss-Seidel stops after a sweep that changes no impulse by more than this times
+#: the largest impulse (or after the sweep cap ``LI_ITER``)
+PGS_RTOL = 1e-10
 #: reals per constraint in ``lr``: bound, deadband tolerance, axis (3), cos(half-angle)
 LR_PER = 6
 LR_HEADER = 1         # restitution

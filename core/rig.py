@@ -1,0 +1,486 @@
+"""Simulating the user's own rigs: a tree of bodies (bones or objects) with a joint each.
+
+A rig is a list of :class:`RigBody` in parent-before-child order. Each body has a frame
+(a bone's: head at the origin, Y along the bone; an object's: its unscaled world frame), a
+parent (another body or the world), its rest pose ``T_rest`` in the parent's frame and a
+:class:`RigJoint` that moves it from there:
+
+* ``"hinge"`` (a revolute about ``axis``), ``"slider"`` (a prismatic along ``axis``),
+  ``"universal"`` (``axis`` then ``axis2``), ``"ball"`` (:class:`~core.joints.Spherical`,
+  exponential coordinates), ``"free"`` and ``"fixed"``: the child's pose in the parent is
+  ``T_rest G(q)``, so ``G(q)`` is a pose bone's ``matrix_basis`` (:mod:`core.bones`);
+* ``"joint"``: a given core joint whose ``G(q)`` *is* the child's pose in the parent (a
+  spline curve or surface joint fitted to captured ``T_parent_child`` samples, a wire along
+  a curve); ``T_rest`` is not used;
+* ``"kinematic"``: the body follows ``motion``, its poses in the parent sampled at
+  ``motion_times``, exactly. A motion that never changes is a fixed joint at that pose;
+  otherwise a free joint whose six coordinates (the logarithm of each pose, made continuous
+  across the ``|r| = pi`` chart boundary, and its translation) are prescribed by a
+  :class:`core.integrators.Drive` that interpolates them with a cubic spline in time, so a
+  kinematic bone drives its simulated descendants with continuous velocities and
+  accelerations (the drive's work is recorded).
+
+Limits (``RigJoint.lower/upper`` coordinate ranges, a circular or elliptical reach cone
+and a twist limit on a ball or free joint) are enforced by :class:`core.limits.LimitSolver`;
+a spring and damper per coordinate pulls toward ``rest`` (the zero coordinates, i.e. the
+rest pose, when not given).
+
+:func:`build_rig` turns the bodies into a :class:`core.mechanisms.Mechanism` (model,
+initial state from each body's current ``pose``, velocities by central differences of
+``pose_before``/``pose_after`` when given, limits, drive) and :func:`simulate_rig` runs it
+and returns every body's pose in its parent per frame (what a bake writes back), with the
+worst limit violation in the limits' own units and the energy drift of a passive rig.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.interpolate import CubicSpline
+
+from . import expcoords
+from .bones import BONE_AXIS, REF_AXIS
+from .checks import real_number, whole_number
+from .errors import InvalidInputError
+from .fitting.ik import Chain, solve_ik
+from .integrators import Drive
+from .joints.base import Joint
+from .joints.lower_pairs import Fixed, Prismatic, Revolute, Universal
+from .joints.spherical import Free, Spherical
+from .lie import se3, so3
+from .limits import CoordinateLimit, EllipticCone, ReachCone, TwistLimit
+from .mechanisms.base import BodyDisplay, Mechanism, simulate_mechanism
+from .model import Model
+
+__all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "Rig", "RigResult", "build_rig",
+           "simulate_rig", "coordinates_from_pose", "limit_violation", "START_TOLERANCE"]
+
+JOINT_KINDS = ("hinge", "slider", "universal", "ball", "free", "fixed", "joint", "kinematic")
+#: a body whose current pose is farther than this from its joint's closest pose (m, or rad
+#: of rotation) starts at that closest pose with a warning
+START_TOLERANCE = 1e-6
+#: a kinematic motion whose poses differ by less than this (per matrix entry) is constant
+_STILL = 1e-12
+
+
+@dataclass(frozen=True)
+class RigJoint:
+    """The joint of a body to its parent (module docstring).
+
+    kind: one of :data:`JOINT_KINDS`. axis, axis2: ``(3,)`` in the child's rest frame (hinge
+    and slider axis; a universal joint's first and second axes). joint: the core joint of
+    kind ``"joint"``. lower, upper: ``(nq,)`` coordinate ranges (rad or m; inf: none) of
+    hinge, slider, universal and ``"joint"`` kinds. cone: None, ``"circular"`` or
+    ``"elliptical"`` (ball and free joints): the reach cone about ``cone_axis`` (child rest
+    frame, the bone's Y by default) with ``half_angle`` or, elliptical, ``half_angle_x`` /
+    ``half_angle_z`` towards ``ref_axis`` and ``cone_axis x ref_axis``. twist: None or the
+    largest twist (rad) about ``cone_axis``. stiffness (N m/rad or N/m), damping (N m s/rad
+    or N s/m) per coordinate toward ``rest`` ``(nq,)`` (None: the zero coordinates).
+    """
+
+    kind: str
+    axis: tuple = (1.0, 0.0, 0.0)
+    axis2: tuple = (0.0, 0.0, 1.0)
+    joint: Joint = None
+    lower: tuple = None
+    upper: tuple = None
+    cone: str = None
+    cone_axis: tuple = tuple(BONE_AXIS)
+    ref_axis: tuple = tuple(REF_AXIS)
+    half_angle: float = math.pi / 4
+    half_angle_x: float = math.pi / 4
+    half_angle_z: float = math.pi / 6
+    twist: float = None
+    stiffness: float = 0.0
+    damping: float = 0.0
+    rest: tuple = None
+
+    def core_joint(self, name):
+        """The core joint of this kind (kinematic: None, decided by the motion)."""
+        kind = self.kind
+        if kind not in JOINT_KINDS:
+            raise InvalidInputError(f"body {name!r}: joint kind {kind!r} is not one of "
+                                    f"{JOINT_KINDS}")
+        limits = {"lower": self.lower, "upper": self.upper}
+        if kind == "hinge":
+            return Revolute(self.axis, **limits)
+        if kind == "slider":
+            return Prismatic(self.axis, **limits)
+        if kind == "universal":
+            return Universal(self.axis, self.axis2, **limits)
+        if kind == "ball":
+            return Spherical()
+        if kind == "free":
+            return Free()
+        if kind == "fixed":
+            return Fixed()
+        if kind == "joint":
+            if not isinstance(self.joint, Joint):
+                raise InvalidInputError(f"body {name!r}: a joint of kind 'joint' needs its core "
+                                        "joint (a fitted spline joint or a wire); fit or pick "
+                                        "one first")
+            return self.joint
+        return None
+
+
+@dataclass(frozen=True)
+class RigBody:
+    """One body of a rig (module docstring).
+
+    name: unique. parent: index of an earlier body, or -1 for the world. T_rest: ``(4, 4)``
+    rest pose in the parent's frame. joint: :class:`RigJoint`. mass (kg), com ``(3,)`` (m,
+    body frame), inertia ``(3, 3)`` about the com (kg m^2). pose: ``(4, 4)`` current pose in
+    the parent (the initial state). pose_before, pose_after: the poses one frame before and
+    after (central-difference velocities), or None (at rest). q: the initial coordinates
+    when known exactly (a driven bone's coordinate sliders), else found from ``pose``.
+    motion_times ``(K,)`` (s) and motion ``(K, 4, 4)``: a kinematic body's poses.
+    """
+
+    name: str
+    parent: int
+    T_rest: np.ndarray
+    joint: RigJoint
+    mass: float = 1.0
+    com: tuple = (0.0, 0.0, 0.0)
+    inertia: np.ndarray = None
+    pose: np.ndarray = None
+    pose_before: np.ndarray = None
+    pose_after: np.ndarray = None
+    q: tuple = None
+    motion_times: np.ndarray = None
+    motion: np.ndarray = None
+
+
+@dataclass
+class Rig:
+    """A built rig: the :class:`core.mechanisms.Mechanism` to simulate, the bodies, each
+    body's coordinate slice, the limit objects per body and the start warnings."""
+
+    mechanism: Mechanism
+    bodies: tuple
+    slices: list
+    limits: list
+    warnings: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RigResult:
+    """A simulated rig (F frames, nb bodies): status ("completed"/"cancelled"), times (F,)
+    (s), local ``(F, nb, 4, 4)`` each body's pose in its parent, world ``(F, nb, 4, 4)``,
+    q (F, nq), energy_drift (relative, None unless the rig is passive), worst_violation
+    (rad or m, the largest excess over any limit at any frame; 0 without limits),
+    violation_body (its body, or ""), wall_time (s), steps, warnings (start warnings)."""
+
+    status: str
+    times: np.ndarray
+    local: np.ndarray
+    world: np.ndarray
+    q: np.ndarray
+    energy_drift: float
+    worst_violation: float
+    violation_body: str
+    wall_time: float
+    steps: int
+    warnings: tuple
+
+
+def _hinge_angle(axis, R):
+    """The rotation about the unit ``axis`` closest to R (3, 3) (largest ``tr(R_a^T R)``)."""
+    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    return math.atan2(float(axis @ w), float(np.trace(R) - axis @ R @ axis))
+
+
+def coordinates_from_pose(joint, kind, T_rest, T, q_guess=None):
+    """The coordinates ``(nq,)`` of ``joint`` (of ``kind``) that put the child closest to
+    ``T`` (4, 4) in the parent, and the distance left ``(metres, radians)``.
+
+    Closed forms for hinge, slider, ball and free joints; the core's IK (:func:`solve_ik`,
+    from ``q_guess`` when given) for universal joints and given joints."""
+    placement = np.eye(4) if kind == "joint" else T_rest
+    B = se3.inv(placement) @ T
+    if kind == "hinge":
+        q = np.array([_hinge_angle(joint.axis, B[:3, :3])])
+    elif kind == "slider":
+        q = np.array([float(joint.axis @ B[:3, 3])])
+    elif kind == "ball":
+        q = so3.log(B[:3, :3])
+    elif kind == "free":
+        q = np.concatenate([so3.log(B[:3, :3]), B[:3, 3]])
+    elif kind == "fixed":
+        q = np.zeros(0)
+    else:
+        result = solve_ik(Chain([joint]), B, q0=q_guess, max_iterations=50, position_tol=1e-10,
+                          rotation_tol=1e-10)
+        q = result.q
+    D = se3.inv(joint.transform(q)) @ B
+    return q, (float(np.linalg.norm(D[:3, 3])), float(np.linalg.norm(so3.log(D[:3, :3]))))
+
+
+def _charts(r):
+    """The exponential coordinates of the rotation exp(r) in the charts next to r's:
+    ``r`` and ``r -+ 2 pi r/|r|`` (seed 003 eq. 66 with n = 0, -1, 1)."""
+    th = float(np.linalg.norm(r))
+    if th < 1e-9:
+        return [r]
+    u = r / th
+    return [r, r - 2.0 * math.pi * u, r + 2.0 * math.pi * u]
+
+
+def _nearest_chart(r, ref):
+    """The exponential coordinates of exp(r) in the chart nearest ``ref`` (3,)."""
+    return min(_charts(r), key=lambda c: float(np.sum((c - ref) ** 2)))
+
+
+def _continuous_logs(R):
+    """Exponential coordinates ``(K, 3)`` of rotations ``(K, 3, 3)`` taken continuously: each
+    in the chart nearest the one before."""
+    r = so3.log(R)
+    for k in range(1, len(r)):
+        r[k] = _nearest_chart(r[k], r[k - 1])
+    return r
+
+
+class _KinematicMotion:
+    """The prescribed coordinates of the kinematic bodies: a cubic spline of each body's
+    free-joint coordinates in time (clamped to the sampled times)."""
+
+    def __init__(self, splines):
+        self.splines = splines
+
+    def __call__(self, t):
+        q, v, a = [], [], []
+        for s in self.splines:
+            tt = min(max(t, s.x[0]), s.x[-1])
+            q.append(s(tt))
+            v.append(s(tt, 1))
+            a.append(s(tt, 2))
+        return np.concatenate(q), np.concatenate(v), np.concatenate(a)
+
+
+def _check_pose(T, what):
+    try:
+        return se3.check_transform(np.asarray(T, dtype=float), what)
+    except (TypeError, ValueError) as err:
+        raise InvalidInputError(f"{what}: {err}") from None
+
+
+def _kinematic(body, pose):
+    """(joint, placement, spline or None) of a kinematic body from its motion (without one:
+    fixed at ``pose``)."""
+    times = np.asarray(body.motion_times if body.motion is not None else [0.0], dtype=float)
+    motion = np.asarray(body.motion if body.motion is not None else [pose], dtype=float)
+    if motion.ndim != 3 or motion.shape[1:] != (4, 4) or len(times) != len(motion):
+        raise InvalidInputError(f"body {body.name!r}: a kinematic motion needs one (4, 4) pose "
+                                f"per time, got {motion.shape} poses for {len(times)} times")
+    for k, T in enumerate(motion):
+        _check_pose(T, f"body {body.name!r}: kinematic pose {k}")
+    if len(times) > 1 and not np.all(np.diff(times) > 0):
+        raise InvalidInputError(f"body {body.name!r}: the kinematic motion's times must "
+                                "increase")
+    if np.abs(motion - motion[0]).max() <= _STILL or len(motion) < 2:
+        return Fixed(), motion[0], None
+    q = np.concatenate([_continuous_logs(motion[:, :3, :3]), motion[:, :3, 3]], axis=1)
+    return Free(), np.eye(4), CubicSpline(times, q, axis=0)
+
+
+def _limits(body, i, core):
+    """core.limits objects of one simulated body."""
+    out = []
+    j = body.joint
+    if j.cone is not None or j.twist is not None:
+        if j.kind not in ("ball", "free"):
+            raise InvalidInputError(f"body {body.name!r}: reach cones and twist limits need a "
+                                    f"ball or free joint, not a {j.kind}")
+    if j.cone == "circular":
+        out.append(ReachCone(i, j.cone_axis, j.half_angle))
+    elif j.cone == "elliptical":
+        out.append(EllipticCone(i, j.cone_axis, j.ref_axis, j.half_angle_x, j.half_angle_z))
+    elif j.cone is not None:
+        raise InvalidInputError(f"body {body.name!r}: cone must be None, 'circular' or "
+                                f"'elliptical', got {j.cone!r}")
+    if j.twist is not None:
+        tw = real_number(j.twist, f"body {body.name!r}: twist limit", 0.0, math.pi)
+        out.append(TwistLimit(i, j.cone_axis, -tw, tw))
+    S = None
+    for k in range(core.nq):
+        lo, hi = float(core.lower[k]), float(core.upper[k])
+        if math.isfinite(lo) or math.isfinite(hi):
+            S = core.jacobian(core.neutral()) if S is None else S
+            out.append(CoordinateLimit(i, lo, hi, index=k, rotary=bool(np.abs(S[:3, k]).max() > 0)))
+    return out
+
+
+def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=1.0,
+              integrator="rk4", restitution=0.0, name="rig"):
+    """A :class:`Rig` from ``bodies`` (a sequence of :class:`RigBody`, parents first).
+
+    gravity: ``(3,)`` m/s^2 in the world. fps, substeps, duration: output frames per
+    second, integration steps per frame, seconds (the bake's frame range). Raises
+    InvalidInputError naming the body for an empty rig, a parent that is not an earlier body,
+    a simulated body without mass, a joint kind or limit that does not fit, and a motion or
+    pose that is not rigid.
+    """
+    bodies = tuple(bodies)
+    if not bodies:
+        raise InvalidInputError("the rig has no bodies; give at least one simulated body")
+    if not any(b.joint.kind != "kinematic" for b in bodies):
+        raise InvalidInputError("every body of the rig is kinematic, so there is nothing to "
+                                "simulate; give at least one body a joint")
+    model = Model(gravity=gravity, name=name)
+    slices, limits, warnings, q0, v0, display = [], [], [], [], [], []
+    splines, drive_dofs = [], []
+    names = set()
+    start = 0
+    for i, b in enumerate(bodies):
+        if b.name in names:
+            raise InvalidInputError(f"two bodies are called {b.name!r}; give them unique names")
+        names.add(b.name)
+        if not -1 <= int(b.parent) < i:
+            raise InvalidInputError(f"body {b.name!r}: parent {b.parent} is not an earlier body "
+                                    f"(-1 for the world, 0..{i - 1}); list parents first and "
+                                    "check that the parent chain has no loop")
+        kinematic = b.joint.kind == "kinematic"
+        if not kinematic:
+            mass = real_number(b.mass, f"body {b.name!r}: mass", 0.0)
+            if mass <= 0.0:
+                raise InvalidInputError(f"body {b.name!r} has no mass, so it cannot be "
+                                        "simulated; give it a mesh, a capsule or a typed mass "
+                                        "above 0, or make it kinematic")
+        T_rest = _check_pose(b.T_rest, f"body {b.name!r}: rest pose")
+        pose = T_rest if b.pose is None else _check_pose(b.pose, f"body {b.name!r}: pose")
+        if kinematic:
+            joint, placement, spline = _kinematic(b, pose)
+        else:
+            joint, placement, spline = b.joint.core_joint(b.name), T_rest, None
+            if b.joint.kind == "joint":
+                placement = np.eye(4)
+        model.add_body(b.name, int(b.parent), joint, placement, mass=max(float(b.mass), 1e-9)
+                       if kinematic else float(b.mass), com=b.com, inertia=b.inertia)
+        s = slice(start, start + joint.nq)
+        start += joint.nq
+        slices.append(s)
+        display.append(BodyDisplay(b.name, "bone", (0.01, 0.1, 0.0), visible=False))
+        q0.append(np.zeros(joint.nq))
+        v0.append(np.zeros(joint.nq))
+        limits.append([])
+        if spline is not None:
+            splines.append(spline)
+            drive_dofs.extend(range(s.start, s.stop))
+        if kinematic or joint.nq == 0:
+            continue
+        if b.q is not None:
+            q = joint.check_q(np.asarray(b.q, dtype=float))
+        else:
+            q, (dp, dr) = coordinates_from_pose(joint, b.joint.kind, T_rest, pose)
+            if dp > START_TOLERANCE or dr > START_TOLERANCE:
+                warnings.append(f"{b.name} starts {1000 * dp:.3g} mm and "
+                                f"{math.degrees(dr):.3g} deg away from its current pose: its "
+                                f"{b.joint.kind} joint cannot reach that pose, so it starts at "
+                                "the closest pose the joint can take")
+        v = np.zeros(joint.nq)
+        if b.pose_before is not None and b.pose_after is not None:
+            qb, _ = coordinates_from_pose(joint, b.joint.kind, T_rest,
+                                          _check_pose(b.pose_before, f"body {b.name!r}: pose before"),
+                                          q_guess=q)
+            qa, _ = coordinates_from_pose(joint, b.joint.kind, T_rest,
+                                          _check_pose(b.pose_after, f"body {b.name!r}: pose after"),
+                                          q_guess=q)
+            if b.joint.kind in ("ball", "free"):
+                qb[:3] = _nearest_chart(qb[:3], q[:3])
+                qa[:3] = _nearest_chart(qa[:3], q[:3])
+            v = (qa - qb) * (0.5 * fps)
+        q0[-1], v0[-1] = q, v
+        limits[-1] = _limits(b, i, joint)
+        j = b.joint
+        if j.stiffness or j.damping:
+            model.add_joint_spring(i, real_number(j.stiffness, f"body {b.name!r}: stiffness", 0.0),
+                                   real_number(j.damping, f"body {b.name!r}: damping", 0.0),
+                                   rest=None if j.rest is None else np.asarray(j.rest, float))
+    drive = None
+    if splines:
+        drive = Drive(tuple(drive_dofs), _KinematicMotion(splines),
+                      "kinematic bodies following their animation")
+    flat = [lim for lims in limits for lim in lims]
+    passive = drive is None and not flat and not any(b.joint.damping for b in bodies)
+    q0 = np.concatenate(q0) if q0 else np.zeros(0)
+    v0 = np.concatenate(v0) if v0 else np.zeros(0)
+    if drive is not None:
+        qp, vp, _ = drive.motion(0.0)
+        q0[list(drive_dofs)], v0[list(drive_dofs)] = qp, vp
+    mech = Mechanism(name, name, model, q0, v0, fps=real_number(fps, "fps", 0.0, low_open=True),
+                     substeps=whole_number(substeps, "substeps"), duration=duration,
+                     integrator=integrator, drive=drive, display=tuple(display),
+                     limits=tuple(flat), restitution=restitution, passive=passive)
+    return Rig(mech, bodies, slices, limits, warnings)
+
+
+def _swing(R, axis):
+    """Swing angle (rad) of the unit ``axis`` under rotations ``R (F, 3, 3)`` and the carried
+    axis ``R axis (F, 3)``."""
+    pa = R @ axis
+    return np.arccos(np.clip(pa @ axis, -1.0, 1.0)), pa
+
+
+def limit_violation(spec, joint, q):
+    """How far each of the poses ``q (F, nq)`` of one body is outside its limits: ``(F,)``,
+    zero inside, in the limits' own units (rad for cones, twist and rotary ranges, m for
+    linear ranges). Cones measure the swing of ``cone_axis`` past the boundary angle in its
+    direction (elliptical: ``2 asin(1 / sqrt(cos^2 psi / A + sin^2 psi / B))`` with
+    ``A, B = sin^2`` of the half half-angles, :func:`core.expcoords.elliptic_cone_value`)."""
+    q = np.atleast_2d(np.asarray(q, dtype=float))
+    out = np.zeros(len(q))
+    for k in range(joint.nq):
+        lo, hi = float(joint.lower[k]), float(joint.upper[k])
+        out = np.maximum(out, np.maximum(lo - q[:, k], q[:, k] - hi))
+    if spec.cone is None and spec.twist is None:
+        return out
+    R = so3.exp(q[:, :3])
+    p = np.asarray(spec.cone_axis, float) / np.linalg.norm(spec.cone_axis)
+    s, pa = _swing(R, p)
+    if spec.cone == "circular":
+        out = np.maximum(out, s - spec.half_angle)
+    elif spec.cone == "elliptical":
+        u = np.asarray(spec.ref_axis, float)
+        u = u - (u @ p) * p
+        u /= np.linalg.norm(u)
+        w = np.cross(p, u)
+        psi = np.arctan2(pa @ w, pa @ u)
+        A, B = math.sin(0.5 * spec.half_angle_x) ** 2, math.sin(0.5 * spec.half_angle_z) ** 2
+        bound = 1.0 / np.sqrt(np.cos(psi) ** 2 / A + np.sin(psi) ** 2 / B)
+        out = np.maximum(out, s - 2.0 * np.arcsin(np.minimum(bound, 1.0)))
+    if spec.twist is not None:
+        ok = s < math.pi - 1e-6          # the twist is undefined at a half-turn swing
+        tw = np.zeros(len(q))
+        tw[ok] = expcoords.twist_angle(q[ok, :3], p)
+        out = np.maximum(out, np.abs(tw) - spec.twist)
+    return np.maximum(out, 0.0)
+
+
+def simulate_rig(rig, progress=None):
+    """Simulate a :class:`Rig` (``progress(fraction) -> bool``, False cancels) and return a
+    :class:`RigResult`; divergence raises :class:`core.errors.SimulationError` naming the time
+    and the body (:func:`core.mechanisms.simulate_mechanism`)."""
+    mech = rig.mechanism
+    res = simulate_mechanism(mech, progress)
+    model = mech.model
+    world = res.poses
+    local = np.empty_like(world)
+    parents = np.asarray(model.parents)
+    roots = parents < 0
+    local[:, roots] = world[:, roots]
+    if np.any(~roots):
+        local[:, ~roots] = se3.inv(world[:, parents[~roots]]) @ world[:, ~roots]
+    worst, where = 0.0, ""
+    for i, b in enumerate(rig.bodies):
+        if not rig.limits[i] or len(res.q) == 0:
+            continue
+        excess = float(limit_violation(b.joint, model.joints[i], res.q[:, rig.slices[i]]).max())
+        if excess > worst:
+            worst, where = excess, b.name
+    drift = None
+    if mech.passive and len(res.times):
+        drift = res.energy_drift
+    return RigResult(res.status, res.times, local, world, res.q, drift, worst, where,
+                     res.wall_time, res.steps, tuple(rig.warnings))
