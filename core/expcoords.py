@@ -70,7 +70,8 @@ __all__ = [
     "body_acceleration", "spatial_acceleration", "rddot_from_body", "rddot_from_spatial",
     "reparametrize", "Reparametrized",
     "reach_cone_value", "reach_cone_gradient", "reach_cone_impulse_direction",
-    "elliptic_cone_value", "elliptic_cone_gradient", "twist_angle", "twist_gradient",
+    "elliptic_cone_value", "elliptic_cone_gradient", "ellipse_frame", "twist_angle",
+    "twist_gradient",
     "SERIES_THRESHOLDS", "DET_TOL",
 ]
 
@@ -767,7 +768,9 @@ def _pprime_and_chain(r, p):
     return pp, chain
 
 
-def _ellipse_frame(axis, ref_axis):
+def ellipse_frame(axis, ref_axis):
+    """Unit frame ``(p, u, w)`` (three (3,) arrays) of an elliptic cone: p the normalized
+    axis, u ``ref_axis`` made orthogonal to p and normalized, ``w = p x u``."""
     p = _unit(axis, "axis")
     u = _unit(ref_axis, "ref_axis")
     u = u - np.dot(u, p) * p
@@ -785,7 +788,7 @@ _ANTIPODE_RHO2 = 1e-28
 
 def _elliptic_parts(r, axis, ref_axis, half_angle_1, half_angle_2):
     r = _vec(r, "r")
-    p, u, w = _ellipse_frame(axis, ref_axis)
+    p, u, w = ellipse_frame(axis, ref_axis)
     A = math.sin(0.5 * _half_angle(half_angle_1, "half_angle_1", lo_open=True)) ** 2
     B = math.sin(0.5 * _half_angle(half_angle_2, "half_angle_2", lo_open=True)) ** 2
     pp, chain = _pprime_and_chain(r, p)
