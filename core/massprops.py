@@ -162,21 +162,24 @@ def _integrals(v, f):
     ``f: (F, 3)`` of vertices ``v: (V, 3)``, coordinates relative to ``origin: (3,)``:
     returns ``(volume, first (3,), second (3, 3), origin, rounding)``, where ``rounding``
     bounds the rounding error of ``volume``."""
-    origin = v[np.unique(f)].mean(axis=0)
+    used = np.zeros(len(v), dtype=bool)
+    used[f.ravel()] = True
+    origin = v[used].mean(axis=0)
     a, b, c = (v[f[:, k]] - origin for k in range(3))
     d = np.einsum("ij,ij->i", a, np.cross(b, c))
     s = a + b + c
     volume = d.sum() / 6.0
     first = d @ s / 24.0
-    second = (np.einsum("t,ti,tj->ij", d, a, a) + np.einsum("t,ti,tj->ij", d, b, b)
-              + np.einsum("t,ti,tj->ij", d, c, c) + np.einsum("t,ti,tj->ij", d, s, s)) / 120.0
+    corners = np.concatenate([a, b, c, s])                   # (4F, 3), each weighted by d
+    second = (corners.T * np.tile(d, 4)) @ corners / 120.0
     norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) * np.linalg.norm(c, axis=1)
     rounding = (_TRIPLE_PRODUCT_ROUNDINGS + len(f)) * EPS * norms.sum() / 6.0
     return volume, first, second, origin, rounding
 
 
-def _properties(v, f, density, what):
-    volume, first, second, origin, rounding = _integrals(v, f)
+def _properties(integrals, density, what):
+    """MassProperties from :func:`_integrals`' result; ``what`` names the solid in errors."""
+    volume, first, second, origin, rounding = integrals
     if volume <= rounding:
         raise InvalidInputError(
             f"{what} encloses no volume ({volume:.3g} m^3, within rounding {rounding:.3g} of "
@@ -190,8 +193,12 @@ def _properties(v, f, density, what):
 
 def _outward(v, f):
     """``f`` with every triangle's winding reversed when the surface encloses a negative
-    volume (normals pointing inward)."""
-    return f[:, ::-1] if _integrals(v, f)[0] < 0.0 else f
+    volume (normals pointing inward), and the integrals of the outward surface."""
+    integrals = _integrals(v, f)
+    if integrals[0] >= 0.0:
+        return f, integrals
+    volume, first, second, origin, rounding = integrals
+    return f[:, ::-1], (-volume, -first, -second, origin, rounding)
 
 
 def mesh_mass_properties(vertices, faces, density, *, name=None):
@@ -208,7 +215,7 @@ def mesh_mass_properties(vertices, faces, density, *, name=None):
     """
     density = real_number(density, "density (kg/m^3)", 0.0, low_open=True)
     v, f = _check_mesh(vertices, faces, name)
-    return _properties(v, _outward(v, f), density, _label(name))
+    return _properties(_outward(v, f)[1], density, _label(name))
 
 
 def _capped(v, f):
@@ -258,7 +265,7 @@ def split_mass_properties(vertices, faces, labels, density, *, name=None, keep=N
     if labels.shape != (len(f),):
         raise InvalidInputError(f"{_label(name)}: labels must have one entry per face, shape "
                                 f"({len(f)},), got {labels.shape}")
-    f = _outward(v, f)
+    f = _outward(v, f)[0]
     names, which = np.unique(labels, return_inverse=True)
     keep = None if keep is None else set(keep)
     out = {}
@@ -266,9 +273,9 @@ def split_mass_properties(vertices, faces, labels, density, *, name=None, keep=N
         label = label.item()
         if keep is not None and label not in keep:
             continue
-        pv, pf = _capped(v, f[which == k])
-        out[label] = _properties(pv, pf, density, f"the faces labelled {label!r} in "
-                                 f"{_label(name)}, capped where cut,")
+        out[label] = _properties(_integrals(*_capped(v, f[which == k])), density,
+                                 f"the faces labelled {label!r} in {_label(name)}, capped "
+                                 "where cut,")
     return out
 
 

@@ -47,6 +47,7 @@ SECTIONS = {
     "sweep": "bench_sweep:bench_sweep",
     "batch": "bench_batch:bench_batch",
     "osim": "bench_osim:bench_osim",
+    "massprops": "bench_massprops:bench_massprops",
     "blender": "bench_blender_latency:bench_blender_latency",
 }
 
