@@ -28,7 +28,9 @@ eqs. 66-70), so a spinning ball joint never meets the ``|r| = 2 pi`` singularity
 * ``"rk4"``: the classical fourth-order Runge-Kutta method on ``(q, v)``.
 
 A step of ``dt`` is split into ``substeps`` equal substeps; limits (:mod:`core.limits`) are
-enforced after each substep. Divergence is always a :class:`core.errors.SimulationError`
+enforced after each substep, or contacts and limits together by a
+:class:`core.contacts.ContactSolver` (on the Python path: with contacts a step is never one
+kernel call). Divergence is always a :class:`core.errors.SimulationError`
 naming the time, the body and a smaller step: a non-finite state, an energy blow-up, and any
 numerical failure inside a step or a record that only a diverged or ill-conditioned state
 causes (:func:`diverged`: a :class:`core.errors.NonFiniteError` of a joint, an overflow, a
@@ -232,6 +234,9 @@ class Integrator:
         fext: None, a constant ``(nb, 6)`` array of body-frame wrenches, or a callable
             ``fext(t, q, v)``.
         limits: an optional :class:`core.limits.LimitSolver` applied after every substep.
+        contacts: an optional :class:`core.contacts.ContactSolver` applied after every
+            substep instead of ``limits``; it solves its own limit solver's impulses with the
+            contacts' (pass that LimitSolver to it, and here as ``limits`` or not at all).
         energy_limit: a run stops with SimulationError when the mechanical energy less the
             drive's work exceeds ``E0 + energy_limit``; default
             ``1e6 * max(|E0|, m_total |g| * 1 m, 1 J)``.
@@ -241,7 +246,7 @@ class Integrator:
     """
 
     def __init__(self, model, dt, substeps=1, method="rk4", tau=None, fext=None, limits=None,
-                 energy_limit=None, aba_method="auto", drive=None):
+                 energy_limit=None, aba_method="auto", drive=None, contacts=None):
         if method not in METHODS:
             raise InvalidInputError(f"method must be one of {METHODS}, got {method!r}")
         dt = real_number(dt, "dt", 0.0, low_open=True, advice="give the step in seconds")
@@ -250,7 +255,12 @@ class Integrator:
         self.data = model.create_data()
         self.dt, self.substeps, self.method = dt, substeps, method
         self.h = dt / self.substeps
+        if contacts is not None and limits is not None and contacts.limits is not limits:
+            raise InvalidInputError("limits and contacts are solved together: pass the "
+                                    "LimitSolver to the ContactSolver (limits=...) and give "
+                                    "the integrator the ContactSolver only")
         self.tau, self.fext, self.limits = tau, fext, limits
+        self.contacts = contacts
         self.energy_limit = energy_limit
         self.aba_method = aba_method
         self.record_energy = True
@@ -299,9 +309,9 @@ class Integrator:
         ``kernel_arrays``, or empty ones), or None: that
         needs the substep kernel (:meth:`_kernel_step_arguments`), the spherical joints as
         the only joints that change chart, and no limits or a limit solver that is
-        ``compiled``."""
-        if self._kernel_step is None or (self.limits is not None and
-                                         not getattr(self.limits, "compiled", False)):
+        ``compiled``, and no contact solver."""
+        if self._kernel_step is None or self.contacts is not None or (
+                self.limits is not None and not getattr(self.limits, "compiled", False)):
             return None
         if any(not isinstance(j, Spherical) for j, _ in self._charts):
             return None
@@ -463,7 +473,11 @@ class Integrator:
                 q, v = self._substep(ts, q, v)
                 self._check(ts + self.h, q, v)
                 self.normalize(q, v)
-                if self.limits is not None:
+                if self.contacts is not None:
+                    q, v = self.contacts.apply(self.data, q, v, ts + self.h, self.h)
+                    self._check(ts + self.h, q, v)
+                    self.normalize(q, v)
+                elif self.limits is not None:
                     q, v = self.limits.apply(self.data, q, v)
                     self._check(ts + self.h, q, v)
                     self.normalize(q, v)
@@ -485,13 +499,16 @@ class Integrator:
     def start(self, q0, v0, t0=0.0):
         """The state ``(q, v, 0.0)`` that starts a run at ``t0`` from ``q0: (nq,)``,
         ``v0: (nv,)``: validated copies with the charts normalized and the driven
-        coordinates on the drive's motion; resets the limit solver and the energy check."""
+        coordinates on the drive's motion; resets the limit and contact solvers and the energy
+        check."""
         m = self.model
         q = m.check_state(q0, name="q0").copy()
         v = m.check_state(v0, name="v0").copy()
         self._E0 = None
         if self.limits is not None:
             self.limits.reset()
+        if self.contacts is not None:
+            self.contacts.reset()
         self.normalize(q, v)
         self._impose(t0, q, v)
         return q, v, 0.0
@@ -528,10 +545,10 @@ class Integrator:
 
 
 def simulate(model, q0, v0, dt, n_steps, method="rk4", substeps=1, tau=None, fext=None,
-             limits=None, record_every=1, check_energy=True, progress=None):
+             limits=None, record_every=1, check_energy=True, progress=None, contacts=None):
     """Integrate a model with fixed steps; see :class:`Integrator` for the arguments.
 
     ``q0, v0: (nq,)``; returns :class:`Trajectory`."""
-    integ = Integrator(model, dt, substeps, method, tau, fext, limits)
+    integ = Integrator(model, dt, substeps, method, tau, fext, limits, contacts=contacts)
     return integ.run(q0, v0, n_steps, record_every=record_every, check_energy=check_energy,
                      progress=progress)

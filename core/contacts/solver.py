@@ -1,0 +1,369 @@
+"""Contact impulses with Coulomb friction and restitution, solved together with the joint
+limits' impulses after every integrator substep.
+
+:class:`ContactSolver` takes the shapes attached to a model's bodies and the world's
+colliders. After a substep of length h it
+
+1. poses the shapes (:func:`core.kinematics.update_kinematics`), finds candidate pairs
+   (:func:`core.contacts.broad.sweep_and_prune` on the shapes' boxes grown by ``margin``;
+   planes against every shape) and their contacts (:mod:`core.contacts.narrow`): every
+   contact closer than ``margin``, each with a normal n (from the first shape to the
+   second), two tangents and its separation s;
+2. forms the rows ``J (m, nv)`` of the engaged joint limits (:meth:`LimitSolver.engage`) and
+   three rows per contact: the world velocity of a contact point p on body i is
+   ``v_o + w x p`` for the body's spatial velocity ``[w; v_o] = J_i v`` (world-frame
+   Jacobian columns of the body's ancestors, :func:`core.kinematics.body_jacobian`), so a
+   direction d's row is ``d . J_v + (p x d) . J_w``, the second body's less the first's;
+3. solves one mixed complementarity problem on ``W = J M^-1 J^T`` by projected Gauss-
+   Seidel with warm starting (the previous substep's impulses of the same contacts and
+   limits): limit rows as in :mod:`core.limits` (restitution target ``-e min(d_dot, 0)``);
+   contact normal rows ``lambda_n >= 0`` with the normal velocity ``u_n`` at least its
+   target; tangent pairs projected onto the friction cone ``|lambda_t| <= mu lambda_n``
+   (a 2x2 block solve per contact, then scaled back into the disc);
+4. applies ``v += M^-1 J^T lambda`` and the position correction ``q += M^-1 N^T mu`` of the
+   limit rows and the normal rows, ``mu >= 0``, that leaves every contact at most ``slop``
+   deep (a deadband like the limits' ``p_tol``: a resting contact sits ``slop`` deep, so
+   it stays engaged and does not jitter).
+
+Normal targets. A contact still apart (s > 0) may close its gap in the next substep but not
+more: ``u_n >= -s / h`` (a speculative contact: bodies do not pass into each other at
+speeds up to ``margin / h``). A contact that would touch within the next substep
+(``s + h u_n <= 0``) while approaching faster than ``bounce_threshold`` bounces:
+``u_n >= -e u_n_before`` with the pair's restitution e, starting from the gap s, which loses
+no energy beyond ``1 - e^2`` of the normal kinetic energy. Slower contacts are inelastic, so
+bouncing bodies come to rest.
+
+Materials (:func:`pair_material`): each side's friction and restitution, or the solver's
+defaults where neither side has one.
+
+Report (:meth:`ContactSolver.report`): per substep the contacts carrying an impulse or
+overlapping, the deepest overlap found after the substep's integration (before the
+correction), and the energy the contact step changed (kinetic from the impulses plus
+potential from the position correction); positive values are energy gained.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+from .. import dynamics
+from ..checks import real_number, whole_number
+from ..errors import InvalidInputError, NonFiniteError
+from ..kinematics import update_kinematics
+from ..limits import LimitSolver
+from .broad import sweep_and_prune
+from .narrow import Posed, collide, collide_plane
+from .shapes import MovingCollider, Plane, Shape, StaticCollider
+
+__all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis"]
+
+
+def pair_material(a, b, friction, restitution):
+    """``(mu, e)`` of two sides (objects with ``friction`` and ``restitution``, each None or
+    a number): the geometric mean of two frictions and the larger restitution; one side's
+    value where the other has None; the defaults ``friction``, ``restitution`` where both
+    have None."""
+    fa, fb = a.friction, b.friction
+    mu = friction if fa is None and fb is None else fb if fa is None else fa if fb is None \
+        else float(np.sqrt(fa * fb))
+    ea, eb = a.restitution, b.restitution
+    e = restitution if ea is None and eb is None else eb if ea is None else ea if eb is None \
+        else max(ea, eb)
+    return mu, e
+
+
+def tangent_basis(n):
+    """Unit tangents ``(t1, t2)`` of unit normals ``n (c, 3)``: ``(c, 3)`` each, ``t1, t2, n``
+    right-handed, t1 across the world axis least aligned with n."""
+    axis = np.eye(3)[np.argmin(np.abs(n), axis=1)]
+    t1 = np.cross(n, axis)
+    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
+    return t1, np.cross(n, t1)
+
+
+@dataclass(frozen=True)
+class ContactReport:
+    """What a run's contact steps did, per substep (S substeps): ``t (S,)`` the time after
+    the substep, ``contacts (S,)`` contacts carrying a normal impulse or overlapping,
+    ``penetration (S,)`` the deepest overlap (m, 0 without one) after the substep's
+    integration, before the correction, ``energy_change (S,)`` the mechanical energy the
+    contact step changed (J; positive = gained), and ``notes`` (how shapes were made, e.g.
+    a hull used for a concave point set)."""
+
+    t: np.ndarray
+    contacts: np.ndarray
+    penetration: np.ndarray
+    energy_change: np.ndarray
+    notes: tuple
+
+    @property
+    def worst_penetration(self):
+        """The deepest overlap of the run (m)."""
+        return float(self.penetration.max(initial=0.0))
+
+    @property
+    def energy_gained(self):
+        """The largest energy one contact step gained (J; 0 if none gained any)."""
+        return float(max(self.energy_change.max(initial=0.0), 0.0))
+
+    def per_frame(self, frame_times):
+        """The most contacts of any substep in each frame interval ``(t_{k-1}, t_k]`` of the
+        increasing ``frame_times (F,)`` (the first frame: the substeps up to ``t_0``): ``(F,)``
+        ints."""
+        k = np.searchsorted(np.asarray(frame_times, dtype=float), self.t - 1e-12, side="left")
+        out = np.zeros(len(frame_times), dtype=int)
+        inside = k < len(out)
+        np.maximum.at(out, k[inside], self.contacts[inside])
+        return out
+
+
+class ContactSolver:
+    """Contacts and joint limits of one model, applied after every integrator substep (module
+    docstring); pass it to :class:`core.integrators.Integrator` as ``contacts``.
+
+    Args:
+        model: the :class:`core.model.Model`.
+        shapes: ``(body, Shape)`` pairs (body name or index; a body may have several shapes),
+            shapes in the body's frame.
+        colliders: :class:`Plane`, :class:`StaticCollider` and :class:`MovingCollider`
+            objects of the world.
+        limits: None, a :class:`core.limits.LimitSolver`, or a list of limit objects (then a
+            LimitSolver with restitution 0 is built); its impulses are solved with the
+            contacts'.
+        self_collision: also collide shapes of different bodies of the model that are not
+            parent and child.
+        friction, restitution: the defaults where neither side of a pair has its own.
+        slop: the depth (m) a contact may keep (position correction deadband).
+        margin: contacts are made this far (m) before the shapes touch.
+        bounce_threshold: slower approaches (m/s) do not bounce.
+        iterations: the most Gauss-Seidel sweeps per substep (it stops earlier once no
+            impulse changes by more than ``1e-9`` of the largest).
+    """
+
+    def __init__(self, model, shapes, colliders=(), limits=None, self_collision=False,
+                 friction=0.5, restitution=0.0, slop=5e-4, margin=0.01, bounce_threshold=0.1,
+                 iterations=50):
+        self.model = model.compile()
+        self.bodies, self.shapes = [], []
+        for item in shapes:
+            if not (isinstance(item, (tuple, list)) and len(item) == 2
+                    and isinstance(item[1], Shape)):
+                raise InvalidInputError("shapes must be (body, Shape) pairs, e.g. "
+                                        "[('link0', Capsule(0.02, (0, 0, 0), (0.3, 0, 0)))]")
+            b = model.body_index(item[0])
+            if b < 0:
+                raise InvalidInputError("a shape needs a body of the model; put world shapes "
+                                        "in StaticCollider objects")
+            self.bodies.append(b)
+            self.shapes.append(item[1])
+        self.bodies = np.array(self.bodies, dtype=int)
+        self.planes, self.statics, self.movers = [], [], []
+        for c in colliders:
+            if isinstance(c, Plane):
+                self.planes.append(c)
+            elif isinstance(c, StaticCollider):
+                self.statics.append(c)
+            elif isinstance(c, MovingCollider):
+                self.movers.append(c)
+            else:
+                raise InvalidInputError(f"colliders must be Plane, StaticCollider or "
+                                        f"MovingCollider objects, got {type(c).__name__}")
+        if limits is None or isinstance(limits, LimitSolver):
+            self.limits = limits
+        else:
+            self.limits = LimitSolver(model, list(limits))
+        self.self_collision = bool(self_collision)
+        self.friction = real_number(friction, "friction", 0.0)
+        self.restitution = real_number(restitution, "restitution", 0.0, 1.0)
+        self.slop = real_number(slop, "slop", 0.0)
+        self.margin = real_number(margin, "margin", 0.0)
+        self.bounce_threshold = real_number(bounce_threshold, "bounce_threshold", 0.0)
+        self.iterations = whole_number(iterations, "iterations")
+        self._static_posed = [Posed(c.shape) for c in self.statics]
+        par = model.parents
+        b = self.bodies
+        # body-body pairs that may collide: different bodies, not parent and child
+        self._allowed = (b[:, None] != b[None, :]) & (par[b][:, None] != b[None, :]) & \
+            (par[b][None, :] != b[:, None])
+        self.notes = tuple(s.note for s in self.shapes + [c.shape for c in self.statics +
+                                                          self.movers] if s.note)
+        self.reset()
+
+    def reset(self):
+        """Forget the warm starts and the report (call before a new run)."""
+        self._warm = {}
+        self._log = []
+        if self.limits is not None:
+            self.limits.reset()
+
+    def report(self):
+        """The :class:`ContactReport` of the substeps since the last :meth:`reset`."""
+        log = np.array(self._log, dtype=float).reshape(-1, 4)
+        return ContactReport(log[:, 0], log[:, 1].astype(int), log[:, 2], log[:, 3],
+                             self.notes)
+
+    # -- contacts --------------------------------------------------------------------
+    def find_contacts(self, data, t):
+        """Contacts of the model posed in ``data.oMi`` (after update_kinematics) at time t: a
+        list of ``(body_a, body_b, point (3,), normal (3,), separation, mu, e, key,
+        collider)`` with body -1 for the world, the normal from a to b, and ``collider`` the
+        MovingCollider on side a (or None)."""
+        T = data.oMi
+        margin = self.margin
+        posed = [Posed(s, T[b]) for b, s in zip(self.bodies, self.shapes)]
+        out = []
+        for pi, plane in enumerate(self.planes):
+            for si, X in enumerate(posed):
+                mu, e = pair_material(plane, X.shape, self.friction, self.restitution)
+                for p, n, s, k in collide_plane(plane, X, margin):
+                    out.append((-1, self.bodies[si], p, n, s, mu, e, ("plane", pi, si, k), None))
+        world = self._static_posed + [Posed(c.shape, c.pose(t)) for c in self.movers]
+        items = posed + world
+        if len(items) < 2:
+            return out
+        lo, hi = zip(*(x.bounds(margin) for x in items))
+        ns = len(posed)
+        for i, j in sweep_and_prune(np.array(lo), np.array(hi)):
+            if i >= ns:                                   # world with world
+                continue
+            if j < ns and not (self.self_collision and self._allowed[i, j]):
+                continue
+            A, B = (items[j], items[i]) if j >= ns else (items[i], items[j])
+            a = -1 if j >= ns else self.bodies[i]
+            b = self.bodies[i] if j >= ns else self.bodies[j]
+            mover = self.movers[j - ns - len(self.statics)] \
+                if j >= ns + len(self.statics) else None
+            mu, e = pair_material(A.shape, B.shape, self.friction, self.restitution)
+            for p, n, s, k in collide(A, B, margin):
+                out.append((a, b, p, n, s, mu, e, ("pair", int(i), int(j), k), mover))
+        return out
+
+    def _rows(self, data, body, P, D):
+        """Rows ``(c, 3, nv)``: the directions ``D (c, 3, 3)`` of the world velocities of the
+        points ``P (c, 3)`` fixed to ``body (c,)`` (-1: the world, zero rows)."""
+        m = self.model
+        Sw = data.S_world
+        rows = np.einsum("vk,cdk->cdv", Sw[:, 3:], D) + \
+            np.einsum("vk,cdk->cdv", Sw[:, :3], np.cross(P[:, None, :], D))
+        mask = np.where(body[:, None] >= 0, m.ancestry[body][:, m.dof_body], 0.0)
+        return rows * mask[:, None, :]
+
+    # -- the solve -------------------------------------------------------------------
+    def _pgs(self, W, b, lam, n_lim, mu):
+        """Projected Gauss-Seidel in place on ``lam (m,)``: rows ``[0, n_lim)`` unilateral
+        (``lam >= 0``, ``W lam + b >= 0`` complementary), then per contact c a unilateral
+        normal row and a tangent pair in the disc ``|lam_t| <= mu[c] lam_n``."""
+        diag = np.diag(W)
+        nc = len(mu)
+        k0 = n_lim + 3 * np.arange(nc)
+        tt = [np.linalg.inv(W[k + 1:k + 3, k + 1:k + 3]) for k in k0]
+        for _ in range(self.iterations):
+            change = 0.0
+            for i in range(n_lim):
+                new = max(0.0, lam[i] - (b[i] + W[i] @ lam) / diag[i])
+                change = max(change, abs(new - lam[i]))
+                lam[i] = new
+            for c, k in enumerate(k0):
+                new = max(0.0, lam[k] - (b[k] + W[k] @ lam) / diag[k])
+                change = max(change, abs(new - lam[k]))
+                lam[k] = new
+                old = lam[k + 1:k + 3].copy()
+                lt = old - tt[c] @ (b[k + 1:k + 3] + W[k + 1:k + 3] @ lam)
+                size, cap = np.hypot(*lt), mu[c] * new
+                if size > cap:
+                    lt *= cap / size
+                lam[k + 1:k + 3] = lt
+                change = max(change, np.abs(lt - old).max())
+            if change <= 1e-9 * np.abs(lam).max(initial=0.0):
+                break
+        return lam
+
+    def apply(self, data, q, v, t, h):
+        """The contact and limit step after a substep of ``h`` seconds ending at time ``t``:
+        ``q, v: (nv,)``; returns new ``(q, v)`` arrays (the same ones without contacts or
+        engaged limits). Raises NonFiniteError when the mass matrix is not positive definite
+        (a diverged state)."""
+        m = self.model
+        update_kinematics(m, data, q)
+        contacts = self.find_contacts(data, t)
+        if self.limits is not None and self.limits.n_constraints:
+            d, N, ddot, engaged = self.limits.engage(q, v)
+            lim_rows = np.nonzero(engaged)[0]
+        else:
+            lim_rows = np.zeros(0, dtype=int)
+        nl, nc = len(lim_rows), len(contacts)
+        if nl == 0 and nc == 0:
+            self._log.append((t, 0, 0.0, 0.0))
+            return q, v
+        J = np.empty((nl + 3 * nc, m.nv))
+        b = np.empty(nl + 3 * nc)
+        lam = np.zeros(nl + 3 * nc)
+        if nl:
+            J[:nl] = N[lim_rows]
+            e = self.limits.restitution
+            b[:nl] = ddot[lim_rows] + e * np.minimum(ddot[lim_rows], 0.0)
+            for k, r in enumerate(lim_rows):
+                lam[k] = self._warm.get(("limit", int(r)), (0.0,))[0]
+        if nc:
+            a_body = np.array([c[0] for c in contacts])
+            b_body = np.array([c[1] for c in contacts])
+            P = np.array([c[2] for c in contacts])
+            n = np.array([c[3] for c in contacts])
+            s = np.array([c[4] for c in contacts])
+            mu = np.array([c[5] for c in contacts])
+            rest = np.array([c[6] for c in contacts])
+            D = np.stack([n, *tangent_basis(n)], axis=1)                  # (c, 3, 3)
+            Jc = self._rows(data, b_body, P, D) - self._rows(data, a_body, P, D)
+            J[nl:] = Jc.reshape(3 * nc, m.nv)
+            u = (Jc @ v).reshape(nc, 3)
+            for c, (*_, mover) in enumerate(contacts):
+                if mover is not None:                     # the world side moves
+                    u[c] -= D[c] @ mover.point_velocities(t, P[c][None])[0]
+            target = np.where(s > 0.0, -s / h, 0.0)
+            bounce = (rest > 0.0) & (u[:, 0] < -self.bounce_threshold) & \
+                (s + h * u[:, 0] <= 0.0)
+            target = np.where(bounce, np.maximum(target, -rest * u[:, 0]), target)
+            u[:, 0] -= target
+            b[nl:] = u.ravel()
+            for c, con in enumerate(contacts):
+                w = self._warm.get(con[7])
+                if w is not None:
+                    lam[nl + 3 * c:nl + 3 * c + 3] = w
+        M = dynamics.crba(m, data, q)
+        try:
+            fac = cho_factor(M, check_finite=False)
+        except np.linalg.LinAlgError as err:
+            raise NonFiniteError(f"contacts: the mass matrix is not positive definite ({err}), "
+                                 "which only a diverged state gives; reduce the time step") \
+                from None
+        MinvJt = cho_solve(fac, J.T, check_finite=False)                  # (nv, m)
+        W = J @ MinvJt
+        self._pgs(W, b, lam, nl, mu if nc else np.zeros(0))
+        v_new = v + MinvJt @ lam
+        kinetic = 0.5 * (v_new @ M @ v_new - v @ M @ v)
+        warm = {("limit", int(r)): (lam[k],) for k, r in enumerate(lim_rows)}
+        warm.update((con[7], lam[nl + 3 * c:nl + 3 * c + 3].copy())
+                    for c, con in enumerate(contacts))
+        self._warm = warm
+        # position correction: limit rows to p_tol inside, contacts to at most slop deep
+        need = np.empty(nl + nc)
+        if nl:
+            need[:nl] = -d[lim_rows] - self.limits.tol[lim_rows]
+        if nc:
+            need[nl:] = -s - self.slop
+        q_new, potential = q, 0.0
+        if np.any(need > 0.0):
+            rows = np.concatenate([np.arange(nl), nl + 3 * np.arange(nc)])
+            Wp = W[np.ix_(rows, rows)]
+            corr = np.zeros(len(rows))
+            self._pgs(Wp, -np.maximum(need, 0.0) if nc == 0 else
+                      np.concatenate([-np.maximum(need[:nl], 0.0), -need[nl:]]), corr,
+                      len(rows), np.zeros(0))
+            q_new = q + MinvJt[:, rows] @ corr
+            potential = dynamics.potential_energy(m, data, q_new) - \
+                dynamics.potential_energy(m, data, q)
+        active = int(np.sum((lam[nl::3] > 0.0) | (s < 0.0))) if nc else 0
+        depth = float(max(0.0, -s.min())) if nc else 0.0
+        self._log.append((t, active, depth, kinetic + potential))
+        return q_new, v_new
