@@ -12,8 +12,9 @@ A bone's mass comes from
   whose vertex group has the largest summed weight over its three vertices; the bone's
   triangles are closed where they were cut off the rest of the mesh by fans from each cut
   loop's centroid (:func:`core.massprops.split_mass_properties`, exact for planar cuts),
-  with the meshes and the bones in their rest poses. When no mesh gives the bone anything,
-  a capsule around the bone stands in.
+  with the meshes and the bones in their rest poses. A skinned mesh counts (and must be
+  closed) only when it gives one of the requested bones at least one triangle.
+When no mesh gives the bone anything, a capsule around the bone stands in.
 Only the scenes the armature is in are searched, and only direct children of the bone count
 as parented (a mesh under an empty under the bone does not).
 """
@@ -184,12 +185,14 @@ def armature_mass_properties(armature_obj, density, capsule_radius=0.0, bone_nam
     parts = {n: [] for n in names}
     for obj in _scene_meshes(armature_obj):
         if _skinned(obj, armature_obj):
-            wanted = [n for n in names if n in deforming and n in obj.vertex_groups]
-            if not wanted:
+            if not any(n in deforming and n in obj.vertex_groups for n in names):
                 continue
             v, t = _read_mesh(obj)
-            v = scale * _apply(_rest_T_armature_object(obj, armature_obj), v)
             labels = _dominant_bones(obj, t, deforming)
+            wanted = set(names).intersection(labels)
+            if not wanted:
+                continue
+            v = scale * _apply(_rest_T_armature_object(obj, armature_obj), v)
             pieces = _explained(obj, lambda: split_mass_properties(
                 v, t, labels, density, name=obj.name, keep=wanted))
             for n, mp in pieces.items():

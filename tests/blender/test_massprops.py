@@ -183,6 +183,8 @@ def scenario_skinned_cylinder(tmp):
         for i, w in enumerate(weight):
             group.add([i], float(w), "REPLACE")
     leg.vertex_groups.new(name="not_a_bone").add(list(range(len(z))), 1.0, "REPLACE")
+    # a group that dominates no triangle: the foot keeps its capsule
+    leg.vertex_groups.new(name="foot").add(list(range(2 * n, 3 * n)), 0.05, "REPLACE")
     arm.pose.bones["shin"].rotation_mode = "XYZ"
     arm.pose.bones["shin"].rotation_euler = (1.0, 0.0, 0.3)      # bent: rest pose is used
     bpy.context.view_layer.update()
