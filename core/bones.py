@@ -21,13 +21,48 @@ import numpy as np
 from . import expcoords
 from .errors import InvalidInputError, NonFiniteError
 from .fitting import reach_cone
-from .lie import se3
+from .lie import se3, so3
 
-__all__ = ["BONE_AXIS", "REF_AXIS", "pose_basis", "joint_basis", "joint_rotations", "BoneCone",
+__all__ = ["BONE_AXIS", "REF_AXIS", "bone_frame", "pose_basis", "joint_basis", "joint_rotations", "BoneCone",
            "ConeStatus", "cone_status", "cone_mesh", "fit_cone", "describe_cone_fit"]
 
 BONE_AXIS = np.array([0.0, 1.0, 0.0])  # a bone's Y axis: the direction a reach cone limits
 REF_AXIS = np.array([1.0, 0.0, 0.0])   # an elliptical cone's first half-angle is towards X
+
+
+#: Blender's thresholds in ``vec_roll_to_mat3_normalized`` (armature.cc): below SAFE the
+#: bone is near -Y and ``1 + y`` is recomputed from x and z; below CRITICAL (distance from the
+#: -Y axis) the bone is taken as exactly -Y
+_ROLL_SAFE = 6.1e-3
+_ROLL_CRITICAL = 2.5e-4
+
+
+def bone_frame(head, tail, roll=0.0):
+    """The rest frame (4, 4) Blender gives a bone from its head, tail (3,) each, metres, and
+    roll (rad): origin at the head, Y along ``tail - head``, X and Z from Blender's rule for a
+    roll of 0 (``vec_roll_to_mat3_normalized``: the rotation taking Y to the bone's direction
+    about ``Y x direction``) turned by ``roll`` about Y. InvalidInputError for a bone of zero
+    length."""
+    head = np.asarray(head, dtype=float).reshape(3)
+    d = np.asarray(tail, dtype=float).reshape(3) - head
+    length = float(np.linalg.norm(d))
+    if not length > 0.0 or not np.all(np.isfinite(d)):
+        raise InvalidInputError(f"a bone needs distinct, finite head and tail, got {head.tolist()} "
+                                f"and {np.asarray(tail).tolist()}")
+    x, y, z = d / length
+    theta, theta_alt = 1.0 + y, x * x + z * z
+    if theta > _ROLL_SAFE or theta_alt > _ROLL_CRITICAL ** 2:
+        if theta <= _ROLL_SAFE:
+            theta = 0.5 * theta_alt + 0.125 * theta_alt * theta_alt
+        B = np.array([[1.0 - x * x / theta, x, -x * z / theta],
+                      [-x, y, -z],
+                      [-x * z / theta, z, 1.0 - z * z / theta]])
+    else:
+        B = np.diag([-1.0, -1.0, 1.0])
+    T = np.eye(4)
+    T[:3, :3] = so3.exp(np.array([x, y, z]) * float(roll)) @ B
+    T[:3, 3] = head
+    return T
 
 
 def pose_basis(T_rest, T_parent_child):

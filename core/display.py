@@ -274,18 +274,19 @@ def shape_key_modes(tracks, name: str = "surface", tol: float = MODE_TOL, max_ke
 def joint_path(doc, n: int = 160, iso_lines: int = 5):
     """Polylines of a joint's origin over its coordinate ranges, and its control frames.
 
-    doc: a :class:`core.io.JointDocument` of a 1- or 2-coordinate joint; its ranges must be
-    finite (:meth:`~core.io.JointDocument.finite_ranges`). n: points per polyline (>= 2).
+    doc: a :class:`core.io.JointDocument`; its ranges must be finite
+    (:meth:`~core.io.JointDocument.finite_ranges`). n: points per polyline (>= 2).
     Returns ``(lines, control_frames)``: for one coordinate, one polyline (n, 3) of
-    ``G(q)[:3, 3]`` with q spaced evenly over its range; for two, ``2 * iso_lines`` iso-lines
-    (n, 3): coordinate 0 swept over its range at ``iso_lines`` evenly spaced values of
-    coordinate 1, then the other way round. ``control_frames`` (K, 4, 4) are the joint's
+    ``G(q)[:3, 3]`` with q spaced evenly over its range; for two or more, ``2 * iso_lines``
+    iso-lines (n, 3): coordinate 0 swept over its range at ``iso_lines`` evenly spaced values of
+    coordinate 1, then the other way round, any further coordinates at the middle of their
+    ranges (where the Drive panel's sliders start). ``control_frames`` (K, 4, 4) are the joint's
     control frames (K = 0 for a joint without them). Everything is in the joint's parent frame.
     """
     joint = doc.joint
-    if joint.nq not in (1, 2):
-        raise InvalidInputError(f"a path is drawn for joints of 1 or 2 coordinates; this "
-                                f"{type(joint).__name__} has {joint.nq}")
+    if joint.nq < 1:
+        raise InvalidInputError(f"a path is drawn for joints with coordinates; this "
+                                f"{type(joint).__name__} has none")
     if int(n) < 2 or int(iso_lines) < 1:
         raise InvalidInputError(f"a path needs n >= 2 points per line and iso_lines >= 1, got "
                                 f"n={n!r}, iso_lines={iso_lines!r}")
@@ -297,7 +298,7 @@ def joint_path(doc, n: int = 160, iso_lines: int = 5):
         lines = []
         for a in range(2):
             for v in np.linspace(lo[1 - a], hi[1 - a], int(iso_lines)):
-                qs = np.empty((int(n), 2))
+                qs = np.tile(0.5 * (lo + hi), (int(n), 1))
                 qs[:, a], qs[:, 1 - a] = sweep[a], v
                 lines.append(joint.transforms(qs)[:, :3, 3])
     frames = np.asarray(getattr(joint, "control_frames", np.zeros((0, 4, 4))), dtype=float)

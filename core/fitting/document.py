@@ -61,7 +61,7 @@ class JointFitOptions:
 
 
 def fit_joint_document(poses, q, options=JointFitOptions(), weights=None, coordinate_names=(),
-                       name=""):
+                       name="", rest=None):
     """Fit a spline joint to samples and return its :class:`core.io.JointDocument`.
 
     Args:
@@ -71,7 +71,9 @@ def fit_joint_document(poses, q, options=JointFitOptions(), weights=None, coordi
         options: :class:`JointFitOptions`.
         weights: None or (N,) positive sample weights.
         coordinate_names: ``options.n_coordinates`` names for the document (default
-            ``q0, q1, ...``); name: its label.
+            ``q0, q1, ...``); name: its label; rest: the :class:`core.io.RestFrames` of the
+            bones the samples were captured on (kept in the document, so that the joint can
+            be transferred to other bones: :func:`core.transfer.transfer_document`), or None.
     Returns:
         ``JointDocument.from_fit(result, coordinate_names, name)``: the joint, its range (the
         sample coordinates' box), the fit's metric and :class:`FitReport` (errors at the
@@ -103,4 +105,4 @@ def fit_joint_document(poses, q, options=JointFitOptions(), weights=None, coordi
         result = fit_spline_surface(JointSamples(poses, q, weights), grid=tuple(options.grid),
                                     method=options.method, order=options.order,
                                     length_scale=options.length_scale)
-    return JointDocument.from_fit(result, coordinate_names, name)
+    return JointDocument.from_fit(result, coordinate_names, name, rest)

@@ -20,7 +20,7 @@ from ..lie import se3, so3
 from ..checks import real_number, whole_number
 from .metric import SE3Metric
 
-__all__ = ["Chain", "IKResult", "solve_ik", "leg_chain", "default_start", "IK_STATUSES",
+__all__ = ["Chain", "IKResult", "solve_ik", "joint_coordinates", "leg_chain", "default_start", "IK_STATUSES",
            "IK_LENGTH_SCALE", "RESTART_FRACTIONS", "GAIT2392_ANKLE_OFFSET", "GAIT2392_ANKLE_AXIS",
            "GAIT2392_ANKLE_RANGE"]
 
@@ -230,6 +230,30 @@ def solve_ik(chain, target, q0=None, max_iterations=20, position_tol=1e-6, rotat
                 break
     best.runs = runs
     return best
+
+
+def joint_coordinates(joint, poses, q0=None, **options):
+    """For each pose, the coordinates of ``joint`` whose ``G(q)`` reproduces it best: one
+    :func:`solve_ik` per pose on the one-joint chain, each started from the previous pose's
+    answer (the first from ``q0``, default :func:`default_start`), so a motion keyed frame by
+    frame stays on one branch of the joint.
+
+    joint: a core joint; poses: (N, 4, 4) child-in-parent poses; options: keywords of
+    :func:`solve_ik` (tolerances, length_scale, ...). Returns ``(q (N, nq), results)``, the
+    list of the N :class:`IKResult` (each with its position and rotation error: a pose the
+    joint cannot reach comes back as the closest one, status "unreachable").
+    """
+    poses = np.asarray(poses, dtype=float)
+    if poses.ndim != 3 or poses.shape[1:] != (4, 4) or len(poses) == 0:
+        raise InvalidInputError(f"poses must be (N, 4, 4) with N >= 1, got {poses.shape}")
+    chain = Chain([joint])
+    start = q0
+    results = []
+    for k, T in enumerate(poses):
+        res = solve_ik(chain, _pose(T, f"pose {k}"), q0=start, **options)
+        results.append(res)
+        start = res.q
+    return np.stack([r.q for r in results]), results
 
 
 def _run(q, chain, target, max_iterations, position_tol, rotation_tol, sw, lam):

@@ -5,13 +5,14 @@ meshes (.vtp) and motions (.mot / .sto), and the atomic writes every file goes t
 :mod:`core.io.files`."""
 
 from .files import atomic_path, atomic_write, check_writable_path, read_input
-from .joints import (MAX_DEPTH, MAX_DOCUMENT_SIZE, RANGE_SLACK, SCHEMA, SCHEMA_VERSION,
-                     JointDocument, document_from_dict, document_to_dict, dumps, load, loads, save)
+from .joints import (MAX_DEPTH, MAX_DOCUMENT_SIZE, RANGE_SLACK, READ_VERSIONS, SCHEMA,
+                     SCHEMA_VERSION, JointDocument, RestFrames, document_from_dict, document_to_dict, dumps, load, loads, save)
 from .motion import Motion, read_motion, write_motion
 from .osim import OsimModel, motion_coordinates, parse_osim, read_osim
 from .vtp import Mesh, read_vtp, write_vtp
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "JointDocument", "document_to_dict",
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "READ_VERSIONS", "JointDocument", "RestFrames",
+           "document_to_dict",
            "document_from_dict", "dumps", "loads", "save", "load", "atomic_write", "atomic_path",
            "check_writable_path", "read_input", "MAX_DOCUMENT_SIZE", "MAX_DEPTH", "RANGE_SLACK",
            "Motion", "read_motion", "write_motion", "Mesh", "read_vtp", "write_vtp",

@@ -1,12 +1,12 @@
 """Joint documents: a joint, its coordinates, the fit metric and the fit report as versioned
 JSON.
 
-Schema ``spline_joints.joint`` version 1 (all numbers are JSON numbers; floats are written
+Schema ``spline_joints.joint`` version 2 (all numbers are JSON numbers; floats are written
 with Python's shortest round-trip repr, so reading a document back gives bit-identical arrays)::
 
     {
       "schema": "spline_joints.joint",
-      "version": 1,
+      "version": 2,
       "name": "knee_r",                       # optional label
       "joint": {"type": "SplineCurveJoint",   # joint type; the rest is the joint's to_dict():
                 "order": 4, "knots": [...], "control_frames": [[[...]]], "control_twists": ...
@@ -16,8 +16,12 @@ with Python's shortest round-trip repr, so reading a document back gives bit-ide
       "coordinates": [{"name": "knee_angle_r", "range": [lo, hi]}],   # one per coordinate;
                                               # an infinite bound is written as null
       "metric": {"name": "se3_length_scale", "length_scale": 0.1} | null,
-      "fit_report": {FitReport fields} | null
+      "fit_report": {FitReport fields} | null,
+      "rest": {"parent": [[4x4]], "child": [[4x4]],           # optional: the bones the joint
+               "parent_length": m, "child_length": m} | null  # was made on (RestFrames)
     }
+
+Version 1 is version 2 without ``"rest"``; both are read, version 2 is written.
 
 Validation is strict and symmetric: :func:`loads` accepts what :func:`dumps` writes and
 :func:`dumps` writes only what :func:`loads` accepts. A document holds only JSON objects,
@@ -37,17 +41,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..checks import real_number
 from ..errors import InvalidInputError, NonFiniteError
 from ..fitting.metric import SE3Metric
 from ..fitting.report import FitReport
+from ..lie import se3
 from .files import atomic_write, check_writable_path
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "JointDocument", "document_to_dict", "document_from_dict",
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "READ_VERSIONS", "JointDocument", "RestFrames", "document_to_dict", "document_from_dict",
            "dumps", "loads", "save", "load", "MAX_DOCUMENT_SIZE", "MAX_DEPTH", "RANGE_SLACK"]
 
 SCHEMA = "spline_joints.joint"
-SCHEMA_VERSION = 1
-_KEYS = {"schema", "version", "name", "joint", "coordinates", "metric", "fit_report"}
+SCHEMA_VERSION = 2
+#: versions :func:`loads` reads (version 1 has no "rest")
+READ_VERSIONS = (1, 2)
+_KEYS = {"schema", "version", "name", "joint", "coordinates", "metric", "fit_report", "rest"}
+_REST_KEYS = {"parent", "child", "parent_length", "child_length"}
 _COORDINATE_KEYS = {"name", "range"}
 _METRIC_KEYS = {"name", "length_scale"}
 
@@ -66,12 +75,64 @@ RANGE_SLACK = 1e-6
 
 
 @dataclass
+class RestFrames:
+    """Where a joint was made: the rest frames of its parent and child bones and their lengths.
+
+    parent, child: (4, 4) rigid rest frames of the two bones in one armature space (a bone's
+    frame: head at its origin, Y along the bone, X and Z by its roll), metres; parent_length,
+    child_length: the bones' lengths (m, > 0). The joint's transform ``G(q)`` is the child
+    bone's frame in the parent bone's frame, so :attr:`T_parent_child` is the pose it is
+    compared with on another rig (:func:`core.transfer.transfer_document`).
+    InvalidInputError names a frame that is not rigid or a length that is not positive.
+    """
+
+    parent: np.ndarray
+    child: np.ndarray
+    parent_length: float
+    child_length: float
+
+    def __post_init__(self):
+        self.parent = se3.check_transform(np.array(self.parent, dtype=float), "rest parent frame")
+        self.child = se3.check_transform(np.array(self.child, dtype=float), "rest child frame")
+        if self.parent.shape != (4, 4) or self.child.shape != (4, 4):
+            raise InvalidInputError("rest frames must be one (4, 4) frame per bone")
+        for name in ("parent_length", "child_length"):
+            setattr(self, name, real_number(getattr(self, name), f"rest {name}", 0.0,
+                                            low_open=True, advice="a bone's length in metres"))
+
+    @property
+    def T_parent_child(self):
+        """(4, 4) rest pose of the child bone in the parent bone's frame."""
+        return se3.inv(self.parent) @ self.child
+
+    def to_dict(self):
+        return {"parent": self.parent.tolist(), "child": self.child.tolist(),
+                "parent_length": self.parent_length, "child_length": self.child_length}
+
+    @classmethod
+    def from_dict(cls, d):
+        """Inverse of :meth:`to_dict`; InvalidInputError for anything else."""
+        if not isinstance(d, dict) or set(d) != _REST_KEYS:
+            raise InvalidInputError(f"joint document field 'rest' must be an object with the "
+                                    f"keys {sorted(_REST_KEYS)}, or null")
+        try:
+            return cls(np.array(d["parent"], dtype=float), np.array(d["child"], dtype=float),
+                       d["parent_length"], d["child_length"])
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, InvalidInputError):
+                raise
+            raise InvalidInputError(f"joint document field 'rest' is malformed ({exc}); "
+                                    "export the joint again") from None
+
+
+@dataclass
 class JointDocument:
     """A joint with its coordinate names and ranges, fit metric and fit report.
 
     joint: a :class:`core.joints.Joint` with ``to_dict``; coordinate_names: nq strings
     (default ``q0, q1, ...``); ranges: (nq, 2) (default the joint's limits); metric:
-    :class:`SE3Metric` or None; report: :class:`FitReport` or None; name: label.
+    :class:`SE3Metric` or None; report: :class:`FitReport` or None; name: label; rest:
+    :class:`RestFrames` of the bones the joint was made on, or None (unknown).
     InvalidInputError when a field has the wrong type, a range leaves the joint's own range
     (beyond :data:`RANGE_SLACK`) or the joint does not evaluate to finite transforms over the
     ranges (:func:`dumps` refuses anything else :func:`loads` would refuse).
@@ -83,6 +144,7 @@ class JointDocument:
     metric: object = None
     report: object = None
     name: str = ""
+    rest: object = None
 
     def __post_init__(self):
         nq = self.joint.nq
@@ -112,6 +174,9 @@ class JointDocument:
         if self.report is not None and not isinstance(self.report, FitReport):
             raise InvalidInputError(f"report must be a FitReport or None, got "
                                     f"{type(self.report).__name__}")
+        if self.rest is not None and not isinstance(self.rest, RestFrames):
+            raise InvalidInputError(f"rest must be RestFrames or None, got "
+                                    f"{type(self.rest).__name__}")
 
     def _check_ranges_inside_joint(self):
         """InvalidInputError naming the first coordinate whose range leaves the joint's own
@@ -149,11 +214,11 @@ class JointDocument:
                                  "large to compute with; fit or build the joint again")
 
     @classmethod
-    def from_fit(cls, result, coordinate_names=(), name=""):
+    def from_fit(cls, result, coordinate_names=(), name="", rest=None):
         """Document of a :class:`core.fitting.FitResult`: its joint, the joint's range, the
-        fit's metric (from ``report.length_scale``) and the report."""
+        fit's metric (from ``report.length_scale``), the report and ``rest``."""
         return cls(result.joint, coordinate_names, metric=SE3Metric(result.report.length_scale),
-                   report=result.report, name=name)
+                   report=result.report, name=name, rest=rest)
 
     def finite_ranges(self):
         """The ranges (nq, 2); InvalidInputError naming the first coordinate whose range is
@@ -173,7 +238,7 @@ def _bound(x):
 
 
 def document_to_dict(doc):
-    """Plain JSON-able dict of a :class:`JointDocument` (schema version 1)."""
+    """Plain JSON-able dict of a :class:`JointDocument` (schema version :data:`SCHEMA_VERSION`)."""
     if not isinstance(doc, JointDocument):
         raise InvalidInputError("document_to_dict expects a JointDocument")
     try:
@@ -189,6 +254,7 @@ def document_to_dict(doc):
                         for n, (lo, hi) in zip(doc.coordinate_names, doc.ranges)],
         "metric": None if doc.metric is None else doc.metric.to_dict(),
         "fit_report": None if doc.report is None else doc.report.to_dict(),
+        "rest": None if doc.rest is None else doc.rest.to_dict(),
     }
 
 
@@ -263,13 +329,15 @@ def document_from_dict(d):
     version = d.get("version")
     if isinstance(version, bool) or not isinstance(version, int):
         raise InvalidInputError(f"joint document version must be an integer, got {version!r}")
-    if version != SCHEMA_VERSION:
+    if version not in READ_VERSIONS:
         raise InvalidInputError(f"unknown joint document version {version}; this build reads "
-                                f"version {SCHEMA_VERSION}: update the add-on to open it")
-    unknown = set(d) - _KEYS
+                                f"versions {', '.join(map(str, READ_VERSIONS))}: update the "
+                                "add-on to open it")
+    keys = _KEYS if version >= 2 else _KEYS - {"rest"}
+    unknown = set(d) - keys
     if unknown:
         raise InvalidInputError(f"joint document has unknown field(s) {sorted(unknown)}; "
-                                f"version {SCHEMA_VERSION} has {sorted(_KEYS)}")
+                                f"version {version} has {sorted(keys)}")
     _check_plain(d)
     jd = _require(d, "joint", dict, "an object with the joint's 'type' and parameters")
     if "type" not in jd:
@@ -314,8 +382,11 @@ def document_from_dict(d):
     name = d.get("name", "")
     if not isinstance(name, str):
         raise InvalidInputError(f"joint document 'name' must be a string, got {name!r}")
+    rest = d.get("rest")
+    if rest is not None:
+        rest = RestFrames.from_dict(rest)
     return JointDocument(joint=joint, coordinate_names=tuple(names), ranges=np.array(ranges),
-                         metric=metric, report=report, name=name)
+                         metric=metric, report=report, name=name, rest=rest)
 
 
 def dumps(doc, indent=None):

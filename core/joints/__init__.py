@@ -3,6 +3,7 @@
 from .base import Joint
 from .elliptic import Elliptic
 from .lower_pairs import Cylindrical, Fixed, Helical, Planar, Prismatic, Revolute, Universal
+from .mapped import MappedJoint
 from .opensim import CustomJoint, EllipsoidJoint, ScapulothoracicJoint
 from .registry import JOINT_TYPES, joint_from_dict
 from .spherical import Free, Spherical
@@ -12,4 +13,4 @@ from .spline_surface import SplineJoint
 __all__ = ["Joint", "Revolute", "Prismatic", "Helical", "Cylindrical", "Universal", "Planar",
            "Fixed", "Elliptic", "Spherical", "Free", "SplineCurveJoint", "ClosedSplineCurveJoint",
            "natural_knots", "SplineJoint", "CustomJoint", "ScapulothoracicJoint", "EllipsoidJoint",
-           "JOINT_TYPES", "joint_from_dict"]
+           "MappedJoint", "JOINT_TYPES", "joint_from_dict"]

@@ -8,6 +8,7 @@ lists the families by that name and :func:`joint_from_dict` dispatches to the cl
 from ..errors import InvalidInputError
 from .elliptic import Elliptic
 from .lower_pairs import Cylindrical, Fixed, Helical, Planar, Prismatic, Revolute, Universal
+from .mapped import MappedJoint
 from .opensim import CustomJoint, EllipsoidJoint, ScapulothoracicJoint
 from .spherical import Free, Spherical
 from .spline_curve import ClosedSplineCurveJoint, SplineCurveJoint
@@ -19,7 +20,7 @@ __all__ = ["JOINT_TYPES", "joint_from_dict"]
 JOINT_TYPES = {cls.__name__: cls for cls in (
     Revolute, Prismatic, Helical, Cylindrical, Universal, Planar, Fixed, Elliptic,
     Spherical, Free, SplineCurveJoint, ClosedSplineCurveJoint, SplineJoint, CustomJoint,
-    ScapulothoracicJoint, EllipsoidJoint,
+    ScapulothoracicJoint, EllipsoidJoint, MappedJoint,
 )}
 
 

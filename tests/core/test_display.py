@@ -12,7 +12,7 @@ from core.display import (airplane, body_mesh, box, capsule, cone, cylinder, hel
                           lathe, plate, segment_frames, shape_key_modes, uv_sphere)
 from core.errors import InvalidInputError
 from core.io import JointDocument
-from core.joints.lower_pairs import Cylindrical, Planar, Prismatic, Revolute
+from core.joints.lower_pairs import Cylindrical, Fixed, Planar, Prismatic, Revolute
 from core.joints.spline_curve import SplineCurveJoint
 
 EPS = np.finfo(float).eps
@@ -140,11 +140,16 @@ def test_path_carries_the_control_frames():
     assert lines[0].shape == (160, 3)
 
 
-def test_path_needs_finite_ranges_and_one_or_two_coordinates():
+def test_path_needs_finite_ranges_and_holds_further_coordinates_at_mid_range():
     with pytest.raises(InvalidInputError, match="coordinate 'q0' .* unbounded range"):
         joint_path(JointDocument(Revolute()))
-    with pytest.raises(InvalidInputError, match="1 or 2 coordinates"):
-        joint_path(JointDocument(Planar(), ranges=[[0, 1]] * 3))
+    joint = Planar()  # q = (x, y, angle): the angle held at the middle of its range
+    lines, _ = joint_path(JointDocument(joint, ranges=[[0, 1], [0, 2], [0.2, 0.6]]), n=5,
+                          iso_lines=2)
+    q = np.column_stack([np.linspace(0, 1, 5), np.zeros(5), np.full(5, 0.4)])
+    np.testing.assert_array_equal(lines[0], joint.transforms(q)[:, :3, 3])
+    with pytest.raises(InvalidInputError, match="has none"):
+        joint_path(JointDocument(Fixed()))
     with pytest.raises(InvalidInputError, match="n >= 2"):
         joint_path(JointDocument(Prismatic(lower=0.0, upper=1.0)), n=1)
 

@@ -96,3 +96,26 @@ def test_revolute_chain_and_bad_inputs():
         solve_ik(chain, target, max_iterations=0)
     with pytest.raises(InvalidInputError, match="finite"):
         chain.forward([np.nan, 0.0])
+
+
+def test_joint_coordinates_recover_the_coordinates_of_poses_on_the_joint():
+    from core.fitting.ik import joint_coordinates
+    from core.reference.opensim import KneeGait2392
+    from core.fitting.curve import fit_spline_curve
+    from core.fitting.samples import JointSamples
+
+    d = KneeGait2392().samples()
+    knee = fit_spline_curve(JointSamples(d["T_femur_tibia"], d["q"]), n_frames=8).joint
+    keyed = np.array([-0.1, -0.4, -1.0, -1.6, -1.2, -0.3])
+    q, results = joint_coordinates(knee, knee.transforms(keyed[:, None]))
+    # solve_ik's default tolerances: 1e-6 m and 1e-4 rad at each pose
+    assert all(r.converged for r in results)
+    assert max(r.position_error for r in results) <= 1e-6
+    np.testing.assert_allclose(knee.transforms(q)[:, :3, 3],
+                               knee.transforms(keyed[:, None])[:, :3, 3], rtol=0, atol=1e-6)
+    off = knee.transforms(keyed[:1, None])
+    off[0, :3, 3] += [0.0, 0.0, 0.02]  # 20 mm out of the knee's plane: the closest pose
+    _, far = joint_coordinates(knee, off)
+    assert far[0].status == "unreachable" and far[0].position_error == pytest.approx(0.02, abs=1e-4)
+    with pytest.raises(InvalidInputError, match=r"\(N, 4, 4\)"):
+        joint_coordinates(knee, np.eye(4))

@@ -94,7 +94,7 @@ def test_finite_ranges_name_the_unbounded_coordinate(knee_doc):
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda d: d.update(version=2), "unknown joint document version 2"),
+    (lambda d: d.update(version=3), "unknown joint document version 3"),
     (lambda d: d.update(version="1"), "version must be an integer"),
     (lambda d: d.update(schema="other"), "not a joint document"),
     (lambda d: d.pop("joint"), "lacks 'joint'"),
