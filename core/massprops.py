@@ -270,7 +270,7 @@ def split_mass_properties(vertices, faces, labels, density, *, name=None, keep=N
     keep = None if keep is None else set(keep)
     out = {}
     for k, label in enumerate(names):
-        label = label.item()
+        label = label.item() if isinstance(label, np.generic) else label
         if keep is not None and label not in keep:
             continue
         out[label] = _properties(_integrals(*_capped(v, f[which == k])), density,

@@ -276,6 +276,9 @@ def test_split_cylinder_halves_equal_closed_halves_and_sum_to_whole():
     assert_same(combine(pieces.values()), mesh_mass_properties(v, f, rho), tol, h)
     only = split_mass_properties(v, f, labels, rho, keep=["shin"])
     assert list(only) == ["shin"]
+    as_objects = split_mass_properties(v, f, labels.astype(object), rho)
+    assert set(as_objects) == {"thigh", "shin"} and all(type(k) is str for k in as_objects)
+    assert_same(as_objects["shin"], pieces["shin"], 0.0, h)
 
 
 def test_split_by_tilted_plane_sums_to_whole():
