@@ -174,6 +174,9 @@ def armature_mass_properties(armature_obj, density, capsule_radius=0.0, bone_nam
     if armature_obj is None or armature_obj.type != "ARMATURE":
         raise BridgeError(f"'{getattr(armature_obj, 'name', armature_obj)}' is not an "
                           "armature object; pick the rig's armature")
+    if armature_obj.data.is_editmode:
+        raise BridgeError(f"armature '{armature_obj.name}' is in Edit Mode; leave Edit Mode "
+                          "(Tab) so its bones' rest poses are read")
     bones = armature_obj.data.bones
     names = [b.name for b in bones] if bone_names is None else list(bone_names)
     missing = [n for n in names if n not in bones]

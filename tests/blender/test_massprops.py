@@ -63,12 +63,14 @@ def scenario_parented_box(tmp):
         out[scale] = mp.mass
     arm.scale = (1.0, 2.0, 1.0)
     bpy.context.view_layer.update()
-    try:
-        massprops.bone_mass_properties(arm, "thigh", density, 0.0)
-    except ValueError as exc:
-        assert "uniform positive scale" in str(exc) and "'Leg'" in str(exc), exc
-    else:
-        raise AssertionError("a non-uniformly scaled armature was accepted")
+    for mode, message in (("POSE", "uniform positive scale"), ("EDIT", "is in Edit Mode")):
+        bpy.ops.object.mode_set(mode=mode)
+        try:
+            massprops.bone_mass_properties(arm, "thigh", density, 0.0)
+        except ValueError as exc:
+            assert message in str(exc) and "'Leg'" in str(exc), exc
+        else:
+            raise AssertionError(f"expected a refusal: {message}")
     return out
 
 
