@@ -21,6 +21,10 @@ residuals). The normal equations of ``M u = u_d`` (eq. 35) in the metric are blo
 with Levenberg-Marquardt damping: a step is kept only if the objective decreases, so the trace
 never increases.
 
+Closed curves (:func:`fit_closed_spline_curve`) fit the n control frames of one period: the
+wrapped spline's frames ``G_{j mod n}`` are evaluated as an open curve and the normal equations
+of the copies folded onto their originals.
+
 Smoothing (eqs. 37-43). The joint Hessian ``h(q) = dS/dq`` (a twist for 1 DOF) is computed
 analytically from the same product, and the combined objective
 ``(1 - w) mean ||u_d||^2 + w mean ||h||^2`` is minimized; ``N`` (eq. 42), the map from control
@@ -43,7 +47,7 @@ from ..checks import real_number, whole_number
 from .report import FitResult, joint_poses, make_report, midpoint_errors
 from .samples import JointSamples
 
-__all__ = ["fit_spline_curve", "curve_terms", "hessian_jacobian", "initial_frames", "fit_knots",
+__all__ = ["fit_spline_curve", "fit_closed_spline_curve", "curve_terms", "hessian_jacobian", "initial_frames", "fit_knots",
            "adaptive_knots", "levenberg_marquardt", "determined_frames"]
 
 _FD_STEP = 1e-6
@@ -455,4 +459,87 @@ def fit_spline_curve(samples, n_frames=8, order=4, smoothing=0.0,
         mean_hessian_norm=hnorm, heldout=midpoint_errors(joint, qs[:, None], poses),
         message=f"{n} control frames, order {k}: {status} after {iterations} iterations"
                 + (f"; {note}" if note else ""))
+    return FitResult(joint=joint, report=report)
+
+
+class _ClosedCurveProblem:
+    """A :class:`_CurveProblem` over the ``n`` control frames of one period of a closed curve:
+    the wrapped spline's frames ``G_{j mod n}`` (``j < n + k - 1``, as
+    :class:`~core.joints.spline_curve.ClosedSplineCurveJoint` wraps them) are evaluated by the
+    open problem, and its normal equations ``(6 (n + k - 1),)^2`` folded onto the loop frames
+    (a wrapped copy moves with its original)."""
+
+    def __init__(self, open_problem, n):
+        self.inner, self.n = open_problem, n
+        self.wrap = np.arange(n + open_problem.k - 1) % n
+
+    def evaluate(self, frames, linearize):
+        out = self.inner.evaluate(frames[self.wrap], linearize)
+        if not linearize:
+            return out
+        F, t, A, g = out
+        m = 6 * self.n
+        tail = A.shape[0] - m                  # the copies G_0 .. G_{k-2} at the end
+        Af = A[:m, :m].copy()
+        Af[:, :tail] += A[:m, m:]
+        Af[:tail, :] += A[m:, :m]
+        Af[:tail, :tail] += A[m:, m:]
+        gf = g[:m].copy()
+        gf[:tail] += g[m:]
+        return F, t, Af, gf
+
+
+def fit_closed_spline_curve(samples, period, n_frames=8, order=4,
+                            length_scale=DEFAULT_LENGTH_SCALE, max_iterations=50, tol=1e-10):
+    """Fit a closed 1-DOF spline curve joint (seed 000 sections 6.1-6.2, periodic) to samples.
+
+    Args:
+        samples: :class:`JointSamples` with coordinates (N, 1): the poses of one period.
+        period: the coordinate's period P (> 0); sample coordinates are taken modulo P.
+        n_frames: control frames n of the loop (>= order); the knots are uniform,
+            ``h = P / n`` apart, so the joint's coordinate is the samples' one.
+        order, length_scale, max_iterations, tol: as in :func:`fit_spline_curve` (no
+            smoothing term: the loop's frames are fitted to the data only).
+
+    Returns :class:`FitResult` with a :class:`~core.joints.spline_curve.ClosedSplineCurveJoint`
+    (``spacing = P / n``, period P) and its report (errors at the samples and held out
+    between them). The start guess interpolates the samples geodesically (periodically) at
+    the Greville abscissae of the wrapped knots; the Levenberg-Marquardt iteration is
+    :func:`levenberg_marquardt`'s.
+    """
+    from ..joints.spline_curve import ClosedSplineCurveJoint
+
+    if not isinstance(samples, JointSamples) or samples.q is None or samples.n_coordinates != 1:
+        raise InvalidInputError("fit_closed_spline_curve needs JointSamples with one "
+                                "coordinate per sample (the position round the loop)")
+    P = real_number(period, "period", 0.0, low_open=True)
+    k = whole_number(order, "order", 2, "4 is cubic")
+    n = whole_number(n_frames, "n_frames", k, f"a closed spline of order {k} needs at least "
+                     f"{k} control frames")
+    max_iterations = whole_number(max_iterations, "max_iterations", 1)
+    tol = real_number(tol, "tol", 0.0, 1.0, high_open=True,
+                      advice="it is the relative objective decrease at which to stop, e.g. 1e-10")
+    samples.require(k, f"an order-{k} spline")
+    metric = SE3Metric(length_scale)
+    qs = np.mod(samples.q[:, 0], P)
+    qs = np.where(qs >= P, 0.0, qs)               # mod of a tiny negative number rounds to P
+    order_idx = np.argsort(qs, kind="stable")
+    qs, poses, weights = qs[order_idx], samples.poses[order_idx], samples.weights[order_idx]
+    h = P / n
+    knots = bspline.uniform_knots(n + k - 1, k, spacing=h)
+    around = np.concatenate([qs - P, qs, qs + P])
+    frames = initial_frames(around, np.concatenate([poses] * 3), knots[:n + k], k)
+    problem = _ClosedCurveProblem(
+        _CurveProblem(qs, poses, weights, knots, k, metric, 0.0, 1.0), n)
+    frames, status, iterations, trace = levenberg_marquardt(problem, frames, max_iterations, tol)
+    joint = ClosedSplineCurveJoint(frames, k, spacing=h)
+    G = joint_poses(joint, qs[:, None])
+    inverse = np.empty_like(order_idx)
+    inverse[order_idx] = np.arange(order_idx.size)
+    report = make_report(
+        G[inverse], poses[inverse], status=status, iterations=iterations, trace=trace,
+        method="curve", length_scale=metric.length_scale,
+        heldout=midpoint_errors(joint, qs[:, None], poses),
+        message=f"closed curve, {n} control frames, order {k}: {status} after {iterations} "
+                "iterations")
     return FitResult(joint=joint, report=report)
