@@ -131,7 +131,7 @@ def _check_mesh(vertices, faces, name):
     repeated = (f[:, 0] == f[:, 1]) | (f[:, 1] == f[:, 2]) | (f[:, 2] == f[:, 0])
     if repeated.any():
         raise InvalidInputError(f"{what}: {int(repeated.sum())} triangles use one vertex twice "
-                                "(face " f"{int(np.argmax(repeated))} first); remove them "
+                                f"(face {int(np.argmax(repeated))} first); remove them "
                                 "(Mesh > Clean Up > Degenerate Dissolve)")
     n = np.int64(len(v))
     tail, head = f.ravel(), np.roll(f, -1, axis=1).ravel()     # directed edges of each face
@@ -159,9 +159,11 @@ def _check_mesh(vertices, faces, name):
 
 def _integrals(v, f):
     """Volume integrals of ``1``, ``x`` and ``x x^T`` over the solid bounded by triangles
-    ``f: (F, 3)`` of vertices ``v: (V, 3)``, coordinates relative to ``origin: (3,)``:
-    returns ``(volume, first (3,), second (3, 3), origin, rounding)``, where ``rounding``
-    bounds the rounding error of ``volume``."""
+    ``f: (F, 3)`` of vertices ``v: (V, 3)``, in coordinates relative to ``origin: (3,)``, the
+    mean of the vertices the triangles use: returns ``(volume, first (3,), second (3, 3),
+    origin, rounding)``. ``rounding`` bounds the rounding error of ``volume``: each triple
+    product is off by at most ``_TRIPLE_PRODUCT_ROUNDINGS`` eps ``|a| |b| |c|``, and summing
+    F terms adds at most F eps times the sum of their magnitudes."""
     used = np.zeros(len(v), dtype=bool)
     used[f.ravel()] = True
     origin = v[used].mean(axis=0)
@@ -257,7 +259,9 @@ def split_mass_properties(vertices, faces, labels, density, *, name=None, keep=N
     in the cut plane and every piece is the exact solid on its side of the plane, so the pieces
     sum to the whole. Where it is not planar, the fan is a ruled surface through the loop:
     two pieces sharing one loop get the same fan with opposite orientation (they still sum to
-    the whole), but each piece's share of the volume near the cut is approximate.
+    the whole), but each piece's share of the volume near the cut is approximate. Where three
+    or more pieces meet along one loop (a piece bordering two others on one loop), their fans
+    differ and the sum differs from the whole near that junction.
     """
     density = real_number(density, "density (kg/m^3)", 0.0, low_open=True)
     v, f = _check_mesh(vertices, faces, name)
