@@ -158,10 +158,10 @@ def nurbs_curve(points, weights=None, *, order=4, tilt=None, cyclic=False,
     if not np.all(w > 0):
         raise InvalidInputError("NURBS weights must be > 0")
     if use_bezier and (len(p) % (k - 1) != 0 if cyclic else len(p) <= k and not use_endpoint):
+        need = "a multiple of order - 1" if cyclic else "more than order"
         raise InvalidInputError(
-            f"a NURBS spline with Bezier knots needs {'a multiple of order - 1' if cyclic else 'more than order'} "
-            f"points (order {k}, {len(p)} points), as in Blender; change the points or the "
-            "knot setting")
+            f"a NURBS spline with Bezier knots needs {need} points (order {k}, {len(p)} "
+            "points), as Blender evaluates it; change the points or the knot setting")
     return CurveData("NURBS", p, t, bool(cyclic), weights=w, order=k,
                      use_endpoint=bool(use_endpoint), use_bezier=bool(use_bezier))
 
@@ -450,7 +450,8 @@ class WirePath:
         allq = np.unique(np.concatenate([self._grid, qs]))
         seg, t = self._locate(allq)
         if self.closed:          # the last point, q = L, is the seam's far side (= q = 0)
-            seg[-1], t[-1] = self._locate(np.zeros(1))
+            seam = self._locate(np.zeros(1))
+            seg[-1], t[-1] = seam[0][0], seam[1][0]
         p, d1, _, tilt = self._seg.evaluate(seg, t)
         x = d1 / np.linalg.norm(d1, axis=1)[:, None]
         H1 = _reflections(p[1:] - p[:-1])

@@ -47,7 +47,8 @@ from ..checks import real_number, whole_number
 from .report import FitResult, joint_poses, make_report, midpoint_errors
 from .samples import JointSamples
 
-__all__ = ["fit_spline_curve", "fit_closed_spline_curve", "curve_terms", "hessian_jacobian", "initial_frames", "fit_knots",
+__all__ = ["fit_spline_curve", "fit_closed_spline_curve", "curve_terms", "hessian_jacobian",
+           "initial_frames", "fit_knots",
            "adaptive_knots", "levenberg_marquardt", "determined_frames"]
 
 _FD_STEP = 1e-6

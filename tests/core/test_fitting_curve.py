@@ -277,3 +277,30 @@ def test_diverged_is_a_status():
     out, status, iterations, trace = levenberg_marquardt(_BrokenProblem(5), frames, 50, 1e-10)
     assert status == "diverged" and trace == [1.0] and iterations < 50
     np.testing.assert_array_equal(out, frames)
+
+
+def test_closed_fit_recovers_a_closed_joint_and_its_period():
+    """Samples of a known closed joint (spacing 0.3, period 7 x 0.3) are fitted back to it:
+    the normal equations folded round the seam reach round-off, and the result is closed."""
+    from core.fitting.curve import fit_closed_spline_curve
+    from core.joints.spline_curve import ClosedSplineCurveJoint
+
+    n, h = 7, 0.3
+    th = 2 * np.pi * np.arange(n) / n
+    xi = np.zeros((n, 6))
+    xi[:, 2], xi[:, 0] = th, 0.4 * np.sin(th)
+    F = se3.exp(xi)
+    F[:, :3, 3] = np.stack([np.cos(th), np.sin(th), 0.2 * np.cos(2 * th)], axis=1)
+    truth = ClosedSplineCurveJoint(F, spacing=h)
+    q = np.linspace(0.0, truth.period, 8 * n, endpoint=False) + 0.01
+    res = fit_closed_spline_curve(JointSamples(truth.transforms(q), q[:, None]), truth.period,
+                                  n_frames=n)
+    j = res.joint
+    assert isinstance(j, ClosedSplineCurveJoint) and j.period == truth.period
+    assert res.report.status == "converged" and res.report.max_position_mm < 1e-7
+    x = np.linspace(-1.0, 3.0, 97)
+    assert np.abs(j.transforms(x) - truth.transforms(x)).max() < 1e-9
+    with pytest.raises(InvalidInputError, match="one coordinate"):
+        fit_closed_spline_curve(JointSamples(truth.transforms(q)), truth.period)
+    with pytest.raises(InvalidInputError, match="period"):
+        fit_closed_spline_curve(JointSamples(truth.transforms(q), q[:, None]), 0.0)
