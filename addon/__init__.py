@@ -8,10 +8,12 @@ any core module can load them.
 import bpy
 
 from . import handlers, jit, panels, properties
+from . import linkage_handlers, linkage_panel, linkage_properties
 from .operators import classes as operator_classes
 from .operators import opensim
 
-classes = (*properties.classes, *operator_classes, *panels.classes)
+classes = (*properties.classes, *operator_classes, *panels.classes, *linkage_properties.classes,
+           *linkage_panel.classes)
 
 
 def register():
@@ -19,13 +21,17 @@ def register():
     for cls in classes:
         bpy.utils.register_class(cls)
     properties.register_properties()
+    linkage_properties.register_properties()
     handlers.register()
+    linkage_handlers.register()
     opensim.register_menus()
 
 
 def unregister():
     opensim.unregister_menus()
+    linkage_handlers.unregister()
     handlers.unregister()
+    linkage_properties.unregister_properties()
     properties.unregister_properties()
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

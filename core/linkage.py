@@ -45,7 +45,7 @@ with the body origin at its centre of mass.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
@@ -57,7 +57,7 @@ from .maximal import couplings as cpl
 from .maximal.faure import JOINT_TYPES, Assembly, FaureJoint
 
 __all__ = ["LinkBody", "LinkJoint", "LinkSpring", "Linkage", "AssemblyResult", "LiveAssembly",
-           "LinkageMotion", "check_linkage", "simulate_linkage", "redundant_rows",
+           "LinkageMotion", "check_linkage", "released_system", "simulate_linkage", "redundant_rows",
            "FAURE_KINDS", "COUPLING_KINDS", "JOINT_KINDS", "RANK_TOL"]
 
 #: joint kind -> Faure's joint type (seed 004 Table 1, see core.maximal.faure)
@@ -323,8 +323,9 @@ def _faure_system(linkage, poses, joints):
 class AssemblyResult:
     """One live assembly: ``poses: (N, 4, 4)`` world poses of all bodies (the driver's as
     given); ``error``: largest constraint error left (m for positions, rad for rotations) over
-    every joint, those of the driver included; ``worst``: the label of that constraint;
-    ``cg_iterations``: CG iterations per geometric iteration; ``converged``: error <= tol."""
+    every joint, those between the driver and the world included (only the driver's input
+    moves those); ``worst``: the label of that constraint; ``cg_iterations``: CG iterations
+    per geometric iteration; ``converged``: the solved constraints' largest error <= tol."""
 
     poses: np.ndarray
     error: float
@@ -408,13 +409,14 @@ class LiveAssembly:
         asm.p, asm.R = P[:, :3, 3].copy(), so3.check_rotation(P[:, :3, :3], "poses").copy()
         _, info = asm.correction(self.geometric_iterations, self.cg_iterations, self.tol)
         out = se3.from_rp(asm.R, asm.p)
-        err = np.abs(asm.errors())
+        solved = np.abs(asm.errors())
+        err = solved
         if self._check is not None:
-            err = np.concatenate([err, np.abs(self._check.errors(asm.p, asm.R))])
+            err = np.concatenate([solved, np.abs(self._check.errors(asm.p, asm.R))])
         k = int(np.argmax(err)) if err.size else 0
         worst = float(err[k]) if err.size else 0.0
         return AssemblyResult(out, worst, self.labels[k] if err.size else "",
-                              info.cg_iterations, worst <= self.tol)
+                              info.cg_iterations, float(solved.max(initial=0.0)) <= self.tol)
 
     def unreachable(self, result: AssemblyResult) -> str:
         """A sentence for a result that did not close (driver out of reach or contradictory
@@ -531,6 +533,21 @@ def _limit_violation(coupling) -> float:
     return max(worst, 0.0)
 
 
+def released_system(linkage: Linkage, solver: str | None = None):
+    """``(solver, system)``: the linkage without its driver as the solver's system at the
+    described configuration (a Faure :class:`Assembly` or :class:`CoupledBodies`), after
+    :func:`check_linkage` and the rank check of its constraint Jacobian (InvalidInputError
+    naming the repeated constraints of a redundant loop)."""
+    solver = check_linkage(linkage, solver)
+    if solver == "faure":
+        sim = _faure_system(linkage, linkage.poses, linkage.joints)
+        _redundancy_error(sim.jacobian(), _faure_labels(linkage.joints), "the linkage")
+    else:
+        sim = _coupled(linkage)
+        _redundancy_error(sim.bilateral_jacobian(), _coupling_labels(linkage, sim), "the linkage")
+    return solver, sim
+
+
 def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: int = 10,
                      progress=None, solver: str | None = None, cg_iterations: int = 50,
                      geometric_iterations: int = 5, tol: float = 1e-10) -> LinkageMotion:
@@ -545,21 +562,18 @@ def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: in
     frame; False cancels (status ``"cancelled"``, the frames so far are kept). A redundant
     loop raises InvalidInputError naming the repeated constraints; a diverging step raises
     SimulationError."""
-    solver = check_linkage(linkage, solver)
     duration = real_number(duration, "duration", 0.0, low_open=True, advice="seconds")
     fps = real_number(fps, "fps", 0.0, low_open=True)
     substeps = whole_number(substeps, "substeps")
     nframes = int(np.floor(duration * fps + 1e-9)) + 1
     h = 1.0 / (fps * substeps)
     t0 = time.perf_counter()
-    P = linkage.poses
     N = len(linkage.bodies)
     poses = np.zeros((nframes, N, 4, 4))
     errors, violations = np.zeros(nframes), np.zeros(nframes)
     engagements, status, fastest = {}, "completed", 0.0
+    solver, sim = released_system(linkage, solver)
     if solver == "faure":
-        sim = _faure_system(linkage, P, linkage.joints)
-        _redundancy_error(sim.jacobian(), _faure_labels(linkage.joints), "dynamics")
         f = spring_forces(linkage, sim.p, sim.R)
         sim.set_velocity(np.zeros((N, 6)), h, sim.free_acceleration(f))
 
@@ -571,8 +585,6 @@ def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: in
             poses[k] = se3.from_rp(sim.R, sim.p)
             errors[k] = float(np.abs(sim.errors()).max(initial=0.0))
     else:
-        sim = _coupled(linkage)
-        _redundancy_error(sim.bilateral_jacobian(), _coupling_labels(linkage, sim), "dynamics")
         state = {id(c): c.engaged for jt in sim.joints for c in jt.coupling.constraints}
 
         def advance():

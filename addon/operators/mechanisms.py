@@ -65,8 +65,9 @@ class SPLINE_JOINTS_OT_add_mechanism(bpy.types.Operator):
     bl_label = "Add Mechanism"
     bl_options = {"REGISTER", "UNDO"}
 
-    demo: EnumProperty(name="Demo", items=demo_items)
-    duration: FloatProperty(name="Duration", default=2.0, min=0.01, unit="TIME_ABSOLUTE")
+    demo: EnumProperty(name="Demo", items=demo_items, description="The demo mechanism to add")
+    duration: FloatProperty(name="Duration", default=2.0, min=0.01, unit="TIME_ABSOLUTE",
+                            description="Seconds of motion the mechanism is simulated and baked for")
 
     @reporting
     def execute(self, context):
@@ -242,19 +243,11 @@ class BakeJob:
         return {"FINISHED"}, "INFO", message
 
 
-class SPLINE_JOINTS_OT_bake_dynamics(bpy.types.Operator):
-    """Simulate a mechanism with the core and key its bodies at the scene's frame rate
-    (Esc cancels and writes nothing)"""
-
-    bl_idname = "spline_joints.bake_dynamics"
-    bl_label = "Bake Dynamics"
-    bl_options = {"REGISTER", "UNDO"}
-
-    index: IntProperty(name="Mechanism", default=-1, description="Mechanism to bake (-1: the active one)")
-
-    @classmethod
-    def poll(cls, context):
-        return len(context.scene.spline_joints_mechanisms) > 0
+class ThreadedBake:
+    """Operator mixin for a bake job with :class:`BakeJob`'s shape (``simulate()``,
+    ``progress``/``fraction``, ``cancel()``, ``finish(scene)``): headless ``execute`` runs it at
+    once; ``invoke`` runs ``simulate`` in a worker thread with a progress bar, Esc cancels.
+    The operator defines ``make_job(context)``."""
 
     def _finish(self, context):
         status, level, message = self._job.finish(context.scene)
@@ -263,7 +256,7 @@ class SPLINE_JOINTS_OT_bake_dynamics(bpy.types.Operator):
 
     @reporting
     def execute(self, context):
-        self._job = BakeJob(context.scene, self.index)
+        self._job = self.make_job(context)
         self._job.simulate()
         return self._finish(context)
 
@@ -276,7 +269,7 @@ class SPLINE_JOINTS_OT_bake_dynamics(bpy.types.Operator):
 
     @reporting
     def _start(self, context):
-        self._job = BakeJob(context.scene, self.index)
+        self._job = self.make_job(context)
         self._thread = threading.Thread(target=self._job.simulate, daemon=True)
         self._thread.start()
         wm = context.window_manager
@@ -299,6 +292,24 @@ class SPLINE_JOINTS_OT_bake_dynamics(bpy.types.Operator):
         wm.event_timer_remove(self._timer)
         wm.progress_end()
         return self._finish(context)
+
+
+class SPLINE_JOINTS_OT_bake_dynamics(ThreadedBake, bpy.types.Operator):
+    """Simulate a mechanism with the core and key its bodies at the scene's frame rate
+    (Esc cancels and writes nothing)"""
+
+    bl_idname = "spline_joints.bake_dynamics"
+    bl_label = "Bake Dynamics"
+    bl_options = {"REGISTER", "UNDO"}
+
+    index: IntProperty(name="Mechanism", default=-1, description="Mechanism to bake (-1: the active one)")
+
+    @classmethod
+    def poll(cls, context):
+        return len(context.scene.spline_joints_mechanisms) > 0
+
+    def make_job(self, context):
+        return BakeJob(context.scene, self.index)
 
 
 classes = (SPLINE_JOINTS_OT_add_mechanism, SPLINE_JOINTS_OT_bake_dynamics)

@@ -1,0 +1,141 @@
+"""The linkages' part of the bpy <-> numpy layer (see :mod:`.bridge`): a scene linkage read into
+a :class:`core.linkage.Linkage`, joint frames stored in double precision, poses written back.
+
+Bodies are the objects the joints name, in order of first mention. A body's pose is its
+``matrix_world`` made rigid (:func:`.bridge.rigid`: scale removed, nearest rotation), its
+origin taken as the centre of mass; its mass is ``Object.spline_joints_linkage_mass`` and its
+inertia that of a solid box of its dimensions (each at least :data:`MIN_SIZE`). The live
+assembly's last poses are kept in double precision on the linkage (:data:`POSES_KEY`), so the
+next assembly starts from exactly what the last one returned (Blender keeps object matrices in
+single precision).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.lie import se3
+from ..core.linkage import LinkBody, LinkJoint, Linkage, LinkSpring
+from .bridge import BridgeError, array_to_matrix, matrix_to_array, rigid
+from .linkage_properties import FRAME_KEYS
+
+#: ID property of a linkage: the last live assembly's poses, (N * 16) doubles, bodies in order
+POSES_KEY = "poses_f64"
+#: ID property of a linkage: the names of the bodies POSES_KEY belongs to
+POSE_NAMES_KEY = "pose_names"
+#: ID property of a linkage: constraint error per baked frame (doubles)
+ERRORS_KEY = "frame_errors_f64"
+#: smallest box edge (m) for a body's inertia (an empty has no size)
+MIN_SIZE = 0.01
+
+
+def object_pose(obj) -> np.ndarray:
+    """``(4, 4)`` rigid world pose of an object (scale removed)."""
+    return rigid(matrix_to_array(obj.matrix_world))
+
+
+def write_frames(joint, T1: np.ndarray, T2: np.ndarray) -> None:
+    """Store a joint's frame in body 1 and in body 2 ((4, 4) each) as doubles."""
+    for key, T in zip(FRAME_KEYS, (T1, T2)):
+        joint[key] = [float(x) for x in np.asarray(T, dtype=float).ravel()]
+
+
+def read_frames(joint) -> tuple[np.ndarray, np.ndarray]:
+    """A joint's stored frames ``(T1, T2)``, (4, 4) each."""
+    out = []
+    for key in FRAME_KEYS:
+        if key not in joint:
+            raise BridgeError(f"joint '{joint.name}' has no stored frames; remove it and add it again")
+        out.append(np.array(joint[key], dtype=float).reshape(4, 4))
+    return out[0], out[1]
+
+
+def joint_frames_at(F: np.ndarray, body1, body2) -> tuple[np.ndarray, np.ndarray]:
+    """Frames in body 1 (world if None) and body 2 of a joint whose world frame is ``F``."""
+    T1 = F if body1 is None else se3.inv(object_pose(body1)) @ F
+    return T1, se3.inv(object_pose(body2)) @ F
+
+
+def read_body(obj) -> LinkBody:
+    """The body of an object: rigid pose, mass, solid-box inertia."""
+    m = float(obj.spline_joints_linkage_mass)
+    x, y, z = np.maximum(np.array(obj.dimensions, dtype=float), MIN_SIZE)
+    inertia = m / 12.0 * np.diag([y * y + z * z, x * x + z * z, x * x + y * y])
+    return LinkBody(obj.name, object_pose(obj), m, inertia)
+
+
+def linkage_objects(scene, item) -> list:
+    """The linkage's body objects in order of first mention; BridgeError when a joint lost an
+    object (deleted, or no longer in the scene)."""
+    objects = []
+    for joint in item.joints:
+        for which, obj in (("first", joint.body1), ("second", joint.body2)):
+            if obj is None:
+                if which == "first" and joint.to_world:
+                    continue
+                raise BridgeError(f"joint '{joint.name}' of linkage '{item.name}' lost its {which} "
+                                  f"body (deleted?); remove the joint or add it again")
+            if scene.objects.get(obj.name) is None:
+                raise BridgeError(f"joint '{joint.name}' of linkage '{item.name}' names '{obj.name}', "
+                                  f"which is not in the scene; link it back or remove the joint")
+            if obj not in objects:
+                objects.append(obj)
+    if item.driver is not None and item.driver not in objects:
+        raise BridgeError(f"the driving body '{item.driver.name}' of linkage '{item.name}' has no "
+                          f"joint; add one or clear the driver")
+    return objects
+
+
+def read_linkage(scene, item, driven: bool = True) -> tuple[Linkage, list]:
+    """``(Linkage, objects)`` of a scene linkage at the objects' current poses; ``driven``:
+    with its driver (live assembly), else released (dynamics)."""
+    objects = linkage_objects(scene, item)
+    joints, springs = [], []
+    for joint in item.joints:
+        T1, T2 = read_frames(joint)
+        b1 = "" if joint.body1 is None else joint.body1.name
+        b2 = joint.body2.name
+        if joint.kind == "spring":
+            springs.append(LinkSpring(joint.name, b1, b2, T1[:3, 3], T2[:3, 3], joint.stiffness,
+                                      joint.rest_length, joint.damping))
+            continue
+        lower, upper, cone = (), (), None
+        if joint.use_limits:
+            if joint.kind == "ball":
+                cone = joint.cone
+            else:
+                slide, angle = (joint.lower_slide, joint.upper_slide), (joint.lower_angle, joint.upper_angle)
+                ranges = {"hinge": [angle], "cylinder": [slide, angle], "slotted": [slide, angle]}
+                pairs = ranges.get(joint.kind, [slide])
+                lower, upper = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        joints.append(LinkJoint(joint.name, joint.kind, b1, b2, T1, T2, lower, upper, cone))
+    gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
+    driver = item.driver.name if (driven and item.driver is not None and not item.drive_joint) else ""
+    linkage = Linkage(tuple(read_body(o) for o in objects), tuple(joints), tuple(springs), driver,
+                      item.drive_joint if driven else "", gravity)
+    return linkage, objects
+
+
+def read_state(item, names) -> np.ndarray | None:
+    """The last live assembly's poses ``(N, 4, 4)`` if they belong to bodies ``names``."""
+    if POSES_KEY not in item or list(item.get(POSE_NAMES_KEY, [])) != list(names):
+        return None
+    P = np.array(item[POSES_KEY], dtype=float)
+    return P.reshape(-1, 4, 4) if P.size == 16 * len(names) else None
+
+
+def write_state(item, names, poses: np.ndarray) -> None:
+    item[POSES_KEY] = [float(x) for x in np.asarray(poses, dtype=float).ravel()]
+    item[POSE_NAMES_KEY] = list(names)
+
+
+def write_poses(objects, poses: np.ndarray, skip=()) -> None:
+    """Place objects at world poses ``(N, 4, 4)`` keeping each one's scale; indices in ``skip``
+    are left alone."""
+    for k, (obj, T) in enumerate(zip(objects, poses)):
+        if k in skip:
+            continue
+        scale = np.array(obj.matrix_world.to_scale(), dtype=float)
+        M = np.array(T, dtype=float)
+        M[:3, :3] = M[:3, :3] * scale[None, :]
+        obj.matrix_world = array_to_matrix(M)

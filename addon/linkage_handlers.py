@@ -1,0 +1,139 @@
+"""Live assembly of linkages: a frame-change and depsgraph handler that makes every linkage
+with Live Assembly on follow its driver.
+
+When the driving body's pose (moved or keyed) or the driving joint's Drive Value changes, the
+linkage is read (:func:`.linkage_bridge.read_linkage`), assembled by a cached
+:class:`core.linkage.LiveAssembly` (rebuilt only when the joints, masses or settings change)
+starting from the last assembly's double-precision poses, and the other bodies are placed.
+The constraint error left and a status line are written to the linkage, which the Linkages
+panel shows. Nothing is solved while the driver stands still, so the handler's own writes do
+not retrigger it, and nothing while a bake runs (:class:`.handlers.suspended`). A linkage that
+cannot be assembled (a redundant loop, a deleted body, ...) keeps its poses; the reason is in
+its status and, once, on the console.
+"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+from bpy.app.handlers import persistent
+
+from . import handlers, linkage_bridge
+
+_live: dict = {}     # (scene name, linkage name) -> (fingerprint, LiveAssembly)
+_inputs: dict = {}   # (scene name, linkage name) -> the inputs of its last assembly
+_said: set = set()   # linkages whose failure was printed
+
+
+def _fingerprint(linkage, item) -> tuple:
+    """What a LiveAssembly depends on besides the poses: joints, masses, settings."""
+    joints = tuple((j.name, j.kind, j.body1, j.body2, j.frame1.tobytes(), j.frame2.tobytes())
+                   for j in linkage.joints)
+    bodies = tuple((b.name, b.mass, b.inertia.tobytes()) for b in linkage.bodies)
+    return (joints, bodies, linkage.driver, linkage.drive_joint, item.cg_iterations,
+            item.geometric_iterations, item.tolerance)
+
+
+def live_assembly(scene, item):
+    """``(LiveAssembly, linkage, objects)`` of a scene linkage, the solver cached."""
+    from ..core.linkage import LiveAssembly
+
+    linkage, objects = linkage_bridge.read_linkage(scene, item)
+    key = (scene.name, item.name)
+    fp = _fingerprint(linkage, item)
+    cached = _live.get(key)
+    if cached is None or cached[0] != fp:
+        cached = (fp, LiveAssembly(linkage, item.cg_iterations, item.geometric_iterations,
+                                   item.tolerance))
+        _live[key] = cached
+        _inputs.pop(key, None)
+    return cached[1], linkage, objects
+
+
+def driver_input(live, linkage, item) -> np.ndarray:
+    """The driver's world pose ``(4, 4)``: from the driving joint's Drive Value, or the driving
+    body's own pose."""
+    if linkage.drive_joint:
+        return live.driver_pose(item.drive_value)
+    return linkage.bodies[live.driver].T
+
+
+def assemble(scene, item, start=None):
+    """Assemble a linkage for its driver's current input from ``start`` ``(N, 4, 4)`` (default:
+    the last live assembly's poses, else the objects' poses); returns ``(result, live,
+    objects)``. Writes nothing."""
+    live, linkage, objects = live_assembly(scene, item)
+    names = [b.name for b in linkage.bodies]
+    if start is None:
+        start = linkage_bridge.read_state(item, names)
+    return live.solve(driver_input(live, linkage, item), start), live, objects
+
+
+def write_result(item, result, live, objects) -> None:
+    """Place the bodies the driver moved, keep the poses, show the error and status."""
+    linkage_bridge.write_poses(objects, result.poses,
+                               skip=() if live.linkage.drive_joint else (live.driver,))
+    linkage_bridge.write_state(item, [o.name for o in objects], result.poses)
+    item.error = result.error
+    item.status = live.unreachable(result) or f"closed ({result.error:.1e} m/rad)"
+
+
+def update_linkages(scene) -> int:
+    """Assemble every live linkage of the scene whose driver moved; returns how many."""
+    if handlers._state["suspended"]:
+        return 0
+    done = 0
+    for item in scene.spline_joints_linkages:
+        if not item.live or (item.driver is None and not item.drive_joint):
+            continue
+        key = (scene.name, item.name)
+        try:
+            live, linkage, objects = live_assembly(scene, item)
+            T = driver_input(live, linkage, item)
+            if key in _inputs and np.array_equal(_inputs[key], T):
+                continue
+            names = [b.name for b in linkage.bodies]
+            result = live.solve(T, linkage_bridge.read_state(item, names))
+            try:
+                write_result(item, result, live, objects)
+            except AttributeError:  # ID data is read-only while rendering: nothing placed
+                continue
+            _inputs[key] = T
+            _said.discard(key)
+            done += 1
+        except ValueError as exc:  # said once; the bodies stay where they are
+            _inputs.pop(key, None)
+            if key not in _said:
+                _said.add(key)
+                print(f"Spline Joints: cannot assemble linkage {item.name}: {exc}")
+            try:
+                item.status = f"cannot assemble: {exc}"
+            except AttributeError:  # ID data is read-only while rendering
+                pass
+    return done
+
+
+@persistent
+def on_frame_change(scene, depsgraph=None):
+    update_linkages(scene)
+
+
+@persistent
+def on_depsgraph_update(scene, depsgraph=None):
+    update_linkages(scene)
+
+
+def register():
+    for lst, fn in ((bpy.app.handlers.frame_change_post, on_frame_change),
+                    (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update)):
+        if fn not in lst:
+            lst.append(fn)
+
+
+def unregister():
+    for lst, fn in ((bpy.app.handlers.frame_change_post, on_frame_change),
+                    (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update)):
+        while fn in lst:
+            lst.remove(fn)
+    _live.clear()
+    _inputs.clear()

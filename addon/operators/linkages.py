@@ -1,0 +1,468 @@
+"""Linkages: joints between objects that close loops, assembled live as a driver moves
+(seed 004) and baked to keys, either as that live assembly over the scene's frames or as the
+passive dynamics under gravity and springs (Stoermer steps, or the couplings solver with
+limits; seed 002).
+
+Every operator validates everything (bodies present, no joint of a body with itself, no loop
+repeating a constraint, ...) before its first write; a bake writes its keys into a new action
+per object and keeps the object's previous action on an NLA track.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import bpy
+from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
+
+from ...core.lie import se3, so3
+from .. import bridge, handlers, linkage_bridge, linkage_handlers
+from ..linkage_properties import AXIS_ITEMS, KIND_ITEMS
+from ._common import pick_index, read_frames, reporting
+from .mechanisms import ThreadedBake
+
+#: rotation whose z axis is world X, Y or Z (a joint's axis is its frame's z)
+_AXIS_ROTATIONS = {"X": so3.exp(np.array([0.0, np.pi / 2, 0.0])),
+                   "Y": so3.exp(np.array([-np.pi / 2, 0.0, 0.0])),
+                   "Z": np.eye(3)}
+
+
+def active_linkage(scene, index: int = -1):
+    """``(i, item)`` of linkage ``index`` (-1: the active one)."""
+    i = pick_index(scene.spline_joints_linkages, scene.spline_joints_active_linkage, index, "linkage")
+    return i, scene.spline_joints_linkages[i]
+
+
+def _unique(names, base: str) -> str:
+    name, k = base, 1
+    while name in names:
+        name, k = f"{base}.{k:03d}", k + 1
+    return name
+
+
+def joint_frame(location, axis: str, active) -> np.ndarray:
+    """World frame ``(4, 4)`` of a new joint at ``location`` (3,) with its z along ``axis``
+    (an AXIS_ITEMS key; LOCAL_* use the active object's rotation)."""
+    where, letter = axis.split("_")
+    R = _AXIS_ROTATIONS[letter]
+    if where == "LOCAL":
+        R = linkage_bridge.object_pose(active)[:3, :3] @ R
+    return se3.from_rp(R, np.asarray(location, dtype=float))
+
+
+class SPLINE_JOINTS_OT_add_linkage(bpy.types.Operator):
+    """Add an empty linkage to the scene and make it the active one"""
+
+    bl_idname = "spline_joints.add_linkage"
+    bl_label = "Add Linkage"
+    bl_options = {"REGISTER", "UNDO"}
+
+    name: StringProperty(name="Name", default="Linkage")
+
+    def execute(self, context):
+        scene = context.scene
+        item = scene.spline_joints_linkages.add()
+        item.name = _unique({x.name for x in scene.spline_joints_linkages if x != item}, self.name)
+        scene.spline_joints_active_linkage = len(scene.spline_joints_linkages) - 1
+        self.report({"INFO"}, f"Added linkage '{item.name}'")
+        return {"FINISHED"}
+
+
+#: body colours of the demo linkages, in turn
+_COLOURS = ((0.85, 0.45, 0.2, 1.0), (0.25, 0.5, 0.8, 1.0), (0.35, 0.65, 0.35, 1.0),
+            (0.75, 0.7, 0.3, 1.0), (0.6, 0.4, 0.7, 1.0))
+
+
+def _demo_items(self, context):
+    from ...core.linkage_demos import DEMOS
+
+    if not _DEMO_ITEMS:
+        _DEMO_ITEMS.extend((k, k.replace("_", " ").title(), f"core.linkage_demos.DEMOS['{k}']")
+                           for k in DEMOS)
+    return _DEMO_ITEMS
+
+
+_DEMO_ITEMS: list = []  # Blender needs the enum item strings kept alive
+
+
+class SPLINE_JOINTS_OT_add_demo_linkage(bpy.types.Operator):
+    """Place a demo linkage of the core library (four-bar, scissor lift, door with a stop): one
+    box object per body and a new linkage joining them"""
+
+    bl_idname = "spline_joints.add_demo_linkage"
+    bl_label = "Add Demo Linkage"
+    bl_options = {"REGISTER", "UNDO"}
+
+    demo: EnumProperty(name="Demo", items=_demo_items)
+
+    @reporting
+    def execute(self, context):
+        from ...core import display
+        from ...core.linkage_demos import DEMOS
+
+        scene = context.scene
+        linkage, sizes = DEMOS[self.demo]()
+        name = _unique({x.name for x in scene.spline_joints_linkages}, self.demo)
+        collection = bpy.data.collections.new(f"SJ {name}")
+        scene.collection.children.link(collection)
+        objects = {}
+        for k, body in enumerate(linkage.bodies):
+            verts, faces = display.box(sizes[body.name])
+            obj = bridge.write_display_object(f"{name}.{body.name}", (verts, faces), f"SJ {body.name}",
+                                              _COLOURS[k % len(_COLOURS)], collection)
+            obj.matrix_world = bridge.array_to_matrix(body.T)
+            obj.spline_joints_linkage_mass = body.mass
+            objects[body.name] = obj
+        context.view_layer.update()  # matrix_world as evaluated from the stored transforms
+        item = scene.spline_joints_linkages.add()
+        item.name = name
+
+        def stored(body, T):
+            """A frame of the description in the body as Blender holds it (single precision),
+            so the frames of each joint coincide at the objects' poses."""
+            if body == "":
+                return T
+            return se3.inv(linkage_bridge.object_pose(objects[body])) @ linkage.bodies[linkage.index(body)].T @ T
+
+        for j in (*linkage.joints, *linkage.springs):
+            joint = item.joints.add()
+            joint.name = j.name
+            joint.body1 = objects.get(j.body1)
+            joint.body2 = objects[j.body2]
+            joint.to_world = j.body1 == ""
+            if hasattr(j, "kind"):
+                joint.kind = j.kind
+                linkage_bridge.write_frames(joint, stored(j.body1, j.frame1), stored(j.body2, j.frame2))
+                if j.lower:
+                    joint.use_limits = True
+                    joint.lower_angle, joint.upper_angle = j.lower[-1], j.upper[-1]
+                    if len(j.lower) == 2:
+                        joint.lower_slide, joint.upper_slide = j.lower[0], j.upper[0]
+            else:
+                joint.kind = "spring"
+                linkage_bridge.write_frames(joint, stored(j.body1, se3.from_rp(np.eye(3), j.point1)),
+                                            stored(j.body2, se3.from_rp(np.eye(3), j.point2)))
+                joint.stiffness, joint.rest_length, joint.damping = j.stiffness, j.rest, j.damping
+        item.driver = objects.get(linkage.driver)
+        item.drive_joint = linkage.drive_joint
+        item.live = bool(linkage.driver or linkage.drive_joint)
+        item.mode = "ASSEMBLY" if item.live else "DYNAMICS"
+        scene.spline_joints_active_linkage = len(scene.spline_joints_linkages) - 1
+        self.report({"INFO"}, f"Added linkage '{name}': {len(linkage.bodies)} bodies, "
+                              f"{len(linkage.joints)} joints, {len(linkage.springs)} springs")
+        return {"FINISHED"}
+
+
+class SPLINE_JOINTS_OT_remove_linkage(bpy.types.Operator):
+    """Remove the active linkage (its objects and their keys stay)"""
+
+    bl_idname = "spline_joints.remove_linkage"
+    bl_label = "Remove Linkage"
+    bl_options = {"REGISTER", "UNDO"}
+
+    index: IntProperty(name="Linkage", default=-1, description="Linkage to remove (-1: the active one)")
+
+    @classmethod
+    def poll(cls, context):
+        return len(context.scene.spline_joints_linkages) > 0
+
+    @reporting
+    def execute(self, context):
+        scene = context.scene
+        i, item = active_linkage(scene, self.index)
+        name = item.name
+        scene.spline_joints_linkages.remove(i)
+        scene.spline_joints_active_linkage = max(0, min(i, len(scene.spline_joints_linkages) - 1))
+        self.report({"INFO"}, f"Removed linkage '{name}'")
+        return {"FINISHED"}
+
+
+class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
+    """Join the selected object (the world when only one is selected) to the active object by a
+    joint at the 3D cursor, or by a spring; a joint that would repeat constraints of a loop is
+    refused"""
+
+    bl_idname = "spline_joints.add_link_joint"
+    bl_label = "Add Joint"
+    bl_options = {"REGISTER", "UNDO"}
+
+    kind: EnumProperty(name="Type", items=KIND_ITEMS)
+    axis: EnumProperty(name="Axis", items=AXIS_ITEMS, default="LOCAL_Z",
+                       description="Axis of the joint (the hinge or slide axis, the plane's normal)")
+    at_cursor: BoolProperty(name="At 3D Cursor", default=True,
+                            description="Place the joint at the 3D cursor (else at the active "
+                                        "object's origin)")
+    body1: StringProperty(name="First Body", description="Object name of the first body (with "
+                                                          "Second Body set; empty: the world)")
+    body2: StringProperty(name="Second Body", description="Object name of the moving body "
+                                                           "(empty: use the selection)")
+    name: StringProperty(name="Name", description="Joint name (empty: the type's name)")
+    linkage: IntProperty(name="Linkage", default=-1,
+                         description="Linkage to add to (-1: the active one, made if none)")
+
+    @reporting
+    def execute(self, context):
+        scene = context.scene
+        first, second = self._bodies(context)
+        if first is not None and first == second:
+            raise ValueError(f"a joint would join '{second.name}' to itself; pick two different objects")
+        if second.parent is not None or (first is not None and first.parent is not None):
+            raise ValueError("a linkage body must have no parent (its keys are world poses); "
+                             "clear the parent (Alt+P, keep transform)")
+        location = scene.cursor.location if self.at_cursor else second.matrix_world.translation
+        F = joint_frame(location, self.axis, second)
+        T1, T2 = linkage_bridge.joint_frames_at(F, first, second)
+        items = scene.spline_joints_linkages
+        item = active_linkage(scene, self.linkage)[1] if len(items) else None
+        names = set() if item is None else {j.name for j in item.joints}
+        name = self.name or _unique(names, dict((k, n) for k, n, _ in KIND_ITEMS)[self.kind])
+        if name in names:
+            raise ValueError(f"the linkage has a joint named '{name}' already; pick another name")
+        self._validate(scene, item, name, first, second, T1, T2)
+        # -- checked; write ----------------------------------------------------------------
+        if item is None:
+            item = items.add()
+            item.name = "Linkage"
+            scene.spline_joints_active_linkage = 0
+        joint = item.joints.add()
+        joint.name, joint.kind, joint.body1, joint.body2 = name, self.kind, first, second
+        joint.to_world = first is None
+        linkage_bridge.write_frames(joint, T1, T2)
+        item.active_joint = len(item.joints) - 1
+        what = "spring" if self.kind == "spring" else f"{self.kind} joint"
+        self.report({"INFO"}, f"Added {what} '{name}' between "
+                              f"{'the world' if first is None else repr(first.name)} and '{second.name}'")
+        return {"FINISHED"}
+
+    def _bodies(self, context):
+        if self.body2:
+            objs = [bpy.data.objects.get(n) if n else None for n in (self.body1, self.body2)]
+            for n, o in zip((self.body1, self.body2), objs):
+                if n and o is None:
+                    raise ValueError(f"no object named '{n}'")
+            return objs
+        second = context.active_object
+        if second is None:
+            raise ValueError("make the moving object active (click it last)")
+        others = [o for o in context.selected_objects if o != second]
+        if len(others) > 1:
+            raise ValueError(f"select one or two objects, not {len(others) + 1}: the active one moves "
+                             "relative to the other (or to the world)")
+        return (others[0] if others else None), second
+
+    def _validate(self, scene, item, name, first, second, T1, T2):
+        """The linkage with the new joint must pass the core's checks (rank check included)."""
+        import dataclasses
+
+        from ...core.linkage import LinkJoint, LinkSpring, released_system
+
+        if item is not None and len(item.joints):
+            linkage, objects = linkage_bridge.read_linkage(scene, item, driven=False)
+        else:
+            from ...core.linkage import Linkage
+
+            linkage, objects = Linkage((), ()), []
+        bodies = list(linkage.bodies) + [linkage_bridge.read_body(o) for o in (first, second)
+                                         if o is not None and o not in objects]
+        b1 = "" if first is None else first.name
+        if self.kind == "spring":
+            springs = linkage.springs + (LinkSpring(name, b1, second.name, T1[:3, 3], T2[:3, 3], 100.0, 0.0),)
+            linkage = dataclasses.replace(linkage, bodies=tuple(bodies), springs=springs)
+        else:
+            joints = linkage.joints + (LinkJoint(name, self.kind, b1, second.name, T1, T2),)
+            linkage = dataclasses.replace(linkage, bodies=tuple(bodies), joints=joints)
+        if linkage.joints:
+            try:
+                released_system(linkage)
+            except ValueError as exc:
+                raise ValueError(f"joint '{name}' cannot be added: {exc}") from None
+
+
+class SPLINE_JOINTS_OT_remove_link_joint(bpy.types.Operator):
+    """Remove the active joint of the active linkage"""
+
+    bl_idname = "spline_joints.remove_link_joint"
+    bl_label = "Remove Joint"
+    bl_options = {"REGISTER", "UNDO"}
+
+    index: IntProperty(name="Joint", default=-1, description="Joint to remove (-1: the active one)")
+
+    @classmethod
+    def poll(cls, context):
+        items = context.scene.spline_joints_linkages
+        i = context.scene.spline_joints_active_linkage
+        return 0 <= i < len(items) and len(items[i].joints) > 0
+
+    @reporting
+    def execute(self, context):
+        _, item = active_linkage(context.scene)
+        j = pick_index(item.joints, item.active_joint, self.index, "joint")
+        name = item.joints[j].name
+        if item.drive_joint == name:
+            item.drive_joint = ""
+        item.joints.remove(j)
+        item.active_joint = max(0, min(j, len(item.joints) - 1))
+        self.report({"INFO"}, f"Removed joint '{name}'")
+        return {"FINISHED"}
+
+
+class SPLINE_JOINTS_OT_assemble_linkage(bpy.types.Operator):
+    """Close the loops of the active linkage for its driver, starting from where the objects
+    stand, and place the other bodies"""
+
+    bl_idname = "spline_joints.assemble_linkage"
+    bl_label = "Assemble"
+    bl_options = {"REGISTER", "UNDO"}
+
+    index: IntProperty(name="Linkage", default=-1, description="Linkage to assemble (-1: the active one)")
+
+    @classmethod
+    def poll(cls, context):
+        return len(context.scene.spline_joints_linkages) > 0
+
+    @reporting
+    def execute(self, context):
+        scene = context.scene
+        _, item = active_linkage(scene, self.index)
+        live, linkage, objects = linkage_handlers.live_assembly(scene, item)
+        result = live.solve(linkage_handlers.driver_input(live, linkage, item), linkage.poses)
+        problem = live.unreachable(result)
+        if problem:
+            raise ValueError(f"linkage '{item.name}': {problem}; nothing moved")
+        linkage_handlers.write_result(item, result, live, objects)
+        self.report({"INFO"}, f"Assembled '{item.name}': constraint error {result.error:.2e} (m/rad), "
+                              f"{sum(result.cg_iterations)} CG iterations")
+        return {"FINISHED"}
+
+
+def write_keys(scene, item, objects, frames, poses, skip=()) -> list:
+    """Key world poses ``(F, N, 4, 4)`` at ``frames (F,)`` on every body but those in ``skip``,
+    each into a new action (a previous action goes to an NLA track); Live Assembly is switched
+    off so the keys play. Returns the NLA tracks made."""
+    kept = []
+    for k, obj in enumerate(objects):
+        if k in skip:
+            continue
+        track = bridge.push_action_to_nla(obj)
+        if track:
+            kept.append(f"{obj.name}: {track}")
+        bridge.new_action(obj, f"{obj.name} {item.name}")
+        bridge.write_transform_keyframes(obj, "", obj.rotation_mode, frames, poses[:, k])
+    item.live = False
+    return kept
+
+
+class LinkageBakeJob:
+    """A linkage bake with :class:`.mechanisms.BakeJob`'s shape: everything read from Blender
+    here (main thread), :meth:`simulate` numpy only, :meth:`finish` writes.
+
+    DYNAMICS: :func:`core.linkage.simulate_linkage` of the released linkage. ASSEMBLY: the
+    driver's input read at every frame of the scene's range (the live handler held), then
+    :meth:`core.linkage.LiveAssembly.solve` frame after frame, each from the last.
+    """
+
+    def __init__(self, scene, index: int):
+        from ...core.linkage import released_system
+
+        self.index, item = active_linkage(scene, index)
+        self.name, self.mode = item.name, item.mode
+        self.fps = scene.render.fps / scene.render.fps_base
+        self.fraction, self.cancelled, self.result = 0.0, False, None
+        if self.mode == "DYNAMICS":
+            self.linkage, self.objects = linkage_bridge.read_linkage(scene, item, driven=False)
+            released_system(self.linkage)
+            self.duration, self.substeps = item.duration, item.substeps
+            self.start = scene.frame_start
+            return
+        self.live, linkage, self.objects = linkage_handlers.live_assembly(scene, item)
+        self.frames = np.arange(scene.frame_start, scene.frame_end + 1)
+        with handlers.suspended():
+            self.inputs = read_frames(scene, self.frames, lambda f: linkage_handlers.driver_input(
+                self.live, linkage_bridge.read_linkage(scene, item)[0], item))
+        self.first = linkage.poses
+
+    def progress(self, fraction: float) -> bool:
+        self.fraction = fraction
+        return not self.cancelled
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def simulate(self) -> None:
+        from ...core.linkage import simulate_linkage
+
+        try:
+            if self.mode == "DYNAMICS":
+                self.result = simulate_linkage(self.linkage, self.duration, self.fps, self.substeps,
+                                               self.progress)
+                return
+            poses, errors, P = [], [], self.first
+            for k, T in enumerate(self.inputs):
+                if not self.progress(k / len(self.inputs)):
+                    self.result = "cancelled"
+                    return
+                res = self.live.solve(T, P)
+                P = res.poses
+                poses.append(P)
+                errors.append(res.error)
+            self.result = (np.array(poses), np.array(errors))
+        except Exception as exc:  # handed to the main thread, reported by finish()
+            self.result = exc
+
+    def finish(self, scene) -> tuple[set, str, str]:
+        """Write the keys of a completed bake: (operator result, report level, message); a
+        cancelled bake writes nothing, a failed one raises ValueError (nothing written)."""
+        result = self.result
+        if isinstance(result, BaseException):
+            detail = str(result) if isinstance(result, ValueError) else f"{type(result).__name__}: {result}"
+            raise ValueError(f"Bake of linkage '{self.name}' failed, no keyframes written: {detail}")
+        if result == "cancelled" or getattr(result, "status", "") == "cancelled":
+            return ({"CANCELLED"}, "WARNING", f"Bake of linkage '{self.name}' cancelled at "
+                                              f"{100.0 * self.fraction:.0f} %: no keyframes written")
+        item = scene.spline_joints_linkages[self.index]
+        if self.mode == "DYNAMICS":
+            frames = self.start + result.times * self.fps
+            kept = write_keys(scene, item, self.objects, frames, result.poses)
+            errors = result.errors
+            item.solver, item.bake_seconds = result.solver, result.wall_time
+            item.limit_violation = float(result.violations.max())
+            item.violation_tolerance = result.violation_tol
+            item.engagements = int(sum(result.engagements.values()))
+        else:
+            poses, errors = result
+            frames = self.frames
+            skip = () if self.live.linkage.drive_joint else (self.live.driver,)
+            kept = write_keys(scene, item, self.objects, frames, poses, skip)
+            item.solver, item.limit_violation, item.engagements = "assembly", 0.0, 0
+        item.baked_frames = len(frames)
+        item.constraint_error = float(np.max(errors))
+        item[linkage_bridge.ERRORS_KEY] = [float(e) for e in errors]
+        scene.frame_set(scene.frame_current)
+        message = (f"Baked linkage '{self.name}' ({item.solver}): {len(frames)} frames, largest "
+                   f"constraint error {item.constraint_error:.1e} (m/rad)")
+        if self.mode == "DYNAMICS" and item.engagements:
+            message += f", limits engaged {item.engagements} time(s)"
+        if kept:
+            message += f"; previous actions kept on NLA tracks ({', '.join(kept)})"
+        return {"FINISHED"}, "INFO", message + "; live assembly switched off so the keys play"
+
+
+class SPLINE_JOINTS_OT_bake_linkage(ThreadedBake, bpy.types.Operator):
+    """Bake the active linkage to keys: its dynamics under gravity and springs, or its live
+    assembly over the scene's frames (Esc cancels and writes nothing)"""
+
+    bl_idname = "spline_joints.bake_linkage"
+    bl_label = "Bake Linkage"
+    bl_options = {"REGISTER", "UNDO"}
+
+    index: IntProperty(name="Linkage", default=-1, description="Linkage to bake (-1: the active one)")
+
+    @classmethod
+    def poll(cls, context):
+        return len(context.scene.spline_joints_linkages) > 0
+
+    def make_job(self, context):
+        return LinkageBakeJob(context.scene, self.index)
+
+
+classes = (SPLINE_JOINTS_OT_add_linkage, SPLINE_JOINTS_OT_add_demo_linkage, SPLINE_JOINTS_OT_remove_linkage, SPLINE_JOINTS_OT_add_link_joint,
+           SPLINE_JOINTS_OT_remove_link_joint, SPLINE_JOINTS_OT_assemble_linkage, SPLINE_JOINTS_OT_bake_linkage)
