@@ -53,9 +53,14 @@ def hold_rotation(cone: BoneCone, R) -> tuple[np.ndarray, LimitProjection]:
     N = reach_cone.neutral_rotation(BONE_AXIS, cone.axis)
     r = reach_cone.cone_coordinates(R, N)
     phi1, phi2 = cone.half_angles
-    twist = real_number(cone.twist_limit, "twist limit", 0.0, math.pi, advice="an angle in radians")
-    proj = project_to_limits(r, BONE_AXIS, phi1, None if cone.shape == "circular" else phi2,
-                             REF_AXIS, -twist, twist)
+    # a circular half-angle or twist limit of pi or more limits nothing (Blender's single
+    # precision stores its maximum, pi, as 3.1415927 > pi)
+    twist = min(real_number(cone.twist_limit, "twist limit", 0.0, advice="an angle in radians"),
+                math.pi)
+    if cone.shape == "circular":
+        phi1, phi2 = min(real_number(phi1, "half-angle", 0.0, low_open=True,
+                                     advice="an angle in radians"), math.pi), None
+    proj = project_to_limits(r, BONE_AXIS, phi1, phi2, REF_AXIS, -twist, twist)
     return N @ proj.R, proj
 
 

@@ -106,3 +106,13 @@ def test_hinge_tolerance_admits_single_precision_noise():
     """A hinge read back from single-precision poses is still a hinge."""
     wobble = Revolute([1.0, HINGE_TOL / 10, 0.0])
     assert hinge_limit(wobble, np.eye(4), [[0, 1]]).axis == 0
+
+
+def test_limits_of_pi_or_more_limit_nothing():
+    """Blender stores its maximum pi in single precision, 3.1415927 > pi: no limit."""
+    pi32 = float(np.float32(np.pi))
+    R = Rotation.from_rotvec([0.0, 3.0, 0.0]).as_matrix() @ Rotation.from_rotvec([2.5, 0, 0]).as_matrix()
+    held, proj = hold_rotation(BoneCone(half_angle=pi32, twist_limit=pi32), R)
+    assert proj.inside and np.allclose(held, R, atol=TOL)
+    with pytest.raises(InvalidInputError, match="twist limit"):
+        hold_rotation(BoneCone(twist_limit=-0.1), R)
