@@ -4,7 +4,9 @@
 ``foreach_get``: Bezier points (co, handle_left, handle_right, tilt) and the spline's
 ``tilt_interpolation``; NURBS points (co as (x, y, z, w): w is the rational weight), tilt,
 ``order_u``, ``use_endpoint_u``, ``use_bezier_u``; poly points (co, tilt); and
-``use_cyclic_u``. The core builds the wire from it (:func:`core.wire.wire_joint`).
+``use_cyclic_u``. A 2D curve's tilt is read as 0: Blender ignores it there (the normal stays
+the curve plane's +Z, as the wire's frame has it). The core builds the wire from it
+(:func:`core.wire.wire_joint`).
 """
 
 import numpy as np
@@ -45,12 +47,14 @@ def read_curve(curve_obj, spline_index=0):
                           f"spline {spline_index}" + ("" if splines else ": draw one first"))
     sp = splines[spline_index]
     cyclic = bool(sp.use_cyclic_u)
+    flat = curve_obj.data.dimensions == "2D"
     if sp.type == "BEZIER":
         pts = sp.bezier_points
         if len(pts) == 0:
             raise BridgeError(f"spline {spline_index} of '{curve_obj.name}' has no points")
+        tilt = np.zeros(len(pts)) if flat else _get(pts, "tilt", 1)
         return wire.bezier_curve(_get(pts, "co", 3), _get(pts, "handle_left", 3),
-                                 _get(pts, "handle_right", 3), _get(pts, "tilt", 1),
+                                 _get(pts, "handle_right", 3), tilt,
                                  cyclic=cyclic, tilt_interpolation=sp.tilt_interpolation)
     if sp.type not in ("NURBS", "POLY"):
         raise BridgeError(f"spline {spline_index} of '{curve_obj.name}' is of type {sp.type}, "
@@ -58,7 +62,8 @@ def read_curve(curve_obj, spline_index=0):
     pts = sp.points
     if len(pts) == 0:
         raise BridgeError(f"spline {spline_index} of '{curve_obj.name}' has no points")
-    co, tilt = _get(pts, "co", 4), _get(pts, "tilt", 1)
+    co = _get(pts, "co", 4)
+    tilt = np.zeros(len(pts)) if flat else _get(pts, "tilt", 1)
     if sp.type == "POLY":
         return wire.poly_curve(co[:, :3], tilt, cyclic=cyclic)
     return wire.nurbs_curve(co[:, :3], co[:, 3], order=sp.order_u, tilt=tilt, cyclic=cyclic,

@@ -7,7 +7,9 @@ A curve is read into a :class:`CurveData` (numbers only, in the curve object's l
   as the cubic Bezier ``co_i, handle_right_i, handle_left_{i+1}, co_{i+1}``, parameter
   ``t in [0, 1]``. Tilt is interpolated in t by the spline's ``tilt_interpolation`` from the
   points i - 1 .. i + 2 (Blender's ``alfa_bezpart`` with ``key_curve_position_weights``:
-  LINEAR, CARDINAL, BSPLINE; EASE blends points i and i + 1 by ``3t^2 - 2t^3``).
+  LINEAR, CARDINAL, BSPLINE; EASE blends points i and i + 1 by ``3t^2 - 2t^3``). One
+  difference: Blender gives the last evaluated point of an open BSPLINE-tilted curve its
+  point's own tilt, where the wire keeps the segment's blend (continuous).
 - NURBS: a rational B-spline of ``order`` (degree order - 1) with Blender's knots
   (``calcknots``: uniform unit knots, clamped ends with ``use_endpoint``, inner knots repeated
   order - 1 times with ``use_bezier``); a cyclic spline wraps its first order - 1 points to

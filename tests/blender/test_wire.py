@@ -137,6 +137,19 @@ def scenario_ribbon_follows_the_wire_frame(tmp):
             assert np.abs(d - width).max() <= EPS32 * RESOLUTION * 2 * r
             assert ang.max() <= bound, (interpolation, cyclic, ang.max(), bound)
             out[f"{interpolation} {cyclic}"] = float(ang.max())
+    # a 2D curve: Blender ignores the tilt, its ribbon stands along +-Z, as read_curve's
+    # frames (tilt read as 0) have z
+    bpy.ops.wm.read_homefile(use_empty=True)
+    obj = _curve_object("BEZIER", P, True, handles=(P - T, P + T), tilt=[0.0, 0.5, 1.2, -0.3],
+                        extrude=width)
+    obj.data.dimensions = "2D"
+    data = curves.read_curve(obj)
+    assert np.all(data.tilt == 0.0)
+    path = wire.WirePath(data)
+    co = _evaluated_points(obj)
+    q, d = path.closest(co)
+    assert np.allclose(path.frames(q)[:, :3, 2], [0.0, 0.0, 1.0], atol=1e-12)
+    assert np.abs(np.abs(co[:, 2]) - width).max() <= EPS32 * RESOLUTION * 2 * r
     return out
 
 
