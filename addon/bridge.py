@@ -161,6 +161,51 @@ def check_drivable(pose_bone) -> None:
         raise BridgeError(f"bone '{pose_bone.name}' cannot be posed by a joint: " + "; ".join(problems))
 
 
+def read_basis_rotation(pose_bone) -> np.ndarray:
+    """The rotation (3, 3) of the bone's ``matrix_basis`` (its scale removed, :func:`rigid`):
+    with Blender's default inheritance, the joint rotation of the bone in its parent."""
+    return rigid(matrix_to_array(pose_bone.matrix_basis))[:3, :3]
+
+
+def write_basis_rotation(pose_bone, R: np.ndarray) -> bool:
+    """Set the bone's rotation channels, in its own rotation mode, to the rotation R (3, 3):
+    Euler angles compatible with the current ones and the quaternion on the current one's
+    side, so keyed or interpolated channels do not flip. Returns False (and writes nothing,
+    so no depsgraph update follows) when the single-precision channels already hold it."""
+    m = Matrix(np.asarray(R, dtype=np.float64).tolist())
+    mode = pose_bone.rotation_mode
+    if mode == "QUATERNION":
+        q = m.to_quaternion()
+        q.make_compatible(pose_bone.rotation_quaternion)
+        path, values = "rotation_quaternion", tuple(q)
+    elif mode == "AXIS_ANGLE":
+        axis, angle = m.to_quaternion().to_axis_angle()
+        path, values = "rotation_axis_angle", (angle, *axis)
+    else:
+        path, values = "rotation_euler", tuple(m.to_euler(mode, pose_bone.rotation_euler))
+    if np.array_equal(np.array(getattr(pose_bone, path), dtype=np.float32),
+                      np.array(values, dtype=np.float32)):
+        return False
+    setattr(pose_bone, path, values)
+    return True
+
+
+def write_limit_rotation(pose_bone, name: str, axis: int, lower: float, upper: float):
+    """Add (or update) the bone's Limit Rotation constraint ``name`` in local space: rotation
+    about its axis ``axis`` (0, 1, 2: X, Y, Z) in [lower, upper] radians, about the other two
+    axes none. Returns the constraint."""
+    con = pose_bone.constraints.get(name)
+    if con is None or con.type != "LIMIT_ROTATION":
+        con = pose_bone.constraints.new("LIMIT_ROTATION")
+        con.name = name
+    con.owner_space = "LOCAL"
+    for i, a in enumerate("xyz"):
+        setattr(con, f"use_limit_{a}", True)
+        setattr(con, f"min_{a}", float(lower) if i == axis else 0.0)
+        setattr(con, f"max_{a}", float(upper) if i == axis else 0.0)
+    return con
+
+
 # --------------------------------------------------------------------------------------------
 # Driving coordinates
 # --------------------------------------------------------------------------------------------
@@ -657,6 +702,16 @@ def ensure_material(name: str, rgba) -> bpy.types.Material:
         if hasattr(mat, "blend_method"):
             mat.blend_method = "BLEND"
     return mat
+
+
+def set_material_colour(material, rgba) -> bool:
+    """Set a material's viewport colour RGBA (4,) unless it already has it (a write would
+    start another depsgraph update); True when it changed."""
+    if np.array_equal(np.array(material.diffuse_color, dtype=np.float32),
+                      np.array(rgba, dtype=np.float32)):
+        return False
+    material.diffuse_color = tuple(float(c) for c in rgba)
+    return True
 
 
 def target_bone(context):

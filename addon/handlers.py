@@ -10,7 +10,9 @@ stored joint. For every armature holding an imported OpenSim model
 ``body_poses(q)`` (:class:`core.osim_rig.OsimRig`) of the model with its fitted joints that
 are switched on (:func:`documents.osim_rig`). A bone is written only when its pose
 changes (by more than :data:`POSE_TOL`), so the handler's own write does not retrigger it
-endlessly. A bone or armature that cannot be driven (an unreadable stored document or model, a
+endlessly. Bones with Hold Limits on are then held inside their limits (:mod:`.holding`: driven
+bones by their coordinates' ranges, others by their reach cone and twist limit). A bone or
+armature that cannot be driven (an unreadable stored document or model, a
 connected bone, ...) is skipped and reported once, on the console (and a bone in its fit
 status).
 
@@ -37,6 +39,7 @@ from bpy.app.handlers import persistent
 
 from . import bridge
 from .documents import fit_status, is_osim_armature, joint_document, osim_rig
+from .holding import hold_bone, held_bones
 
 #: how far (m or, for rotations, per matrix entry) a bone's basis must move to be written again;
 #: above the float32 round-off of Blender's stored location, rotation and scale (~1e-7)
@@ -56,11 +59,15 @@ def driven_bones(scene):
 
 
 def pose_bone_from_joint(pose_bone) -> bool:
-    """Pose one driven bone from its coordinates; True when its basis changed."""
+    """Pose one driven bone from its coordinates (clamped to the joint's ranges when it holds
+    its limits); True when its basis changed."""
+    from ..core.bone_limits import hold_coordinates
     from ..core.bones import joint_basis
 
     doc = joint_document(pose_bone.spline_joints)
     q = bridge.read_coordinate_values(pose_bone, doc.joint.nq)
+    if pose_bone.spline_joints.hold_limits:
+        q = hold_coordinates(q, doc.ranges)
     basis = joint_basis(doc.joint, bridge.read_rest_T_parent_child(pose_bone), q)
     if np.allclose(np.array(pose_bone.matrix_basis), basis, atol=1e-7, rtol=0.0):
         return False
@@ -103,10 +110,7 @@ def update_scene(scene) -> int:
                 changed += pose_osim_armature(obj)
                 _state["errors"].discard(key)
             except Exception as exc:  # said once; the armature stays as it is
-                if key not in _state["errors"]:
-                    _state["errors"].add(key)
-                    detail = str(exc) if isinstance(exc, ValueError) else traceback.format_exc()
-                    print(f"Spline Joints: cannot pose OpenSim armature {obj.name}: {detail}")
+                _say_once(key, f"cannot pose OpenSim armature {obj.name}", exc)
         for obj, pb in driven_bones(scene):
             key = (obj.name, pb.name)
             try:
@@ -118,9 +122,25 @@ def update_scene(scene) -> int:
                 if key not in _state["errors"]:  # say it once; the bone stays as it is
                     _state["errors"].add(key)
                     _report_drive_error(obj, pb, exc)
+        for obj, pb in held_bones(scene):
+            key = (obj.name, pb.name, "hold")
+            try:
+                changed += hold_bone(obj, pb)
+                _state["errors"].discard(key)
+            except Exception as exc:  # said once; the bone stays as it is
+                _say_once(key, f"cannot hold {obj.name}/{pb.name} in its limits", exc)
     finally:
         _state["busy"] = False
     return changed
+
+
+def _say_once(key, what, exc):
+    """Print ``what`` and why on the console the first time ``key`` fails (with the traceback
+    when the error is not one of the core's or the bridge's ValueErrors)."""
+    if key not in _state["errors"]:
+        _state["errors"].add(key)
+        detail = str(exc) if isinstance(exc, ValueError) else traceback.format_exc()
+        print(f"Spline Joints: {what}: {detail}")
 
 
 def _report_drive_error(obj, pose_bone, exc):

@@ -147,6 +147,7 @@ class VIEW3D_PT_spline_joints_drive(_Panel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("spline_joints.drive_joint", icon="DRIVER")
         row.prop(s, "drive", toggle=True)
+        row.prop(s, "hold_limits", toggle=True, icon="LOCKED", text="")
         keys = pose_bone.keys()
         i = 0
         while f"sj_q{i}" in keys:                 # one slider per coordinate, any count
@@ -181,6 +182,9 @@ class VIEW3D_PT_spline_joints_reach_cone(_Panel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("spline_joints.fit_reach_cone", icon="CON_ROTLIMIT")
         row.operator("spline_joints.draw_reach_cone", icon="MESH_CONE")
+        row = layout.row(align=True)
+        row.prop(s, "hold_limits", toggle=True, icon="LOCKED")
+        row.operator("spline_joints.add_limit_constraints", icon="CONSTRAINT_BONE")
         from ..core.bones import cone_status
         from . import bridge
         from .operators.reach_cone import cone_options

@@ -50,6 +50,13 @@ class SPLINE_JOINTS_PG_sample(PropertyGroup):
     frame: IntProperty(name="Frame", description="Frame the sample was captured at")
 
 
+def _hold_switched(self, context):
+    """Hold Limits switched: the live handler holds the bone at once (:mod:`.holding`)."""
+    from .holding import hold_switched
+
+    hold_switched(self)
+
+
 class SPLINE_JOINTS_PG_bone_settings(PropertyGroup):
     """Spline Joints data of one pose bone (the joint's child; its parent is the joint's parent)."""
 
@@ -105,6 +112,12 @@ class SPLINE_JOINTS_PG_bone_settings(PropertyGroup):
                         description="Pose this bone from its coordinate slider through the stored joint")
 
     # --- reach cone ---------------------------------------------------------------------------
+    hold_limits: BoolProperty(name="Hold Limits", default=False, update=_hold_switched,
+                              description="Keep the bone inside its limits while posing and "
+                                          "playing: a pose outside the reach cone or twist limit "
+                                          "(or, for a driven bone, a coordinate outside the "
+                                          "joint's range) moves to the closest pose inside. Keys "
+                                          "are not changed")
     cone_shape: EnumProperty(name="Shape", default="CIRCULAR", items=[
         ("CIRCULAR", "Circular", "One half-angle"),
         ("ELLIPTICAL", "Elliptical", "Two half-angles: swing towards the bone's X and Z axes"),

@@ -1,4 +1,5 @@
-"""Reach cones of a bone on a spherical joint: fit from samples, draw, and evaluate the pose.
+"""Reach cones of a bone on a spherical joint: fit from samples, draw, and evaluate the pose;
+Blender constraints for the limits they can hold exactly.
 
 The joint rotation, tracked direction (the bone's Y axis) and limit values are the core's
 (:mod:`core.bones`, through :mod:`core.fitting.reach_cone` and :mod:`core.expcoords`).
@@ -10,9 +11,13 @@ import bpy
 import numpy as np
 
 from .. import bridge
+from ..documents import joint_document
+from ..holding import FREE_COLOUR
 from ._common import BoneOperator
 
 CONE_PREFIX = "SJ_ReachCone"
+#: name of the Limit Rotation constraint that Add Blender Constraints writes
+HINGE_CONSTRAINT = "SJ Hinge Limit"
 
 
 def cone_options(settings):
@@ -64,11 +69,39 @@ class SPLINE_JOINTS_OT_draw_reach_cone(BoneOperator, bpy.types.Operator):
         obj = bridge.write_mesh_object(name, verts, faces, context.scene.collection)
         bridge.parent_to_bone(obj, armature, pose_bone.parent.name, rest)
         obj.data.materials.clear()
-        obj.data.materials.append(bridge.ensure_material("SJ_ReachCone", (0.2, 0.6, 1.0, 0.35)))
+        # its own material: Hold Limits colours it by the pose's state (addon/holding.py)
+        obj.data.materials.append(bridge.ensure_material(obj.name, FREE_COLOUR))
         obj.show_transparent = True
         obj.hide_select = True
         self.report({"INFO"}, f"Reach cone '{name}' drawn at '{pose_bone.name}' in '{pose_bone.parent.name}'")
         return {"FINISHED"}
 
 
-classes = (SPLINE_JOINTS_OT_fit_reach_cone, SPLINE_JOINTS_OT_draw_reach_cone)
+class SPLINE_JOINTS_OT_add_limit_constraints(BoneOperator, bpy.types.Operator):
+    """Add a Limit Rotation constraint that keeps the bone's range without the extension, where
+    Blender can hold the limit exactly: a driven 1-coordinate joint that turns the bone about
+    one of its own axes. Reach cones and twist limits are not Euler-angle boxes: refused"""
+
+    bl_idname = "spline_joints.add_limit_constraints"
+    bl_label = "Add Blender Constraints"
+
+    def run(self, context, armature, pose_bone, s):
+        from ...core.bone_limits import hinge_limit
+
+        if not (s.drive and s.joint_json):
+            raise ValueError("Blender's Limit Rotation limits Euler angles to a box, which no "
+                             "reach cone or twist limit is: nothing added. Keep Hold Limits on "
+                             "for the cone; a constraint is offered for a driven 1-coordinate "
+                             "hinge joint")
+        doc = joint_document(s)
+        limit = hinge_limit(doc.joint, bridge.read_rest_T_parent_child(pose_bone), doc.ranges)
+        con = bridge.write_limit_rotation(pose_bone, HINGE_CONSTRAINT, limit.axis, limit.lower,
+                                          limit.upper)
+        self.report({"INFO"}, f"'{con.name}' on '{pose_bone.name}': {'XYZ'[limit.axis]} from "
+                              f"{np.degrees(limit.lower):.2f} to {np.degrees(limit.upper):.2f} "
+                              "deg in local space, the other axes locked")
+        return {"FINISHED"}
+
+
+classes = (SPLINE_JOINTS_OT_fit_reach_cone, SPLINE_JOINTS_OT_draw_reach_cone,
+           SPLINE_JOINTS_OT_add_limit_constraints)
