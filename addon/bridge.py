@@ -75,6 +75,16 @@ def read_rest_T_parent_child(pose_bone) -> np.ndarray:
     return rigid(np.linalg.solve(parent, child))
 
 
+def read_rest_frames(pose_bone) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Rest frames (4, 4) of the bone's parent and of the bone in armature space (made rigid)
+    and their lengths (m): ``(parent, child, parent_length, child_length)``, the fields of a
+    core :class:`~core.io.RestFrames`."""
+    _require_parent(pose_bone)
+    parent, child = pose_bone.parent.bone, pose_bone.bone
+    return (rigid(matrix_to_array(parent.matrix_local)), rigid(matrix_to_array(child.matrix_local)),
+            float(parent.length), float(child.length))
+
+
 def read_pose_T_parent_child(pose_bone) -> np.ndarray:
     """Current (evaluated) pose of the bone in its parent's frame. Returns (4, 4).
 
@@ -407,6 +417,47 @@ def write_bone_keyframes(obj, pose_bone, frames: np.ndarray, basis: np.ndarray) 
     """Key a bone's location and rotation from matrix_basis per frame: frames (N,), basis (N, 4, 4)."""
     return write_transform_keyframes(pose_bone, pose_bone.path_from_id(), pose_bone.rotation_mode,
                                      frames, basis, id_obj=obj, group=pose_bone.name)
+
+
+#: the channels of a pose bone the live drive and Bake Joint write
+TRANSFORM_CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle")
+
+
+def bone_transform_fcurves(obj, pose_bone) -> list:
+    """The F-curves of the object's active action (slot) that key the pose bone's location or
+    rotation channels (:data:`TRANSFORM_CHANNELS`)."""
+    fcurves = _fcurves_for(obj, create=False)
+    if fcurves is None:
+        return []
+    paths = {pose_bone.path_from_id(c) for c in TRANSFORM_CHANNELS}
+    return [fc for fc in fcurves if fc.data_path in paths]
+
+
+def bone_transform_key_frames(obj, pose_bone) -> np.ndarray:
+    """Sorted distinct frames (K,) at which the object's active action keys the pose bone's
+    location or rotation; empty when it keys none."""
+    frames = [np.empty(0)]
+    for fc in bone_transform_fcurves(obj, pose_bone):
+        co = np.empty(2 * len(fc.keyframe_points), dtype=np.float64)
+        fc.keyframe_points.foreach_get("co", co)
+        frames.append(co[0::2])
+    return np.unique(np.concatenate(frames))
+
+
+def keep_action_copy(id_data, suffix: str) -> str:
+    """Copy the data-block's active action as ``<name> (<suffix>)`` with a fake user, so it is
+    saved with the file though nothing uses it; returns the copy's name."""
+    copy = id_data.animation_data.action.copy()
+    copy.name = f"{id_data.animation_data.action.name} ({suffix})"
+    copy.use_fake_user = True
+    return copy.name
+
+
+def remove_fcurves(id_data, fcurves) -> None:
+    """Remove F-curves (from :func:`bone_transform_fcurves`) from the active action (slot)."""
+    collection = _fcurves_for(id_data, create=False)
+    for fc in list(fcurves):
+        collection.remove(fc)
 
 
 def push_action_to_nla(id_data) -> str | None:

@@ -75,14 +75,16 @@ def frame_range(scene, start: int, end: int, step: int) -> np.ndarray:
 
 
 def read_frames(scene, frames, read) -> list:
-    """``read(frame)`` after ``scene.frame_set(frame)`` for each frame; the current frame
-    (and subframe) is restored afterwards, also when ``read`` raises."""
+    """``read(frame)`` after ``scene.frame_set(frame)`` for each frame (a whole number, or a
+    fractional frame set as its frame and subframe); the current frame (and subframe) is
+    restored afterwards, also when ``read`` raises."""
     current = scene.frame_current, scene.frame_subframe
     try:
         out = []
         for f in frames:
-            scene.frame_set(int(f))
-            out.append(read(int(f)))
+            whole = int(np.floor(f))
+            scene.frame_set(whole, subframe=float(f) - whole)
+            out.append(read(whole if float(f) == whole else float(f)))
         return out
     finally:
         scene.frame_set(current[0], subframe=current[1])

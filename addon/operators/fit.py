@@ -73,9 +73,13 @@ class SPLINE_JOINTS_OT_fit(BoneOperator, bpy.types.Operator):
         options = fit_options(s)
         poses, q, weights = bridge.read_samples(s.samples)
         names = tuple(bridge.coordinate_property_name(i) for i in range(options.n_coordinates))
+        from .transfer import rest_frames
+
+        rest = rest_frames(pose_bone) if pose_bone.parent is not None else None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            doc = fit_joint_document(poses, q, options, weights, names, f"{armature.name}:{pose_bone.name}")
+            doc = fit_joint_document(poses, q, options, weights, names,
+                                     f"{armature.name}:{pose_bone.name}", rest)
         path = joint_path(doc) if self.draw_path else None
         report = store_document(s, doc).report
         if path is not None:
@@ -141,9 +145,20 @@ class SPLINE_JOINTS_OT_import_joint(BoneOperator, bpy.types.Operator, ImportHelp
     def run(self, context, armature, pose_bone, s):
         from ...core import io
 
+        from ...core.transfer import REST_WARN_DEG, REST_WARN_MM, rest_difference
+
         doc = io.load(self.filepath)  # InvalidInputError names a missing, binary or bad file
+        far = ""
+        if doc.rest is not None and pose_bone.parent is not None:
+            mm, deg = rest_difference(doc.rest.T_parent_child,
+                                      bridge.read_rest_T_parent_child(pose_bone))
+            if mm >= REST_WARN_MM or deg >= REST_WARN_DEG:
+                far = (f"; this rig's rest pose is {mm:.1f} mm and {deg:.1f} deg from the rig "
+                       "the joint was made on: Transfer Joint from File maps and scales it "
+                       "onto these bones")
         store_document(s, doc)
-        self.report({"INFO"}, f"Stored {type(doc.joint).__name__} from {self.filepath} on '{pose_bone.name}'")
+        self.report({"WARNING"} if far else {"INFO"},
+                    f"Stored {type(doc.joint).__name__} from {self.filepath} on '{pose_bone.name}'{far}")
         return {"FINISHED"}
 
 

@@ -80,9 +80,13 @@ def scenario_fit_drive_bake(tmp):
         np.testing.assert_allclose(_T(obj), doc.joint.transform(np.array([qf])), atol=1e-5)
     assert 0.2 < driven[4] < 1.4
 
-    # Bake: keys written with foreach_set; with the drive off they reproduce the driven poses.
+    # Bake: keys written with foreach_set into a new action (the slider's keeps playing from an
+    # NLA track); with the drive off they reproduce the driven poses.
+    before = obj.animation_data.action.name
     assert bpy.ops.spline_joints.bake_joint(frame_start=1, frame_end=11) == {"FINISHED"}
     assert not s.drive
+    assert obj.animation_data.action.name == "Leg shin baked"
+    assert [st.action.name for t in obj.animation_data.nla_tracks for st in t.strips] == [before]
     bridge = addon_module("addon.bridge")
     for path_, n in (("location", 3), ("rotation_euler", 3)):
         for i in range(n):
@@ -103,7 +107,7 @@ def scenario_fit_drive_bake(tmp):
     assert shin.spline_joints.joint_json == text and shin.spline_joints.fit_status == "converged"
     assert len(shin.spline_joints.samples) == 41
     shin.spline_joints.drive = True
-    obj.animation_data.action = None  # drop the slider and baked keys: the slider value rules
+    obj.animation_data_clear()  # drop the baked keys and the slider's (on Bake's NLA track)
     shin["sj_q0"] = 0.9
     obj.update_tag()
     bpy.context.view_layer.update()
