@@ -16,11 +16,11 @@ armature that cannot be driven (an unreadable stored document or model, a
 connected bone, ...) is skipped and reported once, on the console (and a bone in its fit
 status).
 
-Scripts that set a coordinate property see the bones follow once the depsgraph has run the
-handler and evaluated what it wrote. Assigning a custom property from Python does not tag
-anything for update, so::
+Scripts that set a coordinate property (a driven bone's ``sj_q0``.., an OpenSim armature's
+coordinate) see the bones follow once the depsgraph has run the handler and evaluated what it
+wrote. Assigning a custom property from Python does not tag anything for update, so::
 
-    obj["knee_angle_r"] = -1.0
+    pose_bone["sj_q0"] = 0.7          # or obj["knee_angle_r"] = -1.0
     obj.update_tag()                  # the property changed: the object needs an update
     bpy.context.view_layer.update()   # depsgraph update -> the handler writes the bone bases
     bpy.context.view_layer.update()   # evaluates them: pose_bone.matrix, children's matrix_world

@@ -81,6 +81,16 @@ class VIEW3D_PT_spline_joints_capture(_Panel, bpy.types.Panel):
         row.operator("spline_joints.clear_samples", icon="TRASH")
 
 
+#: a bone's fit status in plain words, with its icon (other statuses, "cannot drive: ...", are
+#: shown as they are, as errors)
+STATUS_WORDS = {
+    "converged": ("Fit converged", "CHECKMARK"),
+    "max_iterations": ("Fit stopped at its iteration cap, still improving: fit again", "INFO"),
+    "diverged": ("Fit did not converge: check the samples", "ERROR"),
+    "imported": ("Imported or transferred joint (no fit of its own)", "INFO"),
+}
+
+
 class VIEW3D_PT_spline_joints_fit(_Panel, bpy.types.Panel):
     bl_label = "Fit"
     bl_idname = "VIEW3D_PT_spline_joints_fit"
@@ -107,10 +117,14 @@ class VIEW3D_PT_spline_joints_fit(_Panel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("spline_joints.import_joint", icon="IMPORT", text="Import")
         row.operator("spline_joints.export_joint", icon="EXPORT", text="Export")
+        row = layout.row(align=True)
+        row.operator("spline_joints.transfer_joint", icon="LINKED", text="Transfer")
+        row.operator_menu_enum("spline_joints.apply_joint_preset", "preset", icon="PRESET",
+                               text="Preset")
         if s.fit_status:
             box = layout.box()
-            box.label(text=f"Status: {s.fit_status}",
-                      icon="CHECKMARK" if s.fit_status == "converged" else "ERROR")
+            box.label(text=STATUS_WORDS.get(s.fit_status, (s.fit_status, "ERROR"))[0],
+                      icon=STATUS_WORDS.get(s.fit_status, (s.fit_status, "ERROR"))[1])
             box.label(text=f"Position RMS {s.fit_rms_mm:.3f} mm, max {s.fit_max_mm:.3f} mm")
             box.label(text=f"Rotation RMS {s.fit_rms_deg:.3f} deg, max {s.fit_max_deg:.3f} deg")
             _draw_heldout(box, s)
@@ -198,7 +212,8 @@ class VIEW3D_PT_spline_joints_reach_cone(_Panel, bpy.types.Panel):
         box = layout.box()
         box.label(text="Pose inside the limits" if status.inside else "Pose OUTSIDE the limits",
                   icon="CHECKMARK" if status.inside else "ERROR")
-        box.label(text=f"swing value {status.swing_value:+.3f}   twist {math.degrees(status.twist):+.1f} deg")
+        box.label(text=f"Cone margin {status.swing_value:+.3f} (below 0: outside)   twist "
+                       f"{math.degrees(status.twist):+.1f} deg")
 
 
 class SPLINE_JOINTS_UL_mechanisms(bpy.types.UIList):
