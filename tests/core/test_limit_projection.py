@@ -1,7 +1,6 @@
 """project_to_limits: the closest admissible rotation under a reach cone and a twist limit."""
 
 import math
-import sys
 
 import numpy as np
 import pytest
@@ -9,12 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
-sys.modules.setdefault("bpy", None)
-
-from core import expcoords  # noqa: E402
-from core.errors import InvalidInputError  # noqa: E402
-from core.lie import so3  # noqa: E402
-from core.limit_projection import _boundary_dot, project_to_limits  # noqa: E402
+from core import expcoords
+from core.errors import InvalidInputError
+from core.lie import so3
+from core.limit_projection import _boundary_dot, project_to_limits
 
 EPS = np.finfo(float).eps
 #: a projection is a few dozen operations on unit-sized numbers (quaternion products, exp,
