@@ -536,10 +536,10 @@ def wire_joint(curve, n_frames=None, tolerance=1e-4):
     last try with :data:`MAX_FRAMES` (then the most accurate fit is returned, with
     ``within_tolerance`` False: a curve with corners, which the C2 joint rounds).
 
-    Convergence: the error falls as the fourth power of the knot spacing on curves that are
-    C2 (NURBS of order 4 and more, a Bezier circle of equal arcs), but as its square where the
-    curvature jumps (at Bezier points in general: aligned handles make the tangent continuous,
-    not the curvature): there a C2 joint cannot follow the curve closer than ``~ jump h^2``.
+    Convergence in the knot spacing h: the error falls as h^3 where the curvature is
+    continuous (NURBS of order 4, a Bezier circle of equal arcs: their third derivatives jump
+    at knots and points), as h^2 where the curvature jumps (at Bezier points in general:
+    aligned handles make the tangent continuous, not the curvature), and as h at corners.
     """
     path = curve if isinstance(curve, WirePath) else WirePath(curve)
     tol = real_number(tolerance, "tolerance", 0.0, low_open=True,

@@ -211,9 +211,17 @@ def test_fitted_wire_is_within_the_tolerance(curve):
         <= fit.max_position_error * 1.5        # between the check points, same order
 
 
-def test_more_frames_fit_better_and_a_given_count_is_used():
-    errors = [wire.wire_joint(_saddle(), n_frames=n).max_position_error for n in (10, 20, 40)]
-    assert errors[0] > 8 * errors[1] > 64 * errors[2]     # fourth order: 16x per halving
+def test_the_error_falls_with_the_knot_spacing_as_the_curve_allows():
+    """h^3 on a NURBS of order 4 (continuous curvature: 8x per halving), h^2 on a Bezier
+    curve whose curvature jumps at its points (4x per halving)."""
+    def errors(curve, counts):
+        return np.array([wire.wire_joint(curve, n_frames=n).max_position_error
+                         for n in counts])
+
+    nurbs = errors(wire.nurbs_curve(_saddle().points, order=4, cyclic=True), (20, 40, 80))
+    assert np.all(nurbs[:-1] / nurbs[1:] > 6.0), nurbs
+    bezier = errors(_saddle(tilt=False), (40, 80, 160))
+    assert np.all(bezier[:-1] / bezier[1:] > 3.5), bezier
     assert wire.wire_joint(_saddle(), n_frames=12).n_frames == 12
 
 
