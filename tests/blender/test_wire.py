@@ -82,12 +82,21 @@ def scenario_wires_follow_blender_curves(tmp):
         "cyclic nurbs": _curve_object("NURBS", P, True, order=3),
         "poly": _curve_object("POLY", P, False, tilt=tilt),
     }
+    # Blender's own Bezier circle (AUTO handles), on a moved and turned object: the wire is
+    # read in the object's frame, as to_mesh gives its points
+    bpy.ops.curve.primitive_bezier_circle_add(radius=0.7, location=(1.0, 2.0, 0.5),
+                                              rotation=(0.3, 0.0, 0.8))
+    circle = bpy.context.active_object
+    circle.data.resolution_u = RESOLUTION
+    cases["bezier circle"] = circle
     out = {}
     for name, obj in cases.items():
         data = curves.read_curve(obj)
         assert data.cyclic == obj.data.splines[0].use_cyclic_u
         np.testing.assert_allclose(data.tilt, tilt if name in ("cyclic bezier", "poly")
                                    else 0.0, atol=1e-6)
+        if name == "bezier circle":
+            assert np.abs(np.linalg.norm(data.points, axis=1) - 0.7).max() < 1e-6
         path = wire.WirePath(data)
         co = _evaluated_points(obj)
         bound = EPS32 * np.ptp(co, axis=0).max() * RESOLUTION
@@ -100,9 +109,11 @@ def scenario_wires_follow_blender_curves(tmp):
         _, dj = path.closest(fit.joint.transforms(np.linspace(0.0, path.length, 400))[:, :3, 3])
         assert dj.max() <= fit.max_position_error * (1 + 1e-6) + bound, name
         out[name] = {"blender": float(d.max()), "bound": bound, "frames": fit.n_frames,
+                     "length": fit.length,
                      "fit": fit.max_position_error, "within": fit.within_tolerance}
     # the smooth curves reach the tolerance; the poly curve's corners are rounded
-    assert all(out[n]["within"] for n in ("cyclic bezier", "open nurbs", "cyclic nurbs"))
+    assert all(out[n]["within"] for n in ("cyclic bezier", "open nurbs", "cyclic nurbs",
+                                          "bezier circle"))
     assert not out["poly"]["within"]
     return out
 
@@ -181,7 +192,8 @@ def scenario_bad_curves_raise(tmp):
 
 def test_wires_follow_blender_curves(blender):
     out = blender(scenario_wires_follow_blender_curves)
-    assert set(out) == {"cyclic bezier", "open nurbs", "cyclic nurbs", "poly"}
+    assert set(out) == {"cyclic bezier", "open nurbs", "cyclic nurbs", "poly", "bezier circle"}
+    assert abs(out["bezier circle"]["length"] - 2 * np.pi * 0.7) < 2e-4 * 2 * np.pi * 0.7
 
 
 def test_ribbon_follows_the_wire_frame(blender):
