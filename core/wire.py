@@ -444,11 +444,12 @@ class WirePath:
         return q, np.linalg.norm(self.points(q) - x, axis=1)
 
     def frames(self, q):
-        """Frames ``(N, 4, 4)`` at arc lengths ``q: (N,)`` in [0, L]: origin on the curve,
-        x the tangent, z the rotation-minimizing normal turned by the tilt, y = z x x."""
+        """Frames ``(N, 4, 4)`` at arc lengths ``q: (N,)`` (wrapped into [0, L) on a closed
+        wire, clipped to [0, L] on an open one, as :meth:`points`): origin on the curve, x
+        the tangent, z the rotation-minimizing normal turned by the tilt, y = z x x."""
         q = np.asarray(q, dtype=float)
         L = self.length
-        qs = np.clip(q, 0.0, L)
+        qs = np.mod(q, L) if self.closed else np.clip(q, 0.0, L)
         allq = np.unique(np.concatenate([self._grid, qs]))
         seg, t = self._locate(allq)
         if self.closed:          # the last point, q = L, is the seam's far side (= q = 0)

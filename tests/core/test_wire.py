@@ -156,6 +156,7 @@ def test_normal_is_rotation_minimizing_and_closes_round_a_loop():
         if cyclic:
             assert abs(rate.mean()) > 1e-3          # a saddle's normal turns on the way round
             assert np.allclose(path.frames([L])[0], path.frames([0.0])[0], atol=1e-12)
+            assert np.allclose(path.frames(q + 2 * L), path.frames(q), atol=1e-12)
         else:
             assert np.abs(rate).max() <= 1e-6
 
