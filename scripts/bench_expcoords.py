@@ -22,8 +22,11 @@ for _path in (ROOT, HERE):
 from bench import machine_description, median_us, table  # noqa: E402
 
 from core import expcoords as ec  # noqa: E402
+from core.bone_limits import hold_rotation  # noqa: E402
+from core.bones import BoneCone  # noqa: E402
 from core.joints.spherical import Free, Spherical  # noqa: E402
 from core.lie import so3  # noqa: E402
+from core.limit_projection import project_to_limits  # noqa: E402
 
 
 def bench_expcoords(quick=False):
@@ -38,6 +41,8 @@ def bench_expcoords(quick=False):
     sph, free = Spherical(), Free()
     q6 = np.concatenate([r, [0.1, 0.2, 0.3]])
     axis = np.array([0.0, 0.0, 1.0])
+    cone = BoneCone(shape="elliptical", half_angle_x=0.6, half_angle_z=0.3, twist_limit=0.4)
+    R_bone = so3.exp(r)
     single = [
         ("J_b(r)", lambda: ec.J_b(r)),
         ("G_b(r)", lambda: ec.G_b(r)),
@@ -50,6 +55,13 @@ def bench_expcoords(quick=False):
         ("Spherical.transform", lambda: sph.transform(r)),
         ("Free.evaluate (G, S, H)", lambda: free.evaluate(q6)),
         ("so3.exp(r) (for comparison)", lambda: so3.exp(r)),
+        ("project_to_limits circular, outside", lambda: project_to_limits(r, axis, 0.5)),
+        ("project_to_limits elliptical, outside",
+         lambda: project_to_limits(r, axis, 0.5, 0.3, (1.0, 0.0, 0.0), -0.4, 0.4)),
+        ("project_to_limits elliptical, inside (its margin)",
+         lambda: project_to_limits(0.1 * r, axis, 0.5, 0.3, (1.0, 0.0, 0.0), -0.4, 0.4)),
+        ("hold_rotation (Hold Limits, per bone and update)",
+         lambda: hold_rotation(cone, R_bone)),
     ]
     rows = [(name, median_us(fn, quick)) for name, fn in single]
     batched = [
