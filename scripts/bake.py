@@ -9,9 +9,9 @@ On a Dask cluster (distributed is imported only with --scheduler):
     python scripts/bake.py A.blend B.blend --out DIR --scheduler local --jobs N   # a LocalCluster
 
 Each input is opened, every mechanism of every scene is baked with
-``spline_joints.bake_dynamics``, and the file is saved as DIR/<same name> through
-``core.io.atomic_path`` (a hidden temporary in DIR renamed into place), so a failed or
-interrupted bake never leaves a half-written file.
+``spline_joints.bake_dynamics`` and every linkage with ``spline_joints.bake_linkage``, and
+the file is saved as DIR/<same name> through ``core.io.atomic_path`` (a hidden temporary in
+DIR renamed into place), so a failed or interrupted bake never leaves a half-written file.
 
 Guarantees of ``python scripts/bake.py``:
 
@@ -242,6 +242,13 @@ def bake_open_file(out_dir: str, name: str) -> str:
             if status != {"FINISHED"}:
                 raise RuntimeError(f"baking {scene.name}/{item.name} ended {sorted(status)} without a message; "
                                    "open the file in Blender and bake it there to see why")
+            counts.append(f"{scene.name}/{item.name}")
+        for i, item in enumerate(scene.spline_joints_linkages):
+            with bpy.context.temp_override(scene=scene):
+                status = bpy.ops.spline_joints.bake_linkage(index=i)
+            if status != {"FINISHED"}:
+                raise RuntimeError(f"baking linkage {scene.name}/{item.name} ended {sorted(status)} without a "
+                                   "message; open the file in Blender and bake it there to see why")
             counts.append(f"{scene.name}/{item.name}")
     os.makedirs(out_dir, exist_ok=True)
     remove_temporaries(out_dir)

@@ -59,6 +59,7 @@ OUT = ROOT / "demo_blends"
 MODULE = "bl_ext.user_default.spline_joints"
 BUILD_VERSION = 7
 RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone", "gait2392_walk")
+LINKAGES = ("four_bar_linkage", "scissor_lift", "door_stop")
 #: the shipped OpenSim models, meshes and motions (see the README there)
 OSIM_DATA = ROOT.parent / "shared" / "data" / "osim"
 #: render size of every demo camera (16:9; the main job's tiles and the README animations are
@@ -81,6 +82,9 @@ VIEWS = {
     "hinge_chain": (0.2, -1.0, 0.25),
     "skeleton_chain": (0.9, -1.0, 0.55),
     "gait2392_walk": (0.75, -1.0, 0.2),
+    "four_bar_linkage": (0.25, -1.0, 0.3),
+    "scissor_lift": (0.35, -1.0, 0.3),
+    "door_stop": (0.3, -0.6, 1.2),
 }
 DEFAULT_VIEW = (0.55, -1.0, 0.35)
 
@@ -818,6 +822,81 @@ def build_gait_walk(out: Path) -> None:
     save(scene, out / "gait2392_walk.blend")
 
 
+# --- linkages -------------------------------------------------------------------------------
+
+#: offset (m) of a demo's released copy (the dynamics bake) from its driven copy: beside it
+#: along x, as the cameras of the plane linkages look from -y
+RELEASED_OFFSET = {"four_bar_linkage": (3.2, 0.0, 0.0), "scissor_lift": (2.0, 0.0, 0.0)}
+
+
+def _linkage_motion_points(scene, item) -> np.ndarray:
+    """World corners of a released linkage's bodies over its core simulation (its dynamics
+    bake, not run here), (M, 3)."""
+    lb = addon_module("addon.linkage_bridge")
+    linkage, objects = lb.read_linkage(scene, item, driven=False)
+    motion = addon_module("core.linkage").simulate_linkage(
+        linkage, item.duration, scene.render.fps / scene.render.fps_base, item.substeps)
+    pts = [box_corners(o)[None] @ np.swapaxes(motion.poses[:, k, :3, :3], 1, 2) + motion.poses[:, k, None, :3, 3]
+           for k, o in enumerate(objects)]
+    return np.concatenate([p.reshape(-1, 3) for p in pts])
+
+
+def build_linkage_file(name: str, out: Path) -> None:
+    """``<name>.blend`` for the linkages (``spline_joints.add_demo_linkage``):
+
+    * ``four_bar_linkage``: a crank-rocker four-bar whose crank is keyed through one turn (a key
+      per frame), assembled live (bake: the live assembly), and a released copy beside it that
+      swings under gravity (bake: dynamics);
+    * ``scissor_lift``: a two-stage scissor lift driven by its foot slider's Drive Value, keyed
+      in and out, and a released copy lifted by its spring (dynamics);
+    * ``door_stop``: a door swung shut by its closer spring into the stop of its hinge (a
+      unilateral limit; dynamics with the couplings solver), drawn with the wall beside it and
+      the stop block the shut door rests on.
+    """
+    import bpy
+
+    fps, frames = 24, {"four_bar_linkage": 73, "scissor_lift": 73, "door_stop": 37}[name]
+    scene = new_scene(fps, frames, name)
+    demo = {"four_bar_linkage": "four_bar", "scissor_lift": "scissor_lift", "door_stop": "door"}[name]
+    _check(bpy.ops.spline_joints.add_demo_linkage(demo=demo, driven=demo != "door"), "add_demo_linkage")
+    items = scene.spline_joints_linkages
+    items[0].duration = (frames - 1) / fps
+    if demo == "four_bar":
+        crank = items[0].driver
+        crank.rotation_mode = "XYZ"
+        T0 = addon_module("addon.linkage_bridge").object_pose(crank)
+        for f in range(1, frames + 1):
+            turn = 2 * math.pi * (f - 1) / (frames - 1)
+            R = addon_module("core.lie").so3.exp(np.array([0.0, -turn, 0.0]))
+            crank.matrix_world = _matrix(addon_module("core.lie").se3.from_rp(R @ T0[:3, :3], R @ T0[:3, 3]))
+            crank.keyframe_insert("location", frame=f)
+            crank.keyframe_insert("rotation_euler", frame=f)
+    elif demo == "scissor_lift":
+        item = items[0]
+        for f, x in ((1, 0.0), (25, -0.35), (49, 0.15), (73, 0.0)):
+            item.drive_value = x
+            scene.keyframe_insert('spline_joints_linkages[0].drive_value', frame=f)
+    if demo == "door":  # the wall beside the opening and the stop the shut door rests on
+        bridge, display = addon_module("addon.bridge"), addon_module("core.display")
+        for label, size, centre in (("wall left", (0.6, 0.1, 2.2), (-0.32, -0.05, 1.1)),
+                                    ("wall right", (0.6, 0.1, 2.2), (1.22, -0.05, 1.1)),
+                                    ("stop", (0.06, 0.05, 0.3), (0.8, -0.045, 1.0))):
+            obj = bridge.write_display_object(label, display.box(size), f"SJ {label.split()[0]}",
+                                              (0.8, 0.8, 0.78, 1.0) if label != "stop" else (0.75, 0.2, 0.15, 1.0),
+                                              scene.collection)
+            obj.location = centre
+    if name in RELEASED_OFFSET:
+        _check(bpy.ops.spline_joints.add_demo_linkage(demo=demo, driven=False, offset=RELEASED_OFFSET[name]),
+               "add_demo_linkage")
+        items[1].duration = (frames - 1) / fps
+    for item in items:
+        item.mode = "ASSEMBLY" if item.live else "DYNAMICS"
+    pts = [_visible_points(scene, range(1, frames + 1, 4))]
+    pts += [_linkage_motion_points(scene, item) for item in items if item.mode == "DYNAMICS"]
+    setup_render(scene, np.vstack(pts), VIEWS.get(name, DEFAULT_VIEW))
+    save(scene, out / f"{name}.blend")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(OUT), help="output folder (default demo_blends/)")
@@ -826,10 +905,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="processes for the framing simulations")
     args = parser.parse_args(argv)
     demos = list(_repo_core().DEMOS)
-    names = args.only or demos + list(RIGS)
-    unknown = sorted(set(names) - set(demos) - set(RIGS))
+    names = args.only or demos + list(RIGS) + list(LINKAGES)
+    unknown = sorted(set(names) - set(demos) - set(RIGS) - set(LINKAGES))
     if unknown:
-        print(f"error: unknown demo(s) {unknown}; choose from {demos + list(RIGS)}", file=sys.stderr)
+        print(f"error: unknown demo(s) {unknown}; choose from {demos + list(RIGS) + list(LINKAGES)}",
+              file=sys.stderr)
         return 1
     out = Path(args.out)
     todo = [n for n in names if n in demos]
@@ -842,6 +922,8 @@ def main(argv: list[str]) -> int:
     for name in names:
         if name in builders:
             builders[name](out)
+        elif name in LINKAGES:
+            build_linkage_file(name, out)
         else:
             build_mechanism_file(name, *framing[name], out)
     return 0

@@ -22,7 +22,9 @@
    drift (``max |E - E0 - W_drive| / energy in motion``; for damped mechanisms this is the
    dissipation, not an error; "(!)" marks a passive mechanism whose drift exceeds what its
    integrator allows, explained under the table: core.mechanisms.energy_drift_warning) and
-   constraint error (m). It is also written to OUT/summary.json.
+   constraint error (m); for the linkages a second table gives the bake (live assembly or
+   dynamics), solver, the constraint error per frame (largest and median) and the limits'
+   engagements and deepest violation. They are also written to OUT/summary.json.
 
 Exit status 0 when every file baked and rendered, 1 otherwise (``error: FILE: reason`` lines).
 """
@@ -72,9 +74,16 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
     bake_wall = time.perf_counter() - t0
     build_mechanism = bd.addon_module("addon.operators.mechanisms").build_mechanism
     drift_warning = bd.addon_module("core.mechanisms").energy_drift_warning
-    rows, rigs = [], []
+    rows, rigs, links = [], [], []
     scene = bpy.context.scene
+    lb = bd.addon_module("addon.linkage_bridge")
     for sc in bpy.data.scenes:
+        for item in sc.spline_joints_linkages:
+            links.append({"file": name, "linkage": item.name, "mode": item.mode, "solver": item.solver,
+                          "bodies": len(lb.linkage_objects(sc, item)), "joints": len(item.joints),
+                          "frames": item.baked_frames, "wall": item.bake_seconds, "cg": item.cg_iterations,
+                          "errors": list(item.get(lb.ERRORS_KEY, [])), "engagements": item.engagements,
+                          "violation": item.limit_violation, "violation_tol": item.violation_tolerance})
         for item in sc.spline_joints_mechanisms:
             mech = build_mechanism(item.demo, item.duration, item.substeps, sc)
             rows.append({"file": name, "mechanism": item.name, "title": item.title,
@@ -119,7 +128,7 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
     bd.save_png(pictures.titled_sheet(tiles, min(4, frames), pictures.title_line(scene, name),
                                       [pictures.time_label(scene, f) for f in picks]), sheet)
     mean = float(sum(float(t[..., :3].std()) for t in tiles) / len(tiles))
-    atomic_write(result_file, json.dumps({"rows": rows, "rigs": rigs, "sheet": str(sheet),
+    atomic_write(result_file, json.dumps({"rows": rows, "rigs": rigs, "linkages": links, "sheet": str(sheet),
                                           "frames": picks, "bake_wall": bake_wall,
                                           "render_wall": time.perf_counter() - t0,
                                           "tile_std": mean}))
@@ -157,6 +166,22 @@ def table(rows: list[dict]) -> str:
     out = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
     out += [fmt.format(*ln) for ln in lines]
     out += [f"(!) {r['mechanism']}: {r['drift_warning']}" for r in rows if r["drift_warning"]]
+    return "\n".join(out)
+
+
+def linkage_table(links: list[dict]) -> str:
+    """Linkages: bake mode and solver, bodies, joints, frames, wall time, the constraint error
+    per frame (largest and median, m or rad) and the limits (engagements, deepest violation
+    and what the solver allows)."""
+    out = [f"{'linkage':<34} {'bake':<9} {'solver':<9} {'bodies':>6} {'joints':>6} {'frames':>6} "
+           f"{'wall (s)':>8} {'err/frame max':>13} {'median':>8}  limits"]
+    for r in links:
+        e = sorted(r["errors"]) or [0.0]
+        limits = (f"engaged {r['engagements']}x, deepest {r['violation']:.1e} <= {r['violation_tol']:.1e}"
+                  if r["engagements"] else "-")
+        out.append(f"{r['file'] + '/' + r['linkage']:<34} {r['mode'].lower():<9} {r['solver']:<9} "
+                   f"{r['bodies']:>6} {r['joints']:>6} {r['frames']:>6} {r['wall']:>8.2f} {e[-1]:>13.1e} "
+                   f"{e[len(e) // 2]:>8.1e}  {limits}")
     return "\n".join(out)
 
 
@@ -222,7 +247,7 @@ def main(argv: list[str]) -> int:
     print(f"extension {Path(zip_path).name} installed in {user}; baking {len(files)} files, "
           f"{args.jobs} at a time" + (f", durations capped at {args.duration} s" if args.duration else ""),
           flush=True)
-    rows, rigs, failed = [], [], []
+    rows, rigs, links, failed = [], [], [], []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for path, res, reason in pool.map(lambda p: run_file(p, args, env), files):
             if res is None:
@@ -235,17 +260,23 @@ def main(argv: list[str]) -> int:
                 print(f"error: {path.name}: the rendered frames are blank", file=sys.stderr, flush=True)
             rows += res["rows"]
             rigs += res["rigs"]
-            print(f"  {path.name}: baked {len(res['rows'])} mechanism(s) in {res['bake_wall']:.1f} s, "
+            links += res["linkages"]
+            print(f"  {path.name}: baked {len(res['rows'])} mechanism(s) and {len(res['linkages'])} linkage(s) "
+                  f"in {res['bake_wall']:.1f} s, "
                   f"sheet {Path(res['sheet']).relative_to(out)} ({res['render_wall']:.1f} s)", flush=True)
     total = time.perf_counter() - t_start
     print()
     print(table(rows))
+    if links:
+        print()
+        print(linkage_table(links))
     if rigs:
         print()
         print(rig_table(rigs))
     print(f"\nbaked files: {out / 'blends'}   contact sheets: {out / 'sheets'}   "
           f"total wall time {total:.0f} s")
-    atomic_write(out / "summary.json", json.dumps({"mechanisms": rows, "rigs": rigs, "wall": total,
+    atomic_write(out / "summary.json", json.dumps({"mechanisms": rows, "rigs": rigs, "linkages": links,
+                                                  "wall": total,
                                                   "failed": [[str(p), r] for p, r in failed]},
                                                  indent=1))
     if failed:

@@ -191,12 +191,16 @@ def time_label(scene, frame: int) -> str:
 
 def title_line(scene, name: str) -> str:
     """One line saying what a demo file shows: for a mechanism its title, bodies (drawn, of
-    the model) and degrees of freedom; for a rig its armatures' bones and fitted joints."""
+    the model) and degrees of freedom; for a linkage its joints and what its bake is; for a
+    rig its armatures' bones and fitted joints."""
     parts = []
     build = bd.addon_module("addon.operators.mechanisms").build_mechanism
     for item in scene.spline_joints_mechanisms:
         mech = build(item.demo, item.duration, item.substeps, scene)
         parts.append(f"{item.title}: {len(item.bodies)} bodies, {int(mech.ndof)} DOF")
+    for item in scene.spline_joints_linkages:
+        what = "live assembly" if item.mode == "ASSEMBLY" else "dynamics"
+        parts.append(f"{item.name}: {len(item.joints)} joints, {what}")
     arms = [o for o in scene.objects if o.type == "ARMATURE"]
     if arms:
         fitted = sum(1 for a in arms for pb in a.pose.bones if pb.spline_joints.joint_json)

@@ -10,9 +10,11 @@ per object and keeps the object's previous action on an NLA track.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import bpy
-from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatVectorProperty, IntProperty, StringProperty
 
 from ...core.lie import se3, so3
 from .. import bridge, handlers, linkage_bridge, linkage_handlers
@@ -93,14 +95,30 @@ class SPLINE_JOINTS_OT_add_demo_linkage(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     demo: EnumProperty(name="Demo", items=_demo_items)
+    driven: BoolProperty(name="Driven", default=True,
+                         description="Keep the demo's driver (live assembly); off: released, "
+                                     "for a dynamics bake")
+    offset: FloatVectorProperty(name="Offset", size=3, unit="LENGTH",
+                                description="Move the whole linkage by this much (m)")
 
     @reporting
     def execute(self, context):
+        import dataclasses
+
         from ...core import display
         from ...core.linkage_demos import DEMOS
 
         scene = context.scene
         linkage, sizes = DEMOS[self.demo]()
+        move = se3.from_rp(np.eye(3), np.array(self.offset, dtype=float))
+        linkage = dataclasses.replace(
+            linkage, driver=linkage.driver if self.driven else "",
+            drive_joint=linkage.drive_joint if self.driven else "",
+            bodies=tuple(dataclasses.replace(b, T=move @ b.T) for b in linkage.bodies),
+            joints=tuple(dataclasses.replace(j, frame1=move @ j.frame1) if j.body1 == "" else j
+                         for j in linkage.joints),
+            springs=tuple(dataclasses.replace(s, point1=s.point1 + move[:3, 3]) if s.body1 == "" else s
+                          for s in linkage.springs))
         name = _unique({x.name for x in scene.spline_joints_linkages}, self.demo)
         collection = bpy.data.collections.new(f"SJ {name}")
         scene.collection.children.link(collection)
@@ -142,6 +160,7 @@ class SPLINE_JOINTS_OT_add_demo_linkage(bpy.types.Operator):
                 linkage_bridge.write_frames(joint, stored(j.body1, se3.from_rp(np.eye(3), j.point1)),
                                             stored(j.body2, se3.from_rp(np.eye(3), j.point2)))
                 joint.stiffness, joint.rest_length, joint.damping = j.stiffness, j.rest, j.damping
+        self._markers(linkage, objects, collection, name)
         item.driver = objects.get(linkage.driver)
         item.drive_joint = linkage.drive_joint
         item.live = bool(linkage.driver or linkage.drive_joint)
@@ -150,6 +169,31 @@ class SPLINE_JOINTS_OT_add_demo_linkage(bpy.types.Operator):
         self.report({"INFO"}, f"Added linkage '{name}': {len(linkage.bodies)} bodies, "
                               f"{len(linkage.joints)} joints, {len(linkage.springs)} springs")
         return {"FINISHED"}
+
+
+    @staticmethod
+    def _markers(linkage, objects, collection, name):
+        """A pin along each joint's axis, drawn in (and following) its second body, and a
+        grey block where a joint holds a body to the world."""
+        from ...core import display
+
+        pin = display.cylinder(_PIN[0], _PIN[1])
+        for j in linkage.joints:
+            body = objects[j.body2]
+            T = se3.inv(linkage_bridge.object_pose(body)) @ linkage.bodies[linkage.index(j.body2)].T @ j.frame2
+            verts = pin[0] @ T[:3, :3].T + T[:3, 3]
+            marker = bridge.write_display_object(f"{name}.{j.name} pin", (verts, pin[1]), "SJ joint pin",
+                                                 (0.2, 0.2, 0.22, 1.0), collection)
+            marker.parent = body
+            if j.body1 == "":
+                block = display.box((3 * _PIN[0], 3 * _PIN[0], 3 * _PIN[0]))
+                ground = bridge.write_display_object(f"{name}.{j.name} ground", block, "SJ ground block",
+                                                     (0.55, 0.56, 0.58, 1.0), collection)
+                ground.matrix_world = bridge.array_to_matrix(j.frame1)
+
+
+#: radius and length (m) of the pins drawn at the demo linkages' joints
+_PIN = (0.035, 0.14)
 
 
 class SPLINE_JOINTS_OT_remove_linkage(bpy.types.Operator):
@@ -396,6 +440,7 @@ class LinkageBakeJob:
                                                self.progress)
                 return
             poses, errors, P = [], [], self.first
+            t0 = time.perf_counter()
             for k, T in enumerate(self.inputs):
                 if not self.progress(k / len(self.inputs)):
                     self.result = "cancelled"
@@ -404,7 +449,7 @@ class LinkageBakeJob:
                 P = res.poses
                 poses.append(P)
                 errors.append(res.error)
-            self.result = (np.array(poses), np.array(errors))
+            self.result = (np.array(poses), np.array(errors), time.perf_counter() - t0)
         except Exception as exc:  # handed to the main thread, reported by finish()
             self.result = exc
 
@@ -428,11 +473,11 @@ class LinkageBakeJob:
             item.violation_tolerance = result.violation_tol
             item.engagements = int(sum(result.engagements.values()))
         else:
-            poses, errors = result
+            poses, errors, item.bake_seconds = result
             frames = self.frames
             skip = () if self.live.linkage.drive_joint else (self.live.driver,)
             kept = write_keys(scene, item, self.objects, frames, poses, skip)
-            item.solver, item.limit_violation, item.engagements = "assembly", 0.0, 0
+            item.solver, item.limit_violation, item.engagements = "faure", 0.0, 0
         item.baked_frames = len(frames)
         item.constraint_error = float(np.max(errors))
         item[linkage_bridge.ERRORS_KEY] = [float(e) for e in errors]

@@ -98,7 +98,8 @@ def scenario_check_files(tmp, demo_dir, version, rigs):
 
 def test_demo_blends_are_up_to_date(blender):
     bd = _build_script()
-    out = blender(scenario_check_files, demo_dir=str(DEMO_DIR), version=bd.BUILD_VERSION, rigs=list(bd.RIGS))
+    out = blender(scenario_check_files, demo_dir=str(DEMO_DIR), version=bd.BUILD_VERSION,
+                  rigs=list(bd.RIGS) + list(bd.LINKAGES))
     assert not out["problems"], "run scripts/build_demos.py:\n" + "\n".join(out["problems"])
     knee, scap = out["rigs"]["knee_fit_rig"], out["rigs"]["scapulothoracic_fit_rig"]
     assert knee["samples"] == 131 and knee["nq"] == 1 and knee["status"] == "converged", knee
