@@ -489,8 +489,8 @@ class WireFit:
     joint: SplineCurveJoint (open curve; range [0, L]) or ClosedSplineCurveJoint (cyclic;
     period L); in both q is metres along the curve from its first point. length: L (m).
     closed: bool. n_frames: control frames of the joint. max_position_error (m) and
-    max_angle_error (rad): the joint against the exact curve (:class:`WirePath`) at
-    ``16 n`` evenly spaced points and at the curve's points. tolerance: the position error
+    max_angle_error (rad): the joint against the exact curve (:class:`WirePath`) at 16
+    evenly spaced points per knot span and at the curve's points. tolerance: the position error
     asked for; within_tolerance: ``max_position_error <= tolerance``. report: the fit's
     :class:`~core.fitting.report.FitReport` (errors at its samples).
     """
@@ -507,6 +507,10 @@ class WireFit:
 
 
 def _fit(path, n, tolerance):
+    """The cubic wire joint with ``n`` control frames fitted to the exact frames of ``path``
+    at 6 evenly spaced samples per knot span, in the metric whose length scale is the knot
+    spacing h (a rotation error of theta weighs as the h theta it moves a point over one
+    span); errors measured at 16 points per span and at the curve's points."""
     L, k = path.length, 4
     spans = n if path.closed else n - k + 1
     h = L / spans
