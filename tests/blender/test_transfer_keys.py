@@ -249,11 +249,42 @@ def scenario_bake_keeps_the_old_action(tmp):
     np.testing.assert_array_equal(keys[:, 0], np.arange(1, 42))  # every frame by default
     # step 3 and two keys per frame: half frames keyed, the in-betweens interpolated
     shin.spline_joints.drive = True
-    assert bpy.ops.spline_joints.bake_joint(frame_start=1, frame_end=7, step=3,
-                                            subframes=2) == {"FINISHED"}
+    with _console(tmp) as said:
+        assert bpy.ops.spline_joints.bake_joint(frame_start=1, frame_end=7, step=3,
+                                                subframes=2) == {"FINISHED"}
+    assert "with Step 3 the frames between keys are interpolated" in said[0], said
     keys = bridge.read_fcurve_keys(obj, 'pose.bones["shin"].rotation_euler', 0)
     np.testing.assert_allclose(keys[:, 0], [1, 1.5, 4, 4.5, 7])
     return {"actions": sorted(a.name for a in bpy.data.actions)}
+
+
+class _console:
+    """Capture what Blender prints on the process's standard output (operator reports in
+    background mode) into ``said[0]``."""
+
+    def __init__(self, tmp):
+        self.path, self.said = f"{tmp}/console.txt", [""]
+
+    def __enter__(self):
+        import os
+        import sys
+
+        sys.stdout.flush()
+        self.saved = os.dup(1)
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(self.fd, 1)
+        return self.said
+
+    def __exit__(self, *exc):
+        import os
+        import sys
+
+        sys.stdout.flush()
+        os.dup2(self.saved, 1)
+        os.close(self.fd)
+        os.close(self.saved)
+        with open(self.path) as fh:
+            self.said[0] = fh.read()
 
 
 def test_bake_writes_a_new_action_and_keeps_the_old_one(blender):
