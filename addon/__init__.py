@@ -7,13 +7,13 @@ any core module can load them.
 
 import bpy
 
-from . import handlers, jit, panels, properties
+from . import handlers, jit, panels, properties, rig_panel, rig_properties
 from . import linkage_handlers, linkage_panel, linkage_properties
 from .operators import classes as operator_classes
 from .operators import opensim
 
-classes = (*properties.classes, *operator_classes, *panels.classes, *linkage_properties.classes,
-           *linkage_panel.classes)
+classes = (*properties.classes, *rig_properties.classes, *operator_classes, *panels.classes,
+           *rig_panel.classes, *linkage_properties.classes, *linkage_panel.classes)
 
 
 def register():
@@ -21,6 +21,7 @@ def register():
     for cls in classes:
         bpy.utils.register_class(cls)
     properties.register_properties()
+    rig_properties.register_properties()
     linkage_properties.register_properties()
     handlers.register()
     linkage_handlers.register()
@@ -32,6 +33,7 @@ def unregister():
     linkage_handlers.unregister()
     handlers.unregister()
     linkage_properties.unregister_properties()
+    rig_properties.unregister_properties()
     properties.unregister_properties()
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

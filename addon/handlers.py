@@ -173,7 +173,10 @@ class suspended:
 
 @persistent
 def on_frame_change(scene, depsgraph=None):
+    from .operators.rig import play_previews
+
     update_scene(scene)
+    play_previews(scene)
 
 
 @persistent

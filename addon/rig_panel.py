@@ -1,0 +1,92 @@
+"""The "Simulate" sidebar panel: the active bone's (or object's) joint for simulating its
+rig, and the scene's simulation settings and buttons. Drawing only: no scene changes."""
+
+from __future__ import annotations
+
+import bpy
+
+from .panels import _Panel
+
+
+def _owner(context):
+    """(settings, label, is_bone) of the active pose bone in Pose Mode, else the active
+    object, else (None, None, False)."""
+    pb = context.active_pose_bone if context.mode == "POSE" else None
+    if pb is not None:
+        return pb.spline_joints_sim, pb.name, True
+    obj = context.active_object
+    if obj is not None and obj.type != "ARMATURE":
+        return obj.spline_joints_sim, obj.name, False
+    return None, None, False
+
+
+class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
+    bl_label = "Simulate"
+    bl_idname = "VIEW3D_PT_spline_joints_simulate"
+
+    def draw(self, context):
+        layout = self.layout
+        s, name, is_bone = _owner(context)
+        if s is None:
+            layout.label(text="Select a bone (Pose Mode) or an object", icon="INFO")
+        else:
+            layout.label(text=name, icon="BONE_DATA" if is_bone else "OBJECT_DATA")
+            row = layout.row()
+            row.prop(s, "enabled")
+            row.prop(s, "kinematic")
+            if s.enabled and not s.kinematic:
+                self._joint(layout, context, s, is_bone)
+        st = context.scene.spline_joints_sim
+        box = layout.box()
+        box.label(text=f"Scene: frames {context.scene.frame_start}-{context.scene.frame_end}")
+        col = box.column(align=True)
+        col.prop(st, "substeps")
+        col.prop(st, "integrator", text="")
+        col.prop(st, "use_velocities")
+        col.prop(st, "restitution")
+        row = box.row(align=True)
+        row.operator("spline_joints.simulate_preview", icon="PLAY")
+        row.operator("spline_joints.clear_preview", text="", icon="X")
+        box.operator("spline_joints.bake_rig", icon="REC")
+        if context.active_object is not None and context.active_object.type == "CURVE":
+            box.operator("spline_joints.add_beads", icon="CURVE_BEZCURVE")
+
+    def _joint(self, layout, context, s, is_bone):
+        col = layout.column(align=True)
+        col.prop(s, "kind")
+        if s.kind in ("HINGE", "SLIDER", "UNIVERSAL"):
+            col.prop(s, "axis")
+            if s.kind == "UNIVERSAL":
+                col.prop(s, "axis2")
+        if s.kind == "WIRE":
+            col.prop(s, "wire")
+        if not is_bone and s.kind != "WIRE":
+            col.prop(s, "parent")
+            col.operator("spline_joints.set_object_rest")
+        if s.kind in ("HINGE", "SLIDER", "UNIVERSAL", "FITTED"):
+            row = col.row(align=True)
+            row.prop(s, "use_range")
+            sub = row.row(align=True)
+            sub.active = s.use_range
+            sub.prop(s, "range_min")
+            sub.prop(s, "range_max")
+        if s.kind in ("BALL", "FREE") and is_bone:
+            col.prop(s, "use_cone")
+        col = layout.column(align=True)
+        col.prop(s, "stiffness")
+        col.prop(s, "damping")
+        col = layout.column(align=True)
+        col.prop(s, "mass_source")
+        if s.mass_source == "MANUAL":
+            col.prop(s, "mass")
+            col.prop(s, "com")
+            col.prop(s, "inertia")
+        else:
+            col.prop(s, "density")
+            if is_bone:
+                col.prop(s, "capsule_radius")
+        if s.shown_source:
+            layout.label(text=f"Last run: {s.shown_mass:.4g} kg from {s.shown_source}")
+
+
+classes = (VIEW3D_PT_spline_joints_simulate,)

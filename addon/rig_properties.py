@@ -1,0 +1,143 @@
+"""Simulation settings of the user's own rigs: a joint per bone or object, and the scene's.
+
+``PoseBone.spline_joints_sim`` and ``Object.spline_joints_sim`` hold a
+:class:`SPLINE_JOINTS_PG_sim_joint` (the joint to the parent, its limits, spring, kinematic
+switch and mass), ``Scene.spline_joints_sim`` a :class:`SPLINE_JOINTS_PG_sim_settings` (steps,
+integrator, initial velocities). Bones take their reach cone and twist limit from the Reach
+Cone panel's settings (``PoseBone.spline_joints``) and a fitted joint from the Fit panel.
+"""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty,
+                       IntProperty, PointerProperty)
+from bpy.types import PropertyGroup
+
+JOINT_ITEMS = [
+    ("HINGE", "Hinge", "Turns about one axis (a revolute joint), like an elbow or a door"),
+    ("SLIDER", "Slider", "Slides along one axis (a prismatic joint), like a piston"),
+    ("UNIVERSAL", "Universal", "Turns about two axes, first Axis then Second Axis (a Cardan joint)"),
+    ("BALL", "Ball", "Turns freely about its centre (exponential coordinates); limit it with "
+                     "the Reach Cone panel's cone and twist limit"),
+    ("FREE", "Free", "Moves and turns freely: a free-floating body"),
+    ("FIXED", "Fixed", "Welded to its parent: moves with it and never relative to it"),
+    ("FITTED", "Fitted Joint", "The spline joint fitted in the Fit panel (a knee that rolls "
+                               "and slides): the bone moves along the fitted path"),
+    ("WIRE", "Bead on Wire", "Slides along the curve object picked in Wire (objects only)"),
+]
+
+MASS_ITEMS = [
+    ("AUTO", "From Meshes", "Volume, centre and inertia of the meshes parented or skinned to "
+                            "the bone (or the object's own mesh) at the density; a capsule "
+                            "around the bone when it has no mesh"),
+    ("CAPSULE", "Capsule", "A capsule of Capsule Radius around the bone at the density"),
+    ("MANUAL", "Typed In", "The mass, centre of mass and principal inertias typed below"),
+]
+
+
+class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
+    """How one bone (or object) moves in a simulation of its rig."""
+
+    enabled: BoolProperty(name="Simulate", default=False,
+                          description="Simulate this bone (object) on its joint; bones that are "
+                                      "not simulated follow their animation")
+    kinematic: BoolProperty(name="Kinematic", default=False,
+                            description="Follow the keyframed or constrained animation exactly "
+                                        "and drive the simulated bones below (a swinging hip "
+                                        "carrying a tail)")
+    kind: EnumProperty(name="Joint", items=JOINT_ITEMS, default="BALL",
+                       description="How the bone moves relative to its parent")
+    axis: FloatVectorProperty(name="Axis", size=3, default=(1.0, 0.0, 0.0), subtype="DIRECTION",
+                              description="Hinge or slider axis in the bone's rest frame "
+                                          "(X: the bone's X axis, the usual bending axis)")
+    axis2: FloatVectorProperty(name="Second Axis", size=3, default=(0.0, 0.0, 1.0),
+                               subtype="DIRECTION",
+                               description="A universal joint's second axis, in the frame after "
+                                           "the first turn")
+    use_range: BoolProperty(name="Range", default=False,
+                            description="Stop the joint at the ends of a range (end-stops)")
+    range_min: FloatProperty(name="Min", default=-math.radians(60.0),
+                             description="Lower end-stop: radians for hinges (shown in degrees "
+                                         "when the scene uses them), metres for sliders")
+    range_max: FloatProperty(name="Max", default=math.radians(60.0),
+                             description="Upper end-stop: radians for hinges, metres for sliders")
+    use_cone: BoolProperty(name="Reach Cone", default=False,
+                           description="Hold a ball joint inside the reach cone and twist limit "
+                                       "of the Reach Cone panel")
+    stiffness: FloatProperty(name="Stiffness", default=0.0, min=0.0,
+                             description="Spring toward the rest pose, per coordinate: newton "
+                                         "metres per radian (newtons per metre for sliders); 0: "
+                                         "no spring")
+    damping: FloatProperty(name="Damping", default=0.0, min=0.0,
+                           description="Damper per coordinate: newton metre seconds per radian "
+                                       "(newton seconds per metre for sliders), so the motion "
+                                       "settles")
+    wire: PointerProperty(name="Wire", type=bpy.types.Object,
+                          poll=lambda self, obj: obj.type == "CURVE",
+                          description="The curve object this bead slides along")
+    parent: PointerProperty(name="Joint Parent", type=bpy.types.Object,
+                            description="Object this object's joint connects to (empty: its "
+                                        "Blender parent, or the world)")
+    rest: FloatVectorProperty(name="Rest Pose", size=16, default=(0.0,) * 16,
+                              description="The object's rest pose in its joint parent, row-major "
+                                          "4x4 (all zero: the pose at the start frame)")
+    mass_source: EnumProperty(name="Mass", items=MASS_ITEMS, default="AUTO",
+                              description="Where the mass properties come from")
+    density: FloatProperty(name="Density", default=1000.0, min=1e-6,
+                           description="Kilograms per cubic metre (water 1000, muscle 1060, "
+                                       "bone 1900, steel 7850)")
+    capsule_radius: FloatProperty(name="Capsule Radius", default=0.0, min=0.0, unit="LENGTH",
+                                  description="Radius of the capsule around a bone without a "
+                                              "mesh (0: a tenth of the bone's length)")
+    mass: FloatProperty(name="Mass", default=1.0, min=0.0, unit="MASS",
+                        description="Kilograms (typed-in mass)")
+    com: FloatVectorProperty(name="Centre of Mass", size=3, default=(0.0, 0.0, 0.0), unit="LENGTH",
+                             description="Centre of mass in the bone's rest frame (metres; Y "
+                                         "along the bone)")
+    inertia: FloatVectorProperty(name="Inertia", size=3, default=(0.01, 0.001, 0.01), min=0.0,
+                                 description="Principal moments of inertia about the centre of "
+                                             "mass along the bone's X, Y, Z axes (kg m^2)")
+    shown_mass: FloatProperty(name="Mass", unit="MASS",
+                              description="Mass the last simulation used (kg)")
+    shown_source: bpy.props.StringProperty(name="Mass From",
+                                           description="Where the last simulation's mass came "
+                                                       "from")
+
+
+class SPLINE_JOINTS_PG_sim_settings(PropertyGroup):
+    """The scene's simulation settings for its rigs."""
+
+    substeps: IntProperty(name="Substeps", default=16, min=1, max=1000,
+                          description="Integration steps per frame: more steps follow fast "
+                                      "motion and stiff limits more faithfully, at more cost")
+    integrator: EnumProperty(name="Integrator", default="rk4", items=[
+        ("rk4", "Runge-Kutta 4", "Fourth order: accurate, four evaluations per step"),
+        ("semi_implicit", "Semi-Implicit Euler", "First order, one evaluation per step: fast "
+                                                 "and stable for stiff springs"),
+    ], description="Time stepping method")
+    use_velocities: BoolProperty(name="Start Moving", default=True,
+                                 description="Start the simulated bones with the velocity of "
+                                             "their animation at the start frame (central "
+                                             "differences of the frames around it); off: start "
+                                             "at rest")
+    restitution: FloatProperty(name="Bounce", default=0.0, min=0.0, max=1.0,
+                               description="Restitution at end-stops and cone limits: 0 stops "
+                                           "dead, 1 bounces back at full speed")
+
+
+classes = (SPLINE_JOINTS_PG_sim_joint, SPLINE_JOINTS_PG_sim_settings)
+
+
+def register_properties():
+    bpy.types.PoseBone.spline_joints_sim = PointerProperty(type=SPLINE_JOINTS_PG_sim_joint)
+    bpy.types.Object.spline_joints_sim = PointerProperty(type=SPLINE_JOINTS_PG_sim_joint)
+    bpy.types.Scene.spline_joints_sim = PointerProperty(type=SPLINE_JOINTS_PG_sim_settings)
+
+
+def unregister_properties():
+    del bpy.types.Scene.spline_joints_sim
+    del bpy.types.Object.spline_joints_sim
+    del bpy.types.PoseBone.spline_joints_sim
