@@ -348,3 +348,59 @@ def scenario_every_property_has_a_description(tmp):
 def test_every_spline_joints_property_has_a_description(blender):
     missing = blender(scenario_every_property_has_a_description)["missing"]
     assert missing == [], "\n".join(missing)
+
+
+def scenario_scapula_preset_on_a_thorax_and_scapula(tmp):
+    import bpy
+    from mathutils import Matrix
+
+    from scenes import addon_module
+
+    transfer = addon_module("core.transfer")
+    ref = addon_module("core.reference.opensim").ScapulothoracicSeth2019()
+    se3 = addon_module("core.lie.se3")
+    preset = transfer.preset_document("SCAPULA_L")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    data = bpy.data.armatures.new("Torso")
+    obj = bpy.data.objects.new("Torso", data)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    # the preset's own bones, 1.2x: thorax up from the origin, left scapula at its rest
+    bones = {}
+    for name, frame, length in (("thorax", preset.rest.parent, preset.rest.parent_length),
+                                ("scapula_L", preset.rest.child, preset.rest.child_length)):
+        eb = data.edit_bones.new(name)
+        eb.head, eb.tail = (0.0, 0.0, 0.0), (0.0, 1.2 * length, 0.0)
+        m = np.array(frame)
+        m[:3, 3] *= 1.2
+        eb.matrix = Matrix(m.tolist())
+        bones[name] = eb
+    bones["scapula_L"].parent = bones["thorax"]
+    bpy.ops.object.mode_set(mode="POSE")
+    data.bones.active = data.bones["scapula_L"]
+    assert bpy.ops.spline_joints.apply_joint_preset(preset="SCAPULA_L") == {"FINISHED"}
+    assert bpy.ops.spline_joints.drive_joint() == {"FINISHED"}
+    scapula = obj.pose.bones["scapula_L"]
+    assert [k for k in scapula.keys() if k.startswith("sj_q")] == ["sj_q0", "sj_q1", "sj_q2", "sj_q3"]
+    errors = []
+    mirror = np.diag([-1.0, 1.0, 1.0, 1.0])
+    right = transfer.preset_document("SCAPULA_R")
+    thorax_r = right.rest.parent @ right.joint.parent @ se3.inv(ref.T_thorax_pjoint)
+    for q in (ref.defaults, ref.defaults + [0.2, -0.1, 0.1, 0.05]):
+        for i, v in enumerate(q):
+            scapula[f"sj_q{i}"] = float(v)
+        obj.update_tag()
+        bpy.context.view_layer.update()
+        bpy.context.view_layer.update()
+        # the left scapula's origin: the mirror image of the right one's, 1.2x
+        expected = 1.2 * (mirror @ thorax_r @ ref.pose(np.array(q)))[:3, 3]
+        errors.append(float(np.linalg.norm(np.array(scapula.head) - expected)))
+    assert max(errors) < PATH_TOL_M, errors
+    assert "SJ_JointPath_Torso_scapula_L" in bpy.data.objects
+    return {"max_mm": 1000 * max(errors)}
+
+
+def test_the_scapula_preset_drives_a_scapula_on_its_four_coordinates(blender):
+    assert blender(scenario_scapula_preset_on_a_thorax_and_scapula)["max_mm"] < 1000 * PATH_TOL_M
