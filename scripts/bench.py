@@ -48,6 +48,7 @@ SECTIONS = {
     "batch": "bench_batch:bench_batch",
     "osim": "bench_osim:bench_osim",
     "massprops": "bench_massprops:bench_massprops",
+    "linkages": "bench_linkages:bench_linkages",
     "blender": "bench_blender_latency:bench_blender_latency",
 }
 
