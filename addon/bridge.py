@@ -271,17 +271,22 @@ def write_float_property(owner, name: str, value: float, **ui) -> str:
     return name
 
 
-def ensure_coordinate_property(pose_bone, i: int, lower: float, upper: float, value: float | None = None) -> str:
+def ensure_coordinate_property(pose_bone, i: int, lower: float, upper: float, value: float | None = None,
+                               label: str = "") -> str:
     """Create/update the float custom property ``sj_q<i>`` with the range [lower, upper].
 
-    It is animatable (a regular ID property) and shown as a slider in the panel.
+    It is animatable (a regular ID property) and shown as a slider in the panel; its tooltip
+    names the joint's coordinate ``label`` (e.g. "knee_angle_r") and its range.
     """
     name = coordinate_property_name(i)
     if value is None:
         value = float(pose_bone.get(name, 0.5 * (lower + upper)))
+    what = f"'{label}', coordinate {i}" if label else f"coordinate {i}"
     return write_float_property(pose_bone, name, min(max(value, lower), upper), min=lower, max=upper,
                                 soft_min=lower, soft_max=upper,
-                                description=f"Spline Joints coordinate {i} of this bone's joint")
+                                description=f"The joint's {what} ({lower:.4g} to {upper:.4g}, "
+                                            "radians or metres): moving or keying it poses this "
+                                            "bone through the joint")
 
 
 # --------------------------------------------------------------------------------------------

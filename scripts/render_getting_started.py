@@ -90,7 +90,8 @@ def main(argv: list[str]) -> int:
         bd._colour_path(obj, f"tibia_{side}")
         bpy.data.objects[f"SJ_JointPath_Legs_tibia_{side}"].data.bevel_depth = 0.006
         doc = core_io.loads(obj.pose.bones[f"tibia_{side}"].spline_joints.joint_json)
-        print(f"tibia_{side}: gait2392 knee scaled by {doc.joint.scale:.3f} (femur {obj.data.bones[f'femur_{side}'].length:.4f} m)")
+        femur = obj.data.bones[f"femur_{side}"].length
+        print(f"tibia_{side}: gait2392 knee scaled by {doc.joint.scale:.3f} (femur {femur:.4f} m)")
         bd._check(bpy.ops.spline_joints.drive_joint(), "drive_joint")
     for frame, right, left in STRIDE:
         bd._key_sliders(obj.pose.bones["tibia_R"], [(frame, (right,))])

@@ -60,13 +60,15 @@ class SPLINE_JOINTS_OT_drive_joint(BoneOperator, bpy.types.Operator):
         q = np.array([_start_value(pose_bone, i, lo, hi) for i, (lo, hi) in enumerate(ranges)])
         # the pose first: a joint that cannot be posed changes nothing
         basis = joint_basis(doc.joint, bridge.read_rest_T_parent_child(pose_bone), q)
-        names = [bridge.ensure_coordinate_property(pose_bone, i, lo, hi, q[i])
+        names = [bridge.ensure_coordinate_property(pose_bone, i, lo, hi, q[i],
+                                                   doc.coordinate_names[i])
                  for i, (lo, hi) in enumerate(ranges)]
         s.drive = True
         pose_bone.matrix_basis = bridge.array_to_matrix(basis)
-        self.report({"INFO"}, f"'{pose_bone.name}' follows {', '.join(names)} through its "
-                              f"{type(doc.joint).__name__} ({doc.joint.nq} coordinate"
-                              f"{'s' if doc.joint.nq != 1 else ''})")
+        self.report({"INFO"}, f"'{pose_bone.name}' follows {', '.join(names)} through its joint "
+                              f"{doc.name or type(doc.joint).__name__} ({doc.joint.nq} coordinate"
+                              f"{'s' if doc.joint.nq != 1 else ''}: "
+                              f"{', '.join(doc.coordinate_names)})")
         return {"FINISHED"}
 
     def convert(self, context, armature, pose_bone, doc, frames):
@@ -89,7 +91,8 @@ class SPLINE_JOINTS_OT_drive_joint(BoneOperator, bpy.types.Operator):
         bridge.remove_fcurves(armature, bridge.bone_transform_fcurves(armature, pose_bone))
         names = []
         for i, (lo, hi) in enumerate(ranges):
-            names.append(bridge.ensure_coordinate_property(pose_bone, i, lo, hi, q[0, i]))
+            names.append(bridge.ensure_coordinate_property(pose_bone, i, lo, hi, q[0, i],
+                                                           doc.coordinate_names[i]))
             bridge.write_fcurve_keys(armature, pose_bone.path_from_id(f'["{names[-1]}"]'), 0,
                                      frames, q[:, i], group=name)
         pose_bone.spline_joints.drive = True
