@@ -46,6 +46,7 @@ class _Body:
         self.name, self.owner, self.kind, self.parent, self.settings = name, owner, kind, parent, settings
         self.kinematic = settings is None or not settings.enabled or settings.kinematic
         self.poses = {}          # frame -> (4, 4) pose in the parent body (or the world)
+        self.warnings = []       # said in the report (a wire fitted above its tolerance)
         self.scale = np.ones(3)  # an object's world scale (written back with its keys)
 
 
@@ -233,7 +234,12 @@ def _joint_spec(body, rig_obj):
     elif s.kind == "WIRE":
         if body.kind != "OBJECT" or s.wire is None:
             raise ValueError(f"'{body.name}': a Bead on Wire needs a curve object in Wire")
-        kind, extra = "joint", {"joint": _wire(s.wire)}
+        fit = _wire(s.wire)
+        if not fit.within_tolerance:
+            body.warnings.append(f"the wire follows '{s.wire.name}' only to "
+                                 f"{1000 * fit.max_position_error:.3g} mm (asked "
+                                 f"{1000 * fit.tolerance:.3g} mm): sharp corners are rounded")
+        kind, extra = "joint", {"joint": fit.joint}
     elif s.kind in ("HINGE", "SLIDER", "UNIVERSAL"):
         extra["axis"] = tuple(s.axis)
         if s.kind == "UNIVERSAL":
@@ -279,20 +285,12 @@ def _check_connected(body, kind, extra):
                          "use a joint that only turns")
 
 
-_WIRES: dict = {}
-
-
 def _wire(curve_obj):
-    """The wire joint of a curve object (cached by the curve's data)."""
+    """The :class:`core.wire.WireFit` of a curve object."""
     from ...core.wire import wire_joint
     from .. import curves
 
-    data = curves.read_curve(curve_obj)
-    key = (curve_obj.name, repr(data))
-    if key not in _WIRES:
-        _WIRES.clear()
-        _WIRES[key] = wire_joint(data)
-    return _WIRES[key].joint
+    return wire_joint(curves.read_curve(curve_obj))
 
 
 class RigJob:
@@ -444,8 +442,9 @@ class RigJob:
             parts.append(f"worst limit excess {np.degrees(result.worst_violation):.3g} deg"
                          + (f" ({result.violation_body})" if result.violation_body else ""))
         text = ", ".join(parts)
-        if result.warnings:
-            text += "; " + "; ".join(result.warnings)
+        warnings = [*result.warnings, *(w for b in self.bodies for w in b.warnings)]
+        if warnings:
+            text += "; warning: " + "; ".join(warnings)
         return text
 
 
@@ -652,7 +651,7 @@ class _RigOperator:
             self.report({"WARNING"}, f"{self.bl_label} cancelled: nothing written")
             return {"CANCELLED"}
         messages = self.write(context, results)
-        self.report({"WARNING"} if any("cannot reach" in m for m in messages) else {"INFO"},
+        self.report({"WARNING"} if any("warning:" in m for m in messages) else {"INFO"},
                     " | ".join(messages))
         return {"FINISHED"}
 

@@ -224,3 +224,63 @@ def test_preview(blender):
 
 def test_bad_input(blender):
     blender(scenario_bad_input)
+
+
+def scenario_beads_on_spun_curve(tmp):
+    import bpy
+
+    from scenes import addon_module
+
+    rig_ops = addon_module("addon.operators.rig")
+    curves = addon_module("addon.curves")
+    wire = addon_module("core.wire")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end, scene.render.fps = 1, 24, 24
+    bpy.ops.curve.primitive_bezier_circle_add(radius=0.5, location=(0.0, 0.0, 1.0),
+                                              rotation=(1.2, 0.0, 0.0))
+    curve = bpy.context.active_object
+    curve.rotation_mode = "XYZ"
+    for f, a in ((1, 0.0), (24, 3.0)):
+        curve.rotation_euler = (1.2, 0.0, a)
+        curve.keyframe_insert("rotation_euler", frame=f)
+    path = wire.WirePath(curves.read_curve(curve))
+    beads = []
+    for k, q in enumerate((0.3, 1.7)):
+        bpy.ops.mesh.primitive_uv_sphere_add(radius=0.03)
+        b = bpy.context.active_object
+        scene.frame_set(1)
+        b.matrix_world = curve.matrix_world @ __import__("mathutils").Matrix(path.frames(np.array([q]))[0].tolist())
+        beads.append(b)
+    for b in beads:
+        b.select_set(True)
+    curve.select_set(True)
+    bpy.context.view_layer.objects.active = curve
+    assert bpy.ops.spline_joints.add_beads() == {"FINISHED"}
+    job = rig_ops.RigJob(scene, None)
+    job.simulate()
+    result = job.checked_result()
+    fit = rig_ops._wire(curve)
+    worst_joint, worst_curve = 0.0, 0.0
+    for k, b in enumerate(beads):
+        i = next(n for n, body in enumerate(job.rig.bodies) if body.name == b.name)
+        curve_i = job.rig.mechanism.model.parents[i]
+        local = np.linalg.solve(result.world[:, curve_i], result.world[:, i])
+        q = result.q[:, job.rig.slices[i]][:, 0]
+        on_joint = fit.joint.transforms(q[:, None])[:, :3, 3]
+        worst_joint = max(worst_joint, np.abs(local[:, :3, 3] - on_joint).max())
+        worst_curve = max(worst_curve, path.closest(local[:, :3, 3])[1].max())
+    assert worst_joint < 1e-9, worst_joint
+    assert worst_curve <= fit.max_position_error * (1 + 1e-6) + 1e-9, (worst_curve, fit.max_position_error)
+    assert np.ptp(result.q[:, job.rig.slices[-1]]) > 0.05     # the beads slide
+    assert bpy.ops.spline_joints.bake_rig() == {"FINISHED"}
+    scene.frame_set(12)
+    world = np.array(beads[0].matrix_world)
+    i = next(n for n, body in enumerate(job.rig.bodies) if body.name == beads[0].name)
+    np.testing.assert_allclose(world[:3, 3], result.world[11, i, :3, 3], atol=1e-5)
+    return {"joint": worst_joint, "curve": worst_curve, "fit": fit.max_position_error}
+
+
+def test_beads_on_spun_curve(blender):
+    out = blender(scenario_beads_on_spun_curve)
+    assert out["curve"] <= 1e-4

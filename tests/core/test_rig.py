@@ -1,0 +1,139 @@
+"""core.rig: rigs of the user's bodies against direct models, kinematic drives, the start
+state read from poses, the limit report and bad input."""
+
+import math
+
+import numpy as np
+import pytest
+
+from core.errors import InvalidInputError
+from core.integrators import simulate
+from core.joints.lower_pairs import Fixed, Revolute, Universal
+from core.lie import so3
+from core.mechanisms.base import energy_drift_limit
+from core.model import Model
+from core.rig import (RigBody, RigJoint, build_rig, coordinates_from_pose, limit_violation,
+                      simulate_rig)
+
+EPS = np.finfo(float).eps
+
+
+def _T(r=(0.0, 0.0, 0.0), p=(0.0, 0.0, 0.0)):
+    T = np.eye(4)
+    T[:3, :3] = so3.exp(np.asarray(r, dtype=float))
+    T[:3, 3] = p
+    return T
+
+
+def _hinge_chain(n=4):
+    rest = [_T((0.3, 0.1, 0.0), (0.0, 0.0, 1.0))] + [_T(p=(0.0, 0.2, 0.0))] * (n - 1)
+    return rest, [RigBody(f"b{k}", k - 1, rest[k], RigJoint("hinge", axis=(1.0, 0.0, 0.0)),
+                          mass=0.5, com=(0.0, 0.1, 0.0), inertia=np.diag([2e-3, 1e-4, 2e-3]),
+                          pose=rest[k] @ _T((0.2 + 0.1 * k, 0.0, 0.0)))
+                  for k in range(n)]
+
+
+def test_hinge_rig_equals_the_direct_model():
+    rest, bodies = _hinge_chain()
+    rig = build_rig(bodies, fps=30.0, substeps=8, duration=0.5)
+    res = simulate_rig(rig)
+    m = Model()
+    for k in range(4):
+        m.add_body(f"b{k}", k - 1, Revolute((1.0, 0.0, 0.0)), rest[k], mass=0.5,
+                   com=(0.0, 0.1, 0.0), inertia=np.diag([2e-3, 1e-4, 2e-3]))
+    q0 = np.array([0.2, 0.3, 0.4, 0.5])
+    np.testing.assert_allclose(rig.mechanism.q0, q0, rtol=0, atol=8 * EPS)
+    tr = simulate(m, q0, np.zeros(4), 1.0 / 240.0, 120, record_every=8)
+    np.testing.assert_allclose(res.q, tr.q, rtol=0, atol=1e-12)
+    # passive, so the drift is reported; under rk4's bound for a resolved motion
+    assert res.energy_drift is not None and 0.0 < res.energy_drift < energy_drift_limit(rig.mechanism)
+    # local poses are each body in its parent, and chain up to the world poses
+    np.testing.assert_allclose(res.world[:, 1], res.world[:, 0] @ res.local[:, 1], atol=1e-14)
+
+
+@pytest.mark.parametrize("kind,joint", [("hinge", Revolute((0.0, 0.6, 0.8))),
+                                        ("universal", Universal((1.0, 0.0, 0.0), (0.0, 0.0, 1.0)))])
+def test_coordinates_from_pose_recovers_reachable_poses(kind, joint):
+    rest = _T((0.1, -0.2, 0.3), (0.0, 0.1, 0.0))
+    q = np.array([0.7]) if kind == "hinge" else np.array([0.4, -0.9])
+    found, (dp, dr) = coordinates_from_pose(joint, kind, rest, rest @ joint.transform(q))
+    np.testing.assert_allclose(found, q, atol=1e-9)
+    assert dp < 1e-9 and dr < 1e-9
+
+
+def test_hinge_start_projects_an_unreachable_pose_with_a_warning():
+    rest, bodies = _hinge_chain(1)
+    twisted = RigBody("b0", -1, rest[0], RigJoint("hinge", axis=(1.0, 0.0, 0.0)), mass=0.5,
+                      pose=rest[0] @ _T((0.5, 0.0, 0.2)))
+    rig = build_rig([twisted], fps=30.0, substeps=2, duration=0.1)
+    assert rig.warnings and "cannot reach" in rig.warnings[0]
+    # the closest hinge angle: the rotation about x nearest exp([0.5, 0, 0.2])
+    angles = np.linspace(-math.pi, math.pi, 200001)
+    R = so3.exp(np.array([0.5, 0.0, 0.2]))
+    traces = np.cos(angles) * (np.trace(R) - R[0, 0]) + np.sin(angles) * (R[2, 1] - R[1, 2])
+    assert abs(rig.mechanism.q0[0] - angles[np.argmax(traces)]) < 2 * math.pi / 200000
+
+
+def test_kinematic_body_follows_its_motion_and_drives_its_child():
+    times = np.arange(25) / 24.0
+    motion = np.stack([_T((0.0, 0.0, 0.8 * math.sin(3.0 * t)), (0.1 * t, 0.0, 1.0))
+                       for t in times])
+    bodies = [RigBody("root", -1, np.eye(4), RigJoint("kinematic"), motion_times=times,
+                      motion=motion),
+              RigBody("arm", 0, _T(p=(0.0, 0.0, -0.1)), RigJoint("hinge", axis=(1.0, 0.0, 0.0)),
+                      mass=0.3, com=(0.0, -0.1, 0.0), inertia=np.diag([1e-3, 1e-4, 1e-3]))]
+    res = simulate_rig(build_rig(bodies, fps=24.0, substeps=8, duration=1.0))
+    np.testing.assert_allclose(res.world[:, 0], motion, atol=1e-13)
+    assert np.ptp(res.q[:, 6]) > 0.01          # the swinging root moves the hinge
+    assert res.energy_drift is None            # driven: not passive
+
+
+def test_kinematic_motion_across_the_half_turn_chart():
+    times = np.arange(9) / 8.0
+    motion = np.stack([_T((0.0, 0.0, 2.5 + t)) for t in times])     # passes |r| = pi
+    bodies = [RigBody("root", -1, np.eye(4), RigJoint("kinematic"), motion_times=times,
+                      motion=motion),
+              RigBody("b", 0, np.eye(4), RigJoint("ball"), mass=1.0, com=(0.0, -0.1, 0.0))]
+    rig = build_rig(bodies, fps=8.0, substeps=4, duration=1.0)
+    qp, vp, _ = rig.mechanism.drive.motion(0.5)
+    np.testing.assert_allclose(vp[:3], [0.0, 0.0, 1.0], atol=1e-9)   # no jump of 2 pi
+    res = simulate_rig(rig)
+    np.testing.assert_allclose(res.world[:, 0], motion, atol=1e-12)
+
+
+def test_still_kinematic_body_is_fixed():
+    bodies = [RigBody("root", -1, np.eye(4), RigJoint("kinematic"), pose=_T(p=(0, 0, 1))),
+              RigBody("b", 0, np.eye(4), RigJoint("ball"), mass=1.0, com=(0.0, -0.1, 0.0))]
+    rig = build_rig(bodies, fps=8.0, substeps=4, duration=0.5)
+    assert isinstance(rig.mechanism.model.joints[0], Fixed) and rig.mechanism.drive is None
+
+
+def test_limit_violation_in_angles():
+    spec = RigJoint("ball", cone="circular", half_angle=0.4, twist=0.2)
+    from core.joints.spherical import Spherical
+
+    q = np.array([[0.5, 0.0, 0.0], [0.0, 0.3, 0.0], [0.1, 0.0, 0.0]])
+    out = limit_violation(spec, Spherical(), q)
+    np.testing.assert_allclose(out, [0.1, 0.1, 0.0], atol=1e-12)
+    ell = RigJoint("ball", cone="elliptical", half_angle_x=0.6, half_angle_z=0.3)
+    # swing towards the bone's X axis (a turn about -Z) is limited by half_angle_x
+    np.testing.assert_allclose(limit_violation(ell, Spherical(), [[0.0, 0.0, -0.7]]), [0.1],
+                               atol=1e-12)
+    np.testing.assert_allclose(limit_violation(ell, Spherical(), [[0.35, 0.0, 0.0]]), [0.05],
+                               atol=1e-12)
+
+
+def test_bad_input():
+    rest, bodies = _hinge_chain(2)
+    with pytest.raises(InvalidInputError, match="has no mass"):
+        build_rig([bodies[0], RigBody("b1", 0, rest[1], RigJoint("ball"), mass=0.0)])
+    with pytest.raises(InvalidInputError, match="not an earlier body"):
+        build_rig([RigBody("b0", 1, rest[0], RigJoint("ball")), bodies[1]])
+    with pytest.raises(InvalidInputError, match="nothing to simulate"):
+        build_rig([RigBody("k", -1, np.eye(4), RigJoint("kinematic"))])
+    with pytest.raises(InvalidInputError, match="ball or free joint"):
+        build_rig([RigBody("b", -1, np.eye(4), RigJoint("hinge", cone="circular"))])
+    with pytest.raises(InvalidInputError, match="unique names"):
+        build_rig([bodies[0], RigBody("b0", 0, rest[1], RigJoint("ball"))])
+    with pytest.raises(InvalidInputError, match="needs its core"):
+        build_rig([RigBody("b", -1, np.eye(4), RigJoint("joint"))])
