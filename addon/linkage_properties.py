@@ -59,7 +59,9 @@ def _retag(self, context):
 class SPLINE_JOINTS_PG_link_joint(PropertyGroup):
     """One joint (or spring) between two objects of a linkage."""
 
-    kind: EnumProperty(name="Type", items=KIND_ITEMS, default="hinge", update=_retag)
+    kind: EnumProperty(name="Type", items=KIND_ITEMS, default="hinge", update=_retag,
+                       description="What the joint allows between the two bodies (a hinge "
+                                   "turns, a slider slides, a spring pulls)")
     body1: PointerProperty(name="First Body", type=bpy.types.Object,
                            description="The body the joint is fixed in (empty: the world)")
     body2: PointerProperty(name="Second Body", type=bpy.types.Object,
@@ -94,8 +96,10 @@ class SPLINE_JOINTS_PG_link_joint(PropertyGroup):
 class SPLINE_JOINTS_PG_linkage(PropertyGroup):
     """A linkage: its joints, its driver, the live assembly's settings and the last bake."""
 
-    joints: CollectionProperty(type=SPLINE_JOINTS_PG_link_joint)
-    active_joint: IntProperty(name="Active Joint")
+    joints: CollectionProperty(type=SPLINE_JOINTS_PG_link_joint,
+                               description="The joints and springs between the linkage's bodies")
+    active_joint: IntProperty(name="Active Joint",
+                              description="The joint selected in the linkage's list")
     driver: PointerProperty(name="Driving Body", type=bpy.types.Object, update=_retag,
                             description="The body you move or key; the others follow it")
     drive_joint: StringProperty(name="Driving Joint", update=_retag,
@@ -121,13 +125,15 @@ class SPLINE_JOINTS_PG_linkage(PropertyGroup):
                          description="Largest constraint error of the last live assembly "
                                      "(m, or rad for rotations)")
     status: StringProperty(name="Status", description="What the last live assembly said")
-    mode: EnumProperty(name="Bake", items=MODE_ITEMS, default="DYNAMICS")
+    mode: EnumProperty(name="Bake", items=MODE_ITEMS, default="DYNAMICS",
+                       description="What Bake keys: a dynamics simulation, or the live "
+                                   "assembly over the frames")
     duration: FloatProperty(name="Duration", default=2.0, min=0.01, unit="TIME_ABSOLUTE",
                             description="Simulated time of a dynamics bake (s)")
     substeps: IntProperty(name="Substeps", default=10, min=1, max=1000,
                           description="Integration steps per frame of a dynamics bake")
-    baked_frames: IntProperty(name="Baked Frames")
-    bake_seconds: FloatProperty(name="Bake Time (s)")
+    baked_frames: IntProperty(name="Baked Frames", description="Frames keyed by the last bake")
+    bake_seconds: FloatProperty(name="Bake Time (s)", description="Seconds the last bake took")
     solver: StringProperty(name="Solver", description="Solver of the last bake")
     constraint_error: FloatProperty(name="Constraint Error", precision=12,
                                     description="Largest constraint error over the baked "
