@@ -165,6 +165,22 @@ def fit_status(doc):
     return "imported" if doc.report is None else doc.report.status
 
 
+#: a fit status (:func:`fit_status`, core.fitting.report.STATUSES) in plain words, with the
+#: icon the Fit panel shows it with
+STATUS_WORDS = {
+    "converged": ("Fit converged", "CHECKMARK"),
+    "max_iterations": ("Fit stopped at its iteration cap, still improving: fit again", "INFO"),
+    "diverged": ("Fit did not converge: check the samples", "ERROR"),
+    "imported": ("Imported or transferred joint (no fit of its own)", "INFO"),
+}
+
+
+def status_words(status: str) -> tuple[str, str]:
+    """(sentence, icon) of a bone's fit status; another text (the live drive's "cannot drive:
+    ...") is shown as it is, as an error."""
+    return STATUS_WORDS.get(status, (status, "ERROR"))
+
+
 def store_document(settings, doc):
     """Store ``doc`` on a bone's settings: its JSON, coordinate ranges and fit report (status
     "imported" when it has none). Returns the document read back from the stored JSON; a

@@ -7,7 +7,7 @@ import math
 import bpy
 
 from .bridge import target_bone
-from .documents import OSIM_PATH_KEY, is_osim_armature, osim_rig
+from .documents import OSIM_PATH_KEY, is_osim_armature, osim_rig, status_words
 
 CATEGORY = "Spline Joints"
 
@@ -81,16 +81,6 @@ class VIEW3D_PT_spline_joints_capture(_Panel, bpy.types.Panel):
         row.operator("spline_joints.clear_samples", icon="TRASH")
 
 
-#: a bone's fit status in plain words, with its icon (other statuses, "cannot drive: ...", are
-#: shown as they are, as errors)
-STATUS_WORDS = {
-    "converged": ("Fit converged", "CHECKMARK"),
-    "max_iterations": ("Fit stopped at its iteration cap, still improving: fit again", "INFO"),
-    "diverged": ("Fit did not converge: check the samples", "ERROR"),
-    "imported": ("Imported or transferred joint (no fit of its own)", "INFO"),
-}
-
-
 class VIEW3D_PT_spline_joints_fit(_Panel, bpy.types.Panel):
     bl_label = "Fit"
     bl_idname = "VIEW3D_PT_spline_joints_fit"
@@ -123,8 +113,8 @@ class VIEW3D_PT_spline_joints_fit(_Panel, bpy.types.Panel):
                                text="Preset")
         if s.fit_status:
             box = layout.box()
-            box.label(text=STATUS_WORDS.get(s.fit_status, (s.fit_status, "ERROR"))[0],
-                      icon=STATUS_WORDS.get(s.fit_status, (s.fit_status, "ERROR"))[1])
+            text, icon = status_words(s.fit_status)
+            box.label(text=text, icon=icon)
             box.label(text=f"Position RMS {s.fit_rms_mm:.3f} mm, max {s.fit_max_mm:.3f} mm")
             box.label(text=f"Rotation RMS {s.fit_rms_deg:.3f} deg, max {s.fit_max_deg:.3f} deg")
             _draw_heldout(box, s)

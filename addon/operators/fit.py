@@ -10,7 +10,7 @@ from bpy.props import BoolProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge
-from ..documents import joint_document, store_document
+from ..documents import joint_document, status_words, store_document
 from ..bridge import target_bone
 from ._common import BoneOperator, has_target
 
@@ -86,7 +86,7 @@ class SPLINE_JOINTS_OT_fit(BoneOperator, bpy.types.Operator):
             draw_joint_path(context, armature, pose_bone, path)
         level = {"INFO"} if report.converged and not caught else {"WARNING"}
         notes = "".join(f"; {w.message}" for w in caught)
-        self.report(level, f"Fit {report.status}: RMS {report.rms_position_mm:.3f} mm / "
+        self.report(level, f"{status_words(report.status)[0]}: RMS {report.rms_position_mm:.3f} mm / "
                            f"{report.rms_rotation_deg:.3f} deg, max {report.max_position_mm:.3f} mm / "
                            f"{report.max_rotation_deg:.3f} deg at the samples; between them max "
                            f"{report.heldout_max_position_mm:.3f} mm / "
