@@ -4,7 +4,7 @@
                                                      [--only knee beads animations ...]
                                                      [--demos hinge_chain globe ...]
 
-Mechanism demos are shown baked. By default each is opened from demo_blends/ and baked in
+Mechanism and linkage demos are shown baked. By default each is opened from demo_blends/ and baked in
 this process by ``scripts/bake.py``'s ``bake_open_file`` (``spline_joints.bake_dynamics``, as
 the main job does; the baked copy goes to a temporary folder); ``--baked DIR`` takes the
 already baked files of a main-job run instead (``scripts/main.py --out out`` writes them to
@@ -19,6 +19,8 @@ Stills (8-bit PNG, each well under 300 kB):
   over its 4 s, each with its time and the beads' one-second trails (scripts/pictures.py).
 * ``scapulothoracic.png``: the scapula on its fitted spline surface joint over the thorax, with
   the surface's iso-coordinate lines (scapulothoracic_fit_rig.blend), at two slider settings.
+* ``four_bar_linkage.png``, ``scissor_lift.png``, ``door_stop.png`` (``linkages``): titled
+  contact sheets of the baked linkage demos, 8 frames each.
 * ``gait2392_walk.png``: the two gait2392 models of gait2392_walk.blend (exact OpenSim knees,
   fitted spline knees) at mid-stride (:data:`GAIT_FRAME`), through the demo's own camera.
 
@@ -62,7 +64,7 @@ def open_demo(bpy, name: str, baked: Path | None = None):
                                                          if baked is not None else ""))
     bpy.ops.wm.open_mainfile(filepath=str(source), load_ui=False)
     scene = bpy.context.scene
-    if baked is None and len(scene.spline_joints_mechanisms):
+    if baked is None and (len(scene.spline_joints_mechanisms) or len(scene.spline_joints_linkages)):
         import bake
 
         with tempfile.TemporaryDirectory(prefix="sj_readme_bake_") as tmp:
@@ -123,12 +125,22 @@ def reach_cone(bpy, out: Path, baked=None) -> Path:
 
 
 def beads(bpy, out: Path, baked=None) -> Path:
-    name = "beads_on_a_wire"
+    return sheet(bpy, "beads_on_a_wire", out, baked)
+
+
+def linkages(bpy, out: Path, baked=None) -> list[Path]:
+    """:func:`sheet` of every linkage demo (scripts/build_demos.py's LINKAGES)."""
+    return [sheet(bpy, name, out, baked) for name in bd.LINKAGES]
+
+
+def sheet(bpy, name: str, out: Path, baked=None) -> Path:
+    """``<name>.png``: titled contact sheet of a baked demo, 8 frames over its motion, each with
+    its time (and the trails of scripts/pictures.py where the demo has them)."""
     scene = open_demo(bpy, name, baked)
     frames = np.linspace(scene.frame_start, last_frame(scene), 8).round().astype(int)
     trails = pictures.trails(scene, int(frames[0]), int(frames[-1]))
     tiles = [pictures.render(scene, f, (240, 135), trails) for f in frames]
-    target = out / "beads_on_a_wire.png"
+    target = out / f"{name}.png"
     bd.save_png(pictures.titled_sheet(tiles, 4, pictures.title_line(scene, name),
                                       [pictures.time_label(scene, f) for f in frames]), target)
     return target
@@ -188,7 +200,7 @@ def animations(bpy, out: Path, baked=None, names=None) -> list[Path]:
 
 
 MAKERS = {"knee": knee, "reach_cone": reach_cone, "beads": beads, "scapula": scapula,
-          "gait": gait, "animations": animations}
+          "gait": gait, "linkages": linkages, "animations": animations}
 
 
 def main(argv: list[str]) -> int:
@@ -204,7 +216,7 @@ def main(argv: list[str]) -> int:
     bpy = bd.start_blender()
     for key in args.only or MAKERS:
         made = (animations(bpy, out, baked, args.demos) if key == "animations"
-                else [MAKERS[key](bpy, out, baked)])
+                else linkages(bpy, out, baked) if key == "linkages" else [MAKERS[key](bpy, out, baked)])
         for path in made:
             print(f"wrote {path} ({path.stat().st_size / 1024:.0f} kB)", flush=True)
     return 0

@@ -51,6 +51,17 @@ def joint_frame(location, axis: str, active) -> np.ndarray:
     return se3.from_rp(R, np.asarray(location, dtype=float))
 
 
+class _OnLinkage:
+    """Operator mixin: ``index`` of the linkage acted on (-1: the active one); available when
+    the scene has a linkage."""
+
+    index: IntProperty(name="Linkage", default=-1, description="Linkage to act on (-1: the active one)")
+
+    @classmethod
+    def poll(cls, context):
+        return len(context.scene.spline_joints_linkages) > 0
+
+
 class SPLINE_JOINTS_OT_add_linkage(bpy.types.Operator):
     """Add an empty linkage to the scene and make it the active one"""
 
@@ -94,7 +105,7 @@ class SPLINE_JOINTS_OT_add_demo_linkage(bpy.types.Operator):
     bl_label = "Add Demo Linkage"
     bl_options = {"REGISTER", "UNDO"}
 
-    demo: EnumProperty(name="Demo", items=_demo_items)
+    demo: EnumProperty(name="Demo", items=_demo_items, description="The demo linkage to place")
     driven: BoolProperty(name="Driven", default=True,
                          description="Keep the demo's driver (live assembly); off: released, "
                                      "for a dynamics bake")
@@ -196,18 +207,12 @@ class SPLINE_JOINTS_OT_add_demo_linkage(bpy.types.Operator):
 _PIN = (0.035, 0.14)
 
 
-class SPLINE_JOINTS_OT_remove_linkage(bpy.types.Operator):
+class SPLINE_JOINTS_OT_remove_linkage(_OnLinkage, bpy.types.Operator):
     """Remove the active linkage (its objects and their keys stay)"""
 
     bl_idname = "spline_joints.remove_linkage"
     bl_label = "Remove Linkage"
     bl_options = {"REGISTER", "UNDO"}
-
-    index: IntProperty(name="Linkage", default=-1, description="Linkage to remove (-1: the active one)")
-
-    @classmethod
-    def poll(cls, context):
-        return len(context.scene.spline_joints_linkages) > 0
 
     @reporting
     def execute(self, context):
@@ -229,7 +234,8 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
     bl_label = "Add Joint"
     bl_options = {"REGISTER", "UNDO"}
 
-    kind: EnumProperty(name="Type", items=KIND_ITEMS)
+    kind: EnumProperty(name="Type", items=KIND_ITEMS,
+                       description="What the new joint allows between the two bodies")
     axis: EnumProperty(name="Axis", items=AXIS_ITEMS, default="LOCAL_Z",
                        description="Axis of the joint (the hinge or slide axis, the plane's normal)")
     at_cursor: BoolProperty(name="At 3D Cursor", default=True,
@@ -349,19 +355,13 @@ class SPLINE_JOINTS_OT_remove_link_joint(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_assemble_linkage(bpy.types.Operator):
+class SPLINE_JOINTS_OT_assemble_linkage(_OnLinkage, bpy.types.Operator):
     """Close the loops of the active linkage for its driver, starting from where the objects
     stand, and place the other bodies"""
 
     bl_idname = "spline_joints.assemble_linkage"
     bl_label = "Assemble"
     bl_options = {"REGISTER", "UNDO"}
-
-    index: IntProperty(name="Linkage", default=-1, description="Linkage to assemble (-1: the active one)")
-
-    @classmethod
-    def poll(cls, context):
-        return len(context.scene.spline_joints_linkages) > 0
 
     @reporting
     def execute(self, context):
@@ -491,19 +491,13 @@ class LinkageBakeJob:
         return {"FINISHED"}, "INFO", message + "; live assembly switched off so the keys play"
 
 
-class SPLINE_JOINTS_OT_bake_linkage(ThreadedBake, bpy.types.Operator):
+class SPLINE_JOINTS_OT_bake_linkage(_OnLinkage, ThreadedBake, bpy.types.Operator):
     """Bake the active linkage to keys: its dynamics under gravity and springs, or its live
     assembly over the scene's frames (Esc cancels and writes nothing)"""
 
     bl_idname = "spline_joints.bake_linkage"
     bl_label = "Bake Linkage"
     bl_options = {"REGISTER", "UNDO"}
-
-    index: IntProperty(name="Linkage", default=-1, description="Linkage to bake (-1: the active one)")
-
-    @classmethod
-    def poll(cls, context):
-        return len(context.scene.spline_joints_linkages) > 0
 
     def make_job(self, context):
         return LinkageBakeJob(context.scene, self.index)
