@@ -3,7 +3,8 @@ bodies are large enough to read, the skeleton moves in 3D and the reach cone is 
 
 The motion is the core's simulation of each mechanism at the file's own settings (the
 simulation a bake keys; baking every demo in Blender would be too slow here), placed on the
-file's own body objects; a rig's motion is its animation, played frame by frame. The points
+file's own body objects; a rig's motion is its animation, played frame by frame, and a
+linkage's its bake (seconds), played likewise. The points
 that outline each body (a mesh's vertices, a curve's points) are projected through the scene
 camera with build_demos.camera_pixels at build_demos.RESOLUTION (640 x 360); a body is in
 view in a frame when the bounding box of its projection lies inside the frame.
@@ -84,6 +85,8 @@ def scenario_views(tmp, demo, build_script):
         return out
     W, H = bd.RESOLUTION
     tracks = {}  # part name -> world points outlining it (F, N, 3)
+    for i in range(len(scene.spline_joints_linkages)):  # seconds each: their keys play below
+        assert bpy.ops.spline_joints.bake_linkage(index=i) == {"FINISHED"}
     items = scene.spline_joints_mechanisms
     if len(items):
         item = items[0]
@@ -109,8 +112,10 @@ def scenario_views(tmp, demo, build_script):
             out["extra"]["off_plane"] = float(np.abs((origins - origins[0].mean(axis=0)) @ normal).max())
     else:
         frames = range(scene.frame_start, scene.frame_end + 1)
+        linked = {o for lk in scene.spline_joints_linkages for j in lk.joints for o in (j.body1, j.body2)}
         parts = [o for o in scene.objects if o.type == "MESH" and not o.hide_render
-                 and o.parent is not None and o.parent.type == "ARMATURE" and o.parent_type == "BONE"]
+                 and (o in linked or o.parent is not None and o.parent.type == "ARMATURE"
+                      and o.parent_type == "BONE")]
         boxes = {p.name: _local_points(p) for p in parts}
         world = {p.name: [] for p in parts}
         cone_values = []
