@@ -254,3 +254,26 @@ def test_bad_input_is_refused_with_the_scene_unchanged(blender):
     assert "lost its second body" in r["deleted_assemble"]
     assert "lost its second body" in r["deleted_bake"]
     assert r["redundant_same"] and r["itself_same"] and r["deleted_same"]
+
+
+def scenario_cancelled_bake_writes_nothing(tmp):
+    import bpy
+
+    from scenes import addon_module
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    assert bpy.ops.spline_joints.add_demo_linkage(demo="door") == {"FINISHED"}
+    scene = bpy.context.scene
+    before = snapshot(bpy)
+    job = addon_module("addon.operators.linkages").LinkageBakeJob(scene, 0)
+    job.cancel()                                   # what Esc does while the worker runs
+    job.simulate()
+    status, level, message = job.finish(scene)
+    return {"status": sorted(status), "level": level, "message": message,
+            "same": snapshot(bpy) == before, "frames": scene.spline_joints_linkages[0].baked_frames}
+
+
+def test_a_cancelled_bake_writes_nothing(blender):
+    r = blender(scenario_cancelled_bake_writes_nothing)
+    assert r["status"] == ["CANCELLED"] and r["level"] == "WARNING" and "no keyframes" in r["message"]
+    assert r["same"] and r["frames"] == 0
