@@ -28,9 +28,13 @@ eqs. 66-70), so a spinning ball joint never meets the ``|r| = 2 pi`` singularity
 * ``"rk4"``: the classical fourth-order Runge-Kutta method on ``(q, v)``.
 
 A step of ``dt`` is split into ``substeps`` equal substeps; limits (:mod:`core.limits`) are
-enforced after each substep, or contacts and limits together by a
-:class:`core.contacts.ContactSolver` (on the Python path: with contacts a step is never one
-kernel call). Divergence is always a :class:`core.errors.SimulationError`
+enforced after each substep. A :class:`core.contacts.ContactSolver` instead solves contacts
+and limits together within each substep: the method's step gives ``(q1, v1)`` from ``(q0,
+v0)``, the solver finds the contacts at ``q0`` and the impulses ``dv`` on ``v1``, and the
+substep ends at ``(q1 + h dv + dq, v1 + dv)`` with dq its position correction (for
+"semi_implicit" this is the usual velocity-level contact step, ``q1 = q0 + h (v1 + dv)``, in
+which a resting contact neither sinks nor creeps; with contacts a step is never one kernel
+call). Divergence is always a :class:`core.errors.SimulationError`
 naming the time, the body and a smaller step: a non-finite state, an energy blow-up, and any
 numerical failure inside a step or a record that only a diverged or ill-conditioned state
 causes (:func:`diverged`: a :class:`core.errors.NonFiniteError` of a joint, an overflow, a
@@ -234,9 +238,10 @@ class Integrator:
         fext: None, a constant ``(nb, 6)`` array of body-frame wrenches, or a callable
             ``fext(t, q, v)``.
         limits: an optional :class:`core.limits.LimitSolver` applied after every substep.
-        contacts: an optional :class:`core.contacts.ContactSolver` applied after every
-            substep instead of ``limits``; it solves its own limit solver's impulses with the
-            contacts' (pass that LimitSolver to it, and here as ``limits`` or not at all).
+        contacts: an optional :class:`core.contacts.ContactSolver` applied in every substep
+            (module docstring) instead of ``limits``; it solves its own limit solver's
+            impulses with the contacts' (pass that LimitSolver to it, and here as ``limits``
+            or not at all).
         energy_limit: a run stops with SimulationError when the mechanical energy less the
             drive's work exceeds ``E0 + energy_limit``; default
             ``1e6 * max(|E0|, m_total |g| * 1 m, 1 J)``.
@@ -470,14 +475,13 @@ class Integrator:
             if self.drive is not None:
                 self._powers.clear()
             try:
-                q, v = self._substep(ts, q, v)
-                self._check(ts + self.h, q, v)
-                self.normalize(q, v)
-                if self.contacts is not None:
-                    q, v = self.contacts.apply(self.data, q, v, ts + self.h, self.h)
-                    self._check(ts + self.h, q, v)
-                    self.normalize(q, v)
-                elif self.limits is not None:
+                qn, vn = self._substep(ts, q, v)
+                self._check(ts + self.h, qn, vn)
+                if self.contacts is not None:      # impulses at the substep's start pose
+                    qn, vn = self.contacts.apply(self.data, q, v, qn, vn, ts, self.h)
+                    self._check(ts + self.h, qn, vn)
+                q, v = self.normalize(qn, vn)
+                if self.contacts is None and self.limits is not None:
                     q, v = self.limits.apply(self.data, q, v)
                     self._check(ts + self.h, q, v)
                     self.normalize(q, v)

@@ -98,6 +98,35 @@ def closest_segments(p1, q1, p2, q2):
     return s, t, p1 + s * d1, p2 + t * d2
 
 
+def _weights(P):
+    """Barycentric weights of the origin's projection onto the affine hull of ``P (k, 3)``
+    (k = 1..4), or None where P is degenerate (a repeated point, collinear or coplanar
+    points at rounding level): dot products, cross products and triple products, which
+    keep their signs where a linear solve of a flat simplex would not."""
+    k = len(P)
+    if k == 1:
+        return np.ones(1)
+    if k == 2:
+        d = P[1] - P[0]
+        dd = d @ d
+        if dd <= 1e-26 * (P[0] @ P[0] + P[1] @ P[1]):
+            return None
+        t = -(P[0] @ d) / dd
+        return np.array([1.0 - t, t])
+    if k == 3:
+        n = np.cross(P[1] - P[0], P[2] - P[0])
+        nn = n @ n
+        if nn <= 1e-26 * np.sum(P * P) ** 2:
+            return None
+        return np.array([n @ np.cross(P[1], P[2]), n @ np.cross(P[2], P[0]),
+                         n @ np.cross(P[0], P[1])]) / nn
+    vol = np.linalg.det(P[1:] - P[0])
+    if abs(vol) <= 1e-13 * np.sum(P * P) ** 1.5:
+        return None
+    return np.array([np.linalg.det(P[[1, 2, 3]]), -np.linalg.det(P[[0, 2, 3]]),
+                     np.linalg.det(P[[0, 1, 3]]), -np.linalg.det(P[[0, 1, 2]])]) / vol
+
+
 def _closest_on_simplex(W):
     """Barycentric weights and indices of the point of ``conv(W)`` (``W (k, 3)``, k <= 4)
     closest to the origin: the valid projection onto the affine hull of some subset
@@ -105,17 +134,9 @@ def _closest_on_simplex(W):
     best = (np.inf, None, None)
     for sub in _SUBSETS[len(W)]:
         P = W[list(sub)]
-        if len(sub) == 1:
-            lam = np.ones(1)
-        else:
-            E = (P[1:] - P[0]).T
-            G = E.T @ E
-            if abs(np.linalg.det(G)) <= 1e-24 * np.trace(G) ** len(sub[1:]):
-                continue
-            mu = np.linalg.solve(G, -E.T @ P[0])
-            lam = np.concatenate([[1.0 - mu.sum()], mu])
-            if lam.min() <= 0.0:
-                continue
+        lam = _weights(P)
+        if lam is None or lam.min() <= 0.0:
+            continue
         x = lam @ P
         d = x @ x
         if d < best[0]:

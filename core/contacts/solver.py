@@ -1,45 +1,52 @@
 """Contact impulses with Coulomb friction and restitution, solved together with the joint
-limits' impulses after every integrator substep.
+limits' impulses in every integrator substep.
 
 :class:`ContactSolver` takes the shapes attached to a model's bodies and the world's
-colliders. After a substep of length h it
+colliders. In a substep of length h from ``(q0, v0)``, given the integrator's end state
+``(q1, v1)`` (:class:`core.integrators.Integrator`), it
 
-1. poses the shapes (:func:`core.kinematics.update_kinematics`), finds candidate pairs
-   (:func:`core.contacts.broad.sweep_and_prune` on the shapes' boxes grown by ``margin``;
-   planes against every shape) and their contacts (:mod:`core.contacts.narrow`): every
-   contact closer than ``margin``, each with a normal n (from the first shape to the
-   second), two tangents and its separation s;
-2. forms the rows ``J (m, nv)`` of the engaged joint limits (:meth:`LimitSolver.engage`) and
+1. poses the shapes at q0 (:func:`core.kinematics.update_kinematics`), finds candidate
+   pairs (:func:`core.contacts.broad.sweep_and_prune` on the shapes' boxes grown by the
+   margin; planes against every shape) and their contacts (:mod:`core.contacts.narrow`):
+   every contact closer than ``margin`` plus the distance the fastest shape point covers in
+   the substep, each with a normal n (from the first shape to the second), two tangents and
+   its separation s;
+2. forms the rows ``J (m, nv)`` of the joint limits that are engaged or reach their bound
+   within the substep (:meth:`core.limits.LimitSolver.engage`, ``d + h d_dot < 0``) and
    three rows per contact: the world velocity of a contact point p on body i is
    ``v_o + w x p`` for the body's spatial velocity ``[w; v_o] = J_i v`` (world-frame
    Jacobian columns of the body's ancestors, :func:`core.kinematics.body_jacobian`), so a
    direction d's row is ``d . J_v + (p x d) . J_w``, the second body's less the first's;
-3. solves one mixed complementarity problem on ``W = J M^-1 J^T`` by projected Gauss-
-   Seidel with warm starting (the previous substep's impulses of the same contacts and
-   limits): limit rows as in :mod:`core.limits` (restitution target ``-e min(d_dot, 0)``);
-   contact normal rows ``lambda_n >= 0`` with the normal velocity ``u_n`` at least its
-   target; tangent pairs projected onto the friction cone ``|lambda_t| <= mu lambda_n``
-   (a 2x2 block solve per contact, then scaled back into the disc);
-4. applies ``v += M^-1 J^T lambda`` and the position correction ``q += M^-1 N^T mu`` of the
-   limit rows and the normal rows, ``mu >= 0``, that leaves every contact at most ``slop``
-   deep (a deadband like the limits' ``p_tol``: a resting contact sits ``slop`` deep, so
-   it stays engaged and does not jitter).
+3. solves one mixed complementarity problem on ``W = J M(q0)^-1 J^T`` for impulses on v1 by
+   projected Gauss-Seidel with warm starting (the previous substep's impulses of the same
+   contacts and limits): unilateral rows for the limits and the contact normals, and per
+   contact the tangent pair on the friction disc ``|lambda_t| <= mu lambda_n`` solved
+   exactly in the block's metric (:func:`friction_disc`: a sliding contact's friction
+   opposes its sliding, the maximum-dissipation rule of a Coulomb cone);
+4. ends the substep at ``(q1 + h dv + dq, v1 + dv)``, ``dv = M^-1 J^T lambda``, with the
+   position correction ``dq = M^-1 N^T mu``, ``mu >= 0``, of the limit and normal rows that
+   the end pose, predicted to first order, leaves more than ``slop`` deep (limits: their
+   ``p_tol``), and a second limits-only pass at the corrected pose (limit values curve in
+   q). The deadband leaves a resting contact up to ``slop`` deep, engaged, without jitter.
 
-Normal targets. A contact still apart (s > 0) may close its gap in the next substep but not
-more: ``u_n >= -s / h`` (a speculative contact: bodies do not pass into each other at
-speeds up to ``margin / h``). A contact that would touch within the next substep
-(``s + h u_n <= 0``) while approaching faster than ``bounce_threshold`` bounces:
-``u_n >= -e u_n_before`` with the pair's restitution e, starting from the gap s, which loses
-no energy beyond ``1 - e^2`` of the normal kinetic energy. Slower contacts are inelastic, so
-bouncing bodies come to rest.
+Velocity targets. A contact still apart (s > 0) may close its gap in the substep but not
+more: ``u_n >= -s / h`` (a speculative contact: at speeds up to the margin per substep no
+shape passes into another); an overlapping one ``u_n >= 0``. A contact that touches within
+the substep (``s + h u_n <= 0``) while approaching faster than ``bounce_threshold`` at the
+substep's start bounces: its start speed ``u0`` is reversed and scaled by the pair's
+restitution e, and the substep's forces act on top (``u_n >= -e u0 + (u_n1 - u0)``), so an
+elastic bounce keeps the energy and an inelastic one keeps ``e^2`` of the normal kinetic
+energy. Slower contacts are inelastic, so bouncing bodies come to rest. Limit rows take
+``d_dot >= -d / h`` while inside their range and the limit solver's restitution target
+``-e min(d_dot, 0)`` once engaged.
 
 Materials (:func:`pair_material`): each side's friction and restitution, or the solver's
 defaults where neither side has one.
 
 Report (:meth:`ContactSolver.report`): per substep the contacts carrying an impulse or
-overlapping, the deepest overlap found after the substep's integration (before the
-correction), and the energy the contact step changed (kinetic from the impulses plus
-potential from the position correction); positive values are energy gained.
+overlapping, the deepest overlap at the substep's start pose, and the energy the contact
+step changed: the impulses' change of kinetic energy plus the position correction's change
+of potential energy (positive values are energy gained).
 """
 
 from dataclasses import dataclass
@@ -56,7 +63,7 @@ from .broad import sweep_and_prune
 from .narrow import Posed, collide, collide_plane
 from .shapes import MovingCollider, Plane, Shape, StaticCollider
 
-__all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis"]
+__all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis", "friction_disc"]
 
 
 def pair_material(a, b, friction, restitution):
@@ -80,6 +87,35 @@ def tangent_basis(n):
     t1 = np.cross(n, axis)
     t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
     return t1, np.cross(n, t1)
+
+
+def friction_disc(w, Q, g, cap):
+    """The friction impulse ``l (2,)`` minimizing ``l^T A l / 2 + g^T l`` on the disc
+    ``|l| <= cap``, for ``A = Q diag(w) Q^T`` (2x2 positive definite, ``w (2,)``, ``Q (2, 2)``)
+    and the tangential velocity ``g (2,)`` without this contact's friction: the unconstrained
+    ``-A^-1 g`` inside the disc, else ``-(A + nu I)^-1 g`` on its rim with ``nu > 0`` from
+    Newton's method on ``1/|l(nu)| - 1/cap`` (the trust-region secular equation, Moré and
+    Sorensen 1983), where the final velocity ``g + A l = -nu l`` opposes the friction."""
+    y = Q.T @ g
+    l = -y / w
+    if l @ l <= cap * cap:
+        return Q @ l
+    if cap <= 0.0:
+        return np.zeros(2)
+    lo, hi, nu = 0.0, float(np.hypot(*y)) / cap, 0.0
+    for _ in range(50):
+        l = -y / (w + nu)
+        size = float(np.hypot(*l))
+        phi = 1.0 / size - 1.0 / cap
+        if abs(phi) <= 1e-12 / cap:
+            break
+        if phi < 0.0:
+            lo = nu
+        else:
+            hi = nu
+        step = phi * size ** 3 / float(np.sum(y * y / (w + nu) ** 3))
+        nu = nu + step if lo < nu + step < hi else 0.5 * (lo + hi)
+    return Q @ (l * (cap / size))
 
 
 @dataclass(frozen=True)
@@ -119,8 +155,9 @@ class ContactReport:
 
 
 class ContactSolver:
-    """Contacts and joint limits of one model, applied after every integrator substep (module
-    docstring); pass it to :class:`core.integrators.Integrator` as ``contacts``.
+    """Contacts and joint limits of one model, applied in every integrator substep (module
+    docstring); pass it to :class:`core.integrators.Integrator` as ``contacts`` (with the
+    "semi_implicit" method a resting contact neither sinks nor creeps).
 
     Args:
         model: the :class:`core.model.Model`.
@@ -135,7 +172,8 @@ class ContactSolver:
             parent and child.
         friction, restitution: the defaults where neither side of a pair has its own.
         slop: the depth (m) a contact may keep (position correction deadband).
-        margin: contacts are made this far (m) before the shapes touch.
+        margin: contacts are made this far (m) before the shapes touch, plus the distance
+            the fastest shape point covers in the substep.
         bounce_threshold: slower approaches (m/s) do not bounce.
         iterations: the most Gauss-Seidel sweeps per substep (it stops earlier once no
             impulse changes by more than ``1e-9`` of the largest).
@@ -181,6 +219,8 @@ class ContactSolver:
         self.bounce_threshold = real_number(bounce_threshold, "bounce_threshold", 0.0)
         self.iterations = whole_number(iterations, "iterations")
         self._static_posed = [Posed(c.shape) for c in self.statics]
+        self._first = np.array([s.vertices[0] for s in self.shapes]).reshape(-1, 3)
+        self._extent = np.array([s.extent for s in self.shapes])
         par = model.parents
         b = self.bodies
         # body-body pairs that may collide: different bodies, not parent and child
@@ -204,13 +244,12 @@ class ContactSolver:
                              self.notes)
 
     # -- contacts --------------------------------------------------------------------
-    def find_contacts(self, data, t):
-        """Contacts of the model posed in ``data.oMi`` (after update_kinematics) at time t: a
-        list of ``(body_a, body_b, point (3,), normal (3,), separation, mu, e, key,
-        collider)`` with body -1 for the world, the normal from a to b, and ``collider`` the
-        MovingCollider on side a (or None)."""
+    def find_contacts(self, data, t, margin):
+        """Contacts closer than ``margin`` (m) of the model posed in ``data.oMi`` (after
+        update_kinematics) at time t: a list of ``(body_a, body_b, point (3,), normal (3,),
+        separation, mu, e, key, collider)`` with body -1 for the world, the normal from a to
+        b, and ``collider`` the MovingCollider on side a (or None)."""
         T = data.oMi
-        margin = self.margin
         posed = [Posed(s, T[b]) for b, s in zip(self.bodies, self.shapes)]
         out = []
         for pi, plane in enumerate(self.planes):
@@ -239,6 +278,21 @@ class ContactSolver:
                 out.append((a, b, p, n, s, mu, e, ("pair", int(i), int(j), k), mover))
         return out
 
+    def _speed_bound(self, data, v):
+        """A bound on the speed (m/s) of any point of any shape, from the bodies' spatial
+        velocities ``[w; v_o]`` at ``v (nv,)``: ``|v_o + w x c| + |w| extent`` with c the
+        shape's first core vertex (so a fast body's contacts are made a substep early)."""
+        if not len(self.shapes):
+            return 0.0
+        m = self.model
+        V = m.ancestry @ (m.dof_incidence @ (data.S_world * v[:, None]))      # (nb, 6)
+        T = data.oMi[self.bodies]
+        c = np.einsum("sab,sb->sa", T[:, :3, :3], self._first) + T[:, :3, 3]
+        w, vo = V[self.bodies, :3], V[self.bodies, 3:]
+        speed = np.linalg.norm(vo + np.cross(w, c), axis=1) + \
+            np.linalg.norm(w, axis=1) * self._extent
+        return float(speed.max())
+
     def _rows(self, data, body, P, D):
         """Rows ``(c, 3, nv)``: the directions ``D (c, 3, 3)`` of the world velocities of the
         points ``P (c, 3)`` fixed to ``body (c,)`` (-1: the world, zero rows)."""
@@ -253,11 +307,12 @@ class ContactSolver:
     def _pgs(self, W, b, lam, n_lim, mu):
         """Projected Gauss-Seidel in place on ``lam (m,)``: rows ``[0, n_lim)`` unilateral
         (``lam >= 0``, ``W lam + b >= 0`` complementary), then per contact c a unilateral
-        normal row and a tangent pair in the disc ``|lam_t| <= mu[c] lam_n``."""
+        normal row and a tangent pair solved exactly on the disc ``|lam_t| <= mu[c] lam_n``
+        (:func:`friction_disc`, so a sliding contact's friction opposes its sliding)."""
         diag = np.diag(W)
         nc = len(mu)
         k0 = n_lim + 3 * np.arange(nc)
-        tt = [np.linalg.inv(W[k + 1:k + 3, k + 1:k + 3]) for k in k0]
+        blocks = [np.linalg.eigh(W[k + 1:k + 3, k + 1:k + 3]) for k in k0]
         for _ in range(self.iterations):
             change = 0.0
             for i in range(n_lim):
@@ -269,42 +324,45 @@ class ContactSolver:
                 change = max(change, abs(new - lam[k]))
                 lam[k] = new
                 old = lam[k + 1:k + 3].copy()
-                lt = old - tt[c] @ (b[k + 1:k + 3] + W[k + 1:k + 3] @ lam)
-                size, cap = np.hypot(*lt), mu[c] * new
-                if size > cap:
-                    lt *= cap / size
+                w, Q = blocks[c]
+                free = b[k + 1:k + 3] + W[k + 1:k + 3] @ lam - Q @ (w * (Q.T @ old))
+                lt = friction_disc(w, Q, free, mu[c] * new)
                 lam[k + 1:k + 3] = lt
                 change = max(change, np.abs(lt - old).max())
             if change <= 1e-9 * np.abs(lam).max(initial=0.0):
                 break
         return lam
 
-    def apply(self, data, q, v, t, h):
-        """The contact and limit step after a substep of ``h`` seconds ending at time ``t``:
-        ``q, v: (nv,)``; returns new ``(q, v)`` arrays (the same ones without contacts or
-        engaged limits). Raises NonFiniteError when the mass matrix is not positive definite
-        (a diverged state)."""
+    def apply(self, data, q, v, q1, v1, t, h):
+        """The contact and limit step of a substep of ``h`` seconds from time t: ``q, v
+        (nv,)`` the state at the substep's start (where the contacts are found; v gives the
+        approach speeds of bounces), ``q1, v1 (nv,)`` the integrator's state at its end;
+        returns the corrected end state ``(q1 + h dv + dq,
+        v1 + dv)`` (new arrays; the same ones without contacts or engaged limits). Raises
+        NonFiniteError when the mass matrix is not positive definite (a diverged state)."""
         m = self.model
         update_kinematics(m, data, q)
-        contacts = self.find_contacts(data, t)
+        contacts = self.find_contacts(data, t, self.margin + h * self._speed_bound(data, v1))
         if self.limits is not None and self.limits.n_constraints:
-            d, N, ddot, engaged = self.limits.engage(q, v)
-            lim_rows = np.nonzero(engaged)[0]
+            d, N, ddot, engaged = self.limits.engage(q, v1)
+            # engaged, or reaching the limit within the substep (a speculative row)
+            lim_rows = np.nonzero(engaged | (d + h * ddot < 0.0))[0]
         else:
             lim_rows = np.zeros(0, dtype=int)
         nl, nc = len(lim_rows), len(contacts)
         if nl == 0 and nc == 0:
             self._log.append((t, 0, 0.0, 0.0))
-            return q, v
+            return q1, v1
         J = np.empty((nl + 3 * nc, m.nv))
         b = np.empty(nl + 3 * nc)
         lam = np.zeros(nl + 3 * nc)
         if nl:
             J[:nl] = N[lim_rows]
-            e = self.limits.restitution
-            b[:nl] = ddot[lim_rows] + e * np.minimum(ddot[lim_rows], 0.0)
+            dl, ul = d[lim_rows], ddot[lim_rows]
+            target = np.where(dl > 0.0, -dl / h, -self.limits.restitution * np.minimum(ul, 0.0))
+            b[:nl] = ul - target
             for k, r in enumerate(lim_rows):
-                lam[k] = self._warm.get(("limit", int(r)), (0.0,))[0]
+                lam[k] = self._warm.get(("limit", int(r)), 0.0)
         if nc:
             a_body = np.array([c[0] for c in contacts])
             b_body = np.array([c[1] for c in contacts])
@@ -316,16 +374,17 @@ class ContactSolver:
             D = np.stack([n, *tangent_basis(n)], axis=1)                  # (c, 3, 3)
             Jc = self._rows(data, b_body, P, D) - self._rows(data, a_body, P, D)
             J[nl:] = Jc.reshape(3 * nc, m.nv)
-            u = (Jc @ v).reshape(nc, 3)
+            bias = np.zeros((nc, 3))
             for c, (*_, mover) in enumerate(contacts):
                 if mover is not None:                     # the world side moves
-                    u[c] -= D[c] @ mover.point_velocities(t, P[c][None])[0]
+                    bias[c] = -D[c] @ mover.point_velocities(t, P[c][None])[0]
+            u = (Jc @ v1).reshape(nc, 3) + bias
+            u0 = (Jc[:, 0] @ v) + bias[:, 0]             # normal speeds at the start
             target = np.where(s > 0.0, -s / h, 0.0)
-            bounce = (rest > 0.0) & (u[:, 0] < -self.bounce_threshold) & \
-                (s + h * u[:, 0] <= 0.0)
-            target = np.where(bounce, np.maximum(target, -rest * u[:, 0]), target)
-            u[:, 0] -= target
-            b[nl:] = u.ravel()
+            # a bounce reverses the start's approach speed; the forces then act as usual
+            bounce = (rest > 0.0) & (u0 < -self.bounce_threshold) & (s + h * u[:, 0] <= 0.0)
+            target = np.where(bounce, np.maximum(target, -rest * u0 + u[:, 0] - u0), target)
+            b[nl:] = (u - np.stack([target, 0 * target, 0 * target], axis=1)).ravel()
             for c, con in enumerate(contacts):
                 w = self._warm.get(con[7])
                 if w is not None:
@@ -340,29 +399,40 @@ class ContactSolver:
         MinvJt = cho_solve(fac, J.T, check_finite=False)                  # (nv, m)
         W = J @ MinvJt
         self._pgs(W, b, lam, nl, mu if nc else np.zeros(0))
-        v_new = v + MinvJt @ lam
-        kinetic = 0.5 * (v_new @ M @ v_new - v @ M @ v)
-        warm = {("limit", int(r)): (lam[k],) for k, r in enumerate(lim_rows)}
+        dv = MinvJt @ lam
+        v_new = v1 + dv
+        kinetic = 0.5 * (v_new @ M @ v_new - v1 @ M @ v1)
+        warm = {("limit", int(r)): lam[k] for k, r in enumerate(lim_rows)}
         warm.update((con[7], lam[nl + 3 * c:nl + 3 * c + 3].copy())
                     for c, con in enumerate(contacts))
         self._warm = warm
-        # position correction: limit rows to p_tol inside, contacts to at most slop deep
-        need = np.empty(nl + nc)
-        if nl:
-            need[:nl] = -d[lim_rows] - self.limits.tol[lim_rows]
+        # position correction of the end pose, predicted to first order: limit rows to
+        # p_tol inside their limits, contacts to at most slop deep
+        rows = np.concatenate([np.arange(nl), nl + 3 * np.arange(nc)]).astype(int)
+        ends = (np.concatenate([d[lim_rows], s]) if nl else s) + h * (J[rows] @ v_new)
         if nc:
-            need[nl:] = -s - self.slop
-        q_new, potential = q, 0.0
-        if np.any(need > 0.0):
-            rows = np.concatenate([np.arange(nl), nl + 3 * np.arange(nc)])
-            Wp = W[np.ix_(rows, rows)]
+            ends[nl:] += h * bias[:, 0]
+        tol = np.concatenate([self.limits.tol[lim_rows] if nl else np.zeros(0),
+                              np.full(nc, self.slop)])
+        q_new, potential = q1 + h * dv, 0.0
+        if np.any(ends < -tol):
             corr = np.zeros(len(rows))
-            self._pgs(Wp, -np.maximum(need, 0.0) if nc == 0 else
-                      np.concatenate([-np.maximum(need[:nl], 0.0), -need[nl:]]), corr,
-                      len(rows), np.zeros(0))
-            q_new = q + MinvJt[:, rows] @ corr
-            potential = dynamics.potential_energy(m, data, q_new) - \
-                dynamics.potential_energy(m, data, q)
+            self._pgs(W[np.ix_(rows, rows)], ends + tol, corr, len(rows), np.zeros(0))
+            dq = MinvJt[:, rows] @ corr
+            potential = dynamics.potential_energy(m, data, q_new + dq) - \
+                dynamics.potential_energy(m, data, q_new)
+            q_new = q_new + dq
+        if nl:          # limit values are curved in q: a second, limits-only pass at the end
+            d_end, N_end = self.limits.evaluate(q_new)
+            low = d_end[lim_rows] + tol[:nl]
+            if np.any(low < 0.0):
+                Ne = N_end[lim_rows]
+                X = cho_solve(fac, Ne.T, check_finite=False)
+                corr = self._pgs(Ne @ X, low, np.zeros(nl), nl, np.zeros(0))
+                q_before = q_new
+                q_new = q_new + X @ corr
+                potential += dynamics.potential_energy(m, data, q_new) - \
+                    dynamics.potential_energy(m, data, q_before)
         active = int(np.sum((lam[nl::3] > 0.0) | (s < 0.0))) if nc else 0
         depth = float(max(0.0, -s.min())) if nc else 0.0
         self._log.append((t, active, depth, kinetic + potential))

@@ -1,0 +1,457 @@
+"""Contacts: the narrow phase against closed forms and brute force, the broad phase against all
+pairs, contact Jacobians against finite differences, and simulations: a bouncing sphere, a
+box on an incline, a capsule chain settling on the ground (against MuJoCo), a chain with
+reach cones falling onto the ground; bad input."""
+
+import numpy as np
+import pytest
+
+from core.contacts import (Box, Capsule, ContactSolver, ConvexHull, MovingCollider, Plane,
+                           Sphere, StaticCollider)
+from core import dynamics
+from core.contacts.broad import sweep_and_prune
+from core.contacts.narrow import Posed, closest_segments, collide, collide_plane, gjk, sat
+from core.contacts.solver import friction_disc
+from core.errors import InvalidInputError
+from core.integrators import Integrator
+from core.joints.spherical import Free, Spherical
+from core.kinematics import update_kinematics
+from core.lie import se3, so3
+from core.limits import LimitSolver, ReachCone
+from core.mechanisms.shapes import box_inertia, rod_inertia, sphere_inertia
+from core.model import Model
+
+EPS = np.finfo(float).eps
+G = 9.81
+
+
+def pose(rng, spread=0.3):
+    return se3.from_rp(so3.exp(rng.normal(size=3)), rng.normal(size=3) * spread)
+
+
+def box_distance(points, half):
+    """Distance of points (k, 3) in a box's frame from the box (0 inside)."""
+    return np.linalg.norm(np.maximum(np.abs(points) - half, 0.0), axis=1)
+
+
+# -- narrow phase ---------------------------------------------------------------------------
+
+def test_segment_closest_points_match_a_dense_search():
+    rng = np.random.default_rng(1)
+    s = np.linspace(0.0, 1.0, 801)
+    for _ in range(20):
+        p1, q1, p2, q2 = rng.normal(size=(4, 3))
+        _, _, c1, c2 = closest_segments(p1, q1, p2, q2)
+        A = p1 + s[:, None] * (q1 - p1)
+        B = p2 + s[:, None] * (q2 - p2)
+        brute = np.linalg.norm(A[:, None] - B[None], axis=2).min()
+        d = np.linalg.norm(c2 - c1)
+        step = np.linalg.norm(q1 - p1) + np.linalg.norm(q2 - p2)
+        # the grid's minimum exceeds the true one by at most half a grid step along each
+        assert d <= brute + 1e-12 and brute - d <= step / 800
+
+
+@pytest.mark.parametrize("pair", ["sphere-sphere", "sphere-capsule", "capsule-capsule"])
+def test_rounded_pairs_match_closed_forms(pair):
+    rng = np.random.default_rng(2)
+    make = {"sphere": lambda: Sphere(rng.uniform(0.05, 0.2)),
+            "capsule": lambda: Capsule(rng.uniform(0.05, 0.2), (-0.2, 0, 0), (0.2, 0, 0))}
+    a, b = pair.split("-")
+    s = np.linspace(0.0, 1.0, 2001)
+    for _ in range(20):
+        A, B = Posed(make[a](), pose(rng)), Posed(make[b](), pose(rng))
+        out = collide(A, B, margin=10.0)
+        sep = min(c[2] for c in out)
+        PA = A.v[0] + s[:, None] * (A.v[-1] - A.v[0])
+        PB = B.v[0] + s[:, None] * (B.v[-1] - B.v[0])
+        brute = np.linalg.norm(PA[:, None] - PB[None], axis=2).min() - A.radius - B.radius
+        assert abs(sep - brute) <= 0.4 / 2000 + 1e-12
+        p, n, sp, _ = out[0]
+        assert abs(np.linalg.norm(n) - 1.0) < 1e-12
+
+
+@pytest.mark.parametrize("kind", ["sphere", "capsule"])
+def test_rounded_shapes_against_a_box_match_brute_force(kind):
+    """Separation of a sphere/capsule from a box: the box's point distance over a dense
+    sampling of the core (apart), and the normal moves them apart by exactly the depth
+    (overlapping)."""
+    rng = np.random.default_rng(3)
+    half = np.array([0.3, 0.2, 0.1])
+    box = Posed(Box(half), np.eye(4))
+    s = np.linspace(0.0, 1.0, 4001)
+    for _ in range(30):
+        T = pose(rng, 0.4)
+        shape = Sphere(0.1) if kind == "sphere" else Capsule(0.08, (-0.25, 0, 0), (0.25, 0, 0))
+        X = Posed(shape, T)
+        out = collide(box, X, margin=10.0)
+        sep = min(c[2] for c in out)
+        core = X.v[0] + s[:, None] * (X.v[-1] - X.v[0])
+        dist = box_distance(core, half).min()
+        if dist > 1e-3:
+            assert abs(sep - (dist - X.radius)) <= 0.5 / 4000 + 1e-9
+        else:
+            n = out[int(np.argmin([c[2] for c in out]))][1]
+            moved = Posed(shape, se3.from_rp(T[:3, :3], T[:3, 3] + n * (-sep - X.radius)))
+            d, _, _ = gjk(box.v, moved.v)
+            assert d <= 1e-6 + 1e-9
+        assert all(abs(np.linalg.norm(c[1]) - 1) < 1e-12 for c in out)
+
+
+def test_box_box_depth_is_the_least_separating_translation():
+    """SAT's depth and normal: moving B by the depth along the normal separates the boxes
+    (GJK distance > 0), no random direction separates them with less, and apart boxes are at
+    least SAT's separation apart."""
+    rng = np.random.default_rng(4)
+    A = Posed(Box([0.3, 0.2, 0.15]), np.eye(4))
+    shape = Box([0.2, 0.25, 0.1])
+    for _ in range(20):
+        T = pose(rng, 0.15)
+        B = Posed(shape, T)
+        depth, n, _ = sat(A, B)
+        out = collide(A, B, margin=0.0)
+        if depth <= 0.0:
+            assert gjk(A.v, B.v)[0] >= -depth - 1e-12 and not out
+            continue
+        # the manifold's points are no deeper than the boxes overlap
+        assert out and min(c[2] for c in out) >= -depth - 1e-12
+        grow = lambda x: Posed(shape, se3.from_rp(T[:3, :3], T[:3, 3] + x))
+        assert gjk(A.v, grow(n * depth * (1 + 1e-6)).v)[0] > 0.0
+        assert gjk(A.v, grow(n * depth * (1 - 1e-3)).v)[0] == 0.0
+        for u in rng.normal(size=(50, 3)):
+            u /= np.linalg.norm(u)
+            assert gjk(A.v, grow(u * depth * (1 - 1e-3)).v)[0] == 0.0
+
+
+def test_box_on_box_gives_a_manifold_of_its_clipped_face():
+    A = Posed(Box([0.5, 0.5, 0.5]), np.eye(4))
+    B = Posed(Box([0.2, 0.2, 0.2]), se3.from_rp(np.eye(3), [0.1, 0.0, 0.69]))
+    out = collide(A, B, margin=0.05)
+    pts = np.array([c[0] for c in out])
+    assert len(out) == 4
+    np.testing.assert_allclose([c[2] for c in out], -0.01, atol=1e-12)
+    np.testing.assert_allclose(np.sort(pts[:, 0]), [-0.1, -0.1, 0.3, 0.3], atol=1e-12)
+    # a box hanging over the edge: the manifold is clipped to the lower face
+    B = Posed(Box([0.2, 0.2, 0.2]), se3.from_rp(np.eye(3), [0.6, 0.0, 0.69]))
+    pts = np.array([c[0] for c in collide(A, B, margin=0.05)])
+    assert len(pts) == 4 and pts[:, 0].max() <= 0.5 + 1e-12
+
+
+def test_hull_and_box_agree_and_planes_take_every_corner():
+    rng = np.random.default_rng(5)
+    half = np.array([0.3, 0.2, 0.1])
+    box = Box(half)
+    hull = ConvexHull(box.vertices)
+    assert len(hull.faces) == 6 and hull.note == ""
+    other = Capsule(0.05, (-0.2, 0, 0), (0.2, 0, 0))
+    for _ in range(20):
+        T, U = pose(rng, 0.3), pose(rng, 0.3)
+        a = collide(Posed(box, T), Posed(other, U), margin=10.0)
+        b = collide(Posed(hull, T), Posed(other, U), margin=10.0)
+        assert abs(min(c[2] for c in a) - min(c[2] for c in b)) < 1e-9
+    plane = Plane(0.05, normal=(0.0, 0.0, 1.0))
+    T = pose(rng, 0.05)
+    X = Posed(hull, T)
+    seps = sorted(c[2] for c in collide_plane(plane, X, margin=10.0))
+    np.testing.assert_allclose(seps, np.sort(X.v[:, 2] - 0.05), atol=1e-12)
+
+
+def test_sweep_and_prune_finds_exactly_the_overlapping_boxes():
+    rng = np.random.default_rng(6)
+    lo = rng.uniform(0, 10, (300, 3))
+    hi = lo + rng.uniform(0.1, 1.5, (300, 3))
+    got = {tuple(p) for p in sweep_and_prune(lo, hi).tolist()}
+    over = np.all((lo[:, None] <= hi[None]) & (hi[:, None] >= lo[None]), axis=2)
+    want = {(i, j) for i, j in zip(*np.nonzero(np.triu(over, 1)))}
+    assert got == want
+
+
+# -- contact Jacobians ----------------------------------------------------------------------
+
+def chain(n, radius=0.03, length=0.3, mass=0.5, root=None, gravity=(0.0, 0.0, -G)):
+    m = Model(gravity=gravity)
+    for i in range(n):
+        m.add_body(f"l{i}", i - 1, (root or Free)() if i == 0 else Spherical(),
+                   None if i == 0 else se3.from_rp(np.eye(3), [length, 0.0, 0.0]),
+                   mass, [0.5 * length, 0.0, 0.0], rod_inertia(mass, length, radius))
+    shapes = [(i, Capsule(radius, (0.0, 0.0, 0.0), (length, 0.0, 0.0))) for i in range(n)]
+    return m, shapes
+
+
+def test_contact_rows_match_finite_differences_of_the_contact_points():
+    """The rows of a point fixed to a body are ``d . dx/dt``: against central differences of
+    the point's world position along v (q_dot = v), at the neutral pose, at a tiny
+    rotation (1e-8) and at random poses."""
+    m, shapes = chain(4)
+    solver = ContactSolver(m, shapes, [Plane()])
+    data = m.create_data()
+    rng = np.random.default_rng(7)
+    p_local = np.array([0.2, 0.05, -0.03])
+    for q in (m.neutral(), np.full(m.nq, 1e-8), rng.normal(size=m.nq) * 0.7):
+        v = rng.normal(size=m.nv)
+        update_kinematics(m, data, q)
+        body = np.array([0, 2, 3])
+        P = data.oMi[body, :3, :3] @ p_local + data.oMi[body, :3, 3]
+        D = rng.normal(size=(3, 3, 3))
+        rows = solver._rows(data, body, P, D)
+
+        def points(x):
+            update_kinematics(m, data, x)
+            return data.oMi[body, :3, :3] @ p_local + data.oMi[body, :3, 3]
+        eps = 1e-6
+        fd = (points(q + eps * v) - points(q - eps * v)) / (2 * eps)
+        # central differences: truncation ~ eps^2 |x'''| plus rounding ~ EPS |x| / eps
+        tol = 1e-9 * np.abs(fd).max() + 1e2 * EPS / eps
+        np.testing.assert_allclose(rows @ v, np.einsum("cdk,ck->cd", D, fd), atol=tol)
+
+
+# -- simulations ----------------------------------------------------------------------------
+
+def ball(radius=0.1, mass=1.0):
+    m = Model(gravity=(0.0, 0.0, -G))
+    m.add_body("ball", -1, Free(), mass=mass, inertia=sphere_inertia(mass, radius))
+    return m
+
+
+def apexes(z):
+    k = np.nonzero((z[1:-1] > z[:-2]) & (z[1:-1] >= z[2:]))[0] + 1
+    return z[k]
+
+
+def test_a_sphere_bounces_to_e_squared_of_its_height_and_comes_to_rest():
+    r, e, H, fps = 0.1, 0.8, 1.0, 240.0
+    m = ball(r)
+    solver = ContactSolver(m, [("ball", Sphere(r))], [Plane(restitution=e, friction=0.5)])
+    integ = Integrator(m, 1.0 / fps, 1, "semi_implicit", contacts=solver)
+    q0 = np.zeros(6)
+    q0[5] = H + r
+    tr = integ.run(q0, np.zeros(6), int(8 * fps))
+    z = tr.q[:, 5] - r
+    h = 1.0 / fps
+    tops = apexes(z)
+    assert len(tops) >= 6
+    prev = H
+    for top in tops[:6]:
+        V = np.sqrt(2 * G * prev)
+        # the bounce starts from a gap s < V h (a speculative contact), keeping e^2 of the
+        # energy at that height; symplectic Euler's flights lag by h/2 of the speed (the
+        # fall's impact speed is low by g h / 2, the rise's apex by e V h / 2), and a
+        # frame samples the apex within g h^2 / 8
+        assert abs(top - e * e * prev) <= (1 - e * e) * V * h + e * V * h + G * h * h
+        prev = top
+    rep = solver.report()
+    assert rep.worst_penetration < 1e-3 and z.min() > -1e-3
+    assert np.abs(tr.v[-1]).max() < 1e-9 and abs(z[-1]) <= solver.slop + 1e-12
+    # no contact step gains energy: restitution keeps e^2 of the normal kinetic energy
+    assert rep.energy_gained <= m.masses.sum() * G * rep.worst_penetration
+    assert rep.per_frame(tr.t).max() == 1
+
+
+def test_an_elastic_sphere_never_rises_above_its_start():
+    r = 0.1
+    m = ball(r)
+    solver = ContactSolver(m, [("ball", Sphere(r))], [Plane(restitution=1.0)])
+    integ = Integrator(m, 1.0 / 240, 1, "semi_implicit", contacts=solver)
+    q0 = np.zeros(6)
+    q0[5] = 0.5 + r
+    tr = integ.run(q0, np.zeros(6), 480)
+    assert tr.q[:, 5].max() <= q0[5] + 1e-9
+    assert apexes(tr.q[:, 5])[0] > q0[5] - np.sqrt(2 * G * 0.5) / 240
+
+
+@pytest.mark.parametrize("mu", [0.2, 0.3, 0.7])
+def test_a_box_on_an_incline_sticks_or_slides_with_coulomb_friction(mu):
+    theta = np.radians(25.0)
+    half = np.array([0.1, 0.08, 0.05])
+    m = Model(gravity=(0.0, 0.0, -G))
+    m.add_body("box", -1, Free(), mass=2.0, inertia=box_inertia(2.0, 2 * half))
+    normal = np.array([-np.sin(theta), 0.0, np.cos(theta)])
+    down = np.array([-np.cos(theta), 0.0, -np.sin(theta)])          # down the slope
+    plane = Plane(0.0, normal, friction=mu)
+    solver = ContactSolver(m, [("box", Box(half, friction=mu))], [plane])
+    fps = 240.0
+    integ = Integrator(m, 1.0 / fps, 2, "semi_implicit", contacts=solver)
+    q0 = np.zeros(6)
+    q0[1] = -theta                      # the box's bottom face on the incline
+    q0[3:] = normal * (half[2] - solver.slop)
+    tr = integ.run(q0, np.zeros(6), int(fps))
+    x = (tr.q[:, 3:] - q0[3:]) @ down
+    a = G * (np.sin(theta) - mu * np.cos(theta))
+    if mu > np.tan(theta):
+        assert np.abs(x).max() < 1e-6
+    else:
+        t = tr.t[tr.t > 0.1]
+        fit = np.polyfit(t, x[tr.t > 0.1], 2)
+        assert abs(2 * fit[0] - a) <= 0.01 * a
+    assert np.abs(tr.q[:, 3:] @ normal - half[2]).max() < 1e-3        # it stays on the plane
+
+
+def capsule_chain_scene(n=5, radius=0.03, length=0.3, mu=0.8, drop=0.3):
+    m, shapes = chain(n, radius, length)
+    q0 = m.neutral()
+    q0[:3] = [0.0, 0.2, 0.0]           # tilted about y: the chain lands end first
+    q0[5] = drop
+    q0[9::3] = 0.3                     # each joint turned about z: a zig-zag
+    return m, shapes, q0, Plane(0.0, friction=mu)
+
+
+def test_a_capsule_chain_settles_on_the_ground_like_mujoco():
+    mujoco = pytest.importorskip("mujoco")
+    n, r, L, mu = 5, 0.03, 0.3, 0.8
+    m, shapes, q0, plane = capsule_chain_scene(n, r, L, mu)
+    solver = ContactSolver(m, shapes, [plane])
+    fps, sub = 240.0, 2
+    integ = Integrator(m, 1.0 / fps, sub, "semi_implicit", contacts=solver)
+    tr = integ.run(q0, np.zeros(m.nv), int(3 * fps), record_every=int(fps))
+    data = m.create_data()
+    update_kinematics(m, data, tr.q[-1])
+    ends = np.stack([data.oMi[:, :3, 3], data.oMi[:, :3, :3] @ [L, 0, 0] + data.oMi[:, :3, 3]])
+    assert (ends[..., 2] - r).min() >= -1e-3
+    # settled: kinetic energy below 1e-6 of the potential energy it fell through
+    drop = m.masses.sum() * G * 0.3
+    assert dynamics.kinetic_energy(m, data, tr.q[-1], tr.v[-1]) < 1e-6 * drop
+    # the same chain in MuJoCo: free root, ball joints, capsules, plane, same friction
+    body = ""
+    I = rod_inertia(0.5, L, r)
+    for i in reversed(range(n)):
+        joint = '<freejoint/>' if i == 0 else '<joint type="ball"/>'
+        pos = "0 0 0" if i == 0 else f"{L} 0 0"
+        body = (f'<body pos="{pos}">{joint}<inertial pos="{L / 2} 0 0" mass="0.5" '
+                f'diaginertia="{I[0, 0]} {I[1, 1]} {I[2, 2]}"/><geom type="capsule" '
+                f'fromto="0 0 0 {L} 0 0" size="{r}" friction="{mu} 0.005 0.0001"/>{body}'
+                f'</body>')
+    xml = (f'<mujoco><option timestep="{1 / fps / sub}" gravity="0 0 {-G}"/><worldbody>'
+           f'<geom type="plane" size="5 5 0.1" friction="{mu} 0.005 0.0001"/>{body}'
+           f'</worldbody><contact><exclude body1="world" body2="world"/></contact></mujoco>')
+    mj = mujoco.MjModel.from_xml_string(xml)
+    md = mujoco.MjData(mj)
+    R0 = so3.exp(q0[:3])
+    md.qpos[:3] = q0[3:6]
+    md.qpos[3:7] = _quat(R0)
+    for i in range(1, n):
+        md.qpos[7 + 4 * (i - 1):11 + 4 * (i - 1)] = _quat(so3.exp(q0[3 * i + 3:3 * i + 6]))
+    for _ in range(int(3 * fps * sub)):
+        mujoco.mj_step(mj, md)
+    heights_mj = np.sort(md.xipos[1:, 2])
+    com = np.einsum("nab,b->na", data.oMi[:, :3, :3], [L / 2, 0, 0]) + data.oMi[:, :3, 3]
+    np.testing.assert_allclose(np.sort(com[:, 2]), heights_mj, atol=2e-3)
+
+
+def _quat(R):
+    from scipy.spatial.transform import Rotation
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    return [w, x, y, z]
+
+
+def test_a_chain_with_reach_cones_falls_onto_the_ground_inside_its_limits():
+    n, r, L, half = 5, 0.03, 0.3, 0.5
+    m, shapes, q0, plane = capsule_chain_scene(n, r, L, drop=0.8)
+    q0[9::3] = 0.0
+    q0[8::3] = 0.3                     # bent about y, inside the cones
+    cones = [ReachCone(i, (1.0, 0.0, 0.0), half) for i in range(1, n)]
+    limits = LimitSolver(m, cones)
+    solver = ContactSolver(m, shapes, [plane], limits=limits, self_collision=True)
+    fps = 240.0
+    integ = Integrator(m, 1.0 / fps, 2, "semi_implicit", contacts=solver, limits=limits)
+    v0 = np.zeros(m.nv)
+    v0[3:6] = [0.0, 0.0, -1.0]
+    v0[6:9] = [0.0, 2.0, 1.0]           # the second link swings towards its cone
+    tr = integ.run(q0, v0, int(2 * fps))
+    data = m.create_data()
+    # the deadband plus the curvature error of the limits' second correction pass at the
+    # end pose: |d''| |dq|^2 with |d''| <= 2 for a reach cone and |dq| <= 3e-3
+    tol_cone = limits.tol[0] + 2 * (3e-3) ** 2
+    worst_cone, lowest = np.inf, np.inf
+    for q in tr.q:
+        worst_cone = min(worst_cone, min(c.value(q[3 * i + 3:3 * i + 6])
+                                         for i, c in zip(range(1, n), cones)))
+        update_kinematics(m, data, q)
+        ends = np.concatenate([data.oMi[:, :3, 3],
+                               data.oMi[:, :3, :3] @ [L, 0, 0] + data.oMi[:, :3, 3]])
+        lowest = min(lowest, (ends[:, 2] - r).min())
+    assert worst_cone < 0.0                           # the cones were reached
+    assert worst_cone >= -tol_cone
+    assert lowest >= -1e-3
+    rep = solver.report()
+    assert rep.energy_gained <= m.masses.sum() * G * max(rep.worst_penetration, solver.slop)
+
+
+def test_a_moving_collider_pushes_a_resting_sphere():
+    r = 0.1
+    m = ball(r)
+    wall = Box([0.05, 0.5, 0.5])
+    speed = 0.5
+
+    def motion(t):
+        return se3.from_rp(np.eye(3), [-0.3 + speed * t, 0.0, 0.5])
+    solver = ContactSolver(m, [("ball", Sphere(r))],
+                           [Plane(friction=0.0), MovingCollider(wall, motion)], friction=0.0)
+    integ = Integrator(m, 1.0 / 240, 1, "semi_implicit", contacts=solver)
+    q0 = np.zeros(6)
+    q0[5] = r - solver.slop
+    tr = integ.run(q0, np.zeros(6), 240)
+    wall_x = -0.3 + speed * tr.t + 0.05
+    assert np.all(tr.q[:, 3] - r >= wall_x - 1e-3)       # never inside the wall
+    assert tr.v[-1, 3] >= speed - 1e-6                    # pushed along at the wall's speed
+
+
+# -- bad input ------------------------------------------------------------------------------
+
+def test_a_concave_point_set_is_used_as_its_hull_and_reported():
+    star = [[0, 0, 1], [0, 0, -1], [1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0],
+            [0.1, 0.1, 0.1], [-0.1, 0.05, 0.0]]
+    hull = ConvexHull(star)
+    assert hull.inside == 2 and "not convex" in hull.note and len(hull.vertices) == 6
+    m = ball()
+    solver = ContactSolver(m, [("ball", hull)], [Plane()])
+    assert solver.report().notes == (hull.note,)
+
+
+def test_bad_shapes_and_placements_raise_clear_errors():
+    with pytest.raises(InvalidInputError, match="zero-radius capsule"):
+        Capsule(0.0, (0, 0, 0), (1, 0, 0))
+    with pytest.raises(InvalidInputError, match="distinct end points"):
+        Capsule(0.1, (0, 0, 0), (0, 0, 0))
+    mirror = np.diag([-1.0, 2.0, 1.0, 1.0])
+    with pytest.raises(InvalidInputError, match="negative \\(mirroring\\)"):
+        StaticCollider(Box([1, 1, 1]), mirror)
+    with pytest.raises(InvalidInputError, match="non-uniform scale"):
+        StaticCollider(Sphere(0.1), np.diag([1.0, 2.0, 1.0, 1.0]))
+    with pytest.raises(InvalidInputError, match="one plane"):
+        ConvexHull([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]])
+    with pytest.raises(InvalidInputError, match="Shape"):
+        ContactSolver(ball(), [("ball", "sphere")])
+    # a uniform scale is applied; a non-uniform one makes a box the hull of its corners
+    s = StaticCollider(Sphere(0.1), np.diag([2.0, 2.0, 2.0, 1.0])).shape
+    assert s.radius == pytest.approx(0.2)
+    b = StaticCollider(Box([1, 1, 1]), np.diag([1.0, 2.0, 3.0, 1.0])).shape
+    np.testing.assert_allclose(np.abs(b.vertices).max(axis=0), [1, 2, 3])
+    with pytest.raises(InvalidInputError, match="pass the LimitSolver"):
+        m, shapes = chain(2)
+        Integrator(m, 0.01, contacts=ContactSolver(m, shapes),
+                   limits=LimitSolver(m, [ReachCone(1, (1, 0, 0), 0.5)]))
+
+
+def test_the_friction_disc_step_is_the_constrained_minimum():
+    """friction_disc against a dense polar grid of the disc (and inside it: the
+    unconstrained minimum); on the rim the final velocity opposes the impulse."""
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        X = rng.normal(size=(2, 2))
+        A = X @ X.T + 0.05 * np.eye(2)
+        g = rng.normal(size=2)
+        cap = rng.uniform(0.05, 2.0)
+        w, Q = np.linalg.eigh(A)
+        lt = friction_disc(w, Q, g, cap)
+        f = lambda l: 0.5 * np.einsum("...i,ij,...j->...", l, A, l) + l @ g
+        rad, ang = np.meshgrid(np.linspace(0, cap, 400), np.linspace(0, 2 * np.pi, 2000))
+        grid = np.stack([rad * np.cos(ang), rad * np.sin(ang)], axis=-1)
+        assert np.linalg.norm(lt) <= cap * (1 + 1e-12)
+        # the grid's spacing (cap / 400 radially, 2 pi cap / 2000 around) bounds its gap
+        step = cap * max(1 / 400, np.pi / 1000)
+        assert f(lt) <= f(grid).min() + 1e-12
+        assert f(grid).min() - f(lt) <= (np.abs(A).max() * step + np.linalg.norm(A @ lt + g)) \
+            * step
+        if np.linalg.norm(np.linalg.solve(A, g)) > cap:
+            u = A @ lt + g
+            assert abs(np.cross(u, lt)) <= 1e-9 * np.linalg.norm(u) * cap
+            assert u @ lt < 0.0
