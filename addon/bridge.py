@@ -644,21 +644,56 @@ def write_mesh_object(name: str, vertices: np.ndarray, faces: np.ndarray, collec
     return _ensure_object(name, write_mesh_data(name, vertices, faces), collection)
 
 
-def write_poly_curve_object(name: str, polylines, collection, bevel: float = 0.0) -> bpy.types.Object:
+def write_poly_curve_object(name: str, polylines, collection, bevel: float = 0.0,
+                            radii=None) -> bpy.types.Object:
     """Create or update a curve object with one POLY spline per polyline (each (N, 3)).
 
-    bevel: tube radius (so the curve shows in renders; 0 draws a wire in the viewport only).
+    bevel: tube radius (so the curve shows in renders; 0 draws a wire in the viewport only);
+    radii: None, or one factor of the tube radius per polyline (thinner lines in one object).
     """
     curve = bpy.data.curves.new(name, type="CURVE")
     curve.dimensions = "3D"
     curve.bevel_depth = bevel
-    for points in polylines:
+    radii = np.ones(len(polylines)) if radii is None else np.asarray(radii, dtype=np.float64)
+    for points, radius in zip(polylines, radii):
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         spline = curve.splines.new("POLY")
         spline.points.add(len(points) - 1)
         co = np.column_stack([points, np.ones(len(points))])
         spline.points.foreach_set("co", co.ravel())
+        spline.points.foreach_set("radius", np.full(len(points), radius, dtype=np.float32))
     return _ensure_object(name, curve, collection)
+
+
+def rig_collection(scene, armature) -> bpy.types.Collection:
+    """The collection ``Spline Joints <armature name>`` that holds what the add-on draws for
+    one rig (joint paths, reach cones), a child of the scene's collection, created when
+    missing."""
+    name = f"Spline Joints {armature.name}"
+    collection = bpy.data.collections.get(name)
+    if collection is None:
+        collection = bpy.data.collections.new(name)
+    if collection.name not in scene.collection.children:
+        scene.collection.children.link(collection)
+    return collection
+
+
+def move_to_collection(obj, collection) -> None:
+    """Link ``obj`` to ``collection`` only (drawn before rig collections existed, it sat in
+    the scene's top level)."""
+    if obj.name not in collection.objects:
+        collection.objects.link(obj)
+    for other in list(obj.users_collection):
+        if other != collection:
+            other.objects.unlink(obj)
+
+
+def remove_objects(prefix: str) -> int:
+    """Delete the objects whose names start with ``prefix``; returns how many."""
+    doomed = [obj for obj in bpy.data.objects if obj.name.startswith(prefix)]
+    for obj in doomed:
+        bpy.data.objects.remove(obj)
+    return len(doomed)
 
 
 def write_display_object(name: str, mesh, material: str, colour, collection, visible: bool = True,
@@ -722,30 +757,6 @@ def write_shape_key_animation(obj, basis: np.ndarray, targets: np.ndarray, frame
         write_fcurve_keys(mesh.shape_keys, path, 0, frames, values[:, k])
         paths.append(path)
     return paths
-
-
-def write_axes_empties(prefix: str, frames: np.ndarray, size: float, parent, collection) -> list:
-    """Small 'ARROWS' empties at each pose in frames (K, 4, 4), children of ``parent``.
-
-    Empties named ``{prefix}.000``... are created or moved; extra old ones are removed.
-    """
-    frames = np.asarray(frames, dtype=np.float64).reshape(-1, 4, 4)
-    out = []
-    for k, T in enumerate(frames):
-        name = f"{prefix}.{k:03d}"
-        obj = bpy.data.objects.get(name)
-        if obj is None:
-            obj = bpy.data.objects.new(name, None)
-            collection.objects.link(obj)
-        obj.empty_display_type = "ARROWS"
-        obj.empty_display_size = size
-        parent_to_object(obj, parent, T)
-        out.append(obj)
-    k = len(frames)
-    while (extra := bpy.data.objects.get(f"{prefix}.{k:03d}")) is not None:
-        bpy.data.objects.remove(extra)
-        k += 1
-    return out
 
 
 def ensure_material(name: str, rgba) -> bpy.types.Material:

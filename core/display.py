@@ -15,7 +15,7 @@ from .errors import InvalidInputError
 
 __all__ = ["uv_sphere", "cylinder", "box", "lathe", "capsule", "cone", "helix", "plate",
            "airplane", "merge_meshes", "segment_frames", "body_mesh", "shape_key_modes",
-           "joint_path", "MAX_SHAPE_KEYS", "MODE_TOL"]
+           "joint_path", "frame_axes", "MAX_SHAPE_KEYS", "MODE_TOL"]
 
 #: shape keys at most per deforming surface, and the singular value (relative to the largest)
 #: below which a mode of its motion is dropped
@@ -269,6 +269,15 @@ def shape_key_modes(tracks, name: str = "surface", tol: float = MODE_TOL, max_ke
     amp = np.abs(coef).max(axis=0)
     targets = mean + (amp[:, None] * Vt[modes]).reshape(len(modes), *mean.shape)
     return mean, targets, coef / amp
+
+
+def frame_axes(frames, size: float):
+    """Line segments ``(3K, 2, 3)`` drawing the x, y and z axes of frames ``(K, 4, 4)``: from
+    each frame's origin ``size`` along each of its axes, frame by frame."""
+    frames = np.asarray(frames, dtype=float).reshape(-1, 4, 4)
+    start = np.repeat(frames[:, :3, 3], 3, axis=0)
+    ends = start + float(size) * np.swapaxes(frames[:, :3, :3], 1, 2).reshape(-1, 3)
+    return np.stack([start, ends], axis=1)
 
 
 def joint_path(doc, n: int = 160, iso_lines: int = 5):

@@ -15,6 +15,10 @@ from ..bridge import target_bone
 from ._common import BoneOperator, has_target
 
 PATH_PREFIX = "SJ_JointPath"
+#: the control frames' axes are drawn this fraction of the bone's length long and this fraction
+#: as thick as the path (a knee's path is a few centimetres: longer axes would hide it)
+AXES_LENGTH = 0.04
+AXES_RADIUS = 0.25
 
 
 def fit_options(settings):
@@ -42,17 +46,25 @@ def path_parent_name(pose_bone) -> str:
 
 
 def draw_joint_path(context, armature, pose_bone, path):
-    """Write ``path = (lines, control_frames)`` of :func:`core.display.joint_path` as a curve
-    with small axes at the control frames, parented to the parent bone at its head (the
-    joint's parent frame)."""
+    """Write ``path = (lines, control_frames)`` of :func:`core.display.joint_path` as one curve
+    object in the rig's collection (:func:`bridge.rig_collection`): the path, and thinner
+    lines for the x, y, z axes of the control frames (:func:`core.display.frame_axes`,
+    :data:`AXES_LENGTH` of the bone's length), parented to the parent bone at its head (the
+    joint's parent frame).
+    Axes drawn as empties by earlier versions (``<name>.axes.000``...) are removed."""
+    from ...core.display import frame_axes
+
     lines, frames = path
     parent = path_parent_name(pose_bone)
     name = path_object_name(armature, pose_bone)
-    obj = bridge.write_poly_curve_object(name, lines, context.scene.collection,
-                                         bevel=0.01 * pose_bone.bone.length)
+    axes = list(frame_axes(frames, AXES_LENGTH * pose_bone.bone.length))
+    collection = bridge.rig_collection(context.scene, armature)
+    obj = bridge.write_poly_curve_object(name, list(lines) + axes, collection,
+                                         bevel=0.01 * pose_bone.bone.length,
+                                         radii=[1.0] * len(lines) + [AXES_RADIUS] * len(axes))
+    bridge.move_to_collection(obj, collection)
+    bridge.remove_objects(f"{name}.axes.")
     bridge.parent_to_bone(obj, armature, parent, np.eye(4))
-    bridge.write_axes_empties(f"{name}.axes", frames, 0.15 * pose_bone.bone.length, obj,
-                              context.scene.collection)
     return obj
 
 

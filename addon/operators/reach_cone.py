@@ -55,7 +55,8 @@ class SPLINE_JOINTS_OT_fit_reach_cone(BoneOperator, bpy.types.Operator):
 
 
 class SPLINE_JOINTS_OT_draw_reach_cone(BoneOperator, bpy.types.Operator):
-    """Create or update a translucent cone mesh at the joint, parented to the parent bone"""
+    """Create or update a translucent cone mesh at the joint, parented to the parent bone, in
+    the rig's Spline Joints collection"""
 
     bl_idname = "spline_joints.draw_reach_cone"
     bl_label = "Draw Reach Cone"
@@ -66,7 +67,9 @@ class SPLINE_JOINTS_OT_draw_reach_cone(BoneOperator, bpy.types.Operator):
         rest = bridge.read_rest_T_parent_child(pose_bone)
         verts, faces = cone_mesh(cone_options(settings), settings.cone_length or pose_bone.bone.length)
         name = cone_object_name(armature, pose_bone)
-        obj = bridge.write_mesh_object(name, verts, faces, context.scene.collection)
+        collection = bridge.rig_collection(context.scene, armature)
+        obj = bridge.write_mesh_object(name, verts, faces, collection)
+        bridge.move_to_collection(obj, collection)
         bridge.parent_to_bone(obj, armature, pose_bone.parent.name, rest)
         obj.data.materials.clear()
         # its own material: Hold Limits colours it by the pose's state (addon/holding.py)

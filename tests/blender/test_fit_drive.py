@@ -53,8 +53,10 @@ def scenario_fit_drive_bake(tmp):
         np.testing.assert_allclose(doc.joint.transform(np.array([q])), T, atol=2e-4)
     path = bpy.data.objects["SJ_JointPath_Leg_shin"]
     assert path.parent == obj and path.parent_bone == "thigh" and path.type == "CURVE"
-    axes = [o for o in bpy.data.objects if o.name.startswith("SJ_JointPath_Leg_shin.axes")]
-    assert len(axes) == 8 and all(o.parent == path for o in axes)
+    # one object in the rig's collection: the path and the 8 control frames' 3 axes each
+    assert [c.name for c in path.users_collection] == ["Spline Joints Leg"]
+    assert len(path.data.splines) == 1 + 3 * 8
+    assert not [o for o in bpy.data.objects if o.type == "EMPTY"]
 
     # Live drive: the slider poses the bone; animating the slider animates the bone.
     obj.animation_data_clear()

@@ -239,3 +239,20 @@ def test_body_mesh_of_the_new_hints():
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 0.04, rtol=4 * EPS)
     v, f = body_mesh("helix", (0.01, 0.002, 5.0))
     assert v[:, 2].max() == pytest.approx(1.0, abs=0.003)
+
+
+def test_frame_axes_draw_each_frames_axes_from_its_origin():
+    from core.display import frame_axes
+    from core.lie import so3
+
+    frames = np.tile(np.eye(4), (2, 1, 1))
+    frames[1, :3, :3] = so3.exp(np.array([0.3, -0.2, 1.1]))
+    frames[1, :3, 3] = (0.1, 0.2, 0.3)
+    segments = frame_axes(frames, 0.05)
+    assert segments.shape == (6, 2, 3)
+    for k in range(2):
+        for a in range(3):
+            np.testing.assert_array_equal(segments[3 * k + a, 0], frames[k, :3, 3])
+            np.testing.assert_allclose(segments[3 * k + a, 1],
+                                       frames[k, :3, 3] + 0.05 * frames[k, :3, a], atol=1e-16)
+    assert frame_axes(np.zeros((0, 4, 4)), 1.0).shape == (0, 2, 3)
