@@ -15,6 +15,19 @@ SCALE = 1.3
 TURN = (0.3, 0.1, -0.5)
 
 
+def _empty_armature(name):
+    """A new file with one armature object ``name`` and no bones, active, in Edit Mode."""
+    import bpy
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    obj = bpy.data.objects.new(name, bpy.data.armatures.new(name))
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    return obj
+
+
 def _legs(scale, turn):
     """Armature 'Legs' built from scratch: right and left femur (hip to knee) and tibia (knee to
     ankle) of the gait2392 leg laid out as a Blender character (OpenSim x, y, z -> -Y, Z, -X),
@@ -37,13 +50,8 @@ def _legs(scale, turn):
     layout = {"hip_R": hip, "knee_R": knee, "ankle_R": ankle,
               "hip_L": hip * mirror, "knee_L": knee * mirror, "ankle_L": ankle * mirror}
     R0 = so3.exp(np.array(turn))
-    bpy.ops.wm.read_homefile(use_empty=True)
-    data = bpy.data.armatures.new("Legs")
-    obj = bpy.data.objects.new("Legs", data)
-    bpy.context.scene.collection.objects.link(obj)
-    bpy.context.view_layer.objects.active = obj
-    obj.select_set(True)
-    bpy.ops.object.mode_set(mode="EDIT")
+    obj = _empty_armature("Legs")
+    data = obj.data
     for side in "RL":
         femur = data.edit_bones.new(f"femur_{side}")
         femur.head, femur.tail = scale * layout[f"hip_{side}"], scale * layout[f"knee_{side}"]
@@ -360,13 +368,8 @@ def scenario_scapula_preset_on_a_thorax_and_scapula(tmp):
     ref = addon_module("core.reference.opensim").ScapulothoracicSeth2019()
     se3 = addon_module("core.lie.se3")
     preset = transfer.preset_document("SCAPULA_L")
-    bpy.ops.wm.read_homefile(use_empty=True)
-    data = bpy.data.armatures.new("Torso")
-    obj = bpy.data.objects.new("Torso", data)
-    bpy.context.scene.collection.objects.link(obj)
-    bpy.context.view_layer.objects.active = obj
-    obj.select_set(True)
-    bpy.ops.object.mode_set(mode="EDIT")
+    obj = _empty_armature("Torso")
+    data = obj.data
     # the preset's own bones, 1.2x: thorax up from the origin, left scapula at its rest
     bones = {}
     for name, frame, length in (("thorax", preset.rest.parent, preset.rest.parent_length),
