@@ -108,12 +108,35 @@ def read_linkage(scene, item, driven: bool = True) -> tuple[Linkage, list]:
                 ranges = {"hinge": [angle], "cylinder": [slide, angle], "slotted": [slide, angle]}
                 pairs = ranges.get(joint.kind, [slide])
                 lower, upper = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
-        joints.append(LinkJoint(joint.name, joint.kind, b1, b2, T1, T2, lower, upper, cone))
+        curve = read_curve_frames(joint.curve) if joint.kind == "curve" else None
+        joints.append(LinkJoint(joint.name, joint.kind, b1, b2, T1, T2, lower, upper, cone, curve))
     gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
     driver = item.driver.name if (driven and item.driver is not None and not item.drive_joint) else ""
     linkage = Linkage(tuple(read_body(o) for o in objects), tuple(joints), tuple(springs), driver,
                       item.drive_joint if driven else "", gravity)
     return linkage, objects
+
+
+def curve_points(obj) -> np.ndarray:
+    """The points ``(n, 3)`` of a curve object's first spline in its own frame (Bezier control
+    points or NURBS/poly points)."""
+    if obj is None or obj.type != "CURVE" or not len(obj.data.splines):
+        raise BridgeError("a Spline Curve joint needs a curve object with a spline; pick one")
+    sp = obj.data.splines[0]
+    pts = [tuple(p.co)[:3] for p in (sp.bezier_points if sp.type == "BEZIER" else sp.points)]
+    return np.array(pts, dtype=float).reshape(-1, 3)
+
+
+def read_curve_frames(obj) -> np.ndarray:
+    """Control frames ``(n, 4, 4)`` of a Spline Curve joint on curve object ``obj``, in its frame
+    1 (the curve object's frame when the joint was added): the curve's points, unturned."""
+    pts = curve_points(obj)
+    if len(pts) < 4:
+        raise BridgeError(f"the curve '{obj.name}' has {len(pts)} points; a cubic spline curve joint "
+                          "needs at least 4")
+    frames = np.tile(np.eye(4), (len(pts), 1, 1))
+    frames[:, :3, 3] = pts
+    return frames
 
 
 def read_state(item, names) -> np.ndarray | None:

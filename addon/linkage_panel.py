@@ -101,6 +101,9 @@ class VIEW3D_PT_spline_joints_linkages(_Panel, bpy.types.Panel):
             col.prop(joint, "rest_length")
             col.prop(joint, "damping")
             return
+        if joint.kind == "curve":
+            col.prop(joint, "curve")
+            return
         if joint.kind not in ("hinge", "ball", "cylinder", "slotted"):
             return
         col.prop(joint, "use_limits")

@@ -33,6 +33,10 @@ KIND_ITEMS = [
                                 "to the axis through the first's joint point"),
     ("slotted", "Slotted Hinge", "Slides along the joint's X axis and turns about its axis (Z); "
                                  "simulated with limits at the slot's ends"),
+    ("curve", "Spline Curve", "The second body rides a spline curve joint through the points "
+                              "of a curve object (the path Blender draws for an order-4 "
+                              "NURBS), keeping its turn relative to the first body; simulated "
+                              "in a dynamics bake"),
     ("spring", "Spring", "A linear spring between the joint points (no constraint)"),
 ]
 
@@ -69,6 +73,10 @@ class SPLINE_JOINTS_PG_link_joint(PropertyGroup):
     to_world: BoolProperty(name="To the World",
                            description="The first body is the world (set when only one object "
                                        "was selected)")
+    curve: PointerProperty(name="Curve", type=bpy.types.Object,
+                           poll=lambda self, obj: obj.type == "CURVE",
+                           description="Curve object whose points (at least 4, in its first "
+                                       "spline) are the control points of a Spline Curve joint")
     use_limits: BoolProperty(name="Limits", update=_retag,
                              description="Stop the joint at its limits in a dynamics bake "
                                          "(hinge, cylinder, slotted hinge: its coordinates' "

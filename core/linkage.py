@@ -99,8 +99,9 @@ class LinkJoint:
     where the joint's coordinates are zero. Limits (couplings solver): ``lower``/``upper`` per
     coordinate (hinge: angle; cylinder: (slide, angle); slotted: (slide along x, angle); curve:
     none, the curve's own range), ``cone``: the ball's reach-cone half angle (rad) about z.
-    ``curve: (n, 4, 4)`` control frames of the ``curve`` kind's spline curve joint, in frame 1;
-    body 2's ``frame2`` rides it.
+    ``curve: (n, 4, 4)`` control frames of the ``curve`` kind's spline curve joint (seed 000
+    eq. 21, uniform knots), in frame 1: frame 2 relative to frame 1 is ``G(s)``, so body 2's
+    ``frame2`` rides the curve (there the frames coincide only where ``G(s)`` is the identity).
     """
 
     name: str

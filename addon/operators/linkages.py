@@ -246,6 +246,9 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
     body2: StringProperty(name="Second Body", description="Object name of the moving body "
                                                            "(empty: use the selection)")
     name: StringProperty(name="Name", description="Joint name (empty: the type's name)")
+    curve: StringProperty(name="Curve", description="Spline Curve type: the curve object's name (its "
+                                                     "points are the control points; put the 3D cursor "
+                                                     "on the path)")
     linkage: IntProperty(name="Linkage", default=-1,
                          description="Linkage to add to (-1: the active one, made if none)")
 
@@ -259,15 +262,24 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
             raise ValueError("a linkage body must have no parent (its keys are world poses); "
                              "clear the parent (Alt+P, keep transform)")
         location = scene.cursor.location if self.at_cursor else second.matrix_world.translation
-        F = joint_frame(location, self.axis, second)
-        T1, T2 = linkage_bridge.joint_frames_at(F, first, second)
+        curve = None
+        if self.kind == "curve":  # frame 1: the curve's own frame; frame 2 unturned from it
+            curve = bpy.data.objects.get(self.curve)
+            if curve is None or curve.type != "CURVE":
+                raise ValueError(f"a Spline Curve joint needs a curve object; '{self.curve}' is not one")
+            C = linkage_bridge.object_pose(curve)
+            T1 = C if first is None else se3.inv(linkage_bridge.object_pose(first)) @ C
+            T2 = se3.inv(linkage_bridge.object_pose(second)) @ se3.from_rp(C[:3, :3], np.array(location))
+        else:
+            F = joint_frame(location, self.axis, second)
+            T1, T2 = linkage_bridge.joint_frames_at(F, first, second)
         items = scene.spline_joints_linkages
         item = active_linkage(scene, self.linkage)[1] if len(items) else None
         names = set() if item is None else {j.name for j in item.joints}
         name = self.name or _unique(names, dict((k, n) for k, n, _ in KIND_ITEMS)[self.kind])
         if name in names:
             raise ValueError(f"the linkage has a joint named '{name}' already; pick another name")
-        self._validate(scene, item, name, first, second, T1, T2)
+        self._validate(scene, item, name, first, second, T1, T2, curve)
         # -- checked; write ----------------------------------------------------------------
         if item is None:
             item = items.add()
@@ -276,6 +288,7 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
         joint = item.joints.add()
         joint.name, joint.kind, joint.body1, joint.body2 = name, self.kind, first, second
         joint.to_world = first is None
+        joint.curve = curve
         linkage_bridge.write_frames(joint, T1, T2)
         item.active_joint = len(item.joints) - 1
         what = "spring" if self.kind == "spring" else f"{self.kind} joint"
@@ -299,7 +312,7 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
                              "relative to the other (or to the world)")
         return (others[0] if others else None), second
 
-    def _validate(self, scene, item, name, first, second, T1, T2):
+    def _validate(self, scene, item, name, first, second, T1, T2, curve):
         """The linkage with the new joint must pass the core's checks (rank check included)."""
         import dataclasses
 
@@ -318,7 +331,8 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
             springs = linkage.springs + (LinkSpring(name, b1, second.name, T1[:3, 3], T2[:3, 3], 100.0, 0.0),)
             linkage = dataclasses.replace(linkage, bodies=tuple(bodies), springs=springs)
         else:
-            joints = linkage.joints + (LinkJoint(name, self.kind, b1, second.name, T1, T2),)
+            frames = None if curve is None else linkage_bridge.read_curve_frames(curve)
+            joints = linkage.joints + (LinkJoint(name, self.kind, b1, second.name, T1, T2, curve=frames),)
             linkage = dataclasses.replace(linkage, bodies=tuple(bodies), joints=joints)
         if linkage.joints:
             try:

@@ -277,3 +277,65 @@ def test_a_cancelled_bake_writes_nothing(blender):
     r = blender(scenario_cancelled_bake_writes_nothing)
     assert r["status"] == ["CANCELLED"] and r["level"] == "WARNING" and "no keyframes" in r["message"]
     assert r["same"] and r["frames"] == 0
+
+
+def scenario_bead_on_a_curve(tmp):
+    import bpy
+
+    from scenes import addon_module
+
+    bridge, display = addon_module("addon.bridge"), addon_module("core.display")
+    lb = addon_module("addon.linkage_bridge")
+    SplineCurveJoint = addon_module("core.joints.spline_curve").SplineCurveJoint
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps, scene.frame_start = 24, 1
+    points = [(0.0, 0, 1.0), (0.5, 0, 0.55), (1.0, 0, 0.35), (1.5, 0, 0.45), (2.0, 0, 0.9)]
+    data = bpy.data.curves.new("Wire", "CURVE")
+    data.dimensions = "3D"
+    sp = data.splines.new("NURBS")
+    sp.points.add(len(points) - 1)
+    for p, xyz in zip(sp.points, points):
+        p.co = (*xyz, 1.0)
+    sp.order_u, sp.use_endpoint_u = 4, False
+    wire = bpy.data.objects.new("Wire", data)
+    scene.collection.objects.link(wire)
+    wire.location = (0.3, 0.2, 0.1)                       # the path moves with its object
+    bpy.context.view_layer.update()
+    W = lb.object_pose(wire)
+    curve = SplineCurveJoint(lb.read_curve_frames(wire))
+    s = np.linspace(curve.lower[0], curve.upper[0], 40001)
+    path = curve.transforms(s[:, None])[:, :3, 3] @ W[:3, :3].T + W[:3, 3]
+    spacing = float(np.linalg.norm(np.diff(path, axis=0), axis=1).max())
+    drawn = wire.evaluated_get(bpy.context.evaluated_depsgraph_get()).to_mesh()
+    drawn_pts = np.array([tuple(v.co) for v in drawn.vertices]) @ W[:3, :3].T + W[:3, 3]
+    start = path[12000]
+    bead = bridge.write_mesh_object("bead", *display.box((0.05, 0.05, 0.05)), scene.collection)
+    bead.location = start
+    bead.spline_joints_linkage_mass = 0.2
+    bpy.context.view_layer.update()
+    scene.cursor.location = start
+    assert bpy.ops.spline_joints.add_link_joint(kind="curve", body2="bead", curve="Wire") == {"FINISHED"}
+    item = scene.spline_joints_linkages[0]
+    item.duration, item.substeps = 1.0, 10
+    assert bpy.ops.spline_joints.bake_linkage("EXEC_DEFAULT", True) == {"FINISHED"}
+    gaps = []
+    for f in range(1, item.baked_frames + 1):
+        scene.frame_set(f)
+        p = lb.object_pose(bead)[:3, 3]
+        gaps.append(float(np.linalg.norm(path - p, axis=1).min()))
+    drawn_gap = float(np.linalg.norm(drawn_pts[:, None] - path[None, ::20], axis=-1).min(axis=1).max())
+    return {"gaps": gaps, "spacing": spacing, "solver": item.solver, "error": item.constraint_error,
+            "drawn_gap": drawn_gap, "drawn_spacing": 20 * spacing, "moved": float(np.linalg.norm(p - start))}
+
+
+def test_a_body_rides_the_path_blender_draws_for_a_nurbs_curve(blender):
+    r = blender(scenario_bead_on_a_curve)
+    # the largest error is the first frame's: the bead and the cursor placed in single precision
+    assert r["solver"] == "couplings" and r["error"] < FLOAT32_POSE
+    # every baked frame on the spline curve joint's path (to the path's sampling and the
+    # single precision of the keyed location)
+    assert max(r["gaps"]) <= r["spacing"] + FLOAT32_POSE
+    assert r["moved"] > 0.1
+    # the joint's path is the one Blender draws for the order-4 NURBS of the same points
+    assert r["drawn_gap"] <= r["drawn_spacing"]

@@ -158,3 +158,25 @@ def test_four_bar_dynamics_keeps_the_loop_closed_and_can_be_cancelled():
     calls = []
     stopped = simulate_linkage(lk, 0.5, 24, progress=lambda f: calls.append(f) or len(calls) < 3)
     assert stopped.status == "cancelled" and len(stopped.times) == 3
+
+
+def test_a_body_slides_along_a_spline_curve_joint_under_gravity():
+    from core.joints.spline_curve import SplineCurveJoint
+    from core.linkage import LinkBody, Linkage
+
+    points = [[0.0, 0, 1.0], [0.5, 0, 0.55], [1.0, 0, 0.35], [1.5, 0, 0.45], [2.0, 0, 0.9]]
+    frames = np.array([se3.from_rp(np.eye(3), p) for p in points])
+    curve = SplineCurveJoint(frames)
+    s0 = curve.lower[0] + 0.3 * (curve.upper[0] - curve.lower[0])
+    start = curve.transform(np.array([s0]))
+    bead = LinkBody("bead", start, 0.2, 0.2 * 0.4 * 0.02 ** 2 * np.eye(3))
+    wire = LinkJoint("wire", "curve", "", "bead", np.eye(4), np.eye(4), curve=frames)
+    motion = simulate_linkage(Linkage((bead,), (wire,)), 1.0, 24, substeps=10)
+    assert motion.solver == "couplings" and motion.errors.max() < 1e-8
+    grid = curve.transforms(np.linspace(curve.lower[0], curve.upper[0], 40001)[:, None])[:, :3, 3]
+    p = motion.poses[:, 0, :3, 3]
+    gap = np.linalg.norm(p[:, None] - grid[None], axis=-1).min(axis=1)
+    spacing = np.linalg.norm(np.diff(grid, axis=0), axis=1).max()
+    assert gap.max() <= spacing                  # on the curve, to the grid's resolution
+    assert np.abs(motion.poses[:, 0, :3, :3] - np.eye(3)).max() < 1e-8   # no turning
+    assert np.ptp(p[:, 0]) > 0.1                               # it slid down the valley
