@@ -59,7 +59,7 @@ class VIEW3D_PT_spline_joints_linkages(_Panel, bpy.types.Panel):
         row.template_list("SPLINE_JOINTS_UL_link_joints", "", item, "joints", item, "active_joint", rows=3)
         row.operator("spline_joints.remove_link_joint", text="", icon="REMOVE")
         if 0 <= item.active_joint < len(item.joints):
-            self._draw_joint(layout, item.joints[item.active_joint])
+            _draw_joint(layout, item.joints[item.active_joint])
         obj = context.active_object
         if obj is not None:
             layout.prop(obj, "spline_joints_linkage_mass", text=f"Mass of {obj.name}")
@@ -92,31 +92,32 @@ class VIEW3D_PT_spline_joints_linkages(_Panel, bpy.types.Panel):
                 box.label(text=f"Limits engaged {item.engagements}x, deepest "
                                f"{item.limit_violation:.1e} (allowed {item.violation_tolerance:.1e})")
 
-    @staticmethod
-    def _draw_joint(layout, joint):
-        col = layout.column(align=True)
-        col.prop(joint, "kind")
-        if joint.kind == "spring":
-            col.prop(joint, "stiffness")
-            col.prop(joint, "rest_length")
-            col.prop(joint, "damping")
-            return
-        if joint.kind == "curve":
-            col.prop(joint, "curve")
-            return
-        if joint.kind not in ("hinge", "ball", "cylinder", "slotted"):
-            return
-        col.prop(joint, "use_limits")
-        if not joint.use_limits:
-            return
-        if joint.kind == "ball":
-            col.prop(joint, "cone")
-            return
-        if joint.kind in ("cylinder", "slotted"):
-            col.prop(joint, "lower_slide")
-            col.prop(joint, "upper_slide")
-        col.prop(joint, "lower_angle")
-        col.prop(joint, "upper_angle")
+
+def _draw_joint(layout, joint):
+    """The active joint's type and its own settings (spring, curve, limits)."""
+    col = layout.column(align=True)
+    col.prop(joint, "kind")
+    if joint.kind == "spring":
+        col.prop(joint, "stiffness")
+        col.prop(joint, "rest_length")
+        col.prop(joint, "damping")
+        return
+    if joint.kind == "curve":
+        col.prop(joint, "curve")
+        return
+    if joint.kind not in ("hinge", "ball", "cylinder", "slotted"):
+        return
+    col.prop(joint, "use_limits")
+    if not joint.use_limits:
+        return
+    if joint.kind == "ball":
+        col.prop(joint, "cone")
+        return
+    if joint.kind in ("cylinder", "slotted"):
+        col.prop(joint, "lower_slide")
+        col.prop(joint, "upper_slide")
+    col.prop(joint, "lower_angle")
+    col.prop(joint, "upper_angle")
 
 
 classes = (SPLINE_JOINTS_UL_linkages, SPLINE_JOINTS_UL_link_joints, VIEW3D_PT_spline_joints_linkages)

@@ -88,6 +88,18 @@ def scenario_draw_panels(tmp, osim):
     draw_all()  # with a fitted joint: its switch, errors and remove button
     settings.fits[0].use = False
     draw_all()
+    for demo in ("four_bar", "door"):  # linkages: joints with and without limits, a driver
+        bpy.ops.spline_joints.add_demo_linkage(demo=demo)
+        draw_all()
+    scene = bpy.context.scene
+    item = scene.spline_joints_linkages[scene.spline_joints_active_linkage]
+    bpy.ops.spline_joints.bake_linkage(index=-1)
+    for kind in ("ball", "cylinder", "slotted", "curve", "spring", "fixed"):
+        item.joints[0].kind = kind
+        draw_all()
+    item.drive_joint, item.mode = item.joints[0].name, "ASSEMBLY"
+    bpy.context.view_layer.objects.active = item.joints[0].body2
+    draw_all()
     return {"problems": problems, "panels": len(panels), "calls": len(calls)}
 
 
