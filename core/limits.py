@@ -20,8 +20,11 @@ Spherical-joint limits read the rotation coordinates ``r`` (the first three coor
 1. a velocity impulse ``v += M^-1 N^T lambda``, ``lambda >= 0``, so that
    ``n_l . v >= -e min(n_l . v_before, 0)`` (restitution e; seed 003: the impulse is along
    grad g, mass-weighted by the inverse mass matrix);
-2. a position correction ``q += M^-1 N^T mu``, ``mu >= 0``, with ``N dq >= -d - p_tol``: the
-   deadband of seed 002 leaves the joint ``p_tol`` inside the region so it does not chatter.
+2. when an engaged constraint is more than ``p_tol`` outside, a position correction
+   ``q += M^-1 N^T mu``, ``mu >= 0``, with ``N dq >= -d - p_tol`` for *every* constraint (the
+   deadband of seed 002 lets a joint rest up to ``p_tol`` outside, so it does not chatter;
+   the constraints that are inside take part so that the correction of one limit does not
+   push its neighbours out, as it would on a whipping chain of coned joints).
 
 Engagement (seed 002 section 4.10.2): a constraint engages when ``d < 0``; it disengages
 only when ``d > 0`` and ``d_dot > 0`` (moving away) and after at least ``min_engaged_steps``
@@ -356,10 +359,10 @@ class LimitSolver:
         target = -self.restitution * np.minimum(ddot[engaged], 0.0)
         lam = self._pgs(W, ddot[engaged] - target)
         v = v + MinvNt @ lam
-        # position: N dq >= -d - p_tol (deadband keeps the joint p_tol inside)
-        de = d[engaged]
-        need = -de - self.tol[engaged]
-        if np.any(need > 0):
-            mu = self._pgs(W, -np.maximum(need, 0.0))
+        # position: N dq >= -d - p_tol for every constraint, once an engaged one is more than
+        # p_tol outside: the correction may not push a neighbouring limit out instead
+        if np.any(d[engaged] + self.tol[engaged] < 0):
+            MinvNt = cho_solve(fac, N.T, check_finite=False)
+            mu = self._pgs(N @ MinvNt, d + self.tol)
             q = q + MinvNt @ mu
         return q, v

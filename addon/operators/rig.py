@@ -594,7 +594,8 @@ def _targets(context, which):
 class _RigOperator:
     bl_options = {"REGISTER", "UNDO"}
 
-    which: EnumProperty(name="Rigs", items=TARGET_ITEMS, default="ACTIVE")
+    which: EnumProperty(name="Rigs", items=TARGET_ITEMS, default="ACTIVE",
+                        description="Which rigs to work on")
 
     def _run_jobs(self, context):
         self._jobs = [RigJob(context.scene, t) for t in _targets(context, self.which)]

@@ -1022,8 +1022,8 @@ def _pgs(lr, W, b, lam, ne, sweeps):
 def _limits(ints, reals, buf, q, v, li, lr):
     """One application of the limit solver after a substep (as
     :meth:`core.limits.LimitSolver.apply`): engagement, then the velocity impulse and the
-    position correction through ``M^-1 N_e^T`` (Cholesky of the CRBA mass matrix) and
-    projected Gauss-Seidel. Status 4 if M is not positive definite."""
+    position correction over every constraint through ``M^-1 N^T`` (Cholesky of the CRBA
+    mass matrix) and projected Gauss-Seidel. Status 4 if M is not positive definite."""
     nv = ints[H_NV]
     c = li[LI_C]
     (E, ST, _, _, IX, _), (D, DD, N, L, Y, W, lam, bb, _) = _limit_offsets(c, nv)
@@ -1068,6 +1068,37 @@ def _limits(ints, reals, buf, q, v, li, lr):
                 lr[L + nv * i + i] = math.sqrt(x)
             else:
                 lr[L + nv * i + j] = x / lr[L + nv * j + j]
+    _delassus(lr, li, nv, ne, IX, N, L, Y, W)
+    rest = lr[0]
+    for e in range(ne):                                  # n.v_new >= -e min(n.v, 0)
+        dd = lr[DD + li[IX + e]]
+        lr[bb + e] = dd + rest * min(dd, 0.0)
+    _pgs(lr, W, bb, lam, ne, li[LI_ITER])
+    for e in range(ne):
+        y, x = Y + nv * e, lr[lam + e]
+        for i in range(nv):
+            v[i] += lr[y + i] * x
+    need = False                                         # N dq >= -d - p_tol
+    for e in range(ne):
+        k = li[IX + e]
+        need = need or -lr[D + k] - lr[LR_HEADER + LR_PER * k + 1] > 0.0
+    if need:                                             # over every constraint
+        for k in range(c):
+            li[IX + k] = k
+            lr[bb + k] = lr[D + k] + lr[LR_HEADER + LR_PER * k + 1]
+        _delassus(lr, li, nv, c, IX, N, L, Y, W)
+        _pgs(lr, W, bb, lam, c, li[LI_ITER])
+        for e in range(c):
+            y, x = Y + nv * e, lr[lam + e]
+            for i in range(nv):
+                q[i] += lr[y + i] * x
+    return 0
+
+
+@_jit
+def _delassus(lr, li, nv, ne, IX, N, L, Y, W):
+    """For the constraints ``li[IX:IX + ne]``: the columns ``M^-1 N_e^T`` into ``Y`` (from the
+    Cholesky factor at ``L``) and ``W = N_e M^-1 N_e^T`` (ne, ne) into ``W``."""
     for e in range(ne):                                  # column e of M^-1 N_e^T
         n, y = N + nv * li[IX + e], Y + nv * e
         for i in range(nv):
@@ -1088,28 +1119,6 @@ def _limits(ints, reals, buf, q, v, li, lr):
             for i in range(nv):
                 x += lr[n + i] * lr[y + i]
             lr[W + ne * e + f] = x
-    rest = lr[0]
-    for e in range(ne):                                  # n.v_new >= -e min(n.v, 0)
-        dd = lr[DD + li[IX + e]]
-        lr[bb + e] = dd + rest * min(dd, 0.0)
-    _pgs(lr, W, bb, lam, ne, li[LI_ITER])
-    for e in range(ne):
-        y, x = Y + nv * e, lr[lam + e]
-        for i in range(nv):
-            v[i] += lr[y + i] * x
-    need = False                                         # N dq >= -d - p_tol
-    for e in range(ne):
-        k = li[IX + e]
-        x = -lr[D + k] - lr[LR_HEADER + LR_PER * k + 1]
-        lr[bb + e] = -max(x, 0.0)
-        need = need or x > 0.0
-    if need:
-        _pgs(lr, W, bb, lam, ne, li[LI_ITER])
-        for e in range(ne):
-            y, x = Y + nv * e, lr[lam + e]
-            for i in range(nv):
-                q[i] += lr[y + i] * x
-    return 0
 
 
 @_jit
