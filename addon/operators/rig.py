@@ -464,6 +464,7 @@ def write_keys(job, result):
         names.append(action.name)
         for b in bodies:
             if b.kind == "BONE":
+                b.owner.spline_joints.drive = False   # the keys play, not the coordinate slider
                 bridge.write_bone_keyframes(id_data, b.owner, frames, poses[b.name])
             else:
                 bridge.write_transform_keyframes(b.owner, "", b.owner.rotation_mode, frames,

@@ -290,3 +290,64 @@ def scenario_beads_on_spun_curve(tmp):
 def test_beads_on_spun_curve(blender):
     out = blender(scenario_beads_on_spun_curve)
     assert out["curve"] <= 1e-4
+
+
+def scenario_knee_pendulum(tmp):
+    """Capture and fit a knee, then simulate the shin on the fitted joint as a pendulum under
+    a still (kinematic) thigh, with the fitted range as end-stops."""
+    import bpy
+
+    from scenes import addon_module, leg_armature
+    from test_fit_drive import _knee_motion
+
+    rig_ops = addon_module("addon.operators.rig")
+    core_rig = addon_module("core.rig")
+    bridge = addon_module("addon.bridge")
+    io = addon_module("core.io")
+    obj = leg_armature()
+    _knee_motion(obj)
+    shin = obj.pose.bones["shin"]
+    s = shin.spline_joints
+    s.source, s.rotation_axis_0, s.fit_frames = "ROTATION", "0", 8
+    assert bpy.ops.spline_joints.capture_range() == {"FINISHED"}
+    assert bpy.ops.spline_joints.fit() == {"FINISHED"}
+    obj.animation_data_clear()
+    assert bpy.ops.spline_joints.drive_joint() == {"FINISHED"}
+    shin["sj_q0"] = 1.2
+    obj.update_tag()
+    bpy.context.view_layer.update()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end, scene.render.fps = 1, 49, 24
+    scene.spline_joints_sim.use_velocities = False
+    sim = shin.spline_joints_sim
+    sim.enabled, sim.kind, sim.use_range, sim.range_min, sim.range_max = True, "FITTED", True, 0.0, 1.6
+    sim.mass_source, sim.mass, sim.com, sim.inertia = "MANUAL", 3.7, (0.0, 0.19, 0.0), (0.05, 0.005, 0.05)
+
+    doc = io.loads(s.joint_json)
+    job = rig_ops.RigJob(scene, obj)
+    job.simulate()
+    via_reader = job.checked_result()
+    W = rig_ops._normalized(obj.matrix_world)[0]
+    bodies = [core_rig.RigBody("thigh", -1, np.eye(4), core_rig.RigJoint("kinematic"),
+                               pose=W @ bridge.rigid(np.array(obj.pose.bones["thigh"].matrix))),
+              core_rig.RigBody("shin", 0, np.eye(4),
+                               core_rig.RigJoint("joint", joint=doc.joint, lower=(sim.range_min,),
+                                                 upper=(sim.range_max,)),
+                               mass=sim.mass, com=np.array(sim.com),
+                               inertia=np.diag(np.array(sim.inertia)), q=(shin["sj_q0"],))]
+    direct = core_rig.simulate_rig(core_rig.build_rig(bodies, gravity=np.array(scene.gravity),
+                                                      fps=24.0, substeps=16, duration=2.0))
+    np.testing.assert_allclose(via_reader.world, direct.world, rtol=0, atol=1e-9)
+    q = direct.q[:, 0]
+    assert q.min() < 0.3 and q.max() <= 1.2 + 1e-9          # it swings down to the stop
+    assert q.min() >= -2.0 * ROTARY_TOL                     # held by the end-stop
+    assert bpy.ops.spline_joints.bake_rig() == {"FINISHED"}
+    assert not s.drive                                      # the keys play, not the slider
+    scene.frame_set(25)
+    T = bridge.read_pose_T_parent_child(shin)
+    np.testing.assert_allclose(T, doc.joint.transform(np.array([q[24]])), atol=1e-5)
+    return {"qmin": float(q.min())}
+
+
+def test_knee_pendulum(blender):
+    blender(scenario_knee_pendulum)
