@@ -11,8 +11,9 @@ stored joint. For every armature holding an imported OpenSim model
 are switched on (:func:`documents.osim_rig`). A bone is written only when its pose
 changes (by more than :data:`POSE_TOL`), so the handler's own write does not retrigger it
 endlessly. Bones with Hold Limits on are then held inside their limits (:mod:`.holding`: driven
-bones by their coordinates' ranges, others by their reach cone and twist limit). A bone or
-armature that cannot be driven (an unreadable stored document or model, a
+bones by their coordinates' ranges, others by their reach cone and twist limit). Linkages with
+Live Assembly on follow their driver (:func:`.linkage_handlers.follow_driver`). A bone,
+armature or linkage that cannot be driven (an unreadable stored document or model, a
 connected bone, ...) is skipped and reported once, on the console (and a bone in its fit
 status).
 
@@ -40,6 +41,7 @@ from bpy.app.handlers import persistent
 from . import bridge
 from .documents import fit_status, is_osim_armature, joint_document, osim_rig
 from .holding import hold_bone, held_bones
+from .linkage_handlers import follow_driver
 
 #: how far (m or, for rotations, per matrix entry) a bone's basis must move to be written again;
 #: above the float32 round-off of Blender's stored location, rotation and scale (~1e-7)
@@ -97,8 +99,9 @@ def pose_osim_armature(obj) -> int:
 
 
 def update_scene(scene) -> int:
-    """Pose every driven bone and every imported OpenSim armature of the scene; returns how
-    many bones changed."""
+    """Pose every driven bone and every imported OpenSim armature of the scene, hold the held
+    bones, assemble the live linkages whose driver moved; returns how many bones and linkages
+    changed."""
     if _state["busy"] or _state["suspended"]:
         return 0
     _state["busy"] = True
@@ -129,6 +132,13 @@ def update_scene(scene) -> int:
                 _state["errors"].discard(key)
             except Exception as exc:  # said once; the bone stays as it is
                 _say_once(key, f"cannot hold {obj.name}/{pb.name} in its limits", exc)
+        for item in scene.spline_joints_linkages:
+            key = (scene.name, item.name, "linkage")
+            try:
+                changed += follow_driver(scene, item)
+                _state["errors"].discard(key)
+            except Exception as exc:  # said once (and in its status); the bodies stay
+                _say_once(key, f"cannot assemble linkage {item.name}", exc)
     finally:
         _state["busy"] = False
     return changed

@@ -1,5 +1,5 @@
-"""Live assembly of linkages: a frame-change and depsgraph handler that makes every linkage
-with Live Assembly on follow its driver.
+"""Live assembly of linkages: every linkage with Live Assembly on follows its driver, called
+by the live handler (:func:`.handlers.update_scene`, on frame changes and depsgraph updates).
 
 When the driving body's pose (moved or keyed) or the driving joint's Drive Value changes, the
 linkage is read (:func:`.linkage_bridge.read_linkage`), assembled by a cached
@@ -14,15 +14,12 @@ its status and, once, on the console.
 
 from __future__ import annotations
 
-import bpy
 import numpy as np
-from bpy.app.handlers import persistent
 
-from . import handlers, linkage_bridge
+from . import linkage_bridge
 
 _live: dict = {}     # (scene name, linkage name) -> (fingerprint, LiveAssembly)
 _inputs: dict = {}   # (scene name, linkage name) -> the inputs of its last assembly
-_said: set = set()   # linkages whose failure was printed
 
 
 def _fingerprint(linkage, item) -> tuple:
@@ -78,62 +75,30 @@ def write_result(item, result, live, objects) -> None:
     item.status = live.unreachable(result) or f"closed ({result.error:.1e} m/rad)"
 
 
-def update_linkages(scene) -> int:
-    """Assemble every live linkage of the scene whose driver moved; returns how many."""
-    if handlers._state["suspended"]:
+def follow_driver(scene, item) -> int:
+    """Assemble a live linkage whose driver moved (its input differs from the last assembly's)
+    and place its bodies; returns 1 when it did, else 0. A linkage that cannot be assembled
+    keeps its poses: the ValueError is written to its status and raised (the live handler,
+    :func:`.handlers.update_scene`, says it once on the console)."""
+    if not item.live or (item.driver is None and not item.drive_joint):
         return 0
-    done = 0
-    for item in scene.spline_joints_linkages:
-        if not item.live or (item.driver is None and not item.drive_joint):
-            continue
-        key = (scene.name, item.name)
+    key = (scene.name, item.name)
+    try:
+        live, linkage, objects = live_assembly(scene, item)
+        T = driver_input(live, linkage, item)
+        if key in _inputs and np.array_equal(_inputs[key], T):
+            return 0
+        result = live.solve(T, linkage_bridge.read_state(item, [b.name for b in linkage.bodies]))
+    except ValueError as exc:
+        _inputs.pop(key, None)
         try:
-            live, linkage, objects = live_assembly(scene, item)
-            T = driver_input(live, linkage, item)
-            if key in _inputs and np.array_equal(_inputs[key], T):
-                continue
-            names = [b.name for b in linkage.bodies]
-            result = live.solve(T, linkage_bridge.read_state(item, names))
-            try:
-                write_result(item, result, live, objects)
-            except AttributeError:  # ID data is read-only while rendering: nothing placed
-                continue
-            _inputs[key] = T
-            _said.discard(key)
-            done += 1
-        except ValueError as exc:  # said once; the bodies stay where they are
-            _inputs.pop(key, None)
-            if key not in _said:
-                _said.add(key)
-                print(f"Spline Joints: cannot assemble linkage {item.name}: {exc}")
-            try:
-                item.status = f"cannot assemble: {exc}"
-            except AttributeError:  # ID data is read-only while rendering
-                pass
-    return done
-
-
-@persistent
-def on_frame_change(scene, depsgraph=None):
-    update_linkages(scene)
-
-
-@persistent
-def on_depsgraph_update(scene, depsgraph=None):
-    update_linkages(scene)
-
-
-def register():
-    for lst, fn in ((bpy.app.handlers.frame_change_post, on_frame_change),
-                    (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update)):
-        if fn not in lst:
-            lst.append(fn)
-
-
-def unregister():
-    for lst, fn in ((bpy.app.handlers.frame_change_post, on_frame_change),
-                    (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update)):
-        while fn in lst:
-            lst.remove(fn)
-    _live.clear()
-    _inputs.clear()
+            item.status = f"cannot assemble: {exc}"
+        except AttributeError:  # ID data is read-only while rendering
+            pass
+        raise
+    try:
+        write_result(item, result, live, objects)
+    except AttributeError:  # ID data is read-only while rendering: nothing placed
+        return 0
+    _inputs[key] = T
+    return 1
