@@ -177,6 +177,8 @@ def scenario_preview(tmp):
 def scenario_bad_input(tmp):
     import bpy
 
+    from scenes import addon_module
+
     obj = _tail_rig()
     scene = bpy.context.scene
 
@@ -198,7 +200,22 @@ def scenario_bad_input(tmp):
     refused("is connected to its parent")
     pb.spline_joints_sim.kind = "FITTED"
     refused("has none")
+    io, transfer = addon_module("core.io"), addon_module("core.transfer")
+    pb.spline_joints.joint_json = io.dumps(transfer.preset_document("KNEE_R"))  # 1 coordinate
+    pb.spline_joints.n_coordinates = 2
+    refused("has 1 coordinate(s) but the bone is set up for 2")
+    pb.spline_joints.joint_json = ""
     pb.spline_joints_sim.kind = "BALL"
+    # mass from an open mesh parented to the bone
+    pb.spline_joints_sim.mass_source = "AUTO"
+    mesh = bpy.data.meshes.new("Open")
+    mesh.from_pydata([(0, 0, 0), (0.1, 0, 0), (0, 0.1, 0), (0, 0, 0.1)], [], [(0, 1, 2), (0, 1, 3)])
+    open_obj = bpy.data.objects.new("Open", mesh)
+    scene.collection.objects.link(open_obj)
+    open_obj.parent, open_obj.parent_type, open_obj.parent_bone = obj, "BONE", pb.name
+    refused("is not closed")
+    bpy.data.objects.remove(open_obj)
+    pb.spline_joints_sim.mass_source = "MANUAL"
     pb.spline_joints_sim.use_cone = True
     # a joint parent loop of objects
     a = bpy.data.objects.new("A", None)
@@ -351,3 +368,62 @@ def scenario_knee_pendulum(tmp):
 
 def test_knee_pendulum(blender):
     blender(scenario_knee_pendulum)
+
+
+def scenario_object_chain(tmp):
+    """Two mesh objects hanging from an empty on hinges (Blender parents), masses from their
+    meshes: the bake keeps each hinge on its axis, the mass equals the meshes' closed form."""
+    import bpy
+    from mathutils import Matrix
+
+    from scenes import addon_module
+
+    rig_ops = addon_module("addon.operators.rig")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end, scene.render.fps = 1, 25, 24
+    base = bpy.data.objects.new("base", None)
+    scene.collection.objects.link(base)
+    base.location = (0.0, 0.0, 1.5)
+    links = []
+    for k in range(2):
+        bpy.ops.mesh.primitive_cube_add(size=1.0)
+        o = bpy.context.active_object
+        o.name = f"link{k}"
+        o.data.transform(Matrix.Diagonal((0.06, 0.06, 0.3, 1.0)))        # 6 x 6 x 30 cm
+        o.data.transform(Matrix.Translation((0.0, 0.0, -0.15)))          # hangs from its origin
+        o.parent = base if k == 0 else links[-1]
+        o.matrix_parent_inverse = Matrix.Identity(4)
+        o.location = (0.0, 0.0, 0.0 if k == 0 else -0.3)
+        s = o.spline_joints_sim
+        s.enabled, s.kind, s.axis, s.density = True, "HINGE", (1.0, 0.0, 0.0), 500.0
+        links.append(o)
+    bpy.context.view_layer.update()
+    for o in links:
+        bpy.context.view_layer.objects.active = o
+        assert bpy.ops.spline_joints.set_object_rest() == {"FINISHED"}
+    links[0].rotation_euler = (0.8, 0.0, 0.0)
+    links[1].rotation_euler = (-0.4, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    scene.spline_joints_sim.use_velocities = False
+    job = rig_ops.RigJob(scene, None)
+    job.simulate()
+    result = job.checked_result()
+    assert result.energy_drift is not None and result.energy_drift < 1.6e-3   # passive, rk4
+    assert bpy.ops.spline_joints.bake_rig() == {"FINISHED"}
+    mass = 500.0 * 0.06 * 0.06 * 0.3
+    for o in links:
+        assert abs(o.spline_joints_sim.shown_mass - mass) <= 1e-6 * mass
+    for f in (1, 9, 25):
+        scene.frame_set(f)
+        W0, W1 = (np.array(o.matrix_world) for o in links)
+        rel = np.linalg.solve(W0, W1)
+        np.testing.assert_allclose(rel[:3, 3], [0.0, 0.0, -0.3], atol=1e-5)  # on the pin
+        np.testing.assert_allclose(rel[:3, 0], [1.0, 0.0, 0.0], atol=1e-5)   # about its axis
+        np.testing.assert_allclose(W0[:3, 3], [0.0, 0.0, 1.5], atol=1e-6)
+    assert abs(np.degrees(result.q[:, 0]).ptp()) > 10.0                        # it swings
+    return {}
+
+
+def test_object_chain(blender):
+    blender(scenario_object_chain)
