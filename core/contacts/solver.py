@@ -27,7 +27,7 @@ colliders. In a substep of length h from ``(q0, v0)``, given the integrator's en
    position correction ``dq = M^-1 N^T mu``, ``mu >= 0``, of the limit and normal rows that
    the end pose, predicted to first order, leaves more than ``slop`` deep (limits: their
    ``p_tol``), and a second limits-only pass at the corrected pose (limit values curve in
-   q). The deadband leaves a resting contact up to ``slop`` deep, engaged, without jitter.
+   q, and a joint whipping round may pass a limit the first-order prediction missed). The deadband leaves a resting contact up to ``slop`` deep, engaged, without jitter.
 
 Velocity targets. A contact still apart (s > 0) may close its gap in the substep but not
 more: ``u_n >= -s / h`` (a speculative contact: at speeds up to the margin per substep no
@@ -49,6 +49,7 @@ step changed: the impulses' change of kinetic energy plus the position correctio
 of potential energy (positive values are energy gained).
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,28 +95,28 @@ def friction_disc(w, Q, g, cap):
     ``|l| <= cap``, for ``A = Q diag(w) Q^T`` (2x2 positive definite, ``w (2,)``, ``Q (2, 2)``)
     and the tangential velocity ``g (2,)`` without this contact's friction: the unconstrained
     ``-A^-1 g`` inside the disc, else ``-(A + nu I)^-1 g`` on its rim with ``nu > 0`` from
-    Newton's method on ``1/|l(nu)| - 1/cap`` (the trust-region secular equation, Moré and
-    Sorensen 1983), where the final velocity ``g + A l = -nu l`` opposes the friction."""
-    y = Q.T @ g
-    l = -y / w
-    if l @ l <= cap * cap:
-        return Q @ l
+    Newton's method on the concave, increasing ``phi(nu) = 1/|l(nu)| - 1/cap`` from
+    ``nu = 0`` (the trust-region secular equation; Moré and Sorensen 1983: the iterates
+    increase to the root), stopped at ``|phi| <= 1e-12 / cap``. The final velocity
+    ``g + A l = -nu l`` then opposes the friction."""
+    y1 = Q[0, 0] * g[0] + Q[1, 0] * g[1]
+    y2 = Q[0, 1] * g[0] + Q[1, 1] * g[1]
+    w1, w2 = float(w[0]), float(w[1])
+    l1, l2 = -y1 / w1, -y2 / w2
+    if l1 * l1 + l2 * l2 <= cap * cap:
+        return Q @ np.array([l1, l2])
     if cap <= 0.0:
         return np.zeros(2)
-    lo, hi, nu = 0.0, float(np.hypot(*y)) / cap, 0.0
-    for _ in range(50):
-        l = -y / (w + nu)
-        size = float(np.hypot(*l))
+    nu = 0.0
+    for _ in range(100):
+        a1, a2 = w1 + nu, w2 + nu
+        l1, l2 = -y1 / a1, -y2 / a2
+        size = math.sqrt(l1 * l1 + l2 * l2)
         phi = 1.0 / size - 1.0 / cap
-        if abs(phi) <= 1e-12 / cap:
+        if phi >= -1e-12 / cap:
             break
-        if phi < 0.0:
-            lo = nu
-        else:
-            hi = nu
-        step = phi * size ** 3 / float(np.sum(y * y / (w + nu) ** 3))
-        nu = nu + step if lo < nu + step < hi else 0.5 * (lo + hi)
-    return Q @ (l * (cap / size))
+        nu -= phi * size ** 3 / (y1 * y1 / a1 ** 3 + y2 * y2 / a2 ** 3)
+    return Q @ np.array([l1, l2]) * (cap / size)
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,7 @@ class ContactSolver:
             the fastest shape point covers in the substep.
         bounce_threshold: slower approaches (m/s) do not bounce.
         iterations: the most Gauss-Seidel sweeps per substep (it stops earlier once no
-            impulse changes by more than ``1e-9`` of the largest).
+            impulse changes by more than ``1e-6`` of the largest).
     """
 
     def __init__(self, model, shapes, colliders=(), limits=None, self_collision=False,
@@ -329,7 +330,7 @@ class ContactSolver:
                 lt = friction_disc(w, Q, free, mu[c] * new)
                 lam[k + 1:k + 3] = lt
                 change = max(change, np.abs(lt - old).max())
-            if change <= 1e-9 * np.abs(lam).max(initial=0.0):
+            if change <= 1e-6 * np.abs(lam).max(initial=0.0):
                 break
         return lam
 
@@ -422,13 +423,17 @@ class ContactSolver:
             potential = dynamics.potential_energy(m, data, q_new + dq) - \
                 dynamics.potential_energy(m, data, q_new)
             q_new = q_new + dq
-        if nl:          # limit values are curved in q: a second, limits-only pass at the end
+        if self.limits is not None and self.limits.n_constraints:
+            # limit values curve in q: a second, limits-only pass at the end pose, over the
+            # rows of the first and any limit that the end pose passes
             d_end, N_end = self.limits.evaluate(q_new)
-            low = d_end[lim_rows] + tol[:nl]
+            ltol = self.limits.tol
+            rows2 = np.union1d(lim_rows, np.nonzero(d_end < -ltol)[0])
+            low = d_end[rows2] + ltol[rows2]
             if np.any(low < 0.0):
-                Ne = N_end[lim_rows]
+                Ne = N_end[rows2]
                 X = cho_solve(fac, Ne.T, check_finite=False)
-                corr = self._pgs(Ne @ X, low, np.zeros(nl), nl, np.zeros(0))
+                corr = self._pgs(Ne @ X, low, np.zeros(len(rows2)), len(rows2), np.zeros(0))
                 q_before = q_new
                 q_new = q_new + X @ corr
                 potential += dynamics.potential_energy(m, data, q_new) - \

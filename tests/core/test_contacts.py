@@ -3,6 +3,9 @@ pairs, contact Jacobians against finite differences, and simulations: a bouncing
 box on an incline, a capsule chain settling on the ground (against MuJoCo), a chain with
 reach cones falling onto the ground; bad input."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -14,12 +17,15 @@ from core.contacts.narrow import Posed, closest_segments, collide, collide_plane
 from core.contacts.solver import friction_disc
 from core.errors import InvalidInputError
 from core.integrators import Integrator
-from core.joints.spherical import Free, Spherical
+from core.joints.spherical import Free
 from core.kinematics import update_kinematics
 from core.lie import se3, so3
 from core.limits import LimitSolver, ReachCone
-from core.mechanisms.shapes import box_inertia, rod_inertia, sphere_inertia
+from core.mechanisms.shapes import box_inertia, sphere_inertia
 from core.model import Model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from bench_contacts import capsule_chain, chain, link_heights, mujoco_capsule_chain  # noqa: E402
 
 EPS = np.finfo(float).eps
 G = 9.81
@@ -167,16 +173,6 @@ def test_sweep_and_prune_finds_exactly_the_overlapping_boxes():
 
 # -- contact Jacobians ----------------------------------------------------------------------
 
-def chain(n, radius=0.03, length=0.3, mass=0.5, root=None, gravity=(0.0, 0.0, -G)):
-    m = Model(gravity=gravity)
-    for i in range(n):
-        m.add_body(f"l{i}", i - 1, (root or Free)() if i == 0 else Spherical(),
-                   None if i == 0 else se3.from_rp(np.eye(3), [length, 0.0, 0.0]),
-                   mass, [0.5 * length, 0.0, 0.0], rod_inertia(mass, length, radius))
-    shapes = [(i, Capsule(radius, (0.0, 0.0, 0.0), (length, 0.0, 0.0))) for i in range(n)]
-    return m, shapes
-
-
 def test_contact_rows_match_finite_differences_of_the_contact_points():
     """The rows of a point fixed to a body are ``d . dx/dt``: against central differences of
     the point's world position along v (q_dot = v), at the neutral pose, at a tiny
@@ -285,19 +281,10 @@ def test_a_box_on_an_incline_sticks_or_slides_with_coulomb_friction(mu):
     assert np.abs(tr.q[:, 3:] @ normal - half[2]).max() < 1e-3        # it stays on the plane
 
 
-def capsule_chain_scene(n=5, radius=0.03, length=0.3, mu=0.8, drop=0.3):
-    m, shapes = chain(n, radius, length)
-    q0 = m.neutral()
-    q0[:3] = [0.0, 0.2, 0.0]           # tilted about y: the chain lands end first
-    q0[5] = drop
-    q0[9::3] = 0.3                     # each joint turned about z: a zig-zag
-    return m, shapes, q0, Plane(0.0, friction=mu)
-
-
 def test_a_capsule_chain_settles_on_the_ground_like_mujoco():
     mujoco = pytest.importorskip("mujoco")
     n, r, L, mu = 5, 0.03, 0.3, 0.8
-    m, shapes, q0, plane = capsule_chain_scene(n, r, L, mu)
+    m, shapes, q0, plane = capsule_chain(n, r, L, mu=mu)
     solver = ContactSolver(m, shapes, [plane])
     fps, sub = 240.0, 2
     integ = Integrator(m, 1.0 / fps, sub, "semi_implicit", contacts=solver)
@@ -310,43 +297,16 @@ def test_a_capsule_chain_settles_on_the_ground_like_mujoco():
     drop = m.masses.sum() * G * 0.3
     assert dynamics.kinetic_energy(m, data, tr.q[-1], tr.v[-1]) < 1e-6 * drop
     # the same chain in MuJoCo: free root, ball joints, capsules, plane, same friction
-    body = ""
-    I = rod_inertia(0.5, L, r)
-    for i in reversed(range(n)):
-        joint = '<freejoint/>' if i == 0 else '<joint type="ball"/>'
-        pos = "0 0 0" if i == 0 else f"{L} 0 0"
-        body = (f'<body pos="{pos}">{joint}<inertial pos="{L / 2} 0 0" mass="0.5" '
-                f'diaginertia="{I[0, 0]} {I[1, 1]} {I[2, 2]}"/><geom type="capsule" '
-                f'fromto="0 0 0 {L} 0 0" size="{r}" friction="{mu} 0.005 0.0001"/>{body}'
-                f'</body>')
-    xml = (f'<mujoco><option timestep="{1 / fps / sub}" gravity="0 0 {-G}"/><worldbody>'
-           f'<geom type="plane" size="5 5 0.1" friction="{mu} 0.005 0.0001"/>{body}'
-           f'</worldbody><contact><exclude body1="world" body2="world"/></contact></mujoco>')
-    mj = mujoco.MjModel.from_xml_string(xml)
-    md = mujoco.MjData(mj)
-    R0 = so3.exp(q0[:3])
-    md.qpos[:3] = q0[3:6]
-    md.qpos[3:7] = _quat(R0)
-    for i in range(1, n):
-        md.qpos[7 + 4 * (i - 1):11 + 4 * (i - 1)] = _quat(so3.exp(q0[3 * i + 3:3 * i + 6]))
+    mj, md = mujoco_capsule_chain(n, q0, 1.0 / fps / sub, r, L, mu=mu)
     for _ in range(int(3 * fps * sub)):
         mujoco.mj_step(mj, md)
-    heights_mj = np.sort(md.xipos[1:, 2])
-    com = np.einsum("nab,b->na", data.oMi[:, :3, :3], [L / 2, 0, 0]) + data.oMi[:, :3, 3]
-    np.testing.assert_allclose(np.sort(com[:, 2]), heights_mj, atol=2e-3)
-
-
-def _quat(R):
-    from scipy.spatial.transform import Rotation
-    x, y, z, w = Rotation.from_matrix(R).as_quat()
-    return [w, x, y, z]
+    np.testing.assert_allclose(np.sort(link_heights(m, data, tr.q[-1], L)),
+                               np.sort(md.xipos[1:, 2]), atol=2e-3)
 
 
 def test_a_chain_with_reach_cones_falls_onto_the_ground_inside_its_limits():
     n, r, L, half = 5, 0.03, 0.3, 0.5
-    m, shapes, q0, plane = capsule_chain_scene(n, r, L, drop=0.8)
-    q0[9::3] = 0.0
-    q0[8::3] = 0.3                     # bent about y, inside the cones
+    m, shapes, q0, plane = capsule_chain(n, r, L, drop=0.8)     # a zig-zag inside the cones
     cones = [ReachCone(i, (1.0, 0.0, 0.0), half) for i in range(1, n)]
     limits = LimitSolver(m, cones)
     solver = ContactSolver(m, shapes, [plane], limits=limits, self_collision=True)
@@ -453,5 +413,5 @@ def test_the_friction_disc_step_is_the_constrained_minimum():
             * step
         if np.linalg.norm(np.linalg.solve(A, g)) > cap:
             u = A @ lt + g
-            assert abs(np.cross(u, lt)) <= 1e-9 * np.linalg.norm(u) * cap
+            assert abs(u[0] * lt[1] - u[1] * lt[0]) <= 1e-9 * np.linalg.norm(u) * cap
             assert u @ lt < 0.0
