@@ -58,7 +58,7 @@ from .maximal.faure import JOINT_TYPES, Assembly, FaureJoint
 
 __all__ = ["LinkBody", "LinkJoint", "LinkSpring", "Linkage", "AssemblyResult", "LiveAssembly",
            "LinkageMotion", "check_linkage", "released_system", "simulate_linkage", "redundant_rows",
-           "FAURE_KINDS", "COUPLING_KINDS", "JOINT_KINDS", "RANK_TOL"]
+           "FAURE_KINDS", "COUPLING_KINDS", "JOINT_KINDS", "RANK_TOL", "CLOSURE_TOL"]
 
 #: joint kind -> Faure's joint type (seed 004 Table 1, see core.maximal.faure)
 FAURE_KINDS = {"hinge": "pin", "ball": "universal", "slider": "prismatic",
@@ -77,6 +77,10 @@ _L_AXIS_NAMES = ("z", "y", "x")
 #: so a planar loop read from a scene is redundant only up to ~1e-7 (float32 eps 1.2e-7); a
 #: hundred times that separates those round-off singular values from a real mechanism's.
 RANK_TOL = 100 * float(np.finfo(np.float32).eps)
+#: largest constraint error (m / rad) a bake accepts after its first frame: a loop read from a
+#: scene closes to its single-precision poses (~1e-7 m on metre-sized linkages) and the
+#: solvers correct that within a step; a loop off by more than ten times that cannot close
+CLOSURE_TOL = 1e-6
 
 
 @dataclass(frozen=True)
@@ -534,6 +538,25 @@ def _limit_violation(coupling) -> float:
     return max(worst, 0.0)
 
 
+def _check_closed(linkage: Linkage, solver: str, sim) -> None:
+    """After the first frame's steps (which correct the described configuration), a loop
+    whose constraints are still off by more than :data:`CLOSURE_TOL` cannot close: raise
+    InvalidInputError naming the worst constraint."""
+    if solver == "faure":
+        err, labels = np.abs(sim.errors()), _faure_labels(linkage.joints)
+    else:
+        err, labels = [], _coupling_labels(linkage, sim)
+        for jt in sim.joints:
+            TCD, TGD, errC, vel = sim.joint_state(jt)
+            jt.coupling.update_constraints(TGD, TCD, errC, vel, False)
+            err += [abs(float(c.wrench @ errC)) for c in jt.coupling.constraints if c.bilateral]
+        err = np.array(err)
+    if err.size and err.max() > CLOSURE_TOL:
+        k = int(np.argmax(err))
+        raise InvalidInputError(f"the loop does not close: {labels[k]} stays off by "
+                                f"{err[k]:.3g} (m or rad); check the joints' positions")
+
+
 def released_system(linkage: Linkage, solver: str | None = None):
     """``(solver, system)``: the linkage without its driver as the solver's system at the
     described configuration (a Faure :class:`Assembly` or :class:`CoupledBodies`), after
@@ -561,8 +584,9 @@ def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: in
     Couplings solver: :meth:`CoupledBodies.step` (semi-implicit Euler, unilateral limits with
     deadband and two-step engagement). ``progress(fraction) -> bool`` is called once per
     frame; False cancels (status ``"cancelled"``, the frames so far are kept). A redundant
-    loop raises InvalidInputError naming the repeated constraints; a diverging step raises
-    SimulationError."""
+    loop raises InvalidInputError naming the repeated constraints, a loop that cannot close
+    (still off by more than :data:`CLOSURE_TOL` after the first frame) one naming the worst
+    constraint; a diverging step raises SimulationError."""
     duration = real_number(duration, "duration", 0.0, low_open=True, advice="seconds")
     fps = real_number(fps, "fps", 0.0, low_open=True)
     substeps = whole_number(substeps, "substeps")
@@ -623,6 +647,8 @@ def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: in
                                   f"{exc}; try more substeps") from exc
         sample(k)
         done = k + 1
+        if k == 1:
+            _check_closed(linkage, solver, sim)
     if progress is not None and status == "completed":
         progress(1.0)
     tol_limit = (max(cpl.Coupling.penetration_tol, cpl.Coupling.rotary_limit_tol) + fastest * h

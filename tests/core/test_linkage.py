@@ -104,6 +104,19 @@ def test_a_loop_that_cannot_close_is_reported():
     assert "joint '" in res.worst and "does not close" in live.unreachable(res)
 
 
+def test_a_bake_of_a_loop_that_cannot_close_names_the_constraint():
+    lk, _ = four_bar(driven=False)
+    rocker = lk.joints[3]
+    far = dataclasses.replace(rocker, frame1=se3.from_rp(rocker.frame1[:3, :3], [4.0, 0, 0]))
+    with pytest.raises(InvalidInputError, match=r"does not close: joint '"):
+        simulate_linkage(dataclasses.replace(lk, joints=lk.joints[:3] + (far,)), 0.2, 24)
+    door_lk, _ = door()
+    hinge = door_lk.joints[0]
+    off = dataclasses.replace(hinge, frame1=se3.from_rp(np.eye(3), [0.0, 0.0, 3.0]))
+    # the couplings solver moves the door onto its hinge within the first frame: it closes
+    assert simulate_linkage(dataclasses.replace(door_lk, joints=(off,)), 0.2, 24).errors[-1] < 1e-9
+
+
 def test_bad_descriptions_are_refused():
     lk, _ = four_bar()
     j = lk.joints[1]
