@@ -20,6 +20,7 @@ from bpy.types import PropertyGroup
 #: ID-property keys of a joint's frame in body 1 and in body 2 (16 doubles, row-major 4x4, m)
 FRAME_KEYS = ("frame1_f64", "frame2_f64")
 
+#: joint types; files store an item's position in this list, so new types go at its end
 KIND_ITEMS = [
     ("hinge", "Hinge", "Turns about the joint axis"),
     ("ball", "Ball", "Turns about any axis through the joint point (optional reach cone)"),
@@ -33,11 +34,11 @@ KIND_ITEMS = [
                                 "to the axis through the first's joint point"),
     ("slotted", "Slotted Hinge", "Slides along the joint's X axis and turns about its axis (Z); "
                                  "simulated with limits at the slot's ends"),
+    ("spring", "Spring", "A linear spring between the joint points (no constraint)"),
     ("curve", "Spline Curve", "The second body rides a spline curve joint through the points "
                               "of a curve object (the path Blender draws for an order-4 "
                               "NURBS), keeping its turn relative to the first body; simulated "
                               "in a dynamics bake"),
-    ("spring", "Spring", "A linear spring between the joint points (no constraint)"),
 ]
 
 AXIS_ITEMS = [("WORLD_X", "World X", "The world X axis"),
