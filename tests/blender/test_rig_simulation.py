@@ -130,7 +130,9 @@ def scenario_tail_bake(tmp):
     assert np.ptp(direct.world[:, -1, :3, 3], axis=0).max() > 0.05   # the tail swings
 
     # The operator bakes into a new action; the hips keys stay in the old one, on the NLA.
-    assert bpy.ops.spline_joints.bake_rig() == {"FINISHED"}
+    bpy.ops.ed.undo_push(message="before the bake")
+    # the second argument pushes an undo step after the operator, as the UI does
+    assert bpy.ops.spline_joints.bake_rig("EXEC_DEFAULT", True) == {"FINISHED"}
     ad = obj.animation_data
     assert ad.action.name != old_action
     assert [s.action.name for t in ad.nla_tracks for s in t.strips] == [old_action]
@@ -147,8 +149,10 @@ def scenario_tail_bake(tmp):
         hips = W @ np.array(obj.pose.bones["hips"].matrix)
         np.testing.assert_allclose(hips, hips_motion[f - 1], atol=1e-6)
 
-    # Undo takes the bake back.
-    bpy.ops.ed.undo_push(message="after bake")
+    # Undo takes the bake back: the old action active again, no NLA track.
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["Tail"]
+    assert obj.animation_data.action.name == old_action and not obj.animation_data.nla_tracks
     return {"frames": len(direct.times), "worst": float(direct.worst_violation)}
 
 
