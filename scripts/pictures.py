@@ -26,13 +26,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import build_demos as bd  # noqa: E402
 
-#: the point whose recent path is drawn, per demo (mechanism files; none elsewhere):
+#: the point whose recent path is drawn, per demo (mechanisms and demo linkages; none elsewhere):
 #: ``"tip"`` = the far end of the chain: the mesh vertex of the last visible body farthest, at
 #: the first frame, from the mean origin of the other bodies (a chain's free end);
 #: ``"each:PREFIX"`` = the drawn centre (bounding-box centre) of every visible body whose
 #: display name starts with PREFIX (every bead, every plane)
 TRAILS = {"hinge_chain": "tip", "spherical_chain": "tip", "sliding_chain": "tip",
-          "skeleton_chain": "tip", "beads_on_a_wire": "each:bead", "globe": "each:plane_"}
+          "skeleton_chain": "tip", "beads_on_a_wire": "each:bead", "globe": "each:plane_",
+          "four_bar": "each:coupler"}
 #: seconds of motion a trail shows, its pieces (each one shade) and its newest width (pixels)
 TRAIL_SECONDS = 1.0
 TRAIL_PIECES = 8
@@ -54,8 +55,14 @@ class Trail:
 
 
 def _mechanism_bodies(scene):
-    """(demo, [(display name, object)]) of every mechanism of the scene, render-visible bodies."""
+    """(demo, [(display name, object)]) of every mechanism and demo linkage of the scene,
+    render-visible bodies (a linkage's demo is its name up to a ".NNN" suffix)."""
     out = []
+    for item in scene.spline_joints_linkages:
+        prefix = f"{item.name}."
+        bodies = {j.body2 for j in item.joints if j.body2 is not None and not j.body2.hide_render}
+        out.append((item.name.split(".")[0], [(o.name[len(prefix):] if o.name.startswith(prefix) else o.name, o)
+                                              for o in sorted(bodies, key=lambda o: o.name)]))
     for item in scene.spline_joints_mechanisms:
         prefix = f"{item.name}."
         bodies = [(ref.object.name[len(prefix):] if ref.object.name.startswith(prefix) else ref.object.name,
