@@ -9,8 +9,10 @@ On a Dask cluster (distributed is imported only with --scheduler):
     python scripts/bake.py A.blend B.blend --out DIR --scheduler local --jobs N   # a LocalCluster
 
 Each input is opened, every mechanism of every scene is baked with
-``spline_joints.bake_dynamics`` and every linkage with ``spline_joints.bake_linkage``, and
-the file is saved as DIR/<same name> through ``core.io.atomic_path`` (a hidden temporary in
+``spline_joints.bake_dynamics``, every linkage with ``spline_joints.bake_linkage`` and every
+simulated rig (each armature with simulated bones, and the scene's simulated objects) as
+``spline_joints.bake_rig(which='ALL')`` bakes it (:func:`bake_rigs`: keys in a new action, the
+old action kept on the NLA), and the file is saved as DIR/<same name> through ``core.io.atomic_path`` (a hidden temporary in
 DIR renamed into place), so a failed or interrupted bake never leaves a half-written file.
 
 Guarantees of ``python scripts/bake.py``:
@@ -54,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import re
 import signal
@@ -222,17 +225,57 @@ def enable_addon(install_zip: str | None) -> None:
                            "install it (Preferences > Get Extensions > Install from Disk) or pass --install ZIP")
 
 
-def bake_open_file(out_dir: str, name: str) -> str:
-    """Bake all mechanisms of the open file and save it atomically as out_dir/name.
+def bake_rigs(scene) -> list[dict]:
+    """Bake every simulated rig of ``scene``: each armature with simulated bones, and the
+    scene's simulated objects as one rig, with the add-on's ``RigJob`` and ``write_keys`` as
+    ``spline_joints.bake_rig(which='ALL')`` does (over the scene's frame range). Every rig is
+    read and simulated before any is written, so when one fails (RuntimeError naming it and
+    saying why) the scene is unchanged.
+
+    Returns one record per rig: ``rig`` (scene/armature, or scene/objects), ``frames``,
+    ``bodies`` (simulated), ``wall`` (s, the simulation), ``worst_excess_deg`` (the largest
+    excess over any joint limit at any frame, deg; None without limits), ``energy_drift``
+    (relative; None unless the rig is passive), ``actions`` (the new actions' names) and
+    ``report`` (the operator's report sentence)."""
+    rig_ops = importlib.import_module(f"{MODULE}.addon.operators.rig")
+    targets = rig_ops.simulated_armatures(scene) + ([None] if rig_ops.simulated_objects(scene) else [])
+    done = []
+    for target in targets:
+        label = f"{scene.name}/{target.name if target is not None else 'objects'}"
+        try:
+            job = rig_ops.RigJob(scene, target)
+            job.simulate()
+            result = job.checked_result()
+        except ValueError as exc:
+            raise RuntimeError(f"rig {label}: {exc}") from None
+        if result is None:
+            raise RuntimeError(f"rig {label}: the simulation was cancelled; nothing written")
+        done.append((label, job, result))
+    records = []
+    for label, job, result in done:
+        actions = rig_ops.write_keys(job, result)
+        records.append({"rig": label, "frames": len(result.times),
+                        "bodies": sum(not b.kinematic for b in job.bodies), "wall": result.wall_time,
+                        "worst_excess_deg": (math.degrees(result.worst_violation)
+                                             if any(job.rig.limits) else None),
+                        "energy_drift": result.energy_drift, "actions": actions,
+                        "report": job.report(result)})
+    return records
+
+
+def bake_open_file(out_dir: str, name: str, rig_records: list | None = None) -> str:
+    """Bake all mechanisms, linkages and simulated rigs (:func:`bake_rigs`) of the open file
+    and save it atomically as out_dir/name; the rigs' records are appended to ``rig_records``
+    when given.
 
     Temporaries left in out_dir by processes that no longer run are removed first. RuntimeError
-    when a mechanism does not bake; then nothing is written.
+    when a mechanism or rig does not bake; then nothing is written.
     """
     import bpy
 
     files = importlib.import_module(f"{MODULE}.core.io")
     window = bpy.context.window
-    counts = []
+    counts, rigs = [], []
     for scene in bpy.data.scenes:
         if window is not None:
             window.scene = scene
@@ -250,13 +293,20 @@ def bake_open_file(out_dir: str, name: str) -> str:
                 raise RuntimeError(f"baking linkage {scene.name}/{item.name} ended {sorted(status)} without a "
                                    "message; open the file in Blender and bake it there to see why")
             counts.append(f"{scene.name}/{item.name}")
+        with bpy.context.temp_override(scene=scene):
+            rigs += bake_rigs(scene)
+    if rig_records is not None:
+        rig_records.extend(rigs)
     os.makedirs(out_dir, exist_ok=True)
     remove_temporaries(out_dir)
     final = os.path.join(out_dir, name)
     with files.atomic_path(final) as tmp:
         bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, compress=False)
         time.sleep(float(os.environ.get(PAUSE_ENV, "0")))
-    return f"{final}: baked {len(counts)} mechanism(s)" + (f" ({', '.join(counts)})" if counts else "")
+    text = f"{final}: baked {len(counts)} mechanism(s)" + (f" ({', '.join(counts)})" if counts else "")
+    if rigs:
+        text += f" and {len(rigs)} rig(s) (" + "; ".join(f"{r['rig']}: {r['report']}" for r in rigs) + ")"
+    return text
 
 
 def bake_file(path: str, out_dir: str) -> str:

@@ -49,6 +49,7 @@ SECTIONS = {
     "osim": "bench_osim:bench_osim",
     "massprops": "bench_massprops:bench_massprops",
     "linkages": "bench_linkages:bench_linkages",
+    "rigs": "bench_rigs:bench_rigs",
     "blender": "bench_blender_latency:bench_blender_latency",
 }
 
