@@ -51,11 +51,13 @@ SECTIONS = {
     "linkages": "bench_linkages:bench_linkages",
     "rigs": "bench_rigs:bench_rigs",
     "blender": "bench_blender_latency:bench_blender_latency",
+    "contacts": "bench_contacts:bench_contacts",
 }
 
-#: environment of a section's process where it differs from the caller's: the dynamics
-#: section times small products, which OpenBLAS threads stall (see bench_dynamics)
-SECTION_ENV = {"dynamics": {"OPENBLAS_NUM_THREADS": "1"}}
+#: environment of a section's process where it differs from the caller's: the dynamics and
+#: contacts sections time small products, which OpenBLAS threads stall (see bench_dynamics)
+SECTION_ENV = {"dynamics": {"OPENBLAS_NUM_THREADS": "1"},
+               "contacts": {"OPENBLAS_NUM_THREADS": "1"}}
 
 
 # -- helpers the sections share ------------------------------------------------------------

@@ -7,8 +7,8 @@ step) in the same run, with the difference of the settled links' heights.
     python scripts/bench.py --only contacts [--quick]
     python scripts/bench_contacts.py [--quick]
 
-Each core figure is the median of ``repeat`` runs (3; quick 1) of ``duration`` simulated
-seconds (1 s; quick 0.25 s) at 240 steps per second with 2 substeps (symplectic Euler, the
+Each core figure is the median of ``repeat`` runs (3 for 10 links, else 1; quick 1) of
+``duration`` simulated seconds (1 s; quick 0.25 s) at 240 steps per second with 2 substeps (symplectic Euler, the
 contact solver in each substep); MuJoCo takes the 2 substeps as 2 ``mj_step`` calls of the
 substep. The scene builders are shared with tests/core/test_contacts.py.
 """
@@ -106,14 +106,18 @@ def _core_run(n, duration, repeat, backend_name):
         return None
     previous = backend.use(backend_name)
     try:
+        if backend_name == "numba":                      # compile or load the kernels
+            m, shapes, q0, plane = capsule_chain(2)
+            Integrator(m, 1.0 / FPS, SUBSTEPS, "semi_implicit",
+                       contacts=ContactSolver(m, shapes, [plane])).run(q0, np.zeros(m.nv), 2)
         walls, solver, tr = [], None, None
         for _ in range(repeat):
             m, shapes, q0, plane = capsule_chain(n)
             solver = ContactSolver(m, shapes, [plane], self_collision=True)
-            # numpy: the dense dynamics (its recursive aba, which "auto" picks above 256
-            # DOF, loses accuracy on long zig-zag chains with a free root)
+            # the dense dynamics: the recursive aba (numpy above 256 DOF, numba's kernels)
+            # loses accuracy on the long zig-zag chain with a tilted free root
             integ = Integrator(m, 1.0 / FPS, SUBSTEPS, "semi_implicit", contacts=solver,
-                               aba_method="dense" if backend_name == "numpy" else "auto")
+                               aba_method="dense")
             tr = integ.run(q0, np.zeros(m.nv), int(round(duration * FPS)), check_energy=False)
             walls.append(tr.wall_time)
     finally:
@@ -129,7 +133,7 @@ def bench_contacts(quick=False):
     steps = int(round(duration * FPS))
     rows = []
     for n in (10, 30, 100):
-        runs = {b: _core_run(n, duration, repeat if n < 100 else 1, b)
+        runs = {b: _core_run(n, duration, repeat if n == 10 else 1, b)
                 for b in ("numpy", "numba")}
         m, rep, tr, wall = runs["numpy"]
         fast = runs["numba"]
@@ -154,14 +158,15 @@ def bench_contacts(quick=False):
                      rep.worst_penetration * 1e3, diff])
     return [table(
         f"Contacts: capsule chain dropped on the ground, {duration:g} s at {FPS:g} Hz x "
-        f"{SUBSTEPS} substeps (median of {repeat}; 100 links: 1 run), MuJoCo in the same run",
+        f"{SUBSTEPS} substeps (10 links: median of {repeat} runs; 30, 100: 1 run), MuJoCo in "
+        "the same run",
         ["links", "DOF", "contacts per substep (mean)", "contacts (max)",
          "numpy ms / step", "numba ms / step", "MuJoCo ms / step", "numpy / MuJoCo",
          "worst penetration (mm)", "max |height - MuJoCo's| at the end (mm)"], rows,
         note="a step is 2 substeps, each one contact solve (narrow and broad phase, one "
              "projected Gauss-Seidel of contacts and limits on the dense W = J M^-1 J^T); "
              "the contact solver is Python on both backends (numba compiles the dynamics "
-             "only; numpy runs the dense dynamics at every size). MuJoCo: 2 mj_step calls of the substep per step, its soft contacts "
+             "and the mass matrix; both run the dense dynamics, CRBA + Cholesky). MuJoCo: 2 mj_step calls of the substep per step, its soft contacts "
              "(default solref/solimp) and its default pyramidal friction cone; "
              "heights: the links' centres of mass at the end of the run.")]
 
