@@ -99,24 +99,32 @@ def friction_disc(w, Q, g, cap):
     ``nu = 0`` (the trust-region secular equation; Moré and Sorensen 1983: the iterates
     increase to the root), stopped at ``|phi| <= 1e-12 / cap``. The final velocity
     ``g + A l = -nu l`` then opposes the friction."""
-    y1 = Q[0, 0] * g[0] + Q[1, 0] * g[1]
-    y2 = Q[0, 1] * g[0] + Q[1, 1] * g[1]
-    w1, w2 = float(w[0]), float(w[1])
+    (q00, q01), (q10, q11) = np.asarray(Q, dtype=float).tolist()
+    w1, w2 = np.asarray(w, dtype=float).tolist()
+    g1, g2 = np.asarray(g, dtype=float).tolist()
+    return np.array(_disc(w1, w2, q00, q01, q10, q11, g1, g2, float(cap)))
+
+
+def _disc(w1, w2, q00, q01, q10, q11, g1, g2, cap):
+    """:func:`friction_disc` on Python floats (``Q = [[q00, q01], [q10, q11]]``): ``(l1, l2)``."""
+    y1 = q00 * g1 + q10 * g2
+    y2 = q01 * g1 + q11 * g2
     l1, l2 = -y1 / w1, -y2 / w2
-    if l1 * l1 + l2 * l2 <= cap * cap:
-        return Q @ np.array([l1, l2])
-    if cap <= 0.0:
-        return np.zeros(2)
-    nu = 0.0
-    for _ in range(100):
-        a1, a2 = w1 + nu, w2 + nu
-        l1, l2 = -y1 / a1, -y2 / a2
-        size = math.sqrt(l1 * l1 + l2 * l2)
-        phi = 1.0 / size - 1.0 / cap
-        if phi >= -1e-12 / cap:
-            break
-        nu -= phi * size ** 3 / (y1 * y1 / a1 ** 3 + y2 * y2 / a2 ** 3)
-    return Q @ np.array([l1, l2]) * (cap / size)
+    scale = 1.0
+    if l1 * l1 + l2 * l2 > cap * cap:
+        if cap <= 0.0:
+            return 0.0, 0.0
+        nu = 0.0
+        for _ in range(100):
+            a1, a2 = w1 + nu, w2 + nu
+            l1, l2 = -y1 / a1, -y2 / a2
+            size = math.sqrt(l1 * l1 + l2 * l2)
+            phi = 1.0 / size - 1.0 / cap
+            if phi >= -1e-12 / cap:
+                break
+            nu -= phi * size ** 3 / (y1 * y1 / a1 ** 3 + y2 * y2 / a2 ** 3)
+        scale = cap / size
+    return (q00 * l1 + q01 * l2) * scale, (q10 * l1 + q11 * l2) * scale
 
 
 @dataclass(frozen=True)
@@ -309,27 +317,35 @@ class ContactSolver:
         """Projected Gauss-Seidel in place on ``lam (m,)``: rows ``[0, n_lim)`` unilateral
         (``lam >= 0``, ``W lam + b >= 0`` complementary), then per contact c a unilateral
         normal row and a tangent pair solved exactly on the disc ``|lam_t| <= mu[c] lam_n``
-        (:func:`friction_disc`, so a sliding contact's friction opposes its sliding)."""
-        diag = np.diag(W)
-        nc = len(mu)
-        k0 = n_lim + 3 * np.arange(nc)
-        blocks = [np.linalg.eigh(W[k + 1:k + 3, k + 1:k + 3]) for k in k0]
+        (:func:`friction_disc`, so a sliding contact's friction opposes its sliding); one
+        product of the contact's three rows with lam per contact and sweep. Stops when a
+        sweep changes no impulse by more than 1e-6 of the largest."""
+        diag = np.diag(W).tolist()
+        k0 = [n_lim + 3 * c for c in range(len(mu))]
+        blocks = []
+        for k in k0:
+            w, Q = np.linalg.eigh(W[k + 1:k + 3, k + 1:k + 3])
+            blocks.append(w.tolist() + Q.ravel().tolist())
+        tangent = [W[[k + 1, k + 1, k + 2, k + 1, k + 2], [k + 1, k + 2, k + 2, k, k]].tolist()
+                   for k in k0]
+        mu = np.asarray(mu, dtype=float).tolist()
         for _ in range(self.iterations):
             change = 0.0
             for i in range(n_lim):
-                new = max(0.0, lam[i] - (b[i] + W[i] @ lam) / diag[i])
-                change = max(change, abs(new - lam[i]))
+                old = lam[i]
+                new = max(0.0, old - (b[i] + W[i] @ lam) / diag[i])
+                change = max(change, abs(new - old))
                 lam[i] = new
             for c, k in enumerate(k0):
-                new = max(0.0, lam[k] - (b[k] + W[k] @ lam) / diag[k])
-                change = max(change, abs(new - lam[k]))
-                lam[k] = new
-                old = lam[k + 1:k + 3].copy()
-                w, Q = blocks[c]
-                free = b[k + 1:k + 3] + W[k + 1:k + 3] @ lam - Q @ (w * (Q.T @ old))
-                lt = friction_disc(w, Q, free, mu[c] * new)
-                lam[k + 1:k + 3] = lt
-                change = max(change, np.abs(lt - old).max())
+                r0, r1, r2 = (b[k:k + 3] + W[k:k + 3] @ lam).tolist()
+                old, t1, t2 = lam[k:k + 3].tolist()
+                new = max(0.0, old - r0 / diag[k])
+                dn = new - old
+                a11, a12, a22, c1, c2 = tangent[c]
+                u1, u2 = _disc(*blocks[c], r1 + c1 * dn - a11 * t1 - a12 * t2,
+                               r2 + c2 * dn - a12 * t1 - a22 * t2, mu[c] * new)
+                lam[k], lam[k + 1], lam[k + 2] = new, u1, u2
+                change = max(change, abs(dn), abs(u1 - t1), abs(u2 - t2))
             if change <= 1e-6 * np.abs(lam).max(initial=0.0):
                 break
         return lam
