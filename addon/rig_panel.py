@@ -45,6 +45,7 @@ class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
         col.prop(st, "use_velocities")
         col.prop(st, "restitution")
         row = box.row(align=True)
+        row.prop(st, "live", text="", icon="TIME")
         row.operator("spline_joints.simulate_preview", icon="PLAY")
         row.operator("spline_joints.clear_preview", text="", icon="X")
         box.operator("spline_joints.bake_rig", icon="REC")

@@ -123,6 +123,10 @@ class SPLINE_JOINTS_PG_sim_settings(PropertyGroup):
                                              "their animation at the start frame (central "
                                              "differences of the frames around it); off: start "
                                              "at rest")
+    live: BoolProperty(name="Live", default=False,
+                       description="Simulate Preview computes each frame when the playhead "
+                                   "reaches it (and a little ahead), so playback starts at "
+                                   "once; off: the whole range first, with a progress bar")
     restitution: FloatProperty(name="Bounce", default=0.0, min=0.0, max=1.0,
                                description="Restitution at end-stops and cone limits: 0 stops "
                                            "dead, 1 bounces back at full speed")

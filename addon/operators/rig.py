@@ -405,28 +405,29 @@ class RigJob:
         return None if r.status != "completed" else r
 
     # -- writing back (main thread) ---------------------------------------------------------
-    def local_poses(self, result):
-        """``{body name: (F, 4, 4)}`` what each simulated body's channels must show: a
-        bone's basis (:func:`core.bones.pose_basis`), an object's matrix_basis."""
+    def local_poses(self, world):
+        """``{body name: (F, 4, 4)}`` what each simulated body's channels must show for the
+        world poses ``world (F, nb, 4, 4)`` of the rig's bodies: a bone's basis
+        (:func:`core.bones.pose_basis` of its pose in its parent bone, or in the world for a
+        root of a still armature), an object's matrix_basis."""
         from ...core.bones import pose_basis
+        from ...core.lie import se3
 
+        parents = self.rig.mechanism.model.parents
         out = {}
         for k, b in enumerate(self.bodies):
             if b.kinematic:
                 continue
             i = k + self.offset
             if b.kind == "BONE":
-                rest = self.rig.bodies[i].T_rest
-                T = result.local[:, i]
-                if b.parent < 0 and self.offset == 0:
-                    T = result.world[:, i]
-                out[b.name] = pose_basis(rest, T)
+                T = world[:, i] if parents[i] < 0 else se3.inv(world[:, parents[i]]) @ world[:, i]
+                out[b.name] = pose_basis(self.rig.bodies[i].T_rest, T)
             else:
-                full = result.world[:, i] * np.append(b.scale, 1.0)[None, None, :]
+                full = world[:, i] * np.append(b.scale, 1.0)[None, None, :]
                 obj = b.owner
                 if obj.parent is not None:
                     j = next(n for n, c in enumerate(self.bodies) if c.owner == obj.parent)
-                    pfull = result.world[:, j + self.offset] * np.append(
+                    pfull = world[:, j + self.offset] * np.append(
                         self.bodies[j].scale, 1.0)[None, None, :]
                     pinv = bridge.matrix_to_array(obj.matrix_parent_inverse)
                     full = np.linalg.solve(pfull @ pinv, full)
@@ -451,7 +452,7 @@ class RigJob:
 def write_keys(job, result):
     """Key every simulated body in a new action per data-block (the old action pushed onto
     the NLA); returns the actions' names."""
-    poses = job.local_poses(result)
+    poses = job.local_poses(result.world)
     frames = job.frames[:len(result.times)]
     owners = {}
     for b in job.bodies:
@@ -486,14 +487,44 @@ def _unscaled(M):
 # --------------------------------------------------------------------------------------------
 
 class _Preview:
-    def __init__(self, job, result):
-        self.frames = job.frames[:len(result.times)].astype(int)
-        self.poses = job.local_poses(result)
+    """A rig's simulated motion held for playback: all frames of a completed simulation, or
+    a live :class:`core.mechanisms.MechanismRun` that computes frames as the playhead
+    reaches them."""
+
+    def __init__(self, job, result=None):
+        from ...core.mechanisms import MechanismRun
+
+        self.job = job
+        self.start = int(job.frames[0])
+        self.run = MechanismRun(job.rig.mechanism) if result is None else None
+        self.n_frames = len(job.frames) if result is None else len(result.times)
+        self.poses = None if result is None else job.local_poses(result.world)
         self.target = job.target
         self.owners = {b.name: b for b in job.bodies if not b.kinematic}
         self.signature = rig_signature(job.scene, job.target)
+        #: the channels before any playback, put back when the preview goes
+        self.saved = {name: b.owner.matrix_basis.copy() for name, b in self.owners.items()}
+
+    def restore(self):
+        """Put the simulated bodies' channels back as they were before the preview."""
+        try:
+            for name, b in self.owners.items():
+                b.owner.matrix_basis = self.saved[name]
+        except ReferenceError:                    # the rig was deleted: nothing to put back
+            pass
+
+    def at(self, frame, lookahead):
+        """``{body name: (4, 4)}`` the channels at the scene frame ``frame`` (clipped to the
+        range); a live run first computes up to it and on for ``lookahead`` seconds."""
+        f = int(np.clip(frame - self.start, 0, self.n_frames - 1))
+        if self.run is None:
+            return {name: M[f] for name, M in self.poses.items()}
+        self.run.advance_to(f, lookahead)
+        return {name: M[0] for name, M in self.job.local_poses(self.run.poses[f:f + 1]).items()}
 
 
+#: seconds a live preview keeps simulating ahead of the playhead after each frame change
+LOOKAHEAD = 0.01
 _preview_state = {"suspended": 0}
 
 
@@ -522,7 +553,7 @@ def rig_signature(scene, target):
             items.append((obj.name, values(obj.spline_joints_sim), getattr(obj.spline_joints_sim.wire,
                                                                             "name", "")))
     st = scene.spline_joints_sim
-    items.append((st.substeps, st.integrator, st.use_velocities, st.restitution,
+    items.append((st.substeps, st.integrator, st.use_velocities, st.restitution, st.live,
                    scene.frame_start, scene.frame_end, tuple(scene.gravity)))
     return repr(items)
 
@@ -550,19 +581,27 @@ def play_previews(scene) -> int:
         except ReferenceError:
             valid = False
         if not valid:
-            del _PREVIEWS[key]
+            _PREVIEWS.pop(key).restore()
             continue
-        f = int(np.clip(scene.frame_current, prev.frames[0], prev.frames[-1])) - prev.frames[0]
-        for name, M in prev.poses.items():
-            b = prev.owners[name]
-            b.owner.matrix_basis = bridge.array_to_matrix(M[f])
+        try:
+            poses = prev.at(scene.frame_current, LOOKAHEAD)
+        except ValueError as exc:                 # a live run diverged: said once, dropped
+            _PREVIEWS.pop(key).restore()
+            print(f"Spline Joints: live preview of '{key[1] or 'objects'}' stopped: {exc}")
+            continue
+        for name, M in poses.items():
+            prev.owners[name].owner.matrix_basis = bridge.array_to_matrix(M)
             n += 1
     return n
 
 
-def clear_previews(scene=None):
-    for key in [k for k in _PREVIEWS if scene is None or k[0] == scene.name]:
-        del _PREVIEWS[key]
+def clear_previews(scene=None, targets=None):
+    """Drop the previews of ``scene`` (None: every scene), of the rigs ``targets`` (armature
+    objects, None for the object rig; default all), putting their bodies back as they were."""
+    keys = {_rig_key(t) for t in targets} if targets is not None else None
+    for key in [k for k in _PREVIEWS if (scene is None or k[0] == scene.name)
+                and (keys is None or k[1] in keys)]:
+        _PREVIEWS.pop(key).restore()
 
 
 # --------------------------------------------------------------------------------------------
@@ -599,7 +638,10 @@ class _RigOperator:
                         description="Which rigs to work on")
 
     def _run_jobs(self, context):
-        self._jobs = [RigJob(context.scene, t) for t in _targets(context, self.which)]
+        """Read the rigs (their previews dropped first, so the reading sees the user's poses)."""
+        targets = _targets(context, self.which)
+        clear_previews(context.scene, targets)
+        self._jobs = [RigJob(context.scene, t) for t in targets]
 
     def invoke(self, context, event):
         return self._start(context)
@@ -607,9 +649,16 @@ class _RigOperator:
     def modal(self, context, event):
         return self._step(context, event.type)
 
+    def _instead(self, context):
+        """A result that replaces the simulation (after the jobs are read), or None."""
+        return None
+
     @reporting
     def execute(self, context):
         self._run_jobs(context)
+        done = self._instead(context)
+        if done is not None:
+            return done
         for job in self._jobs:
             job.simulate()
         return self._finish(context)
@@ -617,6 +666,9 @@ class _RigOperator:
     @reporting
     def _start(self, context):
         self._run_jobs(context)
+        done = self._instead(context)
+        if done is not None:
+            return done
         self._thread = threading.Thread(target=self._simulate_all, daemon=True)
         self._thread.start()
         wm = context.window_manager
@@ -666,7 +718,6 @@ class SPLINE_JOINTS_OT_bake_rig(_RigOperator, bpy.types.Operator):
     bl_label = "Bake Simulation"
 
     def write(self, context, results):
-        clear_previews(context.scene)
         out = []
         for job, result in zip(self._jobs, results):
             actions = write_keys(job, result)
@@ -681,6 +732,17 @@ class SPLINE_JOINTS_OT_simulate_preview(_RigOperator, bpy.types.Operator):
     bl_idname = "spline_joints.simulate_preview"
     bl_label = "Simulate Preview"
     bl_options = {"REGISTER"}
+
+    def _instead(self, context):
+        """Live: hold a run per rig that simulates frames as the playhead reaches them."""
+        if not context.scene.spline_joints_sim.live:
+            return None
+        for job in self._jobs:
+            _PREVIEWS[(context.scene.name, _rig_key(job.target))] = _Preview(job)
+        play_previews(context.scene)
+        self.report({"INFO"}, f"Live preview of {len(self._jobs)} rig(s): frames are simulated "
+                              "as the playhead reaches them")
+        return {"FINISHED"}
 
     def write(self, context, results):
         out = []

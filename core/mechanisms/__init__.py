@@ -15,7 +15,7 @@ validated by :func:`check_timing` before any other work;
 demo as shown. Callers such as the add-on pass the scene's settings as these three keywords.
 """
 
-from .base import (BakeResult, BodyDisplay, Drive, Mechanism, check_timing,
+from .base import (BakeResult, BodyDisplay, Drive, Mechanism, MechanismRun, check_timing,
                    energy_drift_limit, energy_drift_warning, simulate_mechanism)
 from .beads import beads_on_a_wire
 from .chains import hinge_chain, sliding_chain, spherical_chain
@@ -25,7 +25,8 @@ from .knee import knee_pendulum
 from .scapulothoracic import scapulothoracic_rig
 from .skeleton import skeleton_chain
 
-__all__ = ["BodyDisplay", "Drive", "Mechanism", "BakeResult", "simulate_mechanism", "DEMOS",
+__all__ = ["BodyDisplay", "Drive", "Mechanism", "BakeResult", "simulate_mechanism", "MechanismRun",
+           "DEMOS",
            "check_timing", "energy_drift_limit", "energy_drift_warning",
            "hinge_chain", "spherical_chain", "sliding_chain", "beads_on_a_wire",
            "spinning_globe", "knee_pendulum", "scapulothoracic_rig", "deforming_surface",

@@ -41,6 +41,7 @@ below their limits, the skeleton chain 16 times (2.4e-3).
 The demo builders that return Mechanisms share one contract, stated in :mod:`core.mechanisms`.
 """
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,7 +57,7 @@ from ..limits import LimitSolver
 from ..maximal.skeleton import UPDATE_ORDERS as SKELETON_ORDERS
 from ..maximal.skeleton import UPDATES as SKELETON_UPDATES
 
-__all__ = ["BodyDisplay", "Drive", "Mechanism", "BakeResult", "simulate_mechanism",
+__all__ = ["BodyDisplay", "Drive", "Mechanism", "BakeResult", "simulate_mechanism", "MechanismRun",
            "MESH_HINTS", "INTEGRATORS", "MAX_STEPS", "DRIFT_RESOLUTION", "check_timing",
            "energy_drift_limit", "energy_drift_warning"]
 
@@ -528,6 +529,63 @@ def _constraint_error(mechanism, times, q, poses):
     return err
 
 
+def _stepper(mechanism):
+    """The stepper of a mechanism and its initial state (a model's or a skeleton's)."""
+    if not isinstance(mechanism, Mechanism):
+        raise InvalidInputError(f"expected a Mechanism, got {type(mechanism).__name__}")
+    if mechanism.model is None:
+        return _SkeletonStepper(mechanism), mechanism.skeleton_state.copy()
+    stepper = _ModelStepper(mechanism)
+    return stepper, stepper.start(mechanism.q0, mechanism.v0)
+
+
+class MechanismRun:
+    """A mechanism simulated frame by frame on demand (live playback): the same steps as
+    :func:`simulate_mechanism` (``substeps`` steps per output frame from the same initial
+    state and at the same times, so frame k equals the bake's frame k), computed only as
+    far as asked and kept.
+
+    Attributes: ``n_frames``; ``ready`` (frames computed so far, from 0); ``poses``
+    ``(n_frames, nb, 4, 4)`` world poses and ``q`` ``(n_frames, nq)`` (a skeleton's: no
+    columns), valid for the first ``ready`` frames.
+    """
+
+    def __init__(self, mechanism):
+        self.mechanism = mechanism
+        self._stepper, self._state = _stepper(mechanism)
+        self.n_frames = mechanism.n_frames
+        nq = 0 if mechanism.model is None else mechanism.model.nq
+        self.poses = np.empty((self.n_frames, mechanism.nbodies, 4, 4))
+        self.q = np.empty((self.n_frames, nq))
+        self.ready = 0
+        self._keep(0.0)
+
+    def _keep(self, t):
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = self._stepper.record(t, self._state)
+        self.poses[self.ready] = out["poses"]
+        if self.q.shape[1]:
+            self.q[self.ready] = out["q"]
+        self.ready += 1
+
+    def advance_to(self, frame, seconds=None):
+        """Compute frames until ``frame`` (index from 0, clipped to the last) is ready, then
+        on while the wall time since the call stays under ``seconds`` (look-ahead; None:
+        none). Returns ``ready``. Divergence raises :class:`core.errors.SimulationError`."""
+        frame = min(whole_number(frame, "frame", 0), self.n_frames - 1)
+        mech = self.mechanism
+        start = time.perf_counter()
+        while self.ready < self.n_frames and (
+                self.ready <= frame or (seconds is not None
+                                        and time.perf_counter() - start < seconds)):
+            first = (self.ready - 1) * mech.substeps         # the step index, as integrate's
+            with np.errstate(over="ignore", invalid="ignore"):
+                for k in range(first, first + mech.substeps):
+                    self._state = self._stepper.advance(k * mech.dt, self._state)
+            self._keep((first + mech.substeps) * mech.dt)
+        return self.ready
+
+
 def simulate_mechanism(mechanism, progress=None):
     """Integrate ``mechanism`` for its duration and return a :class:`BakeResult`.
 
@@ -536,14 +594,7 @@ def simulate_mechanism(mechanism, progress=None):
     Raises SimulationError (naming the time and the body) if the state becomes non-finite or
     the energy blows up.
     """
-    if not isinstance(mechanism, Mechanism):
-        raise InvalidInputError(f"simulate_mechanism expects a Mechanism, got "
-                                f"{type(mechanism).__name__}")
-    if mechanism.model is None:
-        stepper, state = _SkeletonStepper(mechanism), mechanism.skeleton_state.copy()
-    else:
-        stepper = _ModelStepper(mechanism)
-        state = stepper.start(mechanism.q0, mechanism.v0)
+    stepper, state = _stepper(mechanism)
     sub = mechanism.substeps
     rec = integrate(stepper, state, mechanism.dt, (mechanism.n_frames - 1) * sub,
                     record_every=sub, progress=progress)

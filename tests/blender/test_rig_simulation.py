@@ -171,10 +171,28 @@ def scenario_preview(tmp):
     scene.frame_set(10)
     moved = np.array(tip.matrix_basis)
     assert np.abs(moved - np.eye(4)).max() > 1e-3
+    shown = {}
+    for f in (3, 10, 25):
+        scene.frame_set(f)
+        shown[f] = np.array(tip.matrix_basis)
     # A changed setting drops the preview: the tail is back at its (unanimated) rest.
     obj.pose.bones["tail.000"].spline_joints_sim.damping = 0.01
     scene.frame_set(11)
     assert not rig_ops._PREVIEWS
+    np.testing.assert_array_equal(np.array(tip.matrix_basis), np.eye(4))
+    obj.pose.bones["tail.000"].spline_joints_sim.damping = 1e-4
+    # Live: nothing simulated up front; each frame when the playhead reaches it, the same
+    # poses as the whole-range preview (the same steps at the same times).
+    scene.spline_joints_sim.live = True
+    scene.frame_set(1)
+    assert bpy.ops.spline_joints.simulate_preview() == {"FINISHED"}
+    (live,) = rig_ops._PREVIEWS.values()
+    assert live.run is not None and live.run.ready <= 1 + 25
+    for f in range(1, 26):
+        scene.frame_set(f)
+        if f in shown:
+            np.testing.assert_array_equal(np.array(tip.matrix_basis), shown[f])
+    assert live.run.ready == 25
     return {}
 
 
