@@ -4,7 +4,8 @@ a :class:`core.linkage.Linkage`, joint frames stored in double precision, poses 
 Bodies are the objects the joints name, in order of first mention. A body's pose is its
 ``matrix_world`` made rigid (:func:`.bridge.rigid`: scale removed, nearest rotation), its
 origin taken as the centre of mass; its mass is ``Object.spline_joints_linkage_mass`` and its
-inertia that of a solid box of its dimensions (each at least :data:`MIN_SIZE`). The live
+inertia that of a solid box of its bounding box times its scale (each edge at least
+:data:`MIN_SIZE`). The live
 assembly's last poses are kept in double precision on the linkage (:data:`POSES_KEY`), so the
 next assembly starts from exactly what the last one returned (Blender keeps object matrices in
 single precision).
@@ -59,9 +60,19 @@ def joint_frames_at(F: np.ndarray, body1, body2) -> tuple[np.ndarray, np.ndarray
 def read_body(obj) -> LinkBody:
     """The body of an object: rigid pose, mass, solid-box inertia."""
     m = float(obj.spline_joints_linkage_mass)
-    x, y, z = np.maximum(np.array(obj.dimensions, dtype=float), MIN_SIZE)
+    # the bounding box times the scale property (``obj.dimensions`` takes the scale from the
+    # world matrix, whose single-precision decomposition changes as the object turns)
+    box = np.array([tuple(c) for c in obj.bound_box], dtype=float)
+    x, y, z = np.maximum((box.max(axis=0) - box.min(axis=0)) * np.abs(np.array(obj.scale)), MIN_SIZE)
     inertia = m / 12.0 * np.diag([y * y + z * z, x * x + z * z, x * x + y * y])
     return LinkBody(obj.name, object_pose(obj), m, inertia)
+
+
+def check_body(obj) -> None:
+    """A linkage body is placed and keyed in world coordinates: it must have no parent."""
+    if obj.parent is not None:
+        raise BridgeError(f"'{obj.name}' has a parent; a linkage body is placed in world "
+                          f"coordinates: clear its parent (Alt+P, keep transform)")
 
 
 def linkage_objects(scene, item) -> list:
@@ -79,6 +90,7 @@ def linkage_objects(scene, item) -> list:
                 raise BridgeError(f"joint '{joint.name}' of linkage '{item.name}' names '{obj.name}', "
                                   f"which is not in the scene; link it back or remove the joint")
             if obj not in objects:
+                check_body(obj)
                 objects.append(obj)
     if item.driver is not None and item.driver not in objects:
         raise BridgeError(f"the driving body '{item.driver.name}' of linkage '{item.name}' has no "
@@ -153,12 +165,19 @@ def write_state(item, names, poses: np.ndarray) -> None:
 
 
 def write_poses(objects, poses: np.ndarray, skip=()) -> None:
-    """Place objects at world poses ``(N, 4, 4)`` keeping each one's scale; indices in ``skip``
-    are left alone."""
+    """Place objects (without parents) at world poses ``(N, 4, 4)``: their location and
+    rotation (in their rotation mode; Euler angles continuous with the current ones) are set,
+    their scale is left as it is (assigning ``matrix_world`` would decompose it again, in
+    single precision, on every frame). Indices in ``skip`` are left alone."""
     for k, (obj, T) in enumerate(zip(objects, poses)):
         if k in skip:
             continue
-        scale = np.array(obj.matrix_world.to_scale(), dtype=float)
-        M = np.array(T, dtype=float)
-        M[:3, :3] = M[:3, :3] * scale[None, :]
-        obj.matrix_world = array_to_matrix(M)
+        M = array_to_matrix(T)
+        obj.location = M.translation
+        if obj.rotation_mode == "QUATERNION":
+            obj.rotation_quaternion = M.to_quaternion()
+        elif obj.rotation_mode == "AXIS_ANGLE":
+            axis, angle = M.to_quaternion().to_axis_angle()
+            obj.rotation_axis_angle = (angle, *axis)
+        else:
+            obj.rotation_euler = M.to_euler(obj.rotation_mode, obj.rotation_euler)

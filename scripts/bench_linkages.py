@@ -6,20 +6,32 @@ For the driven demo linkages of :mod:`core.linkage_demos` (the four-bar with its
 driving body, the scissor lift driven by its foot slider), one :meth:`LiveAssembly.solve` per
 frame as the live handler calls it: the driver moved one frame's step (the four-bar's crank
 by 5 degrees, the lift's slider by up to 1.3 cm, 30 cm in and back) from the previous
-frame's poses, at each CG cap of
-:data:`CAPS` (10 corrections at most, tolerance 1e-10). The median time per frame (us) and
-the largest constraint error (m or rad) over the frames are given, on both backends of
-:mod:`core.backend` (the numba backend runs the CG iteration compiled). The Blender handler
-adds the reading and writing of the objects (``scripts/bench.py --only blender`` measures
-Blender's side of the live drive).
+frame's poses, at each CG cap of :data:`CAPS` (10 corrections at most, tolerance 1e-10). The
+median time per frame (us) and the largest constraint error (m or rad) over the frames are
+given, on both backends of :mod:`core.backend` (the numba backend runs the CG iteration
+compiled).
+
+In Blender (a fresh process with the extension installed in a temporary user folder, the
+demo files of demo_blends/ opened): the median time of ``scene.frame_set(f)`` over the keyed
+frames with the driven linkage's Live Assembly on (the live handler reads the driver, solves
+and places the bodies) and off (Blender's own frame change); their difference is what the
+handler costs per frame.
 """
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
 
 import numpy as np
 
 from bench import median_us, table
 from bench_maximal import on_backend
+from core.io import atomic_write
 from core.lie import se3, so3
 from core.linkage import LiveAssembly
 from core.linkage_demos import four_bar, scissor_lift
@@ -66,6 +78,51 @@ def _rows(quick):
     return rows
 
 
+#: demo files and the linkage whose live assembly is timed in Blender
+BLENDER_FILES = (("four_bar_linkage", 0), ("scissor_lift", 0))
+
+
+def blender_worker(out: str, repeats: int) -> None:
+    """In a fresh process: time ``frame_set`` over each demo file's frames, live on and off;
+    writes ``{file: [ms on, ms off]}`` as JSON to ``out``."""
+    import build_demos as bd
+
+    bpy = bd.start_blender()
+    result = {}
+    for name, index in BLENDER_FILES:
+        bpy.ops.wm.open_mainfile(filepath=str(bd.OUT / f"{name}.blend"), load_ui=False)
+        scene = bpy.context.scene
+        item = scene.spline_joints_linkages[index]
+        times = []
+        for live in (True, False):
+            item.live = live
+            for f in range(scene.frame_start, scene.frame_end + 1):  # warm: caches, kernels
+                scene.frame_set(f)
+            ts = []
+            for _ in range(repeats):
+                for f in range(scene.frame_start, scene.frame_end + 1):
+                    t0 = time.perf_counter()
+                    scene.frame_set(f)
+                    ts.append(time.perf_counter() - t0)
+            times.append(1e3 * float(np.median(ts)))
+        result[name] = times
+    atomic_write(out, json.dumps(result))
+
+
+def blender_rows(quick):
+    """Rows of the Blender measurement (a subprocess: bpy is one Blender per process)."""
+    with tempfile.TemporaryDirectory(prefix="sj_bench_linkages_") as tmp:
+        out = os.path.join(tmp, "result.json")
+        env = dict(os.environ, BLENDER_USER_RESOURCES=os.path.join(tmp, "user"))
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--blender-worker", out,
+                               "1" if quick else "3"], env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the Blender worker failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        with open(out, encoding="utf-8") as fh:
+            result = json.load(fh)
+    return [[name, f"{on:.2f}", f"{off:.2f}", f"{on - off:.2f}"] for name, (on, off) in result.items()]
+
+
 def bench_linkages(quick=False):
     out = []
     for backend_name in ("numpy", "numba"):
@@ -77,4 +134,13 @@ def bench_linkages(quick=False):
                           "largest error (m/rad)"], rows,
                          note=f"{FRAMES} frames, the driver one frame's step from the last "
                               "frame's poses, 10 corrections at most, tolerance 1e-10"))
+    out.append(table("Frame change in Blender with the live handler (the driven linkage of each "
+                     "demo file)", ["demo file", "live on: median ms / frame",
+                                    "live off: median ms / frame", "handler: ms / frame"],
+                     blender_rows(quick), note="scene.frame_set over the keyed frames, the files' "
+                                               "settings (CG cap 50)"))
     return out
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--blender-worker"]:
+    blender_worker(sys.argv[2], int(sys.argv[3]))

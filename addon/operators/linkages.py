@@ -258,9 +258,9 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
         first, second = self._bodies(context)
         if first is not None and first == second:
             raise ValueError(f"a joint would join '{second.name}' to itself; pick two different objects")
-        if second.parent is not None or (first is not None and first.parent is not None):
-            raise ValueError("a linkage body must have no parent (its keys are world poses); "
-                             "clear the parent (Alt+P, keep transform)")
+        for body in (first, second):
+            if body is not None:
+                linkage_bridge.check_body(body)
         location = scene.cursor.location if self.at_cursor else second.matrix_world.translation
         curve = None
         if self.kind == "curve":  # frame 1: the curve's own frame; frame 2 unturned from it
