@@ -34,6 +34,10 @@ go, :func:`facing_view`; :func:`camera_pixels` projects points through a scene's
   follows each pelvis, a ground plane lies under the feet, the camera frames the whole walk,
   and the text ``CREDITS`` gives the model's authors and licence (CC BY 3.0). The model,
   meshes and motion are read from :data:`OSIM_DATA`.
+* ``character_rig.blend``: a small character sitting on a ledge, swaying (keyed hips), whose
+  tail (8 bones on ball joints in reach cones, damped) and shins (on spline knees fitted to the
+  gait2392 knee preset) are simulated: the Simulate panel's settings, unbaked
+  (scripts/demo_character.py; ``spline_joints.bake_rig`` and scripts/bake.py bake it).
 
 Every scene carries ``scene["spline_joints_demo_build"] = BUILD_VERSION`` so the tests can
 tell a stale file; bump it whenever this script changes what it writes.
@@ -58,7 +62,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "demo_blends"
 MODULE = "bl_ext.user_default.spline_joints"
 BUILD_VERSION = 7
-RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone", "gait2392_walk")
+RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone", "gait2392_walk", "character_rig")
 LINKAGES = ("four_bar_linkage", "scissor_lift", "door_stop")
 #: the shipped OpenSim models, meshes and motions (see the README there)
 OSIM_DATA = ROOT.parent / "shared" / "data" / "osim"
@@ -85,6 +89,7 @@ VIEWS = {
     "four_bar_linkage": (0.25, -1.0, 0.3),
     "scissor_lift": (0.35, -1.0, 0.3),
     "door_stop": (0.3, -0.6, 1.2),
+    "character_rig": (1.0, 0.7, 0.45),
 }
 DEFAULT_VIEW = (0.55, -1.0, 0.35)
 
@@ -919,6 +924,10 @@ def main(argv: list[str]) -> int:
     start_blender(zip_path)
     builders = {"knee_fit_rig": build_knee_rig, "scapulothoracic_fit_rig": build_scapula_rig,
                 "shoulder_reach_cone": build_shoulder_rig, "gait2392_walk": build_gait_walk}
+    if "character_rig" in names:
+        from demo_character import build_character_rig  # it imports this module
+
+        builders["character_rig"] = build_character_rig
     for name in names:
         if name in builders:
             builders[name](out)

@@ -9,7 +9,8 @@
    Blender user folder ``OUT/.blender_user`` (BLENDER_USER_RESOURCES): nothing outside OUT is
    touched.
 2. Each demo file is handled in its own process (bpy is a process-wide singleton), ``--jobs`` at
-   a time: the file is opened, every mechanism is baked by ``spline_joints.bake_dynamics`` through
+   a time: the file is opened, every mechanism, linkage and simulated rig is baked
+   (``spline_joints.bake_dynamics``, ``bake_linkage``, the ``bake_rig`` job) by
    ``scripts/bake.py``'s ``bake_open_file`` (atomic save to ``OUT/blends/<file>``), and
    ``--frames`` Workbench frames spread over the scene's range are tiled into
    ``OUT/sheets/<file>.png`` through the file's own camera: a title line (file, mechanism,
@@ -24,7 +25,10 @@
    integrator allows, explained under the table: core.mechanisms.energy_drift_warning) and
    constraint error (m); for the linkages a second table gives the bake (live assembly or
    dynamics), solver, the constraint error per frame (largest and median) and the limits'
-   engagements and deepest violation. They are also written to OUT/summary.json.
+   engagements and deepest violation; for the simulated rigs (the character's tail and shins,
+   baked by ``bake_open_file`` as ``spline_joints.bake_rig`` does) a third gives the simulated
+   bodies, frames, wall time, worst limit excess and, for a passive rig, the energy drift. They
+   are also written to OUT/summary.json.
 
 Exit status 0 when every file baked and rendered, 1 otherwise (``error: FILE: reason`` lines).
 """
@@ -70,7 +74,8 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
             for item in scene.spline_joints_mechanisms:
                 item.duration = min(item.duration, duration)
     t0 = time.perf_counter()
-    bake.bake_open_file(os.path.join(out, "blends"), Path(path).name)
+    rig_bakes = []
+    bake.bake_open_file(os.path.join(out, "blends"), Path(path).name, rig_bakes)
     bake_wall = time.perf_counter() - t0
     build_mechanism = bd.addon_module("addon.operators.mechanisms").build_mechanism
     drift_warning = bd.addon_module("core.mechanisms").energy_drift_warning
@@ -128,7 +133,9 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
     bd.save_png(pictures.titled_sheet(tiles, min(4, frames), pictures.title_line(scene, name),
                                       [pictures.time_label(scene, f) for f in picks]), sheet)
     mean = float(sum(float(t[..., :3].std()) for t in tiles) / len(tiles))
-    atomic_write(result_file, json.dumps({"rows": rows, "rigs": rigs, "linkages": links, "sheet": str(sheet),
+    rig_bakes = [{"file": name, **{k: v for k, v in r.items() if k != "report"}} for r in rig_bakes]
+    atomic_write(result_file, json.dumps({"rows": rows, "rigs": rigs, "linkages": links, "rig_bakes": rig_bakes,
+                                          "sheet": str(sheet),
                                           "frames": picks, "bake_wall": bake_wall,
                                           "render_wall": time.perf_counter() - t0,
                                           "tile_std": mean}))
@@ -182,6 +189,20 @@ def linkage_table(links: list[dict]) -> str:
         out.append(f"{r['file'] + '/' + r['linkage']:<34} {r['mode'].lower():<9} {r['solver']:<9} "
                    f"{r['bodies']:>6} {r['joints']:>6} {r['frames']:>6} {r['wall']:>8.2f} {e[-1]:>13.1e} "
                    f"{e[len(e) // 2]:>8.1e}  {limits}")
+    return "\n".join(out)
+
+
+def rig_bake_table(bakes: list[dict]) -> str:
+    """Simulated rigs (scripts/bake.py's bake_rigs): simulated bodies, frames, the
+    simulation's wall time, the worst excess over any joint limit (deg) and the energy drift
+    (only for a passive rig: no limits, damping or animated bodies)."""
+    out = [f"{'simulated rig':<34} {'bodies':>6} {'frames':>6} {'wall (s)':>8} {'worst limit excess':>18} "
+           f"{'energy drift':>12}"]
+    for r in bakes:
+        excess = "-" if r["worst_excess_deg"] is None else f"{r['worst_excess_deg']:.3g} deg"
+        drift = "(not passive)" if r["energy_drift"] is None else f"{r['energy_drift']:.2e}"
+        out.append(f"{r['file'] + '/' + r['rig'].split('/', 1)[-1]:<34} {r['bodies']:>6} {r['frames']:>6} "
+                   f"{r['wall']:>8.2f} {excess:>18} {drift:>12}")
     return "\n".join(out)
 
 
@@ -247,7 +268,7 @@ def main(argv: list[str]) -> int:
     print(f"extension {Path(zip_path).name} installed in {user}; baking {len(files)} files, "
           f"{args.jobs} at a time" + (f", durations capped at {args.duration} s" if args.duration else ""),
           flush=True)
-    rows, rigs, links, failed = [], [], [], []
+    rows, rigs, links, rig_bakes, failed = [], [], [], [], []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for path, res, reason in pool.map(lambda p: run_file(p, args, env), files):
             if res is None:
@@ -261,7 +282,9 @@ def main(argv: list[str]) -> int:
             rows += res["rows"]
             rigs += res["rigs"]
             links += res["linkages"]
-            print(f"  {path.name}: baked {len(res['rows'])} mechanism(s) and {len(res['linkages'])} linkage(s) "
+            rig_bakes += res["rig_bakes"]
+            print(f"  {path.name}: baked {len(res['rows'])} mechanism(s), {len(res['linkages'])} linkage(s) "
+                  f"and {len(res['rig_bakes'])} simulated rig(s) "
                   f"in {res['bake_wall']:.1f} s, "
                   f"sheet {Path(res['sheet']).relative_to(out)} ({res['render_wall']:.1f} s)", flush=True)
     total = time.perf_counter() - t_start
@@ -270,12 +293,16 @@ def main(argv: list[str]) -> int:
     if links:
         print()
         print(linkage_table(links))
+    if rig_bakes:
+        print()
+        print(rig_bake_table(rig_bakes))
     if rigs:
         print()
         print(rig_table(rigs))
     print(f"\nbaked files: {out / 'blends'}   contact sheets: {out / 'sheets'}   "
           f"total wall time {total:.0f} s")
     atomic_write(out / "summary.json", json.dumps({"mechanisms": rows, "rigs": rigs, "linkages": links,
+                                                  "simulated_rigs": rig_bakes,
                                                   "wall": total,
                                                   "failed": [[str(p), r] for p, r in failed]},
                                                  indent=1))

@@ -8,7 +8,8 @@ Mechanism and linkage demos are shown baked. By default each is opened from demo
 this process by ``scripts/bake.py``'s ``bake_open_file`` (``spline_joints.bake_dynamics``, as
 the main job does; the baked copy goes to a temporary folder); ``--baked DIR`` takes the
 already baked files of a main-job run instead (``scripts/main.py --out out`` writes them to
-``out/blends``). Rigs and the OpenSim walk play their own animation.
+``out/blends``). Files with simulated rigs (the character) are baked the same way; the fitting
+rigs and the OpenSim walk play their own animation.
 
 Stills (8-bit PNG, each well under 300 kB):
 * ``knee_fit.png``: the gait2392 knee rig (knee_fit_rig.blend): the leg flexed by the fitted
@@ -21,6 +22,8 @@ Stills (8-bit PNG, each well under 300 kB):
   the surface's iso-coordinate lines (scapulothoracic_fit_rig.blend), at two slider settings.
 * ``four_bar_linkage.png``, ``scissor_lift.png``, ``door_stop.png`` (``linkages``): titled
   contact sheets of the baked linkage demos, 8 frames each.
+* ``character_rig.png`` (``character``): titled contact sheet of the baked character demo
+  (its tail and shins simulated), 8 frames.
 * ``gait2392_walk.png``: the two gait2392 models of gait2392_walk.blend (exact OpenSim knees,
   fitted spline knees) at mid-stride (:data:`GAIT_FRAME`), through the demo's own camera.
 
@@ -64,7 +67,9 @@ def open_demo(bpy, name: str, baked: Path | None = None):
                                                          if baked is not None else ""))
     bpy.ops.wm.open_mainfile(filepath=str(source), load_ui=False)
     scene = bpy.context.scene
-    if baked is None and (len(scene.spline_joints_mechanisms) or len(scene.spline_joints_linkages)):
+    rigs = bd.addon_module("addon.operators.rig")
+    if baked is None and (len(scene.spline_joints_mechanisms) or len(scene.spline_joints_linkages)
+                          or rigs.simulated_armatures(scene) or rigs.simulated_objects(scene)):
         import bake
 
         with tempfile.TemporaryDirectory(prefix="sj_readme_bake_") as tmp:
@@ -126,6 +131,10 @@ def reach_cone(bpy, out: Path, baked=None) -> Path:
 
 def beads(bpy, out: Path, baked=None) -> Path:
     return sheet(bpy, "beads_on_a_wire", out, baked)
+
+
+def character(bpy, out: Path, baked=None) -> Path:
+    return sheet(bpy, "character_rig", out, baked)
 
 
 def linkages(bpy, out: Path, baked=None) -> list[Path]:
@@ -199,7 +208,7 @@ def animations(bpy, out: Path, baked=None, names=None) -> list[Path]:
     return [animation(bpy, n, out, baked) for n in names or sorted(p.stem for p in DEMOS.glob("*.blend"))]
 
 
-MAKERS = {"knee": knee, "reach_cone": reach_cone, "beads": beads, "scapula": scapula,
+MAKERS = {"knee": knee, "reach_cone": reach_cone, "beads": beads, "character": character, "scapula": scapula,
           "gait": gait, "linkages": linkages, "animations": animations}
 
 

@@ -93,6 +93,16 @@ def scenario_check_files(tmp, demo_dir, version, rigs):
         swing.append(bones.cone_status(cone, rest, bridge.read_pose_T_parent_child(hum)).swing_value)
         red.append(mat.diffuse_color[0] > 0.5 and mat.diffuse_color[1] < 0.5)
     rig_facts["swing"], rig_facts["red"] = swing, red
+    # the character: simulated tail on coned ball joints, shins on fitted spline knees
+    bpy.ops.wm.open_mainfile(filepath=os.path.join(demo_dir, "character_rig.blend"), load_ui=False)
+    arm = bpy.data.objects["Critter"]
+    sim = {pb.name: (pb.spline_joints_sim.kind, pb.spline_joints_sim.use_cone,
+                     type(addon_module("core.io").loads(pb.spline_joints.joint_json).joint).__name__
+                     if pb.spline_joints.joint_json else "")
+           for pb in arm.pose.bones if pb.spline_joints_sim.enabled}
+    rig_facts["character"] = {"simulated": sim, "animated": arm.animation_data.action is not None,
+                              "rigs": [o.name for o in addon_module("addon.operators.rig").simulated_armatures(
+                                  bpy.context.scene)]}
     return {"problems": problems, "rigs": rig_facts}
 
 
@@ -111,6 +121,12 @@ def test_demo_blends_are_up_to_date(blender):
     at_limit = np.abs(swing) <= 1e-3
     assert at_limit.sum() >= 10 and swing.min() > -1e-3, swing  # held at the limit, never past it
     np.testing.assert_array_equal(red, at_limit)                # red at the limit, green inside
+    character = out["rigs"]["character"]
+    assert character["rigs"] == ["Critter"] and character["animated"], character
+    tail = {k: v for k, v in character["simulated"].items() if k.startswith("tail.")}
+    assert len(tail) == 8 and all(v[:2] == ["BALL", True] for v in tail.values()), character
+    for side in ("L", "R"):   # the knee: the preset captured and fitted with a spline curve joint
+        assert character["simulated"][f"shin.{side}"] == ["FITTED", False, "SplineCurveJoint"], character
 
 
 def scenario_short_bake(tmp, demo, bake_script):
