@@ -183,10 +183,12 @@ class suspended:
 
 @persistent
 def on_frame_change(scene, depsgraph=None):
+    from .operators.mechanisms import play_live_mechanisms
     from .operators.rig import play_previews
 
     update_scene(scene)
     play_previews(scene)
+    play_live_mechanisms(scene)
 
 
 @persistent

@@ -235,6 +235,9 @@ class VIEW3D_PT_spline_joints_mechanisms(_Panel, bpy.types.Panel):
             col.prop(item, "duration")
             col.prop(item, "substeps")
             layout.operator("spline_joints.bake_dynamics", icon="PHYSICS")
+            row = layout.row(align=True)
+            row.operator("spline_joints.live_mechanism", icon="PLAY")
+            row.operator("spline_joints.clear_preview", text="", icon="X")
             if item.baked_frames:
                 layout.label(text=f"Energy drift {100 * item.energy_drift:.3f} %, {item.bake_seconds:.2f} s")
 

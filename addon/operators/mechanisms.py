@@ -312,4 +312,88 @@ class SPLINE_JOINTS_OT_bake_dynamics(ThreadedBake, bpy.types.Operator):
         return BakeJob(context.scene, self.index)
 
 
-classes = (SPLINE_JOINTS_OT_add_mechanism, SPLINE_JOINTS_OT_bake_dynamics)
+#: live previews: ``{(scene name, mechanism name): _Live}``
+_LIVE: dict = {}
+#: seconds a live preview keeps simulating ahead of the playhead after each frame change
+LOOKAHEAD = 0.01
+
+
+class _Live:
+    """A mechanism simulated as the playhead reaches each frame (nothing keyed): its
+    :class:`core.mechanisms.MechanismRun`, body objects, first frame and their matrices before
+    (put back when the preview stops)."""
+
+    def __init__(self, scene, job):
+        from ...core.mechanisms import MechanismRun
+
+        item = scene.spline_joints_mechanisms[job.index]
+        self.run = MechanismRun(job.mechanism)
+        self.objects = [ref.object for ref in item.bodies]
+        self.start = scene.frame_start
+        self.saved = [obj.matrix_world.copy() for obj in self.objects]
+
+    def pose(self, frame):
+        k = int(np.clip(frame - self.start, 0, self.run.n_frames - 1))
+        self.run.advance_to(k, LOOKAHEAD)
+        for obj, T in zip(self.objects, self.run.poses[k]):
+            obj.matrix_world = bridge.array_to_matrix(T)
+
+    def restore(self):
+        try:
+            for obj, M in zip(self.objects, self.saved):
+                obj.matrix_world = M
+        except ReferenceError:                   # deleted objects: nothing to put back
+            pass
+
+
+def play_live_mechanisms(scene) -> int:
+    """Pose the bodies of the scene's live mechanisms at its frame; one that diverges is
+    stopped with a console message. Returns the mechanisms posed."""
+    n = 0
+    for key, live in list(_LIVE.items()):
+        if key[0] != scene.name:
+            continue
+        try:
+            live.pose(scene.frame_current)
+            n += 1
+        except (ValueError, ReferenceError) as exc:
+            _LIVE.pop(key).restore()
+            print(f"Spline Joints: live preview of '{key[1]}' stopped: {exc}")
+    return n
+
+
+def stop_live_mechanisms(scene) -> None:
+    for key in [k for k in _LIVE if k[0] == scene.name]:
+        _LIVE.pop(key).restore()
+
+
+class SPLINE_JOINTS_OT_live_mechanism(bpy.types.Operator):
+    """Play a mechanism live: each frame is simulated when the playhead reaches it (and a
+    little ahead), nothing is keyed; Clear Preview stops it"""
+
+    bl_idname = "spline_joints.live_mechanism"
+    bl_label = "Live Preview"
+    bl_options = {"REGISTER"}
+
+    index: IntProperty(name="Mechanism", default=-1, description="Mechanism to play (-1: the active one)")
+
+    @classmethod
+    def poll(cls, context):
+        return len(context.scene.spline_joints_mechanisms) > 0
+
+    @reporting
+    def execute(self, context):
+        scene = context.scene
+        job = BakeJob(scene, self.index)       # validates the objects, builds the mechanism
+        key = (scene.name, job.name)
+        if key in _LIVE:
+            _LIVE.pop(key).restore()
+        _LIVE[key] = _Live(scene, job)
+        _LIVE[key].pose(scene.frame_current)
+        self.report({"INFO"}, f"Live preview of '{job.name}': frames are simulated as the "
+                              "playhead reaches them")
+        return {"FINISHED"}
+
+
+classes = (SPLINE_JOINTS_OT_add_mechanism, SPLINE_JOINTS_OT_bake_dynamics,
+           SPLINE_JOINTS_OT_live_mechanism)

@@ -28,6 +28,7 @@ from bpy.props import EnumProperty
 
 from .. import bridge, handlers
 from ._common import reporting
+from .mechanisms import LOOKAHEAD
 
 #: the scene's preview caches: ``{(scene name, rig key): _Preview}``
 _PREVIEWS: dict = {}
@@ -523,8 +524,6 @@ class _Preview:
         return {name: M[0] for name, M in self.job.local_poses(self.run.poses[f:f + 1]).items()}
 
 
-#: seconds a live preview keeps simulating ahead of the playhead after each frame change
-LOOKAHEAD = 0.01
 _preview_state = {"suspended": 0}
 
 
@@ -754,14 +753,18 @@ class SPLINE_JOINTS_OT_simulate_preview(_RigOperator, bpy.types.Operator):
 
 
 class SPLINE_JOINTS_OT_clear_preview(bpy.types.Operator):
-    """Drop the simulation previews of this scene (the bones go back to their animation)"""
+    """Drop the simulation previews and live mechanisms of this scene (the bodies go back to
+    where they were, or to their animation)"""
 
     bl_idname = "spline_joints.clear_preview"
     bl_label = "Clear Preview"
     bl_options = {"REGISTER"}
 
     def execute(self, context):
+        from .mechanisms import stop_live_mechanisms
+
         clear_previews(context.scene)
+        stop_live_mechanisms(context.scene)
         context.scene.frame_set(context.scene.frame_current)
         return {"FINISHED"}
 

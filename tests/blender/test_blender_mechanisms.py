@@ -224,3 +224,35 @@ def test_passive_bake_with_a_too_large_step_reports_a_drift_warning(blender):
     assert coarse["level"] == "WARNING" and "drifted" in coarse["message"], coarse
     assert "more substeps" in coarse["message"], coarse
     assert fine["level"] == "INFO" and "warning" not in fine["message"], fine
+
+
+def scenario_live_mechanism(tmp):
+    """Live preview: frames simulated as the playhead reaches them, equal to the core's
+    simulation; Clear Preview puts the bodies back and stops it."""
+    import bpy
+
+    from scenes import addon_module
+
+    scene, item = new_scene_with("hinge_chain", 0.3)
+    bodies = [ref.object for ref in item.bodies]
+    before = [np.array(o.matrix_world) for o in bodies]
+    core = addon_module("core.mechanisms")
+    result = core.simulate_mechanism(core.DEMOS["hinge_chain"](duration=0.3, fps=30.0))
+    assert bpy.ops.spline_joints.live_mechanism() == {"FINISHED"}
+    live = addon_module("addon.operators.mechanisms")._LIVE
+    (run,) = (entry.run for entry in live.values())
+    assert run.ready < run.n_frames or run.n_frames <= 10
+    for f in range(1, 11):
+        scene.frame_set(f)
+        np.testing.assert_allclose(np.array(bodies[-1].matrix_world), result.poses[f - 1, -1],
+                                   atol=1e-6)      # single-precision matrices
+    assert bpy.ops.spline_joints.clear_preview() == {"FINISHED"}
+    assert not live
+    for o, M in zip(bodies, before):
+        np.testing.assert_allclose(np.array(o.matrix_world), M, atol=1e-6)
+    assert not any(o.animation_data for o in bodies)   # nothing keyed
+    return {}
+
+
+def test_live_mechanism(blender):
+    blender(scenario_live_mechanism)
