@@ -59,8 +59,9 @@ ANIMATION_LIMIT = 2_000_000
 
 def open_demo(bpy, name: str, baked: Path | None = None):
     """Open demo ``name``: from ``baked`` when given (a main-job run's baked files), else from
-    demo_blends/, baking its mechanisms with scripts/bake.py's ``bake_open_file`` (the baked
-    copy is saved into a temporary folder; the open file is the baked one)."""
+    demo_blends/, baking its mechanisms, linkages and simulated rigs with scripts/bake.py's
+    ``bake_open_file`` (the baked copy is saved into a temporary folder; the open file is the
+    baked one)."""
     source = baked / f"{name}.blend" if baked is not None else DEMOS / f"{name}.blend"
     if not source.is_file():
         raise SystemExit(f"error: {source} not found" + (" (run scripts/main.py --out DIR first)"

@@ -42,6 +42,37 @@ def leg_armature(name="Leg"):
     return obj
 
 
+def tail_armature(name, n_tail, bone_length, location, swing):
+    """Armature ``name`` at ``location``: a root bone 'hips' (0.2 m up Z) and a tail of
+    ``n_tail`` bones 'tail.000', ... of ``bone_length`` along -Y from the hips' head,
+    connected after the first; 'hips' keyed to turn about its own axis (XYZ Euler Y) by
+    ``swing`` [(frame, angle rad), ...]. Left in Pose Mode."""
+    import bpy
+
+    data = bpy.data.armatures.new(name)
+    obj = bpy.data.objects.new(name, data)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.location = location
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    hips = data.edit_bones.new("hips")
+    hips.head, hips.tail = (0.0, 0.0, 0.0), (0.0, 0.0, 0.2)
+    parent = hips
+    for k in range(n_tail):
+        b = data.edit_bones.new(f"tail.{k:03d}")
+        b.head, b.tail = (0.0, -bone_length * k, 0.0), (0.0, -bone_length * (k + 1), 0.0)
+        b.parent, b.use_connect = parent, k > 0
+        parent = b
+    bpy.ops.object.mode_set(mode="POSE")
+    hb = obj.pose.bones["hips"]
+    hb.rotation_mode = "XYZ"
+    for f, a in swing:
+        hb.rotation_euler = (0.0, a, 0.0)
+        hb.keyframe_insert("rotation_euler", frame=f)
+    return obj
+
+
 def pose_leg(obj, thigh_quat=(0.96, 0.2, 0.1, 0.15), shin_rot=(0.7, 0.05, -0.1), shin_loc=(0.003, -0.01, 0.002)):
     import bpy
 

@@ -22,33 +22,16 @@ def scenario_make_rig_file(tmp, name):
     in reach cones (mass from 3 cm capsules: no meshes), beside the hinge-chain demo mechanism."""
     import bpy
 
+    from scenes import tail_armature
+
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     scene.render.fps = 24
     scene.frame_start, scene.frame_end = FRAMES
     assert bpy.ops.spline_joints.add_mechanism(demo="hinge_chain", duration=0.25) == {"FINISHED"}
-    data = bpy.data.armatures.new("Critter")
-    obj = bpy.data.objects.new("Critter", data)
-    scene.collection.objects.link(obj)
-    obj.location = (2.0, 0.0, 1.0)
-    bpy.context.view_layer.objects.active = obj
-    bpy.ops.object.mode_set(mode="EDIT")
-    hips = data.edit_bones.new("hips")
-    hips.head, hips.tail = (0.0, 0.0, 0.0), (0.0, 0.0, 0.2)
-    parent = hips
+    obj = tail_armature("Critter", N_TAIL, 0.1, (2.0, 0.0, 1.0), SWING)
     for k in range(N_TAIL):
-        b = data.edit_bones.new(f"tail.{k}")
-        b.head, b.tail = (0.0, -0.1 * k, 0.0), (0.0, -0.1 * (k + 1), 0.0)
-        b.parent, b.use_connect = parent, k > 0
-        parent = b
-    bpy.ops.object.mode_set(mode="POSE")
-    hb = obj.pose.bones["hips"]
-    hb.rotation_mode = "XYZ"
-    for f, a in SWING:
-        hb.rotation_euler = (0.0, a, 0.0)
-        hb.keyframe_insert("rotation_euler", frame=f)
-    for k in range(N_TAIL):
-        pb = obj.pose.bones[f"tail.{k}"]
+        pb = obj.pose.bones[f"tail.{k:03d}"]
         s = pb.spline_joints_sim
         s.enabled, s.kind, s.use_cone, s.damping = True, "BALL", True, 1e-3
         s.mass_source, s.capsule_radius = "CAPSULE", 0.03
@@ -70,8 +53,8 @@ def scenario_read_rig_file(tmp, path):
     ad = obj.animation_data
     baked = {}
     for k in range(N_TAIL):
-        keys = bridge.read_fcurve_keys(obj, f'pose.bones["tail.{k}"].rotation_quaternion', 0)
-        baked[f"tail.{k}"] = keys[:, 0].tolist()
+        keys = bridge.read_fcurve_keys(obj, f'pose.bones["tail.{k:03d}"].rotation_quaternion', 0)
+        baked[f"tail.{k:03d}"] = keys[:, 0].tolist()
     hips = {}
     for strip in (s for t in ad.nla_tracks for s in t.strips):
         bag = strip.action.layers[0].strips[0].channelbags[0]
@@ -80,7 +63,7 @@ def scenario_read_rig_file(tmp, path):
     tips = []
     for f in range(FRAMES[0], FRAMES[1] + 1):
         bpy.context.scene.frame_set(f)
-        tips.append(list(obj.matrix_world @ obj.pose.bones[f"tail.{N_TAIL - 1}"].tail))
+        tips.append(list(obj.matrix_world @ obj.pose.bones[f"tail.{N_TAIL - 1:03d}"].tail))
     item = bpy.context.scene.spline_joints_mechanisms[0]
     return {"action": ad.action.name, "baked": baked, "nla": hips, "tips": tips,
             "mechanism_frames": item.baked_frames}

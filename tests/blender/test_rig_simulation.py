@@ -16,31 +16,14 @@ def _tail_rig():
     N_TAIL bones on ball joints with a circular reach cone and a twist limit."""
     import bpy
 
+    from scenes import tail_armature
+
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = FRAMES
     scene.render.fps = 24
-    data = bpy.data.armatures.new("Tail")
-    obj = bpy.data.objects.new("Tail", data)
-    scene.collection.objects.link(obj)
-    obj.location = (0.3, 0.0, 1.0)
-    bpy.context.view_layer.objects.active = obj
-    obj.select_set(True)
-    bpy.ops.object.mode_set(mode="EDIT")
-    hips = data.edit_bones.new("hips")
-    hips.head, hips.tail = (0.0, 0.0, 0.0), (0.0, 0.0, 0.2)
-    parent = hips
-    for k in range(N_TAIL):
-        b = data.edit_bones.new(f"tail.{k:03d}")
-        b.head, b.tail = (0.0, -0.08 * k, 0.0), (0.0, -0.08 * (k + 1), 0.0)
-        b.parent, b.use_connect = parent, k > 0
-        parent = b
-    bpy.ops.object.mode_set(mode="POSE")
-    hb = obj.pose.bones["hips"]
-    hb.rotation_mode = "XYZ"
-    for f, a in ((1, 0.0), (7, 0.9), (13, 0.0), (19, -0.9), (25, 0.0)):
-        hb.rotation_euler = (0.0, a, 0.0)
-        hb.keyframe_insert("rotation_euler", frame=f)
+    obj = tail_armature("Tail", N_TAIL, 0.08, (0.3, 0.0, 1.0),
+                        ((1, 0.0), (7, 0.9), (13, 0.0), (19, -0.9), (25, 0.0)))
     for k in range(N_TAIL):
         pb = obj.pose.bones[f"tail.{k:03d}"]
         s = pb.spline_joints_sim
