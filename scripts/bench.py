@@ -51,6 +51,7 @@ SECTIONS = {
     "linkages": "bench_linkages:bench_linkages",
     "rigs": "bench_rigs:bench_rigs",
     "blender": "bench_blender_latency:bench_blender_latency",
+    "playback": "bench_playback:bench_playback",
     "contacts": "bench_contacts:bench_contacts",
 }
 
