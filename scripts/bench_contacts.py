@@ -49,13 +49,14 @@ def chain(n, radius=0.03, length=0.3, mass=0.5, gravity=(0.0, 0.0, -9.81)):
 
 
 def capsule_chain(n, radius=0.03, length=0.3, mass=0.5, mu=0.8, drop=0.3):
-    """The dropped chain: ``(model, shapes, q0, plane)``, the first link tilted 0.2 rad about
-    y at height ``drop`` (m), the joints turned 0.3 rad about z one way and the other in
-    turn (a zig-zag), the ground a :class:`Plane` at z = 0 with friction ``mu``."""
+    """The dropped chain: ``(model, shapes, q0, plane)``, its axis tilted about y so that its
+    far end is 0.1 m lower than its first joint and ``drop`` (m) above the ground (it lands
+    end first), the joints turned 0.3 rad about z one way and the other in turn (a
+    zig-zag), the ground a :class:`Plane` at z = 0 with friction ``mu``."""
     m, shapes = chain(n, radius, length, mass)
     q0 = m.neutral()
-    q0[:3] = [0.0, 0.2, 0.0]
-    q0[5] = drop
+    q0[:3] = [0.0, np.arcsin(0.1 / (n * length)), 0.0]
+    q0[5] = drop + radius + 0.1
     q0[5 + 3 * np.arange(1, n)] = 0.3 * (-1.0) ** np.arange(1, n)
     return m, shapes, q0, Plane(0.0, friction=mu)
 

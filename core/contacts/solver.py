@@ -26,8 +26,9 @@ colliders. In a substep of length h from ``(q0, v0)``, given the integrator's en
 4. ends the substep at ``(q1 + h dv + dq, v1 + dv)``, ``dv = M^-1 J^T lambda``, with the
    position correction ``dq = M^-1 N^T mu``, ``mu >= 0``, of the limit and normal rows that
    the end pose, predicted to first order, leaves more than ``slop`` deep (limits: their
-   ``p_tol``), and a second limits-only pass at the corrected pose (limit values curve in
-   q, and a joint whipping round may pass a limit the first-order prediction missed). The deadband leaves a resting contact up to ``slop`` deep, engaged, without jitter.
+   ``p_tol``), then limits-only passes at the corrected pose until every limit is within
+   its deadband (limit values curve in q, and a joint whipping round may pass a limit the
+   first-order prediction missed; :data:`LIMIT_PASSES`). The deadband leaves a resting contact up to ``slop`` deep, engaged, without jitter.
 
 Velocity targets. A contact still apart (s > 0) may close its gap in the substep but not
 more: ``u_n >= -s / h`` (a speculative contact: at speeds up to the margin per substep no
@@ -64,7 +65,12 @@ from .broad import sweep_and_prune
 from .narrow import Posed, collide, collide_plane
 from .shapes import MovingCollider, Plane, Shape, StaticCollider
 
-__all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis", "friction_disc"]
+__all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis", "friction_disc",
+           "LIMIT_PASSES"]
+
+#: the most limits-only correction passes at a substep's end pose (Newton steps of the
+#: projection onto the limits' deadbands; two or three reach it to rounding)
+LIMIT_PASSES = 4
 
 
 def pair_material(a, b, friction, restitution):
@@ -131,8 +137,8 @@ def _disc(w1, w2, q00, q01, q10, q11, g1, g2, cap):
 class ContactReport:
     """What a run's contact steps did, per substep (S substeps): ``t (S,)`` the time after
     the substep, ``contacts (S,)`` contacts carrying a normal impulse or overlapping,
-    ``penetration (S,)`` the deepest overlap (m, 0 without one) after the substep's
-    integration, before the correction, ``energy_change (S,)`` the mechanical energy the
+    ``penetration (S,)`` the deepest overlap (m, 0 without one) at the substep's start
+    pose (the previous substep's end), ``energy_change (S,)`` the mechanical energy the
     contact step changed (J; positive = gained), and ``notes`` (how shapes were made, e.g.
     a hull used for a concave point set)."""
 
@@ -368,7 +374,7 @@ class ContactSolver:
             lim_rows = np.zeros(0, dtype=int)
         nl, nc = len(lim_rows), len(contacts)
         if nl == 0 and nc == 0:
-            self._log.append((t, 0, 0.0, 0.0))
+            self._log.append((t + h, 0, 0.0, 0.0))
             return q1, v1
         J = np.empty((nl + 3 * nc, m.nv))
         b = np.empty(nl + 3 * nc)
@@ -440,13 +446,16 @@ class ContactSolver:
                 dynamics.potential_energy(m, data, q_new)
             q_new = q_new + dq
         if self.limits is not None and self.limits.n_constraints:
-            # limit values curve in q: a second, limits-only pass at the end pose, over the
-            # rows of the first and any limit that the end pose passes
-            d_end, N_end = self.limits.evaluate(q_new)
+            # limit values curve in q: limits-only passes at the end pose (Newton steps of
+            # the projection, converging quadratically) over the rows of the first pass and
+            # any limit the end pose passes, until every one is within its deadband
             ltol = self.limits.tol
-            rows2 = np.union1d(lim_rows, np.nonzero(d_end < -ltol)[0])
-            low = d_end[rows2] + ltol[rows2]
-            if np.any(low < 0.0):
+            for _ in range(LIMIT_PASSES):
+                d_end, N_end = self.limits.evaluate(q_new)
+                rows2 = np.union1d(lim_rows, np.nonzero(d_end < -ltol)[0])
+                low = d_end[rows2] + ltol[rows2]
+                if not np.any(low < 0.0):
+                    break
                 Ne = N_end[rows2]
                 X = cho_solve(fac, Ne.T, check_finite=False)
                 corr = self._pgs(Ne @ X, low, np.zeros(len(rows2)), len(rows2), np.zeros(0))
@@ -456,5 +465,5 @@ class ContactSolver:
                     dynamics.potential_energy(m, data, q_before)
         active = int(np.sum((lam[nl::3] > 0.0) | (s < 0.0))) if nc else 0
         depth = float(max(0.0, -s.min())) if nc else 0.0
-        self._log.append((t, active, depth, kinetic + potential))
+        self._log.append((t + h, active, depth, kinetic + potential))
         return q_new, v_new

@@ -317,9 +317,9 @@ def test_a_chain_with_reach_cones_falls_onto_the_ground_inside_its_limits():
     v0[6:9] = [0.0, 2.0, 1.0]           # the second link swings towards its cone
     tr = integ.run(q0, v0, int(2 * fps))
     data = m.create_data()
-    # the deadband plus the curvature error of the limits' second correction pass at the
-    # end pose: |d''| |dq|^2 with |d''| <= 2 for a reach cone and |dq| <= 3e-3
-    tol_cone = limits.tol[0] + 2 * (3e-3) ** 2
+    # the deadband; the limit passes at the end pose converge quadratically, and what they
+    # leave (below 1e-9 after three of them) is covered by 1e-6
+    tol_cone = limits.tol[0] + 1e-6
     worst_cone, lowest = np.inf, np.inf
     for q in tr.q:
         worst_cone = min(worst_cone, min(c.value(q[3 * i + 3:3 * i + 6])
