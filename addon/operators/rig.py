@@ -20,15 +20,13 @@ the kinematic channels still play from the track.
 
 from __future__ import annotations
 
-import threading
-
 import bpy
 import numpy as np
 from bpy.props import EnumProperty
 
 from .. import bridge, handlers
 from ._common import reporting
-from .mechanisms import LOOKAHEAD
+from .mechanisms import LOOKAHEAD, ThreadedBake
 
 #: the scene's preview caches: ``{(scene name, rig key): _Preview}``
 _PREVIEWS: dict = {}
@@ -630,83 +628,54 @@ def _targets(context, which):
     return [None]
 
 
-class _RigOperator:
+class _RigBatch:
+    """The rigs of one operator run in :class:`ThreadedBake`'s job shape: ``simulate()``
+    (numpy only; a worker thread may run it), ``fraction``, ``cancel()`` and
+    ``finish(scene)``, which hands the completed results to ``write(scene, jobs, results)
+    -> messages`` (main thread; nothing is written unless every rig completed)."""
+
+    def __init__(self, jobs, label, write):
+        self.jobs, self.label, self.write = jobs, label, write
+
+    @property
+    def fraction(self):
+        return sum(j.fraction for j in self.jobs) / len(self.jobs)
+
+    def simulate(self):
+        for job in self.jobs:
+            job.simulate()
+            if job.cancelled:
+                break
+
+    def cancel(self):
+        for job in self.jobs:
+            job.cancel()
+
+    def finish(self, scene):
+        results = [job.checked_result() for job in self.jobs]     # raises before any write
+        if any(r is None for r in results):
+            return {"CANCELLED"}, "WARNING", f"{self.label} cancelled: nothing written"
+        messages = self.write(scene, self.jobs, results)
+        level = "WARNING" if any("warning:" in m for m in messages) else "INFO"
+        return {"FINISHED"}, level, " | ".join(messages)
+
+
+class _RigOperator(ThreadedBake):
     bl_options = {"REGISTER", "UNDO"}
 
     which: EnumProperty(name="Rigs", items=TARGET_ITEMS, default="ACTIVE",
                         description="Which rigs to work on")
 
-    def _run_jobs(self, context):
+    def make_job(self, context):
         """Read the rigs (their previews dropped first, so the reading sees the user's poses)."""
         targets = _targets(context, self.which)
         clear_previews(context.scene, targets)
-        self._jobs = [RigJob(context.scene, t) for t in targets]
+        return _RigBatch([RigJob(context.scene, t) for t in targets], self.bl_label, self.write)
 
-    def invoke(self, context, event):
-        return self._start(context)
 
-    def modal(self, context, event):
-        return self._step(context, event.type)
-
-    def _instead(self, context):
-        """A result that replaces the simulation (after the jobs are read), or None."""
-        return None
-
-    @reporting
-    def execute(self, context):
-        self._run_jobs(context)
-        done = self._instead(context)
-        if done is not None:
-            return done
-        for job in self._jobs:
-            job.simulate()
-        return self._finish(context)
-
-    @reporting
-    def _start(self, context):
-        self._run_jobs(context)
-        done = self._instead(context)
-        if done is not None:
-            return done
-        self._thread = threading.Thread(target=self._simulate_all, daemon=True)
-        self._thread.start()
-        wm = context.window_manager
-        wm.progress_begin(0, 100)
-        self._timer = wm.event_timer_add(0.1, window=context.window)
-        wm.modal_handler_add(self)
-        return {"RUNNING_MODAL"}
-
-    def _simulate_all(self):
-        for job in self._jobs:
-            job.simulate()
-            if job.cancelled:
-                break
-
-    @reporting
-    def _step(self, context, event_type):
-        wm = context.window_manager
-        if event_type == "ESC":
-            for job in self._jobs:
-                job.cancel()
-            return {"RUNNING_MODAL"}
-        if event_type != "TIMER":
-            return {"PASS_THROUGH"}
-        wm.progress_update(int(100 * sum(j.fraction for j in self._jobs) / len(self._jobs)))
-        if self._thread.is_alive():
-            return {"RUNNING_MODAL"}
-        wm.event_timer_remove(self._timer)
-        wm.progress_end()
-        return self._finish(context)
-
-    def _finish(self, context):
-        results = [job.checked_result() for job in self._jobs]   # raises before any write
-        if any(r is None for r in results):
-            self.report({"WARNING"}, f"{self.bl_label} cancelled: nothing written")
-            return {"CANCELLED"}
-        messages = self.write(context, results)
-        self.report({"WARNING"} if any("warning:" in m for m in messages) else {"INFO"},
-                    " | ".join(messages))
-        return {"FINISHED"}
+def _bake_rigs(scene, jobs, results):
+    return [f"Baked into {', '.join(write_keys(job, result))}: {job.report(result)}"
+            for job, result in zip(jobs, results)]
 
 
 class SPLINE_JOINTS_OT_bake_rig(_RigOperator, bpy.types.Operator):
@@ -715,41 +684,50 @@ class SPLINE_JOINTS_OT_bake_rig(_RigOperator, bpy.types.Operator):
 
     bl_idname = "spline_joints.bake_rig"
     bl_label = "Bake Simulation"
+    write = staticmethod(_bake_rigs)
 
-    def write(self, context, results):
-        out = []
-        for job, result in zip(self._jobs, results):
-            actions = write_keys(job, result)
-            out.append(f"Baked into {', '.join(actions)}: {job.report(result)}")
-        return out
+
+class _LivePreviews(_RigBatch):
+    """Live previews: nothing simulated up front; each rig gets a run that simulates frames
+    as the playhead reaches them."""
+
+    def simulate(self):
+        """Nothing to simulate up front."""
+
+    @property
+    def fraction(self):
+        return 1.0
+
+    def finish(self, scene):
+        for job in self.jobs:
+            _PREVIEWS[(scene.name, _rig_key(job.target))] = _Preview(job)
+        play_previews(scene)
+        return {"FINISHED"}, "INFO", (f"Live preview of {len(self.jobs)} rig(s): frames are "
+                                      "simulated as the playhead reaches them")
+
+
+def _hold_previews(scene, jobs, results):
+    for job, result in zip(jobs, results):
+        _PREVIEWS[(scene.name, _rig_key(job.target))] = _Preview(job, result)
+    play_previews(scene)
+    return [f"Preview: {job.report(result)}" for job, result in zip(jobs, results)]
 
 
 class SPLINE_JOINTS_OT_simulate_preview(_RigOperator, bpy.types.Operator):
     """Simulate the rig and play it back on frame changes without writing keys (dropped when
-    a joint setting changes or by Clear Preview)"""
+    a joint setting changes or by Clear Preview); with Live on, frames are simulated as the
+    playhead reaches them"""
 
     bl_idname = "spline_joints.simulate_preview"
     bl_label = "Simulate Preview"
     bl_options = {"REGISTER"}
+    write = staticmethod(_hold_previews)
 
-    def _instead(self, context):
-        """Live: hold a run per rig that simulates frames as the playhead reaches them."""
-        if not context.scene.spline_joints_sim.live:
-            return None
-        for job in self._jobs:
-            _PREVIEWS[(context.scene.name, _rig_key(job.target))] = _Preview(job)
-        play_previews(context.scene)
-        self.report({"INFO"}, f"Live preview of {len(self._jobs)} rig(s): frames are simulated "
-                              "as the playhead reaches them")
-        return {"FINISHED"}
-
-    def write(self, context, results):
-        out = []
-        for job, result in zip(self._jobs, results):
-            _PREVIEWS[(context.scene.name, _rig_key(job.target))] = _Preview(job, result)
-            out.append(f"Preview: {job.report(result)}")
-        play_previews(context.scene)
-        return out
+    def make_job(self, context):
+        batch = super().make_job(context)
+        if context.scene.spline_joints_sim.live:
+            return _LivePreviews(batch.jobs, self.bl_label, None)
+        return batch
 
 
 class SPLINE_JOINTS_OT_clear_preview(bpy.types.Operator):
