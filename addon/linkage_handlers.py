@@ -47,12 +47,14 @@ def live_assembly(scene, item):
     return cached[1], linkage, objects
 
 
-def driver_input(live, linkage, item) -> np.ndarray:
-    """The driver's world pose ``(4, 4)``: from the driving joint's Drive Value, or the driving
-    body's own pose."""
+def driver_input(linkage, item) -> np.ndarray:
+    """The driver's world pose ``(4, 4)`` now: from the driving joint's Drive Value
+    (``linkage`` gives the joint's frames), or the driving body's own pose."""
+    from ..core.linkage import drive_pose
+
     if linkage.drive_joint:
-        return live.driver_pose(item.drive_value)
-    return linkage.bodies[live.driver].T
+        return drive_pose(linkage, item.drive_value)
+    return linkage_bridge.object_pose(item.driver)
 
 
 def assemble(scene, item, start=None):
@@ -63,7 +65,7 @@ def assemble(scene, item, start=None):
     names = [b.name for b in linkage.bodies]
     if start is None:
         start = linkage_bridge.read_state(item, names)
-    return live.solve(driver_input(live, linkage, item), start), live, objects
+    return live.solve(driver_input(linkage, item), start), live, objects
 
 
 def write_result(item, result, live, objects) -> None:
@@ -85,7 +87,7 @@ def follow_driver(scene, item) -> int:
     key = (scene.name, item.name)
     try:
         live, linkage, objects = live_assembly(scene, item)
-        T = driver_input(live, linkage, item)
+        T = driver_input(linkage, item)
         if key in _inputs and np.array_equal(_inputs[key], T):
             return 0
         result = live.solve(T, linkage_bridge.read_state(item, [b.name for b in linkage.bodies]))

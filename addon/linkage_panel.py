@@ -85,6 +85,9 @@ class VIEW3D_PT_spline_joints_linkages(_Panel, bpy.types.Panel):
             col = box.column(align=True)
             col.prop(item, "duration")
             col.prop(item, "substeps")
+            driven = item.driver is not None or item.drive_joint
+            box.label(text="The driver follows its keys" if driven else "Released: no driver",
+                      icon="ANIM" if driven else "BLANK1")
         box.operator("spline_joints.bake_linkage", icon="REC")
         if item.baked_frames:
             box.label(text=f"{item.baked_frames} frames ({item.solver}), error {item.constraint_error:.1e}")

@@ -48,8 +48,9 @@ AXIS_ITEMS = [("WORLD_X", "World X", "The world X axis"),
               ("LOCAL_Y", "Active Y", "The active object's local Y axis"),
               ("LOCAL_Z", "Active Z", "The active object's local Z axis")]
 
-MODE_ITEMS = [("DYNAMICS", "Dynamics", "Simulate the linkage under gravity and its springs, "
-                                       "released from where it stands"),
+MODE_ITEMS = [("DYNAMICS", "Dynamics", "Simulate the linkage under gravity and its springs "
+                                       "from where it stands, the driver (if any) following "
+                                       "its keys"),
               ("ASSEMBLY", "Live Assembly", "Key the live assembly's poses as the driver moves "
                                             "over the scene's frames")]
 

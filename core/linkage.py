@@ -14,7 +14,8 @@ joint to the world whose coordinate is given.
   linearized assembly (:meth:`core.maximal.faure.Assembly.correction`, eq. 13 solved by
   conjugate gradients with an iteration cap, seed 004 section 3.4); the driver has zero
   inverse mass, as the seed's dragged targets (section 4.1).
-* :func:`simulate_linkage` bakes the passive motion under gravity and springs: Stoermer
+* :func:`simulate_linkage` bakes the motion under gravity and springs, passive or with the
+  driver following its keys as a kinematic body (zero inverse mass): Stoermer
   stepping (seed 004 section 4.2) when every joint is one of Faure's bilateral joints, or the
   couplings of :mod:`core.maximal.couplings` (bilateral and unilateral constraints, deadband,
   two-step engagement; seed 002 section 4.10) when a joint has limits, a reach cone or is a
@@ -44,6 +45,7 @@ with the body origin at its centre of mass.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -57,7 +59,8 @@ from .maximal import couplings as cpl
 from .maximal.faure import JOINT_TYPES, Assembly, FaureJoint
 
 __all__ = ["LinkBody", "LinkJoint", "LinkSpring", "Linkage", "AssemblyResult", "LiveAssembly",
-           "LinkageMotion", "check_linkage", "released_system", "simulate_linkage", "redundant_rows",
+           "LinkageMotion", "DynamicSystem", "check_linkage", "drive_pose", "dynamic_system",
+           "frame_count",           "simulate_linkage", "redundant_rows",
            "FAURE_KINDS", "COUPLING_KINDS", "JOINT_KINDS", "RANK_TOL", "CLOSURE_TOL"]
 
 #: joint kind -> Faure's joint type (seed 004 Table 1, see core.maximal.faure)
@@ -307,6 +310,16 @@ def _redundancy_error(J, labels, what):
             f"joint along its axis, or a ball joint), or remove that joint")
 
 
+def _split_joints(linkage: Linkage, driver: int) -> tuple[list, list]:
+    """``(solved, measured)`` joints for a linkage whose body ``driver`` is moved by its
+    input: the joints between the world and the driver have nothing left to solve (only the
+    input moves them) and are measured; the others are solved."""
+    fixed = {-1, driver}
+    solved = [j for j in linkage.joints
+              if not {linkage.index(j.body1), linkage.index(j.body2)} <= fixed]
+    return solved, [j for j in linkage.joints if j not in solved]
+
+
 def _inertias(linkage):
     return (np.array([b.mass for b in linkage.bodies], dtype=float),
             np.array([b.inertia for b in linkage.bodies], dtype=float).reshape(-1, 3, 3))
@@ -324,6 +337,18 @@ def _faure_system(linkage, poses, joints):
 # ------------------------------------------------------------------------------------------
 # live assembly (seed 004 section 3.4)
 # ------------------------------------------------------------------------------------------
+def drive_pose(linkage: Linkage, value: float) -> np.ndarray:
+    """``(4, 4)`` world pose of the body moved by the linkage's driving joint at its
+    coordinate ``value`` (rad for a hinge, m for a slider): ``frame1 M(value) frame2^-1``."""
+    if not linkage.drive_joint:
+        raise InvalidInputError("this linkage is not driven by a joint coordinate")
+    j = linkage.joint(linkage.drive_joint)
+    x = real_number(value, "drive value")
+    M = (se3.from_rp(so3.exp(np.array([0.0, 0.0, x])), np.zeros(3)) if j.kind == "hinge"
+         else se3.from_rp(np.eye(3), [0.0, 0.0, x]))
+    return np.asarray(j.frame1, dtype=float) @ M @ se3.inv(np.asarray(j.frame2, dtype=float))
+
+
 @dataclass(frozen=True)
 class AssemblyResult:
     """One live assembly: ``poses: (N, 4, 4)`` world poses of all bodies (the driver's as
@@ -370,10 +395,7 @@ class LiveAssembly:
         self.geometric_iterations = whole_number(geometric_iterations, "geometric_iterations")
         self.tol = real_number(tol, "tol", 0.0, low_open=True)
         self.linkage = linkage
-        fixed = {-1, self.driver}
-        self._solved = [j for j in linkage.joints
-                        if not {linkage.index(j.body1), linkage.index(j.body2)} <= fixed]
-        self._measured = [j for j in linkage.joints if j not in self._solved]
+        self._solved, self._measured = _split_joints(linkage, self.driver)
         self.labels = _faure_labels(self._solved) + _faure_labels(self._measured)
         poses = linkage.poses
         self._asm = _faure_system(linkage, poses, self._solved)
@@ -384,21 +406,11 @@ class LiveAssembly:
         keep = np.ones(J.shape[1], dtype=bool)
         keep[6 * self.driver:6 * self.driver + 6] = False      # the driver does not move
         _redundancy_error(J[:, np.flatnonzero(keep)], self.labels, "live assembly")
-        if linkage.drive_joint:
-            j = linkage.joint(linkage.drive_joint)
-            self._drive = (j.kind, np.asarray(j.frame1, dtype=float),
-                           np.asarray(j.frame2, dtype=float))
 
     def driver_pose(self, value: float) -> np.ndarray:
         """``(4, 4)`` world pose of the driven body at the driving joint's coordinate
-        ``value`` (rad for a hinge, m for a slider): ``frame1 M(value) frame2^-1``."""
-        if not self.linkage.drive_joint:
-            raise InvalidInputError("this linkage is driven by a body, not by a joint coordinate")
-        kind, F1, F2 = self._drive
-        x = real_number(value, "drive value")
-        M = (se3.from_rp(so3.exp(np.array([0.0, 0.0, x])), np.zeros(3)) if kind == "hinge"
-             else se3.from_rp(np.eye(3), [0.0, 0.0, x]))
-        return F1 @ M @ se3.inv(F2)
+        ``value`` (:func:`drive_pose`)."""
+        return drive_pose(self.linkage, value)
 
     def solve(self, driver_pose, poses=None) -> AssemblyResult:
         """Assemble for the driver at ``driver_pose: (4, 4)``, starting from ``poses:
@@ -508,20 +520,21 @@ def _coupling(j: LinkJoint):
     return cpl.SplineCurveCoupling(curve, value=0.5 * (curve.lower[0] + curve.upper[0]))
 
 
-def _coupled(linkage: Linkage):
-    """:class:`CoupledBodies` of the linkage (frame C of each joint on body 2, D on body 1)."""
+def _coupled(linkage: Linkage, joints):
+    """:class:`CoupledBodies` of the linkage's bodies joined by ``joints`` (LinkJoints; frame
+    C of each joint on body 2, D on body 1)."""
     mass, inertia = _inertias(linkage)
     P = linkage.poses
-    joints = [cpl.CouplingJoint(_coupling(j), linkage.index(j.body2), linkage.index(j.body1),
-                                np.asarray(j.frame2, dtype=float), np.asarray(j.frame1, dtype=float))
-              for j in linkage.joints]
-    return cpl.CoupledBodies(mass, inertia, P[:, :3, 3], P[:, :3, :3], joints)
+    cj = [cpl.CouplingJoint(_coupling(j), linkage.index(j.body2), linkage.index(j.body1),
+                            np.asarray(j.frame2, dtype=float), np.asarray(j.frame1, dtype=float))
+          for j in joints]
+    return cpl.CoupledBodies(mass, inertia, P[:, :3, 3], P[:, :3, :3], cj)
 
 
-def _coupling_labels(linkage: Linkage, sim) -> list:
+def _coupling_labels(joints, sim) -> list:
     """One label per bilateral row of :meth:`CoupledBodies.bilateral_jacobian`."""
     out = []
-    for j, jt in zip(linkage.joints, sim.joints):
+    for j, jt in zip(joints, sim.joints):
         out += [f"joint {j.name!r} ({j.kind}): its {'rotation' if c.rotary else 'position'} "
                 f"constraint {k}" for k, c in enumerate(jt.coupling.constraints) if c.bilateral]
     return out
@@ -538,46 +551,143 @@ def _limit_violation(coupling) -> float:
     return max(worst, 0.0)
 
 
-def _check_closed(linkage: Linkage, solver: str, sim) -> None:
-    """After the first frame's steps (which correct the described configuration), a loop
-    whose constraints are still off by more than :data:`CLOSURE_TOL` cannot close: raise
-    InvalidInputError naming the worst constraint."""
+@dataclass
+class DynamicSystem:
+    """A linkage as its dynamics solver's system (see :func:`dynamic_system`).
+
+    ``solver``: ``"faure"`` or ``"couplings"``; ``sim``: the Faure :class:`Assembly` or the
+    :class:`CoupledBodies` of the ``joints`` it solves; ``driver``: index of the body moved
+    by the driver's input (zero inverse mass), or -1 when released; ``check``: the same
+    solver's system of the joints between the world and the driver (only the input moves
+    them; measured, not solved), or None."""
+
+    linkage: Linkage
+    solver: str
+    sim: object
+    joints: list
+    driver: int
+    check: object = None
+
+    def errors(self, measured: bool = True) -> np.ndarray:
+        """Bilateral constraint errors of the solved joints then (``measured``) the measured
+        ones (m / rad), one label each in :meth:`labels` order."""
+        sim, chk = self.sim, self.check if measured else None
+        if self.solver == "faure":
+            err = np.abs(sim.errors())
+            if chk is not None:
+                err = np.concatenate([err, np.abs(chk.errors(sim.p, sim.R))])
+            return err
+        out = []
+        for system in (sim, chk):
+            if system is None:
+                continue
+            system.p, system.R = sim.p, sim.R
+            for jt in system.joints:
+                TCD, TGD, errC, vel = system.joint_state(jt)
+                jt.coupling.update_constraints(TGD, TCD, errC, vel, False)
+                out += [abs(float(c.wrench @ errC)) for c in jt.coupling.constraints
+                        if c.bilateral]
+        return np.array(out)
+
+    def labels(self) -> list:
+        measured = [j for j in self.linkage.joints if j not in self.joints]
+        if self.solver == "faure":
+            return _faure_labels(self.joints) + _faure_labels(measured)
+        return (_coupling_labels(self.joints, self.sim) +
+                (_coupling_labels(measured, self.check) if self.check is not None else []))
+
+    def move_driver(self, T, h: float) -> None:
+        """Give the driver the displacement (Faure) or velocity (couplings) that takes it to
+        the world pose ``T: (4, 4)`` in the next step of ``h`` s."""
+        d, sim = self.driver, self.sim
+        step = np.concatenate([so3.log(T[:3, :3] @ sim.R[d].T), T[:3, 3] - sim.p[d]])
+        if self.solver == "faure":
+            sim.Dq[d] = step
+        else:
+            sim.u[d] = step / h
+
+
+def dynamic_system(linkage: Linkage, solver: str | None = None,
+                   driven: bool = False) -> DynamicSystem:
+    """The linkage as its dynamics solver's system at the described configuration, after
+    :func:`check_linkage` and the rank check of its constraint Jacobian (InvalidInputError
+    naming the repeated constraints of a redundant loop). ``driven``: the driver (body or
+    driving joint) becomes a kinematic body of zero inverse mass, moved by its input
+    (:meth:`DynamicSystem.move_driver`); else the driver is released."""
+    solver = check_linkage(linkage, solver)
+    driver = linkage.driver_index() if driven else -1
+    if driven and driver < 0:
+        raise InvalidInputError("a driven simulation needs a driver: a driving body or a "
+                                "driving hinge/slider joint")
+    joints, measured = (_split_joints(linkage, driver) if driven
+                        else (list(linkage.joints), []))
     if solver == "faure":
-        err, labels = np.abs(sim.errors()), _faure_labels(linkage.joints)
+        sim = _faure_system(linkage, linkage.poses, joints)
+        check = _faure_system(linkage, linkage.poses, measured) if measured else None
+        J, labels = sim.jacobian(), _faure_labels(joints)
     else:
-        err, labels = [], _coupling_labels(linkage, sim)
-        for jt in sim.joints:
-            TCD, TGD, errC, vel = sim.joint_state(jt)
-            jt.coupling.update_constraints(TGD, TCD, errC, vel, False)
-            err += [abs(float(c.wrench @ errC)) for c in jt.coupling.constraints if c.bilateral]
-        err = np.array(err)
+        sim = _coupled(linkage, joints)
+        check = _coupled(linkage, measured) if measured else None
+        J, labels = sim.bilateral_jacobian(), _coupling_labels(joints, sim)
+    if driven:
+        sim.inv_mass[driver] = 0.0
+        sim.inv_inertia[driver] = 0.0
+        keep = np.ones(J.shape[1], dtype=bool)
+        keep[6 * driver:6 * driver + 6] = False          # the driver does not move
+        J = J[:, np.flatnonzero(keep)]
+    _redundancy_error(J, labels, "the linkage")
+    return DynamicSystem(linkage, solver, sim, joints, driver, check)
+
+
+def _check_closed(system: DynamicSystem) -> None:
+    """After the first frame's steps (which correct the described configuration), a loop
+    whose solved constraints are still off by more than :data:`CLOSURE_TOL` cannot close:
+    raise InvalidInputError naming the worst constraint. (The joints between the world and
+    a driver are its input's to keep: measured in the frames' errors, not refused.)"""
+    err = system.errors(measured=False)
     if err.size and err.max() > CLOSURE_TOL:
         k = int(np.argmax(err))
-        raise InvalidInputError(f"the loop does not close: {labels[k]} stays off by "
+        raise InvalidInputError(f"the loop does not close: {system.labels()[k]} stays off by "
                                 f"{err[k]:.3g} (m or rad); check the joints' positions")
 
 
-def released_system(linkage: Linkage, solver: str | None = None):
-    """``(solver, system)``: the linkage without its driver as the solver's system at the
-    described configuration (a Faure :class:`Assembly` or :class:`CoupledBodies`), after
-    :func:`check_linkage` and the rank check of its constraint Jacobian (InvalidInputError
-    naming the repeated constraints of a redundant loop)."""
-    solver = check_linkage(linkage, solver)
-    if solver == "faure":
-        sim = _faure_system(linkage, linkage.poses, linkage.joints)
-        _redundancy_error(sim.jacobian(), _faure_labels(linkage.joints), "the linkage")
-    else:
-        sim = _coupled(linkage)
-        _redundancy_error(sim.bilateral_jacobian(), _coupling_labels(linkage, sim), "the linkage")
-    return solver, sim
+def _driver_path(driver_poses, nframes: int, substeps: int) -> np.ndarray:
+    """The driver's pose at the end of every step, ``(nframes - 1, substeps, 4, 4)``, from its
+    poses at the frames ``(F, 4, 4)``, F >= nframes: between frames k and k + 1 it moves by
+    the constant body twist ``log(T_k^-1 T_k+1)`` (screw motion), landing on each frame's
+    pose."""
+    P = se3.check_transform(np.asarray(driver_poses, dtype=float), "driver poses")
+    if P.ndim != 3 or P.shape[0] < nframes:
+        raise InvalidInputError(f"driver poses must have shape (F, 4, 4) with F >= {nframes} "
+                                f"(one per frame of the simulation), got {P.shape}")
+    twists = se3.log(se3.inv(P[:nframes - 1]) @ P[1:nframes])               # (F-1, 6)
+    frac = np.arange(1, substeps + 1) / substeps
+    path = P[:nframes - 1, None] @ se3.exp(frac[None, :, None] * twists[:, None])
+    path[:, -1] = P[1:nframes]
+    return path
+
+
+def frame_count(duration: float, fps: float) -> int:
+    """Frames :func:`simulate_linkage` samples over ``duration`` s at ``fps``, frame 0
+    included."""
+    return int(np.floor(duration * fps + 1e-9)) + 1
 
 
 def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: int = 10,
                      progress=None, solver: str | None = None, cg_iterations: int = 50,
-                     geometric_iterations: int = 5, tol: float = 1e-10) -> LinkageMotion:
-    """Simulate the passive linkage (any driver is released) from rest at its described
-    configuration under gravity and its springs for ``duration`` s, ``substeps`` steps per
-    frame at ``fps`` frames per second, and sample it at every frame (frame 0 included).
+                     geometric_iterations: int = 5, tol: float = 1e-10,
+                     driver_poses=None) -> LinkageMotion:
+    """Simulate the linkage from rest at its described configuration under gravity and its
+    springs for ``duration`` s, ``substeps`` steps per frame at ``fps`` frames per second,
+    and sample it at every frame (frame 0 included).
+
+    ``driver_poses: (F, 4, 4)``: the driver's world poses at the frames (its keys; F at least
+    the number of frames sampled): the driver (body, or the body of the driving joint) is then
+    a kinematic body of zero inverse mass that follows them (a screw motion between frames,
+    :func:`_driver_path`) and pushes the rest; it starts at ``driver_poses[0]``, the loops
+    closed there first by moving the other bodies (``geometric_iterations`` mass-weighted
+    corrections: Faure's assembly or the couplings' position correction). ``None``: any
+    driver is released and the linkage moves passively.
 
     Faure solver: Stoermer steps with the SHAKE-style correction along the start-of-step
     Jacobian (:meth:`Assembly.step` ``directions="start"``), CG capped at ``cg_iterations``.
@@ -590,14 +700,30 @@ def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: in
     duration = real_number(duration, "duration", 0.0, low_open=True, advice="seconds")
     fps = real_number(fps, "fps", 0.0, low_open=True)
     substeps = whole_number(substeps, "substeps")
-    nframes = int(np.floor(duration * fps + 1e-9)) + 1
+    nframes = frame_count(duration, fps)
     h = 1.0 / (fps * substeps)
     t0 = time.perf_counter()
     N = len(linkage.bodies)
     poses = np.zeros((nframes, N, 4, 4))
     errors, violations = np.zeros(nframes), np.zeros(nframes)
     engagements, status, fastest = {}, "completed", 0.0
-    solver, sim = released_system(linkage, solver)
+    path = None
+    if driver_poses is not None:
+        if linkage.driver_index() < 0:
+            raise InvalidInputError("driver poses were given but the linkage has no driver; "
+                                    "set a driving body or a driving joint")
+        path = _driver_path(driver_poses, nframes, substeps)
+        d = linkage.driver_index()
+        bodies = list(linkage.bodies)
+        bodies[d] = dataclasses.replace(bodies[d], T=np.asarray(driver_poses[0], dtype=float))
+        linkage = dataclasses.replace(linkage, bodies=tuple(bodies))
+    system = dynamic_system(linkage, solver, driven=path is not None)
+    solver, sim = system.solver, system.sim
+    if path is not None:                      # close the loops at the driver's first pose
+        if solver == "faure":
+            sim.correction(geometric_iterations, cg_iterations, tol)
+        else:
+            sim.correct_positions(geometric_iterations, tol)
     if solver == "faure":
         f = spring_forces(linkage, sim.p, sim.R)
         sim.set_velocity(np.zeros((N, 6)), h, sim.free_acceleration(f))
@@ -605,17 +731,13 @@ def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: in
         def advance():
             return sim.step(h, spring_forces(linkage, sim.p, sim.R, sim.velocity()),
                             geometric_iterations, cg_iterations, tol, directions="start")
-
-        def sample(k):
-            poses[k] = se3.from_rp(sim.R, sim.p)
-            errors[k] = float(np.abs(sim.errors()).max(initial=0.0))
     else:
         state = {id(c): c.engaged for jt in sim.joints for c in jt.coupling.constraints}
 
         def advance():
             nonlocal fastest
             sim.step(h, spring_forces(linkage, sim.p, sim.R, sim.u))
-            for j, jt in zip(linkage.joints, sim.joints):
+            for j, jt in zip(system.joints, sim.joints):
                 for k, c in enumerate(jt.coupling.constraints):
                     if c.bilateral:
                         continue
@@ -627,9 +749,10 @@ def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: in
                         speed = abs(float(c.wrench @ sim.joint_state(jt)[3]))
                         fastest = max(fastest, speed)
 
-        def sample(k):
-            poses[k] = se3.from_rp(sim.R, sim.p)
-            errors[k] = sim.bilateral_error()
+    def sample(k):
+        poses[k] = se3.from_rp(sim.R, sim.p)
+        errors[k] = float(system.errors().max(initial=0.0))
+        if solver == "couplings":
             violations[k] = max((_limit_violation(jt.coupling) for jt in sim.joints),
                                 default=0.0)
     sample(0)
@@ -639,7 +762,9 @@ def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: in
             status = "cancelled"
             break
         try:
-            for _ in range(substeps):
+            for i in range(substeps):
+                if path is not None:
+                    system.move_driver(path[k - 1, i], h)
                 advance()
                 steps += 1
         except SimulationError as exc:
@@ -648,7 +773,7 @@ def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: in
         sample(k)
         done = k + 1
         if k == 1:
-            _check_closed(linkage, solver, sim)
+            _check_closed(system)
     if progress is not None and status == "completed":
         progress(1.0)
     tol_limit = (max(cpl.Coupling.penetration_tol, cpl.Coupling.rotary_limit_tol) + fastest * h

@@ -316,7 +316,7 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
         """The linkage with the new joint must pass the core's checks (rank check included)."""
         import dataclasses
 
-        from ...core.linkage import LinkJoint, LinkSpring, released_system
+        from ...core.linkage import LinkJoint, LinkSpring, dynamic_system
 
         if item is not None and len(item.joints):
             linkage, objects = linkage_bridge.read_linkage(scene, item, driven=False)
@@ -336,7 +336,7 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
             linkage = dataclasses.replace(linkage, bodies=tuple(bodies), joints=joints)
         if linkage.joints:
             try:
-                released_system(linkage)
+                dynamic_system(linkage)
             except ValueError as exc:
                 raise ValueError(f"joint '{name}' cannot be added: {exc}") from None
 
@@ -382,7 +382,7 @@ class SPLINE_JOINTS_OT_assemble_linkage(_OnLinkage, bpy.types.Operator):
         scene = context.scene
         _, item = active_linkage(scene, self.index)
         live, linkage, objects = linkage_handlers.live_assembly(scene, item)
-        result = live.solve(linkage_handlers.driver_input(live, linkage, item), linkage.poses)
+        result = live.solve(linkage_handlers.driver_input(linkage, item), linkage.poses)
         problem = live.unreachable(result)
         if problem:
             raise ValueError(f"linkage '{item.name}': {problem}; nothing moved")
@@ -413,30 +413,41 @@ class LinkageBakeJob:
     """A linkage bake with :class:`.mechanisms.BakeJob`'s shape: everything read from Blender
     here (main thread), :meth:`simulate` numpy only, :meth:`finish` writes.
 
-    DYNAMICS: :func:`core.linkage.simulate_linkage` of the released linkage. ASSEMBLY: the
-    driver's input read at every frame of the scene's range (the live handler held), then
+    DYNAMICS: :func:`core.linkage.simulate_linkage` of the linkage; with a driver (body or
+    driving joint) the driver's input is read at every simulated frame from the scene's start
+    (the live handler held) and the driver follows it as a kinematic body, else the linkage
+    is released. ASSEMBLY: the driver's input read at every frame of the scene's range, then
     :meth:`core.linkage.LiveAssembly.solve` frame after frame, each from the last.
     """
 
     def __init__(self, scene, index: int):
-        from ...core.linkage import released_system
+        from ...core.linkage import dynamic_system, frame_count
 
         self.index, item = active_linkage(scene, index)
         self.name, self.mode = item.name, item.mode
         self.fps = scene.render.fps / scene.render.fps_base
         self.fraction, self.cancelled, self.result = 0.0, False, None
-        if self.mode == "DYNAMICS":
-            self.linkage, self.objects = linkage_bridge.read_linkage(scene, item, driven=False)
-            released_system(self.linkage)
-            self.duration, self.substeps = item.duration, item.substeps
+        if self.mode == "DYNAMICS":  # from the scene's start (where a live driver put it)
             self.start = scene.frame_start
+            self.linkage, self.objects = read_frames(
+                scene, [self.start], lambda f: linkage_bridge.read_linkage(scene, item))[0]
+            self.duration, self.substeps = item.duration, item.substeps
+            self.driver_poses = None
+            if self.linkage.driver_index() >= 0:
+                frames = self.start + np.arange(frame_count(self.duration, self.fps))
+                self.driver_poses = np.array(self._inputs(scene, item, self.linkage, frames))
+            dynamic_system(self.linkage, driven=self.driver_poses is not None)
             return
         self.live, linkage, self.objects = linkage_handlers.live_assembly(scene, item)
         self.frames = np.arange(scene.frame_start, scene.frame_end + 1)
-        with handlers.suspended():
-            self.inputs = read_frames(scene, self.frames, lambda f: linkage_handlers.driver_input(
-                self.live, linkage_bridge.read_linkage(scene, item)[0], item))
+        self.inputs = self._inputs(scene, item, linkage, self.frames)
         self.first = linkage.poses
+
+    @staticmethod
+    def _inputs(scene, item, linkage, frames) -> list:
+        """The driver's input (world pose (4, 4)) at each of ``frames``, the live handler held."""
+        with handlers.suspended():
+            return read_frames(scene, frames, lambda f: linkage_handlers.driver_input(linkage, item))
 
     def progress(self, fraction: float) -> bool:
         self.fraction = fraction
@@ -451,7 +462,7 @@ class LinkageBakeJob:
         try:
             if self.mode == "DYNAMICS":
                 self.result = simulate_linkage(self.linkage, self.duration, self.fps, self.substeps,
-                                               self.progress)
+                                               self.progress, driver_poses=self.driver_poses)
                 return
             poses, errors, P = [], [], self.first
             t0 = time.perf_counter()
@@ -480,7 +491,8 @@ class LinkageBakeJob:
         item = scene.spline_joints_linkages[self.index]
         if self.mode == "DYNAMICS":
             frames = self.start + result.times * self.fps
-            kept = write_keys(scene, item, self.objects, frames, result.poses)
+            skip = (self.linkage.driver_index(),) if self.linkage.driver else ()
+            kept = write_keys(scene, item, self.objects, frames, result.poses, skip)
             errors = result.errors
             item.solver, item.bake_seconds = result.solver, result.wall_time
             item.limit_violation = float(result.violations.max())
@@ -498,6 +510,8 @@ class LinkageBakeJob:
         scene.frame_set(scene.frame_current)
         message = (f"Baked linkage '{self.name}' ({item.solver}): {len(frames)} frames, largest "
                    f"constraint error {item.constraint_error:.1e} (m/rad)")
+        if self.mode == "DYNAMICS" and self.driver_poses is not None:
+            message += ", the driver following its input"
         if self.mode == "DYNAMICS" and item.engagements:
             message += f", limits engaged {item.engagements} time(s)"
         if kept:

@@ -447,6 +447,7 @@ class CoupledBodies:
         self.inertia = np.asarray(inertia, dtype=float).reshape(N, 3, 3)
         if np.any(self.mass <= 0):
             raise InvalidInputError("CoupledBodies: masses must be > 0")
+        self.inv_mass = 1.0 / self.mass
         self.inv_inertia = np.linalg.inv(self.inertia)
         self.p = np.array(p, dtype=float).reshape(N, 3)
         self.R = so3.check_rotation(np.array(R, dtype=float).reshape(N, 3, 3), "R").copy()
@@ -536,7 +537,10 @@ class CoupledBodies:
         return J[np.flatnonzero(~uni)]
 
     def inverse_mass(self):
-        return world_inverse_mass(self.R, self.inv_inertia, 1.0 / self.mass)
+        """Sparse ``M^-1: (6N, 6N)`` from ``inv_mass: (N,)`` and ``inv_inertia: (N, 3, 3)``
+        (body axes); a body given zero for both is kinematic: the solves do not move it,
+        its velocity ``u`` moves it (a keyed driver)."""
+        return world_inverse_mass(self.R, self.inv_inertia, self.inv_mass)
 
     def _solve_active(self, J, Minv, b, uni):
         """Equalities for bilateral rows, active set for unilateral rows (multipliers >= 0)."""
@@ -599,12 +603,7 @@ class CoupledBodies:
             du = self._solve_active(J, Minv, -(J @ u_free), uni)
             self.u = (u_free + du).reshape(-1, 6)
             self.p, self.R = apply_displacement(self.p, self.R, h * self.u.reshape(-1))
-            for _ in range(position_iterations):
-                J, b, uni = self._assemble(False)
-                if not b.size or np.abs(b).max() < tol:
-                    break
-                dx = self._solve_active(J, self.inverse_mass(), b, uni)
-                self.p, self.R = apply_displacement(self.p, self.R, dx)
+            self.correct_positions(position_iterations, tol)
         else:
             u_half = self.u.reshape(-1) + 0.5 * h * (Minv @ self._forces(f_ext))
             self.p, self.R = apply_displacement(self.p, self.R, h * u_half)
@@ -627,6 +626,17 @@ class CoupledBodies:
                     cons.engaged_steps += 1
         if not (np.all(np.isfinite(self.p)) and np.all(np.isfinite(self.u))):
             raise NonFiniteError("the state became NaN/inf")
+
+    def correct_positions(self, iterations=2, tol=1e-13):
+        """Up to ``iterations`` mass-weighted position corrections ``G dq = -d`` of the
+        bilateral and engaged unilateral constraints (eq. 4.12, with the deadband), stopping
+        when the largest ``|d|`` is below ``tol``; the velocities are left as they are."""
+        for _ in range(iterations):
+            J, b, uni = self._assemble(False)
+            if not b.size or np.abs(b).max() < tol:
+                break
+            dx = self._solve_active(J, self.inverse_mass(), b, uni)
+            self.p, self.R = apply_displacement(self.p, self.R, dx)
 
     def bilateral_error(self):
         """Largest ``|G_k . errC|`` over all joints (after projection)."""

@@ -201,3 +201,84 @@ def test_a_body_slides_along_a_spline_curve_joint_under_gravity():
     assert gap.max() <= spacing                  # on the curve, to the grid's resolution
     assert np.abs(motion.poses[:, 0, :3, :3] - np.eye(3)).max() < 1e-8   # no turning
     assert np.ptp(p[:, 0]) > 0.1                               # it slid down the valley
+
+
+#: the driver's pose after a step: exp(log(R_next R^T)) R and p + (p_next - p) round off by a
+#: few eps times the poses' size (~2 m)
+ON_KEYS_TOL = 1e-12
+
+
+def test_a_keyed_driver_drives_a_one_dof_linkage_to_the_live_assembly_poses():
+    """A driver following its keys leaves a one-DOF linkage no freedom: the dynamics' frames
+    are the live assembly's (each closed to TOL; the positions then agree to the loop's
+    condition times that, CLOSED_FORM_TOL), the first one too, though the keys start away
+    from the described configuration."""
+    bar, _ = four_bar()
+    crank = np.array([crank_pose(bar, th) for th in 0.8 + np.linspace(0.0, 1.5, 25)])
+    lift, _ = scissor_lift()
+    slide = LiveAssembly(lift)
+    block = np.array([slide.driver_pose(x) for x in -0.02 - 0.25 * np.linspace(0.0, 1.0, 25)])
+    for lk, keys in ((bar, crank), (lift, block)):
+        motion = simulate_linkage(lk, 1.0, 24, substeps=10, tol=TOL, driver_poses=keys)
+        assert motion.solver == "faure" and motion.errors.max() < 1e-9
+        d = lk.driver_index()
+        np.testing.assert_allclose(motion.poses[:, d], keys, atol=ON_KEYS_TOL)
+        live, P = LiveAssembly(lk, tol=TOL), lk.poses
+        for k, T in enumerate(keys):
+            P = live.solve(T, P).poses
+            np.testing.assert_allclose(motion.poses[k], P, atol=CLOSED_FORM_TOL)
+
+
+def _cart_and_pendulum(limits=((), ())):
+    """A cart (the driver) carrying a pendulum on a hinge along world y, 0.5 turned down."""
+    from core.linkage import LinkBody, Linkage
+
+    y_axis = so3.exp(np.array([-np.pi / 2, 0.0, 0.0]))
+    cart = LinkBody("cart", se3.from_rp(np.eye(3), [0.0, 0.0, 1.0]), 2.0, 0.1 * np.eye(3))
+    bob = LinkBody("bob", se3.from_rp(so3.exp(np.array([0.0, -0.5, 0.0])),
+                                      [0.5 * np.cos(0.5), 0.0, 1.0 + 0.5 * np.sin(0.5)]),
+                   1.0, 0.01 * np.eye(3))
+    F = se3.from_rp(y_axis, [0.0, 0.0, 1.0])
+    pin = LinkJoint("pin", "hinge", "cart", "bob", se3.inv(cart.T) @ F, se3.inv(bob.T) @ F,
+                    lower=limits[0], upper=limits[1])
+    return Linkage((cart, bob), (pin,), driver="cart"), F
+
+
+@pytest.mark.parametrize("limits", [((), ()), ((-0.6,), (0.6,))])
+def test_a_driver_keyed_still_holds_its_joints_like_the_world(limits):
+    """The driver has zero inverse mass: keyed still, it is the world to the rest (its
+    columns add nothing to the solves: the same frames up to round-off)."""
+    from core.linkage import Linkage
+
+    lk, F = _cart_and_pendulum(limits)
+    motion = simulate_linkage(lk, 1.0, 24, driver_poses=np.array([lk.bodies[0].T] * 25))
+    pin = dataclasses.replace(lk.joints[0], body1="", frame1=F)
+    alone = simulate_linkage(Linkage(lk.bodies[1:], (pin,)), 1.0, 24)
+    assert motion.solver == alone.solver == ("couplings" if limits[0] else "faure")
+    np.testing.assert_allclose(motion.poses[:, 1], alone.poses[:, 0], atol=ON_KEYS_TOL)
+    assert motion.engagements == alone.engagements
+    assert np.ptp(alone.poses[:, 0, 2, 3]) > 0.1                       # it swings
+
+
+def test_a_moving_driver_carries_a_limited_pendulum_within_its_stop():
+    lk, _ = _cart_and_pendulum(((-0.6,), (0.6,)))
+    t = np.arange(25) / 24
+    keys = np.array([se3.from_rp(np.eye(3), [0.8 * np.sin(3 * x), 0.0, 1.0]) for x in t])
+    motion = simulate_linkage(lk, 1.0, 24, driver_poses=keys)
+    assert motion.solver == "couplings" and motion.errors.max() < 1e-9
+    np.testing.assert_allclose(motion.poses[:, 0], keys, atol=ON_KEYS_TOL)
+    assert motion.violations.max() <= motion.violation_tol and motion.engagements
+    rel = se3.inv(motion.poses[:, 0]) @ motion.poses[:, 1]
+    # the hinge's turn about y from where it was described (the bob turned -0.5 about y)
+    turn = np.arctan2(rel[:, 0, 2], rel[:, 0, 0]) + 0.5
+    assert np.abs(turn).max() <= 0.6 + motion.violation_tol
+    assert np.abs(turn).max() >= 0.6                             # pushed into a stop
+
+
+def test_driver_poses_are_checked():
+    lk, _ = four_bar()
+    keys = np.array([lk.bodies[0].T] * 25)
+    with pytest.raises(InvalidInputError, match="no driver"):
+        simulate_linkage(dataclasses.replace(lk, driver=""), 1.0, 24, driver_poses=keys)
+    with pytest.raises(InvalidInputError, match="F >= 25"):
+        simulate_linkage(lk, 1.0, 24, driver_poses=keys[:10])
