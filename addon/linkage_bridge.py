@@ -26,6 +26,8 @@ POSES_KEY = "poses_f64"
 POSE_NAMES_KEY = "pose_names"
 #: ID property of a linkage: constraint error per baked frame (doubles)
 ERRORS_KEY = "frame_errors_f64"
+#: joint kinds on a curve object's Spline Curve joint
+CURVE_KINDS = ("curve", "curve_point")
 #: smallest box edge (m) for a body's inertia (an empty has no size)
 MIN_SIZE = 0.01
 
@@ -120,8 +122,10 @@ def read_linkage(scene, item, driven: bool = True) -> tuple[Linkage, list]:
                 ranges = {"hinge": [angle], "cylinder": [slide, angle], "slotted": [slide, angle]}
                 pairs = ranges.get(joint.kind, [slide])
                 lower, upper = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
-        curve = read_curve_frames(joint.curve) if joint.kind == "curve" else None
-        joints.append(LinkJoint(joint.name, joint.kind, b1, b2, T1, T2, lower, upper, cone, curve))
+        curve = read_curve_frames(joint.curve) if joint.kind in CURVE_KINDS else None
+        surface = read_surface_points(joint.surface) if joint.kind == "surface_point" else None
+        joints.append(LinkJoint(joint.name, joint.kind, b1, b2, T1, T2, lower, upper, cone, curve,
+                                surface))
     gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
     driver = item.driver.name if (driven and item.driver is not None and not item.drive_joint) else ""
     linkage = Linkage(tuple(read_body(o) for o in objects), tuple(joints), tuple(springs), driver,
@@ -149,6 +153,20 @@ def read_curve_frames(obj) -> np.ndarray:
     frames = np.tile(np.eye(4), (len(pts), 1, 1))
     frames[:, :3, 3] = pts
     return frames
+
+
+def read_surface_points(obj) -> np.ndarray:
+    """Control points ``(n_v, n_u, 3)`` of a Point on Surface joint: the points of a NURBS
+    surface object's first spline, in its own frame (Blender stores them u fastest)."""
+    if obj is None or obj.type != "SURFACE" or not len(obj.data.splines):
+        raise BridgeError("a Point on Surface joint needs a NURBS surface object; pick one")
+    sp = obj.data.splines[0]
+    nu, nv = sp.point_count_u, sp.point_count_v
+    if min(nu, nv) < 4:
+        raise BridgeError(f"the surface '{obj.name}' has {nu} x {nv} points; a cubic spline "
+                          "surface needs at least 4 x 4")
+    pts = np.array([tuple(p.co)[:3] for p in sp.points], dtype=float)
+    return pts.reshape(nv, nu, 3)
 
 
 def read_state(item, names) -> np.ndarray | None:

@@ -97,7 +97,7 @@ class VIEW3D_PT_spline_joints_linkages(_Panel, bpy.types.Panel):
 
 
 def _draw_joint(layout, joint):
-    """The active joint's type and its own settings (spring, curve, limits)."""
+    """The active joint's type and its own settings (spring, curve, surface, limits)."""
     col = layout.column(align=True)
     col.prop(joint, "kind")
     if joint.kind == "spring":
@@ -105,8 +105,11 @@ def _draw_joint(layout, joint):
         col.prop(joint, "rest_length")
         col.prop(joint, "damping")
         return
-    if joint.kind == "curve":
+    if joint.kind in ("curve", "curve_point"):
         col.prop(joint, "curve")
+        return
+    if joint.kind == "surface_point":
+        col.prop(joint, "surface")
         return
     if joint.kind not in ("hinge", "ball", "cylinder", "slotted"):
         return

@@ -39,6 +39,13 @@ KIND_ITEMS = [
                               "of a curve object (the path Blender draws for an order-4 "
                               "NURBS), keeping its turn relative to the first body; simulated "
                               "in a dynamics bake"),
+    ("curve_point", "Point on Curve", "The joint point of the second body stays on the path of a "
+                                      "Spline Curve joint through a curve object's points, free "
+                                      "to turn; simulated in a dynamics bake"),
+    ("surface_point", "Point on Surface", "The joint point of the second body stays on the "
+                                          "spline surface through the points of a NURBS "
+                                          "surface object (the surface Blender draws at order "
+                                          "4), free to turn; simulated in a dynamics bake"),
 ]
 
 AXIS_ITEMS = [("WORLD_X", "World X", "The world X axis"),
@@ -79,6 +86,11 @@ class SPLINE_JOINTS_PG_link_joint(PropertyGroup):
                            poll=lambda self, obj: obj.type == "CURVE",
                            description="Curve object whose points (at least 4, in its first "
                                        "spline) are the control points of a Spline Curve joint")
+    surface: PointerProperty(name="Surface", type=bpy.types.Object,
+                             poll=lambda self, obj: obj.type == "SURFACE",
+                             description="NURBS surface object whose points (at least 4 x 4, in "
+                                         "its first spline) are the control points of a Point "
+                                         "on Surface joint")
     use_limits: BoolProperty(name="Limits", update=_retag,
                              description="Stop the joint at its limits in a dynamics bake "
                                          "(hinge, cylinder, slotted hinge: its coordinates' "

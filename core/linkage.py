@@ -23,21 +23,24 @@ joint to the world whose coordinate is given.
 
 Joint kinds (a joint's axis is the z axis of its frames):
 
-===============  ===========================================  =================================
-kind             motion allowed of frame 2 relative to frame 1  solvers
-===============  ===========================================  =================================
-``hinge``        turn about z                                  Faure ``pin`` / HingeCoupling
-``ball``         turn about any axis                           Faure ``universal`` /
-                                                               SphericalCoupling (reach cone)
-``slider``       slide along z                                 Faure ``prismatic``
-``cylinder``     slide along and turn about z                  Faure ``cylindrical`` /
-                                                               CylindricalCoupling
-``fixed``        none                                          Faure ``fixed``
-``line``         the origin slides along z, any rotation       Faure ``ball-socket``
-``plane``        the origin stays on the xy plane              Faure ``surface``
-``slotted``      slide along x and turn about z                SlottedHingeCoupling
-``curve``        ride a spline curve joint (seed 000 eq. 21)   SplineCurveCoupling
-===============  ===========================================  =================================
+=================  ===========================================  =================================
+kind               motion allowed of frame 2 relative to frame 1  solvers
+=================  ===========================================  =================================
+``hinge``          turn about z                                  Faure ``pin`` / HingeCoupling
+``ball``           turn about any axis                           Faure ``universal`` /
+                                                                 SphericalCoupling (reach cone)
+``slider``         slide along z                                 Faure ``prismatic``
+``cylinder``       slide along and turn about z                  Faure ``cylindrical`` /
+                                                                 CylindricalCoupling
+``fixed``          none                                          Faure ``fixed``
+``line``           the origin slides along z, any rotation       Faure ``ball-socket``
+``plane``          the origin stays on the xy plane              Faure ``surface``
+``slotted``        slide along x and turn about z                SlottedHingeCoupling
+``curve``          ride a spline curve joint (seed 000 eq. 21)   SplineCurveCoupling
+``curve_point``    the origin on that curve's path, any turn     SplinePointCoupling
+``surface_point``  the origin on a spline surface (seed 000    SplinePointCoupling
+                   eq. 25, translations), any rotation
+=================  ===========================================  =================================
 
 Units: metres, kilograms, seconds, radians; poses are ``(4, 4)`` world transforms ``T_W_body``
 with the body origin at its centre of mass.
@@ -60,7 +63,7 @@ from .maximal.faure import JOINT_TYPES, Assembly, FaureJoint
 
 __all__ = ["LinkBody", "LinkJoint", "LinkSpring", "Linkage", "AssemblyResult", "LiveAssembly",
            "LinkageMotion", "DynamicSystem", "check_linkage", "drive_pose", "dynamic_system",
-           "frame_count",           "simulate_linkage", "redundant_rows",
+           "frame_count", "point_surface", "simulate_linkage", "redundant_rows",
            "FAURE_KINDS", "COUPLING_KINDS", "JOINT_KINDS", "RANK_TOL", "CLOSURE_TOL"]
 
 #: joint kind -> Faure's joint type (seed 004 Table 1, see core.maximal.faure)
@@ -68,8 +71,8 @@ FAURE_KINDS = {"hinge": "pin", "ball": "universal", "slider": "prismatic",
                "cylinder": "cylindrical", "fixed": "fixed", "line": "ball-socket",
                "plane": "surface"}
 #: kinds the couplings solver offers (the others are Faure-only)
-COUPLING_KINDS = ("hinge", "ball", "cylinder", "slotted", "curve")
-JOINT_KINDS = tuple(FAURE_KINDS) + ("slotted", "curve")
+COUPLING_KINDS = ("hinge", "ball", "cylinder", "slotted", "curve", "curve_point", "surface_point")
+JOINT_KINDS = tuple(FAURE_KINDS) + COUPLING_KINDS[3:]
 
 #: Faure's frame L has its free axis along local x (``i``); a joint's axis is its frame's z.
 #: ``L = F @ Z_TO_X``: L's i = F's z, L's j = F's y, L's k = -F's x.
@@ -108,7 +111,10 @@ class LinkJoint:
     none, the curve's own range), ``cone``: the ball's reach-cone half angle (rad) about z.
     ``curve: (n, 4, 4)`` control frames of the ``curve`` kind's spline curve joint (seed 000
     eq. 21, uniform knots), in frame 1: frame 2 relative to frame 1 is ``G(s)``, so body 2's
-    ``frame2`` rides the curve (there the frames coincide only where ``G(s)`` is the identity).
+    ``frame2`` rides the curve (there the frames coincide only where ``G(s)`` is the identity);
+    the ``curve_point`` kind holds only frame 2's origin on the curve's path, free to turn.
+    ``surface: (n1, n2, 3)`` control points in frame 1 of the ``surface_point`` kind's spline
+    surface (:func:`point_surface`), on which frame 2's origin stays, free to turn.
     """
 
     name: str
@@ -121,6 +127,7 @@ class LinkJoint:
     upper: tuple = ()
     cone: float | None = None
     curve: np.ndarray | None = None
+    surface: np.ndarray | None = None
 
     @property
     def limited(self) -> bool:
@@ -228,8 +235,15 @@ def check_linkage(linkage: Linkage, solver: str | None = None) -> str:
                                     f"second")
         se3.check_transform(np.asarray(j.frame1, dtype=float), f"{what} frame1")
         se3.check_transform(np.asarray(j.frame2, dtype=float), f"{what} frame2")
-        if j.kind == "curve" and j.curve is None:
+        if j.kind in ("curve", "curve_point") and j.curve is None:
             raise InvalidInputError(f"{what} needs the control frames of its curve")
+        if j.kind == "surface_point":
+            grid = np.asarray(j.surface if j.surface is not None else np.zeros(0), dtype=float)
+            if grid.ndim != 3 or grid.shape[2] != 3 or min(grid.shape[:2]) < 4 or \
+                    not np.all(np.isfinite(grid)):
+                raise InvalidInputError(f"{what} needs a finite (n1, n2, 3) grid of its "
+                                        f"surface's control points, at least 4 x 4, got "
+                                        f"shape {grid.shape}")
         if j.limited and j.kind not in COUPLING_KINDS:
             raise InvalidInputError(f"{what}: limits are offered on {', '.join(COUPLING_KINDS)} "
                                     f"joints only; remove them")
@@ -514,10 +528,27 @@ def _coupling(j: LinkJoint):
         return cpl.SlottedHingeCoupling((lo[0], hi[0]), (lo[1], hi[1]))
     if j.kind == "ball":
         return cpl.SphericalCoupling(None if j.cone is None else [0.0, 0.0, 1.0], j.cone)
+    if j.kind == "surface_point":
+        return cpl.SplinePointCoupling(point_surface(j.surface))
     from .joints.spline_curve import SplineCurveJoint
 
     curve = SplineCurveJoint(np.asarray(j.curve, dtype=float))
+    if j.kind == "curve_point":
+        return cpl.SplinePointCoupling(curve)
     return cpl.SplineCurveCoupling(curve, value=0.5 * (curve.lower[0] + curve.upper[0]))
+
+
+def point_surface(points):
+    """The spline surface joint (seed 000 eq. 25, :class:`core.joints.spline_surface.
+    SplineJoint`, n = 2) whose translation is the uniform cubic B-spline surface of control
+    points ``points: (n1, n2, 3)`` (knots spaced 1, coordinates in ``[0, n1 - 3] x [0, n2 -
+    3]``, no rotation): the surface Blender draws for an order-4 NURBS surface of those
+    points without endpoints."""
+    from .joints.spline_surface import DEFAULT_BASIS_TWISTS, SplineJoint
+
+    P = np.asarray(points, dtype=float)
+    knots = [np.arange(n + 4, dtype=float) - 3.0 for n in P.shape[:2]]
+    return SplineJoint(knots, np.moveaxis(P, 2, 0), 4, DEFAULT_BASIS_TWISTS[:3])
 
 
 def _coupled(linkage: Linkage, joints):

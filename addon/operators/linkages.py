@@ -22,6 +22,8 @@ from ..linkage_properties import AXIS_ITEMS, KIND_ITEMS
 from ._common import pick_index, read_frames, reporting
 from .mechanisms import ThreadedBake
 
+#: joint kinds placed on a curve or surface object (frame 1 is that object's frame)
+PATH_KINDS = ("curve", "curve_point", "surface_point")
 #: rotation whose z axis is world X, Y or Z (a joint's axis is its frame's z)
 _AXIS_ROTATIONS = {"X": so3.exp(np.array([0.0, np.pi / 2, 0.0])),
                    "Y": so3.exp(np.array([-np.pi / 2, 0.0, 0.0])),
@@ -249,6 +251,9 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
     curve: StringProperty(name="Curve", description="Spline Curve type: the curve object's name (its "
                                                      "points are the control points; put the 3D cursor "
                                                      "on the path)")
+    surface: StringProperty(name="Surface", description="Point on Surface type: the NURBS surface "
+                                                         "object's name (its points are the control "
+                                                         "points; put the 3D cursor on the surface)")
     linkage: IntProperty(name="Linkage", default=-1,
                          description="Linkage to add to (-1: the active one, made if none)")
 
@@ -262,12 +267,16 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
             if body is not None:
                 linkage_bridge.check_body(body)
         location = scene.cursor.location if self.at_cursor else second.matrix_world.translation
-        curve = None
-        if self.kind == "curve":  # frame 1: the curve's own frame; frame 2 unturned from it
-            curve = bpy.data.objects.get(self.curve)
-            if curve is None or curve.type != "CURVE":
-                raise ValueError(f"a Spline Curve joint needs a curve object; '{self.curve}' is not one")
-            C = linkage_bridge.object_pose(curve)
+        curve = surface = None
+        if self.kind in PATH_KINDS:  # frame 1: the path object's own frame; frame 2 unturned from it
+            wanted = "SURFACE" if self.kind == "surface_point" else "CURVE"
+            path_name = self.surface if wanted == "SURFACE" else self.curve
+            path = bpy.data.objects.get(path_name)
+            if path is None or path.type != wanted:
+                raise ValueError(f"a {dict((k, n) for k, n, _ in KIND_ITEMS)[self.kind]} joint needs a "
+                                 f"{wanted.lower()} object; '{path_name}' is not one")
+            curve, surface = (None, path) if wanted == "SURFACE" else (path, None)
+            C = linkage_bridge.object_pose(path)
             T1 = C if first is None else se3.inv(linkage_bridge.object_pose(first)) @ C
             T2 = se3.inv(linkage_bridge.object_pose(second)) @ se3.from_rp(C[:3, :3], np.array(location))
         else:
@@ -279,7 +288,7 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
         name = self.name or _unique(names, dict((k, n) for k, n, _ in KIND_ITEMS)[self.kind])
         if name in names:
             raise ValueError(f"the linkage has a joint named '{name}' already; pick another name")
-        self._validate(scene, item, name, first, second, T1, T2, curve)
+        self._validate(scene, item, name, first, second, T1, T2, curve, surface)
         # -- checked; write ----------------------------------------------------------------
         if item is None:
             item = items.add()
@@ -288,7 +297,7 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
         joint = item.joints.add()
         joint.name, joint.kind, joint.body1, joint.body2 = name, self.kind, first, second
         joint.to_world = first is None
-        joint.curve = curve
+        joint.curve, joint.surface = curve, surface
         linkage_bridge.write_frames(joint, T1, T2)
         item.active_joint = len(item.joints) - 1
         what = "spring" if self.kind == "spring" else f"{self.kind} joint"
@@ -312,7 +321,7 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
                              "relative to the other (or to the world)")
         return (others[0] if others else None), second
 
-    def _validate(self, scene, item, name, first, second, T1, T2, curve):
+    def _validate(self, scene, item, name, first, second, T1, T2, curve, surface):
         """The linkage with the new joint must pass the core's checks (rank check included)."""
         import dataclasses
 
@@ -332,7 +341,9 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
             linkage = dataclasses.replace(linkage, bodies=tuple(bodies), springs=springs)
         else:
             frames = None if curve is None else linkage_bridge.read_curve_frames(curve)
-            joints = linkage.joints + (LinkJoint(name, self.kind, b1, second.name, T1, T2, curve=frames),)
+            grid = None if surface is None else linkage_bridge.read_surface_points(surface)
+            joints = linkage.joints + (LinkJoint(name, self.kind, b1, second.name, T1, T2, curve=frames,
+                                                 surface=grid),)
             linkage = dataclasses.replace(linkage, bodies=tuple(bodies), joints=joints)
         if linkage.joints:
             try:

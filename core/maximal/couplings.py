@@ -36,7 +36,8 @@ from .solver import (apply_displacement, project, rigid_jacobian, step_failure,
                      world_inverse_mass)
 
 __all__ = ["Constraint", "Coordinate", "Coupling", "HingeCoupling", "SlottedHingeCoupling",
-           "CylindricalCoupling", "SphericalCoupling", "SplineCurveCoupling", "CoupledBodies",
+           "CylindricalCoupling", "SphericalCoupling", "SplineCurveCoupling",
+           "SplinePointCoupling", "CoupledBodies",
            "CouplingJoint", "nearest_angle"]
 
 TWO_PI = 2.0 * np.pi
@@ -416,6 +417,96 @@ class SplineCurveCoupling(Coupling):
         for k in range(5):
             self.constraints[k].wrench = U[:, k + 1].copy()
         self.constraints[5].wrench = S / float(S @ S)
+
+
+class SplinePointCoupling(Coupling):
+    """The origin of frame C held on the path of a spline joint, free to turn: a point on a
+    spline curve (a :class:`core.joints.spline_curve.SplineCurveJoint`, n = 1) or on a spline
+    surface (a :class:`core.joints.spline_surface.SplineJoint` with n = 2), the translation
+    ``p(s)`` of its ``G(s)`` (seed 000 eqs. 21, 25) in frame D.
+
+    Coordinates: ``s`` (n values, limited to the joint's knot range) then the exponential
+    coordinates of C's rotation in D (free, as :class:`SphericalCoupling`); ``T_CD =
+    (exp(r), p(s))``. Bilateral wrenches: the forces along the ``3 - n`` unit normals of the
+    path (left singular vectors of ``dp/ds = R(s) S_v(s)``, ``(3, n)``, orthogonal to its
+    columns), seen in G; the limit of ``s_a`` has the force ``(dp/ds)^+`` row ``a``, so that
+    ``s_dot = N . v_GD`` at the nearest point (eq. 4.19). :meth:`project_to_constraints`
+    keeps the rotation and moves the origin to the nearest point of the path, ``s* =
+    argmin |p(s) - p_C|``, by Gauss-Newton from the current value (steps clipped to a quarter
+    of the range), restarted from the best of a grid over the range if it does not settle.
+    """
+
+    def __init__(self, joint, value=None):
+        self.joint = joint
+        self.n = int(joint.nq)
+        if self.n not in (1, 2):
+            raise InvalidInputError(f"SplinePointCoupling: a curve (1 coordinate) or a surface "
+                                    f"(2) joint is needed, got {self.n} coordinates")
+        self.lo = np.asarray(joint.lower, dtype=float)
+        self.hi = np.asarray(joint.upper, dtype=float)
+        super().__init__()
+        for a in range(self.n):
+            self.set_range(a, self.lo[a], self.hi[a])
+            self.coordinates[a].value = (0.5 * (self.lo[a] + self.hi[a]) if value is None
+                                         else float(np.ravel(value)[a]))
+
+    def initialize_constraints(self):
+        n = self.n
+        for _ in range(3 - n):
+            self.add_constraint(True, False)
+        for a in range(n):
+            self.add_constraint(False, False)
+        for a in range(n):
+            self.add_coordinate(limit=3 - n + a)
+        for _ in range(3):
+            self.add_coordinate(angular=True)
+
+    def point(self, s):
+        """``(p (3,), dp/ds (3, n))`` of the path at ``s: (n,)`` in frame D."""
+        G, S, _ = self.joint.evaluate(np.asarray(s, dtype=float))
+        return G[:3, 3], G[:3, :3] @ S[3:, :]
+
+    def coordinates_to_TCD(self, coords):
+        coords = np.asarray(coords, dtype=float)
+        return se3.from_rp(so3.exp(coords[self.n:]), self.point(coords[:self.n])[0])
+
+    def _nearest(self, x, s, iterations=30):
+        """Gauss-Newton for ``argmin |p(s) - x|`` from ``s: (n,)``: ``(s, converged)``."""
+        window = 0.25 * (self.hi - self.lo)
+        for _ in range(iterations):
+            p, T = self.point(s)
+            step = np.linalg.lstsq(T, x - p, rcond=None)[0]
+            step = np.clip(step, -window, window)
+            s = s + step
+            if np.abs(step).max() < 1e-13:
+                return s, True
+        return s, False
+
+    def TCD_to_coordinates(self, TCD):
+        x = TCD[:3, 3]
+        s, ok = self._nearest(x, self.coordinate_values[:self.n])
+        if not ok:
+            axes = [np.linspace(lo, hi, 17) for lo, hi in zip(self.lo, self.hi)]
+            grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, self.n)
+            G = self.joint.transforms(grid)
+            start = grid[int(np.argmin(np.linalg.norm(G[:, :3, 3] - x, axis=1)))]
+            s, _ = self._nearest(x, start)
+        return np.concatenate([s, so3.log(TCD[:3, :3])])
+
+    def project_to_constraints(self, TCD):
+        coords = self.TCD_to_coordinates(TCD)
+        return se3.from_rp(TCD[:3, :3], self.point(coords[:self.n])[0]), coords
+
+    def update_constraints(self, TGD, TCD, errC, velGD, update_engaged):
+        n = self.n
+        _, T = self.point(self.coordinate_values[:n])
+        U = np.linalg.svd(T, full_matrices=True)[0]
+        Rt = TGD[:3, :3].T                                   # D axes -> G axes
+        for k in range(3 - n):
+            self.constraints[k].set_wrench(f=Rt @ U[:, n + k])
+        rows = np.linalg.pinv(T)                             # (n, 3): s_dot = rows @ p_dot
+        for a in range(n):
+            self.constraints[3 - n + a].set_wrench(f=Rt @ rows[a])
 
 
 # ------------------------------------------------------------------------------------------

@@ -380,3 +380,80 @@ def test_a_body_rides_the_path_blender_draws_for_a_nurbs_curve(blender):
     assert r["moved"] > 0.1
     # the joint's path is the one Blender draws for the order-4 NURBS of the same points
     assert r["drawn_gap"] <= r["drawn_spacing"]
+
+
+def scenario_ball_in_a_nurbs_bowl(tmp):
+    import bpy
+
+    from scenes import addon_module
+
+    bridge, display = addon_module("addon.bridge"), addon_module("core.display")
+    lb = addon_module("addon.linkage_bridge")
+    core = addon_module("core.linkage")
+    couplings = addon_module("core.maximal.couplings")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps, scene.frame_start = 24, 1
+    # Blender's NURBS surface primitive (4 x 4 points, order 4, no endpoints) subdivided to
+    # 7 x 7, its points lifted into a bowl
+    bpy.ops.surface.primitive_nurbs_surface_surface_add()
+    bowl = bpy.context.active_object
+    bowl.name = "Bowl"
+    bpy.ops.object.mode_set(mode="EDIT")
+    bpy.ops.curve.select_all(action="SELECT")
+    bpy.ops.curve.subdivide()
+    bpy.ops.object.mode_set(mode="OBJECT")
+    sp = bowl.data.splines[0]
+    for p in sp.points:
+        x, y = 0.6 * p.co[0], 0.6 * p.co[1]
+        p.co = (x, y, 0.3 * (x * x + y * y) + 0.05 * x, 1.0)
+    sp.resolution_u = sp.resolution_v = 8
+    bowl.location, bowl.rotation_euler = (0.3, 0.2, 0.1), (0.1, 0.0, 0.2)   # moves with its object
+    bpy.context.view_layer.update()
+    W = lb.object_pose(bowl)
+    near = couplings.SplinePointCoupling(core.point_surface(lb.read_surface_points(bowl)))
+
+    def gap(x):
+        """Distance (m) of world point x from the joint's surface."""
+        local = W[:3, :3].T @ (np.asarray(x) - W[:3, 3])
+        TGD, _ = near.project_to_constraints(np.block([[np.eye(3), local[:, None]], [0, 0, 0, 1]]))
+        return float(np.linalg.norm(TGD[:3, 3] - local))
+
+    drawn = bowl.evaluated_get(bpy.context.evaluated_depsgraph_get()).to_mesh()
+    drawn_gap = max(gap(W[:3, :3] @ np.array(v.co) + W[:3, 3]) for v in list(drawn.vertices)[::7])
+    start = W @ near.coordinates_to_TCD(np.array([1.2, 2.9, 0.0, 0.0, 0.0]))[:, 3]
+    ball = bridge.write_mesh_object("ball", *display.box((0.1, 0.1, 0.1)), scene.collection)
+    ball.location = start[:3] + np.array([0.0, 0.0, 0.05])    # the contact point 5 cm below
+    ball.spline_joints_linkage_mass = 0.5
+    bpy.context.view_layer.update()
+    scene.cursor.location = start[:3]
+    assert bpy.ops.spline_joints.add_link_joint(kind="surface_point", body2="ball", surface="Bowl") \
+        == {"FINISHED"}
+    item = scene.spline_joints_linkages[0]
+    item.duration, item.substeps = 1.0, 10
+    assert bpy.ops.spline_joints.bake_linkage("EXEC_DEFAULT", True) == {"FINISHED"}
+    contact = np.array([0.0, 0.0, -0.05, 1.0])
+    gaps, points = [], []
+    for f in range(1, item.baked_frames + 1):
+        scene.frame_set(f)
+        x = (lb.object_pose(ball) @ contact)[:3]
+        gaps.append(gap(x))
+        points.append(x.tolist())
+    bad = error_of(bpy.ops.spline_joints.add_link_joint, kind="surface_point", body2="ball",
+                   surface="ball")
+    return {"gaps": gaps, "solver": item.solver, "error": item.constraint_error,
+            "drawn_gap": drawn_gap, "travel": float(np.ptp(np.array(points), axis=0)[:2].min()),
+            "bad": bad, "joints": len(item.joints)}
+
+
+def test_a_ball_rolls_on_the_surface_blender_draws_for_a_nurbs_surface(blender):
+    r = blender(scenario_ball_in_a_nurbs_bowl)
+    assert r["solver"] == "couplings" and r["error"] < FLOAT32_POSE
+    # every baked frame's contact point on the joint's surface (to the single precision of
+    # the keyed pose)
+    assert max(r["gaps"]) < FLOAT32_POSE
+    assert r["travel"] > 0.05                              # it rolled across both directions
+    # the joint's surface is the one Blender draws for the order-4 NURBS surface (its
+    # tessellated vertices lie on it, to single precision)
+    assert r["drawn_gap"] < FLOAT32_POSE
+    assert "needs a surface object" in r["bad"] and r["joints"] == 1

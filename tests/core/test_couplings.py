@@ -7,8 +7,8 @@ from core.errors import InvalidInputError
 from core.lie import se3, so3
 from core.maximal.couplings import (Constraint, CoupledBodies, CouplingJoint,
                                     CylindricalCoupling, HingeCoupling, SlottedHingeCoupling,
-                                    SphericalCoupling, SplineCurveCoupling, align_z,
-                                    nearest_angle)
+                                    SphericalCoupling, SplineCurveCoupling,
+                                    SplinePointCoupling, align_z, nearest_angle)
 
 
 def spline_joint():
@@ -22,14 +22,28 @@ def spline_joint():
     return SplineCurveJoint(np.array(frames))
 
 
+def bowl():
+    """A spline surface joint (translations only) through a 5 x 6 grid of a tilted bowl."""
+    from core.linkage import point_surface
+
+    u, v = np.meshgrid(np.linspace(-1, 1, 5), np.linspace(-1, 1, 6), indexing="ij")
+    return point_surface(np.stack([u + 0.2 * v, v, 0.3 * (u ** 2 + v ** 2) + 0.1 * u], -1))
+
+
 def couplings():
     return {"hinge": (HingeCoupling(), [0.7]),
             "slotted": (SlottedHingeCoupling(), [0.3, -2.0]),
             "cylindrical": (CylindricalCoupling(), [0.4, 1.2]),
-            "spherical": (SphericalCoupling([0, 0, 1.0], 0.8), [0.3, -0.2, 0.5])}
+            "spherical": (SphericalCoupling([0, 0, 1.0], 0.8), [0.3, -0.2, 0.5]),
+            "point_curve": (SplinePointCoupling(spline_joint()), [1.6, 0.3, -0.4, 0.9]),
+            "point_surface": (SplinePointCoupling(bowl()), [0.7, 1.9, -0.2, 0.5, 1.1])}
 
 
-@pytest.mark.parametrize("name", ["hinge", "slotted", "cylindrical", "spherical", "spline"])
+POINTS = ["point_curve", "point_surface"]
+
+
+@pytest.mark.parametrize("name", ["hinge", "slotted", "cylindrical", "spherical", "spline"]
+                         + POINTS)
 def test_coordinates_round_trip_and_projection(name):
     if name == "spline":
         cp = SplineCurveCoupling(spline_joint(), value=1.5)
@@ -50,7 +64,8 @@ def test_coordinates_round_trip_and_projection(name):
     assert np.abs(se3.log(se3.inv(TGD) @ bad)).max() < 3e-3
 
 
-@pytest.mark.parametrize("name", ["hinge", "slotted", "cylindrical", "spherical", "spline"])
+@pytest.mark.parametrize("name", ["hinge", "slotted", "cylindrical", "spherical", "spline"]
+                         + POINTS)
 def test_wrenches_annihilate_allowed_motion_and_limits_give_rates(name):
     """Bilateral G_k . v = 0 for every coordinate motion; a limit wrench gives the rate of
     its coordinate (eq. 4.19); both checked with finite differences of coordinates_to_TCD."""

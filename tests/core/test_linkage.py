@@ -282,3 +282,61 @@ def test_driver_poses_are_checked():
         simulate_linkage(dataclasses.replace(lk, driver=""), 1.0, 24, driver_poses=keys)
     with pytest.raises(InvalidInputError, match="F >= 25"):
         simulate_linkage(lk, 1.0, 24, driver_poses=keys[:10])
+
+
+def test_a_rod_hangs_from_a_spline_curve_by_a_point_free_to_turn():
+    """curve_point: the rod's top (0.3 m above its centre) stays on the curve's path while
+    the rod swings (its orientation changes, unlike the curve kind's bead)."""
+    from core.joints.spline_curve import SplineCurveJoint
+    from core.linkage import LinkBody, Linkage
+
+    points = [[0.0, 0, 1.0], [0.5, 0, 0.55], [1.0, 0, 0.35], [1.5, 0, 0.45], [2.0, 0, 0.9]]
+    frames = np.array([se3.from_rp(np.eye(3), p) for p in points])
+    curve = SplineCurveJoint(frames)
+    top = se3.from_rp(np.eye(3), [0.0, 0.0, 0.3])
+    start = curve.transform(np.array([curve.lower[0] + 0.3 * (curve.upper[0] - curve.lower[0])]))
+    rod = LinkBody("rod", start @ se3.inv(top), 0.2, np.diag([0.01, 0.01, 0.001]))
+    wire = LinkJoint("wire", "curve_point", "", "rod", np.eye(4), top, curve=frames)
+    motion = simulate_linkage(Linkage((rod,), (wire,)), 1.0, 24, substeps=10)
+    assert motion.solver == "couplings" and motion.errors.max() < 1e-9
+    tips = (motion.poses[:, 0] @ top)[:, :3, 3]
+    grid = curve.transforms(np.linspace(curve.lower[0], curve.upper[0], 40001)[:, None])[:, :3, 3]
+    gap = np.linalg.norm(tips[:, None] - grid[None], axis=-1).min(axis=1)
+    assert gap.max() <= np.linalg.norm(np.diff(grid, axis=0), axis=1).max()
+    assert np.abs(motion.poses[:, 0, :3, :3] - np.eye(3)).max() > 0.1        # it turned
+    assert np.ptp(tips[:, 0]) > 0.1                                           # and slid
+
+
+def test_a_ball_rolls_in_a_spline_surface_bowl():
+    """surface_point: the ball's lowest point stays on the bowl (the distance to the
+    surface, from the coupling's own nearest-point search, below the reported error) and
+    it moves across both of the surface's directions."""
+    from core.linkage import LinkBody, Linkage, point_surface
+    from core.maximal.couplings import SplinePointCoupling
+
+    u, v = np.meshgrid(np.linspace(-1, 1, 5), np.linspace(-1, 1, 6), indexing="ij")
+    grid = np.stack([u, v, 0.3 * (u ** 2 + v ** 2)], -1)
+    surface = point_surface(grid)
+    contact = se3.from_rp(np.eye(3), [0.0, 0.0, -0.1])
+    start = surface.transforms(np.array([[0.3, 1.1]]))[0]
+    ball = LinkBody("ball", start @ se3.inv(contact), 0.5, 0.002 * np.eye(3))
+    bowl = LinkJoint("bowl", "surface_point", "", "ball", np.eye(4), contact, surface=grid)
+    motion = simulate_linkage(Linkage((ball,), (bowl,)), 2.0, 24, substeps=10)
+    assert motion.solver == "couplings" and motion.errors.max() < 1e-9
+    assert motion.violations.max() == 0.0                # inside the surface's range
+    near = SplinePointCoupling(surface)
+    points = (motion.poses[:, 0] @ contact)[:, :3, 3]
+    for x in points:
+        TGD, _ = near.project_to_constraints(se3.from_rp(np.eye(3), x))
+        assert np.linalg.norm(TGD[:3, 3] - x) <= 1e-9
+    assert min(np.ptp(points[:, 0]), np.ptp(points[:, 1])) > 0.1
+
+
+def test_point_joints_need_their_path():
+    from core.linkage import LinkBody, Linkage
+
+    body = LinkBody("b", np.eye(4), 1.0, np.eye(3))
+    for kind, kw in (("curve_point", {}), ("surface_point", {"surface": np.zeros((3, 4, 3))})):
+        with pytest.raises(InvalidInputError, match="needs"):
+            check_linkage(Linkage((body,), (LinkJoint("j", kind, "", "b", np.eye(4), np.eye(4),
+                                                      **kw),)))
