@@ -20,11 +20,14 @@ Spherical-joint limits read the rotation coordinates ``r`` (the first three coor
 1. a velocity impulse ``v += M^-1 N^T lambda``, ``lambda >= 0``, so that
    ``n_l . v >= -e min(n_l . v_before, 0)`` (restitution e; seed 003: the impulse is along
    grad g, mass-weighted by the inverse mass matrix);
-2. when an engaged constraint is more than ``p_tol`` outside, a position correction
-   ``q += M^-1 N^T mu``, ``mu >= 0``, with ``N dq >= -d - p_tol`` for *every* constraint (the
-   deadband of seed 002 lets a joint rest up to ``p_tol`` outside, so it does not chatter;
-   the constraints that are inside take part so that the correction of one limit does not
-   push its neighbours out, as it would on a whipping chain of coned joints).
+2. when an engaged constraint is more than ``p_tol`` outside, a position projection in
+   joint space ``q += N^T mu``, ``mu >= 0``, with ``N dq >= -d - p_tol`` for *every*
+   constraint, re-linearized at the projected pose up to :data:`~core.compiled.layout.
+   POSITION_PASSES` times until each is within its deadband (the deadband of seed 002 lets a
+   joint rest up to ``p_tol`` outside, so it does not chatter). Each limit's gradient lives
+   in its own joint's coordinates, so the projection moves only the joints at their limits;
+   a mass-weighted one (``M^-1 N^T``) moves every joint of the chain without changing the
+   velocities, which pumped energy into a whipping chain of coned joints until it diverged.
 
 Engagement (seed 002 section 4.10.2): a constraint engages when ``d < 0``; it disengages
 only when ``d > 0`` and ``d_dot > 0`` (moving away) and after at least ``min_engaged_steps``
@@ -359,10 +362,11 @@ class LimitSolver:
         target = -self.restitution * np.minimum(ddot[engaged], 0.0)
         lam = self._pgs(W, ddot[engaged] - target)
         v = v + MinvNt @ lam
-        # position: N dq >= -d - p_tol for every constraint, once an engaged one is more than
-        # p_tol outside: the correction may not push a neighbouring limit out instead
+        # position: N dq >= -d - p_tol for every constraint, in joint space, re-linearized
         if np.any(d[engaged] + self.tol[engaged] < 0):
-            MinvNt = cho_solve(fac, N.T, check_finite=False)
-            mu = self._pgs(N @ MinvNt, d + self.tol)
-            q = q + MinvNt @ mu
+            for _ in range(L.POSITION_PASSES):
+                q = q + N.T @ self._pgs(N @ N.T, d + self.tol)
+                d, N = self.evaluate(q)
+                if np.all(d + self.tol >= -L.POSITION_SLACK):
+                    break
         return q, v

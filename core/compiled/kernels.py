@@ -38,7 +38,7 @@ from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, 
                      H_NLE, H_NPS, H_NV, H_RPOINT, H_RSPRING, H_SM, H_SPRINGS, H_TAU, H_TMP, I_DEG,
                      I_KIND, I_N, I_NS, I_PAR, I_PARENT, I_Q, KIND_SCREW, KIND_SPHERE, KIND_SPLINE,
                      LI_C, LI_HEADER, LI_ITER, LI_MIN, LIMIT_CONE, LIMIT_LOWER, LR_HEADER, LR_PER,
-                     NI, PGS_RTOL, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
+                     NI, PGS_RTOL, POSITION_PASSES, POSITION_SLACK, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
 from .custom import custom_joint
 from .layout import KIND_CUSTOM, limit_offsets
 
@@ -1021,30 +1021,22 @@ def _pgs(lr, W, b, lam, ne, sweeps):
 @_jit
 def _limits(ints, reals, buf, q, v, li, lr):
     """One application of the limit solver after a substep (as
-    :meth:`core.limits.LimitSolver.apply`): engagement, then the velocity impulse and the
-    position correction over every constraint through ``M^-1 N^T`` (Cholesky of the CRBA
-    mass matrix) and projected Gauss-Seidel. Status 4 if M is not positive definite."""
+    :meth:`core.limits.LimitSolver.apply`): engagement, the velocity impulse through
+    ``M^-1 N_e^T`` (Cholesky of the CRBA mass matrix), then the joint-space position
+    projection over every constraint; projected Gauss-Seidel for both. Status 4 if M is not
+    positive definite."""
     nv = ints[H_NV]
     c = li[LI_C]
     (E, ST, _, _, IX, _), (D, DD, N, L, Y, W, lam, bb, _) = _limit_offsets(c, nv)
-    for k in range(c * nv):
-        lr[N + k] = 0.0
     ne = 0
     for k in range(c):
-        kind, dof = li[LI_HEADER + 2 * k], li[LI_HEADER + 2 * k + 1]
-        o = LR_HEADER + LR_PER * k
+        d = _limit_row(li, lr, q, k, nv, N, D)
+        dof = li[LI_HEADER + 2 * k + 1]
         n = N + nv * k
-        if kind == LIMIT_CONE:
-            d, g0, g1, g2 = _cone(q, dof, lr[o + 2], lr[o + 3], lr[o + 4], lr[o + 5])
-            lr[n + dof], lr[n + dof + 1], lr[n + dof + 2] = g0, g1, g2
-            dd = g0 * v[dof] + g1 * v[dof + 1] + g2 * v[dof + 2]
-        elif kind == LIMIT_LOWER:
-            d, dd = q[dof] - lr[o], v[dof]
-            lr[n + dof] = 1.0
-        else:
-            d, dd = lr[o] - q[dof], -v[dof]
-            lr[n + dof] = -1.0
-        lr[D + k], lr[DD + k] = d, dd
+        dd = lr[n + dof] * v[dof]
+        if li[LI_HEADER + 2 * k] == LIMIT_CONE:
+            dd += lr[n + dof + 1] * v[dof + 1] + lr[n + dof + 2] * v[dof + 2]
+        lr[DD + k] = dd
         was = li[E + k] != 0
         leave = was and d > 0.0 and dd > 0.0 and li[ST + k] >= li[LI_MIN]
         on = (was and not leave) or d < 0.0
@@ -1081,18 +1073,52 @@ def _limits(ints, reals, buf, q, v, li, lr):
     need = False                                         # N dq >= -d - p_tol
     for e in range(ne):
         k = li[IX + e]
-        need = need or -lr[D + k] - lr[LR_HEADER + LR_PER * k + 1] > 0.0
-    if need:                                             # over every constraint
+        need = need or lr[D + k] + lr[LR_HEADER + LR_PER * k + 1] < 0.0
+    if need:                                             # bb: the distances, then b
         for k in range(c):
-            li[IX + k] = k
-            lr[bb + k] = lr[D + k] + lr[LR_HEADER + LR_PER * k + 1]
-        _delassus(lr, li, nv, c, IX, N, L, Y, W)
+            lr[bb + k] = lr[D + k]
+    for _ in range(POSITION_PASSES if need else 0):     # joint-space projection
+        for k in range(c):
+            lr[bb + k] += lr[LR_HEADER + LR_PER * k + 1]
+            for m in range(c):
+                x = 0.0
+                for i in range(nv):
+                    x += lr[N + nv * k + i] * lr[N + nv * m + i]
+                lr[W + c * k + m] = x
         _pgs(lr, W, bb, lam, c, li[LI_ITER])
-        for e in range(c):
-            y, x = Y + nv * e, lr[lam + e]
+        for k in range(c):
+            x = lr[lam + k]
             for i in range(nv):
-                q[i] += lr[y + i] * x
+                q[i] += lr[N + nv * k + i] * x
+        inside = True
+        for k in range(c):
+            d = _limit_row(li, lr, q, k, nv, N, bb)
+            inside = inside and d + lr[LR_HEADER + LR_PER * k + 1] >= -POSITION_SLACK
+        if inside:
+            break
     return 0
+
+
+@_jit
+def _limit_row(li, lr, q, k, nv, N, D):
+    """Constraint ``k`` at ``q``: its value ``d`` into ``lr[D + k]`` (returned; ``D`` the
+    offset of a (c,) block) and its gradient into row k of ``N`` (zero outside its dofs)."""
+    kind, dof = li[LI_HEADER + 2 * k], li[LI_HEADER + 2 * k + 1]
+    o = LR_HEADER + LR_PER * k
+    n = N + nv * k
+    for i in range(nv):
+        lr[n + i] = 0.0
+    if kind == LIMIT_CONE:
+        d, g0, g1, g2 = _cone(q, dof, lr[o + 2], lr[o + 3], lr[o + 4], lr[o + 5])
+        lr[n + dof], lr[n + dof + 1], lr[n + dof + 2] = g0, g1, g2
+    elif kind == LIMIT_LOWER:
+        d = q[dof] - lr[o]
+        lr[n + dof] = 1.0
+    else:
+        d = lr[o] - q[dof]
+        lr[n + dof] = -1.0
+    lr[D + k] = d
+    return d
 
 
 @_jit

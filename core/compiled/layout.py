@@ -106,6 +106,10 @@ LI_HEADER = 4
 #: projected Gauss-Seidel stops after a sweep that changes no impulse by more than this times
 #: the largest impulse (or after the sweep cap ``LI_ITER``)
 PGS_RTOL = 1e-10
+#: the limit solver's position projection is repeated (re-linearized at the projected pose) at
+#: most this many times, until every constraint is within its deadband less this slack
+POSITION_PASSES = 4
+POSITION_SLACK = 1e-12
 #: reals per constraint in ``lr``: bound, deadband tolerance, axis (3), cos(half-angle)
 LR_PER = 6
 LR_HEADER = 1         # restitution
