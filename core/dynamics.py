@@ -484,17 +484,23 @@ def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto"):
 
 
 def kinetic_energy(model, data, q, v):
-    """``sum_i 1/2 v_i^T J_i v_i`` (eq. 8 inertias): a float."""
+    """``sum_i 1/2 v_i^T J_i v_i`` (eq. 8 inertias): a float (on the numba backend one
+    kernel call)."""
     q, v, _ = _checked(model, data, q, v, None)
+    if _backend.kernels is not None:
+        return _compiled.energies(model, data, q, v)[0]
     _prepare(model, data, q, v, None)
     return 0.5 * float(np.einsum("na,nab,nb->", data.V, data.I_world, data.V))
 
 
 def potential_energy(model, data, q):
     """Gravity ``-sum m_i g . c_i`` (c_i world centre of mass) plus the elastic energy of joint
-    springs ``1/2 k (q - rest)^2`` and point springs ``1/2 k (l - rest)^2``: a float."""
+    springs ``1/2 k (q - rest)^2`` and point springs ``1/2 k (l - rest)^2``: a float. The
+    world poses at q are left in ``data.oMi`` (on the numba backend by one kernel call)."""
     model.check_data(data)
     q = model.check_state(q)
+    if _backend.kernels is not None:
+        return _compiled.energies(model, data, q, None)[1]
     T = update_kinematics(model, data, q)
     c = np.einsum("nab,nb->na", T[:, :3, :3], model.coms) + T[:, :3, 3]
     e = -float(model.masses @ (c @ model.gravity))
@@ -508,7 +514,10 @@ def potential_energy(model, data, q):
 
 
 def mechanical_energy(model, data, q, v):
-    """Kinetic plus potential energy: a float."""
+    """Kinetic plus potential energy: a float (on the numba backend one kernel call)."""
+    if _backend.kernels is not None:
+        q, v, _ = _checked(model, data, q, v, None)
+        return sum(_compiled.energies(model, data, q, v))
     return kinetic_energy(model, data, q, v) + potential_energy(model, data, q)
 
 

@@ -45,8 +45,12 @@ Compiled steps. On the numba backend (:mod:`core.backend`) a model whose joints 
 kernels, without a drive and with constant (or no) tau and fext, takes each step in one
 kernel call (:func:`core.compiled.kernels.advance`: the substeps, the divergence test, the
 spherical joints' chart changes, and the limits when the limit solver is ``compiled``);
-with other limits, one kernel call per substep and the limits in Python. A step the kernel
-reports as failed is taken again on the Python path, which raises the error above.
+with other limits, one kernel call per substep and the limits in Python. With a drive, such
+a model takes each substep in one kernel call (:func:`core.compiled.kernels.driven_step`:
+every stage's mass matrix, nonlinear effects, the solve for the free accelerations and the
+drive's power), the drive's rates and accelerations evaluated in Python at the substep's
+start, middle and end and passed in. A step the kernel reports as failed is taken again on
+the Python path, which raises the error above.
 
 Size. :func:`integrate` preallocates its records; :func:`check_record_size` refuses a run
 whose records would exceed :data:`MAX_RECORD_BYTES` before any work, with the figure.
@@ -288,24 +292,47 @@ class Integrator:
             self._powers = []
         self._kernel_step = self._kernel_step_arguments()
         self._kernel_advance = self._kernel_advance_arguments()
+        self._kernel_drive = self._kernel_drive_arguments()
 
-    def _kernel_step_arguments(self):
-        """``(tau, fext, method code, work rows)`` for one compiled kernel call per substep
-        (:func:`core.compiled.dispatch.substep`), or None: that needs every joint in a
-        family with a kernel, no drive, a constant (or no) tau and fext, and an aba method
-        the kernels run; the numba backend is checked at each substep."""
+    def _kernel_forces(self):
+        """``(tau, fext)`` as a compiled kernel takes them, or None: that needs every joint
+        in a family with a kernel and a constant (or no) tau and fext."""
         m = self.model
-        if (self.drive is not None or callable(self.tau) or callable(self.fext)
-                or self.aba_method not in dynamics.COMPILED_METHODS
-                or any(f.kernel_kind is None for f in m.families)):
+        if callable(self.tau) or callable(self.fext) or any(f.kernel_kind is None
+                                                            for f in m.families):
             return None
         try:
             fext = m.check_fext(self.fext)
             tau = self._zero if self.tau is None else m.check_state(self.tau, "tau")
         except ValueError:          # the numpy path raises it at the first step
             return None
-        rows = (np.zeros((5, m.nv)), np.zeros((5, m.nv)))
-        return tau, fext, METHODS.index(self.method), rows
+        return tau, fext
+
+    def _kernel_step_arguments(self):
+        """``(tau, fext, method code, work rows)`` for one compiled kernel call per substep
+        (:func:`core.compiled.dispatch.substep`), or None: that needs
+        :meth:`_kernel_forces`, no drive and an aba method the kernels run; the numba
+        backend is checked at each substep."""
+        forces = None if (self.drive is not None or self.aba_method not in
+                          dynamics.COMPILED_METHODS) else self._kernel_forces()
+        if forces is None:
+            return None
+        nv = self.model.nv
+        return forces + (METHODS.index(self.method), (np.zeros((5, nv)), np.zeros((5, nv))))
+
+    def _kernel_drive_arguments(self):
+        """``(tau, fext, method code, work rows, dofs (nv,) free then prescribed, free count,
+        drive (3, 2, k), powers (4,), Cholesky scratch (nf, nf + 1))`` for one compiled
+        kernel call per substep with a drive (:func:`core.compiled.dispatch.driven_substep`),
+        or None: that needs a drive and :meth:`_kernel_forces`."""
+        forces = None if self.drive is None else self._kernel_forces()
+        if forces is None:
+            return None
+        nv, nf = self.model.nv, self._f.size
+        return forces + (METHODS.index(self.method), (np.zeros((5, nv)), np.zeros((5, nv))),
+                         np.concatenate([self._f, self._p]).astype(np.int64), nf,
+                         np.zeros((3, 2, self._p.size)), np.zeros(4),
+                         np.zeros((nf, nf + 1)))
 
     def _kernel_advance_arguments(self):
         """The arrays ``(si, sr, sw, li, lr)`` of one compiled kernel call per step
@@ -373,12 +400,31 @@ class Integrator:
         self._powers.append(float((M[p] @ a + h[p]) @ vp))
         return a
 
+    def _compiled_driven_substep(self, t, q, v):
+        """One substep with a drive in one kernel call (:meth:`_kernel_drive_arguments`):
+        ``(qn, vn)`` with the stages' drive powers appended, or None when the kernel reports
+        a failure."""
+        tau, fext, code, rows, dofs, nf, drive, powers, chol = self._kernel_drive
+        h = self.h
+        for i, ts in enumerate((t, t + 0.5 * h, t + h) if code == 2 else (t,)):
+            _, drive[i, 0], drive[i, 1] = self.drive.evaluate(ts)
+        out = _compiled.driven_substep(self.model, self.data, q, v, tau, fext, h, code, rows,
+                                       dofs, nf, drive, powers, chol)
+        if out is not None:
+            self._powers.extend(powers[:len(DRIVE_WEIGHTS[self.method])].tolist())
+        return out
+
     # -- stepping ------------------------------------------------------------------
     def _substep(self, t, q, v):
         h = self.h
         if self._kernel_step is not None and _backend.kernels is not None:
             tau, fext, code, rows = self._kernel_step
             return _compiled.substep(self.model, self.data, q, v, tau, fext, h, code, rows)
+        if self._kernel_drive is not None and _backend.kernels is not None:
+            out = self._compiled_driven_substep(t, q, v)
+            if out is not None:
+                return out
+            self._powers.clear()            # failed: the Python path below names the cause
         if self.method == "rk4":
             a1 = self.acceleration(t, q, v)
             q2, v2 = q + 0.5 * h * v, v + 0.5 * h * a1

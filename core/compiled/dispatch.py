@@ -9,7 +9,8 @@ from .. import backend
 from ..errors import NonFiniteError
 from .pack import pack
 
-__all__ = ["packed", "aba", "rnea", "nonlinear_effects", "crba", "substep", "NO_FEXT"]
+__all__ = ["packed", "aba", "rnea", "nonlinear_effects", "crba", "energies", "substep",
+           "driven_substep", "NO_FEXT"]
 
 #: the kernels' "no external wrenches"
 NO_FEXT = np.zeros((0, 6))
@@ -107,6 +108,16 @@ def crba(model, data, q):
     return data.M
 
 
+def energies(model, data, q, v):
+    """``(kinetic, potential)`` energies (checked arguments; ``v`` None: the kinetic energy
+    is 0 and not computed), the world poses left in ``data.oMi``."""
+    p = model.packed or packed(model)
+    if p.python:
+        _python_joints(model, data, p, q, v)
+    return backend.kernels.energies(p.ints, p.reals, data.buffer, q, q if v is None else v,
+                                    p.mass_com, v is not None)
+
+
 def substep(model, data, q, v, tau, fext, h, method, rows):
     """One integrator substep ``(q, v) -> (qn, vn)`` in one kernel call, for models whose
     joints all have kernels; ``method`` 0 euler, 1 semi-implicit, 2 rk4; ``rows`` a pair of
@@ -118,3 +129,20 @@ def substep(model, data, q, v, tau, fext, h, method, rows):
         _failed(model, "the integrator step")
     return qn[0].copy(), vn[0].copy()
 
+
+def driven_substep(model, data, q, v, tau, fext, h, method, rows, dofs, nf, drive, powers,
+                   chol):
+    """:func:`substep` of a model with prescribed coordinates
+    (:func:`core.compiled.kernels.driven_step`: ``dofs (nv,)`` free then prescribed,
+    ``nf`` free ones, ``drive (3, 2, k)`` their ``(v_p, a_p)`` at ``t, t + h/2, t + h``,
+    the stages' drive powers into ``powers (4,)``, ``chol (nf, nf + 1)`` scratch). Returns
+    fresh arrays ``(qn, vn)``, or None when the kernel reports a failure (a mass matrix
+    ``M_ff`` that is not positive definite: the caller takes the substep on the Python path,
+    which raises the error naming the cause)."""
+    p = model.packed or packed(model)
+    qn, vn = rows
+    if backend.kernels.driven_step(p.ints, p.reals, data.buffer, q, v, tau,
+                                   NO_FEXT if fext is None else fext, h, method, qn, vn, dofs,
+                                   nf, drive, powers, chol):
+        return None
+    return qn[0].copy(), vn[0].copy()

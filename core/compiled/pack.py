@@ -11,13 +11,15 @@ __all__ = ["Packed", "pack", "step_arrays"]
 class Packed:
     """A model's kernel arrays: ``ints`` (int64), ``reals`` (float64), ``python`` (the
     indices in ``model.families`` evaluated in Python before a kernel: no ``kernel_kind``),
-    ``multi_python`` (those of them with joints of several coordinates) and ``zeros``
-    ``(nv,)`` (the acceleration of the nonlinear effects)."""
+    ``multi_python`` (those of them with joints of several coordinates), ``zeros``
+    ``(nv,)`` (the acceleration of the nonlinear effects) and ``mass_com (nb, 4)`` (each
+    body's ``[m, m c]``, for the potential energy)."""
 
-    def __init__(self, ints, reals, python, multi_python, nv):
+    def __init__(self, ints, reals, python, multi_python, nv, mass_com):
         self.ints, self.reals = ints, reals
         self.python, self.multi_python = python, multi_python
         self.zeros = np.zeros(nv)
+        self.mass_com = mass_com
 
 
 def pack(model):
@@ -61,8 +63,10 @@ def pack(model):
     for s, (a, pa, b, pb, k, c, rest) in enumerate(model.point_springs):
         ints[L.HEADER + L.NI * nb + 2 * s:][:2] = a, b
         chunks.append(np.concatenate([pa, pb, [k, c, rest]]))
+    mass_com = np.ascontiguousarray(np.column_stack([model.masses,
+                                                     model.masses[:, None] * model.coms]))
     return Packed(ints, np.ascontiguousarray(np.concatenate(chunks)), tuple(python),
-                  tuple(multi_python), nv)
+                  tuple(multi_python), nv, mass_com)
 
 
 def step_arrays(nv, nb, method, substeps, h, tau, fext, charts):

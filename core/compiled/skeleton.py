@@ -1,6 +1,6 @@
 """The seed-001 skeleton step (:class:`core.maximal.skeleton.Skeleton`) as one compiled call
-on the numba backend: accelerations, the momentum (or the seed's) update and the
-post-stabilization in one kernel.
+on the numba backend: accelerations, the momentum (or the seed's, or the second-order
+"heun") update and the post-stabilization in one kernel.
 
 The constraint system (6) of the skeleton, ``(J M^-1 Jf^T) lam = rhs``, is solved in its
 saddle-point form over bodies and joints,
@@ -34,7 +34,7 @@ from .kernels import _invert, _jit
 __all__ = ["packed", "step", "accelerations"]
 
 #: update codes of the step kernel
-UPDATE_CODES = {"momentum": 0, "paper": 1}
+UPDATE_CODES = {"momentum": 0, "paper": 1, "heun": 2}
 
 
 def _tree(E, N):
@@ -141,8 +141,8 @@ def accelerations(skel, state, f_ext):
 
 def step(skel, state, h, f_ext, update, stabilize, tol, iterations):
     """``(p, R, v, w, c, d, separation before, after, stabilization iterations)`` of one
-    :meth:`Skeleton.step` (``update`` "momentum" or "paper") from one kernel call, or None
-    (not a tree, a singular pivot or a non-finite state)."""
+    :meth:`Skeleton.step` (``update`` "momentum", "paper" or "heun") from one kernel call,
+    or None (not a tree, a singular pivot or a non-finite state)."""
     pk = packed(skel)
     if pk is None:
         return None
@@ -515,18 +515,55 @@ def _position_errors(N, E, hinge, lever, axis, p, R, Jb, B, x, g):
 
 
 @_jit
+def _heun(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, side, Jb, Fb,
+          B, x, y, buf, tmp, F, p, R, v, w, fext, h):
+    """The "heun" update in place on ``(p, R, v, w)`` from the accelerations ``[dw; a]`` at
+    the state in ``y[:N]``: the Euler prediction ``(p + h v, R exp(h w), v + h a, w + h
+    dw)``, system (6) again there, then ``p += h (v + v_pred) / 2``, ``v += h (a + a_pred) /
+    2``, ``w += h (dw + dw_pred) / 2`` and ``R exp(h (w + w_pred) / 2)`` (as
+    :meth:`Skeleton._step`). False if a pivot is singular."""
+    N = mass.shape[0]
+    p0, R0, v0, w0, y0 = p.copy(), R.copy(), v.copy(), w.copy(), y[:N].copy()
+    for i in range(N):
+        for k in range(3):
+            p[i, k] = p0[i, k] + h * v0[i, k]
+            v[i, k] = v0[i, k] + h * y0[i, 3 + k]
+            w[i, k] = w0[i, k] + h * y0[i, k]
+        _times(R, i, _rodrigues(h * w0[i, 0], h * w0[i, 1], h * w0[i, 2]))
+    if not _acc(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, side,
+                Jb, Fb, B, x, y, buf, tmp, F, p, R, v, w, fext):
+        return False
+    for i in range(N):
+        e = _rodrigues(0.5 * h * (w0[i, 0] + w[i, 0]), 0.5 * h * (w0[i, 1] + w[i, 1]),
+                       0.5 * h * (w0[i, 2] + w[i, 2]))
+        for k in range(3):
+            p[i, k] = p0[i, k] + 0.5 * h * (v0[i, k] + v[i, k])
+            v[i, k] = v0[i, k] + 0.5 * h * (y0[i, 3 + k] + y[i, 3 + k])
+            w[i, k] = w0[i, k] + 0.5 * h * (y0[i, k] + y[i, k])
+            for j in range(3):
+                R[i, k, j] = R0[i, k, j]
+        _times(R, i, e)
+    return True
+
+
+@_jit
 def _step(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, side, Jb, Fb,
           B, x, y, buf, tmp, F, p, R, v, w, fext, h, update, stabilize, tol, iterations, c, d,
           info):
-    """:meth:`Skeleton.step` with update 0 "momentum" or 1 "paper", in place on ``(p, R, v,
-    w)``; ``c, d`` the constraint forces, ``info = [separation before, after, stabilization
-    iterations]``. Returns 0, or 1 if a pivot is singular or the state is not finite."""
+    """:meth:`Skeleton.step` with update 0 "momentum", 1 "paper" or 2 "heun", in place on
+    ``(p, R, v, w)``; ``c, d`` the constraint forces, ``info = [separation before, after,
+    stabilization iterations]``. Returns 0, or 1 if a pivot is singular or the state is not
+    finite."""
     N = mass.shape[0]
     if not _acc(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, side,
                 Jb, Fb, B, x, y, buf, tmp, F, p, R, v, w, fext):
         return 1
     _forces(N, E, hinge, B, y, c, d)
-    for i in range(N):
+    if update == 2:
+        if not _heun(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent,
+                     side, Jb, Fb, B, x, y, buf, tmp, F, p, R, v, w, fext, h):
+            return 1
+    for i in range(0 if update == 2 else N):                # heun: updated above
         for k in range(3):
             v[i, k] += h * y[i, 3 + k]
             p[i, k] += h * v[i, k]

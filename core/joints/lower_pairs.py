@@ -21,14 +21,14 @@ import math
 
 import numpy as np
 
-from ..compiled.layout import KIND_SCREW
+from ..compiled.layout import KIND_FIXED, KIND_SCREW
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import so3
 from .base import Joint
 from .family import JointFamily, covers, dof_selector
 
 __all__ = ["ParamJoint", "Revolute", "Prismatic", "Helical", "Cylindrical", "Universal",
-           "Planar", "Fixed", "ScrewFamily", "unit_axis", "plane_basis"]
+           "Planar", "Fixed", "ScrewFamily", "FixedFamily", "unit_axis", "plane_basis"]
 
 
 def unit_axis(axis, name="axis"):
@@ -492,10 +492,22 @@ class Planar(ParamJoint):
         return G
 
 
+class FixedFamily(JointFamily):
+    """The welds of a model: each local transform is its placement (``G = I``), no
+    coordinates, nothing else to write."""
+
+    #: the kernel copies the placement (no parameters)
+    kernel_kind = KIND_FIXED
+
+    def calc(self, q, data, work):
+        data.oMi[self.bodies] = self.placements
+
+
 class Fixed(ParamJoint):
     """A weld: ``nq = 0``, ``G = I``, ``S: (6, 0)``, ``H: (0, 6, 0)``."""
 
     nq = 0
+    family = FixedFamily
 
     def __init__(self):
         self._init_limits(None, None)

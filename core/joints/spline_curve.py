@@ -33,7 +33,7 @@ import math
 import numpy as np
 from numpy.polynomial import chebyshev
 
-from ..compiled.layout import KIND_SPLINE
+from ..compiled.layout import KIND_CLOSED_SPLINE, KIND_SPLINE
 from .. import bspline
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3
@@ -41,7 +41,8 @@ from . import poe
 from .base import Joint
 from .family import GenericFamily, JointFamily, covers, dof_selector
 
-__all__ = ["SplineCurveJoint", "ClosedSplineCurveJoint", "CubicSplineFamily", "natural_knots",
+__all__ = ["SplineCurveJoint", "ClosedSplineCurveJoint", "CubicSplineFamily",
+           "ClosedCubicSplineFamily", "natural_knots",
            "frame_knots_to_full", "coordinate_error", "Q_MAX", "FIT_DEGREES", "FIT_TOL"]
 
 
@@ -641,7 +642,10 @@ class CubicSplineFamily(JointFamily):
         work.span_lo, work.span_hi, work.fallback = lo_b, hi_b, fallback
 
     def calc(self, q, data, work):
-        x = q if work.whole_q else q[self.dof_sel]
+        self._calc(q if work.whole_q else q[self.dof_sel], data, work)
+
+    def _calc(self, x, data, work):
+        """:meth:`calc` at the family's coordinates ``x: (n,)``."""
         xl = x.tolist()
         if work.single and not work.fallback and work.span_lo[0] <= xl[0] < work.span_hi[0]:
             pw = work.pow1
@@ -689,8 +693,6 @@ class ClosedSplineCurveJoint(SplineCurveJoint):
     spline): ``period`` (float, = n h), ``spacing`` (h) and ``loop_twists`` (n, 6), the twists
     of one period.
     """
-
-    family = GenericFamily      # its coordinate wraps round the loop: evaluated one by one
 
     def __init__(self, control_frames, order=4, *, spacing=1.0):
         k = _check_spline_order(order)
@@ -791,3 +793,35 @@ class ClosedSplineCurveJoint(SplineCurveJoint):
     def __repr__(self):
         return (f"ClosedSplineCurveJoint(order={self.order}, "
                 f"control_frames={len(self.loop_twists)}, period={self.period:g})")
+
+
+class ClosedCubicSplineFamily(CubicSplineFamily):
+    """The cubic :class:`ClosedSplineCurveJoint` s of a model: a :class:`CubicSplineFamily`
+    whose coordinates are first wrapped into one period, as
+    :meth:`ClosedSplineCurveJoint.evaluate` does (the compiled kernel wraps them alike)."""
+
+    def __init__(self, bodies, joints, placements, q_start):
+        super().__init__(bodies, joints, placements, q_start)
+        #: ``(n,)`` each joint's lower end and period
+        self.lower = np.array([j._lo for j in self.joints])
+        self.upper = np.array([j._hi for j in self.joints])
+        self.period = np.array([j.period for j in self.joints])
+
+    #: the kernel reads ``[period, the cubic family's parameters]``
+    kernel_kind = KIND_CLOSED_SPLINE
+
+    def kernel_params(self, k):
+        params, shape = super().kernel_params(k)
+        return np.concatenate([[self.period[k]], params]), shape
+
+    def calc(self, q, data, work):
+        x = q[self.dof_sel]
+        out = ~((self.lower <= x) & (x < self.upper))
+        if out.any():
+            r = np.mod(x - self.lower, self.period)
+            # mod of a tiny negative number rounds up to the period itself
+            x = np.where(out, self.lower + np.where(r >= self.period, 0.0, r), x)
+        self._calc(x, data, work)
+
+
+ClosedSplineCurveJoint.family = ClosedCubicSplineFamily

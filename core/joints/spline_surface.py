@@ -22,13 +22,15 @@ import numpy as np
 from scipy import sparse
 
 from .. import bspline
+from ..compiled.layout import KIND_SURFACE, SJ_HEAD, SJ_PER_AXIS
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3
 from . import poe
 from .base import Joint
+from .family import GenericFamily
 from .spline_curve import Q_MAX, coordinate_error
 
-__all__ = ["SplineJoint", "DEFAULT_BASIS_TWISTS"]
+__all__ = ["SplineJoint", "SplineJointFamily", "DEFAULT_BASIS_TWISTS"]
 
 #: translations x, y, z then rotations about x, y, z, as twists [w; v]
 DEFAULT_BASIS_TWISTS = np.array([
@@ -321,3 +323,33 @@ class SplineJoint(Joint):
     def __repr__(self):
         return (f"SplineJoint(n={self.nq}, twists={self._C.shape[0]}, "
                 f"coefficients={self._C.shape[1:]})")
+
+
+class SplineJointFamily(GenericFamily):
+    """The :class:`SplineJoint` s of a model: evaluated one by one through
+    :meth:`SplineJoint.evaluate` on the numpy backend, by the compiled kernel
+    :func:`core.compiled.surface.surface_joint` on the numba backend."""
+
+    #: the kernel reads the knot-span and twist tables of :mod:`core.compiled.surface`
+    kernel_kind = KIND_SURFACE
+
+    def kernel_params(self, k):
+        """``[n, m, (k, c, lo, hi, S, offset) per axis (3), H (12), g (m, 6), C, the axis
+        tables]`` (layout in :mod:`core.compiled.surface`) and ``(0, 0)``."""
+        j = self.joints[k]
+        m = j.basis_twists.shape[0]
+        head = np.zeros(SJ_HEAD)
+        head[:2] = j.nq, m
+        C = j._C.reshape((m,) + tuple(ax.n for ax in j._axes) + (1,) * (3 - j.nq))
+        body = [j.offset[:3].ravel(), j.basis_twists.ravel(), C.ravel()]
+        at = SJ_HEAD + sum(x.size for x in body)
+        for a, ax in enumerate(j._axes):
+            table = np.concatenate([ax.starts, ax.first, ax.P.ravel()])
+            head[2 + SJ_PER_AXIS * a:2 + SJ_PER_AXIS * (a + 1)] = (ax.k, ax.n, ax.lo, ax.hi,
+                                                             ax.starts.size, at)
+            body.append(table)
+            at += table.size
+        return np.concatenate([head] + body), (0, 0)
+
+
+SplineJoint.family = SplineJointFamily

@@ -344,10 +344,10 @@ class Skeleton:
 
     def _step(self, state, h, f_ext, update, stabilize, stabilize_tol, stabilize_iterations):
         """:meth:`step` after validation; numerical failures propagate. On the numba backend
-        the "momentum" and "paper" updates with their stabilization are one kernel call
+        every update with its stabilization is one kernel call
         (:func:`core.compiled.skeleton.step`); where it declines (joints not a tree, a
         singular pivot, a non-finite state) the numpy path below runs and raises."""
-        if _backend.kernels is not None and update != "heun":
+        if _backend.kernels is not None:
             from ..compiled import skeleton as compiled
             out = compiled.step(self, state, h, f_ext, update, stabilize, stabilize_tol,
                                 stabilize_iterations)

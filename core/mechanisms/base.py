@@ -52,7 +52,6 @@ from ..checks import real_number, whole_number
 from ..errors import InvalidInputError, SimulationError
 from ..integrators import (METHODS, ORDERS, Drive, Integrator, check_record_size,
                            diverged, integrate)
-from ..kinematics import forward_kinematics
 from ..limits import LimitSolver
 from ..maximal.skeleton import UPDATE_ORDERS as SKELETON_ORDERS
 from ..maximal.skeleton import UPDATES as SKELETON_UPDATES
@@ -429,9 +428,9 @@ class _ModelStepper(_BlowUpCheck, Integrator):
         q, v, work = state
         model, data = self.model, self.frame_data
         try:
-            poses = forward_kinematics(model, data, q).copy()
             K = dynamics.kinetic_energy(model, data, q, v)
-            E = K + dynamics.potential_energy(model, data, q)
+            E = K + dynamics.potential_energy(model, data, q)   # leaves the poses in oMi
+            poses = data.oMi.copy()
         except (ArithmeticError, ValueError) as err:
             if not diverged(err):
                 raise

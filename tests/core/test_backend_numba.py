@@ -24,7 +24,8 @@ from core import backend
 from core import dynamics as dyn
 from core.compiled.dispatch import packed
 from core.integrators import Integrator
-from core.joints.lower_pairs import Cylindrical, Helical, Prismatic, Revolute, Universal
+from core.joints.lower_pairs import (Cylindrical, Fixed, Helical, Prismatic, Revolute,
+                                     Universal)
 from core.joints.spherical import Spherical
 from core.joints.spline_curve import ClosedSplineCurveJoint, SplineCurveJoint
 from core.lie import se3, so3
@@ -105,14 +106,14 @@ def ball_chain(n, rng):
 
 
 def mixed_tree(rng):
-    """A branching tree of every kind: screws, splines and balls (kernels) beside joints the
-    kernels leave to Python (universal, cylindrical: several coordinates; a closed spline
-    curve: one), with joint springs, point springs and the bodies in no family order."""
+    """A branching tree of every kind: screws, splines, closed splines, welds and balls
+    (kernels) beside joints the kernels leave to Python (universal, cylindrical: several
+    coordinates), with joint springs, point springs and the bodies in no family order."""
     m = Model(gravity=(0.3, -0.2, -9.81))
     joints = [Revolute((0, 0, 1)), Universal((1, 0, 0), (0, 1, 0)), _spline_joint(0),
               Spherical(), Prismatic((1, 0, 0)), Cylindrical((0, 1, 0)), Helical((0, 0, 1), 0.1),
-              _closed_joint(), Spherical(), Revolute((1, 1, 0)), _spline_joint(2)]
-    parents = [-1, 0, 0, 1, 2, 3, 3, -1, 7, 8, 5]
+              _closed_joint(), Spherical(), Revolute((1, 1, 0)), _spline_joint(2), Fixed()]
+    parents = [-1, 0, 0, 1, 2, 3, 3, -1, 7, 8, 5, 8]
     for i, (j, p) in enumerate(zip(joints, parents)):
         _add(m, rng, f"t{i}", p, j)
     m.add_joint_spring(1, 2.0, 0.3)
@@ -137,9 +138,11 @@ MODELS = {
 
 def _state(m, rng, outside=False):
     q = m.neutral() + 0.4 * rng.normal(size=m.nq)
-    if outside:                       # spline coordinates beyond their knots: extrapolation
-        for i, j in enumerate(m.joints):
-            if isinstance(j, SplineCurveJoint) and not isinstance(j, ClosedSplineCurveJoint):
+    if outside:                       # spline coordinates beyond their knots: extrapolation,
+        for i, j in enumerate(m.joints):  # or closed curves' beyond a period: wrapped
+            if isinstance(j, ClosedSplineCurveJoint):
+                q[m.q_start[i]] = j.upper[0] + 2.5 * j.period
+            elif isinstance(j, SplineCurveJoint):
                 q[m.q_start[i]] = j.upper[0] + 0.3 if i % 2 else j.lower[0] - 0.2
     return q, rng.normal(size=m.nv), rng.normal(size=m.nv)
 

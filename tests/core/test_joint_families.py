@@ -10,9 +10,11 @@ from core import dynamics as dyn
 from core import kinematics as kin
 from core.joints.base import Joint
 from core.joints.family import GenericFamily, JointFamily
-from core.joints.lower_pairs import Helical, Prismatic, Revolute, ScrewFamily, Universal
+from core.joints.lower_pairs import (Fixed, FixedFamily, Helical, Prismatic, Revolute,
+                                     ScrewFamily, Universal)
 from core.joints.spherical import Spherical, SphericalFamily
-from core.joints.spline_curve import CubicSplineFamily, SplineCurveJoint
+from core.joints.spline_curve import (ClosedCubicSplineFamily, ClosedSplineCurveJoint,
+                                     CubicSplineFamily, SplineCurveJoint)
 from core.lie import se3, so3
 from core.model import Model
 
@@ -62,7 +64,7 @@ def _calc_all(m, d, q, v):
 
 def _check_family_output(m, d, q, v):
     for i, (PG, S, c, H) in enumerate(_local_reference(m, q, v)):
-        scale = max(1.0, np.abs(H).max(), np.abs(S).max())
+        scale = max(1.0, np.abs(H).max(initial=0.0), np.abs(S).max(initial=0.0))
         np.testing.assert_allclose(d.oMi[i], PG, rtol=0, atol=TOL * 4, err_msg=f"body {i}")
         n = S.shape[1]
         if n == 1:
@@ -125,6 +127,22 @@ def test_spline_family_gathers_spans_for_each_data_and_falls_back_outside():
         _calc_all(m, d2, other, np.zeros(2))
         _check_family_output(m, d1, q, np.zeros(2))
         _check_family_output(m, d2, other, np.zeros(2))
+
+
+def test_closed_curve_and_weld_families_match_their_joints_evaluate():
+    """Closed cubic curves (coordinates inside the period, a whole number of periods away,
+    and just below its start, where the wrap's mod rounds) and welds: the families'
+    local transforms, S and dS/dq equal the joints' own evaluate()."""
+    rng = np.random.default_rng(5)
+    closed = [ClosedSplineCurveJoint(_frames(rng, 6)), ClosedSplineCurveJoint(_frames(rng, 5))]
+    m = _model([Revolute((0, 0, 1)), closed[0], Fixed(), closed[1]], [-1, 0, 1, 2], rng)
+    kinds = {type(f): f.bodies.tolist() for f in m.families}
+    assert kinds == {ScrewFamily: [0], ClosedCubicSplineFamily: [1, 3], FixedFamily: [2]}
+    d = m.create_data()
+    for shift in (0.0, 3.0, -2.0):
+        for x in (0.3, -1e-17, 0.9999):
+            q = np.array([0.2] + [j.lower[0] + (x + shift) * j.period for j in closed])
+            _check_family_output(m, _calc_all(m, d, q, np.zeros(3)), q, np.zeros(3))
 
 
 class Screwdriver(Joint):

@@ -1,0 +1,121 @@
+"""The compiled paths the demos take on the numba backend agree with the numpy reference:
+a driven substep in one kernel call (:func:`core.compiled.kernels.driven_step`), the kernels
+of closed spline curves and welds, and whole demo bakes.
+
+Tolerances as in ``test_backend_numba``: each substep's accelerations agree to
+``tolerance(nb, cond(M))`` (eps times the recursions' rounding steps per body times the
+conditioning of the solve) and the differences add up over the substeps."""
+
+import numpy as np
+import pytest
+
+from core import backend
+from core.errors import SimulationError
+from core.integrators import METHODS, Drive, Integrator
+from core.joints.lower_pairs import Fixed, Revolute
+from core.model import Model
+from tests.core.test_backend_numba import (_add, _close, _closed_joint, _spline_joint,
+                                           _trajectory_tolerance, both)  # noqa: F401
+
+pytestmark = pytest.mark.skipif(not backend.available(), reason="numba is not installed")
+
+
+def driven_tree(rng):
+    """A spun frame (coordinate 0, prescribed) carrying a closed spline curve, a weld, a
+    hinge and an open spline curve, with a joint spring: every joint has a kernel."""
+    m = Model(gravity=(0.2, -0.1, -9.81))
+    for i, (j, p) in enumerate(zip([Revolute((0, 0, 1)), _closed_joint(), Fixed(),
+                                    Revolute((1, 0, 0)), _spline_joint(1)],
+                                   [-1, 0, 1, 2, 3])):
+        _add(m, rng, f"d{i}", p, j)
+    m.add_joint_spring(3, 3.0, 0.2)
+    return m
+
+
+def _spin(t):
+    """The drive of coordinate 0: ``q = 2 t + 0.3 sin 5t``."""
+    return [2.0 * t + 0.3 * np.sin(5 * t)], [2.0 + 1.5 * np.cos(5 * t)], \
+        [-7.5 * np.sin(5 * t)]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_driven_substep_agrees(method, both):
+    """With a drive, one kernel call per substep gives the numpy integrator's trajectory
+    and the drive's work (its powers at the stages, the method's weights)."""
+    rng = np.random.default_rng(11)
+    m = driven_tree(rng)
+    q0 = m.neutral() + 0.3 * rng.normal(size=m.nq)
+    v0 = rng.normal(size=m.nv)
+    tau = 0.1 * rng.normal(size=m.nv)
+    fext = 0.1 * rng.normal(size=(m.nbodies, 6))
+
+    def run():
+        integ = Integrator(m, 1e-3, 2, method, tau=tau, fext=fext, drive=Drive((0,), _spin))
+        assert integ._kernel_drive is not None and integ._kernel_step is None
+        tr = integ.run(q0, v0, 25, check_energy=False)
+        return tr.q[-1], tr.v[-1], tr.drive_work[-1:]
+    (q_np, v_np, w_np), (q_nb, v_nb, w_nb) = both(run)
+    scale = max(np.abs(q_np).max(), np.abs(v_np).max())
+    tol = _trajectory_tolerance(m, q0, 25 * 2)
+    _close(q_np, q_nb, tol, scale, "q")
+    _close(v_np, v_nb, tol, scale, "v")
+    _close(w_np, w_nb, tol, max(abs(w_np[0]), 1.0), "drive work")
+
+
+def test_driven_kernel_needs_kernels_and_constant_forces():
+    """The driven kernel is used only where every joint has a kernel and tau, fext are
+    constant; otherwise the substeps stay on the Python path."""
+    from core.joints.lower_pairs import Universal
+    rng = np.random.default_rng(2)
+    m = driven_tree(rng)
+    drive = Drive((0,), _spin)
+    assert Integrator(m, 1e-3, drive=drive)._kernel_drive is not None
+    assert Integrator(m, 1e-3, drive=drive, tau=lambda t, q, v: 0 * q)._kernel_drive is None
+    _add(m, rng, "u", 4, Universal((1, 0, 0), (0, 1, 0)))
+    assert Integrator(m, 1e-3, drive=drive)._kernel_drive is None
+
+
+def test_failed_driven_kernel_reports_as_the_python_path():
+    """A driven substep whose mass matrix is not positive definite (a body without mass on
+    the free coordinate) is taken again in Python, which raises the SimulationError naming
+    the cause."""
+    previous = backend.use("numba")
+    try:
+        m = Model()
+        m.add_body("frame", -1, Revolute((0, 0, 1)), np.eye(4), 1.0, np.zeros(3),
+                   0.1 * np.eye(3))
+        m.add_body("ghost", 0, Revolute((1, 0, 0)), np.eye(4), 0.0, np.zeros(3),
+                   np.zeros((3, 3)), physical=False)
+        integ = Integrator(m, 1e-3, drive=Drive((0,), _spin))
+        assert integ._kernel_drive is not None
+        with pytest.raises(SimulationError, match="diverged"):
+            integ.run(m.neutral(), np.zeros(m.nv), 2, check_energy=False)
+    finally:
+        backend.use(previous)
+
+
+def test_energies_agree_and_leave_the_world_poses(both):
+    """Kinetic and potential energy (gravity, joint and point springs) in one kernel call
+    each equal the numpy sums, and the potential energy leaves the world poses at q in
+    ``data.oMi`` on both backends (a bake's record reads them there). Tolerance: sums over
+    the bodies of products of the recursions' values, ``tolerance(nb)`` of the largest
+    term."""
+    from core import dynamics as dyn
+    from core.kinematics import forward_kinematics
+    from tests.core.test_backend_numba import _state, mixed_tree, tolerance
+    rng = np.random.default_rng(4)
+    m = mixed_tree(rng)
+    d = m.create_data()
+    q, v, _ = _state(m, rng)
+
+    def energies():
+        K, E = dyn.kinetic_energy(m, d, q, v), dyn.mechanical_energy(m, d, q, v)
+        return K, dyn.potential_energy(m, d, q), E, d.oMi
+    (K_np, U_np, E_np, P_np), (K_nb, U_nb, E_nb, P_nb) = both(energies)
+    scale = max(abs(K_np), abs(U_np), 1.0)
+    tol = tolerance(m.nbodies)
+    _close(K_np, K_nb, tol, scale, "kinetic")
+    _close(U_np, U_nb, tol, scale, "potential")
+    _close(E_np, E_nb, tol, scale, "mechanical")
+    _close(P_np, forward_kinematics(m, m.create_data(), q), tol, 1.0, "poses (numpy)")
+    _close(P_nb, P_np, tol, 1.0, "poses (numba)")
