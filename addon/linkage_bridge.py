@@ -1,17 +1,24 @@
 """The linkages' part of the bpy <-> numpy layer (see :mod:`.bridge`): a scene linkage read into
 a :class:`core.linkage.Linkage`, joint frames stored in double precision, poses written back.
 
-Bodies are the objects the joints name, in order of first mention. A body's pose is its
-``matrix_world`` made rigid (:func:`.bridge.rigid`: scale removed, nearest rotation), its
-origin taken as the centre of mass; its mass is ``Object.spline_joints_linkage_mass`` and its
-inertia that of a solid box of its bounding box times its scale (each edge at least
-:data:`MIN_SIZE`). The live
+Bodies (:class:`BodyRef`) are the objects, or bones of armature objects, the joints name, in
+order of first mention. An object's pose is its ``matrix_world`` made rigid
+(:func:`.bridge.rigid`: scale removed, nearest rotation), its origin taken as the centre of
+mass; its mass is ``Object.spline_joints_linkage_mass`` and its inertia that of a solid box
+of its bounding box times its scale (each edge at least :data:`MIN_SIZE`). A bone's pose is
+the armature's world matrix times the bone's pose matrix, made rigid, its head taken as the
+centre of mass; its mass is ``PoseBone.spline_joints_linkage_mass`` and its inertia that of a
+solid box along the bone, its length by a fifth of that (:data:`BONE_WIDTH`); its pose is
+written through its ``matrix_basis`` (:func:`core.bones.pose_basis` of its pose in its parent
+bone), so the armature keeps its other bones. The live
 assembly's last poses are kept in double precision on the linkage (:data:`POSES_KEY`), so the
 next assembly starts from exactly what the last one returned (Blender keeps object matrices in
 single precision).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,9 +39,47 @@ CURVE_KINDS = ("curve", "curve_point")
 MIN_SIZE = 0.01
 
 
+#: a bone body's box: as wide and deep as this times its length
+BONE_WIDTH = 0.2
+
+
 def object_pose(obj) -> np.ndarray:
     """``(4, 4)`` rigid world pose of an object (scale removed)."""
     return rigid(matrix_to_array(obj.matrix_world))
+
+
+@dataclass(frozen=True)
+class BodyRef:
+    """A linkage body: an object, or the bone named ``bone`` of the armature object ``obj``."""
+
+    obj: object
+    bone: str = ""
+
+    @property
+    def name(self) -> str:
+        """The body's name in the core linkage: the object's, or ``"armature:bone"``."""
+        return f"{self.obj.name}:{self.bone}" if self.bone else self.obj.name
+
+    @property
+    def pose_bone(self):
+        return self.obj.pose.bones[self.bone]
+
+
+def body_ref(obj, bone: str = "") -> BodyRef | None:
+    """The body of an object (None: the world) or of its bone ``bone``; BridgeError when the
+    armature has no such bone."""
+    if obj is None:
+        return None
+    if bone and (obj.type != "ARMATURE" or obj.pose is None or bone not in obj.pose.bones):
+        raise BridgeError(f"'{obj.name}' has no bone '{bone}'; pick a bone of an armature")
+    return BodyRef(obj, bone)
+
+
+def body_pose(ref: BodyRef) -> np.ndarray:
+    """``(4, 4)`` rigid world pose of a body (its head for a bone)."""
+    if not ref.bone:
+        return object_pose(ref.obj)
+    return rigid(matrix_to_array(ref.obj.matrix_world) @ matrix_to_array(ref.pose_bone.matrix))
 
 
 def write_frames(joint, T1: np.ndarray, T2: np.ndarray) -> None:
@@ -54,35 +99,56 @@ def read_frames(joint) -> tuple[np.ndarray, np.ndarray]:
 
 
 def joint_frames_at(F: np.ndarray, body1, body2) -> tuple[np.ndarray, np.ndarray]:
-    """Frames in body 1 (world if None) and body 2 of a joint whose world frame is ``F``."""
-    T1 = F if body1 is None else se3.inv(object_pose(body1)) @ F
-    return T1, se3.inv(object_pose(body2)) @ F
+    """Frames in body 1 (a :class:`BodyRef`; world if None) and body 2 of a joint whose world
+    frame is ``F``."""
+    T1 = F if body1 is None else se3.inv(body_pose(body1)) @ F
+    return T1, se3.inv(body_pose(body2)) @ F
 
 
-def read_body(obj) -> LinkBody:
-    """The body of an object: rigid pose, mass, solid-box inertia."""
-    m = float(obj.spline_joints_linkage_mass)
-    # the bounding box times the scale property (``obj.dimensions`` takes the scale from the
-    # world matrix, whose single-precision decomposition changes as the object turns)
-    box = np.array([tuple(c) for c in obj.bound_box], dtype=float)
-    x, y, z = np.maximum((box.max(axis=0) - box.min(axis=0)) * np.abs(np.array(obj.scale)), MIN_SIZE)
+def read_body(ref: BodyRef) -> LinkBody:
+    """The body of an object or bone: rigid pose, mass, solid-box inertia."""
+    if ref.bone:
+        m = float(ref.pose_bone.spline_joints_linkage_mass)
+        length = max(float(ref.pose_bone.bone.length), MIN_SIZE)
+        x, y, z = BONE_WIDTH * length, length, BONE_WIDTH * length       # the bone along y
+    else:
+        obj = ref.obj
+        m = float(obj.spline_joints_linkage_mass)
+        # the bounding box times the scale property (``obj.dimensions`` takes the scale from
+        # the world matrix, whose single-precision decomposition changes as the object turns)
+        box = np.array([tuple(c) for c in obj.bound_box], dtype=float)
+        x, y, z = np.maximum((box.max(axis=0) - box.min(axis=0)) * np.abs(np.array(obj.scale)),
+                             MIN_SIZE)
     inertia = m / 12.0 * np.diag([y * y + z * z, x * x + z * z, x * x + y * y])
-    return LinkBody(obj.name, object_pose(obj), m, inertia)
+    return LinkBody(ref.name, body_pose(ref), m, inertia)
 
 
-def check_body(obj) -> None:
-    """A linkage body is placed and keyed in world coordinates: it must have no parent."""
-    if obj.parent is not None:
-        raise BridgeError(f"'{obj.name}' has a parent; a linkage body is placed in world "
+def check_body(ref: BodyRef) -> None:
+    """A linkage body is placed and keyed in world coordinates: an object (or a bone's
+    armature) must have no parent."""
+    if ref.obj.parent is not None:
+        what = "armature" if ref.bone else "linkage body"
+        raise BridgeError(f"'{ref.obj.name}' has a parent; a {what} is placed in world "
                           f"coordinates: clear its parent (Alt+P, keep transform)")
 
 
+def joint_bodies(joint) -> tuple:
+    """``(body 1, body 2)`` of a joint item as :class:`BodyRef` s (body 1 None: the world)."""
+    return body_ref(joint.body1, joint.bone1), body_ref(joint.body2, joint.bone2)
+
+
+def driver_ref(item) -> BodyRef | None:
+    """The driving body of a linkage item (object or bone), or None."""
+    return body_ref(item.driver, item.driver_bone)
+
+
 def linkage_objects(scene, item) -> list:
-    """The linkage's body objects in order of first mention; BridgeError when a joint lost an
-    object (deleted, or no longer in the scene)."""
-    objects = []
+    """The linkage's bodies (:class:`BodyRef`) in order of first mention; BridgeError when a
+    joint lost an object or bone (deleted, or no longer in the scene)."""
+    bodies = []
     for joint in item.joints:
-        for which, obj in (("first", joint.body1), ("second", joint.body2)):
+        for which, obj, bone in (("first", joint.body1, joint.bone1),
+                                 ("second", joint.body2, joint.bone2)):
             if obj is None:
                 if which == "first" and joint.to_world:
                     continue
@@ -91,13 +157,15 @@ def linkage_objects(scene, item) -> list:
             if scene.objects.get(obj.name) is None:
                 raise BridgeError(f"joint '{joint.name}' of linkage '{item.name}' names '{obj.name}', "
                                   f"which is not in the scene; link it back or remove the joint")
-            if obj not in objects:
-                check_body(obj)
-                objects.append(obj)
-    if item.driver is not None and item.driver not in objects:
-        raise BridgeError(f"the driving body '{item.driver.name}' of linkage '{item.name}' has no "
+            ref = body_ref(obj, bone)
+            if ref not in bodies:
+                check_body(ref)
+                bodies.append(ref)
+    driver = driver_ref(item)
+    if driver is not None and driver not in bodies:
+        raise BridgeError(f"the driving body '{driver.name}' of linkage '{item.name}' has no "
                           f"joint; add one or clear the driver")
-    return objects
+    return bodies
 
 
 def read_linkage(scene, item, driven: bool = True) -> tuple[Linkage, list]:
@@ -107,8 +175,9 @@ def read_linkage(scene, item, driven: bool = True) -> tuple[Linkage, list]:
     joints, springs = [], []
     for joint in item.joints:
         T1, T2 = read_frames(joint)
-        b1 = "" if joint.body1 is None else joint.body1.name
-        b2 = joint.body2.name
+        ref1, ref2 = joint_bodies(joint)
+        b1 = "" if ref1 is None else ref1.name
+        b2 = ref2.name
         if joint.kind == "spring":
             springs.append(LinkSpring(joint.name, b1, b2, T1[:3, 3], T2[:3, 3], joint.stiffness,
                                       joint.rest_length, joint.damping))
@@ -127,7 +196,7 @@ def read_linkage(scene, item, driven: bool = True) -> tuple[Linkage, list]:
         joints.append(LinkJoint(joint.name, joint.kind, b1, b2, T1, T2, lower, upper, cone, curve,
                                 surface))
     gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
-    driver = item.driver.name if (driven and item.driver is not None and not item.drive_joint) else ""
+    driver = driver_ref(item).name if (driven and item.driver is not None and not item.drive_joint) else ""
     linkage = Linkage(tuple(read_body(o) for o in objects), tuple(joints), tuple(springs), driver,
                       item.drive_joint if driven else "", gravity)
     return linkage, objects
@@ -182,14 +251,48 @@ def write_state(item, names, poses: np.ndarray) -> None:
     item[POSE_NAMES_KEY] = list(names)
 
 
+def bone_bases(bodies, poses: np.ndarray) -> dict:
+    """``{index: basis (..., 4, 4)}`` of the bone bodies for world poses ``(..., N, 4, 4)`` of
+    ``bodies``: :func:`core.bones.pose_basis` of each bone's pose in its parent bone (the
+    parent's pose from ``poses`` when it is a body too, else as it stands), or in its
+    armature for a root bone, as Blender composes ``pose = parent pose @ rest in parent @
+    basis``."""
+    from ..core.bones import pose_basis
+
+    index = {ref: k for k, ref in enumerate(bodies)}
+    out = {}
+    for k, ref in enumerate(bodies):
+        if not ref.bone:
+            continue
+        arm = matrix_to_array(ref.obj.matrix_world)
+        pb = ref.pose_bone
+        # the pose in armature space (the armature's own scale undone)
+        T = np.linalg.solve(arm, poses[..., k, :, :])
+        rest = matrix_to_array(pb.bone.matrix_local)
+        if pb.parent is not None:
+            parent = BodyRef(ref.obj, pb.parent.name)
+            P = (np.linalg.solve(arm, poses[..., index[parent], :, :]) if parent in index
+                 else matrix_to_array(pb.parent.matrix))
+            T = np.linalg.solve(P, T)
+            rest = np.linalg.solve(matrix_to_array(pb.parent.bone.matrix_local), rest)
+        out[k] = pose_basis(rigid(rest), rigid(T))
+    return out
+
+
 def write_poses(objects, poses: np.ndarray, skip=()) -> None:
-    """Place objects (without parents) at world poses ``(N, 4, 4)``: their location and
-    rotation (in their rotation mode; Euler angles continuous with the current ones) are set,
-    their scale is left as it is (assigning ``matrix_world`` would decompose it again, in
-    single precision, on every frame). Indices in ``skip`` are left alone."""
-    for k, (obj, T) in enumerate(zip(objects, poses)):
+    """Place bodies (:class:`BodyRef`) at world poses ``(N, 4, 4)``: an object's location and
+    rotation (in its rotation mode; Euler angles continuous with the current ones) are set,
+    its scale is left as it is (assigning ``matrix_world`` would decompose it again, in single
+    precision, on every frame); a bone's ``matrix_basis`` (:func:`bone_bases`). Indices in
+    ``skip`` are left alone."""
+    bases = bone_bases(objects, poses)
+    for k, (ref, T) in enumerate(zip(objects, poses)):
         if k in skip:
             continue
+        if ref.bone:
+            ref.pose_bone.matrix_basis = array_to_matrix(bases[k])
+            continue
+        obj = ref.obj
         M = array_to_matrix(T)
         obj.location = M.translation
         if obj.rotation_mode == "QUATERNION":

@@ -49,12 +49,12 @@ def live_assembly(scene, item):
 
 def driver_input(linkage, item) -> np.ndarray:
     """The driver's world pose ``(4, 4)`` now: from the driving joint's Drive Value
-    (``linkage`` gives the joint's frames), or the driving body's own pose."""
+    (``linkage`` gives the joint's frames), or the driving body's (object's or bone's) pose."""
     from ..core.linkage import drive_pose
 
     if linkage.drive_joint:
         return drive_pose(linkage, item.drive_value)
-    return linkage_bridge.object_pose(item.driver)
+    return linkage_bridge.body_pose(linkage_bridge.driver_ref(item))
 
 
 def assemble(scene, item, start=None):

@@ -25,8 +25,8 @@ class SPLINE_JOINTS_UL_link_joints(bpy.types.UIList):
 
     def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
         layout.prop(item, "name", text="", emboss=False)
-        first = "world" if item.body1 is None else item.body1.name
-        second = "?" if item.body2 is None else item.body2.name
+        first = "world" if item.body1 is None else item.body1.name + (f":{item.bone1}" if item.bone1 else "")
+        second = "?" if item.body2 is None else item.body2.name + (f":{item.bone2}" if item.bone2 else "")
         layout.label(text=f"{item.kind}: {first} - {second}")
 
 
@@ -46,7 +46,7 @@ class VIEW3D_PT_spline_joints_linkages(_Panel, bpy.types.Panel):
         col = row.column(align=True)
         col.operator("spline_joints.add_linkage", text="", icon="ADD")
         col.operator("spline_joints.remove_linkage", text="", icon="REMOVE")
-        layout.label(text="Select 1-2 objects, the moving one active; joint at the 3D cursor",
+        layout.label(text="Select 1-2 objects (or bones), the moving one active; joint at the 3D cursor",
                      icon="INFO")
         layout.operator_menu_enum("spline_joints.add_link_joint", "kind", text="Add Joint", icon="ADD")
         layout.operator_menu_enum("spline_joints.add_demo_linkage", "demo", icon="MESH_CUBE")
@@ -61,11 +61,16 @@ class VIEW3D_PT_spline_joints_linkages(_Panel, bpy.types.Panel):
         if 0 <= item.active_joint < len(item.joints):
             _draw_joint(layout, item.joints[item.active_joint])
         obj = context.active_object
-        if obj is not None:
+        bone = context.active_pose_bone if context.mode == "POSE" else None
+        if bone is not None:
+            layout.prop(bone, "spline_joints_linkage_mass", text=f"Mass of {bone.name}")
+        elif obj is not None:
             layout.prop(obj, "spline_joints_linkage_mass", text=f"Mass of {obj.name}")
         box = layout.box()
         box.label(text="Live Assembly", icon="DRIVER")
         box.prop(item, "driver")
+        if item.driver is not None and item.driver.type == "ARMATURE":
+            box.prop_search(item, "driver_bone", item.driver.data, "bones")
         box.prop_search(item, "drive_joint", item, "joints")
         if item.drive_joint:
             box.prop(item, "drive_value")

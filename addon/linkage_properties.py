@@ -1,8 +1,8 @@
 """Data of linkages stored in the .blend: ``Scene.spline_joints_linkages`` (a collection of
 :class:`SPLINE_JOINTS_PG_linkage`), ``Scene.spline_joints_active_linkage`` and the mass of a
-body, ``Object.spline_joints_linkage_mass``.
+body, ``Object.spline_joints_linkage_mass`` (``PoseBone.spline_joints_linkage_mass`` for a bone).
 
-A linkage holds its joints (and springs) between pairs of objects; each joint's two frames,
+A linkage holds its joints (and springs) between pairs of objects or bones; each joint's two frames,
 one fixed in each body, are double-precision ID properties of the joint item
 (:data:`FRAME_KEYS`, written and read only by :mod:`.linkage_bridge`). Nothing here runs
 code: saved with the file, restored by undo.
@@ -79,6 +79,12 @@ class SPLINE_JOINTS_PG_link_joint(PropertyGroup):
                            description="The body the joint is fixed in (empty: the world)")
     body2: PointerProperty(name="Second Body", type=bpy.types.Object,
                            description="The body that moves relative to the first")
+    bone1: StringProperty(name="First Bone",
+                          description="A bone of the first body (an armature) that is the body; "
+                                      "empty: the object itself")
+    bone2: StringProperty(name="Second Bone",
+                          description="A bone of the second body (an armature) that is the body; "
+                                      "empty: the object itself")
     to_world: BoolProperty(name="To the World",
                            description="The first body is the world (set when only one object "
                                        "was selected)")
@@ -124,6 +130,9 @@ class SPLINE_JOINTS_PG_linkage(PropertyGroup):
                               description="The joint selected in the linkage's list")
     driver: PointerProperty(name="Driving Body", type=bpy.types.Object, update=_retag,
                             description="The body you move or key; the others follow it")
+    driver_bone: StringProperty(name="Driving Bone", update=_retag,
+                                description="A bone of the driving armature that is the driving "
+                                            "body; empty: the object itself")
     drive_joint: StringProperty(name="Driving Joint", update=_retag,
                                 description="Name of a hinge or slider to the world whose "
                                             "coordinate (Drive Value) moves its body")
@@ -180,9 +189,14 @@ def register_properties():
         name="Mass", default=1.0, min=1e-6, unit="MASS",
         description="Mass of this body in a linkage (kg); its inertia is that of a solid box "
                     "of its bounding box, about its origin")
+    bpy.types.PoseBone.spline_joints_linkage_mass = FloatProperty(
+        name="Mass", default=1.0, min=1e-6, unit="MASS",
+        description="Mass of this bone as a linkage body (kg); its inertia is that of a solid "
+                    "box along the bone, a fifth of its length wide, about its head")
 
 
 def unregister_properties():
+    del bpy.types.PoseBone.spline_joints_linkage_mass
     del bpy.types.Object.spline_joints_linkage_mass
     del bpy.types.Scene.spline_joints_active_linkage
     del bpy.types.Scene.spline_joints_linkages

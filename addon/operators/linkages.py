@@ -45,11 +45,12 @@ def _unique(names, base: str) -> str:
 
 def joint_frame(location, axis: str, active) -> np.ndarray:
     """World frame ``(4, 4)`` of a new joint at ``location`` (3,) with its z along ``axis``
-    (an AXIS_ITEMS key; LOCAL_* use the active object's rotation)."""
+    (an AXIS_ITEMS key; LOCAL_* use the rotation of the active body, a
+    :class:`.linkage_bridge.BodyRef`)."""
     where, letter = axis.split("_")
     R = _AXIS_ROTATIONS[letter]
     if where == "LOCAL":
-        R = linkage_bridge.object_pose(active)[:3, :3] @ R
+        R = linkage_bridge.body_pose(active)[:3, :3] @ R
     return se3.from_rp(R, np.asarray(location, dtype=float))
 
 
@@ -247,6 +248,10 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
                                                           "Second Body set; empty: the world)")
     body2: StringProperty(name="Second Body", description="Object name of the moving body "
                                                            "(empty: use the selection)")
+    bone1: StringProperty(name="First Bone", description="With First Body an armature: the bone "
+                                                          "that is the first body")
+    bone2: StringProperty(name="Second Bone", description="With Second Body an armature: the bone "
+                                                           "that is the moving body")
     name: StringProperty(name="Name", description="Joint name (empty: the type's name)")
     curve: StringProperty(name="Curve", description="Spline Curve type: the curve object's name (its "
                                                      "points are the control points; put the 3D cursor "
@@ -266,7 +271,7 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
         for body in (first, second):
             if body is not None:
                 linkage_bridge.check_body(body)
-        location = scene.cursor.location if self.at_cursor else second.matrix_world.translation
+        location = scene.cursor.location if self.at_cursor else linkage_bridge.body_pose(second)[:3, 3]
         curve = surface = None
         if self.kind in PATH_KINDS:  # frame 1: the path object's own frame; frame 2 unturned from it
             wanted = "SURFACE" if self.kind == "surface_point" else "CURVE"
@@ -277,8 +282,8 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
                                  f"{wanted.lower()} object; '{path_name}' is not one")
             curve, surface = (None, path) if wanted == "SURFACE" else (path, None)
             C = linkage_bridge.object_pose(path)
-            T1 = C if first is None else se3.inv(linkage_bridge.object_pose(first)) @ C
-            T2 = se3.inv(linkage_bridge.object_pose(second)) @ se3.from_rp(C[:3, :3], np.array(location))
+            T1 = C if first is None else se3.inv(linkage_bridge.body_pose(first)) @ C
+            T2 = se3.inv(linkage_bridge.body_pose(second)) @ se3.from_rp(C[:3, :3], np.array(location))
         else:
             F = joint_frame(location, self.axis, second)
             T1, T2 = linkage_bridge.joint_frames_at(F, first, second)
@@ -295,7 +300,9 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
             item.name = "Linkage"
             scene.spline_joints_active_linkage = 0
         joint = item.joints.add()
-        joint.name, joint.kind, joint.body1, joint.body2 = name, self.kind, first, second
+        joint.name, joint.kind = name, self.kind
+        joint.body1, joint.bone1 = (None, "") if first is None else (first.obj, first.bone)
+        joint.body2, joint.bone2 = second.obj, second.bone
         joint.to_world = first is None
         joint.curve, joint.surface = curve, surface
         linkage_bridge.write_frames(joint, T1, T2)
@@ -306,18 +313,29 @@ class SPLINE_JOINTS_OT_add_link_joint(bpy.types.Operator):
         return {"FINISHED"}
 
     def _bodies(self, context):
+        """``(first, second)`` bodies (:class:`.linkage_bridge.BodyRef`; first None: the world):
+        the named objects (and bones), or the selection: in Pose Mode the active bone moves
+        relative to another selected bone (else the world), otherwise the active object
+        relative to another selected object."""
+        ref = linkage_bridge.body_ref
         if self.body2:
             objs = [bpy.data.objects.get(n) if n else None for n in (self.body1, self.body2)]
             for n, o in zip((self.body1, self.body2), objs):
                 if n and o is None:
                     raise ValueError(f"no object named '{n}'")
-            return objs
-        second = context.active_object
-        if second is None:
-            raise ValueError("make the moving object active (click it last)")
-        others = [o for o in context.selected_objects if o != second]
+            return ref(objs[0], self.bone1), ref(objs[1], self.bone2)
+        active = context.active_object
+        if active is None:
+            raise ValueError("make the moving object (or bone) active (click it last)")
+        if context.mode == "POSE" and context.active_pose_bone is not None:
+            bone = context.active_pose_bone
+            others = [ref(b.id_data, b.name) for b in context.selected_pose_bones or () if b != bone]
+            second = ref(bone.id_data, bone.name)
+        else:
+            others = [ref(o) for o in context.selected_objects if o != active]
+            second = ref(active)
         if len(others) > 1:
-            raise ValueError(f"select one or two objects, not {len(others) + 1}: the active one moves "
+            raise ValueError(f"select one or two bodies, not {len(others) + 1}: the active one moves "
                              "relative to the other (or to the world)")
         return (others[0] if others else None), second
 
@@ -403,19 +421,29 @@ class SPLINE_JOINTS_OT_assemble_linkage(_OnLinkage, bpy.types.Operator):
         return {"FINISHED"}
 
 
-def write_keys(scene, item, objects, frames, poses, skip=()) -> list:
-    """Key world poses ``(F, N, 4, 4)`` at ``frames (F,)`` on every body but those in ``skip``,
-    each into a new action (a previous action goes to an NLA track); Live Assembly is switched
-    off so the keys play. Returns the NLA tracks made."""
-    kept = []
-    for k, obj in enumerate(objects):
+def write_keys(scene, item, bodies, frames, poses, skip=()) -> list:
+    """Key world poses ``(F, N, 4, 4)`` at ``frames (F,)`` on every body
+    (:class:`.linkage_bridge.BodyRef`) but those in ``skip``: an object's transform, a bone's
+    location and rotation channels (its ``matrix_basis``, :func:`.linkage_bridge.bone_bases`),
+    each object (or armature) into a new action (a previous action goes to an NLA track; an
+    armature's other bones keep theirs there). Live Assembly is switched off so the keys
+    play. Returns the NLA tracks made."""
+    kept, fresh = [], set()
+    bases = linkage_bridge.bone_bases(bodies, poses)
+    for k, ref in enumerate(bodies):
         if k in skip:
             continue
-        track = bridge.push_action_to_nla(obj)
-        if track:
-            kept.append(f"{obj.name}: {track}")
-        bridge.new_action(obj, f"{obj.name} {item.name}")
-        bridge.write_transform_keyframes(obj, "", obj.rotation_mode, frames, poses[:, k])
+        obj = ref.obj
+        if obj not in fresh:
+            fresh.add(obj)
+            track = bridge.push_action_to_nla(obj)
+            if track:
+                kept.append(f"{obj.name}: {track}")
+            bridge.new_action(obj, f"{obj.name} {item.name}")
+        if ref.bone:
+            bridge.write_bone_keyframes(obj, ref.pose_bone, frames, bases[k])
+        else:
+            bridge.write_transform_keyframes(obj, "", obj.rotation_mode, frames, poses[:, k])
     item.live = False
     return kept
 

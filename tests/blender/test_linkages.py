@@ -457,3 +457,111 @@ def test_a_ball_rolls_on_the_surface_blender_draws_for_a_nurbs_surface(blender):
     # tessellated vertices lie on it, to single precision)
     assert r["drawn_gap"] < FLOAT32_POSE
     assert "needs a surface object" in r["bad"] and r["joints"] == 1
+
+
+def build_bone_four_bar():
+    """The demo four-bar as a bone chain: 'crank' (root) O -> A, 'coupler' A -> B and
+    'rocker' B -> D, each parented to the last (connected), the armature moved and turned
+    about y (in the linkage's plane) so bone poses go through its matrix; hinges (world Y) at
+    O, A, B, the rocker's
+    tail held on the ground's axis at D by a Point on Line joint, added through Add Joint
+    with bone names, the crank bone driving. Returns ``(scene, item, armature, its world
+    matrix (4, 4))``."""
+    import bpy
+
+    from scenes import addon_module
+
+    demos = addon_module("core.linkage_demos")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    a2, b2 = demos.four_bar_position(np.array([THETA0]), A, B, C, D)
+    O, Ap, Bp, Dp = (np.array([p[0], 0.0, p[1]]) for p in ((0.0, 0.0), a2[0], b2[0], (D, 0.0)))
+    data = bpy.data.armatures.new("Rig")
+    arm = bpy.data.objects.new("Rig", data)
+    scene.collection.objects.link(arm)
+    arm.location, arm.rotation_euler = (0.3, -0.2, 0.1), (0.0, 0.4, 0.0)
+    bpy.context.view_layer.objects.active = arm
+    arm.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    parent = None
+    for name, head, tail in (("crank", O, Ap), ("coupler", Ap, Bp), ("rocker", Bp, Dp)):
+        eb = data.edit_bones.new(name)
+        eb.head, eb.tail = head, tail
+        if parent is not None:
+            eb.parent, eb.use_connect = parent, True
+        parent = eb
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.update()
+    W = np.array(arm.matrix_world)
+    for name, bone1, bone2, at, kind in (("O", "", "crank", O, "hinge"),
+                                         ("A", "crank", "coupler", Ap, "hinge"),
+                                         ("B", "coupler", "rocker", Bp, "hinge"),
+                                         ("D", "", "rocker", Dp, "line")):
+        scene.cursor.location = W[:3, :3] @ at + W[:3, 3]
+        assert bpy.ops.spline_joints.add_link_joint(
+            kind=kind, axis="WORLD_Y", body1="Rig" if bone1 else "", bone1=bone1, body2="Rig",
+            bone2=bone2, name=name) == {"FINISHED"}
+    item = scene.spline_joints_linkages[0]
+    item.driver, item.driver_bone = arm, "crank"
+    return scene, item, arm, W
+
+
+def scenario_bone_four_bar(tmp, frames):
+    import bpy
+
+    from scenes import addon_module
+
+    demos = addon_module("core.linkage_demos")
+    lb, bridge = addon_module("addon.linkage_bridge"), addon_module("addon.bridge")
+    scene, item, arm, W = build_bone_four_bar()
+    crank = arm.pose.bones["crank"]
+    crank.rotation_mode = "QUATERNION"
+    import mathutils
+
+    rest = np.array(crank.bone.matrix_local)[:3, :3]
+    local_axis = rest.T @ np.array([0.0, -1.0, 0.0])        # -y of the armature, in the bone
+    angles = np.linspace(0.0, 2.0, frames)
+    for f, da in zip(range(1, frames + 1), angles):
+        crank.rotation_quaternion = mathutils.Quaternion(local_axis, float(da))
+        crank.keyframe_insert("rotation_quaternion", frame=f)
+    scene.frame_start, scene.frame_end = 1, frames
+
+    def measure():
+        """Crank angle, coupler tail (B) in the linkage's plane and its closed form."""
+        P = {n: np.linalg.solve(W, lb.body_pose(lb.BodyRef(arm, n))) for n in ("crank", "coupler")}
+        d = P["crank"][:3, 1]                                # the crank bone's direction
+        theta = float(np.arctan2(d[2], d[0]))
+        tail = P["coupler"] @ np.array([0.0, arm.data.bones["coupler"].length, 0.0, 1.0])
+        _, b2 = demos.four_bar_position(np.array([theta]), A, B, C, D)
+        return theta, tail[[0, 2]].tolist(), b2[0].tolist()
+
+    live = []
+    for f in range(1, frames + 1):
+        scene.frame_set(f)
+        live.append(measure())
+    status = item.status
+    item.mode, item.duration, item.substeps = "DYNAMICS", (frames - 1) / 24, 10
+    scene.render.fps = 24
+    assert bpy.ops.spline_joints.bake_linkage("EXEC_DEFAULT", True) == {"FINISHED"}
+    baked = []
+    for f in range(1, frames + 1):
+        scene.frame_set(f)
+        baked.append(measure())
+    return {"live": live, "baked": baked, "status": status, "angles": angles.tolist(),
+            "tracks": [t.name for t in arm.animation_data.nla_tracks],
+            "bones_keyed": [n for n in ("crank", "coupler", "rocker")
+                            if bridge.find_fcurve(arm, f'pose.bones["{n}"].location', 0) is not None]}
+
+
+def test_bones_as_linkage_bodies_follow_a_keyed_crank_bone(blender):
+    """A four-bar made of bones: live assembly on frame changes, then a dynamics bake keyed
+    on the bones; the coupler bone's tail traces the closed form each frame, the crank bone
+    keeps its keys (on an NLA track under the bake's action)."""
+    r = blender(scenario_bone_four_bar, frames=13)
+    assert r["status"].startswith("closed"), r["status"]
+    for rows in (r["live"], r["baked"]):
+        theta = np.array([row[0] for row in rows])
+        np.testing.assert_allclose(theta, THETA0 + np.array(r["angles"]), atol=FLOAT32_POSE)
+        err = np.abs(np.array([row[1] for row in rows]) - np.array([row[2] for row in rows]))
+        assert err.max() < FLOAT32_POSE, err.max()
+    assert r["tracks"] and r["bones_keyed"] == ["coupler", "rocker"]
