@@ -391,11 +391,13 @@ class LiveAssembly:
             (they act in :func:`simulate_linkage`).
         cg_iterations: cap on CG iterations per geometric iteration (seed 004's accuracy for
             speed knob); geometric_iterations: cap on linearize-and-solve rounds; tol: stop
-            when the largest error is below it (m / rad).
+            when the largest error is below it (m / rad); dense: build the corrections'
+            matrices as numpy arrays (True) or sparse (False); None: dense up to
+            :data:`core.maximal.faure.DENSE_BODIES` bodies.
     """
 
     def __init__(self, linkage: Linkage, cg_iterations: int = 50, geometric_iterations: int = 10,
-                 tol: float = 1e-10):
+                 tol: float = 1e-10, dense: bool | None = None):
         check_linkage(linkage)
         bad = [j.name for j in linkage.joints if j.kind not in FAURE_KINDS]
         if bad:
@@ -415,6 +417,8 @@ class LiveAssembly:
         self._asm = _faure_system(linkage, poses, self._solved)
         self._asm.inv_mass[self.driver] = 0.0
         self._asm.inv_inertia[self.driver] = 0.0
+        if dense is not None:
+            self._asm.dense = bool(dense)
         self._check = _faure_system(linkage, poses, self._measured) if self._measured else None
         J = self._asm.jacobian()
         keep = np.ones(J.shape[1], dtype=bool)

@@ -7,9 +7,10 @@ driving body, the scissor lift driven by its foot slider), one :meth:`LiveAssemb
 frame as the live handler calls it: the driver moved one frame's step (the four-bar's crank
 by 5 degrees, the lift's slider by up to 1.3 cm, 30 cm in and back) from the previous
 frame's poses, at each CG cap of :data:`CAPS` (10 corrections at most, tolerance 1e-10). The
-median time per frame (us) and the largest constraint error (m or rad) over the frames are
-given, on both backends of :mod:`core.backend` (the numba backend runs the CG iteration
-compiled).
+median time per frame (us) with the corrections' matrices sparse and dense (side by side, the
+same solve; dense is the default for these few bodies) and the largest constraint error (m or
+rad) over the frames are given, on both backends of :mod:`core.backend` (the numba backend
+runs the CG iteration compiled).
 
 In Blender (a fresh process with the extension installed in a temporary user folder, the
 demo files of demo_blends/ opened): the median time of ``scene.frame_set(f)`` over the keyed
@@ -60,21 +61,24 @@ def _rows(quick):
     rows = []
     for name, (linkage, drivers) in _motions().items():
         for cap in CAPS:
-            live = LiveAssembly(linkage, cg_iterations=cap, geometric_iterations=10, tol=1e-10)
-            starts, worst, P = [], 0.0, linkage.poses
-            for T in drivers:  # the per-frame chain, each frame from the last
-                starts.append(P)
-                res = live.solve(T, P)
-                P, worst = res.poses, max(worst, res.error)
-            k = [0]
+            times, worst = [], 0.0
+            for dense in (False, True):
+                live = LiveAssembly(linkage, cg_iterations=cap, geometric_iterations=10,
+                                    tol=1e-10, dense=dense)
+                starts, P = [], linkage.poses
+                for T in drivers:  # the per-frame chain, each frame from the last
+                    starts.append(P)
+                    res = live.solve(T, P)
+                    P, worst = res.poses, max(worst, res.error)
+                k = [0]
 
-            def one_frame():
-                i = k[0] % len(drivers)
-                k[0] += 1
-                live.solve(drivers[i], starts[i])
+                def one_frame():
+                    i = k[0] % len(drivers)
+                    k[0] += 1
+                    live.solve(drivers[i], starts[i])
 
-            rows.append([name, len(linkage.bodies), cap, f"{median_us(one_frame, quick):.0f}",
-                         f"{worst:.1e}"])
+                times.append(f"{median_us(one_frame, quick):.0f}")
+            rows.append([name, len(linkage.bodies), cap, *times, f"{worst:.1e}"])
     return rows
 
 
@@ -130,8 +134,8 @@ def bench_linkages(quick=False):
         if rows is None:
             continue
         out.append(table(f"Live assembly per frame ({backend_name} backend)",
-                         ["linkage", "bodies", "CG cap", "median us / frame",
-                          "largest error (m/rad)"], rows,
+                         ["linkage", "bodies", "CG cap", "sparse: median us / frame",
+                          "dense: median us / frame", "largest error (m/rad)"], rows,
                          note=f"{FRAMES} frames, the driver one frame's step from the last "
                               "frame's poses, 10 corrections at most, tolerance 1e-10"))
     out.append(table("Frame change in Blender with the live handler (the driven linkage of each "

@@ -42,7 +42,7 @@ from ..lie import se3, so3
 from .solver import (apply_displacement, point_rows, project, rigid_jacobian, step_failure,
                      world_inverse_mass)
 
-__all__ = ["JOINT_TYPES", "FaureJoint", "Assembly", "CorrectionInfo"]
+__all__ = ["JOINT_TYPES", "FaureJoint", "Assembly", "CorrectionInfo", "DENSE_BODIES"]
 
 JOINT_TYPES = {
     "universal": ((0, 1, 2), ()),
@@ -55,6 +55,10 @@ JOINT_TYPES = {
 }
 
 MAX_ROTATION = 0.8  # rad, seed 004 section 3.4
+#: up to this many bodies :meth:`Assembly.correction` works with dense matrices (building
+#: sparse ones costs more than the dense products of a few bodies; measured by
+#: scripts/bench.py --only linkages)
+DENSE_BODIES = 16
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,9 @@ class Assembly:
         joints: sequence of :class:`FaureJoint`.
         p: ``(N, 3)`` centres of mass; R: ``(N, 3, 3)`` orientations.
     Attributes ``p, R`` hold the configuration, ``Dq: (N, 6)`` the Stoermer displacement
-    ``[dtheta; dp]`` of the last step (world frame).
+    ``[dtheta; dp]`` of the last step (world frame); ``dense``: the corrections build ``J``
+    and ``M^-1`` as numpy arrays (default: at most :data:`DENSE_BODIES` bodies) instead of
+    sparse matrices, the same solve (:func:`core.maximal.solver.project`).
     """
 
     def __init__(self, mass, inertia, joints, p, R):
@@ -115,6 +121,7 @@ class Assembly:
         self.R = so3.check_rotation(np.array(R, dtype=float).reshape(N, 3, 3), "R").copy()
         self.Dq = np.zeros((N, 6))
         self.dt = None
+        self.dense = N <= DENSE_BODIES
         self.joints = []
         self._targets = {}
         self._build_tables()
@@ -214,8 +221,9 @@ class Assembly:
         R = self.R if R is None else R
         return self._entries(p, R)[0]
 
-    def _entries(self, p, R, jacobian=True):
-        """``compute_entries`` of section 3.4: sparse ``J: (m, 6N)`` and errors ``(m,)``."""
+    def _entries(self, p, R, jacobian=True, dense=False):
+        """``compute_entries`` of section 3.4: ``J: (m, 6N)`` (sparse, or a numpy array with
+        ``dense``) and errors ``(m,)``."""
         L1, L2 = self.joint_frames(p, R)
         RL1 = L1[:, :3, :3]
         delta = L2[:, :3, 3] - L1[:, :3, 3]
@@ -237,12 +245,14 @@ class Assembly:
                         -point_rows(t_world, P2, O1))
         row2 = np.where(rot[:, None], np.concatenate([rrow, zero], 1),
                         point_rows(t_world, P2, O2))
-        J = rigid_jacobian(b1, row1, b2, row2, self.nbodies)
+        J = rigid_jacobian(b1, row1, b2, row2, self.nbodies, dense)
         return J, err
 
-    def inverse_mass(self, R=None):
-        """Sparse ``M^-1: (6N, 6N)`` (world ``[w; v]`` layout; zero blocks for targets)."""
-        return world_inverse_mass(self.R if R is None else R, self.inv_inertia, self.inv_mass)
+    def inverse_mass(self, R=None, dense=False):
+        """``M^-1: (6N, 6N)`` (world ``[w; v]`` layout; zero blocks for targets), sparse or,
+        with ``dense``, a numpy array."""
+        return world_inverse_mass(self.R if R is None else R, self.inv_inertia, self.inv_mass,
+                                  dense)
 
     # -- the fast assembly algorithm (section 3.4) -------------------------------------------
     def correction(self, geometric_iterations=3, cg_iterations=50, tol=1e-10, cg_tol=1e-12,
@@ -257,7 +267,7 @@ class Assembly:
             apply: move the bodies (else restore the configuration).
             regularization: relative diagonal shift for redundant or unreachable constraint
                 sets (least-squares assembly, see :func:`core.maximal.solver.project`).
-            jacobian: optional fixed sparse ``J`` for the correction directions and the
+            jacobian: optional fixed ``J`` (sparse or dense) for the correction directions and the
                 system matrix (chord iterations; only ``b`` is re-evaluated). The seed
                 re-evaluates ``J`` at every iteration (``None``); :meth:`step` passes the
                 Jacobian of the start of the step for its ``directions="start"`` variant.
@@ -266,17 +276,18 @@ class Assembly:
         """
         p, R = self.p.copy(), self.R.copy()
         errs, cgs = [], []
-        J, e = self._entries(p, R)
+        dense = self.dense and (jacobian is None or isinstance(jacobian, np.ndarray))
+        J, e = self._entries(p, R, dense=dense)
         for _ in range(geometric_iterations):
             errs.append(float(np.abs(e).max(initial=0.0)))
             if errs[-1] <= tol:
                 break
-            res = project(J if jacobian is None else jacobian, self.inverse_mass(R), -e,
+            res = project(J if jacobian is None else jacobian, self.inverse_mass(R, dense), -e,
                           method="cg", maxiter=cg_iterations, tol=cg_tol,
                           regularization=regularization)
             cgs.append(res.iterations)
             p, R = apply_displacement(p, R, res.dx, max_rotation)
-            J, e = self._entries(p, R, jacobian=jacobian is None)
+            J, e = self._entries(p, R, jacobian=jacobian is None, dense=dense)
         else:
             errs.append(float(np.abs(e).max(initial=0.0)))
         if not (np.all(np.isfinite(p)) and np.all(np.isfinite(R))):
@@ -351,7 +362,7 @@ class Assembly:
             self.Dq = self.Dq + (self.inverse_mass() @ f.reshape(-1)).reshape(-1, 6) * dt ** 2
         for idx in self._targets:
             self.Dq[idx] = 0.0
-        J0 = self.jacobian() if directions == "start" else None
+        J0 = self._entries(self.p, self.R, dense=self.dense)[0] if directions == "start" else None
         self.p, self.R = apply_displacement(self.p, self.R, self.Dq.reshape(-1))
         dq, info = self.correction(geometric_iterations, cg_iterations, tol, jacobian=J0)
         self.Dq = self.Dq + dq

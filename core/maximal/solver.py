@@ -57,6 +57,11 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
             regularization=0.0, preconditioner="jacobi"):
     """Solve ``(J M^-1 J^T) lam = b`` and return ``dx = M^-1 J^T lam`` (seed 004 eq. 13).
 
+    Small systems may come dense: when ``J`` and ``minv`` are both numpy arrays, ``A`` is
+    formed with dense products (no sparse-matrix construction, which dominates the cost of a
+    few bodies' solves) and solved by the same method (CG: scipy's, on the dense ``A``;
+    direct: LAPACK's ``solve``).
+
     Args:
         J: sparse or dense ``(m, n)`` constraint Jacobian.
         minv: inverse mass, sparse/dense ``(n, n)`` or its diagonal ``(n,)``.
@@ -85,9 +90,15 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
     """
     if method not in METHODS:
         raise InvalidInputError(f"project: method must be one of {METHODS}, got {method!r}")
-    J = sp.csr_matrix(J)
+    dense = isinstance(J, np.ndarray) and isinstance(minv, np.ndarray) and J_force is None
+    if dense:
+        J = np.asarray(J, dtype=float)
+        Minv = np.diag(minv.astype(float)) if minv.ndim == 1 else minv.astype(float)
+    else:
+        J = sp.csr_matrix(J)
+        Minv = (sp.diags(np.asarray(minv, dtype=float)) if np.ndim(minv) == 1
+                else sp.csr_matrix(minv))
     m, n = J.shape
-    Minv = sp.diags(np.asarray(minv, dtype=float)) if np.ndim(minv) == 1 else sp.csr_matrix(minv)
     b = np.asarray(b, dtype=float).reshape(-1)
     if Minv.shape != (n, n) or b.shape != (m,):
         raise InvalidInputError(f"project: shapes disagree: J {J.shape}, M^-1 {Minv.shape}, "
@@ -103,11 +114,12 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
         raise InvalidInputError("project: J_force makes the system unsymmetric; "
                                 "use method='direct' or 'lsqr'")
     MJt = Minv @ Jf.T
-    A = (J @ MJt).tocsr()
+    A = J @ MJt if dense else (J @ MJt).tocsr()
     if regularization:
         if regularization < 0:
             raise InvalidInputError("project: regularization must be >= 0")
-        A = (A + sp.identity(m) * (regularization * max(A.diagonal().mean(), 1e-300))).tocsr()
+        shift = regularization * max(A.diagonal().mean(), 1e-300)
+        A = A + np.eye(m) * shift if dense else (A + sp.identity(m) * shift).tocsr()
     iterations = 0
     converged = True
     if method == "cg":
@@ -124,14 +136,22 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
             raise InvalidInputError("project: preconditioner must be 'jacobi' or None")
         if _backend.kernels is not None:
             lam, iterations, converged = _compiled_cg(A, b, x0, tol, maxiter, pre)
+        elif dense:
+            lam, iterations, converged = _dense_cg(A, b, x0, tol, maxiter, pre)
         else:
             lam, info = spla.cg(A, b, x0=x0, rtol=tol, atol=0.0, maxiter=maxiter, M=pre,
                                 callback=_count)
             iterations, converged = count[0], info == 0
     elif method == "direct":
-        with warnings.catch_warnings():     # a singular A gives NaN, reported below
-            warnings.simplefilter("ignore", spla.MatrixRankWarning)
-            lam = np.atleast_1d(spla.spsolve(A.tocsc(), b))
+        if dense:
+            try:
+                lam = np.linalg.solve(A, b)
+            except np.linalg.LinAlgError:   # singular: reported below
+                lam = np.full(m, np.nan)
+        else:
+            with warnings.catch_warnings():     # a singular A gives NaN, reported below
+                warnings.simplefilter("ignore", spla.MatrixRankWarning)
+                lam = np.atleast_1d(spla.spsolve(A.tocsc(), b))
     else:
         out = spla.lsqr(A, b, atol=tol, btol=tol, iter_lim=maxiter)
         lam, istop, iterations = out[0], out[1], out[2]
@@ -154,11 +174,42 @@ def _compiled_cg(A, b, x0, tol, maxiter, pre):
     maxiter = 10 * m if maxiter is None else int(maxiter)
     x = np.zeros(m) if x0 is None else np.array(x0, dtype=float).reshape(m)
     dinv = np.ones(m) if pre is None else np.ascontiguousarray(pre.diagonal(), dtype=float)
-    A = A.tocsr()
-    it = _backend.kernels.cg(np.ascontiguousarray(A.data, dtype=float),
-                             A.indices.astype(np.int64), A.indptr.astype(np.int64), dinv, b,
-                             x, maxiter, tol * float(np.linalg.norm(b)), np.empty((4, m)))
+    if isinstance(A, np.ndarray):       # a dense A as CSR arrays, every entry stored
+        data, indices = np.ascontiguousarray(A, dtype=float).ravel(), np.tile(np.arange(m), m)
+        indptr = np.arange(0, m * m + 1, m, dtype=np.int64)
+    else:
+        A = A.tocsr()
+        data, indices, indptr = (np.ascontiguousarray(A.data, dtype=float), A.indices,
+                                 A.indptr.astype(np.int64))
+    it = _backend.kernels.cg(data, indices.astype(np.int64), indptr, dinv, b, x, maxiter,
+                             tol * float(np.linalg.norm(b)), np.empty((4, m)))
     return x, int(it), it < maxiter
+
+
+def _dense_cg(A, b, x0, tol, maxiter, pre):
+    """``spla.cg(A, b, x0, rtol=tol, atol=0, maxiter, M=pre)`` on a dense ``A: (m, m)`` with
+    numpy vector operations (scipy's operator wrapping costs more than a small system's
+    products): the iteration of :func:`core.compiled.kernels.cg`. Returns ``(lam,
+    iterations, converged)``."""
+    m = b.size
+    maxiter = 10 * m if maxiter is None else int(maxiter)
+    x = np.zeros(m) if x0 is None else np.array(x0, dtype=float).reshape(m)
+    dinv = np.ones(m) if pre is None else pre.diagonal()
+    atol = tol * float(np.linalg.norm(b))
+    r = b - A @ x if np.any(x) else b.copy()
+    p, rho_prev = None, 1.0
+    for it in range(maxiter):
+        if float(np.sqrt(r @ r)) < atol:
+            return x, it, True
+        z = dinv * r
+        rho = float(r @ z)
+        p = z if p is None else p * (rho / rho_prev) + z
+        q = A @ p
+        alpha = rho / float(p @ q)
+        x += alpha * p
+        r -= alpha * q
+        rho_prev = rho
+    return x, maxiter, False
 
 
 def step_failure(where, h, speed, err):
@@ -176,36 +227,43 @@ def step_failure(where, h, speed, err):
                            f"motion; reduce it, e.g. to {h / 4:g} s")
 
 
-def world_inverse_mass(R, inv_inertia_body, inv_mass):
-    """Sparse block-diagonal ``M^-1: (6N, 6N)`` for the ``[w; v]`` world layout.
+def world_inverse_mass(R, inv_inertia_body, inv_mass, dense=False):
+    """Block-diagonal ``M^-1: (6N, 6N)`` for the ``[w; v]`` world layout.
 
     Args:
         R: ``(N, 3, 3)`` body orientations (body to world).
         inv_inertia_body: ``(N, 3, 3)`` inverse inertia about the centre of mass, body axes.
         inv_mass: ``(N,)`` inverse masses (0 for an immovable body).
+        dense: a numpy array instead of a sparse matrix (small systems, see :func:`project`).
     Returns:
-        csr ``(6N, 6N)`` with blocks ``[[R I^-1 R^T, 0], [0, m^-1 1]]``.
+        csr (or dense) ``(6N, 6N)`` with blocks ``[[R I^-1 R^T, 0], [0, m^-1 1]]``.
     """
     R = np.asarray(R, dtype=float)
     N = R.shape[0]
     blocks = np.zeros((N, 6, 6))
     blocks[:, :3, :3] = R @ np.asarray(inv_inertia_body, dtype=float) @ np.swapaxes(R, 1, 2)
     blocks[:, 3:, 3:] = np.asarray(inv_mass, dtype=float)[:, None, None] * np.eye(3)
-    return block_diag(blocks)
+    return block_diag(blocks, dense)
 
 
-def block_diag(blocks):
-    """Sparse block diagonal from ``blocks: (N, k, k)`` without a Python loop."""
+def block_diag(blocks, dense=False):
+    """Block diagonal from ``blocks: (N, k, k)`` without a Python loop: sparse csr, or a
+    numpy array with ``dense``."""
     blocks = np.asarray(blocks, dtype=float)
     N, k, _ = blocks.shape
+    if dense:
+        out = np.zeros((N, k, N, k))
+        out[np.arange(N), :, np.arange(N), :] = blocks
+        return out.reshape(N * k, N * k)
     base = (np.arange(N) * k)[:, None, None]
     rows = np.broadcast_to(base + np.arange(k)[None, :, None], blocks.shape)
     cols = np.broadcast_to(base + np.arange(k)[None, None, :], blocks.shape)
     return sp.csr_matrix((blocks.ravel(), (rows.ravel(), cols.ravel())), shape=(N * k, N * k))
 
 
-def rigid_jacobian(body_a, rows_a, body_b, rows_b, nbodies):
-    """Sparse ``J: (m, 6 nbodies)`` from per-row 6-vectors acting on two bodies.
+def rigid_jacobian(body_a, rows_a, body_b, rows_b, nbodies, dense=False):
+    """``J: (m, 6 nbodies)`` from per-row 6-vectors acting on two bodies: sparse csr, or a
+    numpy array with ``dense`` (small systems, see :func:`project`).
 
     Row ``r`` reads ``rows_a[r] . u_{body_a[r]} + rows_b[r] . u_{body_b[r]}``; a body index
     of ``-1`` means ground (its entries are dropped).
@@ -228,6 +286,10 @@ def rigid_jacobian(body_a, rows_a, body_b, rows_b, nbodies):
     data = np.concatenate([blk[0] for blk in blocks])
     rr = np.concatenate([blk[1] for blk in blocks])
     cc = np.concatenate([blk[2] for blk in blocks])
+    if dense:
+        out = np.zeros((m, 6 * nbodies))
+        np.add.at(out, (rr, cc), data)
+        return out
     return sp.csr_matrix((data, (rr, cc)), shape=(m, 6 * nbodies))
 
 

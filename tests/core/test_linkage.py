@@ -340,3 +340,20 @@ def test_point_joints_need_their_path():
         with pytest.raises(InvalidInputError, match="needs"):
             check_linkage(Linkage((body,), (LinkJoint("j", kind, "", "b", np.eye(4), np.eye(4),
                                                       **kw),)))
+
+
+def test_dense_and_sparse_assembly_give_the_same_poses():
+    """Faure's correction with dense matrices (small systems) and with sparse ones: the same
+    frames, each closed to TOL (positions then agree to CLOSED_FORM_TOL)."""
+    lift, _ = scissor_lift()
+    runs = []
+    for dense in (True, False):
+        live = LiveAssembly(lift, tol=TOL, dense=dense)
+        P, out = lift.poses, []
+        for x in -0.3 * np.sin(np.pi * np.arange(1, 25) / 24):
+            res = live.solve(live.driver_pose(x), P)
+            assert res.converged
+            P = res.poses
+            out.append(P)
+        runs.append(np.array(out))
+    np.testing.assert_allclose(runs[0], runs[1], atol=CLOSED_FORM_TOL)
