@@ -297,7 +297,9 @@ def _aba_dense(model, data, q, v, tau, fext):
 def _aba_recursive(model, data, q, v, tau, fext):
     """Appendix A: backward recursion of articulated inertias ``IA`` and bias forces ``pA``
     (eq. 43 ``f = IA A + pA``), forward recursion of eq. 44, in the world frame and batched
-    over the bodies of one depth."""
+    over the bodies of one depth. A multi-DOF joint's ``IA - U D^-1 U^T`` is symmetrized:
+    its rounding asymmetry is amplified from level to level (a zig-zag chain of 20 ball
+    joints under a free root fell at 272 m/s^2 instead of 9.81)."""
     tau = tau + passive_forces(model, q, v)
     IA, pA = data.IA, data.pA
     IA[:] = data.I_world
@@ -322,6 +324,7 @@ def _aba_recursive(model, data, q, v, tau, fext):
             u = tau[dofs] - np.einsum("mna,ma->mn", S, pA[idx])
             UD = U @ Dinv
             Pa = Ia - UD @ np.swapaxes(U, 1, 2)
+            Pa = 0.5 * (Pa + np.swapaxes(Pa, 1, 2))   # symmetric: rounding grows otherwise
             pa = pA[idx] + np.einsum("mab,mb->ma", Pa, ci) + np.einsum("man,mn->ma", UD, u)
             data.aba_U[k], data.aba_Dinv[k], data.aba_u[k] = U, Dinv, u
         else:

@@ -10,7 +10,8 @@ Appendix A), one body at a time in the model's order (parents first):
 * joints: each body's local transform ``P G(q)`` and ``S``, ``dS/dq`` (one coordinate) or
   ``S`` rows (several) from the joint's kind (constant screw, cubic spline span tables,
   spherical joint in exponential coordinates, OpenSim CustomJoint tables in
-  :mod:`core.compiled.custom`), or as written by the Python families;
+  :mod:`core.compiled.custom`, n-DOF spline joints in :mod:`core.compiled.surface`, closed
+  spline curves, welds), or as written by the Python families;
 * ``V_i = X_i V_p + S q_dot``, with ``X_i = Ad_{(P G)^-1}`` (world poses ``T_i = T_p P G``
   are composed alongside into ``LSH``), and the bias acceleration
   ``c_i = ad_{V_i} S q_dot + q_dot^T (dS/dq) q_dot`` (eq. 14);
@@ -40,9 +41,11 @@ from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, 
                      LI_C, LI_HEADER, LI_ITER, LI_MIN, LIMIT_CONE, LIMIT_LOWER, LR_HEADER, LR_PER,
                      NI, PGS_RTOL, POSITION_PASSES, POSITION_SLACK, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
 from .custom import custom_joint
-from .layout import KIND_CUSTOM, limit_offsets
+from .layout import KIND_CLOSED_SPLINE, KIND_CUSTOM, KIND_FIXED, KIND_SURFACE, limit_offsets
+from .surface import surface_joint
 
-__all__ = ["aba", "aba_free", "rnea", "crba", "step", "advance", "cg"]
+__all__ = ["aba", "aba_free", "rnea", "crba", "energies", "step", "driven_step", "advance",
+           "cg"]
 
 #: every kernel: cached on disk, numpy's error model (a division by zero gives inf/NaN, which
 #: the statuses and the callers' finiteness checks catch, instead of a checked branch)
@@ -174,6 +177,16 @@ def _spline(reals, po, ns, deg, buf, o, x):
     for k in range(6):
         buf[o + 16 + k] = reals[z + k]
         buf[o + 22 + k] = 0.0
+
+
+@_jit
+def _wrap(x, lo, hi, period):
+    """``x`` outside ``[lo, hi)`` moved by whole periods into ``[lo, lo + period)`` (as
+    :meth:`core.joints.spline_curve.ClosedSplineCurveJoint.evaluate` does)."""
+    if lo <= x < hi:
+        return x
+    r = (x - lo) % period
+    return lo + (0.0 if r >= period else r)
 
 
 @_jit
@@ -402,9 +415,20 @@ def _kinematics(ints, reals, buf, q, v, with_v):
                     q[qs])
         elif kind == KIND_SPHERE:
             _sphere(reals, R_BODIES + BODY_REALS * b, buf, o, sm, q, qs)
+        elif kind == KIND_CLOSED_SPLINE:
+            po = ints[row + I_PAR]
+            _spline(reals, po + 1, ints[row + I_NS], ints[row + I_DEG], buf, o,
+                    _wrap(q[qs], reals[po + 1], reals[po + 2], reals[po]))
+        elif kind == KIND_FIXED:
+            pp = R_BODIES + BODY_REALS * b
+            for k in range(12):
+                buf[o + k] = reals[pp + k]
         elif kind == KIND_CUSTOM:
             custom_joint(reals, ints[row + I_PAR], R_BODIES + BODY_REALS * b, buf, o, sm,
                          cb + 6 * b, q, v, qs, n, with_v)
+        elif kind == KIND_SURFACE:
+            surface_joint(reals, ints[row + I_PAR], R_BODIES + BODY_REALS * b, buf, o, sm,
+                          cb + 6 * b, q, v, qs, n, with_v)
         bo = ob + B_SIZE * b
         bl = bo + B_LOCAL
         for i in range(3):
@@ -690,6 +714,11 @@ def _aba(ints, reals, buf, q, v, tau, fext):
                             x += buf[od + D_SIZE * (qs + j) + D_U + i] * \
                                 buf[tmp + T_ROT + 6 * j + k]
                         buf[oI + 6 * i + k] -= x
+                for i in range(6):                       # symmetric: rounding grows otherwise
+                    for k in range(i + 1, 6):
+                        x = 0.5 * (buf[oI + 6 * i + k] + buf[oI + 6 * k + i])
+                        buf[oI + 6 * i + k] = x
+                        buf[oI + 6 * k + i] = x
             for i in range(6):
                 x = 0.0
                 for k in range(6):
@@ -878,20 +907,155 @@ def crba(ints, reals, buf, q):
 
 
 @_jit
+def energies(ints, reals, buf, q, v, mass_com, kinetic):
+    """``(kinetic, potential)`` energies at ``(q, v)`` (:func:`core.dynamics.kinetic_energy`,
+    :func:`core.dynamics.potential_energy`), the world poses left in the buffer's LSH:
+    ``sum_i 1/2 V_i^T J_i V_i`` (body frames; 0 unless ``kinetic``, and then ``v`` is not
+    read), and ``-sum_i g . (R_i m_i c_i + m_i p_i)`` plus the joint springs' ``1/2 k (q -
+    rest)^2`` and the point springs' ``1/2 k (l - rest)^2``; ``mass_com (nb, 4)`` holds
+    ``[m_i, m_i c_i]``."""
+    _kinematics(ints, reals, buf, q, v, kinetic)
+    nb, nv = ints[H_NB], ints[H_NV]
+    oL, ob = ints[H_LSH], ints[H_BODY]
+    K, U = 0.0, 0.0
+    for b in range(nb):
+        o = oL + 28 * b
+        m = mass_com[b, 0]
+        for i in range(3):
+            U -= reals[i] * (buf[o + 4 * i] * mass_com[b, 1] + buf[o + 4 * i + 1] * mass_com[b, 2]
+                             + buf[o + 4 * i + 2] * mass_com[b, 3] + m * buf[o + 4 * i + 3])
+        if kinetic:
+            oV, oJ = ob + B_SIZE * b + B_V, R_BODIES + BODY_REALS * b + 12
+            for i in range(6):
+                x = 0.0
+                for k in range(6):
+                    x += reals[oJ + 6 * i + k] * buf[oV + k]
+                K += 0.5 * buf[oV + i] * x
+    if ints[H_SPRINGS]:
+        rs = ints[H_RSPRING]
+        for j in range(nv):
+            d = q[j] - reals[rs + 2 * nv + j]
+            U += 0.5 * reals[rs + j] * d * d
+    rp, ip = ints[H_RPOINT], ints[H_IPOINT]
+    for s in range(ints[H_NPS]):
+        ia, ib = ints[ip + 2 * s], ints[ip + 2 * s + 1]
+        r = rp + 9 * s
+        xa = _world_point(buf, oL + 28 * ia, reals, r)
+        xb = (reals[r + 3], reals[r + 4], reals[r + 5]) if ib < 0 else \
+            _world_point(buf, oL + 28 * ib, reals, r + 3)
+        d0, d1, d2 = xb[0] - xa[0], xb[1] - xa[1], xb[2] - xa[2]
+        d = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2) - reals[r + 8]
+        U += 0.5 * reals[r + 6] * d * d
+    return K, U
+
+
+@_jit
 def step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn):
     """One (sub)step ``h`` of the model integrator (``method`` 0 euler, 1 semi-implicit,
     2 rk4, as :meth:`core.integrators.Integrator._substep`) from ``(q, v)`` into ``(qn,
     vn)``, the four RK4 stages in the scratch rows of ``qn``/``vn``: ``qn, vn`` are
     ``(5, nv)``, row 0 the result."""
-    return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn)
+    dofs, drive, powers, chol = _undriven()
+    return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, 0, drive,
+                    powers, chol)
 
 
 @_jit
-def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn):
+def driven_step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive, powers,
+                chol):
+    """:func:`step` of a model with prescribed coordinates (:class:`core.integrators.Drive`):
+    ``dofs (nv,)`` the free coordinates (the first ``nf``) then the prescribed ones,
+    ``drive (3, 2, k)`` their rates and accelerations ``(v_p, a_p)`` at ``t``, ``t + h/2``
+    and ``t + h``; each stage's accelerations from :func:`_driven`, its drive power into
+    ``powers`` (one per stage: 1, or 4 for rk4); ``chol (nf, nf + 1)`` scratch. Status 0,
+    1 (a singular ``S^T IA S`` cannot occur: no aba) or 4 (``M_ff`` not positive
+    definite)."""
+    return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive,
+                    powers, chol)
+
+
+@_jit
+def _undriven():
+    """The empty drive arguments of :func:`_substep` for a model without a drive."""
+    return np.zeros(0, dtype=np.int64), np.zeros((3, 2, 0)), np.zeros(4), np.zeros((0, 1))
+
+
+@_jit
+def _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, vp, ap, powers, s, chol):
+    """Accelerations into the buffer's ddq of a model whose coordinates ``dofs[nf:]`` are
+    prescribed (rates ``vp``, accelerations ``ap``): ``M_ff a_f = tau_f - h_f - M_fp a_p``
+    solved with the Cholesky factor of ``M_ff`` in ``chol (nf, nf + 1)`` (its last column
+    the right-hand side), M from crba and h from the nonlinear effects (as
+    :meth:`core.integrators.Integrator._driven_acceleration`); the drive's power ``(M_p a +
+    h_p - tau_p) . v_p`` into ``powers[s]``. Status 0, or 4 if ``M_ff`` is not positive
+    definite (or not finite)."""
+    nv = ints[H_NV]
+    oM, on, ddq = ints[H_M], ints[H_NLE], ints[H_DDQ]
+    _crba(ints, reals, buf, q)
+    a = buf[ddq:ddq + nv]
+    for j in range(nv):
+        a[j] = 0.0
+    _rnea(ints, reals, buf, q, v, a, fext, on)
+    k = nv - nf
+    for i in range(k):
+        a[dofs[nf + i]] = ap[i]
+    for i in range(nf):
+        r = dofs[i]
+        x = tau[r] - buf[on + r]
+        for j in range(k):
+            x -= buf[oM + nv * r + dofs[nf + j]] * ap[j]
+        chol[i, nf] = x
+        for j in range(i + 1):
+            x = buf[oM + nv * r + dofs[j]]
+            for l in range(j):
+                x -= chol[i, l] * chol[j, l]
+            if i > j:
+                chol[i, j] = x / chol[j, j]
+            elif x > 0.0 and x < math.inf:
+                chol[i, i] = math.sqrt(x)
+            else:
+                return 4
+    for i in range(nf):                                  # L y = rhs
+        x = chol[i, nf]
+        for l in range(i):
+            x -= chol[i, l] * chol[l, nf]
+        chol[i, nf] = x / chol[i, i]
+    for i in range(nf - 1, -1, -1):                      # L^T a_f = y
+        x = chol[i, nf]
+        for l in range(i + 1, nf):
+            x -= chol[l, i] * chol[l, nf]
+        chol[i, nf] = x / chol[i, i]
+        a[dofs[i]] = chol[i, nf]
+    power = 0.0
+    for i in range(k):
+        r = dofs[nf + i]
+        x = buf[on + r] - tau[r]
+        for j in range(nv):
+            x += buf[oM + nv * r + j] * a[j]
+        power += x * vp[i]
+    powers[s] = power
+    return 0
+
+
+@_jit
+def _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, s, chol, powers):
+    """The accelerations of stage ``s`` into the buffer's ddq: :func:`_aba` without a drive
+    (``dofs`` empty), else :func:`_driven` with the drive at the stage's time (rk4 stages
+    0, 1, 2, 3 at ``t``, ``t + h/2``, ``t + h/2``, ``t + h``)."""
+    if dofs.size == 0:
+        return _aba(ints, reals, buf, q, v, tau, fext)
+    t = (s + 1) // 2
+    return _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, drive[t, 0], drive[t, 1],
+                   powers, s, chol)
+
+
+@_jit
+def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive, powers,
+             chol):
     nv = ints[H_NV]
     ddq = ints[H_DDQ]
     if method != 2:
-        st = _aba(ints, reals, buf, q, v, tau, fext)
+        st = _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, 0, chol, powers)
         if st:
             return st
         for j in range(nv):
@@ -909,7 +1073,8 @@ def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn):
         vn[1, j] = v[j]
     weights = (1.0, 2.0, 2.0, 1.0)
     for k in range(4):
-        st = _aba(ints, reals, buf, qn[k + 1], vn[k + 1], tau, fext)
+        st = _stage(ints, reals, buf, qn[k + 1], vn[k + 1], tau, fext, dofs, nf, drive, k,
+                    chol, powers)
         if st:
             return st
         c = 0.5 * h if k < 2 else h
@@ -1169,8 +1334,10 @@ def advance(ints, reals, buf, q, v, si, sr, sw, li, lr):
     for k in range(2 * c):                               # engaged, steps -> the copies
         li[E + 2 * c + k] = li[E + k]
     st = 0
+    dofs, drive, powers, chol = _undriven()
     for _ in range(si[S_NSUB]):
-        st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn)
+        st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, 0, drive,
+                      powers, chol)
         if st:
             break
         for j in range(nv):

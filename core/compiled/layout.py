@@ -26,7 +26,9 @@ all body frame); the 6x6 articulated (or composite) inertia. Per coordinate
 """
 
 __all__ = ["HEADER", "NI", "BODY_REALS", "B_SIZE", "D_SIZE", "TMP_SIZE", "buffer_offsets",
-           "KIND_PYTHON", "KIND_SCREW", "KIND_SPLINE", "KIND_SPHERE", "KIND_CUSTOM", "S_SIZE",
+           "KIND_PYTHON", "KIND_SCREW", "KIND_SPLINE", "KIND_SPHERE", "KIND_CUSTOM",
+           "KIND_CLOSED_SPLINE", "KIND_FIXED", "KIND_SURFACE", "SJ_HEAD", "SJ_PER_AXIS",
+           "S_SIZE",
            "CJ_AXES", "CJ_HEAD", "CJ_PER", "FN_CONSTANT", "FN_LINEAR", "FN_POLYNOMIAL",
            "FN_SPLINE",
            "limit_offsets", "LIMIT_LOWER", "LIMIT_UPPER", "LIMIT_CONE"]
@@ -43,8 +45,17 @@ NI = 8
 
 #: joint kinds: evaluated in Python by the family into the buffer before the kernel, a
 #: constant screw, a cubic spline curve (span tables), a spherical joint (exp. coordinates),
-#: an OpenSim CustomJoint (axis and function tables, :mod:`core.compiled.custom`)
+#: an OpenSim CustomJoint (axis and function tables, :mod:`core.compiled.custom`), a closed
+#: cubic spline curve (its period, then a cubic spline's parameters: the coordinate is
+#: wrapped into one period before the span lookup), a weld (``P G = P``, no parameters), an
+#: n-DOF spline joint (B-spline and twist tables, :mod:`core.compiled.surface`)
 KIND_PYTHON, KIND_SCREW, KIND_SPLINE, KIND_SPHERE, KIND_CUSTOM = 0, 1, 2, 3, 4
+KIND_CLOSED_SPLINE, KIND_FIXED, KIND_SURFACE = 5, 6, 7
+
+#: an n-DOF spline joint's parameters (:mod:`core.compiled.surface`): a header of n, m and
+#: :data:`SJ_PER_AXIS` numbers per axis (three axes), :data:`SJ_HEAD` floats in all
+SJ_PER_AXIS = 6
+SJ_HEAD = 2 + 3 * SJ_PER_AXIS
 
 #: a CustomJoint's parameters: its six unit axes (18 reals from ``CJ_AXES``), then from
 #: ``CJ_HEAD`` :data:`CJ_PER` reals per axis: the coordinate (its index in the joint, -1 for
