@@ -5,7 +5,10 @@ The loop. A *stepper* is any object with two methods:
 
 * ``advance(t, state) -> state``: the state one step ``dt`` after the state at time ``t``;
 * ``record(t, state) -> dict``: what to keep of the state at time ``t``, name -> array (or
-  float), with the same shapes at every record.
+  float), with the same shapes at every record;
+* optionally ``advance_steps(t, state, count) -> state``: the state ``count`` steps after
+  the one at ``t``, the same as ``count`` calls of ``advance`` (one compiled call, say);
+  :func:`integrate` takes the steps between two records with it.
 
 :func:`integrate` takes ``n_steps`` steps of ``dt``, records the initial state, every
 ``record_every``-th step and the last one into preallocated arrays (memory is constant per
@@ -177,20 +180,25 @@ def integrate(stepper, state, dt, n_steps, t0=0.0, record_every=1, progress=None
             values[name][k] = x
         times[k] = t
 
+    many = getattr(stepper, "advance_steps", None)
     step = 0
     with np.errstate(over="ignore", invalid="ignore"):
         keep(0, t0, state)
         k = 0
-        for step in range(1, n_steps + 1):
-            t = t0 + (step - 1) * dt
-            state = stepper.advance(t, state)
-            if step % record_every == 0 or step == n_steps:
-                k += 1
-                keep(k, t + dt, state)
-                if progress is not None and progress(step / n_steps) is False:
-                    return Recording("cancelled", times[:0],
-                                     {name: x[:0] for name, x in values.items()}, step,
-                                     time.perf_counter() - start)
+        while step < n_steps:
+            count = min(record_every, n_steps - step)        # the steps to the next record
+            if many is not None and count > 1:
+                state = many(t0 + step * dt, state, count)
+                step += count
+            else:
+                for step in range(step + 1, step + count + 1):
+                    state = stepper.advance(t0 + (step - 1) * dt, state)
+            k += 1
+            keep(k, t0 + (step - 1) * dt + dt, state)
+            if progress is not None and progress(step / n_steps) is False:
+                return Recording("cancelled", times[:0],
+                                 {name: x[:0] for name, x in values.items()}, step,
+                                 time.perf_counter() - start)
     return Recording("completed", times, values, step, time.perf_counter() - start)
 
 

@@ -43,6 +43,7 @@ SECTIONS = {
     "fitting": "bench_fitting:bench_fitting_tables",
     "dynamics": "bench_dynamics:bench_dynamics",
     "mechanisms": "bench_mechanisms:bench_mechanisms",
+    "realtime": "bench_realtime:bench_realtime",
     "maximal": "bench:bench_maximal_tables",
     "sweep": "bench_sweep:bench_sweep",
     "batch": "bench_batch:bench_batch",
@@ -55,10 +56,12 @@ SECTIONS = {
     "contacts": "bench_contacts:bench_contacts",
 }
 
-#: environment of a section's process where it differs from the caller's: the dynamics and
-#: contacts sections time small products, which OpenBLAS threads stall (see bench_dynamics)
+#: environment of a section's process where it differs from the caller's: the dynamics,
+#: contacts and realtime sections time small products, which OpenBLAS threads stall (see
+#: bench_dynamics)
 SECTION_ENV = {"dynamics": {"OPENBLAS_NUM_THREADS": "1"},
-               "contacts": {"OPENBLAS_NUM_THREADS": "1"}}
+               "contacts": {"OPENBLAS_NUM_THREADS": "1"},
+               "realtime": {"OPENBLAS_NUM_THREADS": "1"}}
 
 
 # -- helpers the sections share ------------------------------------------------------------

@@ -43,7 +43,8 @@ EVALS = {"rk4": 4, "euler": 1, "semi_implicit": 1}
 
 
 def _run(name, duration, repeat, backend_name="numpy"):
-    """Median wall and CPU seconds of ``repeat`` runs of demo ``name`` on backend
+    """``(mechanism, last result, median wall s, median CPU s)`` of ``repeat`` runs of demo
+    ``name`` for ``duration`` simulated seconds (None: the demo's own) on backend
     ``backend_name`` (None for the numba backend where numba does not import)."""
     if backend_name == "numba" and not backend.available():
         return None
@@ -51,7 +52,7 @@ def _run(name, duration, repeat, backend_name="numpy"):
     try:
         if backend_name == "numba":
             simulate_mechanism(DEMOS[name](duration=0.05))       # compile or load the kernels
-        mech = DEMOS[name](duration=duration)
+        mech = DEMOS[name]() if duration is None else DEMOS[name](duration=duration)
         walls, cpus, res = [], [], None
         for _ in range(repeat):
             c0 = time.process_time()
@@ -133,8 +134,8 @@ def bench_mechanisms(quick=False):
                       "RK4 step is 4 dynamics evaluations, the seed's forward Euler step 1; "
                       "seed figures: knee (1 DOF) and the 8-DOF sliding-letter chain on a "
                       "2.6 GHz Core 2. The skeleton's 'step' is one seed-001 Heun step with "
-                      "post-stabilization (on numba its accelerations are compiled, the Heun "
-                      "combination and the stabilization are numpy). CPU per step includes "
+                      "post-stabilization (on numba one kernel call for the steps of a "
+                      "frame). CPU per step includes "
                       "recording the frames (poses and energies).")]
     seed_rows = []
     for name, dt in SEED_STEPS.items():

@@ -139,10 +139,11 @@ def accelerations(skel, state, f_ext):
     return acc[:, 3:], acc[:, :3], c, d
 
 
-def step(skel, state, h, f_ext, update, stabilize, tol, iterations):
-    """``(p, R, v, w, c, d, separation before, after, stabilization iterations)`` of one
-    :meth:`Skeleton.step` (``update`` "momentum", "paper" or "heun") from one kernel call,
-    or None (not a tree, a singular pivot or a non-finite state)."""
+def step(skel, state, h, f_ext, update, stabilize, tol, iterations, count=1):
+    """``(p, R, v, w, c, d, separation before, after, stabilization iterations)`` after
+    ``count`` :meth:`Skeleton.step` s (``update`` "momentum", "paper" or "heun"; the forces
+    and separations of the last) from one kernel call, or None (not a tree, a singular
+    pivot or a non-finite state in any of them)."""
     pk = packed(skel)
     if pk is None:
         return None
@@ -150,8 +151,8 @@ def step(skel, state, h, f_ext, update, stabilize, tol, iterations):
     p, R, v, w, fext = _inputs(pk, state, f_ext, skel.N)
     p, R, v, w = p.copy(), R.copy(), v.copy(), w.copy()      # the kernel updates in place
     c, d, info = np.empty((n, 3)), np.empty((n, 3)), np.zeros(3)
-    if _step(*_args(pk), p, R, v, w, fext, float(h), UPDATE_CODES[update], bool(stabilize),
-             float(tol), int(iterations), c, d, info):
+    if _steps(*_args(pk), p, R, v, w, fext, float(h), UPDATE_CODES[update], bool(stabilize),
+              float(tol), int(iterations), c, d, info, int(count)):
         return None
     return p, R, v, w, c, d, info[0], info[1], int(info[2])
 
@@ -637,4 +638,18 @@ def _step(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, 
         return 1
     info[1] = _separation(E, hinge, lever, axis, p, R, Jb, Fb, B, g)
     info[2] = it
+    return 0
+
+
+@_jit
+def _steps(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, side, Jb, Fb,
+           B, x, y, buf, tmp, F, p, R, v, w, fext, h, update, stabilize, tol, iterations, c, d,
+           info, count):
+    """``count`` calls of :func:`_step`; stops at the first failure (its status)."""
+    for _ in range(count):
+        st = _step(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, side,
+                   Jb, Fb, B, x, y, buf, tmp, F, p, R, v, w, fext, h, update, stabilize, tol,
+                   iterations, c, d, info)
+        if st:
+            return st
     return 0

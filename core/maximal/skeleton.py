@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import backend as _backend
+from ..checks import whole_number
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import so3
 from .solver import block_diag, project, rigid_jacobian, step_failure
@@ -341,6 +342,29 @@ class Skeleton:
             if failure is None:
                 raise
             raise failure from err
+
+    def steps(self, state, h, count, f_ext=None, update="momentum", stabilize=False,
+              stabilize_tol=1e-10, stabilize_iterations=10):
+        """``count`` (an integer >= 1) :meth:`step` s of ``h`` with the same arguments: the
+        same states, on the numba backend in one kernel call (a failure there takes the
+        steps again one by one, which raises :meth:`step`'s error). Returns ``(new_state,
+        StepInfo of the last step)``."""
+        count = whole_number(count, "Skeleton.steps: count")
+        if _backend.kernels is not None and count > 1 and np.isfinite(h) and h > 0 \
+                and update in UPDATES:
+            self.check_state(state)
+            from ..compiled import skeleton as compiled
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = compiled.step(self, state, h, f_ext, update, stabilize, stabilize_tol,
+                                    stabilize_iterations, count)
+            if out is not None:
+                p, R, v, w, c, d, before, after, iters = out
+                return SkeletonState(p, R, v, w), StepInfo(c, d, before, after, iters)
+        info = None
+        for _ in range(count):
+            state, info = self.step(state, h, f_ext, update, stabilize, stabilize_tol,
+                                    stabilize_iterations)
+        return state, info
 
     def _step(self, state, h, f_ext, update, stabilize, stabilize_tol, stabilize_iterations):
         """:meth:`step` after validation; numerical failures propagate. On the numba backend

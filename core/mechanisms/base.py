@@ -473,6 +473,18 @@ class _SkeletonStepper(_BlowUpCheck):
                 f"is too large for this motion, try {self.dt / 4:.4g} s or less (more "
                 "substeps or a higher frame rate)") from err
 
+    def advance_steps(self, t, state, count):
+        """``count`` steps from time ``t`` (:meth:`core.maximal.skeleton.Skeleton.steps`: one
+        kernel call on the numba backend); a failure is taken again step by step with
+        :meth:`advance`, whose error names the failing step's time."""
+        try:
+            return self.skeleton.steps(state, self.dt, count, f_ext=self.f_ext,
+                                       update=self.update, stabilize=True)[0]
+        except (ArithmeticError, ValueError):
+            for k in range(count):
+                state = self.advance(t + k * self.dt, state)
+            return state
+
     def record(self, t, state):
         """``poses (nb, 4, 4)``, ``energy``, ``kinetic`` and ``constraint_error`` (the largest
         joint gap, m); raises SimulationError on an energy blow-up."""

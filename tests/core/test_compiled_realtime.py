@@ -119,3 +119,54 @@ def test_energies_agree_and_leave_the_world_poses(both):
     _close(E_np, E_nb, tol, scale, "mechanical")
     _close(P_np, forward_kinematics(m, m.create_data(), q), tol, 1.0, "poses (numpy)")
     _close(P_nb, P_np, tol, 1.0, "poses (numba)")
+
+
+class _Counter:
+    """A stepper whose state is the number of steps taken; ``advance_steps`` optional."""
+
+    def __init__(self, many):
+        self.calls = 0
+        if many:
+            self.advance_steps = self._many
+
+    def advance(self, t, n):
+        self.calls += 1
+        return n + 1
+
+    def _many(self, t, n, count):
+        self.calls += 1
+        return n + count
+
+    def record(self, t, n):
+        return {"n": float(n)}
+
+
+@pytest.mark.parametrize("n_steps,every", [(10, 3), (9, 3), (1, 4), (5, 1)])
+def test_integrate_takes_the_steps_between_records_at_once(n_steps, every):
+    """A stepper with ``advance_steps`` gets one call per record (the steps between two
+    records), and the records and times equal those of the step-by-step loop."""
+    from core.integrators import integrate
+    one, many = _Counter(False), _Counter(True)
+    a = integrate(one, 0, 0.01, n_steps, 0.5, every)
+    b = integrate(many, 0, 0.01, n_steps, 0.5, every)
+    assert np.array_equal(a.t, b.t) and np.array_equal(a.values["n"], b.values["n"])
+    assert a.steps == b.steps == n_steps
+    assert one.calls == n_steps
+    assert many.calls == len(b.t) - 1                     # one call per record after the first
+
+
+def test_skeleton_bake_agrees_and_diverges_alike(both):
+    """A skeleton bake steps a frame's steps in one kernel call on numba
+    (``advance_steps``): its poses equal the numpy bake's to rounding over the run (the
+    solves' differences add up, 1e-12 of the scale allowed for 300 Heun steps of an 8-body
+    chain, cf. test_skeleton_numba's bound), and a step too large diverges on both."""
+    from core.mechanisms import simulate_mechanism, skeleton_chain
+    P_np, P_nb = both(lambda: simulate_mechanism(skeleton_chain(duration=0.5)).poses)
+    _close(P_np, P_nb, 1e-12, 1.0, "poses")
+    for name in ("numpy", "numba"):
+        previous = backend.use(name)
+        try:
+            with pytest.raises(SimulationError, match="diverged at t = "):
+                simulate_mechanism(skeleton_chain(duration=6.0, fps=2, substeps=3))
+        finally:
+            backend.use(previous)

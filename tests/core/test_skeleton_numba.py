@@ -173,3 +173,32 @@ def test_divergence_raises_the_numpy_error_on_numba(on):
     for name in ("numpy", "numba"):
         with pytest.raises(SimulationError, match="Skeleton.step diverged"):
             on(name, lambda: skel.step(st, 1e3))
+
+
+@pytest.mark.parametrize("update", ["heun", "momentum"])
+def test_steps_is_repeated_step(on, update):
+    """``Skeleton.steps`` (one kernel call on numba) gives the states of as many ``step``
+    calls, bit for bit on numba (the same kernel steps) and on numpy (the same loop)."""
+    skel, st0 = _moving(10, seed=3, grounded=True)
+    f = np.array([0.0, -9.81, 0.0]) * skel.mass[:, None]
+    for name in ("numba", "numpy"):
+        def run():
+            st = st0.copy()
+            for _ in range(7):
+                st, info = skel.step(st, 2e-3, f, update=update, stabilize=True)
+            many, info_many = skel.steps(st0, 2e-3, 7, f, update=update, stabilize=True)
+            return st, info, many, info_many
+        st, info, many, info_many = on(name, run)
+        for x in ("p", "R", "v", "w"):
+            assert np.array_equal(getattr(st, x), getattr(many, x)), (name, x)
+        assert np.array_equal(info.c, info_many.c)
+        assert info.stabilization_iterations == info_many.stabilization_iterations
+
+
+def test_steps_failure_raises_as_step(on):
+    """A diverging run through ``steps`` raises the SimulationError of ``step``."""
+    skel, st = _moving(10, seed=4)
+    st.v *= 1e3
+    st.w *= 1e3
+    with pytest.raises(SimulationError, match="Skeleton.step"):
+        on("numba", lambda: skel.steps(st, 0.5, 20, update="heun", stabilize=True))

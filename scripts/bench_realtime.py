@@ -1,0 +1,62 @@
+"""Real-time benchmark: simulated seconds per wall second of every demo bake at its own
+defaults (the builder's ``fps``, ``substeps`` and ``duration``), on both backends of
+:mod:`core.backend` in the same run, against the target of 20 (a bake at least twenty times
+faster than the motion it records).
+
+    python scripts/bench.py --only realtime [--quick]
+    python scripts/bench_realtime.py [--quick]
+
+Each figure is the median of ``repeat`` bakes (3, quick 1) of
+:func:`core.mechanisms.simulate_mechanism` (its ``wall_time``: the stepping and the
+per-frame records, poses and energies; the constraint-error measure after the run is not in
+it); the numba backend bakes each demo once before timing (compiling or loading the
+kernels). Run it with ``OPENBLAS_NUM_THREADS=1`` (:data:`bench.SECTION_ENV`): the small
+products of the numpy path stall on OpenBLAS threads.
+"""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for _p in (ROOT, HERE):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from bench import table  # noqa: E402
+from bench_mechanisms import _run  # noqa: E402
+from core.mechanisms import DEMOS  # noqa: E402
+
+#: simulated seconds per wall second a default bake should reach on the numba backend
+TARGET = 20.0
+
+
+def bench_realtime(quick=False):
+    """One table: per demo its defaults and simulated seconds per wall second on numpy and
+    numba."""
+    repeat = 1 if quick else 3
+    rows = []
+    for name in DEMOS:
+        runs = {b: _run(name, None, repeat, b) for b in ("numpy", "numba")}
+        mech, res, wall, _ = runs["numpy"]
+        fast = runs["numba"]
+        rate = None if fast is None else mech.duration / fast[2]
+        rows.append([name, mech.fps, mech.substeps, mech.duration, mech.dt * 1e3, res.steps,
+                     mech.duration / wall, "" if rate is None else rate,
+                     "" if rate is None else rate * wall / mech.duration,
+                     "" if rate is None else ("yes" if rate >= TARGET else "no")])
+    return [table(f"Real time: simulated s per wall s of each demo bake at its defaults "
+                  f"(median of {repeat}), both backends in the same run",
+                  ["demo", "fps", "substeps", "duration (s)", "dt (ms)", "steps",
+                   "numpy sim s / wall s", "numba sim s / wall s", "numba / numpy",
+                   f"numba >= {TARGET:g}"], rows,
+                  note="wall time of simulate_mechanism's loop: the steps and every frame's "
+                       "record (poses, energies); on a shared machine other work lowers "
+                       "these figures (see the load average above)")]
+
+
+if __name__ == "__main__":
+    from bench import format_table, machine_description
+    print(machine_description())
+    for t in bench_realtime(quick="--quick" in sys.argv):
+        print(format_table(t))
