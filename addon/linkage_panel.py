@@ -116,7 +116,7 @@ def _draw_joint(layout, joint):
     if joint.kind == "surface_point":
         col.prop(joint, "surface")
         return
-    if joint.kind not in ("hinge", "ball", "cylinder", "slotted"):
+    if joint.kind not in ("hinge", "ball", "cylinder", "slotted", "slider", "line"):
         return
     col.prop(joint, "use_limits")
     if not joint.use_limits:
@@ -124,11 +124,12 @@ def _draw_joint(layout, joint):
     if joint.kind == "ball":
         col.prop(joint, "cone")
         return
-    if joint.kind in ("cylinder", "slotted"):
+    if joint.kind != "hinge":
         col.prop(joint, "lower_slide")
         col.prop(joint, "upper_slide")
-    col.prop(joint, "lower_angle")
-    col.prop(joint, "upper_angle")
+    if joint.kind in ("hinge", "cylinder", "slotted"):
+        col.prop(joint, "lower_angle")
+        col.prop(joint, "upper_angle")
 
 
 classes = (SPLINE_JOINTS_UL_linkages, SPLINE_JOINTS_UL_link_joints, VIEW3D_PT_spline_joints_linkages)

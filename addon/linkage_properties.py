@@ -99,8 +99,9 @@ class SPLINE_JOINTS_PG_link_joint(PropertyGroup):
                                          "on Surface joint")
     use_limits: BoolProperty(name="Limits", update=_retag,
                              description="Stop the joint at its limits in a dynamics bake "
-                                         "(hinge, cylinder, slotted hinge: its coordinates' "
-                                         "ranges; ball: a reach cone about its axis)")
+                                         "(hinge, cylinder, slotted hinge, slider, point on "
+                                         "line: its coordinates' ranges; ball: a reach cone "
+                                         "about its axis)")
     lower_angle: FloatProperty(name="Lowest Angle", subtype="ANGLE", default=-math.pi / 2,
                                description="Lowest turn from where the joint was added")
     upper_angle: FloatProperty(name="Highest Angle", subtype="ANGLE", default=math.pi / 2,

@@ -19,7 +19,8 @@ joint to the world whose coordinate is given.
   stepping (seed 004 section 4.2) when every joint is one of Faure's bilateral joints, or the
   couplings of :mod:`core.maximal.couplings` (bilateral and unilateral constraints, deadband,
   two-step engagement; seed 002 section 4.10) when a joint has limits, a reach cone or is a
-  slotted hinge or a spline curve.
+  slotted hinge or a spline joint; every kind is a coupling too, so limits mix with all of
+  them in one linkage.
 
 Joint kinds (a joint's axis is the z axis of its frames):
 
@@ -29,12 +30,15 @@ kind               motion allowed of frame 2 relative to frame 1  solvers
 ``hinge``          turn about z                                  Faure ``pin`` / HingeCoupling
 ``ball``           turn about any axis                           Faure ``universal`` /
                                                                  SphericalCoupling (reach cone)
-``slider``         slide along z                                 Faure ``prismatic``
+``slider``         slide along z                                 Faure ``prismatic`` /
+                                                                 SliderCoupling
 ``cylinder``       slide along and turn about z                  Faure ``cylindrical`` /
                                                                  CylindricalCoupling
-``fixed``          none                                          Faure ``fixed``
-``line``           the origin slides along z, any rotation       Faure ``ball-socket``
-``plane``          the origin stays on the xy plane              Faure ``surface``
+``fixed``          none                                          Faure ``fixed`` / FixedCoupling
+``line``           the origin slides along z, any rotation       Faure ``ball-socket`` /
+                                                                 FlatPointCoupling
+``plane``          the origin stays on the xy plane              Faure ``surface`` /
+                                                                 FlatPointCoupling
 ``slotted``        slide along x and turn about z                SlottedHingeCoupling
 ``curve``          ride a spline curve joint (seed 000 eq. 21)   SplineCurveCoupling
 ``curve_point``    the origin on that curve's path, any turn     SplinePointCoupling
@@ -64,15 +68,20 @@ from .maximal.faure import JOINT_TYPES, Assembly, FaureJoint
 __all__ = ["LinkBody", "LinkJoint", "LinkSpring", "Linkage", "AssemblyResult", "LiveAssembly",
            "LinkageMotion", "DynamicSystem", "check_linkage", "drive_pose", "dynamic_system",
            "frame_count", "point_surface", "simulate_linkage", "redundant_rows",
-           "FAURE_KINDS", "COUPLING_KINDS", "JOINT_KINDS", "RANK_TOL", "CLOSURE_TOL"]
+           "FAURE_KINDS", "COUPLING_KINDS", "LIMIT_KINDS", "JOINT_KINDS", "RANK_TOL", "CLOSURE_TOL"]
 
 #: joint kind -> Faure's joint type (seed 004 Table 1, see core.maximal.faure)
 FAURE_KINDS = {"hinge": "pin", "ball": "universal", "slider": "prismatic",
                "cylinder": "cylindrical", "fixed": "fixed", "line": "ball-socket",
                "plane": "surface"}
 #: kinds the couplings solver offers (the others are Faure-only)
-COUPLING_KINDS = ("hinge", "ball", "cylinder", "slotted", "curve", "curve_point", "surface_point")
-JOINT_KINDS = tuple(FAURE_KINDS) + COUPLING_KINDS[3:]
+JOINT_KINDS = tuple(FAURE_KINDS) + ("slotted", "curve", "curve_point", "surface_point")
+#: kinds the couplings solver offers: every kind (the Faure kinds as couplings too, so that
+#: they mix with limits in one linkage)
+COUPLING_KINDS = JOINT_KINDS
+#: kinds that take limits: their coordinates' ranges (hinge: angle; cylinder and slotted:
+#: slide and angle; slider and line: slide) or a ball's reach cone
+LIMIT_KINDS = ("hinge", "ball", "cylinder", "slotted", "slider", "line")
 
 #: Faure's frame L has its free axis along local x (``i``); a joint's axis is its frame's z.
 #: ``L = F @ Z_TO_X``: L's i = F's z, L's j = F's y, L's k = -F's x.
@@ -107,8 +116,9 @@ class LinkJoint:
     ``frame1: (4, 4)`` is the joint frame in body 1 (in the world if body1 is ``""``),
     ``frame2: (4, 4)`` the joint frame in body 2; they coincide at the described configuration,
     where the joint's coordinates are zero. Limits (couplings solver): ``lower``/``upper`` per
-    coordinate (hinge: angle; cylinder: (slide, angle); slotted: (slide along x, angle); curve:
-    none, the curve's own range), ``cone``: the ball's reach-cone half angle (rad) about z.
+    coordinate (hinge: angle; cylinder: (slide, angle); slotted: (slide along x, angle);
+    slider and line: slide along z; the spline kinds: none, their own range), ``cone``: the
+    ball's reach-cone half angle (rad) about z.
     ``curve: (n, 4, 4)`` control frames of the ``curve`` kind's spline curve joint (seed 000
     eq. 21, uniform knots), in frame 1: frame 2 relative to frame 1 is ``G(s)``, so body 2's
     ``frame2`` rides the curve (there the frames coincide only where ``G(s)`` is the identity);
@@ -244,8 +254,8 @@ def check_linkage(linkage: Linkage, solver: str | None = None) -> str:
                 raise InvalidInputError(f"{what} needs a finite (n1, n2, 3) grid of its "
                                         f"surface's control points, at least 4 x 4, got "
                                         f"shape {grid.shape}")
-        if j.limited and j.kind not in COUPLING_KINDS:
-            raise InvalidInputError(f"{what}: limits are offered on {', '.join(COUPLING_KINDS)} "
+        if j.limited and j.kind not in LIMIT_KINDS:
+            raise InvalidInputError(f"{what}: limits are offered on {', '.join(LIMIT_KINDS)} "
                                     f"joints only; remove them")
         if j.cone is not None and j.kind != "ball":
             raise InvalidInputError(f"{what}: a reach cone belongs to a ball joint")
@@ -278,13 +288,7 @@ def check_linkage(linkage: Linkage, solver: str | None = None) -> str:
         bad = next(j for j in linkage.joints if j.limited or j.kind not in FAURE_KINDS)
         raise InvalidInputError(f"joint {bad.name!r} ({bad.kind}, limits or cone) needs the "
                                 f"couplings solver")
-    if solver == "couplings":
-        bad = [j.name for j in linkage.joints if j.kind not in COUPLING_KINDS]
-        if bad:
-            raise InvalidInputError(f"joints {bad} are not offered by the couplings solver "
-                                    f"(needed for limits, cones, slotted hinges and curves); "
-                                    f"use {', '.join(COUPLING_KINDS)} joints with them")
-    elif solver != "faure":
+    if solver not in ("faure", "couplings"):
         raise InvalidInputError(f"solver must be 'faure' or 'couplings', got {solver!r}")
     return solver
 
@@ -524,6 +528,14 @@ def spring_forces(linkage: Linkage, p, R, u=None) -> np.ndarray:
 def _coupling(j: LinkJoint):
     lo = list(j.lower) + [-np.inf] * 2
     hi = list(j.upper) + [np.inf] * 2
+    if j.kind == "slider":
+        return cpl.SliderCoupling((lo[0], hi[0]))
+    if j.kind == "fixed":
+        return cpl.FixedCoupling()
+    if j.kind == "line":
+        return cpl.FlatPointCoupling(np.eye(3)[:, 2:], lo[:1], hi[:1])
+    if j.kind == "plane":
+        return cpl.FlatPointCoupling(np.eye(3)[:, :2])
     if j.kind == "hinge":
         return cpl.HingeCoupling(lo[0], hi[0])
     if j.kind == "cylinder":

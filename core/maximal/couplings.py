@@ -36,8 +36,9 @@ from .solver import (apply_displacement, project, rigid_jacobian, step_failure,
                      world_inverse_mass)
 
 __all__ = ["Constraint", "Coordinate", "Coupling", "HingeCoupling", "SlottedHingeCoupling",
-           "CylindricalCoupling", "SphericalCoupling", "SplineCurveCoupling",
-           "SplinePointCoupling", "CoupledBodies",
+           "CylindricalCoupling", "SphericalCoupling", "SplineCurveCoupling", "SliderCoupling",
+           "FixedCoupling", "PointCoupling", "FlatPointCoupling", "SplinePointCoupling",
+           "CoupledBodies",
            "CouplingJoint", "nearest_angle"]
 
 TWO_PI = 2.0 * np.pi
@@ -419,42 +420,84 @@ class SplineCurveCoupling(Coupling):
         self.constraints[5].wrench = S / float(S @ S)
 
 
-class SplinePointCoupling(Coupling):
-    """The origin of frame C held on the path of a spline joint, free to turn: a point on a
-    spline curve (a :class:`core.joints.spline_curve.SplineCurveJoint`, n = 1) or on a spline
-    surface (a :class:`core.joints.spline_surface.SplineJoint` with n = 2), the translation
-    ``p(s)`` of its ``G(s)`` (seed 000 eqs. 21, 25) in frame D.
+class SliderCoupling(Coupling):
+    """Translation z along D's z axis, no turning (a prismatic joint): ``T_CD = (I, (0, 0,
+    z))``; five bilateral wrenches, the z range enforced by a unilateral force along z."""
 
-    Coordinates: ``s`` (n values, limited to the joint's knot range) then the exponential
-    coordinates of C's rotation in D (free, as :class:`SphericalCoupling`); ``T_CD =
-    (exp(r), p(s))``. Bilateral wrenches: the forces along the ``3 - n`` unit normals of the
-    path (left singular vectors of ``dp/ds = R(s) S_v(s)``, ``(3, n)``, orthogonal to its
-    columns), seen in G; the limit of ``s_a`` has the force ``(dp/ds)^+`` row ``a``, so that
-    ``s_dot = N . v_GD`` at the nearest point (eq. 4.19). :meth:`project_to_constraints`
-    keeps the rotation and moves the origin to the nearest point of the path, ``s* =
-    argmin |p(s) - p_C|``, by Gauss-Newton from the current value (steps clipped to a quarter
-    of the range), restarted from the best of a grid over the range if it does not settle.
+    def __init__(self, z_range=(-np.inf, np.inf)):
+        super().__init__()
+        self.set_range(0, *z_range)
+
+    def initialize_constraints(self):
+        for k in range(2):
+            self.add_constraint(True, False, _wrench(f=np.eye(3)[k]))
+        for k in range(3):
+            self.add_constraint(True, True, _wrench(m=np.eye(3)[k]))
+        self.add_constraint(False, False, _wrench(f=(0, 0, 1.0)))
+        self.add_coordinate(limit=5)
+
+    def coordinates_to_TCD(self, coords):
+        return se3.from_rp(np.eye(3), [0.0, 0.0, coords[0]])
+
+    def TCD_to_coordinates(self, TCD):
+        return np.array([TCD[2, 3]])
+
+    def project_to_constraints(self, TCD):
+        coords = self.TCD_to_coordinates(TCD)
+        return self.coordinates_to_TCD(coords), coords
+
+
+class FixedCoupling(Coupling):
+    """C held at D: six bilateral wrenches, no coordinates (``T_CD = I``)."""
+
+    def initialize_constraints(self):
+        for k in range(3):
+            self.add_constraint(True, False, _wrench(f=np.eye(3)[k]))
+        for k in range(3):
+            self.add_constraint(True, True, _wrench(m=np.eye(3)[k]))
+
+    def coordinates_to_TCD(self, coords):
+        return np.eye(4)
+
+    def TCD_to_coordinates(self, TCD):
+        return np.zeros(0)
+
+    def project_to_constraints(self, TCD):
+        return np.eye(4), np.zeros(0)
+
+
+class PointCoupling(Coupling):
+    """The origin of frame C held on a path ``p(s)`` in frame D, free to turn: a curve or line
+    (``n = 1`` coordinate) or a surface or plane (``n = 2``). Subclasses give :meth:`point`
+    and :meth:`nearest`.
+
+    Coordinates: ``s`` (n values, limited to ``[lo, hi]``) then the exponential coordinates
+    of C's rotation in D (free, as :class:`SphericalCoupling`); ``T_CD = (exp(r), p(s))``.
+    Bilateral wrenches: the forces along the ``3 - n`` unit normals of the path (left
+    singular vectors of ``dp/ds``, ``(3, n)``, orthogonal to its columns), seen in G; the
+    limit of ``s_a`` has the force ``(dp/ds)^+`` row ``a``, so that ``s_dot = N . v_GD`` at
+    the nearest point (eq. 4.19). :meth:`project_to_constraints` keeps the rotation and moves
+    the origin to the nearest point of the path, ``s* = argmin |p(s) - p_C|``.
     """
 
-    def __init__(self, joint, value=None):
-        self.joint = joint
-        self.n = int(joint.nq)
+    def __init__(self, n, lo, hi, value=None):
+        self.n = int(n)
         if self.n not in (1, 2):
-            raise InvalidInputError(f"SplinePointCoupling: a curve (1 coordinate) or a surface "
-                                    f"(2) joint is needed, got {self.n} coordinates")
-        self.lo = np.asarray(joint.lower, dtype=float)
-        self.hi = np.asarray(joint.upper, dtype=float)
+            raise InvalidInputError(f"{type(self).__name__}: a path of 1 (curve) or 2 (surface) "
+                                    f"coordinates is needed, got {self.n}")
+        self.lo = np.asarray(lo, dtype=float).reshape(self.n)
+        self.hi = np.asarray(hi, dtype=float).reshape(self.n)
         super().__init__()
         for a in range(self.n):
             self.set_range(a, self.lo[a], self.hi[a])
-            self.coordinates[a].value = (0.5 * (self.lo[a] + self.hi[a]) if value is None
-                                         else float(np.ravel(value)[a]))
+            mid = 0.5 * (self.lo[a] + self.hi[a]) if np.isfinite(self.hi[a] - self.lo[a]) else 0.0
+            self.coordinates[a].value = mid if value is None else float(np.ravel(value)[a])
 
     def initialize_constraints(self):
         n = self.n
         for _ in range(3 - n):
             self.add_constraint(True, False)
-        for a in range(n):
+        for _ in range(n):
             self.add_constraint(False, False)
         for a in range(n):
             self.add_coordinate(limit=3 - n + a)
@@ -463,34 +506,18 @@ class SplinePointCoupling(Coupling):
 
     def point(self, s):
         """``(p (3,), dp/ds (3, n))`` of the path at ``s: (n,)`` in frame D."""
-        G, S, _ = self.joint.evaluate(np.asarray(s, dtype=float))
-        return G[:3, 3], G[:3, :3] @ S[3:, :]
+        raise NotImplementedError
+
+    def nearest(self, x, s):
+        """``s: (n,)`` of the path's point nearest ``x: (3,)`` (in D), from the guess ``s``."""
+        raise NotImplementedError
 
     def coordinates_to_TCD(self, coords):
         coords = np.asarray(coords, dtype=float)
         return se3.from_rp(so3.exp(coords[self.n:]), self.point(coords[:self.n])[0])
 
-    def _nearest(self, x, s, iterations=30):
-        """Gauss-Newton for ``argmin |p(s) - x|`` from ``s: (n,)``: ``(s, converged)``."""
-        window = 0.25 * (self.hi - self.lo)
-        for _ in range(iterations):
-            p, T = self.point(s)
-            step = np.linalg.lstsq(T, x - p, rcond=None)[0]
-            step = np.clip(step, -window, window)
-            s = s + step
-            if np.abs(step).max() < 1e-13:
-                return s, True
-        return s, False
-
     def TCD_to_coordinates(self, TCD):
-        x = TCD[:3, 3]
-        s, ok = self._nearest(x, self.coordinate_values[:self.n])
-        if not ok:
-            axes = [np.linspace(lo, hi, 17) for lo, hi in zip(self.lo, self.hi)]
-            grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, self.n)
-            G = self.joint.transforms(grid)
-            start = grid[int(np.argmin(np.linalg.norm(G[:, :3, 3] - x, axis=1)))]
-            s, _ = self._nearest(x, start)
+        s = self.nearest(TCD[:3, 3], self.coordinate_values[:self.n])
         return np.concatenate([s, so3.log(TCD[:3, :3])])
 
     def project_to_constraints(self, TCD):
@@ -507,6 +534,63 @@ class SplinePointCoupling(Coupling):
         rows = np.linalg.pinv(T)                             # (n, 3): s_dot = rows @ p_dot
         for a in range(n):
             self.constraints[3 - n + a].set_wrench(f=Rt @ rows[a])
+
+
+class FlatPointCoupling(PointCoupling):
+    """The origin of C on a line (``axes: (3, 1)``) or plane (``axes: (3, 2)``, orthonormal
+    columns) through D's origin: ``p(s) = axes s``, any rotation; ``s`` limited to
+    ``[lo, hi]`` (default unlimited). The nearest point is ``axes^T x``."""
+
+    def __init__(self, axes, lo=None, hi=None):
+        self.axes = np.asarray(axes, dtype=float).reshape(3, -1)
+        n = self.axes.shape[1]
+        super().__init__(n, np.full(n, -np.inf) if lo is None else lo,
+                         np.full(n, np.inf) if hi is None else hi)
+
+    def point(self, s):
+        return self.axes @ np.asarray(s, dtype=float), self.axes
+
+    def nearest(self, x, s):
+        return self.axes.T @ x
+
+
+class SplinePointCoupling(PointCoupling):
+    """:class:`PointCoupling` on the path of a spline joint: the translation ``p(s)`` of
+    ``G(s)`` of a :class:`core.joints.spline_curve.SplineCurveJoint` (n = 1) or a
+    :class:`core.joints.spline_surface.SplineJoint` with n = 2 (seed 000 eqs. 21, 25),
+    ``s`` limited to the joint's knot range; ``dp/ds = R(s) S_v(s)``. The nearest point:
+    Gauss-Newton from the current value (steps clipped to a quarter of the range), restarted
+    from the best of a grid over the range if it does not settle.
+    """
+
+    def __init__(self, joint, value=None):
+        self.joint = joint
+        super().__init__(joint.nq, joint.lower, joint.upper, value)
+
+    def point(self, s):
+        G, S, _ = self.joint.evaluate(np.asarray(s, dtype=float))
+        return G[:3, 3], G[:3, :3] @ S[3:, :]
+
+    def _gauss_newton(self, x, s, iterations=30):
+        """``argmin |p(s) - x|`` from ``s: (n,)``: ``(s, converged)``."""
+        window = 0.25 * (self.hi - self.lo)
+        for _ in range(iterations):
+            p, T = self.point(s)
+            step = np.clip(np.linalg.lstsq(T, x - p, rcond=None)[0], -window, window)
+            s = s + step
+            if np.abs(step).max() < 1e-13:
+                return s, True
+        return s, False
+
+    def nearest(self, x, s):
+        s, ok = self._gauss_newton(x, s)
+        if not ok:
+            axes = [np.linspace(lo, hi, 17) for lo, hi in zip(self.lo, self.hi)]
+            grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, self.n)
+            G = self.joint.transforms(grid)
+            s, _ = self._gauss_newton(x, grid[int(np.argmin(np.linalg.norm(G[:, :3, 3] - x,
+                                                                           axis=1)))])
+        return s
 
 
 # ------------------------------------------------------------------------------------------

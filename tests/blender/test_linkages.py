@@ -565,3 +565,38 @@ def test_bones_as_linkage_bodies_follow_a_keyed_crank_bone(blender):
         err = np.abs(np.array([row[1] for row in rows]) - np.array([row[2] for row in rows]))
         assert err.max() < FLOAT32_POSE, err.max()
     assert r["tracks"] and r["bones_keyed"] == ["coupler", "rocker"]
+
+
+def scenario_lift_with_a_stop(tmp):
+    import bpy
+
+    from scenes import addon_module
+
+    lb = addon_module("addon.linkage_bridge")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps, scene.frame_start = 24, 1
+    assert bpy.ops.spline_joints.add_demo_linkage(demo="scissor_lift", driven=False) == {"FINISHED"}
+    item = scene.spline_joints_linkages[0]
+    drive = item.joints["drive"]
+    drive.use_limits, drive.lower_slide, drive.upper_slide = True, -0.02, 0.02
+    item.duration, item.substeps = 1.0, 10
+    block = drive.body2
+    x0 = lb.object_pose(block)[0, 3]
+    assert bpy.ops.spline_joints.bake_linkage("EXEC_DEFAULT", True) == {"FINISHED"}
+    travel = []
+    for f in range(1, item.baked_frames + 1):
+        scene.frame_set(f)
+        travel.append(float(lb.object_pose(block)[0, 3] - x0))
+    return {"solver": item.solver, "engagements": item.engagements, "travel": travel,
+            "tolerance": item.violation_tolerance, "error": item.constraint_error}
+
+
+def test_a_slider_stop_mixes_with_hinges_lines_and_a_plane(blender):
+    """The released scissor lift (slider, hinges, point-on-line and point-on-plane joints)
+    with a stop on its sliding block: the couplings solver bakes it, the spring holds the
+    block at the stop (one engagement, as the core test), the loops closed."""
+    r = blender(scenario_lift_with_a_stop)
+    assert r["solver"] == "couplings" and r["engagements"] == 1
+    assert max(abs(x) for x in r["travel"]) <= 0.02 + r["tolerance"] + FLOAT32_POSE
+    assert r["error"] < FLOAT32_POSE

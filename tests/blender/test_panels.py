@@ -94,8 +94,8 @@ def scenario_draw_panels(tmp, osim):
     scene = bpy.context.scene
     item = scene.spline_joints_linkages[scene.spline_joints_active_linkage]
     bpy.ops.spline_joints.bake_linkage(index=-1)
-    for kind in ("ball", "cylinder", "slotted", "curve", "curve_point", "surface_point", "spring",
-                 "fixed"):
+    for kind in ("ball", "cylinder", "slotted", "slider", "line", "curve", "curve_point",
+                 "surface_point", "spring", "fixed"):
         item.joints[0].kind = kind
         draw_all()
     item.drive_joint, item.mode = item.joints[0].name, "ASSEMBLY"

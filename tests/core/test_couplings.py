@@ -7,6 +7,7 @@ from core.errors import InvalidInputError
 from core.lie import se3, so3
 from core.maximal.couplings import (Constraint, CoupledBodies, CouplingJoint,
                                     CylindricalCoupling, HingeCoupling, SlottedHingeCoupling,
+                                    FixedCoupling, FlatPointCoupling, SliderCoupling,
                                     SphericalCoupling, SplineCurveCoupling,
                                     SplinePointCoupling, align_z, nearest_angle)
 
@@ -36,14 +37,18 @@ def couplings():
             "cylindrical": (CylindricalCoupling(), [0.4, 1.2]),
             "spherical": (SphericalCoupling([0, 0, 1.0], 0.8), [0.3, -0.2, 0.5]),
             "point_curve": (SplinePointCoupling(spline_joint()), [1.6, 0.3, -0.4, 0.9]),
-            "point_surface": (SplinePointCoupling(bowl()), [0.7, 1.9, -0.2, 0.5, 1.1])}
+            "point_surface": (SplinePointCoupling(bowl()), [0.7, 1.9, -0.2, 0.5, 1.1]),
+            "slider": (SliderCoupling((-1.0, 1.0)), [0.4]),
+            "fixed": (FixedCoupling(), []),
+            "line": (FlatPointCoupling([[0.0], [0.0], [1.0]], [-1.0], [1.0]), [0.3, 0.1, -0.2, 0.4]),
+            "plane": (FlatPointCoupling(np.eye(3)[:, :2]), [0.3, -0.5, 0.2, 0.1, 0.6])}
 
 
-POINTS = ["point_curve", "point_surface"]
+MORE = ["point_curve", "point_surface", "slider", "fixed", "line", "plane"]
 
 
 @pytest.mark.parametrize("name", ["hinge", "slotted", "cylindrical", "spherical", "spline"]
-                         + POINTS)
+                         + MORE)
 def test_coordinates_round_trip_and_projection(name):
     if name == "spline":
         cp = SplineCurveCoupling(spline_joint(), value=1.5)
@@ -65,7 +70,7 @@ def test_coordinates_round_trip_and_projection(name):
 
 
 @pytest.mark.parametrize("name", ["hinge", "slotted", "cylindrical", "spherical", "spline"]
-                         + POINTS)
+                         + MORE)
 def test_wrenches_annihilate_allowed_motion_and_limits_give_rates(name):
     """Bilateral G_k . v = 0 for every coordinate motion; a limit wrench gives the rate of
     its coordinate (eq. 4.19); both checked with finite differences of coordinates_to_TCD."""
