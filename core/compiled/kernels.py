@@ -42,7 +42,7 @@ from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, 
                      NI, PGS_RTOL, POSITION_PASSES, POSITION_SLACK, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
 from .custom import custom_joint
 from .layout import KIND_CLOSED_SPLINE, KIND_CUSTOM, KIND_FIXED, KIND_SURFACE, limit_offsets
-from .surface import surface_joint
+from .surface import span_of, surface_joint
 
 __all__ = ["aba", "aba_free", "rnea", "crba", "energies", "step", "driven_step", "advance",
            "cg"]
@@ -129,14 +129,7 @@ def _spline(reals, po, ns, deg, buf, o, x):
     lo, hi = reals[po], reals[po + 1]
     st = po + 2
     if lo <= x <= hi:
-        a, b = 0, ns                                   # bisect_right(starts, x) - 1
-        while a < b:
-            m = (a + b) // 2
-            if x < reals[st + m]:
-                b = m
-            else:
-                a = m + 1
-        s = max(a - 1, 0)
+        s = span_of(reals, st, ns, x)
         w = 1 + 28 * (deg + 1)
         r = st + ns + 36 + s * w
         u = x - reals[r]

@@ -28,11 +28,25 @@ from ..joints import poe
 from .layout import SJ_HEAD as HEAD
 from .layout import SJ_PER_AXIS as PER_AXIS
 
-__all__ = ["surface_joint"]
+__all__ = ["surface_joint", "span_of"]
 
 #: the options of :mod:`core.compiled.kernels`' kernels
 _jit = njit(cache=True, error_model="numpy", fastmath={"contract"})
 _exp_factors = _jit(poe.exp_factors)
+
+
+@_jit
+def span_of(reals, st, ns, x):
+    """``max(bisect_right(starts, x) - 1, 0)`` for the ``ns`` increasing span starts at
+    ``reals[st]``: the knot span holding ``x``."""
+    i, j = 0, ns
+    while i < j:
+        mid = (i + j) // 2
+        if x < reals[st + mid]:
+            j = mid
+        else:
+            i = mid + 1
+    return max(i - 1, 0)
 
 
 @_jit
@@ -43,14 +57,7 @@ def _basis(reals, po, a, x, B):
     k, lo, hi, ns = int(reals[h]), reals[h + 2], reals[h + 3], int(reals[h + 4])
     off = po + int(reals[h + 5])
     c = min(max(x, lo), hi)
-    i, j = 0, ns                                         # bisect_right(starts, c) - 1
-    while i < j:
-        mid = (i + j) // 2
-        if c < reals[off + mid]:
-            j = mid
-        else:
-            i = mid + 1
-    s = max(i - 1, 0)
+    s = span_of(reals, off, ns, c)
     u = c - reals[off + s]
     P = off + 2 * ns + 3 * k * k * s
     for d in range(3):
