@@ -30,6 +30,16 @@ initial state from each body's current ``pose``, velocities by central differenc
 ``pose_before``/``pose_after`` when given, limits, drive) and :func:`simulate_rig` runs it
 and returns every body's pose in its parent per frame (what a bake writes back), with the
 worst limit violation in the limits' own units and the energy drift of a passive rig.
+
+Contacts. A body's collision ``shapes`` (:mod:`core.contacts.shapes`, in its frame) meet
+the world's ``colliders`` (a ground :class:`core.contacts.Plane`, static or moving
+colliders) through a :class:`core.contacts.ContactSolver` that shares the limits' solver
+(:attr:`core.mechanisms.Mechanism.shapes`). Bodies of one rig do not collide with each
+other, and a kinematic body's shapes are left out (nothing pushes a prescribed motion).
+Contacts step with the "semi_implicit" method, under which a resting contact neither
+sinks nor creeps; a rig given another method is stepped with it and says so in its
+warnings. The result reports the contacts per frame, the deepest overlap and the most
+energy one contact step gained.
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ from scipy.interpolate import CubicSpline
 from . import expcoords
 from .bones import BONE_AXIS, REF_AXIS
 from .checks import real_number, whole_number
+from .contacts import Shape
 from .errors import InvalidInputError
 from .fitting.ik import Chain, solve_ik
 from .integrators import Drive
@@ -136,6 +147,7 @@ class RigBody:
     after (central-difference velocities), or None (at rest). q: the initial coordinates
     when known exactly (a driven bone's coordinate sliders), else found from ``pose``.
     motion_times ``(K,)`` (s) and motion ``(K, 4, 4)``: a kinematic body's poses.
+    shapes: the body's collision shapes (:class:`core.contacts.Shape`, body frame).
     """
 
     name: str
@@ -151,6 +163,7 @@ class RigBody:
     q: tuple = None
     motion_times: np.ndarray = None
     motion: np.ndarray = None
+    shapes: tuple = ()
 
 
 @dataclass
@@ -171,7 +184,11 @@ class RigResult:
     (s), local ``(F, nb, 4, 4)`` each body's pose in its parent, world ``(F, nb, 4, 4)``,
     q (F, nq), energy_drift (relative, None unless the rig is passive), worst_violation
     (rad or m, the largest excess over any limit at any frame; 0 without limits),
-    violation_body (its body, or ""), wall_time (s), steps, warnings (start warnings)."""
+    violation_body (its body, or ""), wall_time (s), steps, warnings (start warnings);
+    with contacts (else None, 0, 0): contacts ``(F,)`` the most contacts of a substep in
+    each frame (:meth:`core.contacts.ContactReport.per_frame`), worst_penetration (m, the
+    deepest overlap of any substep) and energy_gained (J, the most one contact step
+    gained)."""
 
     status: str
     times: np.ndarray
@@ -184,6 +201,9 @@ class RigResult:
     wall_time: float
     steps: int
     warnings: tuple
+    contacts: np.ndarray = None
+    worst_penetration: float = 0.0
+    energy_gained: float = 0.0
 
 
 def _hinge_angle(axis, R):
@@ -343,14 +363,18 @@ def _damping_warning(body, joint, fps, substeps, integrator):
 
 
 def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=1.0,
-              integrator="rk4", restitution=0.0, name="rig"):
+              integrator=None, restitution=0.0, name="rig", colliders=(), friction=0.5):
     """A :class:`Rig` from ``bodies`` (a sequence of :class:`RigBody`, parents first).
 
     gravity: ``(3,)`` m/s^2 in the world. fps, substeps, duration: output frames per
-    second, integration steps per frame, seconds (the bake's frame range). Raises
+    second, integration steps per frame, seconds (the bake's frame range). integrator: one
+    of :data:`core.integrators.METHODS`; None: "rk4", or "semi_implicit" when there are
+    contacts (module docstring). restitution: of the limits, and of contacts where neither
+    side has its own; colliders: the world's :class:`core.contacts.Plane` and collider
+    objects; friction: of contacts where neither side has its own. Raises
     InvalidInputError naming the body for an empty rig, a parent that is not an earlier body,
-    a simulated body without mass, a joint kind or limit that does not fit, and a motion or
-    pose that is not rigid.
+    a simulated body without mass, a joint kind or limit that does not fit, a shape that is
+    not a :class:`core.contacts.Shape`, and a motion or pose that is not rigid.
     """
     bodies = tuple(bodies)
     if not bodies:
@@ -358,8 +382,24 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     if not any(b.joint.kind != "kinematic" for b in bodies):
         raise InvalidInputError("every body of the rig is kinematic, so there is nothing to "
                                 "simulate; give at least one body a joint")
+    shapes = []
+    for b in bodies:
+        if not all(isinstance(sh, Shape) for sh in b.shapes):
+            raise InvalidInputError(f"body {b.name!r}: shapes must be core.contacts Shape "
+                                    "objects (Sphere, Capsule, Box, ConvexHull)")
+        if b.joint.kind != "kinematic":
+            shapes.extend((b.name, sh) for sh in b.shapes)
+    colliders = tuple(colliders)
+    contacts = bool(shapes and colliders)
+    asked = integrator
+    integrator = asked or ("semi_implicit" if contacts else "rk4")
     model = Model(gravity=gravity, name=name)
     slices, limits, warnings, q0, v0, display = [], [], [], [], [], []
+    if contacts and integrator != "semi_implicit":
+        integrator = "semi_implicit"
+        warnings.append(f"contacts step with the semi_implicit method (a resting contact "
+                        f"neither sinks nor creeps under it), so the rig is stepped with it "
+                        f"instead of {asked}")
     splines, drive_dofs = [], []
     names = set()
     start = 0
@@ -436,7 +476,8 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         drive = Drive(tuple(drive_dofs), _KinematicMotion(splines),
                       "kinematic bodies following their animation")
     flat = [lim for lims in limits for lim in lims]
-    passive = drive is None and not flat and not any(b.joint.damping for b in bodies)
+    passive = drive is None and not flat and not contacts and \
+        not any(b.joint.damping for b in bodies)
     q0 = np.concatenate(q0) if q0 else np.zeros(0)
     v0 = np.concatenate(v0) if v0 else np.zeros(0)
     if drive is not None:
@@ -445,7 +486,9 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     mech = Mechanism(name, name, model, q0, v0, fps=real_number(fps, "fps", 0.0, low_open=True),
                      substeps=whole_number(substeps, "substeps"), duration=duration,
                      integrator=integrator, drive=drive, display=tuple(display),
-                     limits=tuple(flat), restitution=restitution, passive=passive)
+                     limits=tuple(flat), restitution=restitution, passive=passive,
+                     shapes=tuple(shapes) if contacts else (),
+                     colliders=colliders if contacts else (), friction=friction)
     return Rig(mech, bodies, slices, limits, warnings)
 
 
@@ -515,5 +558,11 @@ def simulate_rig(rig, progress=None):
     drift = None
     if mech.passive and len(res.times):
         drift = res.energy_drift
+    report = res.contacts
+    if report is None:
+        touch, deepest, gained = None, 0.0, 0.0
+    else:
+        touch = report.per_frame(res.times)
+        deepest, gained = report.worst_penetration, report.energy_gained
     return RigResult(res.status, res.times, local, world, res.q, drift, worst, where,
-                     res.wall_time, res.steps, tuple(rig.warnings))
+                     res.wall_time, res.steps, tuple(rig.warnings), touch, deepest, gained)

@@ -52,6 +52,7 @@ from ..checks import real_number, whole_number
 from ..errors import InvalidInputError, SimulationError
 from ..integrators import (METHODS, ORDERS, Drive, Integrator, check_record_size,
                            diverged, integrate)
+from ..contacts import ContactSolver
 from ..limits import LimitSolver
 from ..maximal.skeleton import UPDATE_ORDERS as SKELETON_ORDERS
 from ..maximal.skeleton import UPDATES as SKELETON_UPDATES
@@ -239,6 +240,11 @@ class Mechanism:
             a deforming surface; not bodies of the model.
         limits: :mod:`core.limits` objects (reach cones, coordinate limits) enforced by
             impulses after every step with ``restitution`` (:class:`core.limits.LimitSolver`).
+        shapes: ``(body, Shape)`` pairs (:mod:`core.contacts.shapes`, in the body's frame)
+            and colliders: the world's :class:`core.contacts.Plane` and collider objects; with
+            both, a :class:`core.contacts.ContactSolver` (``friction`` and ``restitution`` its
+            defaults where a side has none) solves the contacts with the limits' impulses in
+            every step (:meth:`contact_solver`).
         passive: True if nothing drives, damps or stops the motion (energy is conserved).
         info: free-form facts for the demo table (e.g. reference data used).
     """
@@ -264,6 +270,9 @@ class Mechanism:
     restitution: float = 0.0
     passive: bool = True
     info: dict = field(default_factory=dict)
+    shapes: tuple = ()
+    colliders: tuple = ()
+    friction: float = 0.5
 
     def __post_init__(self):
         if self.integrator not in INTEGRATORS:
@@ -290,6 +299,19 @@ class Mechanism:
                                     "BodyDisplay entries")
         self.substeps = check_timing(self.name, self.fps, self.substeps, self.duration,
                                      self.record_floats())
+        if (self.shapes or self.colliders) and self.model is None:
+            raise InvalidInputError(f"mechanism {self.name!r}: contacts need a model (reduced "
+                                    "coordinates); a skeleton takes no shapes or colliders")
+        self.contact_solver(None)      # checks the shapes, colliders and materials now
+
+    def contact_solver(self, limits):
+        """The :class:`core.contacts.ContactSolver` of the mechanism's shapes and colliders
+        sharing the :class:`core.limits.LimitSolver` ``limits`` (or None), or None when the
+        mechanism has no shapes or no colliders (nothing can touch)."""
+        if not (self.shapes and self.colliders):
+            return None
+        return ContactSolver(self.model, list(self.shapes), list(self.colliders), limits=limits,
+                             friction=self.friction, restitution=self.restitution)
 
     def record_floats(self):
         """Numbers recorded per output frame: ``q, v``, the body poses (16 each), energy,
@@ -357,6 +379,7 @@ class BakeResult:
     wall_time: float
     steps: int
     dt: float
+    contacts: object = None
 
     @property
     def energy_scale(self):
@@ -412,7 +435,7 @@ class _ModelStepper(_BlowUpCheck, Integrator):
         if mech.limits:
             limits = LimitSolver(mech.model, list(mech.limits), restitution=mech.restitution)
         super().__init__(mech.model, mech.dt, 1, mech.integrator, limits=limits,
-                         drive=mech.drive)
+                         drive=mech.drive, contacts=mech.contact_solver(limits))
         self.name = mech.name
         self.frame_data = mech.model.create_data()
         self.reset_energy()
@@ -611,11 +634,14 @@ def simulate_mechanism(mechanism, progress=None):
                     record_every=sub, progress=progress)
     r, n = rec.values, len(rec.t)
     times = np.arange(n) / mechanism.fps
+    report = None
     if mechanism.model is None:
         q = v = np.zeros((n, 0))
         work, cerr = np.zeros(n), r["constraint_error"]
     else:
         q, v, work = r["q"], r["v"], r["drive_work"]
         cerr = _constraint_error(mechanism, times, q, r["poses"])
+        if stepper.contacts is not None:
+            report = stepper.contacts.report()
     return BakeResult(mechanism.name, rec.status, times, q, v, r["poses"], r["energy"],
-                      r["kinetic"], work, cerr, rec.wall_time, rec.steps, mechanism.dt)
+                      r["kinetic"], work, cerr, rec.wall_time, rec.steps, mechanism.dt, report)

@@ -1,0 +1,80 @@
+"""core.rig with contacts: a chain hanging from a fixed kinematic root swings down onto a
+ground plane and comes to rest on it, the integrator choice and the contact report."""
+
+import numpy as np
+import pytest
+
+from core.contacts import Capsule, Plane
+from core.errors import InvalidInputError
+from core.rig import RigBody, RigJoint, build_rig, simulate_rig
+
+#: the deepest overlap allowed at any frame (m); a resting contact keeps at most the
+#: contact solver's slop (0.5 mm)
+DEPTH = 1e-3
+LINK, RADIUS, HEIGHT, GROUND = 0.2, 0.02, 0.3, -0.1
+
+
+def _chain(n=3, integrator=None, colliders=None, duration=2.0):
+    """A fixed (kinematic) root HEIGHT above the ground holding n ball-jointed links laid out
+    horizontally (bone Y along world +x), each with a capsule along its bone."""
+    root = np.eye(4)
+    root[:3, :3] = [[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    root[:3, 3] = (0.0, 0.0, GROUND + HEIGHT)
+    step = np.eye(4)
+    step[1, 3] = LINK
+    bodies = [RigBody("root", -1, root, RigJoint("kinematic"), mass=0.0)]
+    for k in range(n):
+        bodies.append(RigBody(f"link{k}", k, step if k else np.eye(4), RigJoint("ball"),
+                              mass=0.3, com=(0.0, 0.5 * LINK, 0.0),
+                              inertia=np.diag([1e-3, 6e-5, 1e-3]),
+                              shapes=(Capsule(RADIUS, (0.0, 0.0, 0.0), (0.0, LINK, 0.0)),)))
+    if colliders is None:
+        colliders = (Plane(GROUND, friction=0.8),)
+    return build_rig(bodies, fps=24.0, substeps=8, duration=duration, integrator=integrator,
+                     colliders=colliders)
+
+
+def _depth(world):
+    """The deepest a link's capsule goes below the ground at each frame: ``(F,)`` m."""
+    heads = world[:, 1:, 2, 3]
+    tails = heads + LINK * world[:, 1:, 2, 1]
+    return np.maximum(GROUND - (np.minimum(heads, tails) - RADIUS), 0.0).max(axis=1)
+
+
+def test_a_chain_falls_onto_the_ground_and_settles():
+    rig = _chain()
+    assert rig.mechanism.integrator == "semi_implicit" and not rig.warnings
+    res = simulate_rig(rig)
+    depth = _depth(res.world)
+    assert depth.max() <= DEPTH
+    assert res.worst_penetration <= DEPTH
+    # it reached the ground: the lowest link point is within the slop of the ground
+    tails = res.world[-1, 1:, 2, 3] + LINK * res.world[-1, 1:, 2, 1]
+    assert np.min(np.minimum(res.world[-1, 1:, 2, 3], tails)) - RADIUS < GROUND + 1e-3
+    assert res.contacts.shape == res.times.shape and res.contacts[-1] >= 1
+    assert res.contacts[0] == 0
+    # settled: the last half second moves no link point by more than a millimetre
+    last = res.world[-12:, 1:, :3, 3]
+    assert np.abs(last - last[-1]).max() < 1e-3
+    assert res.energy_drift is None and res.energy_gained >= 0.0
+
+
+def test_without_a_ground_the_chain_falls_through():
+    res = simulate_rig(_chain(colliders=(), duration=0.5))
+    assert res.contacts is None and res.worst_penetration == 0.0
+    assert _depth(res.world).max() > 0.05
+    assert _chain(colliders=()).mechanism.integrator == "rk4"
+
+
+def test_another_integrator_with_contacts_is_replaced_and_said():
+    rig = _chain(integrator="rk4")
+    assert rig.mechanism.integrator == "semi_implicit"
+    assert any("semi_implicit" in w and "rk4" in w for w in rig.warnings)
+
+
+def test_bad_shapes_are_refused():
+    root = RigBody("root", -1, np.eye(4), RigJoint("ball"), shapes=("capsule",))
+    with pytest.raises(InvalidInputError, match="Shape"):
+        build_rig([root], colliders=(Plane(),))
+    with pytest.raises(InvalidInputError, match="radius"):
+        Capsule(0.0, (0.0, 0.0, 0.0), (0.0, 0.1, 0.0))
