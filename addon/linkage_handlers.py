@@ -23,8 +23,10 @@ _inputs: dict = {}   # (scene name, linkage name) -> the inputs of its last asse
 
 
 def _fingerprint(linkage, item) -> tuple:
-    """What a LiveAssembly depends on besides the poses: joints, masses, settings."""
-    joints = tuple((j.name, j.kind, j.body1, j.body2, j.frame1.tobytes(), j.frame2.tobytes())
+    """What a LiveAssembly depends on besides the poses: joints (their paths too), masses,
+    settings."""
+    joints = tuple((j.name, j.kind, j.body1, j.body2, j.frame1.tobytes(), j.frame2.tobytes(),
+                    *(None if x is None else x.tobytes() for x in (j.curve, j.surface)))
                    for j in linkage.joints)
     bodies = tuple((b.name, b.mass, b.inertia.tobytes()) for b in linkage.bodies)
     return (joints, bodies, linkage.driver, linkage.drive_joint, item.cg_iterations,

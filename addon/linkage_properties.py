@@ -37,15 +37,14 @@ KIND_ITEMS = [
     ("spring", "Spring", "A linear spring between the joint points (no constraint)"),
     ("curve", "Spline Curve", "The second body rides a spline curve joint through the points "
                               "of a curve object (the path Blender draws for an order-4 "
-                              "NURBS), keeping its turn relative to the first body; simulated "
-                              "in a dynamics bake"),
+                              "NURBS), keeping its turn relative to the first body"),
     ("curve_point", "Point on Curve", "The joint point of the second body stays on the path of a "
                                       "Spline Curve joint through a curve object's points, free "
-                                      "to turn; simulated in a dynamics bake"),
+                                      "to turn"),
     ("surface_point", "Point on Surface", "The joint point of the second body stays on the "
                                           "spline surface through the points of a NURBS "
                                           "surface object (the surface Blender draws at order "
-                                          "4), free to turn; simulated in a dynamics bake"),
+                                          "4), free to turn"),
 ]
 
 AXIS_ITEMS = [("WORLD_X", "World X", "The world X axis"),

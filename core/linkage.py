@@ -373,7 +373,8 @@ class AssemblyResult:
     given); ``error``: largest constraint error left (m for positions, rad for rotations) over
     every joint, those between the driver and the world included (only the driver's input
     moves those); ``worst``: the label of that constraint; ``cg_iterations``: CG iterations
-    per geometric iteration; ``converged``: the solved constraints' largest error <= tol."""
+    per geometric iteration (0 per correction of the couplings' direct solves); ``converged``:
+    the solved constraints' largest error <= tol."""
 
     poses: np.ndarray
     error: float
@@ -385,13 +386,16 @@ class AssemblyResult:
 class LiveAssembly:
     """The linkage prepared for repeated assembly while its driver moves.
 
-    Joints between the world and the driver (nothing to solve) are left out of the solve and
-    only measured; the driver gets zero inverse mass so the correction moves only the other
-    bodies. The constraint Jacobian of the solved system is rank-checked once here.
+    The system is :func:`dynamic_system`'s driven one: the driver has zero inverse mass so
+    the correction moves only the other bodies, the joints between the world and the driver
+    (nothing to solve) are only measured, and the constraint Jacobian is rank-checked once
+    here. Linkages of Faure's kinds (hinge, ball, slider, cylinder, fixed, line, plane) are
+    assembled by Faure's correction (seed 004, CG capped); a linkage with a slotted hinge or
+    a spline joint by the couplings' mass-weighted position correction (seed 002 eq. 4.12,
+    direct solves: the CG cap does not apply).
 
     Args:
-        linkage: a :class:`Linkage` with a driver (body or joint); its kinds must be Faure
-            kinds (hinge, ball, slider, cylinder, fixed, line, plane); limits are ignored here
+        linkage: a :class:`Linkage` with a driver (body or joint); limits are ignored here
             (they act in :func:`simulate_linkage`).
         cg_iterations: cap on CG iterations per geometric iteration (seed 004's accuracy for
             speed knob); geometric_iterations: cap on linearize-and-solve rounds; tol: stop
@@ -402,32 +406,21 @@ class LiveAssembly:
 
     def __init__(self, linkage: Linkage, cg_iterations: int = 50, geometric_iterations: int = 10,
                  tol: float = 1e-10, dense: bool | None = None):
-        check_linkage(linkage)
-        bad = [j.name for j in linkage.joints if j.kind not in FAURE_KINDS]
-        if bad:
-            raise InvalidInputError(f"live assembly handles {', '.join(FAURE_KINDS)} joints; "
-                                    f"joints {bad} move only in a dynamics bake")
-        self.driver = linkage.driver_index()
-        if self.driver < 0:
+        if linkage.driver_index() < 0:
             raise InvalidInputError("live assembly needs a driver: a driving body or a driving "
                                     "hinge/slider joint")
         self.cg_iterations = whole_number(cg_iterations, "cg_iterations")
         self.geometric_iterations = whole_number(geometric_iterations, "geometric_iterations")
         self.tol = real_number(tol, "tol", 0.0, low_open=True)
         self.linkage = linkage
-        self._solved, self._measured = _split_joints(linkage, self.driver)
-        self.labels = _faure_labels(self._solved) + _faure_labels(self._measured)
-        poses = linkage.poses
-        self._asm = _faure_system(linkage, poses, self._solved)
-        self._asm.inv_mass[self.driver] = 0.0
-        self._asm.inv_inertia[self.driver] = 0.0
-        if dense is not None:
-            self._asm.dense = bool(dense)
-        self._check = _faure_system(linkage, poses, self._measured) if self._measured else None
-        J = self._asm.jacobian()
-        keep = np.ones(J.shape[1], dtype=bool)
-        keep[6 * self.driver:6 * self.driver + 6] = False      # the driver does not move
-        _redundancy_error(J[:, np.flatnonzero(keep)], self.labels, "live assembly")
+        unlimited = dataclasses.replace(linkage, joints=tuple(
+            dataclasses.replace(j, lower=(), upper=(), cone=None) for j in linkage.joints))
+        faure = all(j.kind in FAURE_KINDS for j in linkage.joints)
+        self.system = dynamic_system(unlimited, "faure" if faure else "couplings", driven=True)
+        self.driver = self.system.driver
+        self.labels = self.system.labels()
+        if dense is not None and faure:
+            self.system.sim.dense = bool(dense)
 
     def driver_pose(self, value: float) -> np.ndarray:
         """``(4, 4)`` world pose of the driven body at the driving joint's coordinate
@@ -437,25 +430,29 @@ class LiveAssembly:
     def solve(self, driver_pose, poses=None) -> AssemblyResult:
         """Assemble for the driver at ``driver_pose: (4, 4)``, starting from ``poses:
         (N, 4, 4)`` (default: the described configuration; pass the last result for a warm
-        start). Deterministic: the same inputs give the same poses bit for bit."""
+        start). Faure's assembly is deterministic: the same inputs give the same poses bit for
+        bit."""
         T = se3.check_transform(np.asarray(driver_pose, dtype=float), "driver pose")
         P = self.linkage.poses if poses is None else np.array(poses, dtype=float)
         if P.shape != (len(self.linkage.bodies), 4, 4):
             raise InvalidInputError(f"poses must have shape ({len(self.linkage.bodies)}, 4, 4),"
                                     f" got {P.shape}")
         P[self.driver] = T
-        asm = self._asm
-        asm.p, asm.R = P[:, :3, 3].copy(), so3.check_rotation(P[:, :3, :3], "poses").copy()
-        _, info = asm.correction(self.geometric_iterations, self.cg_iterations, self.tol)
-        out = se3.from_rp(asm.R, asm.p)
-        solved = np.abs(asm.errors())
-        err = solved
-        if self._check is not None:
-            err = np.concatenate([solved, np.abs(self._check.errors(asm.p, asm.R))])
+        system = self.system
+        sim = system.sim
+        sim.p, sim.R = P[:, :3, 3].copy(), so3.check_rotation(P[:, :3, :3], "poses").copy()
+        if system.solver == "faure":
+            cg = sim.correction(self.geometric_iterations, self.cg_iterations, self.tol)[1]
+            cg = cg.cg_iterations
+        else:
+            cg = (0,) * sim.correct_positions(self.geometric_iterations, self.tol)
+        out = se3.from_rp(sim.R, sim.p)
+        solved = system.errors(measured=False)
+        err = system.errors()
         k = int(np.argmax(err)) if err.size else 0
         worst = float(err[k]) if err.size else 0.0
-        return AssemblyResult(out, worst, self.labels[k] if err.size else "",
-                              info.cg_iterations, float(solved.max(initial=0.0)) <= self.tol)
+        return AssemblyResult(out, worst, self.labels[k] if err.size else "", cg,
+                              float(solved.max(initial=0.0)) <= self.tol)
 
     def unreachable(self, result: AssemblyResult) -> str:
         """A sentence for a result that did not close (driver out of reach or contradictory

@@ -805,13 +805,15 @@ class CoupledBodies:
     def correct_positions(self, iterations=2, tol=1e-13):
         """Up to ``iterations`` mass-weighted position corrections ``G dq = -d`` of the
         bilateral and engaged unilateral constraints (eq. 4.12, with the deadband), stopping
-        when the largest ``|d|`` is below ``tol``; the velocities are left as they are."""
-        for _ in range(iterations):
+        when the largest ``|d|`` is below ``tol``; the velocities are left as they are.
+        Returns the number of corrections made."""
+        for k in range(iterations):
             J, b, uni = self._assemble(False)
             if not b.size or np.abs(b).max() < tol:
-                break
+                return k
             dx = self._solve_active(J, self.inverse_mass(), b, uni)
             self.p, self.R = apply_displacement(self.p, self.R, dx)
+        return iterations
 
     def bilateral_error(self):
         """Largest ``|G_k . errC|`` over all joints (after projection)."""

@@ -51,10 +51,9 @@ def test_solve_is_deterministic_and_reports_its_error():
     a, b = live.solve(T), live.solve(T)
     np.testing.assert_array_equal(a.poses, b.poses)
     # the reported error is the largest constraint error of the poses returned
-    check = LiveAssembly(lk)
-    asm = check._asm
-    asm.p, asm.R = a.poses[:, :3, 3], a.poses[:, :3, :3]
-    assert a.error == pytest.approx(np.abs(asm.errors()).max(), rel=1e-12)
+    check = LiveAssembly(lk).system
+    check.sim.p, check.sim.R = a.poses[:, :3, 3], a.poses[:, :3, :3]
+    assert a.error == pytest.approx(check.errors().max(), rel=1e-12)
     assert not a.converged and "does not close" in live.unreachable(a)
 
 
@@ -380,3 +379,36 @@ def test_limits_mix_with_lines_and_sliders_in_one_linkage():
     travel = motion.poses[:, 0, 0, 3] - lift.bodies[0].T[0, 3]
     assert np.abs(travel).max() <= 0.02 + motion.violation_tol
     assert motion.engagements == {"drive/5": 1}           # the spring holds it at the stop
+
+
+def test_a_slotted_linkage_is_assembled_live_by_the_couplings():
+    """A crank (the driver, hinged to the world) whose pin rides a slot along a rocker held
+    at its pivot on the hinge axis (a point-on-line joint, so the plane loop repeats no
+    constraint): the couplings' position correction closes it live, and the rocker points
+    from its pivot at the pin, the closed form (its x axis along the pin's direction, to the
+    loop's condition times TOL)."""
+    from core.linkage import LinkBody, Linkage
+
+    y_axis = so3.exp(np.array([-np.pi / 2, 0.0, 0.0]))      # z along world y
+    pin, pivot = np.array([0.3, 0.0, 0.0]), np.array([1.0, 0.0, 0.0])
+    crank = LinkBody("crank", se3.from_rp(np.eye(3), 0.5 * pin), 1.0, 0.01 * np.eye(3))
+    rocker = LinkBody("rocker", se3.from_rp(np.eye(3), [0.5, 0.0, 0.0]), 1.0, 0.01 * np.eye(3))
+
+    def frame(body, at):
+        return se3.inv(body.T) @ se3.from_rp(y_axis, at)
+    joints = (LinkJoint("ground", "hinge", "", "crank", se3.from_rp(y_axis, np.zeros(3)),
+                        frame(crank, np.zeros(3))),
+              LinkJoint("pivot", "line", "", "rocker", se3.from_rp(y_axis, pivot),
+                        frame(rocker, pivot)),
+              LinkJoint("slot", "slotted", "rocker", "crank", frame(rocker, pin),
+                        frame(crank, pin)))
+    live = LiveAssembly(Linkage((crank, rocker), joints, driver="crank"), tol=TOL)
+    assert live.system.solver == "couplings"
+    P = live.linkage.poses
+    for theta in np.linspace(0.0, 1.2, 13)[1:]:
+        T = se3.from_rp(so3.exp(np.array([0.0, -theta, 0.0])), np.zeros(3)) @ crank.T
+        res = live.solve(T, P)
+        assert res.converged and res.error <= TOL
+        P = res.poses
+        d = (T @ se3.inv(crank.T) @ np.append(pin, 1.0))[:3] - pivot
+        assert np.linalg.norm(np.cross(P[1, :3, 0], d / np.linalg.norm(d))) <= CLOSED_FORM_TOL
