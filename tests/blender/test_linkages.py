@@ -647,3 +647,29 @@ def test_a_slotted_linkage_follows_its_keyed_crank_live(blender):
     r = blender(scenario_slotted_live, frames=9)
     assert all(s.startswith("closed") for s in r["status"]), r["status"]
     assert max(r["cross"]) < FLOAT32_POSE
+
+
+def scenario_joint_from_selected_bones(tmp):
+    import bpy
+
+    from scenes import leg_armature
+
+    obj = leg_armature()                                   # in Pose Mode, 'shin' active
+    for b in obj.pose.bones:
+        b.select = True
+    bpy.context.scene.cursor.location = (0.4, -0.3, 0.7)
+    out = {"both": bpy.ops.spline_joints.add_link_joint(kind="hinge") == {"FINISHED"}}
+    for b in obj.pose.bones:
+        b.select = b.name == "shin"
+    out["alone"] = bpy.ops.spline_joints.add_link_joint(kind="ball") == {"FINISHED"}
+    out["joints"] = [(j.body1.name if j.body1 else "", j.bone1, j.body2.name, j.bone2)
+                     for j in bpy.context.scene.spline_joints_linkages[0].joints]
+    return out
+
+
+def test_add_joint_takes_the_selected_bones(blender):
+    """In Pose Mode the active bone moves relative to another selected bone, or to the
+    world when it is the only one selected."""
+    r = blender(scenario_joint_from_selected_bones)
+    assert r["both"] and r["alone"]
+    assert r["joints"] == [["Leg", "thigh", "Leg", "shin"], ["", "", "Leg", "shin"]]
