@@ -255,9 +255,10 @@ def _install_listener():
 
 
 def warm_up():
-    """Run every compiled algorithm once (aba, rnea, crba, the nonlinear effects and RK4
-    steps on a three-body model with a revolute, a cubic spline curve and a spherical
-    joint; the maximal-coordinate skeleton's step and accelerations on a three-body chain),
+    """Run every compiled algorithm once (aba, rnea, crba, the nonlinear effects, the
+    energies, and RK4 steps with and without a drive on a three-body model with a revolute,
+    a cubic spline curve and a spherical joint; the maximal-coordinate skeleton's step and
+    accelerations on a three-body chain),
     so that the kernels compile, or load from the cache, now rather than at the first call
     that needs them. Returns the seconds taken; 0.0 on the numpy backend."""
     import time
@@ -267,7 +268,7 @@ def warm_up():
     if active() != "numba":
         return 0.0
     from . import dynamics
-    from .integrators import simulate
+    from .integrators import Drive, Integrator, simulate
     from .joints.lower_pairs import Revolute
     from .joints.spherical import Spherical
     from .joints.spline_curve import SplineCurveJoint
@@ -289,7 +290,10 @@ def warm_up():
     dynamics.rnea(model, data, q, v, a)
     dynamics.crba(model, data, q)
     dynamics.nonlinear_effects(model, data, q, v)
+    dynamics.mechanical_energy(model, data, q, v)
     simulate(model, q, v, 1e-3, 2, method="rk4", check_energy=False)
+    drive = Drive((0,), lambda t: ([0.1 * t], [0.1], [0.0]))
+    Integrator(model, 1e-3, drive=drive).run(q, v, 2, check_energy=False)
     skel, state = chain(3, spherical=(0,))
     skel.step(skel.step(state, 1e-3, update="paper")[0], 1e-3, stabilize=True)
     skel.accelerations(state)
