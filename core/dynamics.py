@@ -23,7 +23,8 @@ bodies; at the sizes that matter here (one to a few dozen bodies) the cost is th
 numpy calls, not arithmetic, so one product fills several results where it can:
 
 * the joints are evaluated by their families (:mod:`core.joints.family`): constant screws
-  by one table product, cubic spline curves by one product with per-span polynomial tables
+  by one table product, cubic spline curves (closed ones wrapped into their period) by one
+  product with per-span polynomial tables
   (:class:`core.joints.spline_curve.CubicSplineFamily`), spherical joints by one batched
   evaluation of the exponential coordinates, other joints one by one;
 * ``[Ad_T, Ad_{T^-1}^T]`` of all bodies from one product of ``[p; 1] (x) R`` with a
@@ -56,7 +57,9 @@ Forward dynamics methods (:func:`aba`'s ``method``)
 "recursive", ``rnea``, ``crba``, ``nonlinear_effects`` and ``crba_and_nle`` run compiled
 body-frame recursions instead (:mod:`core.compiled.kernels`: the O(n) articulated-body
 recursion, Newton-Euler and composite rigid bodies, one kernel call each after the joints
-without a kernel are evaluated in Python); the energies and momentum stay numpy. All agree to round-off and are tested against Pinocchio;
+without a kernel are evaluated in Python), and so do the kinetic, potential and mechanical
+energies (one kernel call each, which leaves the world poses in ``data.oMi``); the momentum
+stays numpy. All agree to round-off and are tested against Pinocchio;
 ``scripts/bench.py --only dynamics`` times them beside ``pin.aba`` and MuJoCo's
 ``mj_step``.
 """
