@@ -44,6 +44,13 @@ class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
         col.prop(st, "integrator", text="")
         col.prop(st, "use_velocities")
         col.prop(st, "restitution")
+        col = box.column(align=True)
+        col.prop(st, "use_ground")
+        sub = col.column(align=True)
+        sub.active = st.use_ground
+        sub.prop(st, "ground_height")
+        sub.prop(st, "ground_friction")
+        sub.prop(st, "ground_restitution")
         row = box.row(align=True)
         row.prop(st, "live", text="", icon="TIME")
         row.operator("spline_joints.simulate_preview", icon="PLAY")
@@ -86,6 +93,10 @@ class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
             col.prop(s, "density")
             if is_bone:
                 col.prop(s, "capsule_radius")
+        col = layout.column(align=True)
+        col.prop(s, "collision")
+        if s.collision in ("CAPSULE", "SPHERE", "BOX") or (s.collision == "AUTO" and is_bone):
+            col.prop(s, "collision_radius")
         if s.shown_source:
             layout.label(text=f"Last run: {s.shown_mass:.4g} kg from {s.shown_source}")
 

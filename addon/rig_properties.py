@@ -2,8 +2,8 @@
 
 ``PoseBone.spline_joints_sim`` and ``Object.spline_joints_sim`` hold a
 :class:`SPLINE_JOINTS_PG_sim_joint` (the joint to the parent, its limits, spring, kinematic
-switch and mass), ``Scene.spline_joints_sim`` a :class:`SPLINE_JOINTS_PG_sim_settings` (steps,
-integrator, initial velocities). Bones take their reach cone and twist limit from the Reach
+switch, mass and collision shape), ``Scene.spline_joints_sim`` a
+:class:`SPLINE_JOINTS_PG_sim_settings` (steps, integrator, initial velocities, the ground). Bones take their reach cone and twist limit from the Reach
 Cone panel's settings (``PoseBone.spline_joints``) and a fitted joint from the Fit panel.
 """
 
@@ -35,6 +35,17 @@ MASS_ITEMS = [
                             "around the bone when it has no mesh"),
     ("CAPSULE", "Capsule", "A capsule of Capsule Radius around the bone at the density"),
     ("MANUAL", "Typed In", "The mass, centre of mass and principal inertias typed below"),
+]
+
+COLLISION_ITEMS = [
+    ("AUTO", "Automatic", "A bone: a capsule along it; an object: the box of its bounds"),
+    ("NONE", "None", "Passes through the ground"),
+    ("CAPSULE", "Capsule", "A bone: a capsule along it of Collision Radius; an object: a "
+                           "capsule along the longest side of its bounds"),
+    ("SPHERE", "Sphere", "A sphere of Collision Radius about the bone's middle (the centre of "
+                         "an object's bounds)"),
+    ("BOX", "Box", "A bone: a box along it, twice Collision Radius wide; an object: the box of "
+                   "its bounds"),
 ]
 
 
@@ -100,6 +111,14 @@ class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
     inertia: FloatVectorProperty(name="Inertia", size=3, default=(0.01, 0.001, 0.01), min=0.0,
                                  description="Principal moments of inertia about the centre of "
                                              "mass along the bone's X, Y, Z axes (kg m^2)")
+    collision: EnumProperty(name="Collision", items=COLLISION_ITEMS, default="AUTO",
+                            description="The shape that meets the ground")
+    collision_radius: FloatProperty(name="Collision Radius", default=0.0, min=0.0,
+                                    unit="LENGTH",
+                                    description="Radius of a capsule or sphere, half width "
+                                                "of a bone's box (0: a tenth of the bone's "
+                                                "length, a sphere half of it; objects: from "
+                                                "their bounds)")
     shown_mass: FloatProperty(name="Mass", unit="MASS",
                               description="Mass the last simulation used (kg)")
     shown_source: bpy.props.StringProperty(name="Mass From",
@@ -130,6 +149,17 @@ class SPLINE_JOINTS_PG_sim_settings(PropertyGroup):
     restitution: FloatProperty(name="Bounce", default=0.0, min=0.0, max=1.0,
                                description="Restitution at end-stops and cone limits: 0 stops "
                                            "dead, 1 bounces back at full speed")
+    use_ground: BoolProperty(name="Ground", default=True,
+                             description="A ground plane the simulated bodies land on (their "
+                                         "Collision shapes); contacts step with semi-implicit "
+                                         "Euler")
+    ground_height: FloatProperty(name="Height", default=0.0, unit="LENGTH",
+                                 description="Height of the ground plane (world Z)")
+    ground_friction: FloatProperty(name="Friction", default=0.5, min=0.0,
+                                   description="Coulomb friction coefficient of the ground")
+    ground_restitution: FloatProperty(name="Ground Bounce", default=0.0, min=0.0, max=1.0,
+                                      description="Restitution of the ground: 0 lands dead, 1 "
+                                                  "bounces back at full speed")
 
 
 classes = (SPLINE_JOINTS_PG_sim_joint, SPLINE_JOINTS_PG_sim_settings)

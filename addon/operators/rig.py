@@ -195,6 +195,47 @@ def _mass(body, rig_obj, cache):
     return mp.mass, mp.com, mp.inertia, source
 
 
+def _shapes(body):
+    """The core collision shapes of a simulated body in its frame (``Collision``): a bone's
+    along its Y from the head, an object's from its bounding box (scaled, in the unscaled
+    object frame). A shape that cannot be made (a zero radius, a flat box) raises ValueError
+    naming the body."""
+    from ...core.contacts import Box, Capsule, Sphere
+
+    s = body.settings
+    kind = s.collision
+    if kind == "NONE":
+        return ()
+    r = s.collision_radius
+    try:
+        if body.kind == "BONE":
+            length = body.owner.bone.length
+            mid = np.eye(4)
+            mid[1, 3] = 0.5 * length
+            if kind == "SPHERE":
+                return (Sphere(r or 0.5 * length, mid[:3, 3]),)
+            r = r or 0.1 * length
+            if kind == "BOX":
+                return (Box((r, 0.5 * length, r), mid),)
+            return (Capsule(r, (0.0, 0.0, 0.0), (0.0, length, 0.0)),)
+        corners = np.array([tuple(c) for c in body.owner.bound_box]) * body.scale
+        lo, hi = corners.min(axis=0), corners.max(axis=0)
+        centre, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        if kind == "SPHERE":
+            return (Sphere(r or float(half.max()), centre),)
+        if kind == "CAPSULE":
+            a = int(np.argmax(half))
+            r = r or float(np.delete(half, a).max())
+            axis = np.eye(3)[a] * max(float(half[a]) - r, 0.0)
+            return (Capsule(r, centre - axis, centre + axis),)
+        pose = np.eye(4)
+        pose[:3, 3] = centre
+        return (Box(half, pose),)
+    except ValueError as err:
+        raise ValueError(f"'{body.name}': its {kind.lower()} collision shape: {err}; set its "
+                         "Collision Radius above 0 or its Collision to None") from None
+
+
 def _fitted_joint(pb):
     from ...core.io import joints as jio
 
@@ -299,6 +340,7 @@ class RigJob:
     """
 
     def __init__(self, scene, target):
+        from ...core.contacts import Plane
         from ...core.rig import RigBody, RigJoint, build_rig
 
         self.scene, self.target = scene, target
@@ -352,17 +394,22 @@ class RigJob:
             parent = b.parent + (1 if arm_index is not None else 0) if b.parent >= 0 else \
                 (0 if arm_index is not None else -1)
             use_v = settings.use_velocities
+            shapes = _shapes(b) if settings.use_ground and not b.kinematic else ()
             core_bodies.append(RigBody(b.name, parent, rest, joint, mass=mass, com=com,
                                        inertia=inertia, pose=pose,
                                        pose_before=before if use_v else None,
                                        pose_after=after if use_v else None, q=q,
                                        motion_times=times if motion is not None else None,
-                                       motion=motion))
+                                       motion=motion, shapes=shapes))
         self.offset = 1 if arm_index is not None else 0
         gravity = np.array(scene.gravity) if scene.use_gravity else np.zeros(3)
+        ground = ()
+        if settings.use_ground:
+            ground = (Plane(settings.ground_height, friction=settings.ground_friction,
+                            restitution=settings.ground_restitution),)
         self.rig = build_rig(core_bodies, gravity=gravity, fps=fps, substeps=settings.substeps,
                              duration=(end - start) / fps, integrator=settings.integrator,
-                             restitution=settings.restitution,
+                             restitution=settings.restitution, colliders=ground,
                              name=target.name if target is not None else "objects")
         self.frames = np.arange(start, end + 1, dtype=float)
         self.fraction, self.cancelled, self.result = 0.0, False, None
@@ -441,6 +488,9 @@ class RigJob:
         if any(self.rig.limits):
             parts.append(f"worst limit excess {np.degrees(result.worst_violation):.3g} deg"
                          + (f" ({result.violation_body})" if result.violation_body else ""))
+        if result.contacts is not None:
+            parts.append(f"up to {int(result.contacts.max(initial=0))} ground contacts per "
+                         f"frame, worst penetration {1000 * result.worst_penetration:.3g} mm")
         text = ", ".join(parts)
         warnings = [*result.warnings, *(w for b in self.bodies for w in b.warnings)]
         if warnings:
@@ -551,13 +601,14 @@ def rig_signature(scene, target):
                                                                             "name", "")))
     st = scene.spline_joints_sim
     items.append((st.substeps, st.integrator, st.use_velocities, st.restitution, st.live,
-                   scene.frame_start, scene.frame_end, tuple(scene.gravity)))
+                   scene.frame_start, scene.frame_end, tuple(scene.gravity), st.use_ground,
+                   st.ground_height, st.ground_friction, st.ground_restitution))
     return repr(items)
 
 
 _SIGNED = ("enabled", "kinematic", "kind", "axis", "axis2", "use_range", "range_min",
            "range_max", "use_cone", "stiffness", "damping", "mass_source", "density",
-           "capsule_radius", "mass", "com", "inertia")
+           "capsule_radius", "mass", "com", "inertia", "collision", "collision_radius")
 
 
 def _rig_key(target):

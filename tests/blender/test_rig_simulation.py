@@ -33,6 +33,7 @@ def _tail_rig():
         c = pb.spline_joints
         c.cone_shape, c.cone_half_angle, c.twist_limit = "CIRCULAR", HALF_ANGLE, TWIST
     scene.spline_joints_sim.substeps = 16
+    scene.spline_joints_sim.use_ground = False       # the runs without contacts (rk4)
     scene.frame_set(1)
     return obj
 
@@ -265,6 +266,7 @@ def scenario_beads_on_spun_curve(tmp):
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end, scene.render.fps = 1, 24, 24
+    scene.spline_joints_sim.use_ground = False
     bpy.ops.curve.primitive_bezier_circle_add(radius=0.5, location=(0.0, 0.0, 1.0),
                                               rotation=(1.2, 0.0, 0.0))
     curve = bpy.context.active_object
@@ -341,6 +343,7 @@ def scenario_knee_pendulum(tmp):
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end, scene.render.fps = 1, 49, 24
     scene.spline_joints_sim.use_velocities = False
+    scene.spline_joints_sim.use_ground = False
     sim = shin.spline_joints_sim
     sim.enabled, sim.kind, sim.use_range, sim.range_min, sim.range_max = True, "FITTED", True, 0.0, 1.6
     sim.mass_source, sim.mass, sim.com, sim.inertia = "MANUAL", 3.7, (0.0, 0.19, 0.0), (0.05, 0.005, 0.05)
@@ -411,6 +414,7 @@ def scenario_object_chain(tmp):
     links[1].rotation_euler = (-0.4, 0.0, 0.0)
     bpy.context.view_layer.update()
     scene.spline_joints_sim.use_velocities = False
+    scene.spline_joints_sim.use_ground = False
     job = rig_ops.RigJob(scene, None)
     job.simulate()
     result = job.checked_result()
