@@ -432,7 +432,8 @@ class ContactSolver:
         # position correction of the end pose, predicted to first order: limit rows to
         # p_tol inside their limits, contacts to at most slop deep
         rows = np.concatenate([np.arange(nl), nl + 3 * np.arange(nc)]).astype(int)
-        ends = (np.concatenate([d[lim_rows], s]) if nl else s) + h * (J[rows] @ v_new)
+        ends = np.concatenate(([d[lim_rows]] if nl else []) + ([s] if nc else [])) + \
+            h * (J[rows] @ v_new)
         if nc:
             ends[nl:] += h * bias[:, 0]
         tol = np.concatenate([self.limits.tol[lim_rows] if nl else np.zeros(0),

@@ -14,9 +14,10 @@ DEPTH = 1e-3
 LINK, RADIUS, HEIGHT, GROUND = 0.2, 0.02, 0.3, -0.1
 
 
-def _chain(n=3, integrator=None, colliders=None, duration=2.0):
+def _chain(n=3, integrator=None, colliders=None, duration=2.0, cone=None):
     """A fixed (kinematic) root HEIGHT above the ground holding n ball-jointed links laid out
-    horizontally (bone Y along world +x), each with a capsule along its bone."""
+    horizontally (bone Y along world +x), each with a capsule along its bone (and a circular
+    reach cone of half-angle ``cone`` about it when given)."""
     root = np.eye(4)
     root[:3, :3] = [[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
     root[:3, 3] = (0.0, 0.0, GROUND + HEIGHT)
@@ -24,7 +25,9 @@ def _chain(n=3, integrator=None, colliders=None, duration=2.0):
     step[1, 3] = LINK
     bodies = [RigBody("root", -1, root, RigJoint("kinematic"), mass=0.0)]
     for k in range(n):
-        bodies.append(RigBody(f"link{k}", k, step if k else np.eye(4), RigJoint("ball"),
+        joint = RigJoint("ball") if cone is None else RigJoint("ball", cone="circular",
+                                                               half_angle=cone)
+        bodies.append(RigBody(f"link{k}", k, step if k else np.eye(4), joint,
                               mass=0.3, com=(0.0, 0.5 * LINK, 0.0),
                               inertia=np.diag([1e-3, 6e-5, 1e-3]),
                               shapes=(Capsule(RADIUS, (0.0, 0.0, 0.0), (0.0, LINK, 0.0)),)))
@@ -57,6 +60,20 @@ def test_a_chain_falls_onto_the_ground_and_settles():
     last = res.world[-12:, 1:, :3, 3]
     assert np.abs(last - last[-1]).max() < 1e-3
     assert res.energy_drift is None and res.energy_gained >= 0.0
+
+
+def test_limits_engaged_before_any_contact():
+    """Reach cones of 0.5 rad stop the links in the air first (rows of limits without a
+    contact), then the chain lands: limits and contacts solved together."""
+    rig = _chain(cone=0.5)
+    assert rig.mechanism.limits and rig.mechanism.shapes
+    res = simulate_rig(rig)
+    depth = _depth(res.world)
+    assert res.contacts[-1] >= 1 and depth.max() <= DEPTH
+    # the report's depth is over every substep, so it covers the frames' (the landing's
+    # first substep may overshoot the slop; at 8 substeps 1.3 mm, at 16 none)
+    assert res.worst_penetration >= depth[:-1].max() - 1e-12
+    assert res.worst_violation < 0.01
 
 
 def test_without_a_ground_the_chain_falls_through():
