@@ -8,7 +8,9 @@ spline_joints_sim.enabled`` and not kinematic), or all the scene's objects with 
 simulated joint (with their joint parents and wires). Its bodies are the simulated bones
 (objects) and every ancestor of one; an ancestor that is not simulated, or is marked
 kinematic, follows its animation (a kinematic body). An armature object whose world matrix
-moves during the frame range is itself a kinematic root.
+moves during the frame range is itself a kinematic root. With the scene's ground on, each
+simulated body carries its collision shape (:func:`_shapes`) and the rig a ground
+:class:`core.contacts.Plane`.
 
 Reading samples the scene at every frame of the scene's range (``scene.frame_set``, so
 keys, constraints and drivers are all evaluated) with the live drive and the preview
