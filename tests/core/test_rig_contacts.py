@@ -6,6 +6,7 @@ import pytest
 
 from core.contacts import Capsule, Plane
 from core.errors import InvalidInputError
+from core.mechanisms import MechanismRun
 from core.rig import RigBody, RigJoint, build_rig, simulate_rig
 
 #: the deepest overlap allowed at any frame (m); a resting contact keeps at most the
@@ -74,6 +75,14 @@ def test_limits_engaged_before_any_contact():
     # first substep may overshoot the slop; at 8 substeps 1.3 mm, at 16 none)
     assert res.worst_penetration >= depth[:-1].max() - 1e-12
     assert res.worst_violation < 0.01
+
+
+def test_live_frames_equal_the_bake_with_contacts():
+    rig = _chain(duration=1.0)
+    res = simulate_rig(rig)
+    run = MechanismRun(rig.mechanism)
+    run.advance_to(run.n_frames - 1)
+    np.testing.assert_array_equal(run.poses, res.world)
 
 
 def test_without_a_ground_the_chain_falls_through():
