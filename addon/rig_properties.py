@@ -149,7 +149,7 @@ class SPLINE_JOINTS_PG_sim_settings(PropertyGroup):
     restitution: FloatProperty(name="Bounce", default=0.0, min=0.0, max=1.0,
                                description="Restitution at end-stops and cone limits: 0 stops "
                                            "dead, 1 bounces back at full speed")
-    use_ground: BoolProperty(name="Ground", default=True,
+    use_ground: BoolProperty(name="Ground", default=False,
                              description="A ground plane the simulated bodies land on (their "
                                          "Collision shapes); contacts step with semi-implicit "
                                          "Euler")

@@ -38,8 +38,9 @@ MODULE = "bl_ext.user_default.spline_joints"
 TIMEOUT = 600
 
 
-def worker(out):
-    """In a fresh process: enable the add-on, time the first aba and the first simulate."""
+def worker(out, quick=False):
+    """In a fresh process: enable the add-on, time the first aba and the first simulate
+    (``quick`` changes nothing here: it sets how many processes run)."""
     import contextlib
     import importlib
     import io
@@ -93,17 +94,42 @@ def _run(args, env, tmp, name):
         return json.load(fh)
 
 
+def sandbox(tmp):
+    """The environment of Blender processes whose user folder is ``tmp``/user, with the
+    linux-x64 zip installed there (no JIT cache or backend override from the caller)."""
+    env = dict(os.environ, BLENDER_USER_RESOURCES=os.path.join(tmp, "user"),
+               PYTHONDONTWRITEBYTECODE="1")
+    env.pop("NUMBA_CACHE_DIR", None)
+    env.pop("SPLINE_JOINTS_BACKEND", None)
+    _run([RUNNER, "install", str(_zip())], env, tmp, "install")
+    return env
+
+
+def main_for(doc, worker, section, argv=None):
+    """The command line of a Blender bench script: ``--worker OUT`` runs ``worker(OUT,
+    quick)`` in this (fresh Blender) process; otherwise print ``section(quick)``'s tables."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--worker", metavar="OUT", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args.worker, args.quick)
+        return 0
+    sys.path.insert(0, HERE)
+    from bench import format_table, machine_description
+    print(machine_description())
+    for t in section(args.quick):
+        print(format_table(t))
+    return 0
+
+
 def measure(cold=3, warm=5):
     """Install the zip into a fresh sandbox; run ``cold`` processes each with the cache
     deleted, then ``warm`` with it filled. Returns ``{"cold": [...], "warm": [...]}`` of the
     workers' reports."""
     tmp = tempfile.mkdtemp(prefix="spline_joints_latency_")
     try:
-        user = os.path.join(tmp, "user")
-        env = dict(os.environ, BLENDER_USER_RESOURCES=user, PYTHONDONTWRITEBYTECODE="1")
-        env.pop("NUMBA_CACHE_DIR", None)
-        env.pop("SPLINE_JOINTS_BACKEND", None)
-        _run([RUNNER, "install", str(_zip())], env, tmp, "install")
+        env = sandbox(tmp)
         runs = {"cold": [], "warm": []}
         for kind, n in (("cold", cold), ("warm", warm)):
             for i in range(n):
@@ -137,21 +163,5 @@ def bench_blender_latency(quick=False):
                   rows, note=note)]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--worker", metavar="OUT", help=argparse.SUPPRESS)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args(argv)
-    if args.worker:
-        worker(args.worker)
-        return 0
-    sys.path.insert(0, HERE)
-    from bench import format_table, machine_description
-    print(machine_description())
-    for t in bench_blender_latency(args.quick):
-        print(format_table(t))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_for(__doc__, worker, bench_blender_latency))

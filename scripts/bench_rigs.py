@@ -13,7 +13,7 @@ the scene and writing keys), on rigs built here as :class:`core.rig.RigBody` lis
 * ``30-bone rig``: the same keyed hips carrying three such tails, 120 degrees apart.
 
 Each is simulated for :data:`SECONDS` at 24 frames per second with :data:`SUBSTEPS` RK4
-steps per frame (the Simulate panel's defaults are 8; the tail test uses 16), from rest.
+steps per frame (the Simulate panel's default, as in the tail test), from rest.
 The figure is the median wall time (over :data:`REPEATS` runs, ``quick``: 3) of build plus
 simulation per simulated second, on both backends of :mod:`core.backend` (the numba backend
 where it imports); the limit solver's worst excess over the cones is given as a check that
