@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.lie import se3
-from ..core.linkage import LinkBody, LinkJoint, Linkage, LinkSpring
 from .bridge import BridgeError, array_to_matrix, matrix_to_array, rigid
 from .linkage_properties import FRAME_KEYS
 
@@ -107,6 +106,8 @@ def joint_frames_at(F: np.ndarray, body1, body2) -> tuple[np.ndarray, np.ndarray
 
 def read_body(ref: BodyRef) -> LinkBody:
     """The body of an object or bone: rigid pose, mass, solid-box inertia."""
+    from ..core.linkage import LinkBody    # not at import: core.linkage loads the kernels
+
     if ref.bone:
         m = float(ref.pose_bone.spline_joints_linkage_mass)
         length = max(float(ref.pose_bone.bone.length), MIN_SIZE)
@@ -171,6 +172,8 @@ def linkage_objects(scene, item) -> list:
 def read_linkage(scene, item, driven: bool = True) -> tuple[Linkage, list]:
     """``(Linkage, objects)`` of a scene linkage at the objects' current poses; ``driven``:
     with its driver (live assembly), else released (dynamics)."""
+    from ..core.linkage import LinkJoint, Linkage, LinkSpring
+
     objects = linkage_objects(scene, item)
     joints, springs = [], []
     for joint in item.joints:

@@ -287,6 +287,7 @@ def test_registry_round_trips_every_family():
     from core.joints import (JOINT_TYPES, ClosedSplineCurveJoint, CustomJoint, Elliptic,
                              EllipsoidJoint, Free, ScapulothoracicJoint, Spherical,
                              SplineCurveJoint, SplineJoint, joint_from_dict)
+    from core.joints.mapped import MappedJoint
     from core.joints.opensim import Constant, LinearFunction, SimmSpline
     r = np.random.default_rng(11)
     frames = se3.exp(np.cumsum(r.normal(size=(6, 6)) * 0.3, axis=0))
@@ -300,7 +301,9 @@ def test_registry_round_trips_every_family():
                                       Constant(0.0), LinearFunction()],
                                      [0, None, 1, 0, None, 1], 2, lower=-1.0),
                          ScapulothoracicJoint([0.07, 0.15, 0.08], [-0.05, -0.03], 0.3),
-                         EllipsoidJoint([0.3, 0.2, 0.1])]
+                         EllipsoidJoint([0.3, 0.2, 0.1]),
+                         MappedJoint(SplineCurveJoint(frames), parent=frames[1],
+                                     scale=1.3, mirror_axis=0)]
     assert {type(j).__name__ for j in examples} == set(JOINT_TYPES)
     for joint in examples:
         d = json.loads(json.dumps(joint.to_dict()))
