@@ -327,12 +327,17 @@ def _check_connected(body, kind, extra):
                          "use a joint that only turns")
 
 
+#: how far (m) a bead's wire may leave the user's curve: control frames are added until the
+#: fitted wire is this close (up to core.wire.MAX_FRAMES; the report says when it is not)
+WIRE_TOLERANCE = 1e-6
+
+
 def _wire(curve_obj):
-    """The :class:`core.wire.WireFit` of a curve object."""
+    """The :class:`core.wire.WireFit` of a curve object, within :data:`WIRE_TOLERANCE`."""
     from ...core.wire import wire_joint
     from .. import curves
 
-    return wire_joint(curves.read_curve(curve_obj))
+    return wire_joint(curves.read_curve(curve_obj), tolerance=WIRE_TOLERANCE)
 
 
 class RigJob:
