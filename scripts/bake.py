@@ -279,20 +279,16 @@ def bake_open_file(out_dir: str, name: str, rig_records: list | None = None) -> 
     for scene in bpy.data.scenes:
         if window is not None:
             window.scene = scene
-        for i, item in enumerate(scene.spline_joints_mechanisms):
-            with bpy.context.temp_override(scene=scene):
-                status = bpy.ops.spline_joints.bake_dynamics(index=i)
-            if status != {"FINISHED"}:
-                raise RuntimeError(f"baking {scene.name}/{item.name} ended {sorted(status)} without a message; "
-                                   "open the file in Blender and bake it there to see why")
-            counts.append(f"{scene.name}/{item.name}")
-        for i, item in enumerate(scene.spline_joints_linkages):
-            with bpy.context.temp_override(scene=scene):
-                status = bpy.ops.spline_joints.bake_linkage(index=i)
-            if status != {"FINISHED"}:
-                raise RuntimeError(f"baking linkage {scene.name}/{item.name} ended {sorted(status)} without a "
-                                   "message; open the file in Blender and bake it there to see why")
-            counts.append(f"{scene.name}/{item.name}")
+        for what, items, bake in (("", scene.spline_joints_mechanisms, bpy.ops.spline_joints.bake_dynamics),
+                                  ("linkage ", scene.spline_joints_linkages,
+                                   bpy.ops.spline_joints.bake_linkage)):
+            for i, item in enumerate(items):
+                with bpy.context.temp_override(scene=scene):
+                    status = bake(index=i)
+                if status != {"FINISHED"}:
+                    raise RuntimeError(f"baking {what}{scene.name}/{item.name} ended {sorted(status)} without "
+                                       "a message; open the file in Blender and bake it there to see why")
+                counts.append(f"{scene.name}/{item.name}")
         with bpy.context.temp_override(scene=scene):
             rigs += bake_rigs(scene)
     if rig_records is not None:
