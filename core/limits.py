@@ -46,7 +46,7 @@ from .compiled import layout as L
 from .errors import InvalidInputError, NonFiniteError
 
 __all__ = ["CoordinateLimit", "ReachCone", "EllipticCone", "TwistLimit", "LimitSolver",
-           "limits_from_model"]
+           "joint_limits", "limits_from_model"]
 
 
 def _joint_slice(model, body, need_rotation):
@@ -179,19 +179,24 @@ class TwistLimit(_Limit):
         return np.array([tw - self.lower, self.upper - tw]), g
 
 
-def limits_from_model(model):
-    """A :class:`CoordinateLimit` for every finite joint bound ``joint.lower/upper``; a
-    coordinate whose Jacobian column has no rotation at the neutral pose is linear (metres)."""
+def joint_limits(body, joint):
+    """A :class:`CoordinateLimit` on ``body`` (index) for every finite bound of ``joint``'s
+    ``lower/upper``; a coordinate whose Jacobian column has no rotation at the neutral pose
+    is linear (metres)."""
     out = []
-    for i, j in enumerate(model.joints):
-        lo, hi = np.asarray(j.lower, float), np.asarray(j.upper, float)
-        S = None
-        for k in range(j.nq):
-            if np.isfinite(lo[k]) or np.isfinite(hi[k]):
-                S = j.jacobian(j.neutral()) if S is None else S
-                rotary = bool(np.abs(S[:3, k]).max() > 0.0)
-                out.append(CoordinateLimit(i, lo[k], hi[k], index=k, rotary=rotary))
+    lo, hi = np.asarray(joint.lower, float), np.asarray(joint.upper, float)
+    S = None
+    for k in range(joint.nq):
+        if np.isfinite(lo[k]) or np.isfinite(hi[k]):
+            S = joint.jacobian(joint.neutral()) if S is None else S
+            rotary = bool(np.abs(S[:3, k]).max() > 0.0)
+            out.append(CoordinateLimit(body, lo[k], hi[k], index=k, rotary=rotary))
     return out
+
+
+def limits_from_model(model):
+    """:func:`joint_limits` of every body of the model."""
+    return [lim for i, j in enumerate(model.joints) for lim in joint_limits(i, j)]
 
 
 class LimitSolver:

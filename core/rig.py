@@ -61,7 +61,7 @@ from .joints.base import Joint
 from .joints.lower_pairs import Fixed, Prismatic, Revolute, Universal
 from .joints.spherical import Free, Spherical
 from .lie import se3, so3
-from .limits import CoordinateLimit, EllipticCone, ReachCone, TwistLimit
+from .limits import EllipticCone, ReachCone, TwistLimit, joint_limits
 from .mechanisms.base import BodyDisplay, Mechanism, simulate_mechanism
 from .model import Model
 
@@ -323,13 +323,7 @@ def _limits(body, i, core):
     if j.twist is not None:
         tw = real_number(j.twist, f"body {body.name!r}: twist limit", 0.0, math.pi)
         out.append(TwistLimit(i, j.cone_axis, -tw, tw))
-    S = None
-    for k in range(core.nq):
-        lo, hi = float(core.lower[k]), float(core.upper[k])
-        if math.isfinite(lo) or math.isfinite(hi):
-            S = core.jacobian(core.neutral()) if S is None else S
-            out.append(CoordinateLimit(i, lo, hi, index=k, rotary=bool(np.abs(S[:3, k]).max() > 0)))
-    return out
+    return out + joint_limits(i, core)
 
 
 #: the largest ``h lambda`` of a decaying mode each method keeps stable (RK4: its stability

@@ -317,8 +317,7 @@ def _check_connected(body, kind, extra):
         joint = extra["joint"]
         qs = np.linspace(joint.lower, joint.upper, 9) if np.all(np.isfinite(joint.lower)) and \
             np.all(np.isfinite(joint.upper)) else joint.neutral()[None] + np.linspace(-1, 1, 9)[:, None]
-        heads = joint.transforms(qs)[:, :3, 3] if hasattr(joint, "transforms") else \
-            np.array([joint.transform(q)[:3, 3] for q in qs])
+        heads = joint.transforms(qs)[:, :3, 3]
         moves = float(np.ptp(heads, axis=0).max()) > 1e-6
     if moves:
         raise ValueError(f"bone '{body.name}' is connected to its parent, so Blender keeps its "
