@@ -31,7 +31,7 @@ from ..core.massprops import (capsule_mass_properties, combine, mesh_mass_proper
 from .bridge import BridgeError, matrix_to_array, rigid
 
 __all__ = ["bone_mass_properties", "armature_mass_properties", "object_mass_properties",
-           "CAPSULE_RADIUS_FRACTION"]
+           "bone_capsule", "CAPSULE_RADIUS_FRACTION"]
 
 #: radius of the stand-in capsule as a fraction of the bone's length when ``capsule_radius``
 #: is 0: a limb segment's radius is roughly 0.08-0.15 of its length (a thigh about 0.07 m on
@@ -217,12 +217,17 @@ def armature_mass_properties(armature_obj, density, capsule_radius=0.0, bone_nam
             source = (f"{count} mesh{'es' if count > 1 else ''}: "
                       + ", ".join(s for _, s in parts[n]))
         else:
-            length = scale * bone.length
-            radius = capsule_radius or CAPSULE_RADIUS_FRACTION * length
-            whole = capsule_mass_properties(radius, length, density)
-            source = f"capsule r={1000 * radius:.3g} mm"
+            whole, source = bone_capsule(scale * bone.length, density, capsule_radius)
         result[n] = (whole, source)
     return result
+
+
+def bone_capsule(length, density, capsule_radius=0.0):
+    """``(MassProperties, source)`` of the capsule standing in for a bone of ``length`` (m)
+    from its head along its Y: radius ``capsule_radius`` (m; 0:
+    :data:`CAPSULE_RADIUS_FRACTION` times the length)."""
+    radius = capsule_radius or CAPSULE_RADIUS_FRACTION * length
+    return capsule_mass_properties(radius, length, density), f"capsule r={1000 * radius:.3g} mm"
 
 
 def bone_mass_properties(armature_obj, bone_name, density, capsule_radius=0.0):

@@ -173,7 +173,6 @@ def _sample(scene, rig_obj, bodies, frames):
 
 def _mass(body, rig_obj, cache):
     """(mass, com, inertia, source) of a simulated body from its settings."""
-    from ...core.massprops import capsule_mass_properties
     from .. import massprops
 
     s = body.settings
@@ -186,10 +185,8 @@ def _mass(body, rig_obj, cache):
         mp = massprops.object_mass_properties(body.owner, s.density)
         return mp.mass, mp.com, mp.inertia, f"mesh of {body.name}"
     if s.mass_source == "CAPSULE":
-        length = body.owner.bone.length
-        r = s.capsule_radius or 0.1 * length
-        mp = capsule_mass_properties(r, length, s.density)
-        return mp.mass, mp.com, mp.inertia, f"capsule r={1000 * r:.0f} mm"
+        mp, source = massprops.bone_capsule(body.owner.bone.length, s.density, s.capsule_radius)
+        return mp.mass, mp.com, mp.inertia, source
     key = (s.density, s.capsule_radius)
     if key not in cache:
         cache[key] = massprops.armature_mass_properties(rig_obj, s.density, s.capsule_radius)
