@@ -34,10 +34,15 @@ A step of ``dt`` is split into ``substeps`` equal substeps; limits (:mod:`core.l
 enforced after each substep. A :class:`core.contacts.ContactSolver` instead solves contacts
 and limits together within each substep: the method's step gives ``(q1, v1)`` from ``(q0,
 v0)``, the solver finds the contacts at ``q0`` and the impulses ``dv`` on ``v1``, and the
-substep ends at ``(q1 + h dv + dq, v1 + dv)`` with dq its position correction (for
-"semi_implicit" this is the usual velocity-level contact step, ``q1 = q0 + h (v1 + dv)``, in
-which a resting contact neither sinks nor creeps; with contacts a step is never one kernel
-call). Divergence is always a :class:`core.errors.SimulationError`
+substep ends at ``(q1 + c h dv + dq, v1 + dv)`` with dq its position correction and c the
+share of a velocity change within the substep that the method's position update takes
+(:data:`IMPULSE_POSITION`): for "semi_implicit" this is the usual velocity-level contact
+step, ``q1 = q0 + h (v1 + dv)``; for "rk4" the impulse acts as a constant force over the
+substep (RK4's position weights ``b_i`` on its stage times ``c_i`` give ``sum b_i c_i =
+1/2``). Under either a resting contact neither sinks nor creeps (gravity's ``h a`` is taken
+back with the position change the method gave it). "euler" moves positions with the
+substep's start velocities only, so impulses cannot keep a contact from sinking, and it is
+refused with contacts. With contacts a step is never one kernel call. Divergence is always a :class:`core.errors.SimulationError`
 naming the time, the body and a smaller step: a non-finite state, an energy blow-up, and any
 numerical failure inside a step or a record that only a diverged or ill-conditioned state
 causes (:func:`diverged`: a :class:`core.errors.NonFiniteError` of a joint, an overflow, a
@@ -102,6 +107,9 @@ ORDERS = {"euler": 1, "semi_implicit": 1, "rk4": 4}
 #: the largest recording :func:`integrate` (and a mechanism's bake) preallocates: 2 GiB
 MAX_RECORD_BYTES = 2 ** 31
 #: quadrature weights of each method's dynamics evaluations within one substep
+#: the share of a velocity change within a substep that each method's position update takes
+#: (the contact step's ``c``, module docstring)
+IMPULSE_POSITION = {"semi_implicit": 1.0, "rk4": 0.5}
 DRIVE_WEIGHTS = {"euler": (1.0,), "semi_implicit": (1.0,), "rk4": (1 / 6, 2 / 6, 2 / 6, 1 / 6)}
 
 
@@ -276,6 +284,10 @@ class Integrator:
             raise InvalidInputError("limits and contacts are solved together: pass the "
                                     "LimitSolver to the ContactSolver (limits=...) and give "
                                     "the integrator the ContactSolver only")
+        if contacts is not None and method not in IMPULSE_POSITION:
+            raise InvalidInputError(f"contacts step with {' or '.join(IMPULSE_POSITION)}, not "
+                                    f"{method!r}: its positions move with the substep's start "
+                                    "velocities only, so no impulse keeps a contact from sinking")
         self.tau, self.fext, self.limits = tau, fext, limits
         self.contacts = contacts
         self.energy_limit = energy_limit
@@ -532,7 +544,8 @@ class Integrator:
                 qn, vn = self._substep(ts, q, v)
                 self._check(ts + self.h, qn, vn)
                 if self.contacts is not None:      # impulses at the substep's start pose
-                    qn, vn = self.contacts.apply(self.data, q, v, qn, vn, ts, self.h)
+                    qn, vn = self.contacts.apply(self.data, q, v, qn, vn, ts, self.h,
+                                                      IMPULSE_POSITION[self.method])
                     self._check(ts + self.h, qn, vn)
                 q, v = self.normalize(qn, vn)
                 if self.contacts is None and self.limits is not None:

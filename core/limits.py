@@ -367,11 +367,21 @@ class LimitSolver:
         target = -self.restitution * np.minimum(ddot[engaged], 0.0)
         lam = self._pgs(W, ddot[engaged] - target)
         v = v + MinvNt @ lam
-        # position: N dq >= -d - p_tol for every constraint, in joint space, re-linearized
         if np.any(d[engaged] + self.tol[engaged] < 0):
-            for _ in range(L.POSITION_PASSES):
-                q = q + N.T @ self._pgs(N @ N.T, d + self.tol)
-                d, N = self.evaluate(q)
-                if np.all(d + self.tol >= -L.POSITION_SLACK):
-                    break
+            q = self.project(q, d, N)
         return q, v
+
+    def project(self, q, d=None, N=None):
+        """The position projection (module docstring, step 2): ``q + N^T mu`` with ``mu >=
+        0`` and ``N dq >= -d - p_tol`` for every constraint, re-linearized at the projected
+        pose up to ``POSITION_PASSES`` times until each constraint is within its deadband;
+        ``d, N`` are the constraints at q if already evaluated. Call it when a constraint is
+        outside its deadband; returns a new array."""
+        if d is None:
+            d, N = self.evaluate(q)
+        for _ in range(L.POSITION_PASSES):
+            q = q + N.T @ self._pgs(N @ N.T, d + self.tol)
+            d, N = self.evaluate(q)
+            if np.all(d + self.tol >= -L.POSITION_SLACK):
+                break
+        return q

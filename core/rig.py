@@ -36,9 +36,9 @@ the world's ``colliders`` (a ground :class:`core.contacts.Plane`, static or movi
 colliders) through a :class:`core.contacts.ContactSolver` that shares the limits' solver
 (:attr:`core.mechanisms.Mechanism.shapes`). Bodies of one rig do not collide with each
 other, and a kinematic body's shapes are left out (nothing pushes a prescribed motion).
-Contacts step with the "semi_implicit" method, under which a resting contact neither
-sinks nor creeps; a rig given another method is stepped with it and says so in its
-warnings. The result reports the contacts per frame, the deepest overlap and the most
+Contacts step with the rig's integrator ("rk4" by default, or "semi_implicit"; both keep a
+resting contact from sinking or creeping, :mod:`core.integrators`); a rig given "euler" is
+stepped with "rk4" and says so in its warnings. The result reports the contacts per frame, the deepest overlap and the most
 energy one contact step gained.
 """
 
@@ -56,7 +56,7 @@ from .checks import real_number, whole_number
 from .contacts import Shape
 from .errors import InvalidInputError
 from .fitting.ik import Chain, solve_ik
-from .integrators import Drive
+from .integrators import IMPULSE_POSITION, Drive
 from .joints.base import Joint
 from .joints.lower_pairs import Fixed, Prismatic, Revolute, Universal
 from .joints.spherical import Free, Spherical
@@ -362,8 +362,8 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
 
     gravity: ``(3,)`` m/s^2 in the world. fps, substeps, duration: output frames per
     second, integration steps per frame, seconds (the bake's frame range). integrator: one
-    of :data:`core.integrators.METHODS`; None: "rk4", or "semi_implicit" when there are
-    contacts (module docstring). restitution: of the limits, and of contacts where neither
+    of :data:`core.integrators.METHODS`; None: "rk4" ("euler" with contacts: "rk4", module
+    docstring). restitution: of the limits, and of contacts where neither
     side has its own; colliders: the world's :class:`core.contacts.Plane` and collider
     objects; friction: of contacts where neither side has its own. Raises
     InvalidInputError naming the body for an empty rig, a parent that is not an earlier body,
@@ -386,14 +386,13 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     colliders = tuple(colliders)
     contacts = bool(shapes and colliders)
     asked = integrator
-    integrator = asked or ("semi_implicit" if contacts else "rk4")
+    integrator = asked or "rk4"
     model = Model(gravity=gravity, name=name)
     slices, limits, warnings, q0, v0, display = [], [], [], [], [], []
-    if contacts and integrator != "semi_implicit":
-        integrator = "semi_implicit"
-        warnings.append(f"contacts step with the semi_implicit method (a resting contact "
-                        f"neither sinks nor creeps under it), so the rig is stepped with it "
-                        f"instead of {asked}")
+    if contacts and integrator not in IMPULSE_POSITION:
+        integrator = "rk4"
+        warnings.append(f"contacts need a method whose positions follow the substep's "
+                        f"velocity changes, so the rig is stepped with rk4 instead of {asked}")
     splines, drive_dofs = [], []
     names = set()
     start = 0

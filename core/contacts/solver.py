@@ -12,7 +12,7 @@ colliders. In a substep of length h from ``(q0, v0)``, given the integrator's en
    the substep, each with a normal n (from the first shape to the second), two tangents and
    its separation s;
 2. forms the rows ``J (m, nv)`` of the joint limits that are engaged or reach their bound
-   within the substep (:meth:`core.limits.LimitSolver.engage`, ``d + h d_dot < 0``) and
+   within the substep (:meth:`core.limits.LimitSolver.engage`, ``d + moved < 0`` below) and
    three rows per contact: the world velocity of a contact point p on body i is
    ``v_o + w x p`` for the body's spatial velocity ``[w; v_o] = J_i v`` (world-frame
    Jacobian columns of the body's ancestors, :func:`core.kinematics.body_jacobian`), so a
@@ -23,31 +23,43 @@ colliders. In a substep of length h from ``(q0, v0)``, given the integrator's en
    contact the tangent pair on the friction disc ``|lambda_t| <= mu lambda_n`` solved
    exactly in the block's metric (:func:`friction_disc`: a sliding contact's friction
    opposes its sliding, the maximum-dissipation rule of a Coulomb cone);
-4. ends the substep at ``(q1 + h dv + dq, v1 + dv)``, ``dv = M^-1 J^T lambda``, with the
-   position correction ``dq = M^-1 N^T mu``, ``mu >= 0``, of the limit and normal rows that
-   the end pose, predicted to first order, leaves more than ``slop`` deep (limits: their
-   ``p_tol``), then limits-only passes at the corrected pose until every limit is within
-   its deadband (limit values curve in q, and a joint whipping round may pass a limit the
-   first-order prediction missed; :data:`LIMIT_PASSES`). The deadband leaves a resting contact up to ``slop`` deep, engaged, without jitter.
+4. ends the substep at ``(q1 + c h dv + dq, v1 + dv)``, ``dv = M^-1 J^T lambda``, with c
+   the share of a velocity change the integrator's position update takes (1 for
+   "semi_implicit", 1/2 for "rk4"; :data:`core.integrators.IMPULSE_POSITION`) and the
+   position correction dq: first the limit solver's joint-space projection
+   (:meth:`core.limits.LimitSolver.project`: only the joints at their limits move, until
+   every limit is within its deadband), then, where the end pose predicted to first order
+   leaves a contact more than ``slop`` deep, a mass-weighted correction ``M^-1 A^T mu``,
+   ``mu >= 0``, of the contact normals that keeps every limit within its deadband (rows A:
+   the normals and the limits; the projection again for what these linear rows leave
+   outside a curved limit). The deadband leaves a resting contact up to ``slop`` deep,
+   engaged, without jitter.
 
-Velocity targets. A contact still apart (s > 0) may close its gap in the substep but not
-more: ``u_n >= -s / h`` (a speculative contact: at speeds up to the margin per substep no
-shape passes into another); an overlapping one ``u_n >= 0``. A contact that touches within
-the substep (``s + h u_n <= 0``) while approaching faster than ``bounce_threshold`` at the
-substep's start bounces: its start speed ``u0`` is reversed and scaled by the pair's
-restitution e, and the substep's forces act on top (``u_n >= -e u0 + (u_n1 - u0)``), so an
-elastic bounce keeps the energy and an inelastic one keeps ``e^2`` of the normal kinetic
-energy. Slower contacts are inelastic, so bouncing bodies come to rest. Limit rows take
-``d_dot >= -d / h`` while inside their range and the limit solver's restitution target
-``-e min(d_dot, 0)`` once engaged.
+A substep without contacts is the limit solver's own step
+(:meth:`core.limits.LimitSolver.apply`), exactly as without a contact solver.
+
+Velocity targets. The integrator moves a row (a contact normal or a limit) by ``moved``
+over the substep and leaves it at the rate ``u1``; an impulse changing the rate by ``du``
+moves it by a further ``c h du``. A row still apart (gap ``s > 0``) may close its gap in the
+substep but not more, and an overlapping one may not sink further: ``u_n >= u1 - (max(s, 0)
++ moved) / (c h)``, capped at 0 so that these speculative rows never push apart (an overlap
+left is the position correction's). For "semi_implicit" (``moved = h u1``) this is ``u_n >=
+-s / h`` and ``u_n >= 0``, and at speeds up to the margin per substep no shape passes into
+another. A contact that touches within the substep (``s + moved <= 0``) while approaching
+faster than ``bounce_threshold`` at the substep's start bounces: its start speed ``u0`` is
+reversed and scaled by the pair's restitution e, and the substep's forces act on top
+(``u_n >= -e u0 + (u_n1 - u0)``), so an elastic bounce keeps the energy and an inelastic one
+keeps ``e^2`` of the normal kinetic energy. Slower contacts are inelastic, so bouncing
+bodies come to rest. Engaged limit rows take the limit solver's restitution target ``-e
+min(d_dot, 0)``.
 
 Materials (:func:`pair_material`): each side's friction and restitution, or the solver's
 defaults where neither side has one.
 
 Report (:meth:`ContactSolver.report`): per substep the contacts carrying an impulse or
 overlapping, the deepest overlap at the substep's start pose, and the energy the contact
-step changed: the impulses' change of kinetic energy plus the position correction's change
-of potential energy (positive values are energy gained).
+step changed in the substeps with contacts: the impulses' change of kinetic energy plus
+the position correction's change of potential energy (positive values are energy gained).
 """
 
 import math
@@ -65,12 +77,7 @@ from .broad import sweep_and_prune
 from .narrow import Posed, collide, collide_plane
 from .shapes import MovingCollider, Plane, Shape, StaticCollider
 
-__all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis", "friction_disc",
-           "LIMIT_PASSES"]
-
-#: the most limits-only correction passes at a substep's end pose (Newton steps of the
-#: projection onto the limits' deadbands; two or three reach it to rounding)
-LIMIT_PASSES = 4
+__all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis", "friction_disc"]
 
 
 def pair_material(a, b, friction, restitution):
@@ -85,6 +92,14 @@ def pair_material(a, b, friction, restitution):
     e = restitution if ea is None and eb is None else eb if ea is None else ea if eb is None \
         else max(ea, eb)
     return mu, e
+
+
+def _closing(u1, gap, moved, c_h):
+    """Speculative targets (module docstring): the least end rates ``u_new`` of rows with
+    end rates ``u1`` that the integrator moves by ``moved`` over the substep, ``gap >= 0``
+    apart (0 for an overlapping row), so that ``gap + moved + c_h (u_new - u1) >= 0``
+    (``c_h = c h``), capped at 0."""
+    return np.minimum(u1 - (gap + moved) / c_h, 0.0)
 
 
 def tangent_basis(n):
@@ -356,62 +371,69 @@ class ContactSolver:
                 break
         return lam
 
-    def apply(self, data, q, v, q1, v1, t, h):
+    def apply(self, data, q, v, q1, v1, t, h, weight=1.0):
         """The contact and limit step of a substep of ``h`` seconds from time t: ``q, v
         (nv,)`` the state at the substep's start (where the contacts are found; v gives the
-        approach speeds of bounces), ``q1, v1 (nv,)`` the integrator's state at its end;
-        returns the corrected end state ``(q1 + h dv + dq,
-        v1 + dv)`` (new arrays; the same ones without contacts or engaged limits). Raises
-        NonFiniteError when the mass matrix is not positive definite (a diverged state)."""
+        approach speeds of bounces), ``q1, v1 (nv,)`` the integrator's state at its end,
+        ``weight`` c the share of a velocity change within the substep that its position
+        change takes (:data:`core.integrators.IMPULSE_POSITION`: 1 for "semi_implicit", 1/2
+        for "rk4"); returns the corrected end state ``(q1 + c h dv + dq, v1 + dv)`` (new
+        arrays; the same ones without contacts or engaged limits). Raises NonFiniteError
+        when the mass matrix is not positive definite (a diverged state)."""
         m = self.model
+        c_h = float(weight) * h
         update_kinematics(m, data, q)
         contacts = self.find_contacts(data, t, self.margin + h * self._speed_bound(data, v1))
+        if not contacts:
+            # the limit solver's own step, as without contacts
+            self._log.append((t + h, 0, 0.0, 0.0))
+            return (q1, v1) if self.limits is None else self.limits.apply(data, q1, v1)
+        step = q1 - q               # the integrator's move: mean rates step / h over the substep
         if self.limits is not None and self.limits.n_constraints:
             d, N, ddot, engaged = self.limits.engage(q, v1)
+            moved = N @ step
             # engaged, or reaching the limit within the substep (a speculative row)
-            lim_rows = np.nonzero(engaged | (d + h * ddot < 0.0))[0]
+            lim_rows = np.nonzero(engaged | (d + moved < 0.0))[0]
         else:
             lim_rows = np.zeros(0, dtype=int)
         nl, nc = len(lim_rows), len(contacts)
-        if nl == 0 and nc == 0:
-            self._log.append((t + h, 0, 0.0, 0.0))
-            return q1, v1
         J = np.empty((nl + 3 * nc, m.nv))
         b = np.empty(nl + 3 * nc)
         lam = np.zeros(nl + 3 * nc)
         if nl:
             J[:nl] = N[lim_rows]
             dl, ul = d[lim_rows], ddot[lim_rows]
-            target = np.where(dl > 0.0, -dl / h, -self.limits.restitution * np.minimum(ul, 0.0))
+            target = np.where(dl > 0.0, _closing(ul, dl, moved[lim_rows], c_h),
+                              -self.limits.restitution * np.minimum(ul, 0.0))
             b[:nl] = ul - target
             for k, r in enumerate(lim_rows):
                 lam[k] = self._warm.get(("limit", int(r)), 0.0)
-        if nc:
-            a_body = np.array([c[0] for c in contacts])
-            b_body = np.array([c[1] for c in contacts])
-            P = np.array([c[2] for c in contacts])
-            n = np.array([c[3] for c in contacts])
-            s = np.array([c[4] for c in contacts])
-            mu = np.array([c[5] for c in contacts])
-            rest = np.array([c[6] for c in contacts])
-            D = np.stack([n, *tangent_basis(n)], axis=1)                  # (c, 3, 3)
-            Jc = self._rows(data, b_body, P, D) - self._rows(data, a_body, P, D)
-            J[nl:] = Jc.reshape(3 * nc, m.nv)
-            bias = np.zeros((nc, 3))
-            for c, (*_, mover) in enumerate(contacts):
-                if mover is not None:                     # the world side moves
-                    bias[c] = -D[c] @ mover.point_velocities(t, P[c][None])[0]
-            u = (Jc @ v1).reshape(nc, 3) + bias
-            u0 = (Jc[:, 0] @ v) + bias[:, 0]             # normal speeds at the start
-            target = np.where(s > 0.0, -s / h, 0.0)
-            # a bounce reverses the start's approach speed; the forces then act as usual
-            bounce = (rest > 0.0) & (u0 < -self.bounce_threshold) & (s + h * u[:, 0] <= 0.0)
-            target = np.where(bounce, np.maximum(target, -rest * u0 + u[:, 0] - u0), target)
-            b[nl:] = (u - np.stack([target, 0 * target, 0 * target], axis=1)).ravel()
-            for c, con in enumerate(contacts):
-                w = self._warm.get(con[7])
-                if w is not None:
-                    lam[nl + 3 * c:nl + 3 * c + 3] = w
+        a_body = np.array([c[0] for c in contacts])
+        b_body = np.array([c[1] for c in contacts])
+        P = np.array([c[2] for c in contacts])
+        n = np.array([c[3] for c in contacts])
+        s = np.array([c[4] for c in contacts])
+        mu = np.array([c[5] for c in contacts])
+        rest = np.array([c[6] for c in contacts])
+        D = np.stack([n, *tangent_basis(n)], axis=1)                  # (c, 3, 3)
+        Jc = self._rows(data, b_body, P, D) - self._rows(data, a_body, P, D)
+        J[nl:] = Jc.reshape(3 * nc, m.nv)
+        bias = np.zeros((nc, 3))
+        for c, (*_, mover) in enumerate(contacts):
+            if mover is not None:                     # the world side moves
+                bias[c] = -D[c] @ mover.point_velocities(t, P[c][None])[0]
+        u = (Jc @ v1).reshape(nc, 3) + bias
+        u0 = (Jc[:, 0] @ v) + bias[:, 0]             # normal speeds at the start
+        gap = s + Jc[:, 0] @ step + h * bias[:, 0]   # the end separation without impulses
+        target = _closing(u[:, 0], np.maximum(s, 0.0), gap - s, c_h)
+        # a bounce reverses the start's approach speed; the forces then act as usual
+        bounce = (rest > 0.0) & (u0 < -self.bounce_threshold) & (gap <= 0.0)
+        target = np.where(bounce, np.maximum(target, -rest * u0 + u[:, 0] - u0), target)
+        b[nl:] = (u - np.stack([target, 0 * target, 0 * target], axis=1)).ravel()
+        for c, con in enumerate(contacts):
+            w = self._warm.get(con[7])
+            if w is not None:
+                lam[nl + 3 * c:nl + 3 * c + 3] = w
         M = dynamics.crba(m, data, q)
         try:
             fac = cho_factor(M, check_finite=False)
@@ -421,7 +443,7 @@ class ContactSolver:
                 from None
         MinvJt = cho_solve(fac, J.T, check_finite=False)                  # (nv, m)
         W = J @ MinvJt
-        self._pgs(W, b, lam, nl, mu if nc else np.zeros(0))
+        self._pgs(W, b, lam, nl, mu)
         dv = MinvJt @ lam
         v_new = v1 + dv
         kinetic = 0.5 * (v_new @ M @ v_new - v1 @ M @ v1)
@@ -429,42 +451,35 @@ class ContactSolver:
         warm.update((con[7], lam[nl + 3 * c:nl + 3 * c + 3].copy())
                     for c, con in enumerate(contacts))
         self._warm = warm
-        # position correction of the end pose, predicted to first order: limit rows to
-        # p_tol inside their limits, contacts to at most slop deep
-        rows = np.concatenate([np.arange(nl), nl + 3 * np.arange(nc)]).astype(int)
-        ends = np.concatenate(([d[lim_rows]] if nl else []) + ([s] if nc else [])) + \
-            h * (J[rows] @ v_new)
-        if nc:
-            ends[nl:] += h * bias[:, 0]
-        tol = np.concatenate([self.limits.tol[lim_rows] if nl else np.zeros(0),
-                              np.full(nc, self.slop)])
-        q_new, potential = q1 + h * dv, 0.0
-        if np.any(ends < -tol):
-            corr = np.zeros(len(rows))
-            self._pgs(W[np.ix_(rows, rows)], ends + tol, corr, len(rows), np.zeros(0))
-            dq = MinvJt[:, rows] @ corr
-            potential = dynamics.potential_energy(m, data, q_new + dq) - \
-                dynamics.potential_energy(m, data, q_new)
-            q_new = q_new + dq
-        if self.limits is not None and self.limits.n_constraints:
-            # limit values curve in q: limits-only passes at the end pose (Newton steps of
-            # the projection, converging quadratically) over the rows of the first pass and
-            # any limit the end pose passes, until every one is within its deadband
-            ltol = self.limits.tol
-            for _ in range(LIMIT_PASSES):
+        q_new = q1 + c_h * dv
+        q_mid, have_limits = q_new, self.limits is not None and self.limits.n_constraints
+        if have_limits:
+            # limits: the limit solver's joint-space projection (only the joints at their
+            # limits move) until every limit is within its deadband
+            d_end, N_end = self.limits.evaluate(q_new)
+            if np.any(d_end + self.limits.tol < 0.0):
+                q_new = self.limits.project(q_new, d_end, N_end)
                 d_end, N_end = self.limits.evaluate(q_new)
-                rows2 = np.union1d(lim_rows, np.nonzero(d_end < -ltol)[0])
-                low = d_end[rows2] + ltol[rows2]
-                if not np.any(low < 0.0):
-                    break
-                Ne = N_end[rows2]
-                X = cho_solve(fac, Ne.T, check_finite=False)
-                corr = self._pgs(Ne @ X, low, np.zeros(len(rows2)), len(rows2), np.zeros(0))
-                q_before = q_new
-                q_new = q_new + X @ corr
-                potential += dynamics.potential_energy(m, data, q_new) - \
-                    dynamics.potential_energy(m, data, q_before)
-        active = int(np.sum((lam[nl::3] > 0.0) | (s < 0.0))) if nc else 0
-        depth = float(max(0.0, -s.min())) if nc else 0.0
+        # contacts: the end pose's separations, predicted to first order, to at most
+        # slop deep by a mass-weighted correction that keeps every limit in its deadband
+        rows = nl + 3 * np.arange(nc)
+        ends = gap + J[rows] @ (c_h * dv + q_new - q_mid)
+        if np.any(ends < -self.slop):
+            A = np.concatenate([J[rows]] + ([N_end] if have_limits else []))
+            MinvAt = np.concatenate([MinvJt[:, rows]] + (
+                [cho_solve(fac, N_end.T, check_finite=False)] if have_limits else []), axis=1)
+            low = np.concatenate([ends + self.slop] + (
+                [d_end + self.limits.tol] if have_limits else []))
+            corr = np.zeros(len(low))
+            self._pgs(A @ MinvAt, low, corr, len(low), np.zeros(0))
+            q_new = q_new + MinvAt @ corr
+            if have_limits:        # the limits curve: what the linear rows left outside
+                d_end, N_end = self.limits.evaluate(q_new)
+                if np.any(d_end + self.limits.tol < 0.0):
+                    q_new = self.limits.project(q_new, d_end, N_end)
+        potential = 0.0 if q_new is q_mid else \
+            dynamics.potential_energy(m, data, q_new) - dynamics.potential_energy(m, data, q_mid)
+        active = int(np.sum((lam[nl::3] > 0.0) | (s < 0.0)))
+        depth = float(max(0.0, -s.min()))
         self._log.append((t + h, active, depth, kinetic + potential))
         return q_new, v_new

@@ -16,7 +16,7 @@ from core.contacts.broad import sweep_and_prune
 from core.contacts.narrow import Posed, closest_segments, collide, collide_plane, gjk, sat
 from core.contacts.solver import friction_disc
 from core.errors import InvalidInputError
-from core.integrators import Integrator
+from core.integrators import IMPULSE_POSITION, Integrator
 from core.joints.spherical import Free
 from core.kinematics import update_kinematics
 from core.lie import se3, so3
@@ -29,6 +29,8 @@ from bench_contacts import capsule_chain, chain, link_heights, mujoco_capsule_ch
 
 EPS = np.finfo(float).eps
 G = 9.81
+#: the integrators that step contacts
+METHODS = tuple(IMPULSE_POSITION)
 
 
 def pose(rng, spread=0.3):
@@ -213,11 +215,12 @@ def apexes(z):
     return z[k]
 
 
-def test_a_sphere_bounces_to_e_squared_of_its_height_and_comes_to_rest():
+@pytest.mark.parametrize("method", METHODS)
+def test_a_sphere_bounces_to_e_squared_of_its_height_and_comes_to_rest(method):
     r, e, H, fps = 0.1, 0.8, 1.0, 240.0
     m = ball(r)
     solver = ContactSolver(m, [("ball", Sphere(r))], [Plane(restitution=e, friction=0.5)])
-    integ = Integrator(m, 1.0 / fps, 1, "semi_implicit", contacts=solver)
+    integ = Integrator(m, 1.0 / fps, 1, method, contacts=solver)
     q0 = np.zeros(6)
     q0[5] = H + r
     tr = integ.run(q0, np.zeros(6), int(8 * fps))
@@ -242,11 +245,12 @@ def test_a_sphere_bounces_to_e_squared_of_its_height_and_comes_to_rest():
     assert rep.per_frame(tr.t).max() == 1
 
 
-def test_an_elastic_sphere_never_rises_above_its_start():
+@pytest.mark.parametrize("method", METHODS)
+def test_an_elastic_sphere_never_rises_above_its_start(method):
     r = 0.1
     m = ball(r)
     solver = ContactSolver(m, [("ball", Sphere(r))], [Plane(restitution=1.0)])
-    integ = Integrator(m, 1.0 / 240, 1, "semi_implicit", contacts=solver)
+    integ = Integrator(m, 1.0 / 240, 1, method, contacts=solver)
     q0 = np.zeros(6)
     q0[5] = 0.5 + r
     tr = integ.run(q0, np.zeros(6), 480)
@@ -255,7 +259,8 @@ def test_an_elastic_sphere_never_rises_above_its_start():
 
 
 @pytest.mark.parametrize("mu", [0.2, 0.3, 0.7])
-def test_a_box_on_an_incline_sticks_or_slides_with_coulomb_friction(mu):
+@pytest.mark.parametrize("method", METHODS)
+def test_a_box_on_an_incline_sticks_or_slides_with_coulomb_friction(mu, method):
     theta = np.radians(25.0)
     half = np.array([0.1, 0.08, 0.05])
     m = Model(gravity=(0.0, 0.0, -G))
@@ -265,7 +270,7 @@ def test_a_box_on_an_incline_sticks_or_slides_with_coulomb_friction(mu):
     plane = Plane(0.0, normal, friction=mu)
     solver = ContactSolver(m, [("box", Box(half, friction=mu))], [plane])
     fps = 240.0
-    integ = Integrator(m, 1.0 / fps, 2, "semi_implicit", contacts=solver)
+    integ = Integrator(m, 1.0 / fps, 2, method, contacts=solver)
     q0 = np.zeros(6)
     q0[1] = -theta                      # the box's bottom face on the incline
     q0[3:] = normal * (half[2] - solver.slop)
@@ -281,13 +286,14 @@ def test_a_box_on_an_incline_sticks_or_slides_with_coulomb_friction(mu):
     assert np.abs(tr.q[:, 3:] @ normal - half[2]).max() < 1e-3        # it stays on the plane
 
 
-def test_a_capsule_chain_settles_on_the_ground_like_mujoco():
+@pytest.mark.parametrize("method", METHODS)
+def test_a_capsule_chain_settles_on_the_ground_like_mujoco(method):
     mujoco = pytest.importorskip("mujoco")
     n, r, L, mu = 5, 0.03, 0.3, 0.8
     m, shapes, q0, plane = capsule_chain(n, r, L, mu=mu)
     solver = ContactSolver(m, shapes, [plane])
     fps, sub = 240.0, 2
-    integ = Integrator(m, 1.0 / fps, sub, "semi_implicit", contacts=solver)
+    integ = Integrator(m, 1.0 / fps, sub, method, contacts=solver)
     tr = integ.run(q0, np.zeros(m.nv), int(3 * fps), record_every=int(fps))
     data = m.create_data()
     update_kinematics(m, data, tr.q[-1])
@@ -304,14 +310,15 @@ def test_a_capsule_chain_settles_on_the_ground_like_mujoco():
                                np.sort(md.xipos[1:, 2]), atol=2e-3)
 
 
-def test_a_chain_with_reach_cones_falls_onto_the_ground_inside_its_limits():
+@pytest.mark.parametrize("method", METHODS)
+def test_a_chain_with_reach_cones_falls_onto_the_ground_inside_its_limits(method):
     n, r, L, half = 5, 0.03, 0.3, 0.5
     m, shapes, q0, plane = capsule_chain(n, r, L, drop=0.8)     # a zig-zag inside the cones
     cones = [ReachCone(i, (1.0, 0.0, 0.0), half) for i in range(1, n)]
     limits = LimitSolver(m, cones)
     solver = ContactSolver(m, shapes, [plane], limits=limits, self_collision=True)
     fps = 240.0
-    integ = Integrator(m, 1.0 / fps, 2, "semi_implicit", contacts=solver, limits=limits)
+    integ = Integrator(m, 1.0 / fps, 2, method, contacts=solver, limits=limits)
     v0 = np.zeros(m.nv)
     v0[3:6] = [0.0, 0.0, -1.0]
     v0[6:9] = [0.0, 2.0, 1.0]           # the second link swings towards its cone
@@ -335,7 +342,8 @@ def test_a_chain_with_reach_cones_falls_onto_the_ground_inside_its_limits():
     assert rep.energy_gained <= m.masses.sum() * G * max(rep.worst_penetration, solver.slop)
 
 
-def test_a_moving_collider_pushes_a_resting_sphere():
+@pytest.mark.parametrize("method", METHODS)
+def test_a_moving_collider_pushes_a_resting_sphere(method):
     r = 0.1
     m = ball(r)
     wall = Box([0.05, 0.5, 0.5])
@@ -345,7 +353,7 @@ def test_a_moving_collider_pushes_a_resting_sphere():
         return se3.from_rp(np.eye(3), [-0.3 + speed * t, 0.0, 0.5])
     solver = ContactSolver(m, [("ball", Sphere(r))],
                            [Plane(friction=0.0), MovingCollider(wall, motion)], friction=0.0)
-    integ = Integrator(m, 1.0 / 240, 1, "semi_implicit", contacts=solver)
+    integ = Integrator(m, 1.0 / 240, 1, method, contacts=solver)
     q0 = np.zeros(6)
     q0[5] = r - solver.slop
     tr = integ.run(q0, np.zeros(6), 240)
@@ -389,6 +397,8 @@ def test_bad_shapes_and_placements_raise_clear_errors():
         m, shapes = chain(2)
         Integrator(m, 0.01, contacts=ContactSolver(m, shapes),
                    limits=LimitSolver(m, [ReachCone(1, (1, 0, 0), 0.5)]))
+    with pytest.raises(InvalidInputError, match="semi_implicit or rk4"):
+        Integrator(m, 0.01, method="euler", contacts=ContactSolver(m, shapes))
 
 
 def test_the_friction_disc_step_is_the_constrained_minimum():
@@ -417,7 +427,8 @@ def test_the_friction_disc_step_is_the_constrained_minimum():
             assert u @ lt < 0.0
 
 
-def test_a_box_lands_flat_on_a_static_box_and_a_hull_on_the_ground():
+@pytest.mark.parametrize("method", METHODS)
+def test_a_box_lands_flat_on_a_static_box_and_a_hull_on_the_ground(method):
     """Box-box and hull-plane manifolds in a simulation: each body comes to rest on its
     face (its four lowest corners carry it), at most ``slop`` deep, without jitter."""
     half = np.array([0.1, 0.08, 0.05])
@@ -427,7 +438,7 @@ def test_a_box_lands_flat_on_a_static_box_and_a_hull_on_the_ground():
         m = Model(gravity=(0.0, 0.0, -G))
         m.add_body("body", -1, Free(), mass=1.0, inertia=box_inertia(1.0, 2 * half))
         solver = ContactSolver(m, [("body", shape)], colliders, friction=0.6)
-        integ = Integrator(m, 1.0 / 240, 2, "semi_implicit", contacts=solver)
+        integ = Integrator(m, 1.0 / 240, 2, method, contacts=solver)
         q0 = np.zeros(6)
         q0[:3] = [0.05, -0.03, 0.0]                   # tilted: it lands on an edge first
         q0[5] = top + 0.2
