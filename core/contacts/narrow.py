@@ -33,7 +33,7 @@ import itertools
 import numpy as np
 
 __all__ = ["Posed", "closest_segments", "gjk", "sat", "collide", "collide_plane",
-           "FACE_COS"]
+           "plane_contacts", "FACE_COS"]
 
 #: a normal within this cosine of a face normal (about 2.6 degrees) makes that face the
 #: reference face of a manifold
@@ -376,11 +376,21 @@ def collide(A, B, margin=0.0):
     return _rounded(A, B, margin)
 
 
+def plane_contacts(plane, points, radius, margin=0.0):
+    """The core vertices ``points (k, 3)`` (world; each swept by ``radius``, a number or
+    ``(k,)``) closer than ``margin`` to a :class:`core.contacts.shapes.Plane`: their indices
+    ``(c,)``, contact points ``(c, 3)`` (halfway between the plane and the swept surface)
+    and separations ``(c,)``."""
+    n = plane.normal
+    s = points @ n - plane.height - radius
+    k = np.nonzero(s < margin)[0]
+    r = radius[k] if np.ndim(radius) else radius
+    return k, points[k] - np.multiply.outer(r + 0.5 * s[k], n), s[k]
+
+
 def collide_plane(plane, X, margin=0.0):
     """Contacts of a :class:`core.contacts.shapes.Plane` and a :class:`Posed` shape: one per
     core vertex closer than ``margin`` to the plane (a sphere 1, a capsule its 2 ends, a
     polytope its corners), normals the plane's, features the vertex indices."""
-    n = plane.normal
-    s = X.v @ n - plane.height - X.radius
-    return [(X.v[k] - n * (X.radius + 0.5 * s[k]), n, float(s[k]), int(k))
-            for k in np.nonzero(s < margin)[0]]
+    k, p, s = plane_contacts(plane, X.v, X.radius, margin)
+    return [(p[i], plane.normal, float(s[i]), int(k[i])) for i in range(len(k))]

@@ -74,7 +74,7 @@ from ..errors import InvalidInputError, NonFiniteError
 from ..kinematics import update_kinematics
 from ..limits import LimitSolver
 from .broad import sweep_and_prune
-from .narrow import Posed, collide, collide_plane
+from .narrow import Posed, collide, plane_contacts
 from .shapes import MovingCollider, Plane, Shape, StaticCollider
 
 __all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis", "friction_disc"]
@@ -249,6 +249,16 @@ class ContactSolver:
         self.bounce_threshold = real_number(bounce_threshold, "bounce_threshold", 0.0)
         self.iterations = whole_number(iterations, "iterations")
         self._static_posed = [Posed(c.shape) for c in self.statics]
+        # the shapes' core vertices stacked: body, shape, index in the shape, radius
+        counts = [len(s.vertices) for s in self.shapes]
+        self._vertices = np.concatenate([s.vertices for s in self.shapes] or [np.zeros((0, 3))])
+        self._vertex_shape = np.repeat(np.arange(len(self.shapes)), counts).tolist()
+        self._vertex_body = np.repeat(self.bodies, counts)
+        self._vertex_local = np.concatenate([np.arange(c) for c in counts] or
+                                            [np.zeros(0, dtype=int)]).tolist()
+        self._vertex_radius = np.repeat([s.radius for s in self.shapes], counts)
+        self._plane_material = [[pair_material(p, s, self.friction, self.restitution)
+                                 for s in self.shapes] for p in self.planes]
         self._first = np.array([s.vertices[0] for s in self.shapes]).reshape(-1, 3)
         self._extent = np.array([s.extent for s in self.shapes])
         par = model.parents
@@ -280,17 +290,24 @@ class ContactSolver:
         separation, mu, e, key, collider)`` with body -1 for the world, the normal from a to
         b, and ``collider`` the MovingCollider on side a (or None)."""
         T = data.oMi
-        posed = [Posed(s, T[b]) for b, s in zip(self.bodies, self.shapes)]
         out = []
-        for pi, plane in enumerate(self.planes):
-            for si, X in enumerate(posed):
-                mu, e = pair_material(plane, X.shape, self.friction, self.restitution)
-                for p, n, s, k in collide_plane(plane, X, margin):
-                    out.append((-1, self.bodies[si], p, n, s, mu, e, ("plane", pi, si, k), None))
+        if self.planes:                     # every shape's core vertices at once
+            vb = self._vertex_body
+            world_vertices = np.einsum("kab,kb->ka", T[vb, :3, :3], self._vertices) + \
+                T[vb, :3, 3]
+            for pi, plane in enumerate(self.planes):
+                ks, points, seps = plane_contacts(plane, world_vertices, self._vertex_radius,
+                                                  margin)
+                for k, p, s in zip(ks.tolist(), points, seps.tolist()):
+                    si = self._vertex_shape[k]
+                    mu, e = self._plane_material[pi][si]
+                    out.append((-1, vb[k], p, plane.normal, s, mu, e,
+                                ("plane", pi, si, self._vertex_local[k]), None))
+        if not (self.statics or self.movers or (self.self_collision and len(self.shapes) > 1)):
+            return out
+        posed = [Posed(s, T[b]) for b, s in zip(self.bodies, self.shapes)]
         world = self._static_posed + [Posed(c.shape, c.pose(t)) for c in self.movers]
         items = posed + world
-        if len(items) < 2:
-            return out
         lo, hi = zip(*(x.bounds(margin) for x in items))
         ns = len(posed)
         for i, j in sweep_and_prune(np.array(lo), np.array(hi)):
