@@ -149,10 +149,9 @@ class SPLINE_JOINTS_PG_sim_settings(PropertyGroup):
     restitution: FloatProperty(name="Bounce", default=0.0, min=0.0, max=1.0,
                                description="Restitution at end-stops and cone limits: 0 stops "
                                            "dead, 1 bounces back at full speed")
-    use_ground: BoolProperty(name="Ground", default=False,
+    use_ground: BoolProperty(name="Ground", default=True,
                              description="A ground plane the simulated bodies land on (their "
-                                         "Collision shapes); contacts step with semi-implicit "
-                                         "Euler")
+                                         "Collision shapes); off: they fall through")
     ground_height: FloatProperty(name="Height", default=0.0, unit="LENGTH",
                                  description="Height of the ground plane (world Z)")
     ground_friction: FloatProperty(name="Friction", default=0.5, min=0.0,
