@@ -1,5 +1,6 @@
 """The "Simulate" sidebar panel: the active bone's (or object's) joint for simulating its
-rig, and the scene's simulation settings and buttons. Drawing only: no scene changes."""
+rig, and the scene's simulation settings and buttons; its "Collider" subpanel: the active
+object as a collider of the simulated rigs. Drawing only: no scene changes."""
 
 from __future__ import annotations
 
@@ -51,6 +52,11 @@ class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
         sub.prop(st, "ground_height")
         sub.prop(st, "ground_friction")
         sub.prop(st, "ground_restitution")
+        col = box.column(align=True)
+        col.prop(st, "friction")
+        row = col.row(align=True)
+        row.prop(st, "use_self_collision")
+        row.prop(st, "show_shapes", icon="MESH_ICOSPHERE")
         row = box.row(align=True)
         row.prop(st, "live", text="", icon="TIME")
         row.operator("spline_joints.simulate_preview", icon="PLAY")
@@ -101,4 +107,38 @@ class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
             layout.label(text=f"Last run: {s.shown_mass:.4g} kg from {s.shown_source}")
 
 
-classes = (VIEW3D_PT_spline_joints_simulate,)
+class VIEW3D_PT_spline_joints_collider(_Panel, bpy.types.Panel):
+    bl_label = "Collider"
+    bl_idname = "VIEW3D_PT_spline_joints_collider"
+    bl_parent_id = "VIEW3D_PT_spline_joints_simulate"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw_header(self, context):
+        obj = context.active_object
+        if obj is not None and obj.type != "ARMATURE":
+            self.layout.prop(obj.spline_joints_collider, "enabled", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        obj = context.active_object
+        if obj is None or obj.type == "ARMATURE":
+            layout.label(text="Select an object to make it a collider", icon="INFO")
+            return
+        c = obj.spline_joints_collider
+        layout.label(text=obj.name, icon="OBJECT_DATA")
+        col = layout.column(align=True)
+        col.active = c.enabled
+        col.prop(c, "shape")
+        row = col.row(align=True)
+        row.prop(c, "use_friction")
+        sub = row.row(align=True)
+        sub.active = c.use_friction
+        sub.prop(c, "friction")
+        row = col.row(align=True)
+        row.prop(c, "use_restitution")
+        sub = row.row(align=True)
+        sub.active = c.use_restitution
+        sub.prop(c, "restitution")
+
+
+classes = (VIEW3D_PT_spline_joints_simulate, VIEW3D_PT_spline_joints_collider)
