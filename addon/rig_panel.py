@@ -21,6 +21,17 @@ def _owner(context):
     return None, None, False
 
 
+def _switched(layout, data, switch, *names):
+    """A row: the boolean ``switch`` of ``data`` and the properties ``names`` it makes
+    active."""
+    row = layout.row(align=True)
+    row.prop(data, switch)
+    sub = row.row(align=True)
+    sub.active = getattr(data, switch)
+    for name in names:
+        sub.prop(data, name)
+
+
 class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
     bl_label = "Simulate"
     bl_idname = "VIEW3D_PT_spline_joints_simulate"
@@ -78,12 +89,7 @@ class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
             col.prop(s, "parent")
             col.operator("spline_joints.set_object_rest")
         if s.kind in ("HINGE", "SLIDER", "UNIVERSAL", "FITTED"):
-            row = col.row(align=True)
-            row.prop(s, "use_range")
-            sub = row.row(align=True)
-            sub.active = s.use_range
-            sub.prop(s, "range_min")
-            sub.prop(s, "range_max")
+            _switched(col, s, "use_range", "range_min", "range_max")
         if s.kind in ("BALL", "FREE") and is_bone:
             col.prop(s, "use_cone")
         col = layout.column(align=True)
@@ -129,16 +135,8 @@ class VIEW3D_PT_spline_joints_collider(_Panel, bpy.types.Panel):
         col = layout.column(align=True)
         col.active = c.enabled
         col.prop(c, "shape")
-        row = col.row(align=True)
-        row.prop(c, "use_friction")
-        sub = row.row(align=True)
-        sub.active = c.use_friction
-        sub.prop(c, "friction")
-        row = col.row(align=True)
-        row.prop(c, "use_restitution")
-        sub = row.row(align=True)
-        sub.active = c.use_restitution
-        sub.prop(c, "restitution")
+        _switched(col, c, "use_friction", "friction")
+        _switched(col, c, "use_restitution", "restitution")
 
 
 classes = (VIEW3D_PT_spline_joints_simulate, VIEW3D_PT_spline_joints_collider)

@@ -257,7 +257,7 @@ def scenario_bad_colliders_are_refused(tmp):
 def scenario_shape_segments(tmp):
     """The overlay's segments lie on the shapes' surfaces; the scene's segments hold the
     step's box edges at its world matrix and the crate's; the draw handler is installed only
-    while Show Shapes is on and is gone after loading a file without it."""
+    while Show Shapes is on, follows the files loaded and goes with unregister."""
     import bpy
 
     from scenes import addon_module
@@ -309,6 +309,11 @@ def scenario_shape_segments(tmp):
     bpy.ops.wm.read_homefile(use_empty=True)
     assert not overlay.installed()
     bpy.ops.wm.open_mainfile(filepath=path)
+    assert overlay.installed() and len(overlay._state["segments"]["Scene"]) == 24
+    overlay.unregister()
+    assert not overlay.installed() and overlay._on_load not in bpy.app.handlers.load_post
+    assert overlay._on_update not in bpy.app.handlers.depsgraph_update_post
+    overlay.register()
     assert overlay.installed()
     return {}
 
