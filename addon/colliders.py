@@ -26,6 +26,10 @@ from . import bridge
 #: is refused; the float32 rounding of a keyed scale is 6e-8 of it
 SCALE_CHANGE_TOL = 1e-6
 
+#: Automatic fits a capsule only to bounds whose longest half side exceeds the others by
+#: this factor: rounder bounds (a faceted UV sphere's differ by its facets) are a sphere's
+CAPSULE_ASPECT = 1.1
+
 SHAPE_NAMES = {"SPHERE": "sphere", "CAPSULE": "capsule", "BOX": "box", "CONVEX_HULL": "convex hull"}
 
 
@@ -54,7 +58,8 @@ def bounds_shape(kind, lo, hi, radius=0.0, friction=None, restitution=None):
 def fit_primitive(points):
     """"SPHERE", "CAPSULE" or "BOX": the :func:`bounds_shape` of the bounds of ``points
     (n, 3)`` whose volume is closest to the volume of their convex hull (a box for points
-    that enclose no volume, a capsule only where its two ends differ)."""
+    that enclose no volume, a capsule only for bounds longer than :data:`CAPSULE_ASPECT`
+    times their other half sides)."""
     import scipy.spatial
 
     lo, hi = points.min(axis=0), points.max(axis=0)
@@ -67,7 +72,7 @@ def fit_primitive(points):
     r = float(np.delete(half, a).max())
     candidates = {"BOX": 8.0 * float(np.prod(half)),
                   "SPHERE": 4.0 / 3.0 * np.pi * float(half.max()) ** 3}
-    if half[a] - r > 1e-9 * half[a]:
+    if half[a] > CAPSULE_ASPECT * r:
         candidates["CAPSULE"] = np.pi * r * r * 2.0 * (half[a] - r) + 4.0 / 3.0 * np.pi * r ** 3
     return min(candidates, key=lambda k: abs(candidates[k] - volume))
 

@@ -199,7 +199,29 @@ def scenario_concave_hull_is_noted(tmp):
     assert "Bowl: convex hull" in text, text
     assert "note: 'Bowl': the point set is not convex: 1 of its 9 points lie inside" in text, text
     assert "warning" not in text, text
+    # the scene's Self-Collision reaches the contact solver
+    assert not job.rig.mechanism.contact_solver(None).self_collision
+    scene.spline_joints_sim.use_self_collision = True
+    job = rig_ops.RigJob(scene, None)
+    assert job.rig.mechanism.contact_solver(None).self_collision
     return {}
+
+
+def scenario_automatic_fit(tmp):
+    """Automatic picks the primitive of the bounds closest in volume to the mesh's hull: a
+    sphere for a UV sphere, a capsule for a long cylinder, a box for a cube."""
+    import bpy
+
+    from scenes import addon_module
+
+    colliders = addon_module("addon.colliders")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5)
+    bpy.ops.mesh.primitive_cylinder_add(radius=0.1, depth=1.0)
+    bpy.ops.mesh.primitive_cube_add(size=1.0)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    return {obj.name: colliders.fit_primitive(colliders.mesh_points(obj, depsgraph))
+            for obj in bpy.context.scene.objects}
 
 
 def scenario_bad_colliders_are_refused(tmp):
@@ -330,6 +352,11 @@ def test_moving_collider_pushes_a_crate(blender):
 
 def test_concave_mesh_hull_is_noted(blender):
     blender(scenario_concave_hull_is_noted)
+
+
+def test_automatic_collider_shapes(blender):
+    assert blender(scenario_automatic_fit) == {"Sphere": "SPHERE", "Cylinder": "CAPSULE",
+                                               "Cube": "BOX"}
 
 
 def test_bad_colliders_are_refused(blender):
