@@ -8,9 +8,10 @@ spline_joints_sim.enabled`` and not kinematic), or all the scene's objects with 
 simulated joint (with their joint parents and wires). Its bodies are the simulated bones
 (objects) and every ancestor of one; an ancestor that is not simulated, or is marked
 kinematic, follows its animation (a kinematic body). An armature object whose world matrix
-moves during the frame range is itself a kinematic root. With the scene's ground on, each
-simulated body carries its collision shape (:func:`_shapes`) and the rig a ground
-:class:`core.contacts.Plane`.
+moves during the frame range is itself a kinematic root. With the scene's ground on, collider
+objects in the scene (:mod:`..colliders`) or self-collision, each simulated body carries
+its collision shape (:func:`_shapes`) and the rig the ground :class:`core.contacts.Plane`
+and the colliders.
 
 Reading samples the scene at every frame of the scene's range (``scene.frame_set``, so
 keys, constraints and drivers are all evaluated) with the live drive and the preview
@@ -365,7 +366,8 @@ class RigJob:
             finally:
                 scene.frame_set(current)
         times = (np.array(frames[1:], dtype=float) - start) / fps
-        objects, self.collider_summary = reader.colliders((np.array(frames, dtype=float) - start) / fps)
+        objects, self.collider_summary = reader.colliders(
+            (np.array(frames, dtype=float) - start) / fps)
         touching = settings.use_ground or bool(objects) or settings.use_self_collision
         core_bodies = []
         arm_index = None
@@ -608,7 +610,8 @@ def rig_signature(scene, target):
         else:
             items.append((obj.name, values(obj.spline_joints_sim), getattr(obj.spline_joints_sim.wire,
                                                                             "name", "")))
-    items.extend((obj.name, tuple(getattr(obj.spline_joints_collider, p) for p in _COLLIDER_SIGNED))
+    items.extend((obj.name, tuple(getattr(obj.spline_joints_collider, p)
+                                  for p in _COLLIDER_SIGNED))
                  for obj in colliders.collider_objects(scene))
     st = scene.spline_joints_sim
     items.append((st.substeps, st.integrator, st.use_velocities, st.restitution, st.live,
