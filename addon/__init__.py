@@ -7,7 +7,7 @@ any core module can load them.
 
 import bpy
 
-from . import handlers, jit, panels, properties, rig_panel, rig_properties
+from . import handlers, jit, panels, properties, rig_panel, rig_properties, shape_overlay
 from . import linkage_panel, linkage_properties
 from .operators import classes as operator_classes
 from .operators import opensim
@@ -24,11 +24,13 @@ def register():
     rig_properties.register_properties()
     linkage_properties.register_properties()
     handlers.register()
+    shape_overlay.register()
     opensim.register_menus()
 
 
 def unregister():
     opensim.unregister_menus()
+    shape_overlay.unregister()
     handlers.unregister()
     linkage_properties.unregister_properties()
     rig_properties.unregister_properties()

@@ -1,5 +1,6 @@
 """The "Simulate" sidebar panel: the active bone's (or object's) joint for simulating its
-rig, and the scene's simulation settings and buttons. Drawing only: no scene changes."""
+rig, and the scene's simulation settings and buttons; its "Collider" subpanel: the active
+object as a collider of the simulated rigs. Drawing only: no scene changes."""
 
 from __future__ import annotations
 
@@ -18,6 +19,17 @@ def _owner(context):
     if obj is not None and obj.type != "ARMATURE":
         return obj.spline_joints_sim, obj.name, False
     return None, None, False
+
+
+def _switched(layout, data, switch, *names):
+    """A row: the boolean ``switch`` of ``data`` and the properties ``names`` it makes
+    active."""
+    row = layout.row(align=True)
+    row.prop(data, switch)
+    sub = row.row(align=True)
+    sub.active = getattr(data, switch)
+    for name in names:
+        sub.prop(data, name)
 
 
 class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
@@ -51,6 +63,11 @@ class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
         sub.prop(st, "ground_height")
         sub.prop(st, "ground_friction")
         sub.prop(st, "ground_restitution")
+        col = box.column(align=True)
+        col.prop(st, "friction")
+        row = col.row(align=True)
+        row.prop(st, "use_self_collision")
+        row.prop(st, "show_shapes", icon="MESH_ICOSPHERE")
         row = box.row(align=True)
         row.prop(st, "live", text="", icon="TIME")
         row.operator("spline_joints.simulate_preview", icon="PLAY")
@@ -72,12 +89,7 @@ class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
             col.prop(s, "parent")
             col.operator("spline_joints.set_object_rest")
         if s.kind in ("HINGE", "SLIDER", "UNIVERSAL", "FITTED"):
-            row = col.row(align=True)
-            row.prop(s, "use_range")
-            sub = row.row(align=True)
-            sub.active = s.use_range
-            sub.prop(s, "range_min")
-            sub.prop(s, "range_max")
+            _switched(col, s, "use_range", "range_min", "range_max")
         if s.kind in ("BALL", "FREE") and is_bone:
             col.prop(s, "use_cone")
         col = layout.column(align=True)
@@ -101,4 +113,30 @@ class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
             layout.label(text=f"Last run: {s.shown_mass:.4g} kg from {s.shown_source}")
 
 
-classes = (VIEW3D_PT_spline_joints_simulate,)
+class VIEW3D_PT_spline_joints_collider(_Panel, bpy.types.Panel):
+    bl_label = "Collider"
+    bl_idname = "VIEW3D_PT_spline_joints_collider"
+    bl_parent_id = "VIEW3D_PT_spline_joints_simulate"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw_header(self, context):
+        obj = context.active_object
+        if obj is not None and obj.type != "ARMATURE":
+            self.layout.prop(obj.spline_joints_collider, "enabled", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        obj = context.active_object
+        if obj is None or obj.type == "ARMATURE":
+            layout.label(text="Select an object to make it a collider", icon="INFO")
+            return
+        c = obj.spline_joints_collider
+        layout.label(text=obj.name, icon="OBJECT_DATA")
+        col = layout.column(align=True)
+        col.active = c.enabled
+        col.prop(c, "shape")
+        _switched(col, c, "use_friction", "friction")
+        _switched(col, c, "use_restitution", "restitution")
+
+
+classes = (VIEW3D_PT_spline_joints_simulate, VIEW3D_PT_spline_joints_collider)

@@ -2,9 +2,12 @@
 
 ``PoseBone.spline_joints_sim`` and ``Object.spline_joints_sim`` hold a
 :class:`SPLINE_JOINTS_PG_sim_joint` (the joint to the parent, its limits, spring, kinematic
-switch, mass and collision shape), ``Scene.spline_joints_sim`` a
-:class:`SPLINE_JOINTS_PG_sim_settings` (steps, integrator, initial velocities, the ground). Bones take their reach cone and twist limit from the Reach
-Cone panel's settings (``PoseBone.spline_joints``) and a fitted joint from the Fit panel.
+switch, mass and collision shape), ``Object.spline_joints_collider`` a
+:class:`SPLINE_JOINTS_PG_collider` (the object as a collider the simulated bodies meet,
+:mod:`.colliders`), ``Scene.spline_joints_sim`` a :class:`SPLINE_JOINTS_PG_sim_settings`
+(steps, integrator, initial velocities, the ground, contact defaults, self-collision, the
+shape overlay). Bones take their reach cone and twist limit from the Reach Cone panel's
+settings (``PoseBone.spline_joints``) and a fitted joint from the Fit panel.
 """
 
 from __future__ import annotations
@@ -126,6 +129,47 @@ class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
                                                        "from")
 
 
+COLLIDER_ITEMS = [
+    ("AUTO", "Automatic", "The sphere, capsule or box of the mesh's bounds whose volume is "
+                          "closest to the mesh's convex hull's"),
+    ("SPHERE", "Sphere", "A sphere about the centre of the mesh's bounds, radius its largest "
+                         "half side"),
+    ("CAPSULE", "Capsule", "A capsule along the longest side of the mesh's bounds"),
+    ("BOX", "Box", "The box of the mesh's bounds"),
+    ("CONVEX_HULL", "Convex Hull", "The convex hull of the evaluated mesh's vertices (a "
+                                   "concave mesh is filled in; the bake report says so)"),
+]
+
+
+class SPLINE_JOINTS_PG_collider(PropertyGroup):
+    """An object as a collider of the simulated rigs (it pushes, it is not pushed)."""
+
+    enabled: BoolProperty(name="Collider", default=False,
+                          description="The simulated bones and objects of this scene land on "
+                                      "and are pushed by this object; an animated object "
+                                      "moves them along (its scale must not change)")
+    shape: EnumProperty(name="Shape", items=COLLIDER_ITEMS, default="AUTO",
+                        description="The collision shape taken from the object's mesh at the "
+                                    "start frame (modifiers applied)")
+    use_friction: BoolProperty(name="Own Friction", default=False,
+                               description="Give this collider its own friction; off: the "
+                                           "simulated body's, else the scene's Contact Friction")
+    friction: FloatProperty(name="Friction", default=0.5, min=0.0,
+                            description="Coulomb friction coefficient of this collider")
+    use_restitution: BoolProperty(name="Own Bounce", default=False,
+                                  description="Give this collider its own restitution; off: "
+                                              "the scene's Bounce")
+    restitution: FloatProperty(name="Bounce", default=0.0, min=0.0, max=1.0,
+                               description="Restitution of this collider: 0 lands dead, 1 "
+                                           "bounces back at full speed")
+
+
+def _show_shapes_changed(self, context):
+    from . import shape_overlay
+
+    shape_overlay.sync()
+
+
 class SPLINE_JOINTS_PG_sim_settings(PropertyGroup):
     """The scene's simulation settings for its rigs."""
 
@@ -147,8 +191,19 @@ class SPLINE_JOINTS_PG_sim_settings(PropertyGroup):
                                    "reaches it (and a little ahead), so playback starts at "
                                    "once; off: the whole range first, with a progress bar")
     restitution: FloatProperty(name="Bounce", default=0.0, min=0.0, max=1.0,
-                               description="Restitution at end-stops and cone limits: 0 stops "
+                               description="Restitution at end-stops and cone limits, and of "
+                                           "contacts where neither side has its own: 0 stops "
                                            "dead, 1 bounces back at full speed")
+    friction: FloatProperty(name="Contact Friction", default=0.5, min=0.0,
+                            description="Coulomb friction of contacts with colliders that have "
+                                        "no friction of their own")
+    use_self_collision: BoolProperty(name="Self-Collision", default=False,
+                                     description="The collision shapes of the simulated bodies "
+                                                 "of a rig also meet each other (bodies that "
+                                                 "are not parent and child)")
+    show_shapes: BoolProperty(name="Show Shapes", default=False, update=_show_shapes_changed,
+                              description="Draw the collision shapes of the simulated bodies "
+                                          "and of the colliders as wireframes in the viewport")
     use_ground: BoolProperty(name="Ground", default=True,
                              description="A ground plane the simulated bodies land on (their "
                                          "Collision shapes); off: they fall through")
@@ -161,16 +216,18 @@ class SPLINE_JOINTS_PG_sim_settings(PropertyGroup):
                                                   "bounces back at full speed")
 
 
-classes = (SPLINE_JOINTS_PG_sim_joint, SPLINE_JOINTS_PG_sim_settings)
+classes = (SPLINE_JOINTS_PG_sim_joint, SPLINE_JOINTS_PG_collider, SPLINE_JOINTS_PG_sim_settings)
 
 
 def register_properties():
     bpy.types.PoseBone.spline_joints_sim = PointerProperty(type=SPLINE_JOINTS_PG_sim_joint)
     bpy.types.Object.spline_joints_sim = PointerProperty(type=SPLINE_JOINTS_PG_sim_joint)
+    bpy.types.Object.spline_joints_collider = PointerProperty(type=SPLINE_JOINTS_PG_collider)
     bpy.types.Scene.spline_joints_sim = PointerProperty(type=SPLINE_JOINTS_PG_sim_settings)
 
 
 def unregister_properties():
     del bpy.types.Scene.spline_joints_sim
+    del bpy.types.Object.spline_joints_collider
     del bpy.types.Object.spline_joints_sim
     del bpy.types.PoseBone.spline_joints_sim

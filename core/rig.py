@@ -34,11 +34,15 @@ worst limit violation in the limits' own units and the energy drift of a passive
 Contacts. A body's collision ``shapes`` (:mod:`core.contacts.shapes`, in its frame) meet
 the world's ``colliders`` (a ground :class:`core.contacts.Plane`, static or moving
 colliders) through a :class:`core.contacts.ContactSolver` that shares the limits' solver
-(:attr:`core.mechanisms.Mechanism.shapes`). Bodies of one rig do not collide with each
-other, and a kinematic body's shapes are left out (nothing pushes a prescribed motion).
+(:attr:`core.mechanisms.Mechanism.shapes`). Bodies of one rig collide with each other only
+with ``self_collision`` (then every pair that is not parent and child), and a kinematic
+body's shapes are left out (nothing pushes a prescribed motion). :class:`PoseMotion`
+interpolates sampled rigid poses the way a kinematic body's motion is, for a
+:class:`core.contacts.MovingCollider` following an animated object.
 Contacts step with the rig's integrator ("rk4" by default, or "semi_implicit"; both keep a
 resting contact from sinking or creeping, :mod:`core.integrators`); a rig given "euler" is
-stepped with "rk4" and says so in its warnings. The result reports the contacts per frame, the deepest overlap and the most
+stepped with "rk4" and says so in its warnings. The result reports the contacts per frame,
+the deepest overlap and the most
 energy one contact step gained.
 """
 
@@ -65,7 +69,7 @@ from .limits import EllipticCone, ReachCone, TwistLimit, joint_limits
 from .mechanisms.base import BodyDisplay, Mechanism, simulate_mechanism
 from .model import Model
 
-__all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "Rig", "RigResult", "build_rig",
+__all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "Rig", "RigResult", "PoseMotion", "build_rig",
            "simulate_rig", "coordinates_from_pose", "limit_violation", "START_TOLERANCE"]
 
 JOINT_KINDS = ("hinge", "slider", "universal", "ball", "free", "fixed", "joint", "kinematic")
@@ -185,10 +189,10 @@ class RigResult:
     q (F, nq), energy_drift (relative, None unless the rig is passive), worst_violation
     (rad or m, the largest excess over any limit at any frame; 0 without limits),
     violation_body (its body, or ""), wall_time (s), steps, warnings (start warnings);
-    with contacts (else None, 0, 0): contacts ``(F,)`` the most contacts of a substep in
+    with contacts (else None, 0, 0, ()): contacts ``(F,)`` the most contacts of a substep in
     each frame (:meth:`core.contacts.ContactReport.per_frame`), worst_penetration (m, the
-    deepest overlap of any substep) and energy_gained (J, the most one contact step
-    gained)."""
+    deepest overlap of any substep), energy_gained (J, the most one contact step gained)
+    and contact_notes (:attr:`core.contacts.ContactReport.notes`: how shapes were made)."""
 
     status: str
     times: np.ndarray
@@ -204,6 +208,7 @@ class RigResult:
     contacts: np.ndarray = None
     worst_penetration: float = 0.0
     energy_gained: float = 0.0
+    contact_notes: tuple = ()
 
 
 def _hinge_angle(axis, R):
@@ -286,6 +291,23 @@ def _check_pose(T, what):
         raise InvalidInputError(f"{what}: {err}") from None
 
 
+class PoseMotion:
+    """Rigid poses ``poses (K, 4, 4)`` sampled at increasing ``times (K,)`` (s, K >= 2) as a
+    function of time: a cubic spline of the free-joint coordinates (each rotation's
+    logarithm, made continuous across the ``|r| = pi`` chart boundary, and the translation),
+    clamped to the sampled times; calling it at t gives the ``(4, 4)`` pose. ``spline`` is the
+    :class:`scipy.interpolate.CubicSpline` of the six coordinates."""
+
+    def __init__(self, times, poses):
+        q = np.concatenate([_continuous_logs(poses[:, :3, :3]), poses[:, :3, 3]], axis=1)
+        self.spline = CubicSpline(times, q, axis=0)
+        self.joint = Free()
+
+    def __call__(self, t):
+        s = self.spline
+        return self.joint.transform(s(min(max(float(t), s.x[0]), s.x[-1])))
+
+
 def _kinematic(body, pose):
     """(joint, placement, spline or None) of a kinematic body from its motion (without one:
     fixed at ``pose``)."""
@@ -301,8 +323,7 @@ def _kinematic(body, pose):
                                 "increase")
     if np.abs(motion - motion[0]).max() <= _STILL or len(motion) < 2:
         return Fixed(), motion[0], None
-    q = np.concatenate([_continuous_logs(motion[:, :3, :3]), motion[:, :3, 3]], axis=1)
-    return Free(), np.eye(4), CubicSpline(times, q, axis=0)
+    return Free(), np.eye(4), PoseMotion(times, motion).spline
 
 
 def _limits(body, i, core):
@@ -357,7 +378,8 @@ def _damping_warning(body, joint, fps, substeps, integrator):
 
 
 def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=1.0,
-              integrator=None, restitution=0.0, name="rig", colliders=(), friction=0.5):
+              integrator=None, restitution=0.0, name="rig", colliders=(), friction=0.5,
+              self_collision=False):
     """A :class:`Rig` from ``bodies`` (a sequence of :class:`RigBody`, parents first).
 
     gravity: ``(3,)`` m/s^2 in the world. fps, substeps, duration: output frames per
@@ -365,7 +387,9 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     of :data:`core.integrators.METHODS`; None: "rk4" ("euler" with contacts: "rk4", module
     docstring). restitution: of the limits, and of contacts where neither
     side has its own; colliders: the world's :class:`core.contacts.Plane` and collider
-    objects; friction: of contacts where neither side has its own. Raises
+    objects; friction: of contacts where neither side has its own; self_collision: the
+    simulated bodies' shapes also meet each other (pairs that are not parent and child),
+    which makes contacts without colliders. Raises
     InvalidInputError naming the body for an empty rig, a parent that is not an earlier body,
     a simulated body without mass, a joint kind or limit that does not fit, a shape that is
     not a :class:`core.contacts.Shape`, and a motion or pose that is not rigid.
@@ -384,7 +408,7 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         if b.joint.kind != "kinematic":
             shapes.extend((b.name, sh) for sh in b.shapes)
     colliders = tuple(colliders)
-    contacts = bool(shapes and colliders)
+    contacts = bool(shapes and (colliders or self_collision))
     asked = integrator
     integrator = asked or "rk4"
     model = Model(gravity=gravity, name=name)
@@ -481,7 +505,8 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
                      integrator=integrator, drive=drive, display=tuple(display),
                      limits=tuple(flat), restitution=restitution, passive=passive,
                      shapes=tuple(shapes) if contacts else (),
-                     colliders=colliders if contacts else (), friction=friction)
+                     colliders=colliders if contacts else (), friction=friction,
+                     self_collision=bool(self_collision) and contacts)
     return Rig(mech, bodies, slices, limits, warnings)
 
 
@@ -553,9 +578,10 @@ def simulate_rig(rig, progress=None):
         drift = res.energy_drift
     report = res.contacts
     if report is None:
-        touch, deepest, gained = None, 0.0, 0.0
+        touch, deepest, gained, notes = None, 0.0, 0.0, ()
     else:
         touch = report.per_frame(res.times)
-        deepest, gained = report.worst_penetration, report.energy_gained
+        deepest, gained, notes = report.worst_penetration, report.energy_gained, report.notes
     return RigResult(res.status, res.times, local, world, res.q, drift, worst, where,
-                     res.wall_time, res.steps, tuple(rig.warnings), touch, deepest, gained)
+                     res.wall_time, res.steps, tuple(rig.warnings), touch, deepest, gained,
+                     notes)

@@ -8,9 +8,10 @@ spline_joints_sim.enabled`` and not kinematic), or all the scene's objects with 
 simulated joint (with their joint parents and wires). Its bodies are the simulated bones
 (objects) and every ancestor of one; an ancestor that is not simulated, or is marked
 kinematic, follows its animation (a kinematic body). An armature object whose world matrix
-moves during the frame range is itself a kinematic root. With the scene's ground on, each
-simulated body carries its collision shape (:func:`_shapes`) and the rig a ground
-:class:`core.contacts.Plane`.
+moves during the frame range is itself a kinematic root. With the scene's ground on, collider
+objects in the scene (:mod:`..colliders`) or self-collision, each simulated body carries
+its collision shape (:func:`_shapes`) and the rig the ground :class:`core.contacts.Plane`
+and the colliders.
 
 Reading samples the scene at every frame of the scene's range (``scene.frame_set``, so
 keys, constraints and drivers are all evaluated) with the live drive and the preview
@@ -26,7 +27,7 @@ import bpy
 import numpy as np
 from bpy.props import EnumProperty
 
-from .. import bridge, handlers
+from .. import bridge, colliders, handlers
 from ._common import reporting
 from .mechanisms import LOOKAHEAD, ThreadedBake
 
@@ -147,12 +148,14 @@ def object_bodies(scene):
     return bodies
 
 
-def _sample(scene, rig_obj, bodies, frames):
+def _sample(scene, rig_obj, bodies, frames, each_frame=None):
     """Read every body's pose in its parent at ``frames`` (sets the scene's frame; the
-    caller puts it back)."""
+    caller puts it back), calling ``each_frame(frame)`` at each one when given."""
     arm_world = {}
     for f in frames:
         scene.frame_set(int(f))
+        if each_frame is not None:
+            each_frame(f)
         if rig_obj is not None:
             arm_world[f] = _normalized(rig_obj.matrix_world)[0]
             for b in bodies:
@@ -197,8 +200,8 @@ def _mass(body, rig_obj, cache):
 def _shapes(body):
     """The core collision shapes of a simulated body in its frame (``Collision``): a bone's
     along its Y from the head, an object's from its bounding box (scaled, in the unscaled
-    object frame). A shape that cannot be made (a zero radius, a flat box) raises ValueError
-    naming the body."""
+    object frame, :func:`colliders.bounds_shape`). A shape that cannot be made (a zero
+    radius, a flat box) raises ValueError naming the body."""
     from ...core.contacts import Box, Capsule, Sphere
 
     s = body.settings
@@ -218,18 +221,8 @@ def _shapes(body):
                 return (Box((r, 0.5 * length, r), mid),)
             return (Capsule(r, (0.0, 0.0, 0.0), (0.0, length, 0.0)),)
         corners = np.array([tuple(c) for c in body.owner.bound_box]) * body.scale
-        lo, hi = corners.min(axis=0), corners.max(axis=0)
-        centre, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
-        if kind == "SPHERE":
-            return (Sphere(r or float(half.max()), centre),)
-        if kind == "CAPSULE":
-            a = int(np.argmax(half))
-            r = r or float(np.delete(half, a).max())
-            axis = np.eye(3)[a] * max(float(half[a]) - r, 0.0)
-            return (Capsule(r, centre - axis, centre + axis),)
-        pose = np.eye(4)
-        pose[:3, 3] = centre
-        return (Box(half, pose),)
+        return (colliders.bounds_shape("BOX" if kind == "AUTO" else kind, corners.min(axis=0),
+                                       corners.max(axis=0), r),)
     except ValueError as err:
         raise ValueError(f"'{body.name}': its {kind.lower()} collision shape: {err}; set its "
                          "Collision Radius above 0 or its Collision to None") from None
@@ -362,12 +355,20 @@ class RigJob:
         specs = {b.name: _joint_spec(b, target) for b in bodies}
         frames = list(range(start - 1, end + 1))
         current = scene.frame_current
+        reader = colliders.ColliderReader(scene)
+
+        def read_colliders(f):
+            reader.sample(bpy.context.evaluated_depsgraph_get(), f == start)
+
         with handlers.suspended(), suspended_preview():
             try:
-                arm_world = _sample(scene, target, bodies, frames)
+                arm_world = _sample(scene, target, bodies, frames, read_colliders)
             finally:
                 scene.frame_set(current)
         times = (np.array(frames[1:], dtype=float) - start) / fps
+        objects, self.collider_summary = reader.colliders(
+            (np.array(frames, dtype=float) - start) / fps)
+        touching = settings.use_ground or bool(objects) or settings.use_self_collision
         core_bodies = []
         arm_index = None
         if target is not None:
@@ -397,7 +398,7 @@ class RigJob:
             parent = b.parent + (1 if arm_index is not None else 0) if b.parent >= 0 else \
                 (0 if arm_index is not None else -1)
             use_v = settings.use_velocities
-            shapes = _shapes(b) if settings.use_ground and not b.kinematic else ()
+            shapes = _shapes(b) if touching and not b.kinematic else ()
             core_bodies.append(RigBody(b.name, parent, rest, joint, mass=mass, com=com,
                                        inertia=inertia, pose=pose,
                                        pose_before=before if use_v else None,
@@ -412,7 +413,9 @@ class RigJob:
                             restitution=settings.ground_restitution),)
         self.rig = build_rig(core_bodies, gravity=gravity, fps=fps, substeps=settings.substeps,
                              duration=(end - start) / fps, integrator=settings.integrator,
-                             restitution=settings.restitution, colliders=ground,
+                             restitution=settings.restitution, colliders=ground + objects,
+                             friction=settings.friction,
+                             self_collision=settings.use_self_collision,
                              name=target.name if target is not None else "objects")
         self.frames = np.arange(start, end + 1, dtype=float)
         self.fraction, self.cancelled, self.result = 0.0, False, None
@@ -491,10 +494,15 @@ class RigJob:
         if any(self.rig.limits):
             parts.append(f"worst limit excess {np.degrees(result.worst_violation):.3g} deg"
                          + (f" ({result.violation_body})" if result.violation_body else ""))
+        if self.collider_summary:
+            parts.append(f"{len(self.collider_summary)} collider(s) ("
+                         f"{'; '.join(self.collider_summary)})")
         if result.contacts is not None:
-            parts.append(f"up to {int(result.contacts.max(initial=0))} ground contacts per "
+            parts.append(f"up to {int(result.contacts.max(initial=0))} contacts per "
                          f"frame, worst penetration {1000 * result.worst_penetration:.3g} mm")
         text = ", ".join(parts)
+        if result.contact_notes:
+            text += "; note: " + "; ".join(result.contact_notes)
         warnings = [*result.warnings, *(w for b in self.bodies for w in b.warnings)]
         if warnings:
             text += "; warning: " + "; ".join(warnings)
@@ -602,16 +610,21 @@ def rig_signature(scene, target):
         else:
             items.append((obj.name, values(obj.spline_joints_sim), getattr(obj.spline_joints_sim.wire,
                                                                             "name", "")))
+    items.extend((obj.name, tuple(getattr(obj.spline_joints_collider, p)
+                                  for p in _COLLIDER_SIGNED))
+                 for obj in colliders.collider_objects(scene))
     st = scene.spline_joints_sim
     items.append((st.substeps, st.integrator, st.use_velocities, st.restitution, st.live,
                    scene.frame_start, scene.frame_end, tuple(scene.gravity), st.use_ground,
-                   st.ground_height, st.ground_friction, st.ground_restitution))
+                   st.ground_height, st.ground_friction, st.ground_restitution, st.friction,
+                   st.use_self_collision))
     return repr(items)
 
 
 _SIGNED = ("enabled", "kinematic", "kind", "axis", "axis2", "use_range", "range_min",
            "range_max", "use_cone", "stiffness", "damping", "mass_source", "density",
            "capsule_radius", "mass", "com", "inertia", "collision", "collision_radius")
+_COLLIDER_SIGNED = ("shape", "use_friction", "friction", "use_restitution", "restitution")
 
 
 def _rig_key(target):

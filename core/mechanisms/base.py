@@ -244,7 +244,8 @@ class Mechanism:
             and colliders: the world's :class:`core.contacts.Plane` and collider objects; with
             both, a :class:`core.contacts.ContactSolver` (``friction`` and ``restitution`` its
             defaults where a side has none) solves the contacts with the limits' impulses in
-            every step (:meth:`contact_solver`).
+            every step (:meth:`contact_solver`). self_collision: the shapes of bodies that
+            are not parent and child also meet each other (then shapes alone make contacts).
         passive: True if nothing drives, damps or stops the motion (energy is conserved).
         info: free-form facts for the demo table (e.g. reference data used).
     """
@@ -273,6 +274,7 @@ class Mechanism:
     shapes: tuple = ()
     colliders: tuple = ()
     friction: float = 0.5
+    self_collision: bool = False
 
     def __post_init__(self):
         if self.integrator not in INTEGRATORS:
@@ -306,12 +308,13 @@ class Mechanism:
 
     def contact_solver(self, limits):
         """The :class:`core.contacts.ContactSolver` of the mechanism's shapes and colliders
-        sharing the :class:`core.limits.LimitSolver` ``limits`` (or None), or None when the
-        mechanism has no shapes or no colliders (nothing can touch)."""
-        if not (self.shapes and self.colliders):
+        sharing the :class:`core.limits.LimitSolver` ``limits`` (or None), or None when
+        nothing can touch: no shapes, or no colliders without self-collision."""
+        if not (self.shapes and (self.colliders or self.self_collision)):
             return None
         return ContactSolver(self.model, list(self.shapes), list(self.colliders), limits=limits,
-                             friction=self.friction, restitution=self.restitution)
+                             self_collision=self.self_collision, friction=self.friction,
+                             restitution=self.restitution)
 
     def record_floats(self):
         """Numbers recorded per output frame: ``q, v``, the body poses (16 each), energy,

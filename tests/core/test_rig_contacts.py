@@ -1,13 +1,16 @@
 """core.rig with contacts: a chain hanging from a fixed kinematic root swings down onto a
-ground plane and comes to rest on it, the integrator choice and the contact report."""
+ground plane and comes to rest on it, the integrator choice and the contact report;
+self-collision between a rig's bodies; the pose interpolation of moving colliders."""
 
 import numpy as np
 import pytest
 
-from core.contacts import Capsule, Plane
+from core.contacts import Capsule, Plane, Sphere
+from core.contacts.solver import ContactSolver
 from core.errors import InvalidInputError
+from core.lie import so3
 from core.mechanisms import MechanismRun
-from core.rig import RigBody, RigJoint, build_rig, simulate_rig
+from core.rig import PoseMotion, RigBody, RigJoint, build_rig, simulate_rig
 
 #: the deepest overlap allowed at any frame (m); a resting contact keeps at most the
 #: contact solver's slop (0.5 mm)
@@ -136,3 +139,63 @@ def test_bad_shapes_are_refused():
         build_rig([root], colliders=(Plane(),))
     with pytest.raises(InvalidInputError, match="radius"):
         Capsule(0.0, (0.0, 0.0, 0.0), (0.0, 0.1, 0.0))
+
+
+def _two_spheres(self_collision, fps=24.0):
+    """Two free unit-mass spheres of radius 0.1 without gravity or colliders: one at rest at
+    the origin, the other 0.3 m above it coming down at 1 m/s (its poses one frame before
+    and after give the velocity)."""
+    def at(z):
+        T = np.eye(4)
+        T[2, 3] = z
+        return T
+
+    ball = (Sphere(0.1),)
+    inertia = 0.4 * 0.1 ** 2 * np.eye(3)
+    bodies = [RigBody("low", -1, at(0.0), RigJoint("free"), inertia=inertia, shapes=ball),
+              RigBody("high", -1, at(0.3), RigJoint("free"), inertia=inertia, shapes=ball,
+                      pose=at(0.3), pose_before=at(0.3 + 1 / fps), pose_after=at(0.3 - 1 / fps))]
+    return build_rig(bodies, gravity=(0.0, 0.0, 0.0), fps=fps, substeps=8, duration=0.5,
+                     self_collision=self_collision)
+
+
+def test_self_collision_makes_the_rig_bodies_meet():
+    rig = _two_spheres(True)
+    solver = rig.mechanism.contact_solver(None)
+    assert isinstance(solver, ContactSolver) and solver.self_collision
+    assert rig.mechanism.integrator == "semi_implicit"
+    res = simulate_rig(rig)
+    z = res.world[:, :, 2, 3]
+    gap = z[:, 1] - z[:, 0]
+    # the spheres stay apart to within the solver's slop
+    assert gap.min() >= 0.2 - solver.slop - 1e-12
+    # an inelastic impact of equal masses: both move on at half the speed (momentum kept)
+    speed = (z[-1] - z[-2]) * 24.0
+    np.testing.assert_allclose(speed, [-0.5, -0.5], rtol=0, atol=1e-9)
+    assert res.contacts.max() >= 1
+
+
+def test_without_self_collision_the_rig_bodies_pass_through():
+    rig = _two_spheres(False)
+    assert rig.mechanism.contact_solver(None) is None
+    res = simulate_rig(rig)
+    gap = res.world[:, 1, 2, 3] - res.world[:, 0, 2, 3]
+    assert gap.min() < 0.0 and res.contacts is None
+
+
+def test_pose_motion_interpolates_rigid_poses_across_the_half_turn():
+    """Poses turning about z at a steady 3 rad/s through the half turn while moving along x
+    at 0.5 m/s: the spline of the continuous logarithm is linear in time, so the motion
+    is exact between the samples too (a log jumping at pi would not be)."""
+    times = np.linspace(0.0, 1.5, 16)
+    def pose(t):
+        T = np.eye(4)
+        T[:3, :3] = so3.exp(np.array([0.0, 0.0, 3.0 * t]))
+        T[0, 3] = 0.5 * t
+        return T
+
+    motion = PoseMotion(times, np.array([pose(t) for t in times]))
+    for t in np.concatenate([times, 0.5 * (times[1:] + times[:-1])]):
+        np.testing.assert_allclose(motion(t), pose(t), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(motion(-1.0), motion(0.0))      # clamped to the samples
+    np.testing.assert_array_equal(motion(9.0), motion(1.5))
