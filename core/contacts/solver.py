@@ -68,6 +68,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
+from .. import backend as _backend
 from .. import dynamics
 from ..checks import real_number, whole_number
 from ..errors import InvalidInputError, NonFiniteError
@@ -77,7 +78,12 @@ from .broad import sweep_and_prune
 from .narrow import Posed, collide, plane_contacts
 from .shapes import MovingCollider, Plane, Shape, StaticCollider
 
-__all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis", "friction_disc"]
+__all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis", "friction_disc",
+           "PGS_RTOL"]
+
+#: Gauss-Seidel stops after a sweep that changes no impulse by more than this fraction of
+#: the largest
+PGS_RTOL = 1e-6
 
 
 def pair_material(a, b, friction, restitution):
@@ -206,7 +212,7 @@ class ContactSolver:
             the fastest shape point covers in the substep.
         bounce_threshold: slower approaches (m/s) do not bounce.
         iterations: the most Gauss-Seidel sweeps per substep (it stops earlier once no
-            impulse changes by more than ``1e-6`` of the largest).
+            impulse changes by more than :data:`PGS_RTOL` of the largest).
     """
 
     def __init__(self, model, shapes, colliders=(), limits=None, self_collision=False,
@@ -357,16 +363,24 @@ class ContactSolver:
         normal row and a tangent pair solved exactly on the disc ``|lam_t| <= mu[c] lam_n``
         (:func:`friction_disc`, so a sliding contact's friction opposes its sliding); one
         product of the contact's three rows with lam per contact and sweep. Stops when a
-        sweep changes no impulse by more than 1e-6 of the largest."""
+        sweep changes no impulse by more than :data:`PGS_RTOL` of the largest. On the numba
+        backend :func:`core.compiled.contacts.contact_pgs` runs the same sweeps."""
+        mu = np.asarray(mu, dtype=float)
+        k0 = n_lim + 3 * np.arange(len(mu))
+        blocks = np.zeros((len(mu), 6))                     # each tangent pair's eigh
+        if len(mu):
+            w, Q = np.linalg.eigh(W[k0[:, None, None] + [[[1], [2]]],
+                                    k0[:, None, None] + [[[1, 2]]]])
+            blocks = np.concatenate([w, Q.reshape(-1, 4)], axis=1)
+        tangent = np.stack([W[k0 + 1, k0 + 1], W[k0 + 1, k0 + 2], W[k0 + 2, k0 + 2],
+                            W[k0 + 1, k0], W[k0 + 2, k0]], axis=1)       # (c, 5)
+        if _backend.kernels is not None:
+            from ..compiled.contacts import contact_pgs
+
+            contact_pgs(W, b, lam, n_lim, mu, blocks, tangent, self.iterations, PGS_RTOL)
+            return lam
         diag = np.diag(W).tolist()
-        k0 = [n_lim + 3 * c for c in range(len(mu))]
-        blocks = []
-        for k in k0:
-            w, Q = np.linalg.eigh(W[k + 1:k + 3, k + 1:k + 3])
-            blocks.append(w.tolist() + Q.ravel().tolist())
-        tangent = [W[[k + 1, k + 1, k + 2, k + 1, k + 2], [k + 1, k + 2, k + 2, k, k]].tolist()
-                   for k in k0]
-        mu = np.asarray(mu, dtype=float).tolist()
+        blocks, tangent, mu = blocks.tolist(), tangent.tolist(), mu.tolist()
         for _ in range(self.iterations):
             change = 0.0
             for i in range(n_lim):
@@ -374,7 +388,7 @@ class ContactSolver:
                 new = max(0.0, old - (b[i] + W[i] @ lam) / diag[i])
                 change = max(change, abs(new - old))
                 lam[i] = new
-            for c, k in enumerate(k0):
+            for c, k in enumerate(k0.tolist()):
                 r0, r1, r2 = (b[k:k + 3] + W[k:k + 3] @ lam).tolist()
                 old, t1, t2 = lam[k:k + 3].tolist()
                 new = max(0.0, old - r0 / diag[k])
@@ -384,7 +398,7 @@ class ContactSolver:
                                r2 + c2 * dn - a12 * t1 - a22 * t2, mu[c] * new)
                 lam[k], lam[k + 1], lam[k + 2] = new, u1, u2
                 change = max(change, abs(dn), abs(u1 - t1), abs(u2 - t2))
-            if change <= 1e-6 * np.abs(lam).max(initial=0.0):
+            if change <= PGS_RTOL * np.abs(lam).max(initial=0.0):
                 break
         return lam
 

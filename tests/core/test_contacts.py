@@ -11,7 +11,7 @@ import pytest
 
 from core.contacts import (Box, Capsule, ContactSolver, ConvexHull, MovingCollider, Plane,
                            Sphere, StaticCollider)
-from core import dynamics
+from core import backend, dynamics
 from core.contacts.broad import sweep_and_prune
 from core.contacts.narrow import Posed, closest_segments, collide, collide_plane, gjk, sat
 from core.contacts.solver import friction_disc
@@ -450,3 +450,39 @@ def test_a_box_lands_flat_on_a_static_box_and_a_hull_on_the_ground(method):
         assert tilt <= solver.slop / (2 * half[1])
         assert np.abs(tr.v[-60:]).max() < 1e-6
         assert solver.report().contacts[-1] == 4
+
+
+@pytest.mark.skipif(not backend.available(), reason="numba does not import")
+def test_the_compiled_contact_sweeps_equal_the_numpy_ones(monkeypatch):
+    """:func:`core.compiled.contacts.contact_pgs` against the numpy sweeps of
+    ``ContactSolver._pgs`` on a random well-posed problem (3 limit rows, 6 contacts, some
+    sliding, some sticking, some leaving), both run for exactly ``K`` sweeps (the stopping
+    rule off). Tolerance: each sweep's rows are sums of m products, so the two summation
+    orders differ by ``m eps`` of the scale per row and sweep, times the conditioning of W,
+    over K sweeps; the friction discs' Newton iterations stop at 1e-12 of their radius,
+    which adds that much per disc and sweep."""
+    from core.contacts import solver as contact_solver
+
+    rng = np.random.default_rng(7)
+    n_lim, nc, K = 3, 6, 40
+    m = n_lim + 3 * nc
+    A = rng.normal(size=(m, m + 8))
+    W = A @ A.T
+    b = rng.normal(size=m)
+    mu = rng.uniform(0.2, 1.0, nc)
+    m_, shapes = chain(2)
+    solver = ContactSolver(m_, shapes, iterations=K)
+    monkeypatch.setattr(contact_solver, "PGS_RTOL", 0.0)
+    out = {}
+    previous = backend.active()
+    try:
+        for name in ("numpy", "numba"):
+            backend.use(name)
+            out[name] = solver._pgs(W, b, np.zeros(m), n_lim, mu)
+    finally:
+        backend.use(previous)
+    lam = out["numpy"]
+    assert np.any(lam[:n_lim] == 0.0) and np.any(lam[n_lim::3] > 0.0)
+    scale = np.abs(lam).max()
+    bound = K * (m * EPS * np.linalg.cond(W) + nc * 1e-12) * scale
+    np.testing.assert_allclose(out["numba"], lam, rtol=0, atol=bound)

@@ -163,7 +163,7 @@ def test_self_collision_makes_the_rig_bodies_meet():
     rig = _two_spheres(True)
     solver = rig.mechanism.contact_solver(None)
     assert isinstance(solver, ContactSolver) and solver.self_collision
-    assert rig.mechanism.integrator == "semi_implicit"
+    assert rig.mechanism.integrator == "rk4"
     res = simulate_rig(rig)
     z = res.world[:, :, 2, 3]
     gap = z[:, 1] - z[:, 0]
