@@ -26,7 +26,7 @@ from core.compiled.dispatch import packed
 from core.integrators import Integrator
 from core.joints.lower_pairs import (Cylindrical, Fixed, Helical, Prismatic, Revolute,
                                      Universal)
-from core.joints.spherical import Spherical
+from core.joints.spherical import Free, Spherical
 from core.joints.spline_curve import ClosedSplineCurveJoint, SplineCurveJoint
 from core.lie import se3, so3
 from core.model import Model
@@ -124,6 +124,16 @@ def mixed_tree(rng):
     return m
 
 
+def free_tree(rng):
+    """Free joints (a kernel of their own) at the root and inside a tree of balls and
+    hinges."""
+    m = Model()
+    for i, (j, p) in enumerate(zip([Free(), Spherical(), Free(), Revolute((0, 1, 0)),
+                                    Spherical()], [-1, 0, 1, 0, 3])):
+        _add(m, rng, f"f{i}", p, j)
+    return m
+
+
 MODELS = {
     "revolute1": lambda rng: revolute_chain(1, rng),
     "revolute8": lambda rng: revolute_chain(8, rng),
@@ -133,6 +143,7 @@ MODELS = {
     "ball1": lambda rng: ball_chain(1, rng),
     "ball6": lambda rng: ball_chain(6, rng),
     "mixed_tree": mixed_tree,
+    "free_tree": free_tree,
 }
 
 
@@ -184,7 +195,7 @@ def test_backends_agree(name, outside, both):
 
 
 @pytest.mark.parametrize("method", ["euler", "semi_implicit", "rk4"])
-@pytest.mark.parametrize("name", ["revolute8", "ball6", "spline8", "mixed_tree"])
+@pytest.mark.parametrize("name", ["revolute8", "ball6", "spline8", "mixed_tree", "free_tree"])
 def test_integrator_step_agrees(name, method, both):
     """One kernel call per substep (models whose joints all have kernels) or the Python
     stages (the mixed tree) give the numpy integrator's trajectory."""
