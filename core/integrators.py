@@ -104,6 +104,9 @@ METHODS = ("euler", "semi_implicit", "rk4")
 ORDERS = {"euler": 1, "semi_implicit": 1, "rk4": 4}
 #: the largest recording :func:`integrate` (and a mechanism's bake) preallocates: 2 GiB
 MAX_RECORD_BYTES = 2 ** 31
+#: the most substeps :meth:`Integrator.advance_steps` hands to one kernel call (the drive's
+#: motion and the stage powers of a call are tables of this many rows)
+KERNEL_SUBSTEPS = 1024
 #: quadrature weights of each method's dynamics evaluations within one substep
 DRIVE_WEIGHTS = {"euler": (1.0,), "semi_implicit": (1.0,), "rk4": (1 / 6, 2 / 6, 2 / 6, 1 / 6)}
 
@@ -632,16 +635,25 @@ class Integrator:
         return q, v, work + dw
 
     def advance_steps(self, t, state, count):
-        """:func:`integrate`'s run of ``count`` steps from time ``t``: one kernel call where
-        :meth:`_kernel_advance_arguments` allows on the numba backend, else (or when the
-        kernel reports a failure) ``count`` calls of :meth:`advance`."""
+        """:func:`integrate`'s run of ``count`` steps from time ``t``: one kernel call per
+        :data:`KERNEL_SUBSTEPS` substeps where :meth:`_kernel_advance_arguments` allows on
+        the numba backend, else (and from a step the kernel reports as failed on) calls of
+        :meth:`advance`."""
         if self._kernel_advance is not None and _backend.kernels is not None:
-            q, v, work = state
-            out = self._kernel_steps(t, q, v, count)
-            if out is not None:
+            per_call = max(1, KERNEL_SUBSTEPS // self.substeps)
+            done = 0
+            while done < count:
+                n = min(per_call, count - done)
+                q, v, work = state
+                out = self._kernel_steps(t + done * self.dt, q, v, n)
+                if out is None:
+                    break
                 for dw in out[2].tolist():
                     work += dw
-                return out[0], out[1], work
+                state = out[0], out[1], work
+                done += n
+            count -= done
+            t += done * self.dt
         for k in range(count):
             state = self.advance(t + k * self.dt, state)
         return state
