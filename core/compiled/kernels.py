@@ -1289,17 +1289,20 @@ def _limits(ints, reals, buf, q, v, li, lr):
         for k in range(c):
             lr[bb + k] = lr[D + k]
     for _ in range(POSITION_PASSES if need else 0):     # joint-space projection
-        for k in range(c):
+        for k in range(c):                               # W = N N^T over the rows' dofs
             lr[bb + k] += lr[LR_HEADER + LR_PER * k + 1]
+            a, e = _row_dofs(li, k)
             for m in range(c):
+                a2, e2 = _row_dofs(li, m)
                 x = 0.0
-                for i in range(nv):
+                for i in range(max(a, a2), min(e, e2)):
                     x += lr[N + nv * k + i] * lr[N + nv * m + i]
                 lr[W + c * k + m] = x
         _pgs(lr, W, bb, lam, c, li[LI_ITER])
         for k in range(c):
             x = lr[lam + k]
-            for i in range(nv):
+            a, e = _row_dofs(li, k)
+            for i in range(a, e):
                 q[i] += lr[N + nv * k + i] * x
         inside = True
         for k in range(c):
@@ -1310,6 +1313,15 @@ def _limits(ints, reals, buf, q, v, li, lr):
         if inside:
             break
     return 0
+
+
+@_jit
+def _row_dofs(li, k):
+    """The coordinates ``a:e`` where constraint ``k``'s gradient can be nonzero (the rotation
+    coordinates of a cone or twist limit, the one coordinate of a range); the products over
+    the others are zeros, which leave the sums as they are."""
+    dof = li[LI_HEADER + 2 * k + 1]
+    return dof, dof + (3 if li[LI_HEADER + 2 * k] >= LIMIT_CONE else 1)
 
 
 @_jit
@@ -1357,10 +1369,11 @@ def _delassus(lr, li, nv, ne, IX, N, L, Y, W):
             lr[y + i] = x / lr[L + nv * i + i]
     for e in range(ne):
         n = N + nv * li[IX + e]
+        a, b = _row_dofs(li, li[IX + e])
         for f in range(ne):
             x = 0.0
             y = Y + nv * f
-            for i in range(nv):
+            for i in range(a, b):
                 x += lr[n + i] * lr[y + i]
             lr[W + ne * e + f] = x
 
