@@ -398,7 +398,8 @@ def test_limits_agree(kind, method, both):
 
 def test_kernel_chart_change_is_reparametrize():
     """The step kernel's chart change of spherical joints is
-    :func:`core.expcoords.reparametrize` (|r| from below pi to 3 pi, a few ulps)."""
+    :func:`core.expcoords.reparametrize` (|r| from below pi to 3 pi, a few ulps), and that of
+    free joints :meth:`core.joints.spherical.Free.normalize`."""
     from core.expcoords import reparametrize
     previous = backend.use("numba")
     try:
@@ -413,6 +414,18 @@ def test_kernel_chart_change_is_reparametrize():
         ref = reparametrize(r, rd)
         assert np.allclose(q, ref.r.ravel(), rtol=0, atol=64 * EPS * 3 * np.pi)
         assert np.allclose(v, ref.r_dot.ravel(), rtol=0, atol=64 * EPS * np.abs(rd).max() * 10)
+        m = free_tree(rng)                  # free joints: the rotation part, as Free.normalize
+        p = packed(m)
+        q0, v0 = 3.0 * rng.normal(size=m.nq), rng.normal(size=m.nv)
+        q, v = q0.copy(), v0.copy()
+        backend.kernels._normalize(p.ints, q, v)
+        for i, j in enumerate(m.joints):
+            s = slice(m.q_start[i], m.q_start[i] + m.q_count[i])
+            if isinstance(j, Free):
+                qr, vr = j.normalize(q0[s], v0[s])
+                assert np.linalg.norm(q0[s][:3]) > np.pi
+                assert np.allclose(q[s], qr, rtol=0, atol=64 * EPS * 3 * np.pi)
+                assert np.allclose(v[s], vr, rtol=0, atol=64 * EPS * np.abs(v0).max() * 10)
     finally:
         backend.use(previous)
 
