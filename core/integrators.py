@@ -49,14 +49,14 @@ kernels, with constant (or no) tau and fext, takes each step in one kernel call
 (:func:`core.compiled.kernels.advance`: the substeps, the divergence test, the spherical and
 free joints' chart changes, and the limits when the limit solver is ``compiled``), and
 :meth:`Integrator.advance_steps` takes a run of steps (:func:`integrate`'s steps between two
-records: a bake's frame) in one call (:func:`core.compiled.kernels.advance_many`). With a
-drive, each stage solves for the free accelerations (:func:`core.compiled.kernels.
-driven_step`: every stage's mass matrix, nonlinear effects, the solve and the drive's
-power), the drive's rates and accelerations at every substep's start, middle and end
-evaluated in Python for the whole run (:meth:`Drive.evaluate_many`) and passed in. With
-other limits (an elliptic cone) or contacts, one kernel call per substep and the limits or
-contacts in Python. A step the kernel reports as failed is taken again on the Python path,
-which raises the error above.
+records: a bake's frame) in one call of it. With a drive, each stage solves for the free
+accelerations (every stage's mass matrix, nonlinear effects, the solve and the drive's
+power, as :func:`core.compiled.kernels.driven_step`), the drive's rates and accelerations at
+every substep's start, middle and end evaluated in Python for the whole run
+(:meth:`Drive.evaluate_many`) and passed in. With other limits (an elliptic cone) or
+contacts, one kernel call per substep (:func:`~core.compiled.kernels.step` or
+:func:`~core.compiled.kernels.driven_step`) and the limits or contacts in Python. A step the
+kernel reports as failed is taken again on the Python path, which raises the error above.
 
 Size. :func:`integrate` preallocates its records; :func:`check_record_size` refuses a run
 whose records would exceed :data:`MAX_RECORD_BYTES` before any work, with the figure.
@@ -91,6 +91,7 @@ from . import dynamics
 from .compiled import dispatch as _compiled
 from .checks import real_number, whole_number
 from .errors import InvalidInputError, NonFiniteError, SimulationError, SplineJointsError
+from .compiled.layout import S_NSUB
 from .compiled.pack import step_arrays
 from .joints.base import Joint
 from .joints.spherical import Free, Spherical
@@ -362,14 +363,14 @@ class Integrator:
 
     def _kernel_advance_arguments(self):
         """The arrays ``(si, sr, sw, li, lr)`` of one compiled kernel call per step or per
-        run of steps (:func:`core.compiled.kernels.advance` and
-        :func:`~core.compiled.kernels.advance_many`: substeps, divergence tests, chart
-        changes, limits and the drive's motion; :func:`core.compiled.pack.step_arrays` and
-        the limit solver's ``kernel_arrays``, or empty ones), or None: that needs the
-        substep kernel (:meth:`_kernel_step_arguments`, or with a drive
-        :meth:`_kernel_drive_arguments`), the spherical and free joints as the only joints
-        that change chart, and no limits or a limit solver that is ``compiled``, and no
-        contact solver."""
+        run of steps (:func:`core.compiled.kernels.advance`: substeps, divergence tests,
+        chart changes, limits and the drive's motion; :func:`core.compiled.pack.step_arrays`
+        and the limit solver's ``kernel_arrays``, or empty ones), then the drive's
+        ``(dofs, nf, chol)`` (empty without one) and the one-row tables of a call without a
+        drive ``(drive, qend, powers)``; or None: that needs the substep kernel
+        (:meth:`_kernel_step_arguments`, or with a drive :meth:`_kernel_drive_arguments`),
+        the spherical and free joints as the only joints that change chart, and no limits or
+        a limit solver that is ``compiled``, and no contact solver."""
         kernel = self._kernel_step or self._kernel_drive
         if kernel is None or self.contacts is not None or (
                 self.limits is not None and not getattr(self.limits, "compiled", False)):
@@ -382,37 +383,35 @@ class Integrator:
                                  bool(self._charts))
         li, lr = (np.zeros(0, dtype=np.int64), np.zeros(0)) if self.limits is None else \
             self.limits.kernel_arrays
-        return si, sr, sw, li, lr
+        if self._kernel_drive is None:
+            driven = np.zeros(0, dtype=np.int64), 0, np.zeros((0, 1))
+        else:
+            driven = self._kernel_drive[4:6] + self._kernel_drive[8:]
+        empty = np.zeros((1, 3, 2, 0)), np.zeros((1, 0)), np.zeros((1, 4))
+        return (si, sr, sw, li, lr) + driven + empty
 
     def _kernel_steps(self, t, q, v, count):
-        """``count`` steps from time ``t`` in one kernel call (:meth:`_kernel_advance_arguments`;
-        :func:`core.compiled.kernels.advance` for one step without a drive, else
-        :func:`~core.compiled.kernels.advance_many` with the drive's motion at every
-        substep's start, middle and end from one :meth:`Drive.evaluate_many`): ``(q, v,
-        drive work of each step (count,))``, or None when the kernel reports a failure (the
-        limit solver's engagement then as before the call)."""
-        kernels = _backend.kernels
+        """``count`` steps from time ``t`` in one call of :func:`core.compiled.kernels.advance`
+        (:meth:`_kernel_advance_arguments`; with a drive, its motion at every substep's
+        start, middle and end from one :meth:`Drive.evaluate_many`): ``(q, v, drive work of
+        each step (count,))``, or None when the kernel reports a failure (the limit solver's
+        engagement then as before the call)."""
         p = self.model.packed or _compiled.packed(self.model)
         qn, vn = q.copy(), v.copy()
-        si, sr, sw, li, lr = self._kernel_advance
-        if self.drive is None and count == 1:
-            if kernels.advance(p.ints, p.reals, self.data.buffer, qn, vn, si, sr, sw, li, lr):
-                return None
-            return qn, vn, np.zeros(1)
+        si, sr, sw, li, lr, dofs, nf, chol, drive, qend, powers = self._kernel_advance
         h, n = self.h, count * self.substeps
-        if self.drive is None:
-            dofs, nf, chol = np.zeros(0, dtype=np.int64), 0, np.zeros((0, 1))
-            drive, qend = np.zeros((n, 3, 2, 0)), np.zeros((n, 0))
-        else:
-            dofs, nf, _, _, chol = self._kernel_drive[4:]
+        if count > 1:
+            si = si.copy()
+            si[S_NSUB] = n
+        if self.drive is not None:
             ts = ((t + self.dt * np.arange(count))[:, None] +
                   h * np.arange(self.substeps)[None, :]).ravel()
             qp, vp, ap = self.drive.evaluate_many(ts[:, None] + np.array([0.0, 0.5 * h, h]))
             drive = np.stack([vp, ap], axis=1).reshape(n, 3, 2, -1)
             qend = np.ascontiguousarray(qp.reshape(n, 3, -1)[:, 2])
-        powers = np.zeros((n, 4))
-        if kernels.advance_many(p.ints, p.reals, self.data.buffer, qn, vn, si, sr, sw, li, lr,
-                                dofs, nf, drive, qend, powers, chol):
+            powers = np.zeros((n, 4))
+        if _backend.kernels.advance(p.ints, p.reals, self.data.buffer, qn, vn, si, sr, sw, li,
+                                    lr, dofs, nf, drive, qend, powers, chol):
             return None
         work = np.zeros(count)
         if self.drive is not None:

@@ -46,7 +46,7 @@ from .layout import (KIND_CLOSED_SPLINE, KIND_CUSTOM, KIND_FIXED, KIND_FREE, KIN
 from .surface import span_of, surface_joint
 
 __all__ = ["aba", "aba_free", "rnea", "crba", "energies", "step", "driven_step", "advance",
-           "advance_many", "cg"]
+           "cg"]
 
 #: every kernel: cached on disk, numpy's error model (a division by zero gives inf/NaN, which
 #: the statuses and the callers' finiteness checks catch, instead of a checked branch)
@@ -1379,33 +1379,24 @@ def _delassus(lr, li, nv, ne, IX, N, L, Y, W):
 
 
 @_jit
-def advance(ints, reals, buf, q, v, si, sr, sw, li, lr):
-    """One step of the model integrator, in place on ``(q, v)``: ``si[S_NSUB]`` substeps of
+def advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, powers, chol):
+    """Steps of the model integrator, in place on ``(q, v)``: ``n = si[S_NSUB]`` substeps of
     ``h = sr[0]`` with ``tau = sr[1:1 + nv]`` and the ``si[S_NFEXT]`` rows of fext after it
     (:func:`core.compiled.pack.step_arrays`), each followed by the divergence test, the
     spherical and free joints' chart change (``si[S_CHARTS]``) and, when ``li`` has
     constraints, the limit solver (:func:`core.compiled.pack` layout of
-    :meth:`core.limits.LimitSolver`) and again the test and the chart change. Status 0, or
-    nonzero with the limit solver's engagement state as before the call (``(q, v)`` then
-    hold a partial step): 1 a singular ``S^T IA S``, 3 a non-finite state, 4 a mass matrix
-    not positive definite, 5 an undefined twist limit."""
-    n = si[S_NSUB]
-    return _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, np.zeros(0, dtype=np.int64), 0,
-                    np.zeros((n, 3, 2, 0)), np.zeros((n, 0)), np.zeros((n, 4)),
-                    np.zeros((0, 1)))
+    :meth:`core.limits.LimitSolver`) and again the test and the chart change.
 
+    With prescribed coordinates (``dofs`` not empty: :func:`driven_step`'s ``dofs``, ``nf``
+    and ``chol``): ``drive (n, 3, 2, k)`` each substep's ``(v_p, a_p)`` at its start, middle
+    and end, ``qend (n, k)`` the prescribed coordinates at its end, each substep's stage
+    powers into the rows of ``powers (n, 4)``, and after the limits of each substep the
+    prescribed coordinates and rates are set to the drive's at its end (as
+    :meth:`core.integrators.Integrator._step`); without, those tables have one row, unused.
 
-@_jit
-def advance_many(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, powers,
-                 chol):
-    """:func:`advance` over ``n = drive.shape[0]`` substeps (``si[S_NSUB]`` is not read),
-    of a model with prescribed coordinates when ``dofs`` is not empty (:func:`driven_step`'s
-    ``dofs``, ``nf`` and ``chol``; else ``k = 0``): ``drive (n, 3, 2, k)`` each substep's
-    ``(v_p, a_p)`` at its start, middle and end, ``qend (n, k)`` the prescribed coordinates
-    at its end; each substep's stage powers into the rows of ``powers (n, 4)``. After the
-    limits of each substep the prescribed coordinates and rates are set to the drive's at
-    its end (as :meth:`core.integrators.Integrator._step`). Statuses as :func:`advance`,
-    and 4 also for an ``M_ff`` that is not positive definite."""
+    Status 0, or nonzero with the limit solver's engagement state as before the call
+    (``(q, v)`` then hold a partial step): 1 a singular ``S^T IA S``, 3 a non-finite state,
+    4 a mass matrix (or ``M_ff``) not positive definite, 5 an undefined twist limit."""
     return _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, powers,
                     chol)
 
@@ -1424,9 +1415,10 @@ def _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, 
     for k in range(2 * c):                               # engaged, steps -> the copies
         li[E + 2 * c + k] = li[E + k]
     st = 0
-    for s in range(drive.shape[0]):
-        st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive[s],
-                      powers[s], chol)
+    for s in range(si[S_NSUB]):
+        r = s if dofs.size else 0
+        st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive[r],
+                      powers[r], chol)
         if st:
             break
         for j in range(nv):
