@@ -12,6 +12,9 @@ the scene and writing keys), on rigs built here as :class:`core.rig.RigBody` lis
   1e-4 N m s/rad);
 * ``30-bone rig``: the same keyed hips carrying three such tails, 120 degrees apart.
 
+:func:`character_rig` builds the character demo's rig the same way for the realtime section
+(:mod:`bench_realtime`).
+
 Each is simulated for :data:`SECONDS` at 24 frames per second with :data:`SUBSTEPS` RK4
 steps per frame (the Simulate panel's default, as in the tail test), from rest.
 The figure is the median wall time (over :data:`REPEATS` runs, ``quick``: 3) of build plus
@@ -141,8 +144,8 @@ def character_bodies() -> list:
                for name, _, head, tail in dc.BONES}
     index = {name: k for k, (name, *_) in enumerate(dc.BONES)}
     times = np.arange(dc.FRAMES) / dc.FPS
-    sway = np.array([se3.from_rp(so3.exp(np.array([0.0, dc.SWAY * math.sin(2 * math.pi * t / dc.SWAY_PERIOD),
-                                                   0.0])), np.zeros(3)) for t in times])
+    turns = dc.SWAY * np.sin(2 * math.pi * times / dc.SWAY_PERIOD)
+    sway = np.array([se3.from_rp(so3.exp(np.array([0.0, a, 0.0])), np.zeros(3)) for a in turns])
     bodies = []
     for name, parent, head, _ in dc.BONES:
         F = frames[name]
