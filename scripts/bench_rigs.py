@@ -12,15 +12,15 @@ the scene and writing keys), on rigs built here as :class:`core.rig.RigBody` lis
   1e-4 N m s/rad);
 * ``30-bone rig``: the same keyed hips carrying three such tails, 120 degrees apart.
 
-:func:`character_rig` builds the character demo's rig the same way for the realtime section
-(:mod:`bench_realtime`).
-
 Each is simulated for :data:`SECONDS` at 24 frames per second with :data:`SUBSTEPS` RK4
 steps per frame (the Simulate panel's default, as in the tail test), from rest.
 The figure is the median wall time (over :data:`REPEATS` runs, ``quick``: 3) of build plus
 simulation per simulated second, on both backends of :mod:`core.backend` (the numba backend
 where it imports); the limit solver's worst excess over the cones is given as a check that
 the runs timed are the ones the tests accept.
+
+:func:`character_rig` builds the character demo's rig the same way for the realtime section
+(:mod:`bench_realtime`).
 """
 
 from __future__ import annotations
