@@ -128,9 +128,9 @@ _CHARACTER = []
 
 def character_bodies() -> list:
     """The rig of the character demo (scripts/demo_character.py, character_rig.blend) built
-    in the core as its bake builds it, cached: the hips kinematic, swaying about its bone Y
-    by ``SWAY sin(2 pi t / SWAY_PERIOD)`` (the demo's keys, sampled per frame); the thighs
-    kinematic, turned forward (sitting); the other bones kinematic at rest; the coned,
+    in the core as its bake builds it (the simulated bones and their ancestors), cached:
+    the hips kinematic, swaying about its bone Y by ``SWAY sin(2 pi t / SWAY_PERIOD)`` (the
+    demo's keys, sampled per frame); the thighs kinematic, turned forward (sitting); the coned,
     twist-limited, sprung and damped tail of ``N_TAIL`` ball joints (closed-form masses of
     its ellipsoid meshes at the fur's density); both shins on fitted spline knees
     (:func:`_fitted_knee`), damped, starting straight (q = 0)."""
@@ -142,12 +142,21 @@ def character_bodies() -> list:
     frames = {name: bone_frame(head, tail) for name, _, head, tail in dc.BONES}
     lengths = {name: float(np.linalg.norm(np.subtract(tail, head)))
                for name, _, head, tail in dc.BONES}
-    index = {name: k for k, (name, *_) in enumerate(dc.BONES)}
+    parents = {name: parent for name, parent, *_ in dc.BONES}
+    keep = set()                           # the simulated bones and their ancestors
+    for name in parents:
+        if name.startswith(("tail", "shin")):
+            while name is not None:
+                keep.add(name)
+                name = parents[name]
+    index = {name: k for k, name in enumerate(n for n, *_ in dc.BONES if n in keep)}
     times = np.arange(dc.FRAMES) / dc.FPS
     turns = dc.SWAY * np.sin(2 * math.pi * times / dc.SWAY_PERIOD)
     sway = np.array([se3.from_rp(so3.exp(np.array([0.0, a, 0.0])), np.zeros(3)) for a in turns])
     bodies = []
-    for name, parent, head, _ in dc.BONES:
+    for name, parent, *_ in dc.BONES:
+        if name not in keep:
+            continue
         F = frames[name]
         T_rest = F if parent is None else se3.inv(frames[parent]) @ F
         up = -1 if parent is None else index[parent]
@@ -175,8 +184,6 @@ def character_bodies() -> list:
             bodies.append(RigBody(name, up, T_rest, RigJoint("joint", joint=knee,
                                                              damping=dc.KNEE_DAMPING),
                                   mass=m, com=com, inertia=inertia, q=(0.0,)))
-        else:
-            bodies.append(RigBody(name, up, T_rest, RigJoint("kinematic")))
     _CHARACTER.append(bodies)
     return bodies
 
