@@ -42,7 +42,7 @@ from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, 
                      NI, PGS_RTOL, POSITION_PASSES, POSITION_SLACK, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
 from .custom import custom_joint
 from .layout import (KIND_CLOSED_SPLINE, KIND_CUSTOM, KIND_FIXED, KIND_FREE, KIND_SURFACE,
-                     LIMIT_TWIST_LOWER, limit_offsets)
+                     LIMIT_ELLIPSE, LIMIT_TWIST_LOWER, limit_offsets)
 from .surface import span_of, surface_joint
 
 __all__ = ["aba", "aba_free", "rnea", "crba", "energies", "step", "driven_step", "advance",
@@ -1197,6 +1197,50 @@ def _twist(q, qs, p0, p1, p2):
 
 
 @_jit
+def _ellipse(q, qs, lr, o):
+    """Elliptic cone value and gradient on ``r = q[qs:qs + 3]`` (as
+    :func:`core.expcoords.elliptic_cone_value` and :func:`core.expcoords.
+    elliptic_cone_gradient`), constants at ``lr[o:]`` (:data:`core.compiled.layout.LR_PER`):
+    ``p' = exp(r) p`` on ``(u, w = p x u, p)``, the value's derivative ``c`` in ``p'`` and the
+    gradient ``J_b^T (p x R^T c)``."""
+    x, y, z, a, b, g, _, _ = _rate_coefficients(q, qs)
+    cth = math.cos(math.sqrt(x * x + y * y + z * z))
+    R = (cth + b * x * x, -a * z + b * x * y, a * y + b * x * z,
+         a * z + b * x * y, cth + b * y * y, -a * x + b * y * z,
+         -a * y + b * x * z, a * x + b * y * z, cth + b * z * z)
+    A, B = lr[o], lr[o + 5]
+    p0, p1, p2, u0, u1, u2 = lr[o + 2], lr[o + 3], lr[o + 4], lr[o + 6], lr[o + 7], lr[o + 8]
+    w0, w1, w2 = p1 * u2 - p2 * u1, p2 * u0 - p0 * u2, p0 * u1 - p1 * u0
+    e0 = R[0] * p0 + R[1] * p1 + R[2] * p2
+    e1 = R[3] * p0 + R[4] * p1 + R[5] * p2
+    e2 = R[6] * p0 + R[7] * p1 + R[8] * p2
+    X, Y, Z = e0 * u0 + e1 * u1 + e2 * u2, e0 * w0 + e1 * w1 + e2 * w2, e0 * p0 + e1 * p1 + e2 * p2
+    n = X * X / A + Y * Y / B
+    rho2 = X * X + Y * Y
+    if Z >= 0.0:
+        D = 2.0 * (1.0 + Z)
+        val = 1.0 - n / D
+        gx, gy, gz = -2.0 * X / (A * D), -2.0 * Y / (B * D), 2.0 * n / (D * D)
+    elif rho2 > 1e-28:                                 # expcoords._ANTIPODE_RHO2
+        val = 1.0 - (1.0 - Z) * n / (2.0 * rho2)
+        k = (1.0 - Z) / rho2
+        gx, gy, gz = -k * X * (1.0 / A - n / rho2), -k * Y * (1.0 / B - n / rho2), \
+            n / (2.0 * rho2)
+    else:
+        val, gx, gy, gz = 1.0 - 1.0 / min(A, B), 0.0, 0.0, 0.0
+    c0, c1, c2 = gx * u0 + gy * w0 + gz * p0, gx * u1 + gy * w1 + gz * p1, \
+        gx * u2 + gy * w2 + gz * p2
+    t0 = R[0] * c0 + R[3] * c1 + R[6] * c2              # R^T c
+    t1 = R[1] * c0 + R[4] * c1 + R[7] * c2
+    t2 = R[2] * c0 + R[5] * c1 + R[8] * c2
+    v0, v1, v2 = p1 * t2 - p2 * t1, p2 * t0 - p0 * t2, p0 * t1 - p1 * t0
+    # J_b = a I - b [r] + g r r^T; J_b^T v
+    rv = g * (x * v0 + y * v1 + z * v2)
+    return (val, a * v0 - b * (z * v1 - y * v2) + rv * x, a * v1 - b * (x * v2 - z * v0) + rv * y,
+            a * v2 - b * (y * v0 - x * v1) + rv * z)
+
+
+@_jit
 def pgs(W, b, lam, sweeps, rtol):
     """Projected Gauss-Seidel into ``lam (n,)``: ``lam >= 0`` with ``W lam + b >= 0``
     complementary (``W (n, n)`` symmetric positive definite, ``b (n,)``), from zero, for at
@@ -1335,6 +1379,9 @@ def _limit_row(li, lr, q, k, nv, N, D):
         lr[n + i] = 0.0
     if kind == LIMIT_CONE:
         d, g0, g1, g2 = _cone(q, dof, lr[o + 2], lr[o + 3], lr[o + 4], lr[o + 5])
+        lr[n + dof], lr[n + dof + 1], lr[n + dof + 2] = g0, g1, g2
+    elif kind == LIMIT_ELLIPSE:
+        d, g0, g1, g2 = _ellipse(q, dof, lr, o)
         lr[n + dof], lr[n + dof + 1], lr[n + dof + 2] = g0, g1, g2
     elif kind >= LIMIT_TWIST_LOWER:
         tw, g0, g1, g2 = _twist(q, dof, lr[o + 2], lr[o + 3], lr[o + 4])

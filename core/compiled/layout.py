@@ -32,7 +32,7 @@ __all__ = ["HEADER", "NI", "BODY_REALS", "B_SIZE", "D_SIZE", "TMP_SIZE", "buffer
            "CJ_AXES", "CJ_HEAD", "CJ_PER", "FN_CONSTANT", "FN_LINEAR", "FN_POLYNOMIAL",
            "FN_SPLINE",
            "limit_offsets", "LIMIT_LOWER", "LIMIT_UPPER", "LIMIT_CONE", "LIMIT_TWIST_LOWER",
-           "LIMIT_TWIST_UPPER", "KIND_FREE"]
+           "LIMIT_TWIST_UPPER", "LIMIT_ELLIPSE", "KIND_FREE"]
 
 # header of ints
 H_NB, H_NV, H_NPS, H_SPRINGS = 0, 1, 2, 3
@@ -111,9 +111,11 @@ S_SIZE = 4
 
 # -- the limit solver (core.limits.LimitSolver) -----------------------------------------------
 #: constraint kinds: ``q[dof] - bound >= 0``, ``bound - q[dof] >= 0``, a reach cone on the
-#: rotation coordinates starting at dof (axis p, cos of the half-angle), and the twist angle
-#: about the axis p of those coordinates ``twist - bound >= 0`` and ``bound - twist >= 0``
+#: rotation coordinates starting at dof (axis p, cos of the half-angle), the twist angle
+#: about the axis p of those coordinates ``twist - bound >= 0`` and ``bound - twist >= 0``,
+#: and an elliptic cone on them (:func:`core.expcoords.elliptic_cone_value`)
 LIMIT_LOWER, LIMIT_UPPER, LIMIT_CONE, LIMIT_TWIST_LOWER, LIMIT_TWIST_UPPER = 1, 2, 3, 4, 5
+LIMIT_ELLIPSE = 6
 #: ``li`` header: constraints c, min_engaged_steps, Gauss-Seidel sweeps
 LI_C, LI_MIN, LI_ITER = 0, 1, 2
 LI_HEADER = 4
@@ -124,8 +126,10 @@ PGS_RTOL = 1e-10
 #: most this many times, until every constraint is within its deadband less this slack
 POSITION_PASSES = 4
 POSITION_SLACK = 1e-12
-#: reals per constraint in ``lr``: bound, deadband tolerance, axis (3), cos(half-angle)
-LR_PER = 6
+#: reals per constraint in ``lr``: bound, deadband tolerance, axis p (3), cos(half-angle);
+#: an elliptic cone's: ``sin^2`` of its first half half-angle, the tolerance, p (3), ``sin^2``
+#: of the second, its reference axis u (3, orthogonal to p)
+LR_PER = 9
 LR_HEADER = 1         # restitution
 
 

@@ -343,9 +343,25 @@ def test_numpy_fallback_without_numba(env):
     assert "fallback ok" in out.stdout
 
 
+class _PythonCone:
+    """A limit the compiled solver does not know (the reach cone's constraints through the
+    limit interface only), so the limits run in Python after each substep's kernel call."""
+
+    def __init__(self, cone):
+        self.cone = cone
+
+    def __getattr__(self, name):
+        return getattr(self.cone, name)
+
+    def bind(self, model):
+        self.cone.bind(model)
+        return self
+
+
 def _limited(kind, rng):
     """A chain with limits the compiled solver runs (reach cones on balls, coordinate
-    limits on revolutes) or one it leaves to Python (an elliptic cone among the cones)."""
+    limits on revolutes, an elliptic cone among the cones) or one it leaves to Python (a
+    limit of another class, "python")."""
     from core.limits import CoordinateLimit, EllipticCone, LimitSolver, ReachCone
     if kind == "revolute":
         m = revolute_chain(5, rng)
@@ -356,15 +372,18 @@ def _limited(kind, rng):
         lims = [ReachCone(i, rng.normal(size=3), 0.4 + 0.1 * i) for i in range(5)]
         if kind == "elliptic":
             lims[2] = EllipticCone(2, (0, 0, 1), (1, 0, 0), 0.5, 0.3)
+        if kind == "python":
+            lims[2] = _PythonCone(lims[2])
     return m, LimitSolver(m, lims, restitution=0.3)
 
 
 @pytest.mark.parametrize("method", ["semi_implicit", "rk4"])
-@pytest.mark.parametrize("kind", ["revolute", "ball", "elliptic"])
+@pytest.mark.parametrize("kind", ["revolute", "ball", "elliptic", "python"])
 def test_limits_agree(kind, method, both):
-    """The limit solver compiled into the step kernel (coordinate limits, reach cones) or
-    applied in Python after each substep kernel (an elliptic cone present) gives the numpy
-    path's trajectory, the same engagement at every step and the same distances.
+    """The limit solver compiled into the step kernel (coordinate limits, circular and
+    elliptic reach cones) or applied in Python after each substep kernel (a limit of another
+    class present) gives the numpy path's trajectory, the same engagement at every step and
+    the same distances.
 
     Tolerance: as the integrator test (:func:`_trajectory_tolerance` over the 300
     substeps), the impulses adding a Cholesky solve and 30 Gauss-Seidel sweeps on a W of
@@ -377,8 +396,8 @@ def test_limits_agree(kind, method, both):
 
     def run():
         integ = Integrator(m, 1e-3, 2, method, limits=solver)
-        assert (integ._kernel_advance is not None) == (kind != "elliptic")
-        assert solver.compiled == (kind != "elliptic")
+        assert (integ._kernel_advance is not None) == (kind != "python")
+        assert solver.compiled == (kind != "python")
         state = integ.start(q0, v0)
         flags, dist = [], []
         for k in range(150):
