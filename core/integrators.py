@@ -50,15 +50,18 @@ mass matrix that is no longer positive definite, a math domain error); nothing r
 garbage.
 
 Compiled steps. On the numba backend (:mod:`core.backend`) a model whose joints all have
-kernels, without a drive and with constant (or no) tau and fext, takes each step in one
-kernel call (:func:`core.compiled.kernels.advance`: the substeps, the divergence test, the
-spherical joints' chart changes, and the limits when the limit solver is ``compiled``);
-with other limits, one kernel call per substep and the limits in Python. With a drive, such
-a model takes each substep in one kernel call (:func:`core.compiled.kernels.driven_step`:
-every stage's mass matrix, nonlinear effects, the solve for the free accelerations and the
-drive's power), the drive's rates and accelerations evaluated in Python at the substep's
-start, middle and end and passed in. A step the kernel reports as failed is taken again on
-the Python path, which raises the error above.
+kernels, with constant (or no) tau and fext, takes each step in one kernel call
+(:func:`core.compiled.kernels.advance`: the substeps, the divergence test, the spherical and
+free joints' chart changes, and the limits when the limit solver is ``compiled``), and
+:meth:`Integrator.advance_steps` takes a run of steps (:func:`integrate`'s steps between two
+records: a bake's frame) in one call of it. With a drive, each stage solves for the free
+accelerations (every stage's mass matrix, nonlinear effects, the solve and the drive's
+power, as :func:`core.compiled.kernels.driven_step`), the drive's rates and accelerations at
+every substep's start, middle and end evaluated in Python for the whole run
+(:meth:`Drive.evaluate_many`) and passed in. With other limits (an elliptic cone) or
+contacts, one kernel call per substep (:func:`~core.compiled.kernels.step` or
+:func:`~core.compiled.kernels.driven_step`) and the limits or contacts in Python. A step the
+kernel reports as failed is taken again on the Python path, which raises the error above.
 
 Size. :func:`integrate` preallocates its records; :func:`check_record_size` refuses a run
 whose records would exceed :data:`MAX_RECORD_BYTES` before any work, with the figure.
@@ -93,9 +96,10 @@ from . import dynamics
 from .compiled import dispatch as _compiled
 from .checks import real_number, whole_number
 from .errors import InvalidInputError, NonFiniteError, SimulationError, SplineJointsError
+from .compiled.layout import S_NSUB
 from .compiled.pack import step_arrays
 from .joints.base import Joint
-from .joints.spherical import Spherical
+from .joints.spherical import Free, Spherical
 
 __all__ = ["METHODS", "ORDERS", "DRIVE_WEIGHTS", "MAX_RECORD_BYTES", "Drive", "Recording",
            "integrate", "Trajectory", "Integrator", "simulate", "check_record_size",
@@ -106,6 +110,9 @@ METHODS = ("euler", "semi_implicit", "rk4")
 ORDERS = {"euler": 1, "semi_implicit": 1, "rk4": 4}
 #: the largest recording :func:`integrate` (and a mechanism's bake) preallocates: 2 GiB
 MAX_RECORD_BYTES = 2 ** 31
+#: the most substeps :meth:`Integrator.advance_steps` hands to one kernel call (the drive's
+#: motion and the stage powers of a call are tables of this many rows)
+KERNEL_SUBSTEPS = 1024
 #: quadrature weights of each method's dynamics evaluations within one substep
 #: the share of a velocity change within a substep that each method's position update takes
 #: (the contact step's ``c``, module docstring)
@@ -215,17 +222,29 @@ class Drive:
     """Prescribed (kinematically driven) coordinates.
 
     dofs: indices of the driven coordinates ``(k,)``; motion: ``t -> (q (k,), v (k,),
-    a (k,))`` their position, rate and acceleration at time t (seconds); description: text.
+    a (k,))`` their position, rate and acceleration at time t (seconds); description: text;
+    vectorized: True if ``motion`` also takes an array of times ``(K,)`` and returns
+    ``(K, k)`` arrays (:meth:`evaluate_many` then calls it once).
     """
 
     dofs: tuple
     motion: object
     description: str = ""
+    vectorized: bool = False
 
     def evaluate(self, t):
         q, v, a = (np.asarray(x, dtype=float).reshape(len(self.dofs))
                    for x in self.motion(float(t)))
         return q, v, a
+
+    def evaluate_many(self, times):
+        """``(q, v, a)``, each ``(K, k)``, at the times ``(K,)``."""
+        times = np.asarray(times, dtype=float).ravel()
+        shape = (times.size, len(self.dofs))
+        if self.vectorized:
+            return tuple(np.asarray(x, dtype=float).reshape(shape) for x in self.motion(times))
+        rows = [self.evaluate(t) for t in times.tolist()]
+        return tuple(np.array([r[i] for r in rows]).reshape(shape) for i in range(3))
 
 
 @dataclass(frozen=True)
@@ -311,8 +330,8 @@ class Integrator:
             self._ff, self._fp = np.ix_(f, f), np.ix_(f, p)
             self._powers = []
         self._kernel_step = self._kernel_step_arguments()
-        self._kernel_advance = self._kernel_advance_arguments()
         self._kernel_drive = self._kernel_drive_arguments()
+        self._kernel_advance = self._kernel_advance_arguments()
 
     def _kernel_forces(self):
         """``(tau, fext)`` as a compiled kernel takes them, or None: that needs every joint
@@ -355,25 +374,65 @@ class Integrator:
                          np.zeros((nf, nf + 1)))
 
     def _kernel_advance_arguments(self):
-        """The arrays ``(si, sr, sw, li, lr)`` of one compiled kernel call per step
-        (:func:`core.compiled.kernels.advance`: substeps, divergence tests, chart changes and
-        limits; :func:`core.compiled.pack.step_arrays` and the limit solver's
-        ``kernel_arrays``, or empty ones), or None: that
-        needs the substep kernel (:meth:`_kernel_step_arguments`), the spherical joints as
-        the only joints that change chart, and no limits or a limit solver that is
-        ``compiled``, and no contact solver."""
-        if self._kernel_step is None or self.contacts is not None or (
+        """The arrays ``(si, sr, sw, li, lr)`` of one compiled kernel call per step or per
+        run of steps (:func:`core.compiled.kernels.advance`: substeps, divergence tests,
+        chart changes, limits and the drive's motion; :func:`core.compiled.pack.step_arrays`
+        and the limit solver's ``kernel_arrays``, or empty ones), then the drive's
+        ``(dofs, nf, chol)`` (empty without one) and the one-row tables of a call without a
+        drive ``(drive, qend, powers)``; or None: that needs the substep kernel
+        (:meth:`_kernel_step_arguments`, or with a drive :meth:`_kernel_drive_arguments`),
+        the spherical and free joints as the only joints that change chart, and no limits or
+        a limit solver that is ``compiled``, and no contact solver."""
+        kernel = self._kernel_step or self._kernel_drive
+        if kernel is None or self.contacts is not None or (
                 self.limits is not None and not getattr(self.limits, "compiled", False)):
             return None
-        if any(not isinstance(j, Spherical) for j, _ in self._charts):
+        if any(not isinstance(j, (Spherical, Free)) for j, _ in self._charts):
             return None
         m = self.model
-        tau, fext, code, _ = self._kernel_step
+        tau, fext, code = kernel[:3]
         si, sr, sw = step_arrays(m.nv, m.nbodies, code, self.substeps, self.h, tau, fext,
                                  bool(self._charts))
         li, lr = (np.zeros(0, dtype=np.int64), np.zeros(0)) if self.limits is None else \
             self.limits.kernel_arrays
-        return si, sr, sw, li, lr
+        if self._kernel_drive is None:
+            driven = np.zeros(0, dtype=np.int64), 0, np.zeros((0, 1))
+        else:
+            driven = self._kernel_drive[4:6] + self._kernel_drive[8:]
+        empty = np.zeros((1, 3, 2, 0)), np.zeros((1, 0)), np.zeros((1, 4))
+        return (si, sr, sw, li, lr) + driven + empty
+
+    def _kernel_steps(self, t, q, v, count):
+        """``count`` steps from time ``t`` in one call of :func:`core.compiled.kernels.advance`
+        (:meth:`_kernel_advance_arguments`; with a drive, its motion at every substep's
+        start, middle and end from one :meth:`Drive.evaluate_many`): ``(q, v, drive work of
+        each step (count,))``, or None when the kernel reports a failure (the limit solver's
+        engagement then as before the call)."""
+        p = self.model.packed or _compiled.packed(self.model)
+        qn, vn = q.copy(), v.copy()
+        si, sr, sw, li, lr, dofs, nf, chol, drive, qend, powers = self._kernel_advance
+        h, n = self.h, count * self.substeps
+        if count > 1:
+            si = si.copy()
+            si[S_NSUB] = n
+        if self.drive is not None:
+            ts = ((t + self.dt * np.arange(count))[:, None] +
+                  h * np.arange(self.substeps)[None, :]).ravel()
+            qp, vp, ap = self.drive.evaluate_many(ts[:, None] + np.array([0.0, 0.5 * h, h]))
+            drive = np.stack([vp, ap], axis=1).reshape(n, 3, 2, -1)
+            qend = np.ascontiguousarray(qp.reshape(n, 3, -1)[:, 2])
+            powers = np.zeros((n, 4))
+        if _backend.kernels.advance(p.ints, p.reals, self.data.buffer, qn, vn, si, sr, sw, li,
+                                    lr, dofs, nf, drive, qend, powers, chol):
+            return None
+        work = np.zeros(count)
+        if self.drive is not None:
+            w = DRIVE_WEIGHTS[self.method]
+            sub = h * (powers[:, :len(w)] @ np.array(w))
+            for j in range(count):
+                for x in sub[j * self.substeps:(j + 1) * self.substeps].tolist():
+                    work[j] += x
+        return qn, vn, work
 
     # -- forces --------------------------------------------------------------------
     def _tau(self, t, q, v):
@@ -529,12 +588,9 @@ class Integrator:
         reports as failed is taken again here, substep by substep, which raises the
         SimulationError that names the cause."""
         if self._kernel_advance is not None and _backend.kernels is not None:
-            p = self.model.packed or _compiled.packed(self.model)
-            qn, vn = q.copy(), v.copy()
-            si, sr, sw, li, lr = self._kernel_advance
-            if not _backend.kernels.advance(p.ints, p.reals, self.data.buffer, qn, vn, si, sr,
-                                            sw, li, lr):
-                return qn, vn, 0.0
+            out = self._kernel_steps(t, q, v, 1)
+            if out is not None:
+                return out[0], out[1], float(out[2][0])
         work = 0.0
         for k in range(self.substeps):
             ts = t + k * self.h
@@ -589,6 +645,30 @@ class Integrator:
         q, v, work = state
         q, v, dw = self._step(t, q, v)
         return q, v, work + dw
+
+    def advance_steps(self, t, state, count):
+        """:func:`integrate`'s run of ``count`` steps from time ``t``: one kernel call per
+        :data:`KERNEL_SUBSTEPS` substeps where :meth:`_kernel_advance_arguments` allows on
+        the numba backend, else (and from a step the kernel reports as failed on) calls of
+        :meth:`advance`."""
+        if self._kernel_advance is not None and _backend.kernels is not None:
+            per_call = max(1, KERNEL_SUBSTEPS // self.substeps)
+            done = 0
+            while done < count:
+                n = min(per_call, count - done)
+                q, v, work = state
+                out = self._kernel_steps(t + done * self.dt, q, v, n)
+                if out is None:
+                    break
+                for dw in out[2].tolist():
+                    work += dw
+                state = out[0], out[1], work
+                done += n
+            count -= done
+            t += done * self.dt
+        for k in range(count):
+            state = self.advance(t + k * self.dt, state)
+        return state
 
     def record(self, t, state):
         """:func:`integrate`'s record: ``q``, ``v``, ``energy`` (checked against blow-up, or

@@ -210,8 +210,9 @@ class LimitSolver:
 
     Attributes after :meth:`apply`: ``engaged`` (bool per constraint), ``engaged_steps``,
     ``distances``; this state lives in ``kernel_arrays`` ``(li, lr)``, the packed solver
-    that the compiled integrator step runs when ``compiled`` (coordinate limits and
-    circular reach cones only; see :func:`core.compiled.kernels.advance`), so both paths
+    that the compiled integrator step runs when ``compiled`` (coordinate limits, circular
+    and elliptic reach cones and twist limits; see :func:`core.compiled.kernels.advance`),
+    so both paths
     continue each other's engagement. :meth:`apply` raises :class:`core.errors.NonFiniteError` (which the integrators report as
     a divergence) when the mass matrix is no longer positive definite.
     """
@@ -259,9 +260,10 @@ class LimitSolver:
         """The arrays ``(li, lr)`` of the compiled limit solver (layout:
         :func:`core.compiled.layout.limit_offsets`): kinds, coordinates and constants of
         the constraints, and the engagement state, which :meth:`apply` shares. The rows
-        hold the constraints of :class:`CoordinateLimit` and :class:`ReachCone`; with
-        another kind in the list :attr:`compiled` is False (the limits are applied here,
-        in Python, after every substep)."""
+        hold the constraints of :class:`CoordinateLimit`, :class:`ReachCone`,
+        :class:`EllipticCone` and :class:`TwistLimit`; with another kind of limit in the
+        list :attr:`compiled` is False (the limits are applied here, in Python, after every
+        substep)."""
         c, nv = self.n_constraints, self.model.nv
         (*_, li_size), (*_, lr_size) = L.limit_offsets(c, nv)
         li, lr = np.zeros(li_size, dtype=np.int64), np.zeros(lr_size)
@@ -285,6 +287,20 @@ class LimitSolver:
                 reals[k, 2:5] = lim.axis / np.linalg.norm(lim.axis)
                 reals[k, 5] = math.cos(lim.half_angle)
                 k += 1
+            elif isinstance(lim, EllipticCone):
+                axis, ref, h1, h2 = lim.args
+                p, u, _ = expcoords.ellipse_frame(axis, ref)
+                rows[k] = L.LIMIT_ELLIPSE, lim.start
+                reals[k, [0, 5]] = math.sin(0.5 * h1) ** 2, math.sin(0.5 * h2) ** 2
+                reals[k, 2:5], reals[k, 6:9] = p, u
+                k += 1
+            elif isinstance(lim, TwistLimit):
+                for kind, bound in ((L.LIMIT_TWIST_LOWER, lim.lower),
+                                    (L.LIMIT_TWIST_UPPER, lim.upper)):
+                    rows[k] = kind, lim.start
+                    reals[k, 0] = bound
+                    reals[k, 2:5] = lim.axis / np.linalg.norm(lim.axis)
+                    k += 1
             else:
                 self.compiled = False
                 k += n

@@ -269,7 +269,8 @@ def _continuous_logs(R):
 
 class _KinematicMotion:
     """The prescribed coordinates of the kinematic bodies: a cubic spline of each body's
-    free-joint coordinates in time (clamped to the sampled times)."""
+    free-joint coordinates in time (clamped to the sampled times), at a time t (s) or at
+    times ``(K,)`` (then ``(K, k)`` arrays)."""
 
     def __init__(self, splines):
         self.splines = splines
@@ -277,11 +278,12 @@ class _KinematicMotion:
     def __call__(self, t):
         q, v, a = [], [], []
         for s in self.splines:
-            tt = min(max(t, s.x[0]), s.x[-1])
+            tt = np.clip(t, s.x[0], s.x[-1])
             q.append(s(tt))
             v.append(s(tt, 1))
             a.append(s(tt, 2))
-        return np.concatenate(q), np.concatenate(v), np.concatenate(a)
+        return (np.concatenate(q, axis=-1), np.concatenate(v, axis=-1),
+                np.concatenate(a, axis=-1))
 
 
 def _check_pose(T, what):
@@ -491,7 +493,7 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     drive = None
     if splines:
         drive = Drive(tuple(drive_dofs), _KinematicMotion(splines),
-                      "kinematic bodies following their animation")
+                      "kinematic bodies following their animation", vectorized=True)
     flat = [lim for lims in limits for lim in lims]
     passive = drive is None and not flat and not contacts and \
         not any(b.joint.damping for b in bodies)

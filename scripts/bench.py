@@ -57,11 +57,12 @@ SECTIONS = {
 }
 
 #: environment of a section's process where it differs from the caller's: the dynamics,
-#: contacts and realtime sections time small products, which OpenBLAS threads stall (see
-#: bench_dynamics)
+#: contacts, realtime and rigs sections time small products, which OpenBLAS threads stall
+#: (see bench_dynamics)
 SECTION_ENV = {"dynamics": {"OPENBLAS_NUM_THREADS": "1"},
                "contacts": {"OPENBLAS_NUM_THREADS": "1"},
-               "realtime": {"OPENBLAS_NUM_THREADS": "1"}}
+               "realtime": {"OPENBLAS_NUM_THREADS": "1"},
+               "rigs": {"OPENBLAS_NUM_THREADS": "1"}}
 
 
 # -- helpers the sections share ------------------------------------------------------------

@@ -1,5 +1,7 @@
 """Real-time benchmark: simulated seconds per wall second of every demo bake at its own
-defaults (the builder's ``fps``, ``substeps`` and ``duration``), on both backends of
+defaults (the builder's ``fps``, ``substeps`` and ``duration``) and of the character demo's
+rig (scripts/demo_character.py built in the core, :func:`bench_rigs.character_rig`, at its
+frame rate and frame range with the Simulate panel's 16 RK4 substeps), on both backends of
 :mod:`core.backend` in the same run, against the target of 20 (a bake at least twenty times
 faster than the motion it records).
 
@@ -17,6 +19,8 @@ products of the numpy path stall on OpenBLAS threads.
 import os
 import sys
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 for _p in (ROOT, HERE):
@@ -29,6 +33,28 @@ from core.mechanisms import DEMOS  # noqa: E402
 
 #: simulated seconds per wall second a default bake should reach on the numba backend
 TARGET = 20.0
+
+
+def _character_row(repeat):
+    """The row of the character demo's rig (:func:`bench_rigs.character_rig`, core only):
+    the median ``wall_time`` of ``repeat`` runs of :func:`core.rig.simulate_rig` per
+    backend (the numba backend runs it once first)."""
+    from bench_maximal import on_backend
+    from bench_rigs import character_rig
+    from core.rig import simulate_rig
+
+    def walls():
+        rig = character_rig()
+        simulate_rig(rig)
+        return rig.mechanism, float(np.median([simulate_rig(rig).wall_time
+                                               for _ in range(repeat)]))
+    runs = {b: on_backend(b, walls) for b in ("numpy", "numba")}
+    mech, wall = runs["numpy"]
+    rate = None if runs["numba"] is None else mech.duration / runs["numba"][1]
+    return ["character_rig (rig, core)", mech.fps, mech.substeps, mech.duration, mech.dt * 1e3,
+            (mech.n_frames - 1) * mech.substeps, mech.duration / wall,
+            "" if rate is None else rate, "" if rate is None else rate * wall / mech.duration,
+            "" if rate is None else ("yes" if rate >= TARGET else "no")]
 
 
 def bench_realtime(quick=False):
@@ -45,6 +71,7 @@ def bench_realtime(quick=False):
                      mech.duration / wall, "" if rate is None else rate,
                      "" if rate is None else rate * wall / mech.duration,
                      "" if rate is None else ("yes" if rate >= TARGET else "no")])
+    rows.append(_character_row(repeat))
     return [table(f"Real time: simulated s per wall s of each demo bake at its defaults "
                   f"(median of {repeat}), both backends in the same run",
                   ["demo", "fps", "substeps", "duration (s)", "dt (ms)", "steps",

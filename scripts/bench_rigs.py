@@ -18,6 +18,9 @@ The figure is the median wall time (over :data:`REPEATS` runs, ``quick``: 3) of 
 simulation per simulated second, on both backends of :mod:`core.backend` (the numba backend
 where it imports); the limit solver's worst excess over the cones is given as a check that
 the runs timed are the ones the tests accept.
+
+:func:`character_rig` builds the character demo's rig the same way for the realtime section
+(:mod:`bench_realtime`).
 """
 
 from __future__ import annotations
@@ -74,6 +77,123 @@ def rig_bodies(n_tails: int, n_bones: int = 10) -> list:
             bodies.append(RigBody(f"tail{k}.{b:02d}", 0 if b == 0 else len(bodies) - 1, T_rest, joint,
                                   mass=BONE_MASS, com=(0.0, BONE_LENGTH / 2, 0.0), inertia=inertia))
     return bodies
+
+
+def _ellipsoid(a, b, c, density):
+    """Mass (kg) and inertia (3, 3) about the centre of a solid ellipsoid of semi-axes a, b, c."""
+    m = density * 4.0 / 3.0 * math.pi * a * b * c
+    return m, np.diag([b * b + c * c, a * a + c * c, a * a + b * b]) * m / 5.0
+
+
+def _shin_mass(length, density=1000.0):
+    """Mass, com and inertia of a shin of the character (scripts/demo_character.py): its leg
+    capsule along the bone and its foot box at the tail, at the Simulate panel's default
+    density (combined by the parallel-axis theorem)."""
+    from core.massprops import capsule_mass_properties
+    leg = capsule_mass_properties(0.042, 0.32, density)
+    (fx, fy, fz) = (0.08, 0.06, 0.16)
+    mf = density * fx * fy * fz
+    parts = [(leg.mass, np.asarray(leg.com), np.asarray(leg.inertia)),
+             (mf, np.array([0.0, length, 0.0]),
+              np.diag([fy * fy + fz * fz, fx * fx + fz * fz, fx * fx + fy * fy]) * mf / 12.0)]
+    m = sum(p[0] for p in parts)
+    com = sum(p[0] * p[1] for p in parts) / m
+    inertia = sum(I + mi * (float((c - com) @ (c - com)) * np.eye(3) - np.outer(c - com, c - com))
+                  for mi, c, I in parts)
+    return m, com, inertia
+
+
+def _fitted_knee(side, frames, lengths):
+    """The character's fitted knee (scripts/demo_character.py ``_fit_knee``, core only): the
+    gait2392 knee preset moved onto its thigh and shin bones, posed over its range on a
+    1-degree grid and fitted with a spline curve joint (12 frames, order 4, length scale
+    0.1 m)."""
+    from core.fitting import JointSamples
+    from core.fitting.curve import fit_spline_curve
+    from core.io import RestFrames
+    from core.transfer import preset_document, transfer_document
+    thigh, shin = f"thigh.{side}", f"shin.{side}"
+    doc = transfer_document(preset_document(f"KNEE_{side}"),
+                            RestFrames(frames[thigh], frames[shin], lengths[thigh],
+                                       lengths[shin])).document
+    lo, hi = (float(x) for x in doc.ranges[0])
+    qs = np.linspace(lo, hi, int(round(math.degrees(hi - lo))) + 1)
+    poses = np.array([doc.joint.transform(np.array([q])) for q in qs])
+    return fit_spline_curve(JointSamples(poses, q=qs), n_frames=12, order=4,
+                            length_scale=0.1).joint
+
+
+_CHARACTER = []
+
+
+def character_bodies() -> list:
+    """The rig of the character demo (scripts/demo_character.py, character_rig.blend) built
+    in the core as its bake builds it (the simulated bones and their ancestors), cached:
+    the hips kinematic, swaying about its bone Y by ``SWAY sin(2 pi t / SWAY_PERIOD)`` (the
+    demo's keys, sampled per frame); the thighs kinematic, turned forward (sitting); the coned,
+    twist-limited, sprung and damped tail of ``N_TAIL`` ball joints (closed-form masses of
+    its ellipsoid meshes at the fur's density); both shins on fitted spline knees
+    (:func:`_fitted_knee`), damped, starting straight (q = 0)."""
+    if _CHARACTER:
+        return _CHARACTER[0]
+    import demo_character as dc
+    from core.bones import bone_frame
+
+    frames = {name: bone_frame(head, tail) for name, _, head, tail in dc.BONES}
+    lengths = {name: float(np.linalg.norm(np.subtract(tail, head)))
+               for name, _, head, tail in dc.BONES}
+    parents = {name: parent for name, parent, *_ in dc.BONES}
+    keep = set()                           # the simulated bones and their ancestors
+    for name in parents:
+        if name.startswith(("tail", "shin")):
+            while name is not None:
+                keep.add(name)
+                name = parents[name]
+    index = {name: k for k, name in enumerate(n for n, *_ in dc.BONES if n in keep)}
+    times = np.arange(dc.FRAMES) / dc.FPS
+    turns = dc.SWAY * np.sin(2 * math.pi * times / dc.SWAY_PERIOD)
+    sway = np.array([se3.from_rp(so3.exp(np.array([0.0, a, 0.0])), np.zeros(3)) for a in turns])
+    bodies = []
+    for name, parent, *_ in dc.BONES:
+        if name not in keep:
+            continue
+        F = frames[name]
+        T_rest = F if parent is None else se3.inv(frames[parent]) @ F
+        up = -1 if parent is None else index[parent]
+        if name == "hips":
+            motion = F @ sway
+            bodies.append(RigBody(name, up, T_rest, RigJoint("kinematic"), pose=motion[0],
+                                  motion_times=times, motion=motion))
+        elif name.startswith("thigh"):
+            turn = se3.from_rp(so3.exp(np.array([-0.5 * math.pi, 0.0, 0.0])), np.zeros(3))
+            turn[:3, 3] = F[:3, 3] - turn[:3, :3] @ F[:3, 3]           # about the hip joint
+            bodies.append(RigBody(name, up, T_rest, RigJoint("kinematic"),
+                                  pose=se3.inv(frames[parent]) @ turn @ F))
+        elif name.startswith("tail"):
+            k = int(name.split(".")[1])
+            r = 0.045 - 0.003 * k
+            m, inertia = _ellipsoid(r, 0.055, r, dc.TAIL_DENSITY)
+            joint = RigJoint("ball", cone="circular", half_angle=dc.TAIL_CONE, twist=dc.TAIL_TWIST,
+                             stiffness=dc.TAIL_STIFFNESS * (1.0 - k / dc.N_TAIL) ** 2,
+                             damping=dc.TAIL_DAMPING)
+            bodies.append(RigBody(name, up, T_rest, joint, mass=m,
+                                  com=(0.0, 0.5 * lengths[name], 0.0), inertia=inertia))
+        elif name.startswith("shin"):
+            m, com, inertia = _shin_mass(lengths[name])
+            knee = _fitted_knee(name.split(".")[1], frames, lengths)
+            bodies.append(RigBody(name, up, T_rest, RigJoint("joint", joint=knee,
+                                                             damping=dc.KNEE_DAMPING),
+                                  mass=m, com=com, inertia=inertia, q=(0.0,)))
+    _CHARACTER.append(bodies)
+    return bodies
+
+
+def character_rig():
+    """:func:`core.rig.build_rig` of :func:`character_bodies` at the demo's frame rate and
+    frame range and the Simulate panel's defaults (:data:`SUBSTEPS` RK4 steps per frame)."""
+    import demo_character as dc
+    return build_rig(character_bodies(), fps=dc.FPS, substeps=SUBSTEPS,
+                     duration=(dc.FRAMES - 1) / dc.FPS)
 
 
 def _row(name, bodies, backend_name, repeats):

@@ -41,7 +41,8 @@ from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, 
                      LI_C, LI_HEADER, LI_ITER, LI_MIN, LIMIT_CONE, LIMIT_LOWER, LR_HEADER, LR_PER,
                      NI, PGS_RTOL, POSITION_PASSES, POSITION_SLACK, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
 from .custom import custom_joint
-from .layout import KIND_CLOSED_SPLINE, KIND_CUSTOM, KIND_FIXED, KIND_SURFACE, limit_offsets
+from .layout import (KIND_CLOSED_SPLINE, KIND_CUSTOM, KIND_FIXED, KIND_FREE, KIND_SURFACE,
+                     LIMIT_ELLIPSE, LIMIT_TWIST_LOWER, limit_offsets)
 from .surface import span_of, surface_joint
 
 __all__ = ["aba", "aba_free", "rnea", "crba", "energies", "step", "driven_step", "advance",
@@ -68,6 +69,8 @@ _TH_B, _S_B = _spec("beta")
 _TH_G, _S_G = _spec("gamma")
 _TH_B1, _S_B1 = _spec("b1")
 _TH_G1, _S_G1 = _spec("g1")
+_TH_SH, _S_SH = _spec("sh")
+_TH_SH1, _S_SH1 = _spec("sh1")
 
 
 @_jit
@@ -208,6 +211,22 @@ def _sphere(reals, pb, buf, o, sm, q, qs):
         for i in range(3):
             buf[r + i] = J[3 * i + j]
             buf[r + 3 + i] = 0.0
+    return R
+
+
+@_jit
+def _free(reals, pb, buf, o, sm, q, qs):
+    """Free joint ``q = [r, p]``: ``P [exp(r), p]``, the rows of r as :func:`_sphere`'s and
+    ``S_{3+j} = [0; R^T e_j]`` (:meth:`core.joints.spherical.Free.evaluate`)."""
+    R = _sphere(reals, pb, buf, o, sm, q, qs)
+    for i in range(3):
+        buf[o + 4 * i + 3] += reals[pb + 4 * i] * q[qs + 3] + \
+            reals[pb + 4 * i + 1] * q[qs + 4] + reals[pb + 4 * i + 2] * q[qs + 5]
+    for j in range(3):
+        r = sm + 6 * (qs + 3 + j)
+        for i in range(3):
+            buf[r + i] = 0.0
+            buf[r + 3 + i] = R[3 * j + i]
 
 
 @_jit
@@ -408,6 +427,8 @@ def _kinematics(ints, reals, buf, q, v, with_v):
                     q[qs])
         elif kind == KIND_SPHERE:
             _sphere(reals, R_BODIES + BODY_REALS * b, buf, o, sm, q, qs)
+        elif kind == KIND_FREE:
+            _free(reals, R_BODIES + BODY_REALS * b, buf, o, sm, q, qs)
         elif kind == KIND_CLOSED_SPLINE:
             po = ints[row + I_PAR]
             _spline(reals, po + 1, ints[row + I_NS], ints[row + I_DEG], buf, o,
@@ -456,8 +477,13 @@ def _kinematics(ints, reals, buf, q, v, with_v):
                 qd = v[qs + j]
                 for k in range(6):
                     buf[u + k] += buf[r + k] * qd
-            if kind == KIND_SPHERE:
+            if kind == KIND_SPHERE or kind == KIND_FREE:
                 _sphere_bias(buf, cb + 6 * b, q, v, qs)
+            if kind == KIND_FREE:            # d(R^T)/dt p_dot = -w x R^T p_dot, w = J_b r_dot
+                x0, x1, x2, y0, y1, y2 = _load6(buf, u)
+                buf[cb + 6 * b + 3] = x2 * y1 - x1 * y2
+                buf[cb + 6 * b + 4] = x0 * y2 - x2 * y0
+                buf[cb + 6 * b + 5] = x1 * y0 - x0 * y1
             a0, a1, a2, b0, b1, b2 = _load6(buf, u)
             c = _load6(buf, cb + 6 * b) if n else _Z6
         w0, w1, w2 = V[0] + a0, V[1] + a1, V[2] + a2
@@ -1111,12 +1137,13 @@ def _settle(ints, q, v, charts):
 
 @_jit
 def _normalize(ints, q, v):
-    """The spherical joints' chart change in place: ``(r, r_dot)`` with ``|r| > pi`` to
+    """The spherical and free joints' chart change in place: ``(r, r_dot)`` (the rotation
+    coordinates) with ``|r| > pi`` to
     ``eta r`` and ``eta r_dot - c <r, r_dot> / theta^3 r`` (seed 003 eqs. 66-69, as
     :func:`core.expcoords.reparametrize`)."""
     for b in range(ints[H_NB]):
         row = HEADER + NI * b
-        if ints[row + I_KIND] != KIND_SPHERE:
+        if ints[row + I_KIND] != KIND_SPHERE and ints[row + I_KIND] != KIND_FREE:
             continue
         qs = ints[row + I_Q]
         x, y, z = q[qs], q[qs + 1], q[qs + 2]
@@ -1143,6 +1170,74 @@ def _cone(q, qs, p0, p1, p2, cphi):
     k = b1 * rp * rp - a
     return (math.cos(th) + b * rp * rp - cphi, 2.0 * b * rp * p0 + k * x,
             2.0 * b * rp * p1 + k * y, 2.0 * b * rp * p2 + k * z)
+
+
+@_jit
+def _twist(q, qs, p0, p1, p2):
+    """Twist angle about p of the rotation coordinates ``r = q[qs:qs + 3]`` and its gradient,
+    as :func:`core.expcoords.twist_angle` and :func:`core.expcoords.twist_gradient`; NaN
+    where they raise (a swing of pi, ``W^2 + Y^2 < 1e-24``)."""
+    x, y, z = q[qs], q[qs + 1], q[qs + 2]
+    t = x * x + y * y + z * z
+    th = math.sqrt(t)
+    sh = _horner(_S_SH, t) if th < _TH_SH else math.sin(0.5 * th) / th
+    sh1 = _horner(_S_SH1, t) if th < _TH_SH1 else \
+        (0.5 * th * math.cos(0.5 * th) - math.sin(0.5 * th)) / th ** 3
+    W = math.cos(0.5 * th)
+    rp = x * p0 + y * p1 + z * p2
+    Y = sh * rp
+    den = W * W + Y * Y
+    if den < 1e-24:
+        return math.nan, 0.0, 0.0, 0.0
+    sgn = -1.0 if W < 0.0 else 1.0
+    k, a, c = 2.0 / den, sh1 * rp, -0.5 * sh
+    return (2.0 * math.atan2(sgn * Y, sgn * W),
+            k * (W * (a * x + sh * p0) - Y * (c * x)), k * (W * (a * y + sh * p1) - Y * (c * y)),
+            k * (W * (a * z + sh * p2) - Y * (c * z)))
+
+
+@_jit
+def _ellipse(q, qs, lr, o):
+    """Elliptic cone value and gradient on ``r = q[qs:qs + 3]`` (as
+    :func:`core.expcoords.elliptic_cone_value` and :func:`core.expcoords.
+    elliptic_cone_gradient`), constants at ``lr[o:]`` (:data:`core.compiled.layout.LR_PER`):
+    ``p' = exp(r) p`` on ``(u, w = p x u, p)``, the value's derivative ``c`` in ``p'`` and the
+    gradient ``J_b^T (p x R^T c)``."""
+    x, y, z, a, b, g, _, _ = _rate_coefficients(q, qs)
+    cth = math.cos(math.sqrt(x * x + y * y + z * z))
+    R = (cth + b * x * x, -a * z + b * x * y, a * y + b * x * z,
+         a * z + b * x * y, cth + b * y * y, -a * x + b * y * z,
+         -a * y + b * x * z, a * x + b * y * z, cth + b * z * z)
+    A, B = lr[o], lr[o + 5]
+    p0, p1, p2, u0, u1, u2 = lr[o + 2], lr[o + 3], lr[o + 4], lr[o + 6], lr[o + 7], lr[o + 8]
+    w0, w1, w2 = p1 * u2 - p2 * u1, p2 * u0 - p0 * u2, p0 * u1 - p1 * u0
+    e0 = R[0] * p0 + R[1] * p1 + R[2] * p2
+    e1 = R[3] * p0 + R[4] * p1 + R[5] * p2
+    e2 = R[6] * p0 + R[7] * p1 + R[8] * p2
+    X, Y, Z = e0 * u0 + e1 * u1 + e2 * u2, e0 * w0 + e1 * w1 + e2 * w2, e0 * p0 + e1 * p1 + e2 * p2
+    n = X * X / A + Y * Y / B
+    rho2 = X * X + Y * Y
+    if Z >= 0.0:
+        D = 2.0 * (1.0 + Z)
+        val = 1.0 - n / D
+        gx, gy, gz = -2.0 * X / (A * D), -2.0 * Y / (B * D), 2.0 * n / (D * D)
+    elif rho2 > 1e-28:                                 # expcoords._ANTIPODE_RHO2
+        val = 1.0 - (1.0 - Z) * n / (2.0 * rho2)
+        k = (1.0 - Z) / rho2
+        gx, gy, gz = -k * X * (1.0 / A - n / rho2), -k * Y * (1.0 / B - n / rho2), \
+            n / (2.0 * rho2)
+    else:
+        val, gx, gy, gz = 1.0 - 1.0 / min(A, B), 0.0, 0.0, 0.0
+    c0, c1, c2 = gx * u0 + gy * w0 + gz * p0, gx * u1 + gy * w1 + gz * p1, \
+        gx * u2 + gy * w2 + gz * p2
+    t0 = R[0] * c0 + R[3] * c1 + R[6] * c2              # R^T c
+    t1 = R[1] * c0 + R[4] * c1 + R[7] * c2
+    t2 = R[2] * c0 + R[5] * c1 + R[8] * c2
+    v0, v1, v2 = p1 * t2 - p2 * t1, p2 * t0 - p0 * t2, p0 * t1 - p1 * t0
+    # J_b = a I - b [r] + g r r^T; J_b^T v
+    rv = g * (x * v0 + y * v1 + z * v2)
+    return (val, a * v0 - b * (z * v1 - y * v2) + rv * x, a * v1 - b * (x * v2 - z * v0) + rv * y,
+            a * v2 - b * (y * v0 - x * v1) + rv * z)
 
 
 @_jit
@@ -1182,7 +1277,7 @@ def _limits(ints, reals, buf, q, v, li, lr):
     :meth:`core.limits.LimitSolver.apply`): engagement, the velocity impulse through
     ``M^-1 N_e^T`` (Cholesky of the CRBA mass matrix), then the joint-space position
     projection over every constraint; projected Gauss-Seidel for both. Status 4 if M is not
-    positive definite."""
+    positive definite, 5 if a twist limit is undefined (a swing of pi)."""
     nv = ints[H_NV]
     c = li[LI_C]
     (E, ST, _, _, IX, _), (D, DD, N, L, Y, W, lam, bb, _) = _limit_offsets(c, nv)
@@ -1191,8 +1286,10 @@ def _limits(ints, reals, buf, q, v, li, lr):
         d = _limit_row(li, lr, q, k, nv, N, D)
         dof = li[LI_HEADER + 2 * k + 1]
         n = N + nv * k
+        if d != d:                                       # a twist at a swing of pi
+            return 5
         dd = lr[n + dof] * v[dof]
-        if li[LI_HEADER + 2 * k] == LIMIT_CONE:
+        if li[LI_HEADER + 2 * k] >= LIMIT_CONE:
             dd += lr[n + dof + 1] * v[dof + 1] + lr[n + dof + 2] * v[dof + 2]
         lr[DD + k] = dd
         was = li[E + k] != 0
@@ -1236,25 +1333,39 @@ def _limits(ints, reals, buf, q, v, li, lr):
         for k in range(c):
             lr[bb + k] = lr[D + k]
     for _ in range(POSITION_PASSES if need else 0):     # joint-space projection
-        for k in range(c):
+        for k in range(c):                               # W = N N^T over the rows' dofs
             lr[bb + k] += lr[LR_HEADER + LR_PER * k + 1]
+            a, e = _row_dofs(li, k)
             for m in range(c):
+                a2, e2 = _row_dofs(li, m)
                 x = 0.0
-                for i in range(nv):
+                for i in range(max(a, a2), min(e, e2)):
                     x += lr[N + nv * k + i] * lr[N + nv * m + i]
                 lr[W + c * k + m] = x
         _pgs(lr, W, bb, lam, c, li[LI_ITER])
         for k in range(c):
             x = lr[lam + k]
-            for i in range(nv):
+            a, e = _row_dofs(li, k)
+            for i in range(a, e):
                 q[i] += lr[N + nv * k + i] * x
         inside = True
         for k in range(c):
             d = _limit_row(li, lr, q, k, nv, N, bb)
+            if d != d:
+                return 5
             inside = inside and d + lr[LR_HEADER + LR_PER * k + 1] >= -POSITION_SLACK
         if inside:
             break
     return 0
+
+
+@_jit
+def _row_dofs(li, k):
+    """The coordinates ``a:e`` where constraint ``k``'s gradient can be nonzero (the rotation
+    coordinates of a cone or twist limit, the one coordinate of a range); the products over
+    the others are zeros, which leave the sums as they are."""
+    dof = li[LI_HEADER + 2 * k + 1]
+    return dof, dof + (3 if li[LI_HEADER + 2 * k] >= LIMIT_CONE else 1)
 
 
 @_jit
@@ -1269,6 +1380,14 @@ def _limit_row(li, lr, q, k, nv, N, D):
     if kind == LIMIT_CONE:
         d, g0, g1, g2 = _cone(q, dof, lr[o + 2], lr[o + 3], lr[o + 4], lr[o + 5])
         lr[n + dof], lr[n + dof + 1], lr[n + dof + 2] = g0, g1, g2
+    elif kind == LIMIT_ELLIPSE:
+        d, g0, g1, g2 = _ellipse(q, dof, lr, o)
+        lr[n + dof], lr[n + dof + 1], lr[n + dof + 2] = g0, g1, g2
+    elif kind >= LIMIT_TWIST_LOWER:
+        tw, g0, g1, g2 = _twist(q, dof, lr[o + 2], lr[o + 3], lr[o + 4])
+        sign = 1.0 if kind == LIMIT_TWIST_LOWER else -1.0
+        d = sign * (tw - lr[o])
+        lr[n + dof], lr[n + dof + 1], lr[n + dof + 2] = sign * g0, sign * g1, sign * g2
     elif kind == LIMIT_LOWER:
         d = q[dof] - lr[o]
         lr[n + dof] = 1.0
@@ -1297,29 +1416,45 @@ def _delassus(lr, li, nv, ne, IX, N, L, Y, W):
             lr[y + i] = x / lr[L + nv * i + i]
     for e in range(ne):
         n = N + nv * li[IX + e]
+        a, b = _row_dofs(li, li[IX + e])
         for f in range(ne):
             x = 0.0
             y = Y + nv * f
-            for i in range(nv):
+            for i in range(a, b):
                 x += lr[n + i] * lr[y + i]
             lr[W + ne * e + f] = x
 
 
 @_jit
-def advance(ints, reals, buf, q, v, si, sr, sw, li, lr):
-    """One step of the model integrator, in place on ``(q, v)``: ``si[S_NSUB]`` substeps of
+def advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, powers, chol):
+    """Steps of the model integrator, in place on ``(q, v)``: ``n = si[S_NSUB]`` substeps of
     ``h = sr[0]`` with ``tau = sr[1:1 + nv]`` and the ``si[S_NFEXT]`` rows of fext after it
     (:func:`core.compiled.pack.step_arrays`), each followed by the divergence test, the
-    spherical joints' chart change (``si[S_CHARTS]``) and, when ``li`` has constraints, the
-    limit solver (:func:`core.compiled.pack` layout of :meth:`core.limits.LimitSolver`)
-    and again the test and the chart change. Status 0, or nonzero with the limit solver's
-    engagement state as before the call (``(q, v)`` then hold a partial step): 1 a
-    singular ``S^T IA S``, 3 a non-finite state, 4 a mass matrix not positive definite."""
+    spherical and free joints' chart change (``si[S_CHARTS]``) and, when ``li`` has
+    constraints, the limit solver (:func:`core.compiled.pack` layout of
+    :meth:`core.limits.LimitSolver`) and again the test and the chart change.
+
+    With prescribed coordinates (``dofs`` not empty: :func:`driven_step`'s ``dofs``, ``nf``
+    and ``chol``): ``drive (n, 3, 2, k)`` each substep's ``(v_p, a_p)`` at its start, middle
+    and end, ``qend (n, k)`` the prescribed coordinates at its end, each substep's stage
+    powers into the rows of ``powers (n, 4)``, and after the limits of each substep the
+    prescribed coordinates and rates are set to the drive's at its end (as
+    :meth:`core.integrators.Integrator._step`); without, those tables have one row, unused.
+
+    Status 0, or nonzero with the limit solver's engagement state as before the call
+    (``(q, v)`` then hold a partial step): 1 a singular ``S^T IA S``, 3 a non-finite state,
+    4 a mass matrix (or ``M_ff``) not positive definite, 5 an undefined twist limit."""
+    return _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, powers,
+                    chol)
+
+
+@_jit
+def _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, powers, chol):
     nv = ints[H_NV]
     method, h = si[S_METHOD], sr[0]
     tau = sr[1:1 + nv]
-    nf = si[S_NFEXT]
-    fext = sr[1 + nv:1 + nv + 6 * nf].reshape((nf, 6))
+    nfext = si[S_NFEXT]
+    fext = sr[1 + nv:1 + nv + 6 * nfext].reshape((nfext, 6))
     qn = sw[:5 * nv].reshape((5, nv))
     vn = sw[5 * nv:].reshape((5, nv))
     c = li[LI_C] if li.size else 0
@@ -1327,10 +1462,10 @@ def advance(ints, reals, buf, q, v, si, sr, sw, li, lr):
     for k in range(2 * c):                               # engaged, steps -> the copies
         li[E + 2 * c + k] = li[E + k]
     st = 0
-    dofs, drive, powers, chol = _undriven()
-    for _ in range(si[S_NSUB]):
-        st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, 0, drive,
-                      powers, chol)
+    for s in range(si[S_NSUB]):
+        r = s if dofs.size else 0
+        st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive[r],
+                      powers[r], chol)
         if st:
             break
         for j in range(nv):
@@ -1343,6 +1478,9 @@ def advance(ints, reals, buf, q, v, si, sr, sw, li, lr):
                 st = _settle(ints, q, v, si[S_CHARTS])
         if st:
             break
+        for i in range(dofs.size - nf):                  # the drive's motion at the end
+            q[dofs[nf + i]] = qend[s, i]
+            v[dofs[nf + i]] = drive[s, 2, 0, i]
     if st:
         for k in range(2 * c):
             li[E + k] = li[E + 2 * c + k]

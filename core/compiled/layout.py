@@ -31,7 +31,8 @@ __all__ = ["HEADER", "NI", "BODY_REALS", "B_SIZE", "D_SIZE", "TMP_SIZE", "buffer
            "S_SIZE",
            "CJ_AXES", "CJ_HEAD", "CJ_PER", "FN_CONSTANT", "FN_LINEAR", "FN_POLYNOMIAL",
            "FN_SPLINE",
-           "limit_offsets", "LIMIT_LOWER", "LIMIT_UPPER", "LIMIT_CONE"]
+           "limit_offsets", "LIMIT_LOWER", "LIMIT_UPPER", "LIMIT_CONE", "LIMIT_TWIST_LOWER",
+           "LIMIT_TWIST_UPPER", "LIMIT_ELLIPSE", "KIND_FREE"]
 
 # header of ints
 H_NB, H_NV, H_NPS, H_SPRINGS = 0, 1, 2, 3
@@ -48,9 +49,10 @@ NI = 8
 #: an OpenSim CustomJoint (axis and function tables, :mod:`core.compiled.custom`), a closed
 #: cubic spline curve (its period, then a cubic spline's parameters: the coordinate is
 #: wrapped into one period before the span lookup), a weld (``P G = P``, no parameters), an
-#: n-DOF spline joint (B-spline and twist tables, :mod:`core.compiled.surface`)
+#: n-DOF spline joint (B-spline and twist tables, :mod:`core.compiled.surface`), a free joint
+#: (exponential coordinates of the rotation, then the translation; no parameters)
 KIND_PYTHON, KIND_SCREW, KIND_SPLINE, KIND_SPHERE, KIND_CUSTOM = 0, 1, 2, 3, 4
-KIND_CLOSED_SPLINE, KIND_FIXED, KIND_SURFACE = 5, 6, 7
+KIND_CLOSED_SPLINE, KIND_FIXED, KIND_SURFACE, KIND_FREE = 5, 6, 7, 8
 
 #: an n-DOF spline joint's parameters (:mod:`core.compiled.surface`): a header of n, m and
 #: :data:`SJ_PER_AXIS` numbers per axis (three axes), :data:`SJ_HEAD` floats in all
@@ -109,8 +111,11 @@ S_SIZE = 4
 
 # -- the limit solver (core.limits.LimitSolver) -----------------------------------------------
 #: constraint kinds: ``q[dof] - bound >= 0``, ``bound - q[dof] >= 0``, a reach cone on the
-#: rotation coordinates starting at dof (axis p, cos of the half-angle)
-LIMIT_LOWER, LIMIT_UPPER, LIMIT_CONE = 1, 2, 3
+#: rotation coordinates starting at dof (axis p, cos of the half-angle), the twist angle
+#: about the axis p of those coordinates ``twist - bound >= 0`` and ``bound - twist >= 0``,
+#: and an elliptic cone on them (:func:`core.expcoords.elliptic_cone_value`)
+LIMIT_LOWER, LIMIT_UPPER, LIMIT_CONE, LIMIT_TWIST_LOWER, LIMIT_TWIST_UPPER = 1, 2, 3, 4, 5
+LIMIT_ELLIPSE = 6
 #: ``li`` header: constraints c, min_engaged_steps, Gauss-Seidel sweeps
 LI_C, LI_MIN, LI_ITER = 0, 1, 2
 LI_HEADER = 4
@@ -121,8 +126,10 @@ PGS_RTOL = 1e-10
 #: most this many times, until every constraint is within its deadband less this slack
 POSITION_PASSES = 4
 POSITION_SLACK = 1e-12
-#: reals per constraint in ``lr``: bound, deadband tolerance, axis (3), cos(half-angle)
-LR_PER = 6
+#: reals per constraint in ``lr``: bound, deadband tolerance, axis p (3), cos(half-angle);
+#: an elliptic cone's: ``sin^2`` of its first half half-angle, the tolerance, p (3), ``sin^2``
+#: of the second, its reference axis u (3, orthogonal to p)
+LR_PER = 9
 LR_HEADER = 1         # restitution
 
 

@@ -19,15 +19,15 @@ import math
 
 import numpy as np
 
-from ..compiled.layout import KIND_SPHERE
+from ..compiled.layout import KIND_FREE, KIND_SPHERE
 from .. import expcoords
 from ..errors import InvalidInputError
 from ..lie import so3
 from .base import Joint
-from .family import JointFamily
+from .family import GenericFamily, JointFamily
 from .lower_pairs import ParamJoint
 
-__all__ = ["Spherical", "Free", "SphericalFamily"]
+__all__ = ["Spherical", "Free", "SphericalFamily", "FreeFamily"]
 
 
 class SphericalFamily(JointFamily):
@@ -201,3 +201,14 @@ class Free(_ExpCoordJoint):
             return q, v
         out = expcoords.reparametrize(r, v[:3])
         return np.concatenate([out.r, q[3:]]), np.concatenate([out.r_dot, v[3:]])
+
+
+class FreeFamily(GenericFamily):
+    """The :class:`Free` joints of a model: in Python one at a time through
+    :meth:`Free.evaluate` (as :class:`~core.joints.family.GenericFamily`), in the compiled
+    kernels from the coordinates alone (no constants)."""
+
+    kernel_kind = KIND_FREE
+
+
+Free.family = FreeFamily

@@ -26,7 +26,7 @@ from core.compiled.dispatch import packed
 from core.integrators import Integrator
 from core.joints.lower_pairs import (Cylindrical, Fixed, Helical, Prismatic, Revolute,
                                      Universal)
-from core.joints.spherical import Spherical
+from core.joints.spherical import Free, Spherical
 from core.joints.spline_curve import ClosedSplineCurveJoint, SplineCurveJoint
 from core.lie import se3, so3
 from core.model import Model
@@ -124,6 +124,16 @@ def mixed_tree(rng):
     return m
 
 
+def free_tree(rng):
+    """Free joints (a kernel of their own) at the root and inside a tree of balls and
+    hinges."""
+    m = Model()
+    for i, (j, p) in enumerate(zip([Free(), Spherical(), Free(), Revolute((0, 1, 0)),
+                                    Spherical()], [-1, 0, 1, 0, 3])):
+        _add(m, rng, f"f{i}", p, j)
+    return m
+
+
 MODELS = {
     "revolute1": lambda rng: revolute_chain(1, rng),
     "revolute8": lambda rng: revolute_chain(8, rng),
@@ -133,6 +143,7 @@ MODELS = {
     "ball1": lambda rng: ball_chain(1, rng),
     "ball6": lambda rng: ball_chain(6, rng),
     "mixed_tree": mixed_tree,
+    "free_tree": free_tree,
 }
 
 
@@ -184,7 +195,7 @@ def test_backends_agree(name, outside, both):
 
 
 @pytest.mark.parametrize("method", ["euler", "semi_implicit", "rk4"])
-@pytest.mark.parametrize("name", ["revolute8", "ball6", "spline8", "mixed_tree"])
+@pytest.mark.parametrize("name", ["revolute8", "ball6", "spline8", "mixed_tree", "free_tree"])
 def test_integrator_step_agrees(name, method, both):
     """One kernel call per substep (models whose joints all have kernels) or the Python
     stages (the mixed tree) give the numpy integrator's trajectory."""
@@ -332,9 +343,25 @@ def test_numpy_fallback_without_numba(env):
     assert "fallback ok" in out.stdout
 
 
+class _PythonCone:
+    """A limit the compiled solver does not know (the reach cone's constraints through the
+    limit interface only), so the limits run in Python after each substep's kernel call."""
+
+    def __init__(self, cone):
+        self.cone = cone
+
+    def __getattr__(self, name):
+        return getattr(self.cone, name)
+
+    def bind(self, model):
+        self.cone.bind(model)
+        return self
+
+
 def _limited(kind, rng):
     """A chain with limits the compiled solver runs (reach cones on balls, coordinate
-    limits on revolutes) or one it leaves to Python (an elliptic cone among the cones)."""
+    limits on revolutes, an elliptic cone among the cones) or one it leaves to Python (a
+    limit of another class, "python")."""
     from core.limits import CoordinateLimit, EllipticCone, LimitSolver, ReachCone
     if kind == "revolute":
         m = revolute_chain(5, rng)
@@ -345,15 +372,18 @@ def _limited(kind, rng):
         lims = [ReachCone(i, rng.normal(size=3), 0.4 + 0.1 * i) for i in range(5)]
         if kind == "elliptic":
             lims[2] = EllipticCone(2, (0, 0, 1), (1, 0, 0), 0.5, 0.3)
+        if kind == "python":
+            lims[2] = _PythonCone(lims[2])
     return m, LimitSolver(m, lims, restitution=0.3)
 
 
 @pytest.mark.parametrize("method", ["semi_implicit", "rk4"])
-@pytest.mark.parametrize("kind", ["revolute", "ball", "elliptic"])
+@pytest.mark.parametrize("kind", ["revolute", "ball", "elliptic", "python"])
 def test_limits_agree(kind, method, both):
-    """The limit solver compiled into the step kernel (coordinate limits, reach cones) or
-    applied in Python after each substep kernel (an elliptic cone present) gives the numpy
-    path's trajectory, the same engagement at every step and the same distances.
+    """The limit solver compiled into the step kernel (coordinate limits, circular and
+    elliptic reach cones) or applied in Python after each substep kernel (a limit of another
+    class present) gives the numpy path's trajectory, the same engagement at every step and
+    the same distances.
 
     Tolerance: as the integrator test (:func:`_trajectory_tolerance` over the 300
     substeps), the impulses adding a Cholesky solve and 30 Gauss-Seidel sweeps on a W of
@@ -366,8 +396,8 @@ def test_limits_agree(kind, method, both):
 
     def run():
         integ = Integrator(m, 1e-3, 2, method, limits=solver)
-        assert (integ._kernel_advance is not None) == (kind != "elliptic")
-        assert solver.compiled == (kind != "elliptic")
+        assert (integ._kernel_advance is not None) == (kind != "python")
+        assert solver.compiled == (kind != "python")
         state = integ.start(q0, v0)
         flags, dist = [], []
         for k in range(150):
@@ -387,7 +417,8 @@ def test_limits_agree(kind, method, both):
 
 def test_kernel_chart_change_is_reparametrize():
     """The step kernel's chart change of spherical joints is
-    :func:`core.expcoords.reparametrize` (|r| from below pi to 3 pi, a few ulps)."""
+    :func:`core.expcoords.reparametrize` (|r| from below pi to 3 pi, a few ulps), and that of
+    free joints :meth:`core.joints.spherical.Free.normalize`."""
     from core.expcoords import reparametrize
     previous = backend.use("numba")
     try:
@@ -402,6 +433,18 @@ def test_kernel_chart_change_is_reparametrize():
         ref = reparametrize(r, rd)
         assert np.allclose(q, ref.r.ravel(), rtol=0, atol=64 * EPS * 3 * np.pi)
         assert np.allclose(v, ref.r_dot.ravel(), rtol=0, atol=64 * EPS * np.abs(rd).max() * 10)
+        m = free_tree(rng)                  # free joints: the rotation part, as Free.normalize
+        p = packed(m)
+        q0, v0 = 3.0 * rng.normal(size=m.nq), rng.normal(size=m.nv)
+        q, v = q0.copy(), v0.copy()
+        backend.kernels._normalize(p.ints, q, v)
+        for i, j in enumerate(m.joints):
+            s = slice(m.q_start[i], m.q_start[i] + m.q_count[i])
+            if isinstance(j, Free):
+                qr, vr = j.normalize(q0[s], v0[s])
+                assert np.linalg.norm(q0[s][:3]) > np.pi
+                assert np.allclose(q[s], qr, rtol=0, atol=64 * EPS * 3 * np.pi)
+                assert np.allclose(v[s], vr, rtol=0, atol=64 * EPS * np.abs(v0).max() * 10)
     finally:
         backend.use(previous)
 

@@ -170,3 +170,71 @@ def test_skeleton_bake_agrees_and_diverges_alike(both):
                 simulate_mechanism(skeleton_chain(duration=6.0, fps=2, substeps=3))
         finally:
             backend.use(previous)
+
+
+def _sway(t):
+    """A rig's kinematic root: the six coordinates of a free joint (rotation exponential
+    coordinates, translation) at time t, or ``(K, 6)`` at times ``(K,)``."""
+    t = np.asarray(t, dtype=float)
+    s, c = np.sin(3.0 * t), np.cos(3.0 * t)
+    z = np.zeros_like(t)
+    q = np.stack([0.1 * s, 0.2 * t, 0.9 * s, 0.1 * s, z, 0.05 * t], axis=-1)
+    v = np.stack([0.3 * c, 0.2 + z, 2.7 * c, 0.3 * c, z, 0.05 + z], axis=-1)
+    a = np.stack([-0.9 * s, z, -8.1 * s, -0.9 * s, z, z], axis=-1)
+    return q, v, a
+
+
+def driven_coned_chain(rng):
+    """A free root prescribed by :func:`_sway` (a rig's kinematic bone) carrying a chain of
+    five balls, each in a reach cone with a twist limit, then a hinge with a coordinate
+    range, damped; and the limit solver of those limits."""
+    from core.joints.spherical import Free, Spherical
+    from core.limits import CoordinateLimit, LimitSolver, ReachCone, TwistLimit
+    m = Model()
+    _add(m, rng, "root", -1, Free())
+    for i in range(1, 6):
+        _add(m, rng, f"b{i}", i - 1, Spherical())
+        m.add_joint_spring(i, 0.0, 0.01)
+    _add(m, rng, "hinge", 5, Revolute((1, 0, 0)))
+    lims = [lim for i in range(1, 6) for lim in (
+        ReachCone(i, rng.normal(size=3), 0.25 + 0.05 * i),
+        TwistLimit(i, rng.normal(size=3), -0.15, 0.2))]
+    lims.append(CoordinateLimit(6, -0.3, 0.35))
+    return m, LimitSolver(m, lims, restitution=0.2)
+
+
+@pytest.mark.parametrize("vectorized", [True, False])
+@pytest.mark.parametrize("method", ["semi_implicit", "rk4"])
+def test_driven_limits_agree(method, vectorized, both):
+    """A driven model with limits (reach cones, twist limits, a coordinate range) takes a
+    run of steps in one kernel call on numba (limits, chart changes and the drive's motion
+    inside): its trajectory, the drive's work, the engagement after every run and the
+    distances equal the numpy path's, which applies the limits in Python after each
+    substep. Tolerance as :func:`test_driven_substep_agrees` over the 240 substeps;
+    engagement is compared exactly (as test_backend_numba's test_limits_agree)."""
+    rng = np.random.default_rng(19)
+    m, solver = driven_coned_chain(rng)
+    assert solver.compiled
+    q0 = 0.2 * rng.normal(size=m.nq)
+    v0 = 2.0 * rng.normal(size=m.nv)
+    drive = Drive(tuple(range(6)), _sway, vectorized=vectorized)
+
+    def run():
+        integ = Integrator(m, 1e-3, 2, method, limits=solver, drive=drive)
+        assert integ._kernel_advance is not None
+        state = integ.start(q0, v0)
+        flags, dist = [], []
+        for k in range(30):
+            state = integ.advance_steps(4 * k * integ.dt, state, 4)
+            flags.append(solver.engaged.copy())
+            dist.append(solver.distances.copy())
+        return state[0], state[1], [state[2]], np.array(flags), np.array(dist)
+    (q_np, v_np, w_np, e_np, d_np), (q_nb, v_nb, w_nb, e_nb, d_nb) = both(run)
+    assert e_np.any() and not e_np.all(), "the run should engage and release limits"
+    assert np.array_equal(e_np, e_nb)
+    scale = max(np.abs(q_np).max(), np.abs(v_np).max())
+    tol = _trajectory_tolerance(m, q0, 30 * 4 * 2)
+    _close(q_np, q_nb, tol, scale, "q")
+    _close(v_np, v_nb, tol, scale, "v")
+    _close(w_np, w_nb, tol, max(abs(w_np[0]), 1.0), "drive work")
+    _close(d_np, d_nb, tol, 1.0, "distances")
