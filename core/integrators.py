@@ -42,7 +42,10 @@ substep (RK4's position weights ``b_i`` on its stage times ``c_i`` give ``sum b_
 1/2``). Under either a resting contact neither sinks nor creeps (gravity's ``h a`` is taken
 back with the position change the method gave it). "euler" moves positions with the
 substep's start velocities only, so impulses cannot keep a contact from sinking, and it is
-refused with contacts. With contacts a step is never one kernel call. Divergence is always a :class:`core.errors.SimulationError`
+refused with contacts. With contacts, a step in which no shape can come within the contact
+margin of another (:meth:`core.contacts.ContactSolver.clear`, checked again at the step's
+end) is one kernel call on the numba backend, as without contacts; the other steps go
+substep by substep. Divergence is always a :class:`core.errors.SimulationError`
 naming the time, the body and a smaller step: a non-finite state, an energy blow-up, and any
 numerical failure inside a step or a record that only a diverged or ill-conditioned state
 causes (:func:`diverged`: a :class:`core.errors.NonFiniteError` of a joint, an overflow, a
@@ -58,10 +61,10 @@ records: a bake's frame) in one call of it. With a drive, each stage solves for 
 accelerations (every stage's mass matrix, nonlinear effects, the solve and the drive's
 power, as :func:`core.compiled.kernels.driven_step`), the drive's rates and accelerations at
 every substep's start, middle and end evaluated in Python for the whole run
-(:meth:`Drive.evaluate_many`) and passed in. With other limits (an elliptic cone) or
-contacts, one kernel call per substep (:func:`~core.compiled.kernels.step` or
-:func:`~core.compiled.kernels.driven_step`) and the limits or contacts in Python. A step the
-kernel reports as failed is taken again on the Python path, which raises the error above.
+(:meth:`Drive.evaluate_many`) and passed in. A step with contacts takes one kernel call per
+substep (:func:`~core.compiled.kernels.step` or :func:`~core.compiled.kernels.driven_step`)
+and the contact step in Python. A step the kernel reports as failed is taken again on the
+Python path, which raises the error above.
 
 Size. :func:`integrate` preallocates its records; :func:`check_record_size` refuses a run
 whose records would exceed :data:`MAX_RECORD_BYTES` before any work, with the figure.
@@ -307,6 +310,8 @@ class Integrator:
             raise InvalidInputError(f"contacts step with {' or '.join(IMPULSE_POSITION)}, not "
                                     f"{method!r}: its positions move with the substep's start "
                                     "velocities only, so no impulse keeps a contact from sinking")
+        if contacts is not None and limits is None:
+            limits = contacts.limits
         self.tau, self.fext, self.limits = tau, fext, limits
         self.contacts = contacts
         self.energy_limit = energy_limit
@@ -382,9 +387,11 @@ class Integrator:
         drive ``(drive, qend, powers)``; or None: that needs the substep kernel
         (:meth:`_kernel_step_arguments`, or with a drive :meth:`_kernel_drive_arguments`),
         the spherical and free joints as the only joints that change chart, and no limits or
-        a limit solver that is ``compiled``, and no contact solver."""
+        a limit solver that is ``compiled`` (with a contact solver: its limit solver; such a
+        call takes only steps that :meth:`core.contacts.ContactSolver.clear` finds free of
+        contacts)."""
         kernel = self._kernel_step or self._kernel_drive
-        if kernel is None or self.contacts is not None or (
+        if kernel is None or (
                 self.limits is not None and not getattr(self.limits, "compiled", False)):
             return None
         if any(not isinstance(j, (Spherical, Free)) for j, _ in self._charts):
@@ -433,6 +440,23 @@ class Integrator:
                 for x in sub[j * self.substeps:(j + 1) * self.substeps].tolist():
                     work[j] += x
         return qn, vn, work
+
+    def _kernel_steps_clear(self, t, q, v, count):
+        """:meth:`_kernel_steps` for steps that no shape can finish in contact
+        (:meth:`core.contacts.ContactSolver.clear` over the ``count`` steps, and again at
+        their end), logged as such; None (the limit solver's engagement as before) where the
+        check or the kernel declines."""
+        contacts, t_end = self.contacts, t + count * self.dt
+        if not contacts.clear(self.data, q, v, t, count * self.dt):
+            return None
+        li, lr = self._kernel_advance[3:5]
+        saved = li.copy(), lr.copy()
+        out = self._kernel_steps(t, q, v, count)
+        if out is None or not contacts.clear(self.data, out[0], None, t_end):
+            li[:], lr[:] = saved
+            return None
+        contacts.skip(t, self.h, self.substeps * count)
+        return out
 
     # -- forces --------------------------------------------------------------------
     def _tau(self, t, q, v):
@@ -588,7 +612,13 @@ class Integrator:
         reports as failed is taken again here, substep by substep, which raises the
         SimulationError that names the cause."""
         if self._kernel_advance is not None and _backend.kernels is not None:
-            out = self._kernel_steps(t, q, v, 1)
+            contacts = self.contacts
+            if contacts is None:
+                out = self._kernel_steps(t, q, v, 1)
+                if out is not None:
+                    return out[0], out[1], float(out[2][0])
+            else:
+                out = self._kernel_steps_clear(t, q, v, 1)
             if out is not None:
                 return out[0], out[1], float(out[2][0])
         work = 0.0
@@ -649,15 +679,17 @@ class Integrator:
     def advance_steps(self, t, state, count):
         """:func:`integrate`'s run of ``count`` steps from time ``t``: one kernel call per
         :data:`KERNEL_SUBSTEPS` substeps where :meth:`_kernel_advance_arguments` allows on
-        the numba backend, else (and from a step the kernel reports as failed on) calls of
-        :meth:`advance`."""
+        the numba backend (with a contact solver: while the calls' steps are clear of
+        contacts, :meth:`_kernel_steps_clear`), else (and from a call the kernel or the
+        contact check declines on) calls of :meth:`advance`."""
         if self._kernel_advance is not None and _backend.kernels is not None:
             per_call = max(1, KERNEL_SUBSTEPS // self.substeps)
             done = 0
             while done < count:
                 n = min(per_call, count - done)
                 q, v, work = state
-                out = self._kernel_steps(t + done * self.dt, q, v, n)
+                out = (self._kernel_steps if self.contacts is None else
+                       self._kernel_steps_clear)(t + done * self.dt, q, v, n)
                 if out is None:
                     break
                 for dw in out[2].tolist():

@@ -70,6 +70,8 @@ from scipy.linalg import cho_factor, cho_solve
 
 from .. import backend as _backend
 from .. import dynamics
+from ..compiled import dispatch as _compiled
+from ..compiled.layout import B_SIZE, B_V, buffer_offsets
 from ..checks import real_number, whole_number
 from ..errors import InvalidInputError, NonFiniteError
 from ..kinematics import update_kinematics
@@ -263,6 +265,9 @@ class ContactSolver:
         self._vertex_local = np.concatenate([np.arange(c) for c in counts] or
                                             [np.zeros(0, dtype=int)]).tolist()
         self._vertex_radius = np.repeat([s.radius for s in self.shapes], counts)
+        at = buffer_offsets(model.nbodies, model.nv, model.one_dof_each)["bodies"] + B_V
+        #: the buffer indices of each shape's body's body-frame velocity in the kernels
+        self._body_velocity = at + B_SIZE * self.bodies[:, None] + np.arange(6)
         self._plane_material = [[pair_material(p, s, self.friction, self.restitution)
                                  for s in self.shapes] for p in self.planes]
         self._first = np.array([s.vertices[0] for s in self.shapes]).reshape(-1, 3)
@@ -330,6 +335,46 @@ class ContactSolver:
             for p, n, s, k in collide(A, B, margin):
                 out.append((a, b, p, n, s, mu, e, ("pair", int(i), int(j), k), mover))
         return out
+
+    def clear(self, data, q, v, t, dt=None):
+        """Whether a step may skip the contact solver. With ``v (nv,)`` and ``dt``: True
+        when no contact can be made in the ``dt`` seconds from ``(q, v)`` at time t, i.e. no
+        shape comes within the margin plus twice the distance its fastest point covers in
+        dt at the speeds of v plus gravity's ``|g| dt^2 / 2`` of another shape or a collider,
+        and there is no moving collider (whose sweep this does not bound). With ``v`` None:
+        True when no shape overlaps another or a collider at q (the check of such a step's
+        end, which catches a speed that more than doubled within it). Poses the model in
+        ``data`` (on the numba backend by the compiled kinematics: world poses and body-frame
+        velocities)."""
+        if v is None:
+            self._pose(data, q)
+            return not any(c[4] < 0.0 for c in self.find_contacts(data, t, 0.0))
+        if self.movers:
+            return False
+        g = float(np.linalg.norm(self.model.gravity))
+        reach = self.margin + 2.0 * dt * self._pose(data, q, v) + 0.5 * g * dt * dt
+        return not self.find_contacts(data, t, reach)
+
+    def _pose(self, data, q, v=None):
+        """Pose the model in ``data.oMi`` at q; with ``v``, return :meth:`_speed_bound`'s
+        bound at v (from the compiled kernels' body-frame velocities ``[w; v_o]`` on the
+        numba backend: point speeds do not depend on the frame)."""
+        if _backend.kernels is None:
+            update_kinematics(self.model, data, q)
+            return None if v is None else self._speed_bound(data, v)
+        _compiled.energies(self.model, data, q, v)
+        if v is None or not len(self.shapes):
+            return 0.0
+        V = data.buffer[self._body_velocity]                              # (s, 6)
+        w = V[:, :3]
+        speed = np.linalg.norm(V[:, 3:] + np.cross(w, self._first), axis=1) + \
+            np.linalg.norm(w, axis=1) * self._extent
+        return float(speed.max())
+
+    def skip(self, t, h, substeps):
+        """Log ``substeps`` substeps of ``h`` seconds from time t taken without the contact
+        solver (after :meth:`clear`): no contacts, no overlap, no energy changed."""
+        self._log.extend((t + (k + 1) * h, 0, 0.0, 0.0) for k in range(substeps))
 
     def _speed_bound(self, data, v):
         """A bound on the speed (m/s) of any point of any shape, from the bodies' spatial
