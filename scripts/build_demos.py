@@ -62,7 +62,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "demo_blends"
 MODULE = "bl_ext.user_default.spline_joints"
 BUILD_VERSION = 7
-RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone", "gait2392_walk", "character_rig")
+RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone", "gait2392_walk", "character_rig",
+        "ragdoll_steps", "chain_in_bowl")
 LINKAGES = ("four_bar_linkage", "scissor_lift", "door_stop")
 #: the shipped OpenSim models, meshes and motions (see the README there)
 OSIM_DATA = ROOT.parent / "shared" / "data" / "osim"
@@ -90,6 +91,8 @@ VIEWS = {
     "scissor_lift": (0.35, -1.0, 0.3),
     "door_stop": (0.3, -0.6, 1.2),
     "character_rig": (1.0, 0.7, 0.45),
+    "ragdoll_steps": (1.0, -0.35, 0.3),
+    "chain_in_bowl": (0.6, -1.0, 0.9),
 }
 DEFAULT_VIEW = (0.55, -1.0, 0.35)
 
@@ -928,6 +931,14 @@ def main(argv: list[str]) -> int:
         from demo_character import build_character_rig  # it imports this module
 
         builders["character_rig"] = build_character_rig
+    if "ragdoll_steps" in names:
+        from demo_ragdoll import build_ragdoll_steps  # it imports this module
+
+        builders["ragdoll_steps"] = build_ragdoll_steps
+    if "chain_in_bowl" in names:
+        from demo_bowl import build_chain_in_bowl  # it imports this module
+
+        builders["chain_in_bowl"] = build_chain_in_bowl
     for name in names:
         if name in builders:
             builders[name](out)
