@@ -1,4 +1,4 @@
-"""Write demo_blends/: one .blend per core demo mechanism, three rigs and an OpenSim walk, with bpy.
+"""Write demo_blends/: one .blend per core demo mechanism, rig, linkage and the OpenSim walk, with bpy.
 
     .venv/bin/python scripts/build_demos.py                 # every file
     .venv/bin/python scripts/build_demos.py --only globe knee_fit_rig
@@ -38,6 +38,13 @@ go, :func:`facing_view`; :func:`camera_pixels` projects points through a scene's
   tail (8 bones on ball joints in reach cones, damped) and shins (on spline knees fitted to the
   gait2392 knee preset) are simulated: the Simulate panel's settings, unbaked
   (scripts/demo_character.py; ``spline_joints.bake_rig`` and scripts/bake.py bake it).
+* ``ragdoll_steps.blend``: the character's body (no tail) as a limp ragdoll, every bone simulated
+  (free hips, ball joints in elliptical reach cones with twist limits, hinge knees and elbows
+  with end-stops; capsules and spheres as collision shapes), tipped off the top of four box
+  steps marked as colliders, the ground on (scripts/demo_ragdoll.py); unbaked.
+* ``chain_in_bowl.blend``: a chain of 12 capsule links (free first link, ball joints in reach
+  cones) dropped into a bowl of nine box colliders, with self-collision on
+  (scripts/demo_bowl.py); unbaked.
 
 Every scene carries ``scene["spline_joints_demo_build"] = BUILD_VERSION`` so the tests can
 tell a stale file; bump it whenever this script changes what it writes.
@@ -92,7 +99,7 @@ VIEWS = {
     "door_stop": (0.3, -0.6, 1.2),
     "character_rig": (1.0, 0.7, 0.45),
     "ragdoll_steps": (1.0, -0.35, 0.3),
-    "chain_in_bowl": (0.6, -1.0, 0.9),
+    "chain_in_bowl": (0.5, -1.0, 0.7),
 }
 DEFAULT_VIEW = (0.55, -1.0, 0.35)
 

@@ -129,5 +129,5 @@ def build_chain_in_bowl(out: Path) -> None:
     floor.data.materials.append(bridge.ensure_material("SJ ground", (0.86, 0.87, 0.84, 1.0)))
     bpy.ops.object.mode_set(mode="OBJECT")
     scene.frame_set(1)
-    bd.setup_render(scene, reach, bd.VIEWS["chain_in_bowl"], margin=1.05)
+    bd.setup_render(scene, reach, bd.VIEWS["chain_in_bowl"], margin=1.0)
     bd.save(scene, out / "chain_in_bowl.blend")

@@ -153,7 +153,8 @@ def build_ragdoll_steps(out: Path) -> None:
         step.data.materials.append(bridge.ensure_material("SJ step", stone))
         step.location = centre
         step.spline_joints_collider.enabled = True
-    reach = np.array([[x, y, z] for x in (-0.7, 0.7) for y in (-2.6, TOP_DEPTH) for z in (0.0, 2.0)])
+    # the camera frames the steps, the standing ragdoll's head and where it lands
+    reach = np.array([[x, y, z] for x in (-0.7, 0.7) for y in (-2.3, TOP_DEPTH) for z in (0.0, 2.5)])
     ground = reach[[0, 2, 6, 4]] * [1.0, 1.0, 0.0]
     floor = bridge.write_mesh_object("ground", ground, np.array([[0, 1, 2, 3]]), scene.collection)
     floor.data.materials.append(bridge.ensure_material("SJ ground", (0.86, 0.87, 0.84, 1.0)))
