@@ -39,6 +39,8 @@ KEY_TOL = 1e-5
 SLOP = 5e-4
 DEPTH = SLOP + KEY_TOL
 IMPACT_DEPTH = 1e-3 + KEY_TOL
+#: a ragdoll "at rest" at the end: its bones' mean speed over the last quarter second (m/s)
+REST_SPEED = 0.1
 
 
 def _scripts():
@@ -165,11 +167,17 @@ def scenario_ragdoll(tmp):
     assert depth[-1].max() <= DEPTH, depth[-1]
     touched = int((closest <= IMPACT_DEPTH).sum())
     assert touched >= 3, closest             # it hits several steps on the way down (to IMPACT_DEPTH)
+    # It ends lying below the top step, past the second, touching the steps or the ground,
+    # and nearly still: no bone moves faster than REST_SPEED over the last quarter second.
     hips = world[:, 0, :3, 3]
-    assert hips[-1, 2] < 0.5 * dr.N_STEPS * dr.RISE and hips[-1, 1] < -dr.RUN, hips[-1]  # it ends below
+    assert hips[-1, 2] < dr.N_STEPS * dr.RISE and hips[-1, 1] < -dr.RUN, hips[-1]
+    assert result.contacts[-1] >= 1, result.contacts[-1]
+    last = round(0.25 * dr.FPS)
+    speed = float(np.linalg.norm(world[-1, :, :3, 3] - world[-1 - last, :, :3, 3], axis=1).max()) * dr.FPS / last
+    assert speed < REST_SPEED, speed
     return {"worst_limit": worst_limit, "worst_mm": 1000 * float(depth.max()),
             "report_mm": 1000 * result.worst_penetration, "contacts": int(result.contacts.max()),
-            "touched": touched, "wall": result.wall_time}
+            "touched": touched, "wall": result.wall_time, "end_speed": speed}
 
 
 def scenario_bowl(tmp):
