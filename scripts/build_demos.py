@@ -781,6 +781,15 @@ def _visible_points(scene, frames) -> np.ndarray:
     return np.vstack(pts)
 
 
+def ground_quad(scene, quad: np.ndarray):
+    """A mesh object "Ground": the quad of corners ``quad (4, 3)`` (counter-clockwise seen
+    from above) in the ground's colour; only drawn (the scene's ground collider is a setting)."""
+    bridge = addon_module("addon.bridge")
+    ground = bridge.write_mesh_object("Ground", quad, np.array([[0, 1, 2, 3]]), scene.collection)
+    ground.data.materials.append(bridge.ensure_material("SJ ground", (0.86, 0.87, 0.84, 1.0)))
+    return ground
+
+
 def _share_meshes(first, second) -> None:
     """Let the objects of collection ``second`` show the mesh data of the same file in
     ``first`` (the two imports read the same files), and remove the copies."""
@@ -829,8 +838,7 @@ def build_gait_walk(out: Path) -> None:
     m = 0.2  # the ground reaches this far (m) beyond the feet
     quad = np.array([[lo[0] - m, lo[1] - m, lo[2]], [hi[0] + m, lo[1] - m, lo[2]],
                      [hi[0] + m, hi[1] + m, lo[2]], [lo[0] - m, hi[1] + m, lo[2]]])
-    ground = bridge.write_mesh_object("Ground", quad, np.array([[0, 1, 2, 3]]), scene.collection)
-    ground.data.materials.append(bridge.ensure_material("SJ ground", (0.86, 0.87, 0.84, 1.0)))
+    ground_quad(scene, quad)
     setup_render(scene, np.vstack([pts, quad]), view, margin=1.04)
     credits = bpy.data.texts.new("CREDITS")
     credits.write(GAIT_CREDITS)

@@ -124,9 +124,7 @@ def build_chain_in_bowl(out: Path) -> None:
         c.enabled, c.shape = True, "BOX"
     r = BASE_RADIUS + WALL[1] * math.cos(SLOPE) + 0.05
     reach = np.array([[x, y, z] for x in (-r, r) for y in (-r, r) for z in (0.0, DROP + 2.0 * PITCH)])
-    ground = reach[[0, 2, 6, 4]] * [1.6, 1.6, 0.0]
-    floor = bridge.write_mesh_object("ground", ground, np.array([[0, 1, 2, 3]]), scene.collection)
-    floor.data.materials.append(bridge.ensure_material("SJ ground", (0.86, 0.87, 0.84, 1.0)))
+    bd.ground_quad(scene, reach[[0, 4, 6, 2]] * [1.6, 1.6, 0.0])
     bpy.ops.object.mode_set(mode="OBJECT")
     scene.frame_set(1)
     bd.setup_render(scene, reach, bd.VIEWS["chain_in_bowl"], margin=1.0)

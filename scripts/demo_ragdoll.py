@@ -155,9 +155,7 @@ def build_ragdoll_steps(out: Path) -> None:
         step.spline_joints_collider.enabled = True
     # the camera frames the steps, the standing ragdoll's head and where it lands
     reach = np.array([[x, y, z] for x in (-0.7, 0.7) for y in (-2.3, TOP_DEPTH) for z in (0.0, 2.5)])
-    ground = reach[[0, 2, 6, 4]] * [1.0, 1.0, 0.0]
-    floor = bridge.write_mesh_object("ground", ground, np.array([[0, 1, 2, 3]]), scene.collection)
-    floor.data.materials.append(bridge.ensure_material("SJ ground", (0.86, 0.87, 0.84, 1.0)))
+    bd.ground_quad(scene, reach[[0, 4, 6, 2]] * [1.0, 1.0, 0.0])
     bpy.ops.object.mode_set(mode="OBJECT")
     scene.frame_set(1)
     bd.setup_render(scene, reach, bd.VIEWS["ragdoll_steps"], margin=1.02)

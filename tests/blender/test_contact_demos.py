@@ -25,6 +25,7 @@ The signed distance of a capsule's segment to a box is convex along the segment,
 minimum is found by golden-section search to far below DEPTH.
 """
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -43,8 +44,10 @@ IMPACT_DEPTH = 1e-3 + KEY_TOL
 REST_SPEED = 0.1
 
 
-def _scripts():
+def _demo(module):
+    """A demo builder module of scripts/ (in the Blender subprocess only)."""
     sys.path.insert(0, str(ROOT / "scripts"))
+    return importlib.import_module(module)
 
 
 def _box_distance(p, T, half):
@@ -88,6 +91,22 @@ def _bake(scene, arm):
         bpy.context.view_layer.update()
         world.append([W @ np.array(arm.pose.bones[b.name].matrix) for b in job.bodies])
     return job, result, np.array(world)
+
+
+def _built_and_baked(tmp, build, name, armature):
+    """Build demo ``name`` into ``tmp`` with ``build``, open it and bake its armature
+    (:func:`_bake`); the limits hold at every frame (:func:`_check_limits`) and the keys play
+    the result back to KEY_TOL. Returns (armature, job, result, world, worst limit excess)."""
+    import bpy
+
+    build(Path(tmp))
+    bpy.ops.wm.open_mainfile(filepath=str(Path(tmp) / f"{name}.blend"), load_ui=False)
+    arm = bpy.data.objects[armature]
+    job, result, world = _bake(bpy.context.scene, arm)
+    worst_limit = _check_limits(job, result)
+    assert worst_limit <= 2.0 * ROTARY_TOL, worst_limit
+    np.testing.assert_allclose(world, result.world, rtol=0, atol=KEY_TOL)
+    return arm, job, result, world, worst_limit
 
 
 def _check_limits(job, result):
@@ -137,22 +156,11 @@ def _depths(world, a, b, radii, boxes):
 def scenario_ragdoll(tmp):
     import bpy
 
-    from scenes import addon_module
+    dr = _demo("demo_ragdoll")
 
-    _scripts()
-    import demo_ragdoll as dr
-
-    dr.build_ragdoll_steps(Path(tmp))
-    bpy.ops.wm.open_mainfile(filepath=str(Path(tmp) / "ragdoll_steps.blend"), load_ui=False)
-    scene = bpy.context.scene
-    arm = bpy.data.objects["Ragdoll"]
-    job, result, world = _bake(scene, arm)
+    arm, job, result, world, worst_limit = _built_and_baked(tmp, dr.build_ragdoll_steps, "ragdoll_steps",
+                                                            "Ragdoll")
     assert len(job.bodies) == 15 and all(not b.kinematic for b in job.bodies)
-    worst_limit = _check_limits(job, result)
-    assert worst_limit <= 2.0 * ROTARY_TOL, worst_limit
-    key_err = float(np.abs(world[..., :3, 3] - result.world[..., :3, 3]).max())
-    rot_err = float(np.abs(world[..., :3, :3] - result.world[..., :3, :3]).max())
-    assert key_err <= KEY_TOL and rot_err <= KEY_TOL, (key_err, rot_err)
 
     boxes = []
     for name, size, centre in dr.steps():
@@ -183,19 +191,11 @@ def scenario_ragdoll(tmp):
 def scenario_bowl(tmp):
     import bpy
 
-    _scripts()
-    import demo_bowl as db
+    db = _demo("demo_bowl")
 
-    db.build_chain_in_bowl(Path(tmp))
-    bpy.ops.wm.open_mainfile(filepath=str(Path(tmp) / "chain_in_bowl.blend"), load_ui=False)
-    scene = bpy.context.scene
-    arm = bpy.data.objects["Chain"]
-    assert scene.spline_joints_sim.use_self_collision
-    job, result, world = _bake(scene, arm)
-    worst_limit = _check_limits(job, result)
-    assert worst_limit <= 2.0 * ROTARY_TOL, worst_limit
-    key_err = float(np.abs(world[..., :3, 3] - result.world[..., :3, 3]).max())
-    assert key_err <= KEY_TOL, key_err
+    arm, job, result, world, worst_limit = _built_and_baked(tmp, db.build_chain_in_bowl, "chain_in_bowl",
+                                                            "Chain")
+    assert bpy.context.scene.spline_joints_sim.use_self_collision
 
     boxes = []
     for name, size, T in db.bowl_pieces():
@@ -205,7 +205,7 @@ def scenario_bowl(tmp):
     depth, _ = _depths(world, a, b, radii, boxes)
     assert depth.max() <= IMPACT_DEPTH, (depth.max(), np.unravel_index(depth.argmax(), depth.shape))
     assert depth[-1].max() <= DEPTH, depth[-1]
-    # Self-collision: links that are not neighbours stay apart by their radii (to DEPTH).
+    # Self-collision: links that are not neighbours stay apart by their radii (to IMPACT_DEPTH).
     A, B = world[:, :, :3, 3], world[:, :, :3, 3] + db.LINK * world[:, :, :3, 1]
     overlap = 0.0
     for i in range(db.N_LINKS):
