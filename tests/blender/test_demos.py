@@ -102,7 +102,8 @@ def scenario_check_files(tmp, demo_dir, version, rigs):
            for pb in arm.pose.bones if pb.spline_joints_sim.enabled}
     rig_facts["character"] = {"simulated": sim, "animated": arm.animation_data.action is not None,
                               "rigs": [o.name for o in addon_module("addon.operators.rig").simulated_armatures(
-                                  bpy.context.scene)]}
+                                  bpy.context.scene)],
+                              "ground": bpy.context.scene.spline_joints_sim.use_ground}
     # the contact demos: every bone simulated, box colliders, the ground on
     for rig, arm_name in (("ragdoll_steps", "Ragdoll"), ("chain_in_bowl", "Chain")):
         bpy.ops.wm.open_mainfile(filepath=os.path.join(demo_dir, f"{rig}.blend"), load_ui=False)
@@ -136,6 +137,7 @@ def test_demo_blends_are_up_to_date(blender):
     np.testing.assert_array_equal(red, at_limit)                # red at the limit, green inside
     character = out["rigs"]["character"]
     assert character["rigs"] == ["Critter"] and character["animated"], character
+    assert not character["ground"], character       # it sits on a ledge, no ground (demo_character.py)
     tail = {k: v for k, v in character["simulated"].items() if k.startswith("tail.")}
     assert len(tail) == 8 and all(v[:2] == ["BALL", True] for v in tail.values()), character
     for side in ("L", "R"):   # the knee: the preset captured and fitted with a spline curve joint
