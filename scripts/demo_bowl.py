@@ -3,8 +3,8 @@ built from convex collider pieces, piling up on itself.
 
 The armature "Chain" has :data:`N_LINKS` bones of :data:`LINK` m, laid out as chords of a
 helix (:data:`COIL` m radius, rising :data:`PITCH` m a turn, its lowest point :data:`DROP` m
-up) about a vertical axis :data:`OFF_AXIS` from the bowl's, so it lands coiled partly on the
-bowl's slope, slides to the bottom and piles its last turn onto the first;
+up) about a vertical axis :data:`OFF_AXIS` from the bowl's: it lands on the bottom and the
+foot of the slope, its upper turn falls onto the lower and it settles in a heap on the bottom;
 each bone carries a capsule mesh of :data:`RADIUS` (its mass from that mesh at
 :data:`DENSITY`). All bones are simulated: the first on a free joint, the others on ball
 joints in a circular reach cone of :data:`CONE` rad with a little damping

@@ -5,7 +5,7 @@ The motion is the core's simulation of each mechanism at the file's own settings
 simulation a bake keys; baking every demo in Blender would be too slow here), placed on the
 file's own body objects; a rig's motion is its animation, played frame by frame, a
 linkage's its bake (seconds), played likewise, and a simulated rig's (the character, the
-contact demos) its bake by scripts/bake.py's ``bake_rigs`` (under a minute each). The points
+contact demos) its bake by scripts/bake.py's ``bake_rigs`` (tens of seconds each). The points
 that outline each body (a mesh's vertices, a curve's points) are projected through the scene
 camera with build_demos.camera_pixels at build_demos.RESOLUTION (640 x 360); a body is in
 view in a frame when the bounding box of its projection lies inside the frame.
