@@ -15,11 +15,10 @@ every frame:
   and the bones' lengths) goes into the ground or a collider box (built from the demo's
   constants and the objects' world matrices) by more than IMPACT_DEPTH, and at the last
   frame, at rest, by more than DEPTH: the contact solver's slop (the depth a resting contact
-  keeps) plus the keys' float32 rounding. An impact goes deeper than the slop: the solver's
-  position correction acts on the end pose predicted to first order, and a body turning at
-  w rad/s leaves the second-order remainder (w h)^2 / 2 of its lever arm (about 0.5 mm for a
-  tumbling body's 0.7 m arm at 10 rad/s and 192 substeps per second); IMPACT_DEPTH is the
-  depth issue 20 allows a landing chain (1 mm).
+  keeps) plus the keys' float32 rounding. While the bodies land they go deeper than the slop
+  (the solver's position correction acts on the end pose predicted to first order, and the
+  bakes report up to about 1.6 mm at a substep); IMPACT_DEPTH is the depth issue 20 allows a
+  landing chain (1 mm) plus the keys' rounding.
 
 The signed distance of a capsule's segment to a box is convex along the segment, so its
 minimum is found by golden-section search to far below DEPTH.
