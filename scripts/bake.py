@@ -235,8 +235,10 @@ def bake_rigs(scene) -> list[dict]:
     Returns one record per rig: ``rig`` (scene/armature, or scene/objects), ``frames``,
     ``bodies`` (simulated), ``wall`` (s, the simulation), ``worst_excess_deg`` (the largest
     excess over any joint limit at any frame, deg; None without limits), ``energy_drift``
-    (relative; None unless the rig is passive), ``actions`` (the new actions' names) and
-    ``report`` (the operator's report sentence)."""
+    (relative; None unless the rig is passive), ``contacts`` (the most contacts in a frame)
+    and ``worst_penetration_mm`` (the deepest overlap of any substep, mm), both None without
+    contacts, ``actions`` (the new actions' names) and ``report`` (the operator's report
+    sentence)."""
     rig_ops = importlib.import_module(f"{MODULE}.addon.operators.rig")
     targets = rig_ops.simulated_armatures(scene) + ([None] if rig_ops.simulated_objects(scene) else [])
     done = []
@@ -259,6 +261,10 @@ def bake_rigs(scene) -> list[dict]:
                         "worst_excess_deg": (math.degrees(result.worst_violation)
                                              if any(job.rig.limits) else None),
                         "energy_drift": result.energy_drift, "actions": actions,
+                        "contacts": (None if result.contacts is None
+                                     else int(result.contacts.max(initial=0))),
+                        "worst_penetration_mm": (None if result.contacts is None
+                                                 else 1000.0 * result.worst_penetration),
                         "report": job.report(result)})
     return records
 

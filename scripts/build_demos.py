@@ -1,4 +1,4 @@
-"""Write demo_blends/: one .blend per core demo mechanism, three rigs and an OpenSim walk, with bpy.
+"""Write demo_blends/: one .blend per core demo mechanism, rig, linkage and the OpenSim walk, with bpy.
 
     .venv/bin/python scripts/build_demos.py                 # every file
     .venv/bin/python scripts/build_demos.py --only globe knee_fit_rig
@@ -38,6 +38,13 @@ go, :func:`facing_view`; :func:`camera_pixels` projects points through a scene's
   tail (8 bones on ball joints in reach cones, damped) and shins (on spline knees fitted to the
   gait2392 knee preset) are simulated: the Simulate panel's settings, unbaked
   (scripts/demo_character.py; ``spline_joints.bake_rig`` and scripts/bake.py bake it).
+* ``ragdoll_steps.blend``: the character's body (no tail) as a limp ragdoll, every bone simulated
+  (free hips, ball joints in elliptical reach cones with twist limits, hinge knees and elbows
+  with end-stops; capsules and spheres as collision shapes), tipped off the top of four box
+  steps marked as colliders, the ground on (scripts/demo_ragdoll.py); unbaked.
+* ``chain_in_bowl.blend``: a chain of 12 capsule links (free first link, ball joints in reach
+  cones) dropped into a bowl of nine box colliders, with self-collision on
+  (scripts/demo_bowl.py); unbaked.
 
 Every scene carries ``scene["spline_joints_demo_build"] = BUILD_VERSION`` so the tests can
 tell a stale file; bump it whenever this script changes what it writes.
@@ -62,7 +69,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "demo_blends"
 MODULE = "bl_ext.user_default.spline_joints"
 BUILD_VERSION = 7
-RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone", "gait2392_walk", "character_rig")
+RIGS = ("knee_fit_rig", "scapulothoracic_fit_rig", "shoulder_reach_cone", "gait2392_walk", "character_rig",
+        "ragdoll_steps", "chain_in_bowl")
 LINKAGES = ("four_bar_linkage", "scissor_lift", "door_stop")
 #: the shipped OpenSim models, meshes and motions (see the README there)
 OSIM_DATA = ROOT.parent / "shared" / "data" / "osim"
@@ -90,6 +98,8 @@ VIEWS = {
     "scissor_lift": (0.35, -1.0, 0.3),
     "door_stop": (0.3, -0.6, 1.2),
     "character_rig": (1.0, 0.7, 0.45),
+    "ragdoll_steps": (1.0, -0.35, 0.3),
+    "chain_in_bowl": (0.5, -1.0, 0.7),
 }
 DEFAULT_VIEW = (0.55, -1.0, 0.35)
 
@@ -771,6 +781,15 @@ def _visible_points(scene, frames) -> np.ndarray:
     return np.vstack(pts)
 
 
+def ground_quad(scene, quad: np.ndarray):
+    """A mesh object "Ground": the quad of corners ``quad (4, 3)`` (counter-clockwise seen
+    from above) in the ground's colour; only drawn (the scene's ground collider is a setting)."""
+    bridge = addon_module("addon.bridge")
+    ground = bridge.write_mesh_object("Ground", quad, np.array([[0, 1, 2, 3]]), scene.collection)
+    ground.data.materials.append(bridge.ensure_material("SJ ground", (0.86, 0.87, 0.84, 1.0)))
+    return ground
+
+
 def _share_meshes(first, second) -> None:
     """Let the objects of collection ``second`` show the mesh data of the same file in
     ``first`` (the two imports read the same files), and remove the copies."""
@@ -819,8 +838,7 @@ def build_gait_walk(out: Path) -> None:
     m = 0.2  # the ground reaches this far (m) beyond the feet
     quad = np.array([[lo[0] - m, lo[1] - m, lo[2]], [hi[0] + m, lo[1] - m, lo[2]],
                      [hi[0] + m, hi[1] + m, lo[2]], [lo[0] - m, hi[1] + m, lo[2]]])
-    ground = bridge.write_mesh_object("Ground", quad, np.array([[0, 1, 2, 3]]), scene.collection)
-    ground.data.materials.append(bridge.ensure_material("SJ ground", (0.86, 0.87, 0.84, 1.0)))
+    ground_quad(scene, quad)
     setup_render(scene, np.vstack([pts, quad]), view, margin=1.04)
     credits = bpy.data.texts.new("CREDITS")
     credits.write(GAIT_CREDITS)
@@ -928,6 +946,14 @@ def main(argv: list[str]) -> int:
         from demo_character import build_character_rig  # it imports this module
 
         builders["character_rig"] = build_character_rig
+    if "ragdoll_steps" in names:
+        from demo_ragdoll import build_ragdoll_steps  # it imports this module
+
+        builders["ragdoll_steps"] = build_ragdoll_steps
+    if "chain_in_bowl" in names:
+        from demo_bowl import build_chain_in_bowl  # it imports this module
+
+        builders["chain_in_bowl"] = build_chain_in_bowl
     for name in names:
         if name in builders:
             builders[name](out)

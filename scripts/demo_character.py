@@ -75,14 +75,17 @@ FUR = (0.92, 0.5, 0.12, 1.0)
 CLOTH = (0.25, 0.42, 0.7, 1.0)
 
 
-def _bone_frames():
+def _bone_frames(layout=BONES):
+    """``(name, parent, T_arm_bone, length)`` of the bones of ``layout`` (rows as in
+    :data:`BONES`), for ``build_demos._armature``."""
     bones = bd.addon_module("core.bones")
     return [(name, parent, bones.bone_frame(head, tail), float(np.linalg.norm(np.subtract(tail, head))))
-            for name, parent, head, tail in BONES]
+            for name, parent, head, tail in layout]
 
 
-def _meshes(arm) -> None:
-    """A closed mesh per bone (bone-parented, in the bone's head frame, Y along the bone)."""
+def _meshes(arm, n_tail: int = N_TAIL) -> None:
+    """A closed mesh per bone (bone-parented, in the bone's head frame, Y along the bone), for
+    the body and the first ``n_tail`` tail bones."""
     display = bd.addon_module("core.display")
     lengths = {b.name: b.length for b in arm.data.bones}
 
@@ -103,7 +106,7 @@ def _meshes(arm) -> None:
         along(f"shin.{side}", display.capsule(0.042, 0.32, axis=1), SKIN)
         along(f"shin.{side}", display.box((0.08, 0.06, 0.16)), (0.2, 0.2, 0.22, 1.0),
               y=lengths[f"shin.{side}"], label=f"foot.{side}")   # the foot points forward (-Y)
-    for k in range(N_TAIL):
+    for k in range(n_tail):
         r = 0.045 - 0.003 * k
         along(f"tail.{k}", display.uv_sphere((r, 0.055, r), 14, 8), FUR)
 

@@ -27,7 +27,8 @@
    dynamics), solver, the constraint error per frame (largest and median) and the limits'
    engagements and deepest violation; for the simulated rigs (the character's tail and shins,
    baked by ``bake_open_file`` as ``spline_joints.bake_rig`` does) a third gives the simulated
-   bodies, frames, wall time, worst limit excess and, for a passive rig, the energy drift. They
+   bodies, frames, wall time, worst limit excess, for a passive rig the energy drift and for
+   a rig with contacts the most contacts in a frame and the worst penetration. They
    are also written to OUT/summary.json.
 
 Exit status 0 when every file baked and rendered, 1 otherwise (``error: FILE: reason`` lines).
@@ -194,15 +195,18 @@ def linkage_table(links: list[dict]) -> str:
 
 def rig_bake_table(bakes: list[dict]) -> str:
     """Simulated rigs (scripts/bake.py's bake_rigs): simulated bodies, frames, the
-    simulation's wall time, the worst excess over any joint limit (deg) and the energy drift
-    (only for a passive rig: no limits, damping or animated bodies)."""
+    simulation's wall time, the worst excess over any joint limit (deg), the energy drift
+    (only for a passive rig: no limits, damping or animated bodies) and, for a rig with
+    contacts, the most contacts in a frame and the worst penetration (mm)."""
     out = [f"{'simulated rig':<34} {'bodies':>6} {'frames':>6} {'wall (s)':>8} {'worst limit excess':>18} "
-           f"{'energy drift':>12}"]
+           f"{'energy drift':>13} {'contacts/frame':>14} {'worst pen. (mm)':>15}"]
     for r in bakes:
         excess = "-" if r["worst_excess_deg"] is None else f"{r['worst_excess_deg']:.3g} deg"
         drift = "(not passive)" if r["energy_drift"] is None else f"{r['energy_drift']:.2e}"
+        touch = "-" if r["contacts"] is None else str(r["contacts"])
+        depth = "-" if r["worst_penetration_mm"] is None else f"{r['worst_penetration_mm']:.3g}"
         out.append(f"{r['file'] + '/' + r['rig'].split('/', 1)[-1]:<34} {r['bodies']:>6} {r['frames']:>6} "
-                   f"{r['wall']:>8.2f} {excess:>18} {drift:>12}")
+                   f"{r['wall']:>8.2f} {excess:>18} {drift:>13} {touch:>14} {depth:>15}")
     return "\n".join(out)
 
 

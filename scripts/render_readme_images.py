@@ -8,7 +8,7 @@ Mechanism and linkage demos are shown baked. By default each is opened from demo
 this process by ``scripts/bake.py``'s ``bake_open_file`` (``spline_joints.bake_dynamics``, as
 the main job does; the baked copy goes to a temporary folder); ``--baked DIR`` takes the
 already baked files of a main-job run instead (``scripts/main.py --out out`` writes them to
-``out/blends``). Files with simulated rigs (the character) are baked the same way; the fitting
+``out/blends``). Files with simulated rigs (the character, the contact demos) are baked the same way; the fitting
 rigs and the OpenSim walk play their own animation.
 
 Stills (8-bit PNG, each well under 300 kB):
@@ -24,6 +24,8 @@ Stills (8-bit PNG, each well under 300 kB):
   contact sheets of the baked linkage demos, 8 frames each.
 * ``character_rig.png`` (``character``): titled contact sheet of the baked character demo
   (its tail and shins simulated), 8 frames.
+* ``ragdoll_steps.png``, ``chain_in_bowl.png`` (``contacts``): titled contact sheets of the
+  baked contact demos (the ragdoll down the steps, the chain into the bowl), 8 frames each.
 * ``gait2392_walk.png``: the two gait2392 models of gait2392_walk.blend (exact OpenSim knees,
   fitted spline knees) at mid-stride (:data:`GAIT_FRAME`), through the demo's own camera.
 
@@ -138,6 +140,11 @@ def character(bpy, out: Path, baked=None) -> Path:
     return sheet(bpy, "character_rig", out, baked)
 
 
+def contacts(bpy, out: Path, baked=None) -> list[Path]:
+    """:func:`sheet` of the contact demos (scripts/demo_ragdoll.py, scripts/demo_bowl.py)."""
+    return [sheet(bpy, name, out, baked) for name in ("ragdoll_steps", "chain_in_bowl")]
+
+
 def linkages(bpy, out: Path, baked=None) -> list[Path]:
     """:func:`sheet` of every linkage demo (scripts/build_demos.py's LINKAGES)."""
     return [sheet(bpy, name, out, baked) for name in bd.LINKAGES]
@@ -210,7 +217,7 @@ def animations(bpy, out: Path, baked=None, names=None) -> list[Path]:
 
 
 MAKERS = {"knee": knee, "reach_cone": reach_cone, "beads": beads, "character": character, "scapula": scapula,
-          "gait": gait, "linkages": linkages, "animations": animations}
+          "gait": gait, "linkages": linkages, "contacts": contacts, "animations": animations}
 
 
 def main(argv: list[str]) -> int:
@@ -225,9 +232,8 @@ def main(argv: list[str]) -> int:
     baked = Path(args.baked) if args.baked else None
     bpy = bd.start_blender()
     for key in args.only or MAKERS:
-        made = (animations(bpy, out, baked, args.demos) if key == "animations"
-                else linkages(bpy, out, baked) if key == "linkages" else [MAKERS[key](bpy, out, baked)])
-        for path in made:
+        made = animations(bpy, out, baked, args.demos) if key == "animations" else MAKERS[key](bpy, out, baked)
+        for path in made if isinstance(made, list) else [made]:
             print(f"wrote {path} ({path.stat().st_size / 1024:.0f} kB)", flush=True)
     return 0
 

@@ -3,8 +3,9 @@ bodies are large enough to read, the skeleton moves in 3D and the reach cone is 
 
 The motion is the core's simulation of each mechanism at the file's own settings (the
 simulation a bake keys; baking every demo in Blender would be too slow here), placed on the
-file's own body objects; a rig's motion is its animation, played frame by frame, and a
-linkage's its bake (seconds), played likewise. The points
+file's own body objects; a rig's motion is its animation, played frame by frame, a
+linkage's its bake (seconds), played likewise, and a simulated rig's (the character, the
+contact demos) its bake by scripts/bake.py's ``bake_rigs`` (tens of seconds each). The points
 that outline each body (a mesh's vertices, a curve's points) are projected through the scene
 camera with build_demos.camera_pixels at build_demos.RESOLUTION (640 x 360); a body is in
 view in a frame when the bounding box of its projection lies inside the frame.
@@ -87,6 +88,12 @@ def scenario_views(tmp, demo, build_script):
     tracks = {}  # part name -> world points outlining it (F, N, 3)
     for i in range(len(scene.spline_joints_linkages)):  # seconds each: their keys play below
         assert bpy.ops.spline_joints.bake_linkage(index=i) == {"FINISHED"}
+    rig_ops = addon_module("addon.operators.rig")
+    if rig_ops.simulated_armatures(scene) or rig_ops.simulated_objects(scene):  # keys play below
+        spec = importlib.util.spec_from_file_location("bake", Path(build_script).parent / "bake.py")
+        bake = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(bake)
+        bake.bake_rigs(scene)
     items = scene.spline_joints_mechanisms
     if len(items):
         item = items[0]

@@ -102,7 +102,21 @@ def scenario_check_files(tmp, demo_dir, version, rigs):
            for pb in arm.pose.bones if pb.spline_joints_sim.enabled}
     rig_facts["character"] = {"simulated": sim, "animated": arm.animation_data.action is not None,
                               "rigs": [o.name for o in addon_module("addon.operators.rig").simulated_armatures(
-                                  bpy.context.scene)]}
+                                  bpy.context.scene)],
+                              "ground": bpy.context.scene.spline_joints_sim.use_ground}
+    # the contact demos: every bone simulated, box colliders, the ground on
+    for rig, arm_name in (("ragdoll_steps", "Ragdoll"), ("chain_in_bowl", "Chain")):
+        bpy.ops.wm.open_mainfile(filepath=os.path.join(demo_dir, f"{rig}.blend"), load_ui=False)
+        scene = bpy.context.scene
+        arm = bpy.data.objects[arm_name]
+        rig_facts[rig] = {
+            "kinds": sorted({(pb.spline_joints_sim.kind, pb.spline_joints_sim.use_cone or
+                              pb.spline_joints_sim.use_range) for pb in arm.pose.bones
+                             if pb.spline_joints_sim.enabled}),
+            "bones": len(arm.pose.bones), "simulated": sum(pb.spline_joints_sim.enabled for pb in arm.pose.bones),
+            "colliders": sorted(o.name for o in scene.objects if o.spline_joints_collider.enabled),
+            "ground": scene.spline_joints_sim.use_ground,
+            "self_collision": scene.spline_joints_sim.use_self_collision}
     return {"problems": problems, "rigs": rig_facts}
 
 
@@ -123,10 +137,18 @@ def test_demo_blends_are_up_to_date(blender):
     np.testing.assert_array_equal(red, at_limit)                # red at the limit, green inside
     character = out["rigs"]["character"]
     assert character["rigs"] == ["Critter"] and character["animated"], character
+    assert not character["ground"], character       # it sits on a ledge, no ground (demo_character.py)
     tail = {k: v for k, v in character["simulated"].items() if k.startswith("tail.")}
     assert len(tail) == 8 and all(v[:2] == ["BALL", True] for v in tail.values()), character
     for side in ("L", "R"):   # the knee: the preset captured and fitted with a spline curve joint
         assert character["simulated"][f"shin.{side}"] == ["FITTED", False, "SplineCurveJoint"], character
+    ragdoll, bowl = out["rigs"]["ragdoll_steps"], out["rigs"]["chain_in_bowl"]
+    # the hips free, the other bones on limited ball joints and hinges (knees, elbows)
+    assert ragdoll["kinds"] == [["BALL", True], ["FREE", False], ["HINGE", True]], ragdoll
+    assert ragdoll["simulated"] == ragdoll["bones"] == 15 and ragdoll["ground"], ragdoll
+    assert ragdoll["colliders"] == [f"step.{k}" for k in range(4)] and not ragdoll["self_collision"], ragdoll
+    assert bowl["kinds"] == [["BALL", True], ["FREE", False]] and bowl["self_collision"], bowl
+    assert len(bowl["colliders"]) == 9 and bowl["ground"], bowl
 
 
 def scenario_short_bake(tmp, demo, bake_script):
