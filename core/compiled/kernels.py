@@ -61,6 +61,8 @@ __all__ = ["aba", "aba_free", "rnea", "crba", "energies", "step", "driven_step",
 #: the statuses and the callers' finiteness checks catch, instead of a checked branch)
 _OPTIONS = {"error_model": "numpy", "fastmath": {"contract"}}
 _jit = njit(cache=True, **_OPTIONS)
+#: the same, inlined by numba into each caller: for the thin levels between compiled calls
+_inline = njit(cache=True, inline="always", **_OPTIONS)
 
 # -- scalar coefficient functions (the same series and switches as the numpy code) -------
 #: the exp(z b) factors of the spline extrapolation: poe's own function, compiled
@@ -715,7 +717,7 @@ def _aba(ints, reals, buf, q, v, tau, fext):
                         for k in range(6):
                             x += buf[s + k] * buf[dq + D_U + k]
                         buf[tmp + T_ROT + n * i + j] = x
-                if not _invert(buf, tmp + T_ROT, n, n, od + D_SIZE * qs + D_DINV, D_SIZE,
+                if not _invert(buf, tmp + T_ROT, n, n, od + D_SIZE * qs + D_DINV, int(D_SIZE),
                                tmp + T_GJ):
                     return 1
                 # W_i = sum_j Dinv_ij U_j (rows of Dinv U^T) into T_ROT; then IA -= U W
@@ -891,7 +893,7 @@ def _crba(ints, reals, buf, q):
 
 
 # -- entry points --------------------------------------------------------------------------
-@njit(cache=True, inline="always", **_OPTIONS)
+@_inline
 def aba(ints, reals, buf, q, v, tau, fext, check):
     """Forward dynamics into the buffer's ddq; ``fext (nb, 6)`` or ``(0, 6)``. With
     ``check``, status 2 (and nothing computed) if ``q, v, tau`` are not all finite (or so
@@ -1051,7 +1053,7 @@ def _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, vp, ap, powers, s, chol
     return 0
 
 
-@njit(cache=True, inline="always", **_OPTIONS)
+@_inline
 def _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, s, chol, powers):
     """The accelerations of stage ``s`` into the buffer's ddq: :func:`_aba` without a drive
     (``dofs`` and the other drive arguments None: numba then compiles this branch only),
@@ -1064,7 +1066,7 @@ def _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, s, chol, powers):
                    powers, s, chol)
 
 
-@njit(cache=True, inline="always", **_OPTIONS)
+@_inline
 def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive, powers,
              chol):
     nv = ints[H_NV]
