@@ -896,9 +896,12 @@ def _crba(ints, reals, buf, q):
 @_inline
 def aba(ints, reals, buf, q, v, tau, fext, check):
     """Forward dynamics into the buffer's ddq; ``fext (nb, 6)`` or ``(0, 6)``. With
-    ``check``, status 2 (and nothing computed) if ``q, v, tau`` are not all finite (or so
-    large that their squares overflow)."""
+    ``check``, status 2 (and nothing computed) if ``q, v, tau`` are not all of length nv
+    and finite (or so large that their squares overflow)."""
     if check:
+        nv = ints[H_NV]
+        if q.size != nv or v.size != nv or tau.size != nv:
+            return 2
         x = 0.0
         for j in range(q.size):
             x += q[j] * q[j] + v[j] * v[j] + tau[j] * tau[j]
