@@ -13,7 +13,8 @@ Where numba cannot be imported, ``"numba"`` from the environment falls back to `
 core always works, slower, without numba.
 
 The compiled kernels are cached on disk (numba's ``cache=True``): the first use in a fresh
-environment compiles them (about 10 s), later processes load them (a fraction of a second).
+environment compiles those it needs (about 15 s of CPU for an aba and a mechanism's steps,
+about a minute for every path), later processes load them (a fraction of a second).
 The cache lives in a folder named by a digest of the core's sources
 (:func:`source_digest`), so an edited or upgraded core never loads kernels compiled from
 other sources: under ``core/compiled/__pycache__/numba/`` by default, or under the folder

@@ -915,7 +915,8 @@ def aba_free(ints, reals, buf, q, v, tau):
     """:func:`aba` without external wrenches, with the finiteness test (status 2): two
     arguments fewer to pass. Its "no external wrenches" is an empty view of the buffer, a
     writable array like the ``fext`` of the other callers, so that :func:`_aba` compiles
-    once for all of them."""
+    once for all of them. Compiled on request only (:func:`core.compiled.dispatch.aba`):
+    called with argument types it has no version for, it raises TypeError."""
     return aba(ints, reals, buf, q, v, tau, buf[:0].reshape((0, 6)), True)
 
 
