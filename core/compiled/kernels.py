@@ -1060,10 +1060,10 @@ def _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, vp, ap, powers, s, chol
 @_inline
 def _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, s, chol, powers):
     """The accelerations of stage ``s`` into the buffer's ddq: :func:`_aba` without a drive
-    (``dofs`` and the other drive arguments None: numba then compiles this branch only),
-    else :func:`_driven` with the drive at the stage's time (rk4 stages 0, 1, 2, 3 at
-    ``t``, ``t + h/2``, ``t + h/2``, ``t + h``)."""
-    if dofs is None:
+    (``dofs`` empty, or it and the other drive arguments None: numba then compiles this
+    branch only), else :func:`_driven` with the drive at the stage's time (rk4 stages 0, 1,
+    2, 3 at ``t``, ``t + h/2``, ``t + h/2``, ``t + h``)."""
+    if dofs is None or dofs.size == 0:
         return _aba(ints, reals, buf, q, v, tau, fext)
     t = (s + 1) // 2
     return _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, drive[t, 0], drive[t, 1],
