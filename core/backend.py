@@ -13,7 +13,8 @@ Where numba cannot be imported, ``"numba"`` from the environment falls back to `
 core always works, slower, without numba.
 
 The compiled kernels are cached on disk (numba's ``cache=True``): the first use in a fresh
-environment compiles them (about 10 s), later processes load them (a fraction of a second).
+environment compiles those it needs (about 15 s of CPU for an aba and a mechanism's steps,
+about a minute for every path), later processes load them (a fraction of a second).
 The cache lives in a folder named by a digest of the core's sources
 (:func:`source_digest`), so an edited or upgraded core never loads kernels compiled from
 other sources: under ``core/compiled/__pycache__/numba/`` by default, or under the folder
@@ -255,46 +256,84 @@ def _install_listener():
 
 
 def warm_up():
-    """Run every compiled algorithm once (aba, rnea, crba, the nonlinear effects, the
-    energies, and RK4 steps with and without a drive on a three-body model with a revolute,
-    a cubic spline curve and a spherical joint; the maximal-coordinate skeleton's step and
-    accelerations on a three-body chain),
-    so that the kernels compile, or load from the cache, now rather than at the first call
-    that needs them. Returns the seconds taken; 0.0 on the numpy backend."""
+    """Run every compiled algorithm once, in the order a user is likely to need them, so that
+    the kernels compile, or load from the cache, now rather than at the first call that
+    needs them:
+
+    1. on a three-body model (a revolute, a cubic spline curve and a spherical joint in a
+       reach cone, starting outside it): aba, the energies and RK4 steps with the limits
+       (a mechanism's simulation: one kernel call per step);
+    2. the same with the revolute joint driven (a rig's kinematic body: the driven substep,
+       the limits' Gauss-Seidel);
+    3. rnea, crba and the nonlinear effects;
+    4. the maximal-coordinate skeleton's step and accelerations on a three-body chain, and
+       the projection's conjugate gradients;
+    5. steps 1 and 3 on a model with an n-DOF spline joint (the large joint kinds,
+       :data:`core.compiled.layout.LARGE_KINDS`, compile for such models only).
+
+    Returns the seconds taken; 0.0 on the numpy backend."""
     import time
 
     import numpy as np
 
     if active() != "numba":
         return 0.0
+    import scipy.sparse
+
     from . import dynamics
-    from .integrators import Drive, Integrator, simulate
+    from .integrators import Drive, Integrator
     from .joints.lower_pairs import Revolute
     from .joints.spherical import Spherical
     from .joints.spline_curve import SplineCurveJoint
+    from .joints.spline_surface import SplineJoint
     from .lie import se3, so3
+    from .limits import LimitSolver, ReachCone
     from .maximal.skeleton import chain
+    from .maximal.solver import project
     from .model import Model
 
     t0 = time.perf_counter()
     th = np.linspace(-1.0, 1.0, 6)
     spline = SplineCurveJoint(se3.from_rp(so3.exp(np.outer(th, [0.0, 0.0, 1.0])),
                                           0.02 * np.stack([th, th * th, 0 * th], axis=1)))
-    model = Model()
+    knots, ramp = np.arange(-3.0, 5.0), 0.3 * np.arange(4.0)
+    coefficients = np.zeros((6, 4, 4))
+    coefficients[0], coefficients[1] = ramp[:, None], ramp[None, :]      # phi_1 ~ q1, phi_2 ~ q2
+    surface = SplineJoint([knots, knots], coefficients)
     offset = se3.from_rp(np.eye(3), np.array([0.0, 0.0, -0.3]))
-    for i, joint in enumerate((Revolute((0.0, 1.0, 0.0)), spline, Spherical())):
-        model.add_body(f"b{i}", i - 1, joint, offset, 1.0, np.zeros(3), 0.01 * np.eye(3))
-    data = model.create_data()
-    q, v = model.neutral(), np.full(model.nv, 0.1)
-    a = dynamics.aba(model, data, q, v, np.zeros(model.nv))
-    dynamics.rnea(model, data, q, v, a)
-    dynamics.crba(model, data, q)
-    dynamics.nonlinear_effects(model, data, q, v)
-    dynamics.mechanical_energy(model, data, q, v)
-    simulate(model, q, v, 1e-3, 2, method="rk4", check_energy=False)
-    drive = Drive((0,), lambda t: ([0.1 * t], [0.1], [0.0]))
-    Integrator(model, 1e-3, drive=drive).run(q, v, 2, check_energy=False)
+
+    def model_of(joints):
+        model = Model()
+        for i, joint in enumerate(joints):
+            model.add_body(f"b{i}", i - 1, joint, offset, 1.0, np.zeros(3), 0.01 * np.eye(3))
+        return model
+
+    def dynamics_of(model, q, limits, drive):
+        data = model.create_data()
+        v = np.full(model.nv, 0.1)
+        a = dynamics.aba(model, data, q, v, np.zeros(model.nv))
+        dynamics.mechanical_energy(model, data, q, v)
+        solver = None if limits is None else LimitSolver(model, limits)
+        Integrator(model, 1e-3, method="rk4", limits=solver, drive=drive).run(
+            q, v, 2, check_energy=False)
+        return data, v, a
+
+    chain3 = model_of((Revolute((0.0, 1.0, 0.0)), spline, Spherical()))
+    q = chain3.neutral()
+    q[-3] = 1.0                                   # outside the cone: the limits engage
+    cone = [ReachCone("b2", (0.0, 0.0, 1.0), 0.5)]
+    data, v, a = dynamics_of(chain3, q, cone, None)
+    dynamics_of(chain3, q, cone, Drive((0,), lambda t: ([0.1 * t], [0.1], [0.0])))
+    dynamics.rnea(chain3, data, q, v, a)
+    dynamics.crba(chain3, data, q)
+    dynamics.nonlinear_effects(chain3, data, q, v)
     skel, state = chain(3, spherical=(0,))
     skel.step(skel.step(state, 1e-3, update="paper")[0], 1e-3, stabilize=True)
     skel.accelerations(state)
+    project(scipy.sparse.identity(2, format="csr"), np.ones(2), np.ones(2))
+    large = model_of((Revolute((0.0, 1.0, 0.0)), surface))
+    q = large.neutral()
+    data, v, a = dynamics_of(large, q, None, None)
+    dynamics.rnea(large, data, q, v, a)
+    dynamics.crba(large, data, q)
     return time.perf_counter() - t0

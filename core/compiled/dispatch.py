@@ -14,7 +14,8 @@ __all__ = ["packed", "aba", "rnea", "nonlinear_effects", "crba", "energies", "su
 
 #: the kernels' "no external wrenches"
 NO_FEXT = np.zeros((0, 6))
-_F8 = np.dtype(np.float64)
+#: the kernels that compile only through :func:`_compiling`
+_on_request = set()
 
 
 def packed(model):
@@ -46,27 +47,33 @@ def _failed(model, what):
 
 def aba(model, data, q, v, tau, fext, check):
     """Forward dynamics ``data.ddq``; with ``check`` the arguments are validated as
-    :func:`core.dynamics.aba` does (float64 arrays of the right shape pass a type test
-    here), else they must be float arrays of shape ``(nv,)`` and ``fext`` None or
-    ``(nb, 6)``. Either way the kernel tests q, v and tau for NaN/inf first (a few flops),
-    so a non-finite state raises NonFiniteError as on the numpy path."""
+    :func:`core.dynamics.aba` does, else they must be float arrays of shape ``(nv,)`` and
+    ``fext`` None or ``(nb, 6)``. Without fext the states are checked by the kernel itself:
+    their types by its call (:func:`core.compiled.kernels.aba_free` runs only on float64
+    C-contiguous writable arrays and raises TypeError for anything else, which then takes
+    the full checks and a contiguous copy), their lengths and NaN/inf in its first loop (a
+    few flops; a non-finite state raises NonFiniteError as on the numpy path)."""
+    p = model.packed or packed(model)
     if check:
         model.check_data(data)
-        shape = (data.nv,)
-        if not (type(q) is np.ndarray and q.dtype is _F8 and q.shape == shape and
-                type(v) is np.ndarray and v.dtype is _F8 and v.shape == shape and
-                type(tau) is np.ndarray and tau.dtype is _F8 and tau.shape == shape):
+        if fext is not None or p.python:     # only aba_free checks the states itself
             q, v, tau = _check_states(model, q, v, tau)
-        if fext is not None:
-            fext = model.check_fext(fext)
-    p = model.packed or packed(model)
+            fext = None if fext is None else _contiguous(model.check_fext(fext))
     if p.python:
         _python_joints(model, data, p, q, v)
     if fext is None:
-        status = backend.kernels.aba_free(p.ints, p.reals, data.buffer, q, v, tau)
+        kernel, status = backend.kernels.aba_free, None
+        if kernel in _on_request:
+            try:
+                status = kernel(p.ints, p.reals, data.buffer, q, v, tau)
+            except TypeError:            # other types, or the first call for the ints' type
+                pass
+        if status is None:
+            q, v, tau = _check_states(model, q, v, tau)
+            status = _compiling(kernel, p.ints, p.reals, data.buffer, q, v, tau)
     else:
         status = backend.kernels.aba(p.ints, p.reals, data.buffer, q, v, tau, fext, True)
-    if status == 2:                      # not finite, or huge: the full checks decide
+    if status == 2:                      # wrong length, not finite, or huge: the full checks
         q, v, tau = _check_states(model, q, v, tau)
         status = backend.kernels.aba(p.ints, p.reals, data.buffer, q, v, tau,
                                      NO_FEXT if fext is None else fext, False)
@@ -75,8 +82,31 @@ def aba(model, data, q, v, tau, fext, check):
     return data.ddq
 
 
+def _contiguous(x):
+    """``x`` (a float array) as a C-contiguous writable float64 array (a copy if it is not):
+    the one array type the kernels are compiled for."""
+    return np.require(x, np.float64, "CW")
+
+
+def _compiling(kernel, *args):
+    """``kernel(*args)``, compiling (or loading from the cache) its version for these
+    argument types if it has none, after which the kernel compiles only on request: it is
+    in :data:`_on_request`, and a call with argument types it has no version for raises
+    TypeError instead of compiling one (for :func:`core.compiled.kernels.aba_free`: one
+    version per type of the model's ``ints``, all other arguments float64 C-contiguous
+    and writable)."""
+    kernel.disable_compile(False)
+    try:
+        return kernel(*args)
+    finally:
+        if kernel.signatures:
+            kernel.disable_compile(True)
+            _on_request.add(kernel)
+
+
 def _check_states(model, q, v, tau):
-    return model.check_state(q), model.check_state(v, "v"), model.check_state(tau, "tau")
+    return (_contiguous(model.check_state(q)), _contiguous(model.check_state(v, "v")),
+            _contiguous(model.check_state(tau, "tau")))
 
 
 def rnea(model, data, q, v, a, fext):

@@ -25,12 +25,22 @@ Appendix A), one body at a time in the model's order (parents first):
 
 ``X^T M X`` is formed from 3x3 blocks (``R M_blk R^T`` and products with ``[p]``), about
 290 multiplications instead of the 432 of two 6x6 products.
+
+Compile time: numba compiles a function once per distinct tuple of argument types, and a
+constant passed by one kernel to another is typed as that literal value, so the kernels
+pass constants as ``bool(True)``, ``int(0)`` (run-time values of one type) and every array
+with one dtype, layout and writability: each function compiles once for all its callers.
+Each entry point's compile optimizes all the code it calls again, so thin levels between
+them are inlined (``inline="always"``), and code a call cannot need is not compiled for
+it: the large joint kinds only for read-only ``ints`` (:func:`_large_joint`), the drive
+only where its arguments are not None (:func:`_stage`).
 """
 
 import math
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from .. import expcoords
 from ..joints import poe
@@ -50,7 +60,10 @@ __all__ = ["aba", "aba_free", "rnea", "crba", "energies", "step", "driven_step",
 
 #: every kernel: cached on disk, numpy's error model (a division by zero gives inf/NaN, which
 #: the statuses and the callers' finiteness checks catch, instead of a checked branch)
-_jit = njit(cache=True, error_model="numpy", fastmath={"contract"})
+_OPTIONS = {"error_model": "numpy", "fastmath": {"contract"}}
+_jit = njit(cache=True, **_OPTIONS)
+#: the same, inlined by numba into each caller: for the thin levels between compiled calls
+_inline = njit(cache=True, inline="always", **_OPTIONS)
 
 # -- scalar coefficient functions (the same series and switches as the numpy code) -------
 #: the exp(z b) factors of the spline extrapolation: poe's own function, compiled
@@ -346,8 +359,6 @@ def _block(buf, m, r0, c0, U, dinv):
             buf[o + 12] - a2 * b0, buf[o + 13] - a2 * b1, buf[o + 14] - a2 * b2)
 
 
-#: "no external wrenches" inside the kernels
-_NO_FEXT = np.zeros((0, 6))
 #: no rank-one correction for :func:`_xtmx_add`
 _Z6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
@@ -381,10 +392,10 @@ def _xtmx_add(buf, ol, m, dst, U, dinv):
     R = (buf[ol], buf[ol + 1], buf[ol + 2], buf[ol + 3], buf[ol + 4], buf[ol + 5],
          buf[ol + 6], buf[ol + 7], buf[ol + 8])
     p0, p1, p2 = buf[ol + 9], buf[ol + 10], buf[ol + 11]
-    A = _rmrt(R, _block(buf, m, 0, 0, U, dinv))
-    B = _rmrt(R, _block(buf, m, 0, 3, U, dinv))
+    A = _rmrt(R, _block(buf, m, int(0), int(0), U, dinv))
+    B = _rmrt(R, _block(buf, m, int(0), int(3), U, dinv))
     C = (B[0], B[3], B[6], B[1], B[4], B[7], B[2], B[5], B[8])
-    D = _rmrt(R, _block(buf, m, 3, 3, U, dinv))
+    D = _rmrt(R, _block(buf, m, int(3), int(3), U, dinv))
     Dp = _rows_x_p(D, p0, p1, p2)
     Bp = _rows_x_p(B, p0, p1, p2)
     pD = _p_x_cols(D, p0, p1, p2)
@@ -398,6 +409,26 @@ def _xtmx_add(buf, ol, m, dst, U, dinv):
             buf[dst + 6 * i + 3 + j] += B[k] + pD[k]
             buf[dst + 6 * (3 + i) + j] += K[k]
             buf[dst + 6 * (3 + i) + 3 + j] += D[k]
+
+
+def _large_joint(ints, kind, reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v):
+    """A joint of one of the :data:`~core.compiled.layout.LARGE_KINDS` (arguments as
+    :func:`~core.compiled.custom.custom_joint`; other kinds: nothing): compiled as that
+    where ``ints`` is read-only (the packer's mark of a model with such joints), else as
+    nothing at all, so that the kernels of other models do not compile those joints."""
+
+
+@overload(_large_joint, jit_options=_OPTIONS)
+def _large_joint_impl(ints, kind, reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v):
+    if ints.mutable:
+        return lambda ints, kind, reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v: None
+
+    def impl(ints, kind, reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v):
+        if kind == KIND_CUSTOM:
+            custom_joint(reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v)
+        elif kind == KIND_SURFACE:
+            surface_joint(reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v)
+    return impl
 
 
 @_jit
@@ -437,12 +468,9 @@ def _kinematics(ints, reals, buf, q, v, with_v):
             pp = R_BODIES + BODY_REALS * b
             for k in range(12):
                 buf[o + k] = reals[pp + k]
-        elif kind == KIND_CUSTOM:
-            custom_joint(reals, ints[row + I_PAR], R_BODIES + BODY_REALS * b, buf, o, sm,
-                         cb + 6 * b, q, v, qs, n, with_v)
-        elif kind == KIND_SURFACE:
-            surface_joint(reals, ints[row + I_PAR], R_BODIES + BODY_REALS * b, buf, o, sm,
-                          cb + 6 * b, q, v, qs, n, with_v)
+        else:
+            _large_joint(ints, kind, reals, ints[row + I_PAR], R_BODIES + BODY_REALS * b, buf,
+                         o, sm, cb + 6 * b, q, v, qs, n, with_v)
         bo = ob + B_SIZE * b
         bl = bo + B_LOCAL
         for i in range(3):
@@ -661,7 +689,7 @@ def _invert(buf, src, n, stride, dst, dstride, gj):
 def _aba(ints, reals, buf, q, v, tau, fext):
     nb = ints[H_NB]
     ob, od, tmp, ddq = ints[H_BODY], ints[H_DOF], ints[H_TMP], ints[H_DDQ]
-    _kinematics(ints, reals, buf, q, v, True)
+    _kinematics(ints, reals, buf, q, v, bool(True))
     ext = _external(ints, reals, buf, fext)
     for b in range(nb):
         bo = ob + B_SIZE * b
@@ -677,7 +705,7 @@ def _aba(ints, reals, buf, q, v, tau, fext):
         U, dinv = _Z6, 0.0
         if n == 1:                       # in registers; IA - U U^T / D is not written back
             dq = od + D_SIZE * qs
-            S = _load6(buf, _s_row(ints, b, 0))
+            S = _load6(buf, _s_row(ints, b, int(0)))
             U = _m6v(buf, oI, S)
             D = U[0] * S[0] + U[1] * S[1] + U[2] * S[2] + U[3] * S[3] + U[4] * S[4] + \
                 U[5] * S[5]
@@ -715,7 +743,7 @@ def _aba(ints, reals, buf, q, v, tau, fext):
                         for k in range(6):
                             x += buf[s + k] * buf[dq + D_U + k]
                         buf[tmp + T_ROT + n * i + j] = x
-                if not _invert(buf, tmp + T_ROT, n, n, od + D_SIZE * qs + D_DINV, D_SIZE,
+                if not _invert(buf, tmp + T_ROT, n, n, od + D_SIZE * qs + D_DINV, int(D_SIZE),
                                tmp + T_GJ):
                     return 1
                 # W_i = sum_j Dinv_ij U_j (rows of Dinv U^T) into T_ROT; then IA -= U W
@@ -768,7 +796,7 @@ def _aba(ints, reals, buf, q, v, tau, fext):
                  X[4] + buf[oc + 4], X[5] + buf[oc + 5])
             x = (buf[dq + D_USMALL] - _row6(buf, dq + D_U, A)) * buf[dq + D_DINV]
             buf[ddq + qs] = x
-            s = _s_row(ints, b, 0)
+            s = _s_row(ints, b, int(0))
             for k in range(6):
                 buf[oA + k] = A[k] + buf[s + k] * x
             continue
@@ -798,7 +826,7 @@ def _aba(ints, reals, buf, q, v, tau, fext):
 def _rnea(ints, reals, buf, q, v, a, fext, out):
     nb = ints[H_NB]
     ob, tmp = ints[H_BODY], ints[H_TMP]
-    _kinematics(ints, reals, buf, q, v, True)
+    _kinematics(ints, reals, buf, q, v, bool(True))
     ext = _external(ints, reals, buf, fext)
     _base(reals, buf, tmp)
     for b in range(nb):
@@ -842,7 +870,7 @@ def _rnea(ints, reals, buf, q, v, a, fext, out):
 def _crba(ints, reals, buf, q):
     nb, nv = ints[H_NB], ints[H_NV]
     ob, od, tmp, oM = ints[H_BODY], ints[H_DOF], ints[H_TMP], ints[H_M]
-    _kinematics(ints, reals, buf, q, q, False)
+    _kinematics(ints, reals, buf, q, q, bool(False))
     for b in range(nb):
         bo = ob + B_SIZE * b
         oJ = R_BODIES + BODY_REALS * b + 12
@@ -891,12 +919,15 @@ def _crba(ints, reals, buf, q):
 
 
 # -- entry points --------------------------------------------------------------------------
-@_jit
+@_inline
 def aba(ints, reals, buf, q, v, tau, fext, check):
     """Forward dynamics into the buffer's ddq; ``fext (nb, 6)`` or ``(0, 6)``. With
-    ``check``, status 2 (and nothing computed) if ``q, v, tau`` are not all finite (or so
-    large that their squares overflow)."""
+    ``check``, status 2 (and nothing computed) if ``q, v, tau`` are not all of length nv
+    and finite (or so large that their squares overflow)."""
     if check:
+        nv = ints[H_NV]
+        if q.size != nv or v.size != nv or tau.size != nv:
+            return 2
         x = 0.0
         for j in range(q.size):
             x += q[j] * q[j] + v[j] * v[j] + tau[j] * tau[j]
@@ -908,8 +939,11 @@ def aba(ints, reals, buf, q, v, tau, fext, check):
 @_jit
 def aba_free(ints, reals, buf, q, v, tau):
     """:func:`aba` without external wrenches, with the finiteness test (status 2): two
-    arguments fewer to pass."""
-    return aba(ints, reals, buf, q, v, tau, _NO_FEXT, True)
+    arguments fewer to pass. Its "no external wrenches" is an empty view of the buffer, a
+    writable array like the ``fext`` of the other callers, so that :func:`_aba` compiles
+    once for all of them. Compiled on request only (:func:`core.compiled.dispatch.aba`):
+    called with argument types it has no version for, it raises TypeError."""
+    return aba(ints, reals, buf, q, v, tau, buf[:0].reshape((0, 6)), True)
 
 
 @_jit
@@ -974,9 +1008,8 @@ def step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn):
     2 rk4, as :meth:`core.integrators.Integrator._substep`) from ``(q, v)`` into ``(qn,
     vn)``, the four RK4 stages in the scratch rows of ``qn``/``vn``: ``qn, vn`` are
     ``(5, nv)``, row 0 the result."""
-    dofs, drive, powers, chol = _undriven()
-    return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, 0, drive,
-                    powers, chol)
+    return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None, None,
+                    None, None)
 
 
 @_jit
@@ -991,12 +1024,6 @@ def driven_step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, 
     definite)."""
     return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive,
                     powers, chol)
-
-
-@_jit
-def _undriven():
-    """The empty drive arguments of :func:`_substep` for a model without a drive."""
-    return np.zeros(0, dtype=np.int64), np.zeros((3, 2, 0)), np.zeros(4), np.zeros((0, 1))
 
 
 @_jit
@@ -1056,25 +1083,26 @@ def _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, vp, ap, powers, s, chol
     return 0
 
 
-@_jit
+@_inline
 def _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, s, chol, powers):
     """The accelerations of stage ``s`` into the buffer's ddq: :func:`_aba` without a drive
-    (``dofs`` empty), else :func:`_driven` with the drive at the stage's time (rk4 stages
-    0, 1, 2, 3 at ``t``, ``t + h/2``, ``t + h/2``, ``t + h``)."""
-    if dofs.size == 0:
+    (``dofs`` empty, or it and the other drive arguments None: numba then compiles this
+    branch only), else :func:`_driven` with the drive at the stage's time (rk4 stages 0, 1,
+    2, 3 at ``t``, ``t + h/2``, ``t + h/2``, ``t + h``)."""
+    if dofs is None or dofs.size == 0:
         return _aba(ints, reals, buf, q, v, tau, fext)
     t = (s + 1) // 2
     return _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, drive[t, 0], drive[t, 1],
                    powers, s, chol)
 
 
-@_jit
+@_inline
 def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive, powers,
              chol):
     nv = ints[H_NV]
     ddq = ints[H_DDQ]
     if method != 2:
-        st = _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, 0, chol, powers)
+        st = _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, int(0), chol, powers)
         if st:
             return st
         for j in range(nv):

@@ -27,7 +27,8 @@ all body frame); the 6x6 articulated (or composite) inertia. Per coordinate
 
 __all__ = ["HEADER", "NI", "BODY_REALS", "B_SIZE", "D_SIZE", "TMP_SIZE", "buffer_offsets",
            "KIND_PYTHON", "KIND_SCREW", "KIND_SPLINE", "KIND_SPHERE", "KIND_CUSTOM",
-           "KIND_CLOSED_SPLINE", "KIND_FIXED", "KIND_SURFACE", "SJ_HEAD", "SJ_PER_AXIS",
+           "KIND_CLOSED_SPLINE", "KIND_FIXED", "KIND_SURFACE", "LARGE_KINDS", "SJ_HEAD",
+           "SJ_PER_AXIS",
            "S_SIZE",
            "CJ_AXES", "CJ_HEAD", "CJ_PER", "FN_CONSTANT", "FN_LINEAR", "FN_POLYNOMIAL",
            "FN_SPLINE",
@@ -53,6 +54,11 @@ NI = 8
 #: (exponential coordinates of the rotation, then the translation; no parameters)
 KIND_PYTHON, KIND_SCREW, KIND_SPLINE, KIND_SPHERE, KIND_CUSTOM = 0, 1, 2, 3, 4
 KIND_CLOSED_SPLINE, KIND_FIXED, KIND_SURFACE, KIND_FREE = 5, 6, 7, 8
+#: the kinds whose kernels are large (about half the compile time of every kernel): the
+#: packer marks the ``ints`` of a model with any of them read-only, and the kernels compile
+#: their evaluation only for read-only ``ints`` (numba compiles a kernel per argument type),
+#: so that models without them never wait for that code to compile
+LARGE_KINDS = (KIND_CUSTOM, KIND_SURFACE)
 
 #: an n-DOF spline joint's parameters (:mod:`core.compiled.surface`): a header of n, m and
 #: :data:`SJ_PER_AXIS` numbers per axis (three axes), :data:`SJ_HEAD` floats in all

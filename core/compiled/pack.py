@@ -9,7 +9,8 @@ __all__ = ["Packed", "pack", "step_arrays"]
 
 
 class Packed:
-    """A model's kernel arrays: ``ints`` (int64), ``reals`` (float64), ``python`` (the
+    """A model's kernel arrays: ``ints`` (int64; read-only when a joint is of one of the
+    :data:`~core.compiled.layout.LARGE_KINDS`), ``reals`` (float64), ``python`` (the
     indices in ``model.families`` evaluated in Python before a kernel: no ``kernel_kind``),
     ``multi_python`` (those of them with joints of several coordinates), ``zeros``
     ``(nv,)`` (the acceleration of the nonlinear effects) and ``mass_com (nb, 4)`` (each
@@ -63,6 +64,8 @@ def pack(model):
     for s, (a, pa, b, pb, k, c, rest) in enumerate(model.point_springs):
         ints[L.HEADER + L.NI * nb + 2 * s:][:2] = a, b
         chunks.append(np.concatenate([pa, pb, [k, c, rest]]))
+    if np.isin(rows[:, L.I_KIND], L.LARGE_KINDS).any():
+        ints.flags.writeable = False
     mass_com = np.ascontiguousarray(np.column_stack([model.masses,
                                                      model.masses[:, None] * model.coms]))
     return Packed(ints, np.ascontiguousarray(np.concatenate(chunks)), tuple(python),

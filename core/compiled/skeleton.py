@@ -319,7 +319,7 @@ def _solve(N, hinge, mass, inertia, order, parent, side, Jb, Fb, x, y, buf, tmp)
     for idx in range(nn):
         k = order[idx]
         sk = 6 if k < N else 3 + 2 * hinge[k - N]
-        if not _invert(buf, 36 * k, sk, 6, 36 * (nn + k), 6, gj):
+        if not _invert(buf, 36 * k, sk, int(6), 36 * (nn + k), int(6), gj):
             return False
         pn = parent[k]
         if pn < 0:
@@ -410,7 +410,7 @@ def _acc(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, s
                 e1 += sg * (R[b, 1, 0] * w[b, 0] + R[b, 1, 1] * w[b, 1] + R[b, 1, 2] * w[b, 2])
                 e2 += sg * (R[b, 2, 0] * w[b, 0] + R[b, 2, 1] * w[b, 1] + R[b, 2, 2] * w[b, 2])
         if motor[j] != 0.0:
-            _rot(R, b1, axis[j, 0], g, 0)
+            _rot(R, b1, axis[j, 0], g, int(0))
             e0 += motor[j] * g[0]
             e1 += motor[j] * g[1]
             e2 += motor[j] * g[2]
@@ -420,7 +420,7 @@ def _acc(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, s
                 sg = 1.0 if s == 0 else -1.0
                 for k in range(3):
                     F[b, k] += sg * (R[b, 0, k] * e0 + R[b, 1, k] * e1 + R[b, 2, k] * e2)
-        _rows(E, hinge, lever, axis, p, R, Jb, Fb, B, g, j, True)
+        _rows(E, hinge, lever, axis, p, R, Jb, Fb, B, g, j, bool(True))
         k = N + j                                # -bias
         c0, c1, c2 = _wxwx(R, b1, w, lever[j, 0])
         d0, d1, d2 = _wxwx(R, b2, w, lever[j, 1])
@@ -470,7 +470,7 @@ def _separation(E, hinge, lever, axis, p, R, Jb, Fb, B, g):
     """Largest joint gap and axis misalignment ``|n1 x n2|``, the larger of the two."""
     worst = 0.0
     for j in range(E.shape[0]):
-        _rows(E, hinge, lever, axis, p, R, Jb, Fb, B, g, j, False)
+        _rows(E, hinge, lever, axis, p, R, Jb, Fb, B, g, j, bool(False))
         a0, a1, a2 = g[0] - g[3], g[1] - g[4], g[2] - g[5]
         worst = max(worst, math.sqrt(a0 * a0 + a1 * a1 + a2 * a2))
         x0 = g[7] * g[11] - g[8] * g[10]
@@ -499,7 +499,7 @@ def _position_errors(N, E, hinge, lever, axis, p, R, Jb, B, x, g):
     basis) as joint rows, with ``Jb`` the joints' rows there; returns the largest error."""
     worst = 0.0
     for j in range(E.shape[0]):
-        _rows(E, hinge, lever, axis, p, R, Jb, Jb, B, g, j, False)
+        _rows(E, hinge, lever, axis, p, R, Jb, Jb, B, g, j, bool(False))
         k = N + j
         for i in range(3):
             x[k, i] = -(g[i] - g[3 + i])
@@ -615,7 +615,7 @@ def _step(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, 
             _times(R, i, _rodrigues(y[i, 0], y[i, 1], y[i, 2]))
     # velocities onto eq. (2): the rows of J at the final positions
     for j in range(E.shape[0]):
-        _rows(E, hinge, lever, axis, p, R, Jb, Jb, B, g, j, False)
+        _rows(E, hinge, lever, axis, p, R, Jb, Jb, B, g, j, bool(False))
         k = N + j
         for r in range(3 + 2 * hinge[j]):
             acc = 0.0

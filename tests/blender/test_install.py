@@ -95,6 +95,6 @@ def test_kernels_compile_with_the_bundled_numba(blender, sandbox):
     assert info["numba_cache_dir"] == os.path.join(info["cache"], info["digest"])
     assert info["cache"].startswith(os.path.join(info["user_extension_folder"], "numba_cache"))
     assert info["cache"].startswith(str(sandbox["user"]))
-    for kernel in ("aba", "rnea", "crba"):
+    for kernel in ("aba_free", "rnea", "crba", "advance"):
         assert any(f.endswith(".nbi") and f".{kernel}-" in f for f in info["files"]), info["files"]
         assert any(f.endswith(".nbc") and f".{kernel}-" in f for f in info["files"]), info["files"]

@@ -283,6 +283,52 @@ def test_nonfinite_arguments_are_rejected_as_on_numpy():
         backend.use(previous)
 
 
+def test_aba_kernel_has_one_version_per_ints_type():
+    """Lists, other dtypes, strided and read-only arrays go through the Python checks and a
+    contiguous copy to the one compiled version of aba_free (never compiling another), with
+    the result of float64 arrays; wrong lengths are still InvalidInputErrors."""
+    previous = backend.use("numba")
+    try:
+        m = revolute_chain(3, np.random.default_rng(0))
+        d = m.create_data()
+        q, v, tau = np.array([0.1, -0.4, 0.3]), np.array([1.0, 0.5, -2.0]), np.zeros(3)
+        expected = dyn.aba(m, d, q, v, tau).copy()
+        read_only = q.copy()
+        read_only.flags.writeable = False
+        for args in ((q.tolist(), v, tau), (np.repeat(q, 2)[::2], v, tau),
+                     (q.astype(np.float32).astype(np.float64), v.astype(np.float32), tau),
+                     (read_only, v, tau)):
+            assert np.array_equal(dyn.aba(m, d, *args), dyn.aba(m, d, *(np.asarray(
+                x, dtype=float) for x in args)))
+        assert np.array_equal(dyn.aba(m, d, read_only, v, tau), expected)
+        from numba import types
+        states = types.Array(types.float64, 1, "C")
+        assert {sig[1:] for sig in backend.kernels.aba_free.signatures} == {(states,) * 5}
+        assert len(backend.kernels.aba_free.signatures) <= 2          # writable, read-only ints
+        with pytest.raises(ValueError, match="shape"):
+            dyn.aba(m, d, q, v, np.zeros(4))
+    finally:
+        backend.use(previous)
+
+
+def test_large_joint_kinds_compile_for_their_models_only():
+    """The packer marks the ints of a model with an n-DOF spline joint (or a CustomJoint)
+    read-only, the kernels' sign to compile those joints' evaluation; other models'
+    ints stay writable (and their kernels without that code)."""
+    from core.compiled import layout as L
+    from core.joints.spline_surface import SplineJoint
+
+    knots, ramp = np.arange(-3.0, 5.0), 0.3 * np.arange(4.0)
+    coefficients = np.zeros((6, 4, 4))
+    coefficients[0], coefficients[1] = ramp[:, None], ramp[None, :]
+    surface = Model()
+    surface.add_body("s", -1, SplineJoint([knots, knots], coefficients), None, 1.0,
+                     (0, 0, -0.1), 0.01 * np.eye(3))
+    assert not packed(surface).ints.flags.writeable
+    assert packed(MODELS["mixed_tree"](np.random.default_rng(0))).ints.flags.writeable
+    assert packed(surface).ints[L.HEADER + L.I_KIND] in L.LARGE_KINDS
+
+
 def test_use_and_environment():
     previous = backend.active()
     try:
