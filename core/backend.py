@@ -266,9 +266,11 @@ def warm_up():
     2. the same with the revolute joint driven (a rig's kinematic body: the driven substep,
        the limits' Gauss-Seidel);
     3. rnea, crba and the nonlinear effects;
-    4. the maximal-coordinate skeleton's step and accelerations on a three-body chain, and
+    4. a free sphere on a ground plane (the contact solver: the substep kernels, its
+       Gauss-Seidel and the contact-free check's kinematics);
+    5. the maximal-coordinate skeleton's step and accelerations on a three-body chain, and
        the projection's conjugate gradients;
-    5. steps 1 and 3 on a model with an n-DOF spline joint (the large joint kinds,
+    6. steps 1 and 3 on a model with an n-DOF spline joint (the large joint kinds,
        :data:`core.compiled.layout.LARGE_KINDS`, compile for such models only).
 
     Returns the seconds taken; 0.0 on the numpy backend."""
@@ -283,7 +285,8 @@ def warm_up():
     from . import dynamics
     from .integrators import Drive, Integrator
     from .joints.lower_pairs import Revolute
-    from .joints.spherical import Spherical
+    from .contacts import ContactSolver, Plane, Sphere
+    from .joints.spherical import Free, Spherical
     from .joints.spline_curve import SplineCurveJoint
     from .joints.spline_surface import SplineJoint
     from .lie import se3, so3
@@ -327,6 +330,12 @@ def warm_up():
     dynamics.rnea(chain3, data, q, v, a)
     dynamics.crba(chain3, data, q)
     dynamics.nonlinear_effects(chain3, data, q, v)
+    ball = model_of((Free(),))
+    q = ball.neutral()
+    q[5] = 0.2                                    # resting on the plane at z = -0.2
+    contacts = ContactSolver(ball, [("b0", Sphere(0.1))], [Plane(-0.2)])
+    Integrator(ball, 1e-3, 2, "semi_implicit", contacts=contacts).run(
+        q, np.zeros(ball.nv), 2, check_energy=False)
     skel, state = chain(3, spherical=(0,))
     skel.step(skel.step(state, 1e-3, update="paper")[0], 1e-3, stabilize=True)
     skel.accelerations(state)
