@@ -3,42 +3,19 @@
 the limit rows and the contacts' normal rows and friction discs, in the same order, with the
 same stopping rule, without a Python call per row."""
 
-import math
-
+from ..contacts.solver import _disc
 from .kernels import _jit
 
 
-@_jit
-def disc(w1, w2, q00, q01, q10, q11, g1, g2, cap):
-    """:func:`core.contacts.solver.friction_disc` on scalars: the friction impulse ``(l1,
-    l2)`` minimizing ``l^T A l / 2 + g^T l`` on ``|l| <= cap`` for ``A = Q diag(w) Q^T``,
-    ``Q = [[q00, q01], [q10, q11]]``."""
-    y1 = q00 * g1 + q10 * g2
-    y2 = q01 * g1 + q11 * g2
-    l1, l2 = -y1 / w1, -y2 / w2
-    scale = 1.0
-    if l1 * l1 + l2 * l2 > cap * cap:
-        if cap <= 0.0:
-            return 0.0, 0.0
-        nu = 0.0
-        size = math.sqrt(l1 * l1 + l2 * l2)
-        for _ in range(100):
-            a1, a2 = w1 + nu, w2 + nu
-            l1, l2 = -y1 / a1, -y2 / a2
-            size = math.sqrt(l1 * l1 + l2 * l2)
-            phi = 1.0 / size - 1.0 / cap
-            if phi >= -1e-12 / cap:
-                break
-            nu -= phi * size ** 3 / (y1 * y1 / a1 ** 3 + y2 * y2 / a2 ** 3)
-        scale = cap / size
-    return (q00 * l1 + q01 * l2) * scale, (q10 * l1 + q11 * l2) * scale
+#: :func:`core.contacts.solver._disc` compiled: the friction impulse on the disc
+disc = _jit(_disc)
 
 
 @_jit
 def contact_pgs(W, b, lam, n_lim, mu, blocks, tangent, iterations, rtol):
     """Projected Gauss-Seidel in place on ``lam (m,)`` (warm start in it): rows ``[0,
     n_lim)`` unilateral, then per contact c (rows ``k = n_lim + 3 c``) its normal row and its
-    tangent pair on the disc ``|lam_t| <= mu[c] lam_n`` (:func:`disc` with ``blocks[c] = (w1,
+    tangent pair on the disc ``|lam_t| <= mu[c] lam_n`` (:data:`disc` with ``blocks[c] = (w1,
     w2, q00, q01, q10, q11)``, the eigen-decomposition of the pair's 2x2 block of W, and
     ``tangent[c] = (W_k+1,k+1, W_k+1,k+2, W_k+2,k+2, W_k+1,k, W_k+2,k)``); stops after a sweep
     that changes no impulse by more than ``rtol`` times the largest. Returns the sweeps

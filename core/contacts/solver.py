@@ -135,7 +135,8 @@ def friction_disc(w, Q, g, cap):
 
 
 def _disc(w1, w2, q00, q01, q10, q11, g1, g2, cap):
-    """:func:`friction_disc` on Python floats (``Q = [[q00, q01], [q10, q11]]``): ``(l1, l2)``."""
+    """:func:`friction_disc` on floats (``Q = [[q00, q01], [q10, q11]]``): ``(l1, l2)``;
+    compiled as it is for the numba backend (:mod:`core.compiled.contacts`)."""
     y1 = q00 * g1 + q10 * g2
     y2 = q01 * g1 + q11 * g2
     l1, l2 = -y1 / w1, -y2 / w2
@@ -143,7 +144,7 @@ def _disc(w1, w2, q00, q01, q10, q11, g1, g2, cap):
     if l1 * l1 + l2 * l2 > cap * cap:
         if cap <= 0.0:
             return 0.0, 0.0
-        nu = 0.0
+        nu, size = 0.0, math.sqrt(l1 * l1 + l2 * l2)
         for _ in range(100):
             a1, a2 = w1 + nu, w2 + nu
             l1, l2 = -y1 / a1, -y2 / a2
