@@ -382,9 +382,9 @@ class Integrator:
         """The arrays ``(si, sr, sw, li, lr)`` of one compiled kernel call per step or per
         run of steps (:func:`core.compiled.kernels.advance`: substeps, divergence tests,
         chart changes, limits and the drive's motion; :func:`core.compiled.pack.step_arrays`
-        and the limit solver's ``kernel_arrays``, or empty ones), then the drive's
-        ``(dofs, nf, chol)`` (empty without one) and the one-row tables of a call without a
-        drive ``(drive, qend, powers)``; or None: that needs the substep kernel
+        and the limit solver's ``kernel_arrays``, or None without limits), then the drive's
+        ``(dofs, nf, chol)`` (None, 0, None without one) and ``(drive, qend, powers)``, None
+        (a driven call's tables are made per call); or None: that needs the substep kernel
         (:meth:`_kernel_step_arguments`, or with a drive :meth:`_kernel_drive_arguments`),
         the spherical and free joints as the only joints that change chart, and no limits or
         a limit solver that is ``compiled`` (with a contact solver: its limit solver; such a
@@ -400,14 +400,11 @@ class Integrator:
         tau, fext, code = kernel[:3]
         si, sr, sw = step_arrays(m.nv, m.nbodies, code, self.substeps, self.h, tau, fext,
                                  bool(self._charts))
-        li, lr = (np.zeros(0, dtype=np.int64), np.zeros(0)) if self.limits is None else \
-            self.limits.kernel_arrays
-        if self._kernel_drive is None:
-            driven = np.zeros(0, dtype=np.int64), 0, np.zeros((0, 1))
-        else:
-            driven = self._kernel_drive[4:6] + self._kernel_drive[8:]
-        empty = np.zeros((1, 3, 2, 0)), np.zeros((1, 0)), np.zeros((1, 4))
-        return (si, sr, sw, li, lr) + driven + empty
+        li, lr = (None, None) if self.limits is None else self.limits.kernel_arrays
+        if self._kernel_drive is None:      # the kernel compiled without the drive's code
+            return (si, sr, sw, li, lr) + (None, 0, None) + (None, None, None)
+        return (si, sr, sw, li, lr) + self._kernel_drive[4:6] + self._kernel_drive[8:] + \
+            (None, None, None)
 
     def _kernel_steps(self, t, q, v, count):
         """``count`` steps from time ``t`` in one call of :func:`core.compiled.kernels.advance`
@@ -450,10 +447,11 @@ class Integrator:
         if not contacts.clear(self.data, q, v, t, count * self.dt):
             return None
         li, lr = self._kernel_advance[3:5]
-        saved = li.copy(), lr.copy()
+        saved = None if li is None else (li.copy(), lr.copy())
         out = self._kernel_steps(t, q, v, count)
         if out is None or not contacts.clear(self.data, out[0], None, t_end):
-            li[:], lr[:] = saved
+            if saved is not None:
+                li[:], lr[:] = saved
             return None
         contacts.skip(t, self.h, self.substeps * count)
         return out

@@ -1462,8 +1462,10 @@ def advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, p
     constraints, the limit solver (:func:`core.compiled.pack` layout of
     :meth:`core.limits.LimitSolver`) and again the test and the chart change.
 
-    With prescribed coordinates (``dofs`` not empty: :func:`driven_step`'s ``dofs``, ``nf``
-    and ``chol``): ``drive (n, 3, 2, k)`` each substep's ``(v_p, a_p)`` at its start, middle
+    ``li, lr`` None for a model without limits, and ``dofs, drive, qend, powers, chol`` None
+    for one without a drive: numba then compiles this call without the limit solver or the
+    drive (a model's first simulation compiles only what it runs). With prescribed
+    coordinates (``dofs`` not empty: :func:`driven_step`'s ``dofs``, ``nf`` and ``chol``): ``drive (n, 3, 2, k)`` each substep's ``(v_p, a_p)`` at its start, middle
     and end, ``qend (n, k)`` the prescribed coordinates at its end, each substep's stage
     powers into the rows of ``powers (n, 4)``, and after the limits of each substep the
     prescribed coordinates and rates are set to the drive's at its end (as
@@ -1485,33 +1487,43 @@ def _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, 
     fext = sr[1 + nv:1 + nv + 6 * nfext].reshape((nfext, 6))
     qn = sw[:5 * nv].reshape((5, nv))
     vn = sw[5 * nv:].reshape((5, nv))
-    c = li[LI_C] if li.size else 0
-    E = LI_HEADER + 2 * c
-    for k in range(2 * c):                               # engaged, steps -> the copies
-        li[E + 2 * c + k] = li[E + k]
+    c = 0
+    if li is not None:
+        c = li[LI_C] if li.size else 0
+        E = LI_HEADER + 2 * c
+        for k in range(2 * c):                           # engaged, steps -> the copies
+            li[E + 2 * c + k] = li[E + k]
     st = 0
     for s in range(si[S_NSUB]):
-        r = s if dofs.size else 0
-        st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive[r],
-                      powers[r], chol)
+        if dofs is None:
+            st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None,
+                          None, None, None)
+        else:
+            r = s if dofs.size else 0
+            st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf,
+                          drive[r], powers[r], chol)
         if st:
             break
         for j in range(nv):
             q[j] = qn[0, j]
             v[j] = vn[0, j]
         st = _settle(ints, q, v, si[S_CHARTS])
-        if st == 0 and c:
-            st = _limits(ints, reals, buf, q, v, li, lr)
-            if st == 0:
-                st = _settle(ints, q, v, si[S_CHARTS])
+        if li is not None:
+            if st == 0 and c:
+                st = _limits(ints, reals, buf, q, v, li, lr)
+                if st == 0:
+                    st = _settle(ints, q, v, si[S_CHARTS])
         if st:
             break
-        for i in range(dofs.size - nf):                  # the drive's motion at the end
-            q[dofs[nf + i]] = qend[s, i]
-            v[dofs[nf + i]] = drive[s, 2, 0, i]
-    if st:
-        for k in range(2 * c):
-            li[E + k] = li[E + 2 * c + k]
+        if dofs is not None:
+            for i in range(dofs.size - nf):              # the drive's motion at the end
+                q[dofs[nf + i]] = qend[s, i]
+                v[dofs[nf + i]] = drive[s, 2, 0, i]
+    if li is not None:
+        if st:
+            E = LI_HEADER + 2 * c
+            for k in range(2 * c):
+                li[E + k] = li[E + 2 * c + k]
     return st
 
 
