@@ -260,11 +260,12 @@ def warm_up():
     the kernels compile, or load from the cache, now rather than at the first call that
     needs them:
 
-    1. on a three-body model (a revolute, a cubic spline curve and a spherical joint in a
-       reach cone, starting outside it): aba, the energies and RK4 steps with the limits
-       (a mechanism's simulation: one kernel call per step);
-    2. the same with the revolute joint driven (a rig's kinematic body: the driven substep,
-       the limits' Gauss-Seidel);
+    1. on a three-body model (a revolute, a cubic spline curve and a spherical joint):
+       aba, the energies and RK4 steps without limits, then with the spherical joint in a
+       reach cone, starting outside it (a mechanism's simulation: one kernel call per
+       step, compiled with the limit solver only for models with limits);
+    2. the same with the revolute joint driven, with and without the cone (a rig's
+       kinematic body: the driven substep, the limits' Gauss-Seidel);
     3. rnea, crba and the nonlinear effects;
     4. a free sphere on a ground plane (the contact solver: the substep kernels, its
        Gauss-Seidel and the contact-free check's kinematics);
@@ -325,8 +326,11 @@ def warm_up():
     q = chain3.neutral()
     q[-3] = 1.0                                   # outside the cone: the limits engage
     cone = [ReachCone("b2", (0.0, 0.0, 1.0), 0.5)]
-    data, v, a = dynamics_of(chain3, q, cone, None)
-    dynamics_of(chain3, q, cone, Drive((0,), lambda t: ([0.1 * t], [0.1], [0.0])))
+    data, v, a = dynamics_of(chain3, q, None, None)
+    dynamics_of(chain3, q, cone, None)
+    drive = Drive((0,), lambda t: ([0.1 * t], [0.1], [0.0]))
+    dynamics_of(chain3, q, None, drive)
+    dynamics_of(chain3, q, cone, drive)
     dynamics.rnea(chain3, data, q, v, a)
     dynamics.crba(chain3, data, q)
     dynamics.nonlinear_effects(chain3, data, q, v)
