@@ -37,7 +37,7 @@ from ..core.errors import InvalidInputError
 #: the first compile of the kernels of a first simulation, and of every compiled path (the
 #: warm-up), on the benchmark machine (scripts/bench_blender_latency.py, cold medians of the
 #: wall time, other jobs sharing its two cores)
-COMPILE_SECONDS = 25
+COMPILE_SECONDS = 12
 ALL_SECONDS = 60
 #: the extension's package (``bl_ext.<repository>.spline_joints``)
 EXTENSION = __package__.rpartition(".")[0]
