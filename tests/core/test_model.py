@@ -62,12 +62,13 @@ def test_compiled_structure():
         assert set(np.nonzero(m.ancestry[i])[0].tolist()) == anc
     assert m.neutral().shape == (m.nq,)
     assert m.lower.shape == m.upper.shape == (m.nq,)
-    # each joint evaluated by its family; the order-3 spline, elliptic, universal and free
-    # joints one by one through evaluate()
+    # each joint evaluated by its family; the order-3 spline, elliptic and universal joints
+    # one by one through evaluate(), the free joint too (its family is a GenericFamily with
+    # a kernel kind)
     assert {type(f).__name__: f.bodies.tolist() for f in m.families} == {
         "ScrewFamily": [0, 3, 4], "CubicSplineFamily": [1, 9], "SphericalFamily": [2],
-        "FixedFamily": [8], "GenericFamily": [5, 6, 7, 10]}
-    assert [f.multi for f in m.multi_families] == [True, True]
+        "FixedFamily": [8], "GenericFamily": [5, 6, 7], "FreeFamily": [10]}
+    assert [f.multi for f in m.multi_families] == [True, True, True]
     d = m.create_data()
     assert d.M.shape == (m.nv, m.nv)
 
