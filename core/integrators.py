@@ -401,10 +401,10 @@ class Integrator:
         si, sr, sw = step_arrays(m.nv, m.nbodies, code, self.substeps, self.h, tau, fext,
                                  bool(self._charts))
         li, lr = (None, None) if self.limits is None else self.limits.kernel_arrays
-        if self._kernel_drive is None:      # the kernel compiled without the drive's code
-            return (si, sr, sw, li, lr) + (None, 0, None) + (None, None, None)
-        return (si, sr, sw, li, lr) + self._kernel_drive[4:6] + self._kernel_drive[8:] + \
-            (None, None, None)
+        # without a drive the kernel compiles without the drive's code
+        driven = (None, 0, None) if self._kernel_drive is None else \
+            self._kernel_drive[4:6] + self._kernel_drive[8:]
+        return (si, sr, sw, li, lr) + driven + (None, None, None)
 
     def _kernel_steps(self, t, q, v, count):
         """``count`` steps from time ``t`` in one call of :func:`core.compiled.kernels.advance`

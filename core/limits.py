@@ -387,14 +387,21 @@ class LimitSolver:
             q = self.project(q, d, N)
         return q, v
 
-    def project(self, q, d=None, N=None):
+    def hold(self, q):
+        """``(q', d, N)``: ``q`` projected (:meth:`project`) where a constraint is outside its
+        deadband (else q itself), and the constraints at q'."""
+        d, N = self.evaluate(q)
+        if np.any(d + self.tol < 0.0):
+            q = self.project(q, d, N)
+            d, N = self.evaluate(q)
+        return q, d, N
+
+    def project(self, q, d, N):
         """The position projection (module docstring, step 2): ``q + N^T mu`` with ``mu >=
         0`` and ``N dq >= -d - p_tol`` for every constraint, re-linearized at the projected
         pose up to ``POSITION_PASSES`` times until each constraint is within its deadband;
-        ``d, N`` are the constraints at q if already evaluated. Call it when a constraint is
+        ``d, N`` the constraints at q (:meth:`evaluate`). Call it when a constraint is
         outside its deadband; returns a new array."""
-        if d is None:
-            d, N = self.evaluate(q)
         for _ in range(L.POSITION_PASSES):
             q = q + N.T @ self._pgs(N @ N.T, d + self.tol)
             d, N = self.evaluate(q)

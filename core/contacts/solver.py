@@ -367,10 +367,7 @@ class ContactSolver:
         if v is None or not len(self.shapes):
             return 0.0
         V = data.buffer[self._body_velocity]                              # (s, 6)
-        w = V[:, :3]
-        speed = np.linalg.norm(V[:, 3:] + np.cross(w, self._first), axis=1) + \
-            np.linalg.norm(w, axis=1) * self._extent
-        return float(speed.max())
+        return self._fastest(V[:, :3], V[:, 3:], self._first)
 
     def skip(self, t, h, substeps):
         """Log ``substeps`` substeps of ``h`` seconds from time t taken without the contact
@@ -387,7 +384,12 @@ class ContactSolver:
         V = m.ancestry @ (m.dof_incidence @ (data.S_world * v[:, None]))      # (nb, 6)
         T = data.oMi[self.bodies]
         c = np.einsum("sab,sb->sa", T[:, :3, :3], self._first) + T[:, :3, 3]
-        w, vo = V[self.bodies, :3], V[self.bodies, 3:]
+        return self._fastest(V[self.bodies, :3], V[self.bodies, 3:], c)
+
+    def _fastest(self, w, vo, c):
+        """The largest ``|v_o + w x c| + |w| extent`` over the shapes: their bodies' angular
+        velocities ``w (s, 3)``, velocities ``v_o (s, 3)`` of the frame origin and first
+        core vertices ``c (s, 3)``, all in one frame (world or each body's)."""
         speed = np.linalg.norm(vo + np.cross(w, c), axis=1) + \
             np.linalg.norm(w, axis=1) * self._extent
         return float(speed.max())
@@ -533,10 +535,7 @@ class ContactSolver:
         if have_limits:
             # limits: the limit solver's joint-space projection (only the joints at their
             # limits move) until every limit is within its deadband
-            d_end, N_end = self.limits.evaluate(q_new)
-            if np.any(d_end + self.limits.tol < 0.0):
-                q_new = self.limits.project(q_new, d_end, N_end)
-                d_end, N_end = self.limits.evaluate(q_new)
+            q_new, d_end, N_end = self.limits.hold(q_new)
         # contacts: the end pose's separations, predicted to first order, to at most
         # slop deep by a mass-weighted correction that keeps every limit in its deadband
         rows = nl + 3 * np.arange(nc)
@@ -551,9 +550,7 @@ class ContactSolver:
             self._pgs(A @ MinvAt, low, corr, len(low), np.zeros(0))
             q_new = q_new + MinvAt @ corr
             if have_limits:        # the limits curve: what the linear rows left outside
-                d_end, N_end = self.limits.evaluate(q_new)
-                if np.any(d_end + self.limits.tol < 0.0):
-                    q_new = self.limits.project(q_new, d_end, N_end)
+                q_new = self.limits.hold(q_new)[0]
         potential = 0.0 if q_new is q_mid else \
             dynamics.potential_energy(m, data, q_new) - dynamics.potential_energy(m, data, q_mid)
         active = int(np.sum((lam[nl::3] > 0.0) | (s < 0.0)))

@@ -17,8 +17,8 @@ every frame:
   frame, at rest, by more than DEPTH: the contact solver's slop (the depth a resting contact
   keeps) plus the keys' float32 rounding. While the bodies land they go deeper than the slop
   (the solver's position correction acts on the end pose predicted to first order, and the
-  bakes report up to about 1.6 mm at a substep); IMPACT_DEPTH is the depth issue 20 allows a
-  landing chain (1 mm) plus the keys' rounding.
+  bakes report up to about 1.6 mm at a substep); IMPACT_DEPTH is 1 mm, the depth a landing
+  capsule chain keeps within in tests/core/test_contacts.py, plus the keys' rounding.
 
 The signed distance of a capsule's segment to a box is convex along the segment, so its
 minimum is found by golden-section search to far below DEPTH.
