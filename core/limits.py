@@ -312,9 +312,17 @@ class LimitSolver:
         self.engaged_steps[:] = 0
 
     def evaluate(self, q):
-        """All constraints: ``d (c,)`` and ``N (c, nv)`` (rows are the gradients)."""
-        d = np.empty(self.n_constraints)
-        N = np.zeros((self.n_constraints, self.model.nv))
+        """All constraints: ``d (c,)`` and ``N (c, nv)`` (rows are the gradients); on the
+        numba backend by :func:`core.compiled.kernels.limit_constraints` when
+        :attr:`compiled` (each limit's own evaluation below where a twist limit is undefined,
+        which raises)."""
+        c, nv = self.n_constraints, self.model.nv
+        if _backend.kernels is not None and self.compiled:
+            out = np.empty(c * (1 + nv))
+            li, lr = self.kernel_arrays
+            if _backend.kernels.limit_constraints(li, lr, np.ascontiguousarray(q, float), out):
+                return out[:c], out[c:].reshape(c, nv)
+        d, N = np.empty(c), np.zeros((c, nv))
         k = 0
         for lim in self.limits:
             dofs = lim.dofs()

@@ -1311,7 +1311,7 @@ def _limits(ints, reals, buf, q, v, li, lr):
     (E, ST, _, _, IX, _), (D, DD, N, L, Y, W, lam, bb, _) = _limit_offsets(c, nv)
     ne = 0
     for k in range(c):
-        d = _limit_row(li, lr, q, k, nv, N, D)
+        d = _limit_row(li, lr, q, k, nv, N, D, lr)
         dof = li[LI_HEADER + 2 * k + 1]
         n = N + nv * k
         if d != d:                                       # a twist at a swing of pi
@@ -1378,7 +1378,7 @@ def _limits(ints, reals, buf, q, v, li, lr):
                 q[i] += lr[N + nv * k + i] * x
         inside = True
         for k in range(c):
-            d = _limit_row(li, lr, q, k, nv, N, bb)
+            d = _limit_row(li, lr, q, k, nv, N, bb, lr)
             if d != d:
                 return 5
             inside = inside and d + lr[LR_HEADER + LR_PER * k + 1] >= -POSITION_SLACK
@@ -1397,33 +1397,48 @@ def _row_dofs(li, k):
 
 
 @_jit
-def _limit_row(li, lr, q, k, nv, N, D):
-    """Constraint ``k`` at ``q``: its value ``d`` into ``lr[D + k]`` (returned; ``D`` the
-    offset of a (c,) block) and its gradient into row k of ``N`` (zero outside its dofs)."""
+def _limit_row(li, lr, q, k, nv, N, D, out):
+    """Constraint ``k`` at ``q`` (constants in ``lr``): its value ``d`` into ``out[D + k]``
+    (returned; ``D`` the offset of a (c,) block) and its gradient into row k of the (c, nv)
+    block at ``out[N:]`` (zero outside its dofs); ``out`` is ``lr`` in the step's solver."""
     kind, dof = li[LI_HEADER + 2 * k], li[LI_HEADER + 2 * k + 1]
     o = LR_HEADER + LR_PER * k
     n = N + nv * k
     for i in range(nv):
-        lr[n + i] = 0.0
+        out[n + i] = 0.0
     if kind == LIMIT_CONE:
         d, g0, g1, g2 = _cone(q, dof, lr[o + 2], lr[o + 3], lr[o + 4], lr[o + 5])
-        lr[n + dof], lr[n + dof + 1], lr[n + dof + 2] = g0, g1, g2
+        out[n + dof], out[n + dof + 1], out[n + dof + 2] = g0, g1, g2
     elif kind == LIMIT_ELLIPSE:
         d, g0, g1, g2 = _ellipse(q, dof, lr, o)
-        lr[n + dof], lr[n + dof + 1], lr[n + dof + 2] = g0, g1, g2
+        out[n + dof], out[n + dof + 1], out[n + dof + 2] = g0, g1, g2
     elif kind >= LIMIT_TWIST_LOWER:
         tw, g0, g1, g2 = _twist(q, dof, lr[o + 2], lr[o + 3], lr[o + 4])
         sign = 1.0 if kind == LIMIT_TWIST_LOWER else -1.0
         d = sign * (tw - lr[o])
-        lr[n + dof], lr[n + dof + 1], lr[n + dof + 2] = sign * g0, sign * g1, sign * g2
+        out[n + dof], out[n + dof + 1], out[n + dof + 2] = sign * g0, sign * g1, sign * g2
     elif kind == LIMIT_LOWER:
         d = q[dof] - lr[o]
-        lr[n + dof] = 1.0
+        out[n + dof] = 1.0
     else:
         d = lr[o] - q[dof]
-        lr[n + dof] = -1.0
-    lr[D + k] = d
+        out[n + dof] = -1.0
+    out[D + k] = d
     return d
+
+
+@_jit
+def limit_constraints(li, lr, q, out):
+    """Every constraint of the packed limit solver ``(li, lr)`` at ``q (nv,)``, as
+    :meth:`core.limits.LimitSolver.evaluate`: the values ``d (c,)`` into ``out[:c]`` and the
+    gradients ``N (c, nv)`` row by row after them (``out (c (1 + nv),)``). Returns False
+    when a twist limit is undefined at q (a swing of pi)."""
+    c, nv = li[LI_C], q.shape[0]
+    for k in range(c):
+        d = _limit_row(li, lr, q, k, nv, c, 0, out)
+        if d != d:
+            return False
+    return True
 
 
 @_jit

@@ -468,6 +468,61 @@ def test_limits_agree(kind, method, both):
     _close(d_np, d_nb, tol, 1.0, "distances")
 
 
+#: rounding steps of one limit's value and gradient: the rotation's coefficients, the
+#: rotated axis, the cone or twist formula and J_b^T, each a few dozen operations
+LIMIT_OPS = 100
+
+
+def test_limit_evaluation_agrees(both):
+    """LimitSolver.evaluate compiled (:func:`core.compiled.kernels.limit_constraints`) and
+    each limit's own evaluation give the same values and gradients for every compiled kind
+    (coordinate bounds, circular and elliptic cones, twist bounds) at rotation angles 0,
+    1e-8, random, and 1e-6 off pi and 2 pi, and the same error where a twist is undefined.
+
+    Tolerance: LIMIT_OPS roundings of unit-size terms, times the conditioning of the
+    formulas at the sample: 1 / rho^2 = 1 / (1 - Z^2) of an elliptic cone's far branch (Z =
+    the rotated axis's cosine with the axis, Z < 0) and 1 / cos^2(swing / 2) of a twist
+    (from scipy's quaternion of the rotation: ``w^2 + <(x, y, z), p>^2``)."""
+    from scipy.spatial.transform import Rotation
+
+    from core.errors import InvalidInputError
+    from core.limits import CoordinateLimit, EllipticCone, LimitSolver, ReachCone, TwistLimit
+    rng = np.random.default_rng(5)
+    m = ball_chain(4, rng)
+    twist_axis = np.array([0.2, 1.0, 0.1]) / np.linalg.norm([0.2, 1.0, 0.1])
+    ellipse_axes = {1: np.array([0.0, 0.0, 1.0]), 3: np.array([1.0, 0.0, 0.0])}
+    solver = LimitSolver(m, [ReachCone(0, (0.3, 0.2, 1.0), 0.7),
+                             EllipticCone(1, ellipse_axes[1], (1, 0, 0), 0.5, 1.1),
+                             TwistLimit(2, twist_axis, -0.4, 0.6),
+                             CoordinateLimit(3, -0.3, 0.2, index=1),
+                             EllipticCone(3, ellipse_axes[3], (0, 1, 0), 1.2, 0.4)])
+    assert solver.compiled and solver.n_constraints == 7
+    for angle in (0.0, 1e-8, None, np.pi - 1e-6, np.pi + 1e-6, 2 * np.pi - 1e-6):
+        for _ in range(40):
+            axes = rng.normal(size=(4, 3))
+            axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+            q = (axes * (rng.uniform(0.0, 2.0 * np.pi, size=(4, 1)) if angle is None
+                         else angle)).ravel()
+            (d_np, N_np), (d_nb, N_nb) = both(lambda: solver.evaluate(q))
+            rot = Rotation.from_rotvec(q.reshape(4, 3))
+            kappa = 1.0
+            for b, p in ellipse_axes.items():
+                Z = rot[b].apply(p) @ p
+                kappa = max(kappa, 1.0 / (1.0 - Z * Z) if Z < 0.0 else 1.0)
+            x, y, z, w = rot[2].as_quat()
+            kappa = max(kappa, 1.0 / (w * w + np.dot([x, y, z], twist_axis) ** 2))
+            tol = EPS * LIMIT_OPS * kappa
+            _close(d_np, d_nb, tol, max(1.0, np.abs(d_np).max()), "values")
+            _close(N_np, N_nb, tol, max(1.0, np.abs(N_np).max()), "gradients")
+    swing = np.cross(twist_axis, [1.0, 0.0, 0.0])                # a swing of pi
+    q = np.zeros(12)
+    q[6:9] = np.pi * swing / np.linalg.norm(swing)
+    for name in ("numpy", "numba"):
+        backend.use(name)
+        with pytest.raises(InvalidInputError, match="twist about the axis is undefined"):
+            solver.evaluate(q)
+
+
 def test_kernel_chart_change_is_reparametrize():
     """The step kernel's chart change of spherical joints is
     :func:`core.expcoords.reparametrize` (|r| from below pi to 3 pi, a few ulps), and that of
