@@ -1,10 +1,19 @@
-"""numba kernel of the contact solver's projected Gauss-Seidel
-(:meth:`core.contacts.solver.ContactSolver._pgs`, the numpy reference): the same sweeps over
-the limit rows and the contacts' normal rows and friction discs, in the same order, with the
-same stopping rule, without a Python call per row."""
+"""numba kernels of the contact solver (:class:`core.contacts.solver.ContactSolver`, whose
+numpy code is the reference):
+
+* :func:`contact_rows`: the contacts' frames and Jacobian rows from the compiled
+  kinematics' world poses and body-frame joint columns
+  (:func:`core.compiled.dispatch.energies`), as ``tangent_basis`` and ``_rows`` give them
+  from ``core.kinematics.update_kinematics``;
+* :func:`contact_pgs`: the projected Gauss-Seidel of ``ContactSolver._pgs``, the same sweeps
+  over the limit rows and the contacts' normal rows and friction discs, in the same order,
+  with the same stopping rule, without a Python call per row."""
+
+import math
 
 from ..contacts.solver import _disc
-from .kernels import _jit
+from .kernels import _crba, _jit, _s_row
+from .layout import H_LSH, H_M, HEADER, I_N, I_PARENT, I_Q, NI
 
 
 #: :func:`core.contacts.solver._disc` compiled: the friction impulse on the disc
@@ -55,3 +64,175 @@ def contact_pgs(W, b, lam, n_lim, mu, blocks, tangent, iterations, rtol):
         if change <= rtol * size:
             return it + 1
     return iterations
+
+
+@_jit
+def _point_rows(ints, buf, body, c, P, D, J, r0, sign):
+    """Add ``sign`` times the rows of contact c's point ``P[c]`` fixed to ``body`` along its
+    frame ``D[c]`` (rows ``r0 + 3 c + d``): per coordinate j of an ancestor joint, ``D[c, d]
+    . (w x P + v_o)`` for the coordinate's world twist ``[w; v_o] = [R s_w; R s_v + p x w]``
+    (``(R, p)`` the joint's body's world pose, ``[s_w; s_v]`` its body-frame column)."""
+    x0, x1, x2 = P[c, 0], P[c, 1], P[c, 2]
+    oL = ints[H_LSH]
+    k = body
+    while k >= 0:
+        row = HEADER + NI * k
+        o = oL + 28 * k
+        for j in range(ints[row + I_N]):
+            s = _s_row(ints, k, j)
+            a0, a1, a2 = buf[s], buf[s + 1], buf[s + 2]
+            b0, b1, b2 = buf[s + 3], buf[s + 4], buf[s + 5]
+            w0 = buf[o] * a0 + buf[o + 1] * a1 + buf[o + 2] * a2
+            w1 = buf[o + 4] * a0 + buf[o + 5] * a1 + buf[o + 6] * a2
+            w2 = buf[o + 8] * a0 + buf[o + 9] * a1 + buf[o + 10] * a2
+            p0, p1, p2 = buf[o + 3], buf[o + 7], buf[o + 11]
+            u0 = buf[o] * b0 + buf[o + 1] * b1 + buf[o + 2] * b2 + p1 * w2 - p2 * w1 \
+                + w1 * x2 - w2 * x1
+            u1 = buf[o + 4] * b0 + buf[o + 5] * b1 + buf[o + 6] * b2 + p2 * w0 - p0 * w2 \
+                + w2 * x0 - w0 * x2
+            u2 = buf[o + 8] * b0 + buf[o + 9] * b1 + buf[o + 10] * b2 + p0 * w1 - p1 * w0 \
+                + w0 * x1 - w1 * x0
+            col = ints[row + I_Q] + j
+            for d in range(3):
+                J[r0 + 3 * c + d, col] += sign * (D[c, d, 0] * u0 + D[c, d, 1] * u1 +
+                                                  D[c, d, 2] * u2)
+        k = ints[row + I_PARENT]
+
+
+@_jit
+def contact_rows(ints, buf, a_body, b_body, P, n, D, J, r0):
+    """The contacts' frames and rows: per contact c, ``D[c] = (n, t1, t2)`` with the
+    tangents of ``core.contacts.solver.tangent_basis`` (t1 across the world axis least
+    aligned with n), and its three rows ``J[r0 + 3 c: r0 + 3 c + 3]`` (zeroed first) of the
+    relative velocity of its point ``P[c]`` on body ``b_body[c]`` to the same point on body
+    ``a_body[c]`` (-1: the world) along ``D[c]``. Needs the compiled kinematics at the
+    substep's pose in ``buf``."""
+    nv = J.shape[1]
+    for c in range(a_body.shape[0]):
+        n0, n1, n2 = n[c, 0], n[c, 1], n[c, 2]
+        e0, e1, e2 = abs(n0), abs(n1), abs(n2)
+        if e0 <= e1 and e0 <= e2:                       # n x e_k, e_k least aligned with n
+            t0, t1, t2 = 0.0, n2, -n1
+        elif e1 <= e2:
+            t0, t1, t2 = -n2, 0.0, n0
+        else:
+            t0, t1, t2 = n1, -n0, 0.0
+        size = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+        t0, t1, t2 = t0 / size, t1 / size, t2 / size
+        D[c, 0, 0], D[c, 0, 1], D[c, 0, 2] = n0, n1, n2
+        D[c, 1, 0], D[c, 1, 1], D[c, 1, 2] = t0, t1, t2
+        D[c, 2, 0], D[c, 2, 1], D[c, 2, 2] = n1 * t2 - n2 * t1, n2 * t0 - n0 * t2, \
+            n0 * t1 - n1 * t0
+        for d in range(3):
+            for i in range(nv):
+                J[r0 + 3 * c + d, i] = 0.0
+        _point_rows(ints, buf, b_body[c], c, P, D, J, r0, 1.0)
+        _point_rows(ints, buf, a_body[c], c, P, D, J, r0, -1.0)
+
+
+@_jit
+def _eigh2(a, b, c, out):
+    """Eigen-decomposition of the symmetric ``[[a, b], [b, c]]`` into ``out (6,)``: the two
+    eigenvalues, then the eigenvector matrix row-major (columns the eigenvectors), by one
+    Jacobi rotation (Golub and Van Loan, 8.5.2: ``tan`` of the smaller rotation angle)."""
+    if b == 0.0:
+        t = 0.0
+    else:
+        theta = (c - a) / (2.0 * b)
+        t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
+        if theta < 0.0:
+            t = -t
+    cs = 1.0 / math.sqrt(t * t + 1.0)
+    sn = t * cs
+    out[0], out[1] = a - t * b, c + t * b
+    out[2], out[3], out[4], out[5] = cs, sn, -sn, cs
+
+
+@_jit
+def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu, rest,
+                  world_v, h, c_h, bounce_threshold, nl, J, b, lam, D, M, Y, W, blocks, tangent, dv,
+                  gap, iterations, rtol):
+    """The impulses of a contact step (``ContactSolver.apply``'s steps 2 and 3 on the
+    numba backend): the mass matrix ``M (nv, nv)`` at q (its lower Cholesky factor left in
+    it) and the compiled kinematics at q in ``buf``; the contacts' frames ``D`` and rows
+    (:func:`contact_rows`) into ``J`` after the ``nl`` limit rows (given with their ``b``);
+    the contacts' right-hand sides ``b`` (speculative and bounce targets on the normals, as
+    ``apply`` forms them, ``world_v (c, 3)`` the world side's point velocities), the end
+    gaps ``gap (c,)`` without impulses; ``Y = M^-1 J^T (nv, m)``, ``W = J Y``, the friction
+    blocks' eigen-decompositions and couplings, :func:`contact_pgs` on ``lam`` (warm start
+    in it) and ``dv = Y lam``. Returns the kinetic energy the impulses change, or NaN if M
+    is not positive definite (nothing after the factorization is computed)."""
+    nv, m, nc = v.shape[0], b.shape[0], a_body.shape[0]
+    _crba(ints, reals, buf, q)
+    oM = ints[H_M]
+    for i in range(nv):
+        for j in range(nv):
+            M[i, j] = buf[oM + nv * i + j]
+    contact_rows(ints, buf, a_body, b_body, P, n, D, J, nl)
+    for c in range(nc):
+        k = nl + 3 * c
+        w0, w1, w2 = world_v[c, 0], world_v[c, 1], world_v[c, 2]
+        # end rates: the bias -D world_v (the world side's motion) plus J v1
+        un = -(D[c, 0, 0] * w0 + D[c, 0, 1] * w1 + D[c, 0, 2] * w2)
+        ut1 = -(D[c, 1, 0] * w0 + D[c, 1, 1] * w1 + D[c, 1, 2] * w2)
+        ut2 = -(D[c, 2, 0] * w0 + D[c, 2, 1] * w1 + D[c, 2, 2] * w2)
+        bias_n, u0, moved = un, un, 0.0
+        for i in range(nv):
+            un += J[k, i] * v1[i]
+            ut1 += J[k + 1, i] * v1[i]
+            ut2 += J[k + 2, i] * v1[i]
+            u0 += J[k, i] * v[i]
+            moved += J[k, i] * step[i]
+        gap[c] = s[c] + moved + h * bias_n
+        target = min(un - (max(s[c], 0.0) + gap[c] - s[c]) / c_h, 0.0)
+        if rest[c] > 0.0 and u0 < -bounce_threshold and gap[c] <= 0.0:
+            target = max(target, -rest[c] * u0 + un - u0)
+        b[k], b[k + 1], b[k + 2] = un - target, ut1, ut2
+    for i in range(nv):                                  # M = L L^T, L in M's lower half
+        for j in range(i + 1):
+            x = M[i, j]
+            for k in range(j):
+                x -= M[i, k] * M[j, k]
+            if i == j:
+                if not x > 0.0:
+                    return math.nan
+                M[i, i] = math.sqrt(x)
+            else:
+                M[i, j] = x / M[j, j]
+    for r in range(m):                                   # Y[:, r] = M^-1 J[r]
+        for i in range(nv):
+            x = J[r, i]
+            for k in range(i):
+                x -= M[i, k] * Y[k, r]
+            Y[i, r] = x / M[i, i]
+        for i in range(nv - 1, -1, -1):
+            x = Y[i, r]
+            for k in range(i + 1, nv):
+                x -= M[k, i] * Y[k, r]
+            Y[i, r] = x / M[i, i]
+    for r in range(m):
+        for col in range(r, m):
+            x = 0.0
+            for i in range(nv):
+                x += J[r, i] * Y[i, col]
+            W[r, col] = x
+            W[col, r] = x
+    for c in range(nc):
+        k = nl + 3 * c
+        _eigh2(W[k + 1, k + 1], W[k + 1, k + 2], W[k + 2, k + 2], blocks[c])
+        tangent[c, 0], tangent[c, 1], tangent[c, 2] = W[k + 1, k + 1], W[k + 1, k + 2], \
+            W[k + 2, k + 2]
+        tangent[c, 3], tangent[c, 4] = W[k + 1, k], W[k + 2, k]
+    contact_pgs(W, b, lam, nl, mu, blocks, tangent, iterations, rtol)
+    kinetic = 0.0
+    for i in range(nv):
+        x = 0.0
+        for r in range(m):
+            x += Y[i, r] * lam[r]
+        dv[i] = x
+    for i in range(nv):                     # (v1 + dv)^T M (v1 + dv) - v1^T M v1, M's rows
+        x = 0.0
+        for j in range(nv):
+            x += buf[oM + nv * i + j] * (2.0 * v1[j] + dv[j])
+        kinetic += dv[i] * x
+    return 0.5 * kinetic

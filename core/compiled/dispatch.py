@@ -9,8 +9,8 @@ from .. import backend
 from ..errors import NonFiniteError
 from .pack import pack
 
-__all__ = ["packed", "aba", "rnea", "nonlinear_effects", "crba", "energies", "substep",
-           "driven_substep", "NO_FEXT"]
+__all__ = ["packed", "python_joints", "aba", "rnea", "nonlinear_effects", "crba", "energies",
+           "substep", "driven_substep", "NO_FEXT"]
 
 #: the kernels' "no external wrenches"
 NO_FEXT = np.zeros((0, 6))
@@ -27,7 +27,7 @@ def packed(model):
     return p
 
 
-def _python_joints(model, data, p, q, v):
+def python_joints(model, data, p, q, v):
     """Evaluate the joints of the families without a kernel into ``data`` (their ``calc``,
     and ``velocity_product`` when ``v`` is given)."""
     fams, work = model.families, data.family_work
@@ -60,7 +60,7 @@ def aba(model, data, q, v, tau, fext, check):
             q, v, tau = _check_states(model, q, v, tau)
             fext = None if fext is None else _contiguous(model.check_fext(fext))
     if p.python:
-        _python_joints(model, data, p, q, v)
+        python_joints(model, data, p, q, v)
     if fext is None:
         kernel, status = backend.kernels.aba_free, None
         if kernel in _on_request:
@@ -113,7 +113,7 @@ def rnea(model, data, q, v, a, fext):
     """Inverse dynamics ``data.tau`` (checked arguments)."""
     p = model.packed or packed(model)
     if p.python:
-        _python_joints(model, data, p, q, v)
+        python_joints(model, data, p, q, v)
     backend.kernels.rnea(p.ints, p.reals, data.buffer, q, v, a,
                          NO_FEXT if fext is None else fext, False)
     return data.tau
@@ -123,7 +123,7 @@ def nonlinear_effects(model, data, q, v, fext):
     """``rnea(q, v, 0)`` into ``data.nle`` (checked arguments)."""
     p = model.packed or packed(model)
     if p.python:
-        _python_joints(model, data, p, q, v)
+        python_joints(model, data, p, q, v)
     backend.kernels.rnea(p.ints, p.reals, data.buffer, q, v, p.zeros,
                          NO_FEXT if fext is None else fext, True)
     return data.nle
@@ -133,7 +133,7 @@ def crba(model, data, q):
     """The mass matrix ``data.M`` (checked arguments)."""
     p = model.packed or packed(model)
     if p.python:
-        _python_joints(model, data, p, q, None)
+        python_joints(model, data, p, q, None)
     backend.kernels.crba(p.ints, p.reals, data.buffer, q)
     return data.M
 
@@ -143,7 +143,7 @@ def energies(model, data, q, v):
     is 0 and not computed), the world poses left in ``data.oMi``."""
     p = model.packed or packed(model)
     if p.python:
-        _python_joints(model, data, p, q, v)
+        python_joints(model, data, p, q, v)
     return backend.kernels.energies(p.ints, p.reals, data.buffer, q, q if v is None else v,
                                     p.mass_com, v is not None)
 

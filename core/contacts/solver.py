@@ -88,6 +88,11 @@ __all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis", "
 PGS_RTOL = 1e-6
 
 
+def _not_positive_definite(why):
+    return NonFiniteError(f"contacts: the mass matrix is not positive definite ({why}), which "
+                          "only a diverged state gives; reduce the time step")
+
+
 def pair_material(a, b, friction, restitution):
     """``(mu, e)`` of two sides (objects with ``friction`` and ``restitution``, each None or
     a number): the geometric mean of two frictions and the larger restitution; one side's
@@ -357,9 +362,11 @@ class ContactSolver:
         return not self.find_contacts(data, t, reach)
 
     def _pose(self, data, q, v=None):
-        """Pose the model in ``data.oMi`` at q; with ``v``, return :meth:`_speed_bound`'s
-        bound at v (from the compiled kernels' body-frame velocities ``[w; v_o]`` on the
-        numba backend: point speeds do not depend on the frame)."""
+        """Pose the model in ``data.oMi`` at q (with its joint columns: on the numpy backend
+        :func:`core.kinematics.update_kinematics`, on the numba backend the compiled
+        kinematics, body-frame columns in ``data.buffer``); with ``v``, return
+        :meth:`_speed_bound`'s bound at v (from the compiled kernels' body-frame velocities
+        ``[w; v_o]`` on the numba backend: point speeds do not depend on the frame)."""
         if _backend.kernels is None:
             update_kinematics(self.model, data, q)
             return None if v is None else self._speed_bound(data, v)
@@ -450,6 +457,60 @@ class ContactSolver:
                 break
         return lam
 
+    def _impulses(self, data, q, v, v1, step, arrays, J, b, lam, nl, h, c_h):
+        """Steps 2 and 3 of the module docstring for the contacts ``arrays`` (bodies a and
+        b, points, normals, separations, frictions, restitutions and the world side's point
+        velocities, one row per contact) after the ``nl`` limit rows of ``J`` and ``b``:
+        the contacts' rows and right-hand sides, then the impulses into ``lam`` (warm start
+        in it). Returns ``(cho_factor of M, M^-1 J^T, dv, the contacts' end gaps without
+        impulses, the kinetic energy the impulses change)``."""
+        m = self.model
+        a_body, b_body, P, n, s, mu, rest, world_v = arrays
+        nc = len(s)
+        D = np.stack([n, *tangent_basis(n)], axis=1)                  # (c, 3, 3)
+        Jc = self._rows(data, b_body, P, D) - self._rows(data, a_body, P, D)
+        J[nl:] = Jc.reshape(3 * nc, m.nv)
+        bias = -np.einsum("cdk,ck->cd", D, world_v)
+        u = (Jc @ v1).reshape(nc, 3) + bias
+        u0 = (Jc[:, 0] @ v) + bias[:, 0]             # normal speeds at the start
+        gap = s + Jc[:, 0] @ step + h * bias[:, 0]   # the end separation without impulses
+        target = _closing(u[:, 0], np.maximum(s, 0.0), gap - s, c_h)
+        # a bounce reverses the start's approach speed; the forces then act as usual
+        bounce = (rest > 0.0) & (u0 < -self.bounce_threshold) & (gap <= 0.0)
+        target = np.where(bounce, np.maximum(target, -rest * u0 + u[:, 0] - u0), target)
+        b[nl:] = (u - np.stack([target, 0 * target, 0 * target], axis=1)).ravel()
+        M = dynamics.crba(m, data, q)
+        try:
+            fac = cho_factor(M, check_finite=False)
+        except np.linalg.LinAlgError as err:
+            raise _not_positive_definite(err) from None
+        MinvJt = cho_solve(fac, J.T, check_finite=False)                  # (nv, m)
+        W = J @ MinvJt
+        self._pgs(W, b, lam, nl, mu)
+        dv = MinvJt @ lam
+        v_new = v1 + dv
+        return fac, MinvJt, dv, gap, 0.5 * (v_new @ M @ v_new - v1 @ M @ v1)
+
+    def _impulses_compiled(self, data, q, v, v1, step, arrays, J, b, lam, nl, h, c_h):
+        """:meth:`_impulses` in one kernel call (:func:`core.compiled.contacts.
+        contact_solve`; the joints without a kernel evaluated first)."""
+        from ..compiled.contacts import contact_solve
+
+        m = self.model
+        p = _compiled.packed(m)
+        if p.python:
+            _compiled.python_joints(m, data, p, q, None)
+        nc, nv, rows = len(arrays[0]), m.nv, len(b)
+        M, MinvJt, dv = np.empty((nv, nv)), np.empty((nv, rows)), np.empty(nv)
+        gap = np.empty(nc)
+        kinetic = contact_solve(p.ints, p.reals, data.buffer, q, v, v1, step, *arrays, h, c_h,
+                                self.bounce_threshold, nl, J, b, lam, np.empty((nc, 3, 3)),
+                                M, MinvJt, np.empty((rows, rows)), np.empty((nc, 6)),
+                                np.empty((nc, 5)), dv, gap, self.iterations, PGS_RTOL)
+        if kinetic != kinetic:
+            raise _not_positive_definite("a leading minor is not positive")
+        return (M, True), MinvJt, dv, gap, kinetic
+
     def apply(self, data, q, v, q1, v1, t, h, weight=1.0):
         """The contact and limit step of a substep of ``h`` seconds from time t: ``q, v
         (nv,)`` the state at the substep's start (where the contacts are found; v gives the
@@ -461,8 +522,8 @@ class ContactSolver:
         when the mass matrix is not positive definite (a diverged state)."""
         m = self.model
         c_h = float(weight) * h
-        update_kinematics(m, data, q)
-        contacts = self.find_contacts(data, t, self.margin + h * self._speed_bound(data, v1))
+        reach = self.margin + h * self._pose(data, q, v1)
+        contacts = self.find_contacts(data, t, reach)
         if not contacts:
             # the limit solver's own step, as without contacts
             self._log.append((t + h, 0, 0.0, 0.0))
@@ -494,38 +555,19 @@ class ContactSolver:
         s = np.array([c[4] for c in contacts])
         mu = np.array([c[5] for c in contacts])
         rest = np.array([c[6] for c in contacts])
-        D = np.stack([n, *tangent_basis(n)], axis=1)                  # (c, 3, 3)
-        Jc = self._rows(data, b_body, P, D) - self._rows(data, a_body, P, D)
-        J[nl:] = Jc.reshape(3 * nc, m.nv)
-        bias = np.zeros((nc, 3))
+        world_v = np.zeros((nc, 3))                   # the world side's point velocities
         for c, (*_, mover) in enumerate(contacts):
-            if mover is not None:                     # the world side moves
-                bias[c] = -D[c] @ mover.point_velocities(t, P[c][None])[0]
-        u = (Jc @ v1).reshape(nc, 3) + bias
-        u0 = (Jc[:, 0] @ v) + bias[:, 0]             # normal speeds at the start
-        gap = s + Jc[:, 0] @ step + h * bias[:, 0]   # the end separation without impulses
-        target = _closing(u[:, 0], np.maximum(s, 0.0), gap - s, c_h)
-        # a bounce reverses the start's approach speed; the forces then act as usual
-        bounce = (rest > 0.0) & (u0 < -self.bounce_threshold) & (gap <= 0.0)
-        target = np.where(bounce, np.maximum(target, -rest * u0 + u[:, 0] - u0), target)
-        b[nl:] = (u - np.stack([target, 0 * target, 0 * target], axis=1)).ravel()
+            if mover is not None:
+                world_v[c] = mover.point_velocities(t, P[c][None])[0]
         for c, con in enumerate(contacts):
             w = self._warm.get(con[7])
             if w is not None:
                 lam[nl + 3 * c:nl + 3 * c + 3] = w
-        M = dynamics.crba(m, data, q)
-        try:
-            fac = cho_factor(M, check_finite=False)
-        except np.linalg.LinAlgError as err:
-            raise NonFiniteError(f"contacts: the mass matrix is not positive definite ({err}), "
-                                 "which only a diverged state gives; reduce the time step") \
-                from None
-        MinvJt = cho_solve(fac, J.T, check_finite=False)                  # (nv, m)
-        W = J @ MinvJt
-        self._pgs(W, b, lam, nl, mu)
-        dv = MinvJt @ lam
+        arrays = (a_body, b_body, P, n, s, mu, rest, world_v)
+        solve = self._impulses if _backend.kernels is None else self._impulses_compiled
+        fac, MinvJt, dv, gap, kinetic = solve(data, q, v, v1, step, arrays, J, b, lam, nl, h,
+                                              c_h)
         v_new = v1 + dv
-        kinetic = 0.5 * (v_new @ M @ v_new - v1 @ M @ v1)
         warm = {("limit", int(r)): lam[k] for k, r in enumerate(lim_rows)}
         warm.update((con[7], lam[nl + 3 * c:nl + 3 * c + 3].copy())
                     for c, con in enumerate(contacts))

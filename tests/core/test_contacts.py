@@ -202,6 +202,118 @@ def test_contact_rows_match_finite_differences_of_the_contact_points():
         np.testing.assert_allclose(rows @ v, np.einsum("cdk,ck->cd", D, fd), atol=tol)
 
 
+@pytest.mark.skipif(not backend.available(), reason="numba does not import")
+def test_the_compiled_contact_rows_equal_the_numpy_ones():
+    """:func:`core.compiled.contacts.contact_rows` (frames and rows from the compiled
+    kinematics) against ``tangent_basis`` and ``ContactSolver._rows`` after
+    ``update_kinematics``, on a tree of free, ball, hinge and slider joints: contacts between
+    bodies and with the world, normals along the axes (the least aligned axis ties) and
+    random. Tolerance: each entry is a few dozen products and sums of unit-size rotations,
+    positions (up to about a metre) and directions, per ancestor coordinate, so 50 EPS of
+    the rows' scale."""
+    from core.compiled import dispatch
+    from core.compiled.contacts import contact_rows
+    from core.contacts.solver import tangent_basis
+    from core.joints.lower_pairs import Prismatic, Revolute
+    from core.joints.spherical import Spherical
+
+    rng = np.random.default_rng(3)
+    m = Model()
+    for name, parent, joint in (("root", -1, Free()), ("ball", 0, Spherical()),
+                                ("hinge", 1, Revolute(rng.normal(size=3))),
+                                ("slider", 0, Prismatic(rng.normal(size=3))),
+                                ("tip", 3, Spherical())):
+        m.add_body(name, parent, joint, pose(rng), 1.0, rng.normal(size=3) * 0.1, np.eye(3))
+    previous = backend.use("numba")
+    try:
+        solver = ContactSolver(m, [(b, Sphere(0.1)) for b in range(m.nbodies)])
+        data = m.create_data()
+        for q in (m.neutral(), np.full(m.nq, 1e-8), rng.normal(size=m.nq)):
+            a_body = np.array([-1, 0, 1, 2, -1, 3, 4, 2])
+            b_body = np.array([4, 2, 4, 3, 1, 0, 1, 2])
+            P = rng.normal(size=(8, 3))
+            n = rng.normal(size=(8, 3))
+            n[:3] = [[0.0, 0.0, 1.0], [1.0, 1.0, 0.0], [0.0, -1.0, 0.0]]
+            n /= np.linalg.norm(n, axis=1, keepdims=True)
+            dispatch.energies(m, data, q, None)
+            J, D = np.full((2 + 24, m.nv), np.nan), np.empty((8, 3, 3))
+            contact_rows(dispatch.packed(m).ints, data.buffer, a_body, b_body, P, n, D, J, 2)
+            update_kinematics(m, data, q)
+            D_np = np.stack([n, *tangent_basis(n)], axis=1)
+            rows = solver._rows(data, b_body, P, D_np) - solver._rows(data, a_body, P, D_np)
+            np.testing.assert_allclose(D, D_np, rtol=0, atol=4 * EPS)
+            assert np.isnan(J[:2]).all()
+            np.testing.assert_allclose(J[2:], rows.reshape(24, m.nv), rtol=0,
+                                       atol=50 * EPS * np.abs(rows).max())
+    finally:
+        backend.use(previous)
+
+
+@pytest.mark.skipif(not backend.available(), reason="numba does not import")
+def test_the_compiled_contact_impulses_equal_the_numpy_ones(monkeypatch):
+    """``ContactSolver._impulses_compiled`` (:func:`core.compiled.contacts.contact_solve`)
+    against ``_impulses`` on the same contact step: a zig-zag capsule chain in reach cones
+    lying on the ground (sticking and sliding contacts, self-contacts, engaged limit rows),
+    a moving world side and a restitution, both Gauss-Seidels run for exactly K sweeps.
+    Tolerances: the rows and right-hand sides are a few dozen roundings of unit-size terms
+    (50 EPS of their scale); W and M^-1 J^T differ by nv EPS cond(M) of their scale (two
+    Cholesky solves), which K sweeps carry into the impulses with cond(W) as in
+    :func:`test_the_compiled_contact_sweeps_equal_the_numpy_ones`."""
+    from core.contacts import solver as contact_solver
+
+    K = 40
+    monkeypatch.setattr(contact_solver, "PGS_RTOL", 0.0)
+    rng = np.random.default_rng(4)
+    m, shapes, q0, plane = capsule_chain(6, drop=-0.05)
+    q0[6:] += 0.01 * rng.normal(size=m.nq - 6)
+    cones = LimitSolver(m, [ReachCone(i, (1.0, 0.0, 0.0), 0.25) for i in range(1, 6)])
+    solver = ContactSolver(m, shapes, [Plane(0.0, friction=0.6, restitution=0.5)],
+                           limits=cones, self_collision=True, iterations=K)
+    data = m.create_data()
+    v = 0.3 * rng.normal(size=m.nv)
+    v[5] = -1.0                                            # falling onto the ground: bounces
+    h = 1e-3
+    v1 = v + h * rng.normal(size=m.nv)
+    step = h * v1
+    previous = backend.use("numba")
+    try:
+        out = {}
+        for name, solve in (("numpy", solver._impulses), ("numba", solver._impulses_compiled)):
+            update_kinematics(m, data, q0)
+            contacts = solver.find_contacts(data, 0.0, 0.05)
+            d, N, ddot, engaged = cones.engage(q0, v1)
+            lim = np.nonzero(d < 0.1)[0]
+            nl, nc = len(lim), len(contacts)
+            J, b = np.empty((nl + 3 * nc, m.nv)), np.empty(nl + 3 * nc)
+            J[:nl], b[:nl] = N[lim], ddot[lim]
+            lam = np.zeros(len(b))
+            arrays = tuple(np.array([c[i] for c in contacts]) for i in range(7)) + (
+                np.tile([0.2, -0.1, 0.05], (nc, 1)),)
+            fac, Y, dv, gap, kinetic = solve(data, q0, v, v1, step, arrays, J, b, lam, nl, h,
+                                             0.5 * h)
+            out[name] = J, b, lam, dv, gap, kinetic, Y
+    finally:
+        backend.use(previous)
+    J, b, lam, dv, gap, kinetic, Y = out["numpy"]
+    assert nl >= 2 and nc >= 8 and np.any(lam[nl::3] > 0.0) and np.any(lam[nl::3] == 0.0)
+    for x, y in zip(out["numba"][:2], (J, b)):
+        np.testing.assert_allclose(x, y, rtol=0, atol=50 * EPS * np.abs(y).max())
+    np.testing.assert_allclose(out["numba"][4], gap, rtol=0, atol=50 * EPS * np.abs(b).max())
+    M = dynamics.crba(m, data, q0)
+    rows = J.shape[0]
+    w_err = m.nv * EPS * np.linalg.cond(M)
+    W = J @ Y
+    lam_tol = K * (rows * EPS + w_err) * np.linalg.cond(W) * np.abs(lam).max() + \
+        K * nc * 1e-12 * np.abs(lam).max()
+    np.testing.assert_allclose(out["numba"][6], Y, rtol=0, atol=w_err * np.abs(Y).max())
+    np.testing.assert_allclose(out["numba"][2], lam, rtol=0, atol=lam_tol)
+    dv_tol = np.abs(Y).max() * rows * lam_tol + w_err * np.abs(Y).max() * np.abs(lam).sum()
+    np.testing.assert_allclose(out["numba"][3], dv, rtol=0, atol=dv_tol)
+    energy = 0.5 * (v1 + dv) @ M @ (v1 + dv)
+    assert abs(out["numba"][5] - kinetic) <= EPS * m.nv ** 2 * energy + \
+        np.abs(M @ (v1 + dv)).max() * m.nv * dv_tol
+
+
 # -- simulations ----------------------------------------------------------------------------
 
 def ball(radius=0.1, mass=1.0):
