@@ -442,9 +442,10 @@ class Integrator:
         """:meth:`_kernel_steps` for steps that no shape can finish in contact
         (:meth:`core.contacts.ContactSolver.clear` over the ``count`` steps, and again at
         their end), logged as such; None (the limit solver's engagement as before) where the
-        check or the kernel declines."""
+        check or the kernel declines, and without a check while the last contact step found
+        contacts (``ContactSolver.touching``: the next one almost always does)."""
         contacts, t_end = self.contacts, t + count * self.dt
-        if not contacts.clear(self.data, q, v, t, count * self.dt):
+        if contacts.touching or not contacts.clear(self.data, q, v, t, count * self.dt):
             return None
         li, lr = self._kernel_advance[3:5]
         saved = None if li is None else (li.copy(), lr.copy())
@@ -545,7 +546,12 @@ class Integrator:
         return qn, vn
 
     def normalize(self, q, v):
-        """Apply every joint's chart change in place (seed 003 eqs. 66-70)."""
+        """Apply every joint's chart change in place (seed 003 eqs. 66-70); in one kernel
+        call (:func:`core.compiled.kernels._normalize`) where the kernels take the steps."""
+        if self._kernel_advance is not None and _backend.kernels is not None and self._charts:
+            _backend.kernels._normalize((self.model.packed or _compiled.packed(self.model)).ints,
+                                        q, v)
+            return q, v
         for j, s in self._charts:
             q[s], v[s] = j.normalize(q[s], v[s])
         return q, v

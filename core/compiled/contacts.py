@@ -5,6 +5,8 @@ numpy code is the reference):
   kinematics' world poses and body-frame joint columns
   (:func:`core.compiled.dispatch.energies`), as ``tangent_basis`` and ``_rows`` give them
   from ``core.kinematics.update_kinematics``;
+* :func:`contact_solve`: the impulses of a contact step (rows, Delassus matrix, Gauss-Seidel);
+* :func:`fastest_point`: the bound on the shapes' point speeds;
 * :func:`contact_pgs`: the projected Gauss-Seidel of ``ContactSolver._pgs``, the same sweeps
   over the limit rows and the contacts' normal rows and friction discs, in the same order,
   with the same stopping rule, without a Python call per row."""
@@ -236,3 +238,21 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
             x += buf[oM + nv * i + j] * (2.0 * v1[j] + dv[j])
         kinetic += dv[i] * x
     return 0.5 * kinetic
+
+
+@_jit
+def fastest_point(buf, at, first, extent):
+    """``ContactSolver._speed_bound`` from the compiled kinematics' body-frame velocities
+    ``[w; v_o]`` at ``buf[at[k]:at[k] + 6]`` of each shape k's body: the largest ``|v_o + w x
+    c| + |w| extent`` over the shapes (c the shape's first core vertex ``first[k]``)."""
+    top = 0.0
+    for k in range(at.shape[0]):
+        o = at[k]
+        w0, w1, w2 = buf[o], buf[o + 1], buf[o + 2]
+        c0, c1, c2 = first[k, 0], first[k, 1], first[k, 2]
+        u0 = buf[o + 3] + w1 * c2 - w2 * c1
+        u1 = buf[o + 4] + w2 * c0 - w0 * c2
+        u2 = buf[o + 5] + w0 * c1 - w1 * c0
+        top = max(top, math.sqrt(u0 * u0 + u1 * u1 + u2 * u2) +
+                  math.sqrt(w0 * w0 + w1 * w1 + w2 * w2) * extent[k])
+    return top

@@ -272,8 +272,8 @@ class ContactSolver:
                                             [np.zeros(0, dtype=int)]).tolist()
         self._vertex_radius = np.repeat([s.radius for s in self.shapes], counts)
         at = buffer_offsets(model.nbodies, model.nv, model.one_dof_each)["bodies"] + B_V
-        #: the buffer indices of each shape's body's body-frame velocity in the kernels
-        self._body_velocity = at + B_SIZE * self.bodies[:, None] + np.arange(6)
+        #: the buffer offset of each shape's body's body-frame velocity in the kernels
+        self._body_velocity = at + B_SIZE * self.bodies
         self._plane_material = [[pair_material(p, s, self.friction, self.restitution)
                                  for s in self.shapes] for p in self.planes]
         self._first = np.array([s.vertices[0] for s in self.shapes]).reshape(-1, 3)
@@ -291,6 +291,8 @@ class ContactSolver:
         """Forget the warm starts and the report (call before a new run)."""
         self._warm = {}
         self._log = []
+        #: whether the last :meth:`apply` found contacts
+        self.touching = False
         if self.limits is not None:
             self.limits.reset()
 
@@ -365,16 +367,17 @@ class ContactSolver:
         """Pose the model in ``data.oMi`` at q (with its joint columns: on the numpy backend
         :func:`core.kinematics.update_kinematics`, on the numba backend the compiled
         kinematics, body-frame columns in ``data.buffer``); with ``v``, return
-        :meth:`_speed_bound`'s bound at v (from the compiled kernels' body-frame velocities
-        ``[w; v_o]`` on the numba backend: point speeds do not depend on the frame)."""
+        :meth:`_speed_bound`'s bound at v (on the numba backend from the compiled kinematics'
+        body-frame velocities: point speeds do not depend on the frame)."""
         if _backend.kernels is None:
             update_kinematics(self.model, data, q)
             return None if v is None else self._speed_bound(data, v)
         _compiled.energies(self.model, data, q, v)
-        if v is None or not len(self.shapes):
+        if v is None:
             return 0.0
-        V = data.buffer[self._body_velocity]                              # (s, 6)
-        return self._fastest(V[:, :3], V[:, 3:], self._first)
+        from ..compiled.contacts import fastest_point
+
+        return fastest_point(data.buffer, self._body_velocity, self._first, self._extent)
 
     def skip(self, t, h, substeps):
         """Log ``substeps`` substeps of ``h`` seconds from time t taken without the contact
@@ -382,21 +385,18 @@ class ContactSolver:
         self._log.extend((t + (k + 1) * h, 0, 0.0, 0.0) for k in range(substeps))
 
     def _speed_bound(self, data, v):
-        """A bound on the speed (m/s) of any point of any shape, from the bodies' spatial
-        velocities ``[w; v_o]`` at ``v (nv,)``: ``|v_o + w x c| + |w| extent`` with c the
-        shape's first core vertex (so a fast body's contacts are made a substep early)."""
+        """A bound on the speed (m/s) of any point of any shape, from the bodies' world
+        spatial velocities ``[w; v_o]`` at ``v (nv,)``: the largest ``|v_o + w x c| + |w|
+        extent`` with c the shape's first core vertex (so a fast body's contacts are made a
+        substep early); :func:`core.compiled.contacts.fastest_point` on the numba
+        backend."""
         if not len(self.shapes):
             return 0.0
         m = self.model
         V = m.ancestry @ (m.dof_incidence @ (data.S_world * v[:, None]))      # (nb, 6)
         T = data.oMi[self.bodies]
         c = np.einsum("sab,sb->sa", T[:, :3, :3], self._first) + T[:, :3, 3]
-        return self._fastest(V[self.bodies, :3], V[self.bodies, 3:], c)
-
-    def _fastest(self, w, vo, c):
-        """The largest ``|v_o + w x c| + |w| extent`` over the shapes: their bodies' angular
-        velocities ``w (s, 3)``, velocities ``v_o (s, 3)`` of the frame origin and first
-        core vertices ``c (s, 3)``, all in one frame (world or each body's)."""
+        w, vo = V[self.bodies, :3], V[self.bodies, 3:]
         speed = np.linalg.norm(vo + np.cross(w, c), axis=1) + \
             np.linalg.norm(w, axis=1) * self._extent
         return float(speed.max())
@@ -524,6 +524,7 @@ class ContactSolver:
         c_h = float(weight) * h
         reach = self.margin + h * self._pose(data, q, v1)
         contacts = self.find_contacts(data, t, reach)
+        self.touching = bool(contacts)
         if not contacts:
             # the limit solver's own step, as without contacts
             self._log.append((t + h, 0, 0.0, 0.0))

@@ -250,6 +250,30 @@ def test_the_compiled_contact_rows_equal_the_numpy_ones():
 
 
 @pytest.mark.skipif(not backend.available(), reason="numba does not import")
+def test_the_point_speed_bound_is_the_same_on_both_backends():
+    """The contact solver's bound on the shapes' point speeds (``ContactSolver._pose`` with
+    v): from world-frame velocities on numpy, from the compiled kinematics' body-frame
+    velocities (:func:`core.compiled.contacts.fastest_point`) on numba; it is a frame-free
+    speed, so the two agree to the roundings of the velocity recursion (50 EPS of the
+    largest speed), at rest (0) and at random states."""
+    m, shapes = chain(5)
+    solver = ContactSolver(m, shapes, [Plane()])
+    data = m.create_data()
+    rng = np.random.default_rng(9)
+    for q, v in ((m.neutral(), np.zeros(m.nv)),
+                 (rng.normal(size=m.nq), rng.normal(size=m.nv))):
+        bounds = []
+        previous = backend.active()
+        try:
+            for name in ("numpy", "numba"):
+                backend.use(name)
+                bounds.append(solver._pose(data, q, v))
+        finally:
+            backend.use(previous)
+        assert abs(bounds[1] - bounds[0]) <= 50 * EPS * bounds[0]
+
+
+@pytest.mark.skipif(not backend.available(), reason="numba does not import")
 def test_the_compiled_contact_impulses_equal_the_numpy_ones(monkeypatch):
     """``ContactSolver._impulses_compiled`` (:func:`core.compiled.contacts.contact_solve`)
     against ``_impulses`` on the same contact step: a zig-zag capsule chain in reach cones
