@@ -152,18 +152,19 @@ def _eigh2(a, b, c, out):
 
 @_jit
 def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu, rest,
-                  world_v, h, c_h, bounce_threshold, nl, J, b, lam, D, M, Y, W, blocks, tangent, dv,
-                  gap, iterations, rtol):
+                  world_v, h, c_h, bounce_threshold, nl, J, b, lam, D, M, Z, W, blocks,
+                  tangent, dv, gap, iterations, rtol):
     """The impulses of a contact step (``ContactSolver.apply``'s steps 2 and 3 on the
-    numba backend): the mass matrix ``M (nv, nv)`` at q (its lower Cholesky factor left in
-    it) and the compiled kinematics at q in ``buf``; the contacts' frames ``D`` and rows
+    numba backend): the mass matrix ``M (nv, nv)`` at q (its lower Cholesky factor L left
+    in it) and the compiled kinematics at q in ``buf``; the contacts' frames ``D`` and rows
     (:func:`contact_rows`) into ``J`` after the ``nl`` limit rows (given with their ``b``);
     the contacts' right-hand sides ``b`` (speculative and bounce targets on the normals, as
     ``apply`` forms them, ``world_v (c, 3)`` the world side's point velocities), the end
-    gaps ``gap (c,)`` without impulses; ``Y = M^-1 J^T (nv, m)``, ``W = J Y``, the friction
-    blocks' eigen-decompositions and couplings, :func:`contact_pgs` on ``lam`` (warm start
-    in it) and ``dv = Y lam``. Returns the kinetic energy the impulses change, or NaN if M
-    is not positive definite (nothing after the factorization is computed)."""
+    gaps ``gap (c,)`` without impulses; ``Z = J L^-T (m, nv)``, ``W = J M^-1 J^T = Z Z^T``,
+    the friction blocks' eigen-decompositions and couplings, :func:`contact_pgs` on ``lam``
+    (warm start in it) and ``dv = L^-T Z^T lam``. Returns the kinetic energy the impulses
+    change, or NaN if M is not positive definite (nothing after the factorization is
+    computed)."""
     nv, m, nc = v.shape[0], b.shape[0], a_body.shape[0]
     _crba(ints, reals, buf, q)
     oM = ints[H_M]
@@ -201,22 +202,17 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
                 M[i, i] = math.sqrt(x)
             else:
                 M[i, j] = x / M[j, j]
-    for r in range(m):                                   # Y[:, r] = M^-1 J[r]
+    for r in range(m):                                   # Z[r] = L^-1 J[r]
         for i in range(nv):
             x = J[r, i]
             for k in range(i):
-                x -= M[i, k] * Y[k, r]
-            Y[i, r] = x / M[i, i]
-        for i in range(nv - 1, -1, -1):
-            x = Y[i, r]
-            for k in range(i + 1, nv):
-                x -= M[k, i] * Y[k, r]
-            Y[i, r] = x / M[i, i]
-    for r in range(m):
+                x -= M[i, k] * Z[r, k]
+            Z[r, i] = x / M[i, i]
+    for r in range(m):                                   # W = J M^-1 J^T = Z Z^T
         for col in range(r, m):
             x = 0.0
             for i in range(nv):
-                x += J[r, i] * Y[i, col]
+                x += Z[r, i] * Z[col, i]
             W[r, col] = x
             W[col, r] = x
     for c in range(nc):
@@ -226,12 +222,17 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
             W[k + 2, k + 2]
         tangent[c, 3], tangent[c, 4] = W[k + 1, k], W[k + 2, k]
     contact_pgs(W, b, lam, nl, mu, blocks, tangent, iterations, rtol)
+    for i in range(nv):                                  # dv = L^-T Z^T lam
+        dv[i] = 0.0
+    for r in range(m):
+        for i in range(nv):
+            dv[i] += Z[r, i] * lam[r]
+    for i in range(nv - 1, -1, -1):
+        x = dv[i]
+        for k in range(i + 1, nv):
+            x -= M[k, i] * dv[k]
+        dv[i] = x / M[i, i]
     kinetic = 0.0
-    for i in range(nv):
-        x = 0.0
-        for r in range(m):
-            x += Y[i, r] * lam[r]
-        dv[i] = x
     for i in range(nv):                     # (v1 + dv)^T M (v1 + dv) - v1^T M v1, M's rows
         x = 0.0
         for j in range(nv):

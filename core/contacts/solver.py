@@ -462,8 +462,8 @@ class ContactSolver:
         b, points, normals, separations, frictions, restitutions and the world side's point
         velocities, one row per contact) after the ``nl`` limit rows of ``J`` and ``b``:
         the contacts' rows and right-hand sides, then the impulses into ``lam`` (warm start
-        in it). Returns ``(cho_factor of M, M^-1 J^T, dv, the contacts' end gaps without
-        impulses, the kinetic energy the impulses change)``."""
+        in it). Returns ``(cho_factor of M, dv, the contacts' end gaps without impulses, the
+        kinetic energy the impulses change)``."""
         m = self.model
         a_body, b_body, P, n, s, mu, rest, world_v = arrays
         nc = len(s)
@@ -489,7 +489,7 @@ class ContactSolver:
         self._pgs(W, b, lam, nl, mu)
         dv = MinvJt @ lam
         v_new = v1 + dv
-        return fac, MinvJt, dv, gap, 0.5 * (v_new @ M @ v_new - v1 @ M @ v1)
+        return fac, dv, gap, 0.5 * (v_new @ M @ v_new - v1 @ M @ v1)
 
     def _impulses_compiled(self, data, q, v, v1, step, arrays, J, b, lam, nl, h, c_h):
         """:meth:`_impulses` in one kernel call (:func:`core.compiled.contacts.
@@ -501,15 +501,15 @@ class ContactSolver:
         if p.python:
             _compiled.python_joints(m, data, p, q, None)
         nc, nv, rows = len(arrays[0]), m.nv, len(b)
-        M, MinvJt, dv = np.empty((nv, nv)), np.empty((nv, rows)), np.empty(nv)
-        gap = np.empty(nc)
+        M, dv, gap = np.empty((nv, nv)), np.empty(nv), np.empty(nc)
         kinetic = contact_solve(p.ints, p.reals, data.buffer, q, v, v1, step, *arrays, h, c_h,
                                 self.bounce_threshold, nl, J, b, lam, np.empty((nc, 3, 3)),
-                                M, MinvJt, np.empty((rows, rows)), np.empty((nc, 6)),
-                                np.empty((nc, 5)), dv, gap, self.iterations, PGS_RTOL)
+                                M, np.empty((rows, nv)), np.empty((rows, rows)),
+                                np.empty((nc, 6)), np.empty((nc, 5)), dv, gap,
+                                self.iterations, PGS_RTOL)
         if kinetic != kinetic:
             raise _not_positive_definite("a leading minor is not positive")
-        return (M, True), MinvJt, dv, gap, kinetic
+        return (M, True), dv, gap, kinetic
 
     def apply(self, data, q, v, q1, v1, t, h, weight=1.0):
         """The contact and limit step of a substep of ``h`` seconds from time t: ``q, v
@@ -566,8 +566,7 @@ class ContactSolver:
                 lam[nl + 3 * c:nl + 3 * c + 3] = w
         arrays = (a_body, b_body, P, n, s, mu, rest, world_v)
         solve = self._impulses if _backend.kernels is None else self._impulses_compiled
-        fac, MinvJt, dv, gap, kinetic = solve(data, q, v, v1, step, arrays, J, b, lam, nl, h,
-                                              c_h)
+        fac, dv, gap, kinetic = solve(data, q, v, v1, step, arrays, J, b, lam, nl, h, c_h)
         v_new = v1 + dv
         warm = {("limit", int(r)): lam[k] for k, r in enumerate(lim_rows)}
         warm.update((con[7], lam[nl + 3 * c:nl + 3 * c + 3].copy())
@@ -585,8 +584,7 @@ class ContactSolver:
         ends = gap + J[rows] @ (c_h * dv + q_new - q_mid)
         if np.any(ends < -self.slop):
             A = np.concatenate([J[rows]] + ([N_end] if have_limits else []))
-            MinvAt = np.concatenate([MinvJt[:, rows]] + (
-                [cho_solve(fac, N_end.T, check_finite=False)] if have_limits else []), axis=1)
+            MinvAt = cho_solve(fac, A.T, check_finite=False)
             low = np.concatenate([ends + self.slop] + (
                 [d_end + self.limits.tol] if have_limits else []))
             corr = np.zeros(len(low))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.linalg import cho_solve
 
 from core.contacts import (Box, Capsule, ContactSolver, ConvexHull, MovingCollider, Plane,
                            Sphere, StaticCollider)
@@ -276,7 +277,8 @@ def test_the_point_speed_bound_is_the_same_on_both_backends():
 @pytest.mark.skipif(not backend.available(), reason="numba does not import")
 def test_the_compiled_contact_impulses_equal_the_numpy_ones(monkeypatch):
     """``ContactSolver._impulses_compiled`` (:func:`core.compiled.contacts.contact_solve`)
-    against ``_impulses`` on the same contact step: a zig-zag capsule chain in reach cones
+    against ``_impulses`` on the same contact step (rows, right-hand sides, end gaps,
+    impulses, dv, the energy change and the Cholesky factor, through ``M^-1 J^T``): a zig-zag capsule chain in reach cones
     lying on the ground (sticking and sliding contacts, self-contacts, engaged limit rows),
     a moving world side and a restitution, both Gauss-Seidels run for exactly K sweeps.
     Tolerances: the rows and right-hand sides are a few dozen roundings of unit-size terms
@@ -313,12 +315,12 @@ def test_the_compiled_contact_impulses_equal_the_numpy_ones(monkeypatch):
             lam = np.zeros(len(b))
             arrays = tuple(np.array([c[i] for c in contacts]) for i in range(7)) + (
                 np.tile([0.2, -0.1, 0.05], (nc, 1)),)
-            fac, Y, dv, gap, kinetic = solve(data, q0, v, v1, step, arrays, J, b, lam, nl, h,
-                                             0.5 * h)
-            out[name] = J, b, lam, dv, gap, kinetic, Y
+            fac, dv, gap, kinetic = solve(data, q0, v, v1, step, arrays, J, b, lam, nl, h,
+                                          0.5 * h)
+            out[name] = J, b, lam, dv, gap, kinetic, cho_solve(fac, J.T)
     finally:
         backend.use(previous)
-    J, b, lam, dv, gap, kinetic, Y = out["numpy"]
+    J, b, lam, dv, gap, kinetic, Y = out["numpy"]                    # Y = M^-1 J^T
     assert nl >= 2 and nc >= 8 and np.any(lam[nl::3] > 0.0) and np.any(lam[nl::3] == 0.0)
     for x, y in zip(out["numba"][:2], (J, b)):
         np.testing.assert_allclose(x, y, rtol=0, atol=50 * EPS * np.abs(y).max())
