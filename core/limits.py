@@ -397,7 +397,14 @@ class LimitSolver:
 
     def hold(self, q):
         """``(q', d, N)``: ``q`` projected (:meth:`project`) where a constraint is outside its
-        deadband (else q itself), and the constraints at q'."""
+        deadband (else q itself), and the constraints at q'; on the numba backend in one
+        kernel call (:func:`core.compiled.kernels.limit_hold`) when :attr:`compiled`."""
+        if _backend.kernels is not None and self.compiled:
+            c, nv = self.n_constraints, self.model.nv
+            out, held = np.empty(c * (1 + nv)), np.array(q, dtype=float)
+            status = _backend.kernels.limit_hold(*self.kernel_arrays, held, out)
+            if status >= 0:
+                return q if status == 0 else held, out[:c], out[c:].reshape(c, nv)
         d, N = self.evaluate(q)
         if np.any(d + self.tol < 0.0):
             q = self.project(q, d, N)

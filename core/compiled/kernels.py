@@ -1357,10 +1357,24 @@ def _limits(ints, reals, buf, q, v, li, lr):
     for e in range(ne):
         k = li[IX + e]
         need = need or lr[D + k] + lr[LR_HEADER + LR_PER * k + 1] < 0.0
-    if need:                                             # bb: the distances, then b
-        for k in range(c):
-            lr[bb + k] = lr[D + k]
-    for _ in range(POSITION_PASSES if need else 0):     # joint-space projection
+    if not need:
+        return 0
+    for k in range(c):                                   # bb: the distances, then b
+        lr[bb + k] = lr[D + k]
+    return _project(li, lr, q, nv)
+
+
+@_jit
+def _project(li, lr, q, nv):
+    """The joint-space projection in place on ``q`` (:meth:`core.limits.LimitSolver.project`)
+    from the constraints' gradients at ``N`` and values at ``b`` (:func:`limit_offsets`) at
+    q: ``q + N^T mu`` with ``mu >= 0`` and ``N dq >= -d - p_tol``, re-linearized up to
+    POSITION_PASSES times until every constraint is within its deadband; the values and
+    gradients at the projected q are left at ``b`` and ``N``. Status 5 if a twist limit is
+    undefined (a swing of pi), else 0."""
+    c = li[LI_C]
+    _, (_, _, N, _, _, W, lam, bb, _) = _limit_offsets(c, nv)
+    for _ in range(POSITION_PASSES):
         for k in range(c):                               # W = N N^T over the rows' dofs
             lr[bb + k] += lr[LR_HEADER + LR_PER * k + 1]
             a, e = _row_dofs(li, k)
@@ -1425,6 +1439,30 @@ def _limit_row(li, lr, q, k, nv, N, D, out):
         out[n + dof] = -1.0
     out[D + k] = d
     return d
+
+
+@_jit
+def limit_hold(li, lr, q, out):
+    """:meth:`core.limits.LimitSolver.hold` in place on ``q (nv,)``: the constraints at q,
+    the projection (:func:`_project`) where one is outside its deadband, and the values
+    ``d (c,)`` and gradients ``N (c, nv)`` at the final q into ``out`` as
+    :func:`limit_constraints` leaves them. Returns 1 if q was projected, 0 if not, -1 when
+    a twist limit is undefined (a swing of pi; q may then be partly projected)."""
+    c, nv = li[LI_C], q.shape[0]
+    _, (_, _, N, _, _, _, _, bb, _) = _limit_offsets(c, nv)
+    need = False
+    for k in range(c):
+        d = _limit_row(li, lr, q, k, nv, N, bb, lr)
+        if d != d:
+            return -1
+        need = need or d + lr[LR_HEADER + LR_PER * k + 1] < 0.0
+    if need and _project(li, lr, q, nv):
+        return -1
+    for k in range(c):
+        out[k] = lr[bb + k]
+    for i in range(c * nv):
+        out[c + i] = lr[N + i]
+    return 1 if need else 0
 
 
 @_jit

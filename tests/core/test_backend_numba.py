@@ -523,6 +523,42 @@ def test_limit_evaluation_agrees(both):
             solver.evaluate(q)
 
 
+def test_limit_hold_agrees(both):
+    """LimitSolver.hold compiled (:func:`core.compiled.kernels.limit_hold`, one call for the
+    constraints, the joint-space projection and the constraints at its end) and in Python
+    (:meth:`core.limits.LimitSolver.project` around each limit's evaluation): the same
+    projected coordinates, values and gradients, and q itself back where every limit is
+    within its deadband.
+
+    Tolerance: each projection pass is a Gauss-Seidel on ``N N^T`` (unit gradients of
+    distinct coordinates' limits, condition below 10) and a re-evaluation, LIMIT_OPS
+    roundings each; up to POSITION_PASSES passes, so 10 POSITION_PASSES LIMIT_OPS EPS."""
+    from core.compiled.layout import POSITION_PASSES
+    from core.limits import CoordinateLimit, EllipticCone, LimitSolver, ReachCone, TwistLimit
+    rng = np.random.default_rng(8)
+    m = ball_chain(4, rng)
+    solver = LimitSolver(m, [ReachCone(0, (0.3, 0.2, 1.0), 0.5),
+                             EllipticCone(1, (0, 0, 1), (1, 0, 0), 0.4, 0.7),
+                             TwistLimit(2, (0.2, 1.0, 0.1), -0.3, 0.4),
+                             CoordinateLimit(3, -0.3, 0.2, index=1)])
+    tol = 10 * POSITION_PASSES * LIMIT_OPS * EPS
+    projected = 0
+    for scale in (0.05, 0.8, 1.2):
+        for _ in range(10):
+            q = scale * rng.normal(size=12)
+
+            def hold():
+                q1, d, N = solver.hold(q)
+                return q1, d, N, np.array(q1 is q)
+            (q_np, d_np, N_np, same_np), (q_nb, d_nb, N_nb, same_nb) = both(hold)
+            assert same_np == same_nb
+            projected += not same_np
+            _close(q_np, q_nb, tol, max(1.0, np.abs(q_np).max()), "q")
+            _close(d_np, d_nb, tol, 1.0, "values")
+            _close(N_np, N_nb, tol, max(1.0, np.abs(N_np).max()), "gradients")
+    assert 5 <= projected < 30, projected
+
+
 def test_kernel_chart_change_is_reparametrize():
     """The step kernel's chart change of spherical joints is
     :func:`core.expcoords.reparametrize` (|r| from below pi to 3 pi, a few ulps), and that of
