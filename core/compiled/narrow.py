@@ -4,11 +4,14 @@ of posed shapes in one kernel call (:func:`pair_contacts`), for
 
 The shapes are packed once per solver into flat arrays
 (:class:`core.compiled.pack.PackedShapes`); a call takes their world poses, poses every
-vertex, face plane and edge direction, finds the candidate pairs by sweep and prune on the boxes grown by the margin (:mod:`core.contacts.broad`), and
-collides each pair by the algorithm of :mod:`core.contacts.narrow`, the reference, step for
-step: closed-form segment distances and parallel capsules, GJK with the exact closest-point
-search over the simplex's subsets (largest first, the same degeneracy tests), the separating
-axis test with :data:`~core.contacts.narrow.EDGE_PREFERENCE`, reference faces within
+vertex, face plane and edge direction, compares the boxes of every pair (the broad phase:
+the candidate pairs of :func:`core.contacts.broad.sweep_and_prune`, in the same order; a
+box test costs nanoseconds, so for the tens to hundreds of shapes of a model comparing
+every pair costs less than sorting the boxes), and collides each candidate pair by the
+algorithm of :mod:`core.contacts.narrow`, the reference, step for step: closed-form segment
+distances and parallel capsules, GJK with the exact closest-point search over the
+simplex's subsets (largest first, the same degeneracy tests), the separating axis test with
+:data:`~core.contacts.narrow.EDGE_PREFERENCE`, reference faces within
 :data:`~core.contacts.narrow.FACE_COS`, Sutherland-Hodgman clipping and edge-edge contacts,
 with the same features. The two differ by rounding only (products may be fused here, and
 numpy's small products may sum in another order), so a contact set differs only where a
@@ -22,7 +25,7 @@ separation and feature.
 import numpy as np
 
 from ..contacts.narrow import _SUBSETS, EDGE_PREFERENCE, FACE_COS, PARALLEL_CROSS
-from .kernels import _jit
+from .kernels import _inline, _jit
 
 __all__ = ["pair_contacts"]
 
@@ -39,12 +42,12 @@ del _k, _r, _s
 
 
 # -- small vector helpers ----------------------------------------------------------------
-@_jit
+@_inline
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@_jit
+@_inline
 def _cross(a, b):
     out = np.empty(3)
     out[0] = a[1] * b[2] - a[2] * b[1]
@@ -53,13 +56,13 @@ def _cross(a, b):
     return out
 
 
-@_jit
+@_inline
 def _det(a, b, c):
     """The determinant of the 3x3 matrix of rows a, b, c."""
     return _dot(a, _cross(b, c))
 
 
-@_jit
+@_inline
 def _clamp01(x):
     return min(max(x, 0.0), 1.0)
 
@@ -159,7 +162,7 @@ def _closest_on_simplex(W, k, lam, keep):
     return size
 
 
-@_jit
+@_inline
 def _support(V, d):
     """The first row of ``V (k, 3)`` with the largest dot product with d."""
     best, at = _dot(V[0], d), 0
@@ -227,13 +230,13 @@ def gjk(VA, VB):
 #     extent), the packed arrays with the world vertices wv, normals wn, offsets wo and
 #     edge directions wd
 
-@_jit
+@_inline
 def _v(G, s):
     """Shape s's world core vertices ``(k, 3)`` (a view)."""
     return G[8][G[0][s]:G[0][s + 1]]
 
 
-@_jit
+@_inline
 def _polytope(G, s):
     return G[1][s + 1] > G[1][s]
 
@@ -262,7 +265,7 @@ def _best_face(G, s, n, sign):
     return at
 
 
-@_jit
+@_inline
 def _lowest(V, n):
     """The first row of ``V (k, 3)`` with the least dot product with n."""
     best, at = _dot(V[0], n), 0
@@ -371,27 +374,25 @@ def _clip(points, F, nf):
 
 
 @_jit
-def _reserve(out, c, extra):
-    """``out`` (pairs, points, normals, separations, features) with room for ``c + extra``
-    rows (grown by doubling)."""
+def _add(out, c, p, n, s, k):
+    """``out`` (pairs, points, normals, separations, features; grown by doubling when full)
+    with the contact ``(p, n, s, k)`` in row c, and ``c + 1``."""
     cap = out[3].shape[0]
-    if c + extra <= cap:
-        return out
-    size = max(2 * cap, c + extra)
-    pairs, points = np.empty((size, 2), dtype=np.int64), np.empty((size, 3))
-    normals, seps = np.empty((size, 3)), np.empty(size)
-    features = np.empty(size, dtype=np.int64)
-    pairs[:c], points[:c], normals[:c] = out[0][:c], out[1][:c], out[2][:c]
-    seps[:c], features[:c] = out[3][:c], out[4][:c]
-    return pairs, points, normals, seps, features
-
-
-@_jit
-def _put(out, c, p, n, s, k):
-    out[1][c] = p
-    out[2][c] = n
+    if c == cap:
+        pairs, points = np.empty((2 * cap, 2), dtype=np.int64), np.empty((2 * cap, 3))
+        normals, seps = np.empty((2 * cap, 3)), np.empty(2 * cap)
+        features = np.empty(2 * cap, dtype=np.int64)
+        for q in range(c):
+            pairs[q, 0], pairs[q, 1] = out[0][q, 0], out[0][q, 1]
+            for a in range(3):
+                points[q, a], normals[q, a] = out[1][q, a], out[2][q, a]
+            seps[q], features[q] = out[3][q], out[4][q]
+        out = (pairs, points, normals, seps, features)
+    for a in range(3):
+        out[1][c, a], out[2][c, a] = p[a], n[a]
     out[3][c] = s
     out[4][c] = k
+    return out, c + 1
 
 
 @_jit
@@ -401,13 +402,11 @@ def _face_contacts(G, R, f, incident, radius, margin, out, c):
     at row c; returns ``(out, c)``."""
     nf = G[9][f]
     P = _clip(incident, _face_points(G, R, f), nf)
-    out = _reserve(out, c, P.shape[0])
     for k in range(P.shape[0]):
         x = P[k]
         s = _dot(x, nf) - G[10][f] - radius
         if s < margin:
-            _put(out, c, x - nf * (radius + 0.5 * s), nf, s, k)
-            c += 1
+            out, c = _add(out, c, x - nf * (radius + 0.5 * s), nf, s, k)
     return out, c
 
 
@@ -444,9 +443,7 @@ def _edge_contact(G, A, B, n, ia, ib, overlap, out, c):
     _, _, pa, pb = closest_segments(a0, a1, b0, b1)
     ra, rb = G[12][A], G[12][B]
     s = -overlap - ra - rb
-    out = _reserve(out, c, 1)
-    _put(out, c, 0.5 * (pa + n * ra + pb - n * rb), n, s, 0)
-    return out, c + 1
+    return _add(out, c, 0.5 * (pa + n * ra + pb - n * rb), n, s, int(0))
 
 
 @_jit
@@ -481,18 +478,14 @@ def _rounded(G, A, B, margin, out, c):
             s0, s1 = _dot(VB[0] - VA[0], u), _dot(VB[1] - VA[0], u)
             lo, hi = max(0.0, min(s0, s1)), min(L, max(s0, s1))
             if hi - lo > 1e-9 * L:
-                out = _reserve(out, c, 2)
                 for k in range(2):
                     pa = VA[0] + (lo if k == 0 else hi) * u
                     _, _, _, pb = closest_segments(pa, pa, VB[0], VB[1])
                     s = _dot(pb - pa, n) - ra - rb
                     if s < margin:
-                        _put(out, c, 0.5 * (pa + n * ra + pb - n * rb), n, s, k)
-                        c += 1
+                        out, c = _add(out, c, 0.5 * (pa + n * ra + pb - n * rb), n, s, k)
                 return out, c
-    out = _reserve(out, c, 1)
-    _put(out, c, 0.5 * (ca + n * ra + cb - n * rb), n, d - ra - rb, 0)
-    return out, c + 1
+    return _add(out, c, 0.5 * (ca + n * ra + cb - n * rb), n, d - ra - rb, int(0))
 
 
 @_jit
@@ -513,9 +506,7 @@ def _polytope_rounded(G, P, X, margin, out, c):
             if c2 > c:
                 return out, c2
         s = d - r
-        out = _reserve(out, c, 1)
-        _put(out, c, cp + n * (0.5 * s), n, s, 0)
-        return out, c + 1
+        return _add(out, c, cp + n * (0.5 * s), n, s, int(0))
     overlap, n, edge, ia, ib = sat(G, P, X)
     if edge:
         return _edge_contact(G, P, X, n, ia, ib, overlap, out, c)
@@ -525,12 +516,10 @@ def _polytope_rounded(G, P, X, margin, out, c):
         return out, c2
     x = _lowest(VX, n)
     s = -overlap - r
-    out = _reserve(out, c, 1)
-    _put(out, c, x - n * (r + 0.5 * s), n, s, 0)
-    return out, c + 1
+    return _add(out, c, x - n * (r + 0.5 * s), n, s, int(0))
 
 
-@_jit
+@_inline
 def _flip(out, c0, c):
     for k in range(c0, c):
         out[2][k] = -out[2][k]
@@ -554,9 +543,7 @@ def _polytopes(G, A, B, margin, out, c):
     if c2 > c:
         return out, c2
     x = _lowest(_v(G, B), n)
-    out = _reserve(out, c, 1)
-    _put(out, c, x + n * (0.5 * overlap), n, -overlap, 0)
-    return out, c + 1
+    return _add(out, c, x + n * (0.5 * overlap), n, -overlap, int(0))
 
 
 @_jit
@@ -576,7 +563,7 @@ def collide(G, A, B, margin, out, c):
 
 
 # -- posing and the broad phase ----------------------------------------------------------
-@_jit
+@_inline
 def _transform(R, p, x, out):
     """``out = R x + p`` (p None: ``R x``) for ``R`` the 3x3 block of a pose."""
     for a in range(3):
@@ -586,47 +573,14 @@ def _transform(R, p, x, out):
 
 
 @_jit
-def sweep_and_prune(lo, hi):
-    """:func:`core.contacts.broad.sweep_and_prune`: the pairs ``(k, 2)`` (i < j, sorted)
-    of the overlapping boxes ``lo, hi (n, 3)``."""
-    n = lo.shape[0]
-    if n < 2:
-        return np.zeros((0, 2), dtype=np.int64)
-    mid = lo + hi
-    axis, spread = 0, -1.0
-    for a in range(3):
-        x = np.var(mid[:, a])
-        if x > spread:
-            axis, spread = a, x
-    order = np.argsort(lo[:, axis], kind="mergesort")
-    start = lo[order, axis]
-    ends = np.searchsorted(start, hi[order, axis], side="right")
-    keys = []
-    for k in range(n - 1):
-        i = order[k]
-        for q in range(k + 1, ends[k]):
-            j = order[q]
-            ok = True
-            for a in range(3):
-                if a != axis and not (lo[j, a] <= hi[i, a] and hi[j, a] >= lo[i, a]):
-                    ok = False
-            if ok:
-                keys.append(min(i, j) * n + max(i, j))
-    keys = np.sort(np.array(keys, dtype=np.int64))
-    pairs = np.empty((keys.shape[0], 2), dtype=np.int64)
-    pairs[:, 0], pairs[:, 1] = keys // n, keys % n
-    return pairs
-
-
-@_jit
 def pair_contacts(vstart, fstart, fvstart, fidx, estart, edges, edir, dstart, verts,
                   normals, offsets, dirs, radius, extent, poses, ns, allowed, margin):
     """The contacts closer than ``margin`` of the packed shapes (the arrays of
     :class:`core.compiled.pack.PackedShapes`) at the world ``poses (N, 4, 4)``: items
     ``[0, ns)`` the model's shapes, the rest the world's (never collided with each other);
-    two model shapes i, j only where ``allowed[i, j]``. The pairs are sweep and prune's on the shapes' world boxes grown by
-    their radius and the margin, each collided as by :func:`core.contacts.narrow.collide`
-    with the world side first. Returns ``(pairs (c, 2), points (c, 3), normals (c, 3),
+    two model shapes i, j only where ``allowed[i, j]``. The pairs are those whose world
+    boxes grown by their radius and the margin overlap, each collided as by
+    :func:`core.contacts.narrow.collide` with the world side first. Returns ``(pairs (c, 2), points (c, 3), normals (c, 3),
     separations (c,), features (c,))``, pairs in increasing ``(i, j)`` order."""
     N = poses.shape[0]
     wv, wn = np.empty_like(verts), np.empty_like(normals)
@@ -651,16 +605,22 @@ def pair_contacts(vstart, fstart, fvstart, fidx, estart, edges, edir, dstart, ve
          extent)
     out = (np.empty((16, 2), dtype=np.int64), np.empty((16, 3)), np.empty((16, 3)),
            np.empty(16), np.empty(16, dtype=np.int64))
-    c = 0
-    for pair in sweep_and_prune(lo, hi):
-        i, j = pair[0], pair[1]
-        if i >= ns or (j < ns and not allowed[i, j]):
-            continue
-        c0 = c
-        if j >= ns:
-            out, c = collide(G, j, i, margin, out, c)
-        else:
-            out, c = collide(G, i, j, margin, out, c)
-        for k in range(c0, c):
-            out[0][k, 0], out[0][k, 1] = i, j
+    c = int(0)
+    for i in range(ns):
+        for j in range(i + 1, N):
+            if j < ns and not allowed[i, j]:
+                continue
+            apart = False
+            for a in range(3):
+                if lo[j, a] > hi[i, a] or hi[j, a] < lo[i, a]:
+                    apart = True
+            if apart:
+                continue
+            c0 = c
+            if j >= ns:
+                out, c = collide(G, j, i, margin, out, c)
+            else:
+                out, c = collide(G, i, j, margin, out, c)
+            for k in range(c0, c):
+                out[0][k, 0], out[0][k, 1] = i, j
     return out[0][:c], out[1][:c], out[2][:c], out[3][:c], out[4][:c]
