@@ -24,7 +24,7 @@ separation and feature.
 
 import numpy as np
 
-from ..contacts.narrow import _SUBSETS, EDGE_PREFERENCE, FACE_COS, PARALLEL_CROSS
+from ..contacts.narrow import _SUBSETS, EDGE_PREFERENCE, FACE_COS, LOW_TIE, PARALLEL_CROSS
 from .kernels import _inline, _jit
 
 __all__ = ["pair_contacts"]
@@ -267,12 +267,18 @@ def _best_face(G, s, n, sign):
 
 @_inline
 def _lowest(V, n):
-    """The first row of ``V (k, 3)`` with the least dot product with n."""
-    best, at = _dot(V[0], n), 0
-    for i in range(1, V.shape[0]):
-        x = _dot(V[i], n)
-        if x < best:
-            best, at = x, i
+    """:func:`core.contacts.narrow._lowest`: the first row of ``V (k, 3)`` whose dot product
+    with n is within :data:`~core.contacts.narrow.LOW_TIE` of the least."""
+    h = np.empty(V.shape[0])
+    size = 0.0
+    for i in range(V.shape[0]):
+        h[i] = _dot(V[i], n)
+        for a in range(3):
+            size = max(size, abs(V[i, a]))
+    low = h.min() + LOW_TIE * size
+    at = 0
+    while h[at] > low:
+        at += 1
     return V[at]
 
 
