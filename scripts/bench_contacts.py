@@ -168,10 +168,11 @@ def bench_contacts(quick=False):
         note="a step is 2 substeps, each one contact solve (narrow and broad phase, one "
              "projected Gauss-Seidel of contacts and limits on the dense W = J M^-1 J^T); "
              "on numba the narrow and broad phase (core/compiled/narrow.py) and the "
-             "Gauss-Seidel sweeps are compiled, the rows are Python on both backends (both "
-             "run the dense dynamics, CRBA + Cholesky). MuJoCo: 2 mj_step calls of the substep per step, its soft contacts "
-             "(default solref/solimp) and its default pyramidal friction cone; "
-             "heights: the links' centres of mass at the end of the run.")]
+             "Gauss-Seidel sweeps are compiled (both backends run the dense dynamics, CRBA "
+             "+ Cholesky). MuJoCo: 2 mj_step calls of the "
+             "substep per step, its soft contacts (default solref/solimp) and its default "
+             "pyramidal friction cone; heights: the links' centres of mass at the end of "
+             "the run.")]
 
 
 if __name__ == "__main__":

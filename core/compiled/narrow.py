@@ -586,8 +586,9 @@ def pair_contacts(vstart, fstart, fvstart, fidx, estart, edges, edir, dstart, ve
     ``[0, ns)`` the model's shapes, the rest the world's (never collided with each other);
     two model shapes i, j only where ``allowed[i, j]``. The pairs are those whose world
     boxes grown by their radius and the margin overlap, each collided as by
-    :func:`core.contacts.narrow.collide` with the world side first. Returns ``(pairs (c, 2), points (c, 3), normals (c, 3),
-    separations (c,), features (c,))``, pairs in increasing ``(i, j)`` order."""
+    :func:`core.contacts.narrow.collide` with the world side first. Returns ``(pairs (c,
+    2), points (c, 3), normals (c, 3), separations (c,), features (c,))``, pairs in
+    increasing ``(i, j)`` order."""
     N = poses.shape[0]
     wv, wn = np.empty_like(verts), np.empty_like(normals)
     wo, wd = np.empty_like(offsets), np.empty_like(dirs)

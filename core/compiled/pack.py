@@ -86,11 +86,12 @@ def step_arrays(nv, nb, method, substeps, h, tau, fext, charts):
 class PackedShapes:
     """Shapes (:class:`core.contacts.shapes.Shape`, each in its own frame) in the flat arrays
     of :func:`core.compiled.narrow.pair_contacts`: ``vstart``, ``fstart``, ``estart``,
-    ``dstart`` ``(N + 1,)`` the ranges of shape s's vertices, faces, edges and edge directions; ``verts (V, 3)``;
-    ``fvstart (F + 1,)`` each face's range in ``fidx`` (the face's vertex indices within its
-    shape, counter-clockwise); ``normals (F, 3)``, ``offsets (F,)``; ``edges (E, 2)`` (vertex
-    indices within the shape), ``edir (E,)`` (each edge's direction index within the shape);
-    ``dirs (D, 3)``; ``radius (N,)``, ``extent (N,)``."""
+    ``dstart`` ``(N + 1,)`` the ranges of shape s's vertices, faces, edges and edge
+    directions; ``verts (V, 3)``; ``fvstart (F + 1,)`` each face's range in ``fidx`` (the
+    face's vertex indices within its shape, counter-clockwise); ``normals (F, 3)``,
+    ``offsets (F,)``; ``edges (E, 2)`` (vertex indices within the shape), ``edir (E,)``
+    (each edge's direction index within the shape); ``dirs (D, 3)``; ``radius (N,)``,
+    ``extent (N,)``."""
 
     def __init__(self, shapes):
         def starts(counts):
