@@ -57,12 +57,6 @@ def _cross(a, b):
 
 
 @_inline
-def _det(a, b, c):
-    """The determinant of the 3x3 matrix of rows a, b, c."""
-    return _dot(a, _cross(b, c))
-
-
-@_inline
 def _clamp01(x):
     return min(max(x, 0.0), 1.0)
 
@@ -94,6 +88,26 @@ def closest_segments(p1, q1, p2, q2):
 
 
 # -- GJK ---------------------------------------------------------------------------------
+@_inline
+def _row(P, i):
+    return P[i, 0], P[i, 1], P[i, 2]
+
+
+@_inline
+def _tsub(a, b):
+    return a[0] - b[0], a[1] - b[1], a[2] - b[2]
+
+
+@_inline
+def _tdot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@_inline
+def _tcross(a, b):
+    return a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]
+
+
 @_jit
 def _weights(P, k, lam):
     """:func:`core.contacts.narrow._weights` of the first k rows of ``P (4, 3)`` into
@@ -101,33 +115,35 @@ def _weights(P, k, lam):
     if k == 1:
         lam[0] = 1.0
         return True
+    p0, p1 = _row(P, 0), _row(P, 1)
     if k == 2:
-        d = P[1] - P[0]
-        dd = _dot(d, d)
-        if dd <= 1e-26 * (_dot(P[0], P[0]) + _dot(P[1], P[1])):
+        d = _tsub(p1, p0)
+        dd = _tdot(d, d)
+        if dd <= 1e-26 * (_tdot(p0, p0) + _tdot(p1, p1)):
             return False
-        t = -_dot(P[0], d) / dd
+        t = -_tdot(p0, d) / dd
         lam[0], lam[1] = 1.0 - t, t
         return True
-    size = 0.0
-    for i in range(k):
-        size += _dot(P[i], P[i])
+    p2 = _row(P, 2)
     if k == 3:
-        n = _cross(P[1] - P[0], P[2] - P[0])
-        nn = _dot(n, n)
+        size = _tdot(p0, p0) + _tdot(p1, p1) + _tdot(p2, p2)
+        n = _tcross(_tsub(p1, p0), _tsub(p2, p0))
+        nn = _tdot(n, n)
         if nn <= 1e-26 * size ** 2:
             return False
-        lam[0] = _dot(n, _cross(P[1], P[2])) / nn
-        lam[1] = _dot(n, _cross(P[2], P[0])) / nn
-        lam[2] = _dot(n, _cross(P[0], P[1])) / nn
+        lam[0] = _tdot(n, _tcross(p1, p2)) / nn
+        lam[1] = _tdot(n, _tcross(p2, p0)) / nn
+        lam[2] = _tdot(n, _tcross(p0, p1)) / nn
         return True
-    vol = _det(P[1] - P[0], P[2] - P[0], P[3] - P[0])
+    p3 = _row(P, 3)
+    size = _tdot(p0, p0) + _tdot(p1, p1) + _tdot(p2, p2) + _tdot(p3, p3)
+    vol = _tdot(_tsub(p1, p0), _tcross(_tsub(p2, p0), _tsub(p3, p0)))
     if abs(vol) <= 1e-13 * size ** 1.5:
         return False
-    lam[0] = _det(P[1], P[2], P[3]) / vol
-    lam[1] = -_det(P[0], P[2], P[3]) / vol
-    lam[2] = _det(P[0], P[1], P[3]) / vol
-    lam[3] = -_det(P[0], P[1], P[2]) / vol
+    lam[0] = _tdot(p1, _tcross(p2, p3)) / vol
+    lam[1] = -_tdot(p0, _tcross(p2, p3)) / vol
+    lam[2] = _tdot(p0, _tcross(p1, p3)) / vol
+    lam[3] = -_tdot(p0, _tcross(p1, p2)) / vol
     return True
 
 
@@ -150,10 +166,12 @@ def _closest_on_simplex(W, k, lam, keep):
             low = min(low, w[q])
         if low <= 0.0:
             continue
-        x = np.zeros(3)
+        x0 = x1 = x2 = 0.0
         for q in range(m):
-            x += w[q] * P[q]
-        d = _dot(x, x)
+            x0 += w[q] * P[q, 0]
+            x1 += w[q] * P[q, 1]
+            x2 += w[q] * P[q, 2]
+        d = x0 * x0 + x1 * x1 + x2 * x2
         if d < best:
             best, size = d, m
             for q in range(m):
@@ -163,11 +181,11 @@ def _closest_on_simplex(W, k, lam, keep):
 
 
 @_inline
-def _support(V, d):
-    """The first row of ``V (k, 3)`` with the largest dot product with d."""
-    best, at = _dot(V[0], d), 0
+def _support(V, d, sign):
+    """The first row of ``V (k, 3)`` with the largest ``sign (row . d)``."""
+    best, at = sign * _dot(V[0], d), 0
     for i in range(1, V.shape[0]):
-        x = _dot(V[i], d)
+        x = sign * _dot(V[i], d)
         if x > best:
             best, at = x, i
     return at
@@ -192,13 +210,13 @@ def gjk(VA, VB):
         vv = _dot(v, v)
         if vv <= (1e-13 * scale) ** 2:
             break
-        ia, ib = _support(VA, -v), _support(VB, v)
-        w = VA[ia] - VB[ib]
-        if vv - _dot(v, w) <= 1e-12 * vv:
+        ia, ib = _support(VA, v, -1.0), _support(VB, v, 1.0)
+        w = _tsub(_row(VA, ia), _row(VB, ib))
+        if vv - _tdot((v[0], v[1], v[2]), w) <= 1e-12 * vv:
             break
         seen = False
         for q in range(m):
-            if np.all(SA[q] == VA[ia]) and np.all(SB[q] == VB[ib]):
+            if _row(SA, q) == _row(VA, ia) and _row(SB, q) == _row(VB, ib):
                 seen = True
         if seen:
             break
