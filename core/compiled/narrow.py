@@ -44,11 +44,13 @@ del _k, _r, _s
 # -- small vector helpers ----------------------------------------------------------------
 @_inline
 def _dot(a, b):
+    """The dot product of two 3-vectors (arrays or tuples)."""
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 @_inline
 def _cross(a, b):
+    """The cross product of two 3-vectors as an array (:func:`_tcross`: as a tuple)."""
     out = np.empty(3)
     out[0] = a[1] * b[2] - a[2] * b[1]
     out[1] = a[2] * b[0] - a[0] * b[2]
@@ -90,17 +92,13 @@ def closest_segments(p1, q1, p2, q2):
 # -- GJK ---------------------------------------------------------------------------------
 @_inline
 def _row(P, i):
+    """Row i of ``P (k, 3)`` as a tuple (scalars, no array)."""
     return P[i, 0], P[i, 1], P[i, 2]
 
 
 @_inline
 def _tsub(a, b):
     return a[0] - b[0], a[1] - b[1], a[2] - b[2]
-
-
-@_inline
-def _tdot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 @_inline
@@ -118,32 +116,32 @@ def _weights(P, k, lam):
     p0, p1 = _row(P, 0), _row(P, 1)
     if k == 2:
         d = _tsub(p1, p0)
-        dd = _tdot(d, d)
-        if dd <= 1e-26 * (_tdot(p0, p0) + _tdot(p1, p1)):
+        dd = _dot(d, d)
+        if dd <= 1e-26 * (_dot(p0, p0) + _dot(p1, p1)):
             return False
-        t = -_tdot(p0, d) / dd
+        t = -_dot(p0, d) / dd
         lam[0], lam[1] = 1.0 - t, t
         return True
     p2 = _row(P, 2)
     if k == 3:
-        size = _tdot(p0, p0) + _tdot(p1, p1) + _tdot(p2, p2)
+        size = _dot(p0, p0) + _dot(p1, p1) + _dot(p2, p2)
         n = _tcross(_tsub(p1, p0), _tsub(p2, p0))
-        nn = _tdot(n, n)
+        nn = _dot(n, n)
         if nn <= 1e-26 * size ** 2:
             return False
-        lam[0] = _tdot(n, _tcross(p1, p2)) / nn
-        lam[1] = _tdot(n, _tcross(p2, p0)) / nn
-        lam[2] = _tdot(n, _tcross(p0, p1)) / nn
+        lam[0] = _dot(n, _tcross(p1, p2)) / nn
+        lam[1] = _dot(n, _tcross(p2, p0)) / nn
+        lam[2] = _dot(n, _tcross(p0, p1)) / nn
         return True
     p3 = _row(P, 3)
-    size = _tdot(p0, p0) + _tdot(p1, p1) + _tdot(p2, p2) + _tdot(p3, p3)
-    vol = _tdot(_tsub(p1, p0), _tcross(_tsub(p2, p0), _tsub(p3, p0)))
+    size = _dot(p0, p0) + _dot(p1, p1) + _dot(p2, p2) + _dot(p3, p3)
+    vol = _dot(_tsub(p1, p0), _tcross(_tsub(p2, p0), _tsub(p3, p0)))
     if abs(vol) <= 1e-13 * size ** 1.5:
         return False
-    lam[0] = _tdot(p1, _tcross(p2, p3)) / vol
-    lam[1] = -_tdot(p0, _tcross(p2, p3)) / vol
-    lam[2] = _tdot(p0, _tcross(p1, p3)) / vol
-    lam[3] = -_tdot(p0, _tcross(p1, p2)) / vol
+    lam[0] = _dot(p1, _tcross(p2, p3)) / vol
+    lam[1] = -_dot(p0, _tcross(p2, p3)) / vol
+    lam[2] = _dot(p0, _tcross(p1, p3)) / vol
+    lam[3] = -_dot(p0, _tcross(p1, p2)) / vol
     return True
 
 
@@ -212,7 +210,7 @@ def gjk(VA, VB):
             break
         ia, ib = _support(VA, v, -1.0), _support(VB, v, 1.0)
         w = _tsub(_row(VA, ia), _row(VB, ib))
-        if vv - _tdot((v[0], v[1], v[2]), w) <= 1e-12 * vv:
+        if vv - _dot((v[0], v[1], v[2]), w) <= 1e-12 * vv:
             break
         seen = False
         for q in range(m):
