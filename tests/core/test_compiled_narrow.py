@@ -217,6 +217,8 @@ def scene():
 def test_find_contacts_are_the_same_on_both_backends():
     m, solver = scene()
     data = m.create_data()
+    radius = [s.radius for s in solver.shapes + [c.shape for c in solver.statics +
+                                                  solver.movers]]
     rng = np.random.default_rng(3)
     previous = backend.active()
     seen = set()
@@ -237,7 +239,9 @@ def test_find_contacts_are_the_same_on_both_backends():
             L = np.abs(data.oMi[:, :3, 3]).max() + 1.0        # shapes and colliders
             for g, w in zip(got, want):
                 assert g[:2] == w[:2] and g[5:7] == w[5:7] and g[8] is w[8]
-                assert_same({0: g[2:5]}, {0: w[2:5]}, L, 0.2)     # radii at most 0.15 + 0.1
+                key = w[7]
+                radii = radius[key[1]] + radius[key[2]] if key[0] == "pair" else 0.0
+                assert_same({0: g[2:5]}, {0: w[2:5]}, L, radii)
             seen.update(c[7][0] if c[7][0] == "plane" else (c[0] < 0, c[8] is None)
                         for c in want)
     finally:
