@@ -271,14 +271,8 @@ def _face_points(G, s, f):
 @_jit
 def _best_face(G, s, n, sign):
     """The first face of shape s whose world normal has the largest ``sign (n_f . n)``."""
-    wn = G[9]
-    f0, f1 = G[1][s], G[1][s + 1]
-    best, at = sign * _dot(wn[f0], n), f0
-    for f in range(f0 + 1, f1):
-        x = sign * _dot(wn[f], n)
-        if x > best:
-            best, at = x, f
-    return at
+    f0 = G[1][s]
+    return f0 + _support(G[9][f0:G[1][s + 1]], n, sign)
 
 
 @_inline
