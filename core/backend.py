@@ -267,8 +267,9 @@ def warm_up():
     2. the same with the revolute joint driven, with and without the cone (a rig's
        kinematic body: the driven substep, the limits' Gauss-Seidel);
     3. rnea, crba and the nonlinear effects;
-    4. a free sphere on a ground plane (the contact solver: the substep kernels, its
-       Gauss-Seidel and the contact-free check's kinematics);
+    4. a free sphere on a ground plane beside a static box (the contact solver: the
+       substep kernels, its Gauss-Seidel, the contact-free check's kinematics and the
+       compiled narrow phase, :mod:`core.compiled.narrow`);
     5. the maximal-coordinate skeleton's step and accelerations on a three-body chain, and
        the projection's conjugate gradients;
     6. steps 1 and 3 on a model with an n-DOF spline joint (the large joint kinds,
@@ -286,7 +287,7 @@ def warm_up():
     from . import dynamics
     from .integrators import Drive, Integrator
     from .joints.lower_pairs import Revolute
-    from .contacts import ContactSolver, Plane, Sphere
+    from .contacts import Box, ContactSolver, Plane, Sphere, StaticCollider
     from .joints.spherical import Free, Spherical
     from .joints.spline_curve import SplineCurveJoint
     from .joints.spline_surface import SplineJoint
@@ -337,7 +338,8 @@ def warm_up():
     ball = model_of((Free(),))
     q = ball.neutral()
     q[5] = 0.2                                    # resting on the plane at z = -0.2
-    contacts = ContactSolver(ball, [("b0", Sphere(0.1))], [Plane(-0.2)])
+    contacts = ContactSolver(ball, [("b0", Sphere(0.1))],
+                             [Plane(-0.2), StaticCollider(Box((0.1, 0.1, 0.1)), offset)])
     Integrator(ball, 1e-3, 2, "semi_implicit", contacts=contacts).run(
         q, np.zeros(ball.nv), 2, check_energy=False)
     skel, state = chain(3, spherical=(0,))

@@ -110,7 +110,8 @@ def _core_run(n, duration, repeat, backend_name):
         if backend_name == "numba":                      # compile or load the kernels
             m, shapes, q0, plane = capsule_chain(2)
             Integrator(m, 1.0 / FPS, SUBSTEPS, "semi_implicit",
-                       contacts=ContactSolver(m, shapes, [plane])).run(q0, np.zeros(m.nv), 2)
+                       contacts=ContactSolver(m, shapes, [plane], self_collision=True)).run(
+                q0, np.zeros(m.nv), 2)
         walls, solver, tr = [], None, None
         for _ in range(repeat):
             m, shapes, q0, plane = capsule_chain(n)
@@ -166,11 +167,12 @@ def bench_contacts(quick=False):
          "worst penetration (mm)", "max |height - MuJoCo's| at the end (mm)"], rows,
         note="a step is 2 substeps, each one contact solve (narrow and broad phase, one "
              "projected Gauss-Seidel of contacts and limits on the dense W = J M^-1 J^T); "
-             "on numba the Gauss-Seidel sweeps are compiled, the narrow and broad phase "
-             "and the rows are Python on both backends (both run the dense dynamics, CRBA "
-             "+ Cholesky). MuJoCo: 2 mj_step calls of the substep per step, its soft contacts "
-             "(default solref/solimp) and its default pyramidal friction cone; "
-             "heights: the links' centres of mass at the end of the run.")]
+             "on numba the narrow and broad phase (core/compiled/narrow.py) and the "
+             "Gauss-Seidel sweeps are compiled (both backends run the dense dynamics, CRBA "
+             "+ Cholesky). MuJoCo: 2 mj_step calls of the "
+             "substep per step, its soft contacts (default solref/solimp) and its default "
+             "pyramidal friction cone; heights: the links' centres of mass at the end of "
+             "the run.")]
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ __all__ = ["sweep_and_prune"]
 
 def sweep_and_prune(lo, hi):
     """Pairs of overlapping boxes ``lo, hi: (n, 3)`` (lower and upper corners): an ``(k, 2)``
-    int array of indices ``i < j``."""
+    int array of indices ``i < j``, in increasing ``(i, j)`` order (which does not depend
+    on the sweep axis)."""
     n = len(lo)
     if n < 2:
         return np.zeros((0, 2), dtype=int)
@@ -32,4 +33,4 @@ def sweep_and_prune(lo, hi):
                     axis=1)
         for j in cand[ok]:
             pairs.append((min(i, j), max(i, j)))
-    return np.array(pairs, dtype=int).reshape(-1, 2)
+    return np.array(sorted(pairs), dtype=int).reshape(-1, 2)

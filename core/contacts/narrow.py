@@ -280,6 +280,20 @@ def _edge_contact(A, B, n, ia, ib, overlap):
     return [(0.5 * (pa + n * A.radius + pb - n * B.radius), n, float(s), 0)]
 
 
+#: points whose heights differ by less than this fraction of the coordinates' magnitude are
+#: equally low (:func:`_lowest`): far above the rounding of a height, far below any length
+#: that matters
+LOW_TIE = 1e-12
+
+
+def _lowest(V, n):
+    """The first of the points ``V (k, 3)`` whose height along n is within
+    :data:`LOW_TIE` of the least: the corners of a face across n are equally low, and the
+    first of them is taken whatever the rounding of their heights."""
+    h = V @ n
+    return V[int(np.argmax(h <= h.min() + LOW_TIE * np.abs(V).max()))]
+
+
 def _flip(contacts):
     return [(p, -n, s, k) for p, n, s, k in contacts]
 
@@ -342,7 +356,7 @@ def _polytope_rounded(P, X, margin):
     out = _face_contacts(P, f, X, X.v, r, margin)
     if out:
         return out
-    x = X.v[int(np.argmin(X.v @ n))]
+    x = _lowest(X.v, n)
     s = -overlap - r
     return [(x - n * (r + 0.5 * s), n, float(s), 0)]
 
@@ -360,7 +374,7 @@ def _polytopes(A, B, margin):
         out = _flip(_face_contacts(B, fb, A, _incident(A, B.n[fb]), 0.0, margin))
     if out:
         return out
-    x = B.v[int(np.argmin(B.v @ n))]
+    x = _lowest(B.v, n)
     return [(x + n * (0.5 * overlap), n, float(-overlap), 0)]
 
 

@@ -72,6 +72,7 @@ from .. import backend as _backend
 from .. import dynamics
 from ..compiled import dispatch as _compiled
 from ..compiled.layout import B_SIZE, B_V, buffer_offsets
+from ..compiled.pack import PackedShapes
 from ..checks import real_number, whole_number
 from ..errors import InvalidInputError, NonFiniteError
 from ..kinematics import update_kinematics
@@ -283,8 +284,13 @@ class ContactSolver:
         # body-body pairs that may collide: different bodies, not parent and child
         self._allowed = (b[:, None] != b[None, :]) & (par[b][:, None] != b[None, :]) & \
             (par[b][None, :] != b[:, None])
-        self.notes = tuple(s.note for s in self.shapes + [c.shape for c in self.statics +
-                                                          self.movers] if s.note)
+        world = [c.shape for c in self.statics + self.movers]
+        self.notes = tuple(s.note for s in self.shapes + world if s.note)
+        # the compiled narrow phase's shapes (the model's, the statics', the movers') and
+        # the statics' poses (their shapes are in the world frame)
+        self._packed = PackedShapes(self.shapes + world)
+        self._static_poses = np.tile(np.eye(4), (len(self.statics), 1, 1))
+        self._pairs_allowed = np.ascontiguousarray(self._allowed & self.self_collision)
         self.reset()
 
     def reset(self):
@@ -324,22 +330,43 @@ class ContactSolver:
                                 ("plane", pi, si, self._vertex_local[k]), None))
         if not (self.statics or self.movers or (self.self_collision and len(self.shapes) > 1)):
             return out
-        posed = [Posed(s, T[b]) for b, s in zip(self.bodies, self.shapes)]
-        world = self._static_posed + [Posed(c.shape, c.pose(t)) for c in self.movers]
-        items = posed + world
-        lo, hi = zip(*(x.bounds(margin) for x in items))
-        ns = len(posed)
-        for i, j in sweep_and_prune(np.array(lo), np.array(hi)):
-            if i >= ns:                                   # world with world
-                continue
-            if j < ns and not (self.self_collision and self._allowed[i, j]):
-                continue
-            A, B = (items[j], items[i]) if j >= ns else (items[i], items[j])
+        ns = len(self.shapes)
+        items = self.shapes + [c.shape for c in self.statics + self.movers]
+
+        def pair(i, j):
+            """Bodies, mover and material of the pair of items i < j (world side first)."""
             a = -1 if j >= ns else self.bodies[i]
             b = self.bodies[i] if j >= ns else self.bodies[j]
             mover = self.movers[j - ns - len(self.statics)] \
                 if j >= ns + len(self.statics) else None
-            mu, e = pair_material(A.shape, B.shape, self.friction, self.restitution)
+            A, B = (items[j], items[i]) if j >= ns else (items[i], items[j])
+            return (a, b, *pair_material(A, B, self.friction, self.restitution)), mover
+
+        if _backend.kernels is not None:            # every pair in one kernel call
+            from ..compiled.narrow import pair_contacts
+
+            poses = np.concatenate([T[self.bodies], self._static_poses] +
+                                   [c.pose(t)[None] for c in self.movers])
+            pairs, P, N, S, F = pair_contacts(*self._packed.arrays(), poses, ns,
+                                              self._pairs_allowed, float(margin))
+            known = {}
+            for (i, j), p, n, s, k in zip(pairs.tolist(), P, N, S.tolist(), F.tolist()):
+                if (i, j) not in known:
+                    known[i, j] = pair(i, j)
+                (a, b, mu, e), mover = known[i, j]
+                out.append((a, b, p, n, s, mu, e, ("pair", i, j, k), mover))
+            return out
+        posed = [Posed(s, T[b]) for b, s in zip(self.bodies, self.shapes)]
+        world = self._static_posed + [Posed(c.shape, c.pose(t)) for c in self.movers]
+        every = posed + world
+        lo, hi = zip(*(x.bounds(margin) for x in every))
+        for i, j in sweep_and_prune(np.array(lo), np.array(hi)):
+            if i >= ns:                                   # world with world
+                continue
+            if j < ns and not self._pairs_allowed[i, j]:
+                continue
+            A, B = (every[j], every[i]) if j >= ns else (every[i], every[j])
+            (a, b, mu, e), mover = pair(i, j)
             for p, n, s, k in collide(A, B, margin):
                 out.append((a, b, p, n, s, mu, e, ("pair", int(i), int(j), k), mover))
         return out
