@@ -199,6 +199,51 @@ class ContactReport:
         return out
 
 
+#: a contact's warm-start key packs four numbers below 2**KEY_BITS: its kind (0 plane, 1
+#: pair), then the plane and the shape and the vertex, or the two items and the feature
+KEY_BITS = 16
+
+
+def contact_keys(kind, x, y, z):
+    """Warm-start keys ``(c,)`` int64 of contacts (:data:`KEY_BITS`)."""
+    x, y, z = (np.asarray(a, dtype=np.int64) for a in (x, y, z))
+    return (((np.int64(kind) << KEY_BITS | x) << KEY_BITS | y) << KEY_BITS) | z
+
+
+@dataclass(frozen=True)
+class ContactSet:
+    """The contacts found at one pose (:meth:`ContactSolver.find_contacts`), one row each:
+    the bodies ``a``, ``b (c,)`` (-1: the world), ``point (c, 3)``, ``normal (c, 3)`` (from
+    a to b), ``separation (c,)``, the pair's ``friction`` and ``restitution (c,)``, the
+    warm-start ``key (c,)`` (:func:`contact_keys`) and ``mover (c,)``: the index in
+    ``ContactSolver.movers`` of a moving collider on side a, or -1."""
+
+    a: np.ndarray
+    b: np.ndarray
+    point: np.ndarray
+    normal: np.ndarray
+    separation: np.ndarray
+    friction: np.ndarray
+    restitution: np.ndarray
+    key: np.ndarray
+    mover: np.ndarray
+
+    def __len__(self):
+        return len(self.separation)
+
+    @staticmethod
+    def join(parts):
+        """One set of the row blocks ``parts`` (tuples in the fields' order)."""
+        if not parts:
+            return ContactSet(*(np.zeros(shape, dtype) for shape, dtype in (
+                (0, np.int64), (0, np.int64), ((0, 3), float), ((0, 3), float), (0, float),
+                (0, float), (0, float), (0, np.int64), (0, np.int64))))
+        fields = [np.ascontiguousarray(np.concatenate(f)) for f in zip(*parts)]
+        for k in (0, 1, 7, 8):                          # bodies, keys, movers
+            fields[k] = fields[k].astype(np.int64, copy=False)
+        return ContactSet(*fields)
+
+
 class ContactSolver:
     """Contacts and joint limits of one model, applied in every integrator substep (module
     docstring); pass it to :class:`core.integrators.Integrator` as ``contacts`` (with the
@@ -267,16 +312,19 @@ class ContactSolver:
         # the shapes' core vertices stacked: body, shape, index in the shape, radius
         counts = [len(s.vertices) for s in self.shapes]
         self._vertices = np.concatenate([s.vertices for s in self.shapes] or [np.zeros((0, 3))])
-        self._vertex_shape = np.repeat(np.arange(len(self.shapes)), counts).tolist()
+        self._vertex_shape = np.repeat(np.arange(len(self.shapes)), counts)
         self._vertex_body = np.repeat(self.bodies, counts)
         self._vertex_local = np.concatenate([np.arange(c) for c in counts] or
-                                            [np.zeros(0, dtype=int)]).tolist()
+                                            [np.zeros(0, dtype=int)])
         self._vertex_radius = np.repeat([s.radius for s in self.shapes], counts)
         at = buffer_offsets(model.nbodies, model.nv, model.one_dof_each)["bodies"] + B_V
         #: the buffer offset of each shape's body's body-frame velocity in the kernels
         self._body_velocity = at + B_SIZE * self.bodies
-        self._plane_material = [[pair_material(p, s, self.friction, self.restitution)
-                                 for s in self.shapes] for p in self.planes]
+        #: per plane, the friction and restitution of each shape on it: (planes, shapes, 2)
+        self._plane_material = np.array([[pair_material(p, s, self.friction, self.restitution)
+                                          for s in self.shapes] for p in self.planes],
+                                        dtype=float).reshape(len(self.planes), len(self.shapes),
+                                                             2)
         self._first = np.array([s.vertices[0] for s in self.shapes]).reshape(-1, 3)
         self._extent = np.array([s.extent for s in self.shapes])
         par = model.parents
@@ -291,11 +339,31 @@ class ContactSolver:
         self._packed = PackedShapes(self.shapes + world)
         self._static_poses = np.tile(np.eye(4), (len(self.statics), 1, 1))
         self._pairs_allowed = np.ascontiguousarray(self._allowed & self.self_collision)
+        items = self.shapes + world
+        if max([len(items), len(self.planes)] + [len(x.vertices) for x in items]) >= \
+                1 << KEY_BITS:
+            raise InvalidInputError(f"contacts: at most {(1 << KEY_BITS) - 1} shapes, planes "
+                                    "and vertices of a shape; simplify the collision shapes")
+        ns = len(self.shapes)
+        # per pair of items i < j (world side a first): bodies, material, moving collider
+        second = np.arange(len(items))[None, :] >= ns
+        body = np.concatenate([self.bodies, np.full(len(world), -1)])
+        self._pair_a = np.where(second, -1, body[:, None])
+        self._pair_b = np.where(second, body[:, None], body[None, :])
+        self._pair_material = np.array([[pair_material(x, y, self.friction, self.restitution)
+                                         for y in items] for x in items],
+                                       dtype=float).reshape(len(items), len(items), 2)
+        mover = np.arange(len(items)) - ns - len(self.statics)
+        self._pair_mover = np.broadcast_to(np.where(mover >= 0, mover, -1)[None, :],
+                                           (len(items), len(items))).copy()
         self.reset()
 
     def reset(self):
         """Forget the warm starts and the report (call before a new run)."""
-        self._warm = {}
+        # the last contact step's impulses: the contacts' keys (sorted) and impulses (c, 3),
+        # and each limit constraint's (0 where it had no row)
+        self._warm_keys, self._warm_lam = np.zeros(0, dtype=np.int64), np.zeros((0, 3))
+        self._warm_limits = np.zeros(0 if self.limits is None else self.limits.n_constraints)
         self._log = []
         #: whether the last :meth:`apply` found contacts
         self.touching = False
@@ -310,12 +378,12 @@ class ContactSolver:
 
     # -- contacts --------------------------------------------------------------------
     def find_contacts(self, data, t, margin):
-        """Contacts closer than ``margin`` (m) of the model posed in ``data.oMi`` (after
-        update_kinematics) at time t: a list of ``(body_a, body_b, point (3,), normal (3,),
-        separation, mu, e, key, collider)`` with body -1 for the world, the normal from a to
-        b, and ``collider`` the MovingCollider on side a (or None)."""
+        """The :class:`ContactSet` of contacts closer than ``margin`` (m) of the model posed
+        in ``data.oMi`` (after update_kinematics) at time t: the planes' contacts, then the
+        pairs' in the order of the pairs (item i < j: the model's shapes, the static, then
+        the moving colliders), the normals from side a to side b (a world item is side a)."""
         T = data.oMi
-        out = []
+        parts = []
         if self.planes:                     # every shape's core vertices at once
             vb = self._vertex_body
             world_vertices = np.einsum("kab,kb->ka", T[vb, :3, :3], self._vertices) + \
@@ -323,25 +391,23 @@ class ContactSolver:
             for pi, plane in enumerate(self.planes):
                 ks, points, seps = plane_contacts(plane, world_vertices, self._vertex_radius,
                                                   margin)
-                for k, p, s in zip(ks.tolist(), points, seps.tolist()):
-                    si = self._vertex_shape[k]
-                    mu, e = self._plane_material[pi][si]
-                    out.append((-1, vb[k], p, plane.normal, s, mu, e,
-                                ("plane", pi, si, self._vertex_local[k]), None))
-        if not (self.statics or self.movers or (self.self_collision and len(self.shapes) > 1)):
-            return out
+                si = self._vertex_shape[ks]
+                material = self._plane_material[pi, si]
+                parts.append((np.full(len(ks), -1), vb[ks], points,
+                              np.broadcast_to(plane.normal, points.shape), seps,
+                              material[:, 0], material[:, 1],
+                              contact_keys(0, pi, si, self._vertex_local[ks]),
+                              np.full(len(ks), -1)))
+        if self.statics or self.movers or (self.self_collision and len(self.shapes) > 1):
+            parts.append(self._pair_contacts(T, t, margin))
+        return ContactSet.join([x for x in parts if x is not None and len(x[4])])
+
+    def _pair_contacts(self, T, t, margin):
+        """The shape pairs' contacts (:meth:`find_contacts`) as a row block (None if there are
+        none): compiled in one kernel call (:func:`core.compiled.narrow.pair_contacts`) on
+        the numba backend, pair by pair (sweep and prune, :func:`core.contacts.narrow.
+        collide`) on numpy."""
         ns = len(self.shapes)
-        items = self.shapes + [c.shape for c in self.statics + self.movers]
-
-        def pair(i, j):
-            """Bodies, mover and material of the pair of items i < j (world side first)."""
-            a = -1 if j >= ns else self.bodies[i]
-            b = self.bodies[i] if j >= ns else self.bodies[j]
-            mover = self.movers[j - ns - len(self.statics)] \
-                if j >= ns + len(self.statics) else None
-            A, B = (items[j], items[i]) if j >= ns else (items[i], items[j])
-            return (a, b, *pair_material(A, B, self.friction, self.restitution)), mover
-
         if _backend.kernels is not None:            # every pair in one kernel call
             from ..compiled.narrow import pair_contacts
 
@@ -349,27 +415,25 @@ class ContactSolver:
                                    [c.pose(t)[None] for c in self.movers])
             pairs, P, N, S, F = pair_contacts(*self._packed.arrays(), poses, ns,
                                               self._pairs_allowed, float(margin))
-            known = {}
-            for (i, j), p, n, s, k in zip(pairs.tolist(), P, N, S.tolist(), F.tolist()):
-                if (i, j) not in known:
-                    known[i, j] = pair(i, j)
-                (a, b, mu, e), mover = known[i, j]
-                out.append((a, b, p, n, s, mu, e, ("pair", i, j, k), mover))
-            return out
-        posed = [Posed(s, T[b]) for b, s in zip(self.bodies, self.shapes)]
-        world = self._static_posed + [Posed(c.shape, c.pose(t)) for c in self.movers]
-        every = posed + world
-        lo, hi = zip(*(x.bounds(margin) for x in every))
-        for i, j in sweep_and_prune(np.array(lo), np.array(hi)):
-            if i >= ns:                                   # world with world
-                continue
-            if j < ns and not self._pairs_allowed[i, j]:
-                continue
-            A, B = (every[j], every[i]) if j >= ns else (every[i], every[j])
-            (a, b, mu, e), mover = pair(i, j)
-            for p, n, s, k in collide(A, B, margin):
-                out.append((a, b, p, n, s, mu, e, ("pair", int(i), int(j), k), mover))
-        return out
+            i, j = pairs[:, 0], pairs[:, 1]
+        else:
+            posed = [Posed(x, T[b]) for b, x in zip(self.bodies, self.shapes)]
+            every = posed + self._static_posed + [Posed(c.shape, c.pose(t))
+                                                  for c in self.movers]
+            lo, hi = zip(*(x.bounds(margin) for x in every))
+            found = []
+            for i, j in sweep_and_prune(np.array(lo), np.array(hi)):
+                if i >= ns or (j < ns and not self._pairs_allowed[i, j]):
+                    continue                              # world with world, or not allowed
+                A, B = (every[j], every[i]) if j >= ns else (every[i], every[j])
+                found += [(i, j, p, n, sep, k) for p, n, sep, k in collide(A, B, margin)]
+            if not found:
+                return None
+            i, j, P, N, S, F = (np.array([c[k] for c in found]) for k in range(6))
+        material = self._pair_material[i, j]
+        return (self._pair_a[i, j], self._pair_b[i, j], P.reshape(-1, 3), N.reshape(-1, 3), S,
+                material[:, 0], material[:, 1], contact_keys(1, i, j, F),
+                self._pair_mover[i, j])
 
     def clear(self, data, q, v, t, dt=None):
         """Whether a step may skip the contact solver. With ``v (nv,)`` and ``dt``: True
@@ -383,12 +447,12 @@ class ContactSolver:
         velocities)."""
         if v is None:
             self._pose(data, q)
-            return not any(c[4] < 0.0 for c in self.find_contacts(data, t, 0.0))
+            return not np.any(self.find_contacts(data, t, 0.0).separation < 0.0)
         if self.movers:
             return False
         g = float(np.linalg.norm(self.model.gravity))
         reach = self.margin + 2.0 * dt * self._pose(data, q, v) + 0.5 * g * dt * dt
-        return not self.find_contacts(data, t, reach)
+        return not len(self.find_contacts(data, t, reach))
 
     def _pose(self, data, q, v=None):
         """Pose the model in ``data.oMi`` at q (with its joint columns: on the numpy backend
@@ -550,9 +614,10 @@ class ContactSolver:
         m = self.model
         c_h = float(weight) * h
         reach = self.margin + h * self._pose(data, q, v1)
-        contacts = self.find_contacts(data, t, reach)
-        self.touching = bool(contacts)
-        if not contacts:
+        found = self.find_contacts(data, t, reach)
+        nc = len(found)
+        self.touching = nc > 0
+        if not nc:
             # the limit solver's own step, as without contacts
             self._log.append((t + h, 0, 0.0, 0.0))
             return (q1, v1) if self.limits is None else self.limits.apply(data, q1, v1)
@@ -564,7 +629,7 @@ class ContactSolver:
             lim_rows = np.nonzero(engaged | (d + moved < 0.0))[0]
         else:
             lim_rows = np.zeros(0, dtype=int)
-        nl, nc = len(lim_rows), len(contacts)
+        nl = len(lim_rows)
         J = np.empty((nl + 3 * nc, m.nv))
         b = np.empty(nl + 3 * nc)
         lam = np.zeros(nl + 3 * nc)
@@ -574,31 +639,26 @@ class ContactSolver:
             target = np.where(dl > 0.0, _closing(ul, dl, moved[lim_rows], c_h),
                               -self.limits.restitution * np.minimum(ul, 0.0))
             b[:nl] = ul - target
-            for k, r in enumerate(lim_rows):
-                lam[k] = self._warm.get(("limit", int(r)), 0.0)
-        a_body = np.array([c[0] for c in contacts])
-        b_body = np.array([c[1] for c in contacts])
-        P = np.array([c[2] for c in contacts])
-        n = np.array([c[3] for c in contacts])
-        s = np.array([c[4] for c in contacts])
-        mu = np.array([c[5] for c in contacts])
-        rest = np.array([c[6] for c in contacts])
+            lam[:nl] = self._warm_limits[lim_rows]
+        s, P = found.separation, found.point
         world_v = np.zeros((nc, 3))                   # the world side's point velocities
-        for c, (*_, mover) in enumerate(contacts):
-            if mover is not None:
-                world_v[c] = mover.point_velocities(t, P[c][None])[0]
-        for c, con in enumerate(contacts):
-            w = self._warm.get(con[7])
-            if w is not None:
-                lam[nl + 3 * c:nl + 3 * c + 3] = w
-        arrays = (a_body, b_body, P, n, s, mu, rest, world_v)
+        for k in np.unique(found.mover[found.mover >= 0]).tolist():
+            rows = found.mover == k
+            world_v[rows] = self.movers[k].point_velocities(t, P[rows])
+        at = np.minimum(np.searchsorted(self._warm_keys, found.key), len(self._warm_keys) - 1)
+        if len(self._warm_keys):                      # the same contacts' last impulses
+            hit = self._warm_keys[at] == found.key
+            lam[nl:].reshape(nc, 3)[hit] = self._warm_lam[at[hit]]
+        arrays = (found.a, found.b, P, found.normal, s, found.friction, found.restitution,
+                  world_v)
         solve = self._impulses if _backend.kernels is None else self._impulses_compiled
         fac, dv, gap, kinetic = solve(data, q, v, v1, step, arrays, J, b, lam, nl, h, c_h)
         v_new = v1 + dv
-        warm = {("limit", int(r)): lam[k] for k, r in enumerate(lim_rows)}
-        warm.update((con[7], lam[nl + 3 * c:nl + 3 * c + 3].copy())
-                    for c, con in enumerate(contacts))
-        self._warm = warm
+        if self.limits is not None:
+            self._warm_limits[:] = 0.0
+            self._warm_limits[lim_rows] = lam[:nl]
+        order = np.argsort(found.key)
+        self._warm_keys, self._warm_lam = found.key[order], lam[nl:].reshape(nc, 3)[order]
         q_new = q1 + c_h * dv
         q_mid, have_limits = q_new, self.limits is not None and self.limits.n_constraints
         if have_limits:

@@ -26,6 +26,7 @@ from core.compiled.pack import PackedShapes
 from core.contacts import (Box, Capsule, ContactSolver, ConvexHull, MovingCollider, Plane,
                            Sphere, StaticCollider)
 from core.contacts.narrow import Posed, collide
+from core.contacts.solver import KEY_BITS
 from core.joints.spherical import Free
 from core.kinematics import update_kinematics
 from core.lie import se3, so3
@@ -235,15 +236,17 @@ def test_find_contacts_are_the_same_on_both_backends():
                 backend.use(name)
                 out[name] = solver.find_contacts(data, t, MARGIN)
             want, got = out["numpy"], out["numba"]
-            assert [c[7] for c in got] == [c[7] for c in want]
+            for field in ("key", "a", "b", "friction", "restitution", "mover"):
+                assert np.array_equal(getattr(got, field), getattr(want, field)), field
             L = np.abs(data.oMi[:, :3, 3]).max() + 1.0        # shapes and colliders
-            for g, w in zip(got, want):
-                assert g[:2] == w[:2] and g[5:7] == w[5:7] and g[8] is w[8]
-                key = w[7]
-                radii = radius[key[1]] + radius[key[2]] if key[0] == "pair" else 0.0
-                assert_same({0: g[2:5]}, {0: w[2:5]}, L, radii)
-            seen.update(c[7][0] if c[7][0] == "plane" else (c[0] < 0, c[8] is None)
-                        for c in want)
+            mask = (1 << KEY_BITS) - 1
+            for c, key in enumerate(want.key.tolist()):
+                pair = key >> 3 * KEY_BITS
+                i, j = key >> 2 * KEY_BITS & mask, key >> KEY_BITS & mask
+                radii = radius[i] + radius[j] if pair else 0.0
+                assert_same({0: (got.point[c], got.normal[c], got.separation[c])},
+                            {0: (want.point[c], want.normal[c], want.separation[c])}, L, radii)
+                seen.add((want.a[c] < 0, want.mover[c] < 0) if pair else "plane")
     finally:
         backend.use(previous)
     # plane contacts, body-body, static and moving-collider pairs all compared

@@ -306,15 +306,15 @@ def test_the_compiled_contact_impulses_equal_the_numpy_ones(monkeypatch):
         out = {}
         for name, solve in (("numpy", solver._impulses), ("numba", solver._impulses_compiled)):
             update_kinematics(m, data, q0)
-            contacts = solver.find_contacts(data, 0.0, 0.05)
+            f = solver.find_contacts(data, 0.0, 0.05)
             d, N, ddot, engaged = cones.engage(q0, v1)
             lim = np.nonzero(d < 0.1)[0]
-            nl, nc = len(lim), len(contacts)
+            nl, nc = len(lim), len(f)
             J, b = np.empty((nl + 3 * nc, m.nv)), np.empty(nl + 3 * nc)
             J[:nl], b[:nl] = N[lim], ddot[lim]
             lam = np.zeros(len(b))
-            arrays = tuple(np.array([c[i] for c in contacts]) for i in range(7)) + (
-                np.tile([0.2, -0.1, 0.05], (nc, 1)),)
+            arrays = (f.a, f.b, f.point, f.normal, f.separation, f.friction, f.restitution,
+                      np.tile([0.2, -0.1, 0.05], (nc, 1)))
             fac, dv, gap, kinetic = solve(data, q0, v, v1, step, arrays, J, b, lam, nl, h,
                                           0.5 * h)
             out[name] = J, b, lam, dv, gap, kinetic, cho_solve(fac, J.T)
