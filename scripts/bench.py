@@ -54,13 +54,15 @@ SECTIONS = {
     "blender": "bench_blender_latency:bench_blender_latency",
     "playback": "bench_playback:bench_playback",
     "contacts": "bench_contacts:bench_contacts",
+    "contact_demos": "bench_contact_demos:bench_contact_demos",
 }
 
 #: environment of a section's process where it differs from the caller's: the dynamics,
-#: contacts, realtime and rigs sections time small products, which OpenBLAS threads stall
-#: (see bench_dynamics)
+#: contacts, contact_demos, realtime and rigs sections time small products, which OpenBLAS
+#: threads stall (see bench_dynamics)
 SECTION_ENV = {"dynamics": {"OPENBLAS_NUM_THREADS": "1"},
                "contacts": {"OPENBLAS_NUM_THREADS": "1"},
+               "contact_demos": {"OPENBLAS_NUM_THREADS": "1"},
                "realtime": {"OPENBLAS_NUM_THREADS": "1"},
                "rigs": {"OPENBLAS_NUM_THREADS": "1"}}
 
