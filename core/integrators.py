@@ -337,6 +337,11 @@ class Integrator:
         self._kernel_step = self._kernel_step_arguments()
         self._kernel_drive = self._kernel_drive_arguments()
         self._kernel_advance = self._kernel_advance_arguments()
+        #: ``(si, sr, sw)`` of :func:`core.compiled.kernels.advance_unconstrained` when a
+        #: step is one kernel call with neither limits nor a drive (nor contacts), else None
+        self._unconstrained = None if (self._kernel_advance is None or self.drive is not None
+                                       or self._kernel_advance[3] is not None
+                                       or contacts is not None) else self._kernel_advance[:3]
 
     def _kernel_forces(self):
         """``(tau, fext)`` as a compiled kernel takes them, or None: that needs every joint
@@ -426,8 +431,14 @@ class Integrator:
             drive = np.stack([vp, ap], axis=1).reshape(n, 3, 2, -1)
             qend = np.ascontiguousarray(qp.reshape(n, 3, -1)[:, 2])
             powers = np.zeros((n, 4))
-        if _backend.kernels.advance(p.ints, p.reals, self.data.buffer, qn, vn, si, sr, sw, li,
-                                    lr, dofs, nf, drive, qend, powers, chol):
+        if li is None and self.drive is None:
+            failed = _backend.kernels.advance_unconstrained(p.ints, p.reals, self.data.buffer,
+                                                            qn, vn, si, sr, sw)
+        else:
+            failed = _backend.kernels.advance(p.ints, p.reals, self.data.buffer, qn, vn, si,
+                                              sr, sw, li, lr, dofs, nf, drive, qend, powers,
+                                              chol)
+        if failed:
             return None
         work = np.zeros(count)
         if self.drive is not None:
@@ -669,8 +680,17 @@ class Integrator:
         return q, v, 0.0
 
     def advance(self, t, state):
-        """:func:`integrate`'s step: ``(q, v, work)`` at t -> at ``t + dt``."""
+        """:func:`integrate`'s step: ``(q, v, work)`` at t -> at ``t + dt``; a step without
+        limits, drive or contacts on the numba backend is one kernel call from here
+        (:func:`core.compiled.kernels.advance_unconstrained`), the others go through
+        :meth:`_step`."""
         q, v, work = state
+        if self._unconstrained is not None and _backend.kernels is not None:
+            p = self.model.packed or _compiled.packed(self.model)
+            qn, vn = q.copy(), v.copy()
+            if not _backend.kernels.advance_unconstrained(p.ints, p.reals, self.data.buffer,
+                                                          qn, vn, *self._unconstrained):
+                return qn, vn, work
         q, v, dw = self._step(t, q, v)
         return q, v, work + dw
 
