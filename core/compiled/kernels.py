@@ -51,7 +51,7 @@ from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, 
                      H_NLE, H_NPS, H_NV, H_RPOINT, H_RSPRING, H_SM, H_SPRINGS, H_TAU, H_TMP, I_DEG,
                      I_KIND, I_N, I_NS, I_PAR, I_PARENT, I_Q, KIND_SCREW, KIND_SPHERE, KIND_SPLINE,
                      LI_C, LI_HEADER, LI_ITER, LI_MIN, LIMIT_CONE, LIMIT_LOWER, LR_HEADER, LR_PER,
-                     NI, PGS_RTOL, POSITION_PASSES, POSITION_SLACK, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
+                     NI, PGS_RTOL, POSITION_PASSES, POSITION_SLACK, R_BODIES, S_CHARTS, S_H, S_METHOD, S_NFEXT, S_NSUB, S_SIZE, T_BASE, T_GJ, T_ROT, T_VEC)
 from .custom import custom_joint
 from .layout import (KIND_CLOSED_SPLINE, KIND_CUSTOM, KIND_FIXED, KIND_FREE, KIND_SURFACE,
                      LIMIT_ELLIPSE, LIMIT_TWIST_LOWER, limit_offsets)
@@ -1479,13 +1479,13 @@ def _delassus(lr, li, nv, ne, IX, N, L, Y, W):
 
 
 @_jit
-def advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, powers, chol):
-    """Steps of the model integrator, in place on ``(q, v)``: ``n = si[S_NSUB]`` substeps of
-    ``h = sr[0]`` with ``tau = sr[1:1 + nv]`` and the ``si[S_NFEXT]`` rows of fext after it
-    (:func:`core.compiled.pack.step_arrays`), each followed by the divergence test, the
-    spherical and free joints' chart change (``si[S_CHARTS]``) and, when ``li`` has
-    constraints, the limit solver (:func:`core.compiled.pack` layout of
-    :meth:`core.limits.LimitSolver`) and again the test and the chart change.
+def advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol):
+    """Steps of the model integrator, in place on ``(q, v)``: ``sd[S_NSUB]`` substeps of
+    ``h = sd[S_H]`` with the tau and fext of ``sd`` (:func:`core.compiled.pack.step_arrays`),
+    each followed by the divergence test, the spherical and free joints' chart change
+    (``sd[S_CHARTS]``) and, when ``li`` has constraints, the limit solver
+    (:func:`core.compiled.pack` layout of :meth:`core.limits.LimitSolver`) and again the test
+    and the chart change.
 
     ``li, lr`` None for a model without limits, and ``dofs, drive, qend, powers, chol`` None
     for one without a drive: numba then compiles this call without the limit solver or the
@@ -1499,46 +1499,47 @@ def advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, p
     Status 0, or nonzero with the limit solver's engagement state as before the call
     (``(q, v)`` then hold a partial step): 1 a singular ``S^T IA S``, 3 a non-finite state,
     4 a mass matrix (or ``M_ff``) not positive definite, 5 an undefined twist limit."""
-    return _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, powers,
-                    chol)
+    return _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol)
 
 
 @_jit
-def advance_unconstrained(ints, reals, buf, q, v, si, sr, sw):
-    """:func:`advance` of a model without limits or a drive: half the arguments to pass
-    (numba's dispatcher takes about 45 ns per array argument), and the Euler methods step
-    ``(q, v)`` in place, without the stage rows of ``sw``."""
-    if si[S_METHOD] == 2:
-        return _advance(ints, reals, buf, q, v, si, sr, sw, None, None, None, int(0), None,
-                        None, None, None)
-    method, h = si[S_METHOD], sr[0]
-    tau, fext = _step_forces(ints, si, sr)
-    for _ in range(si[S_NSUB]):
+def advance_unconstrained(ints, reals, buf, q, v, sd):
+    """:func:`advance` of a model without limits or a drive: six arguments instead of
+    fourteen (numba's dispatcher takes about 45 ns per array argument), and the Euler
+    methods step ``(q, v)`` in place, without the work rows of ``sd``."""
+    method = int(sd[S_METHOD])
+    if method == 2:
+        return _advance(ints, reals, buf, q, v, sd, None, None, None, int(0), None, None,
+                        None, None)
+    h, charts = sd[S_H], sd[S_CHARTS] != 0.0
+    tau, fext = _step_forces(ints, sd)
+    for _ in range(int(sd[S_NSUB])):
         st = _aba(ints, reals, buf, q, v, tau, fext)
         if st:
             return st
         _first_order(buf, ints[H_DDQ], h, method, q, v, q, v)
-        st = _settle(ints, q, v, si[S_CHARTS])
+        st = _settle(ints, q, v, charts)
         if st:
             return st
     return 0
 
 
 @_inline
-def _step_forces(ints, si, sr):
-    """``(tau (nv,), fext (nfext, 6))``: views of the step kernels' ``sr``."""
+def _step_forces(ints, sd):
+    """``(tau (nv,), fext (nfext, 6))``: views of the step kernels' ``sd``."""
     nv = ints[H_NV]
-    nfext = si[S_NFEXT]
-    return sr[1:1 + nv], sr[1 + nv:1 + nv + 6 * nfext].reshape((nfext, 6))
+    nfext = int(sd[S_NFEXT])
+    return sd[S_SIZE:S_SIZE + nv], sd[S_SIZE + nv:S_SIZE + nv + 6 * nfext].reshape((nfext, 6))
 
 
 @_jit
-def _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, powers, chol):
+def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol):
     nv = ints[H_NV]
-    method, h = si[S_METHOD], sr[0]
-    tau, fext = _step_forces(ints, si, sr)
-    qn = sw[:5 * nv].reshape((5, nv))
-    vn = sw[5 * nv:].reshape((5, nv))
+    method, h, charts = int(sd[S_METHOD]), sd[S_H], sd[S_CHARTS] != 0.0
+    tau, fext = _step_forces(ints, sd)
+    rows = S_SIZE + nv + 6 * int(sd[S_NFEXT])
+    qn = sd[rows:rows + 5 * nv].reshape((5, nv))
+    vn = sd[rows + 5 * nv:rows + 10 * nv].reshape((5, nv))
     c = 0
     if li is not None:
         c = li[LI_C] if li.size else 0
@@ -1546,7 +1547,7 @@ def _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, 
         for k in range(2 * c):                           # engaged, steps -> the copies
             li[E + 2 * c + k] = li[E + k]
     st = 0
-    for s in range(si[S_NSUB]):
+    for s in range(int(sd[S_NSUB])):
         if dofs is None:
             st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None,
                           None, None, None)
@@ -1559,12 +1560,12 @@ def _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, 
         for j in range(nv):
             q[j] = qn[0, j]
             v[j] = vn[0, j]
-        st = _settle(ints, q, v, si[S_CHARTS])
+        st = _settle(ints, q, v, charts)
         if li is not None:
             if st == 0 and c:
                 st = _limits(ints, reals, buf, q, v, li, lr)
                 if st == 0:
-                    st = _settle(ints, q, v, si[S_CHARTS])
+                    st = _settle(ints, q, v, charts)
         if st:
             break
         if dofs is not None:
