@@ -684,11 +684,11 @@ class Integrator:
         (:func:`core.compiled.kernels.advance_unconstrained`), the others go through
         :meth:`_step`."""
         q, v, work = state
-        if self._unconstrained is not None and _backend.kernels is not None:
+        sd, kernels = self._unconstrained, _backend.kernels
+        if sd is not None and kernels is not None:
             p = self.model.packed or _compiled.packed(self.model)
             qn, vn = q.copy(), v.copy()
-            if not _backend.kernels.advance_unconstrained(p.ints, p.reals, self.data.buffer,
-                                                          qn, vn, self._unconstrained):
+            if not kernels.advance_unconstrained(p.ints, p.reals, self.data.buffer, qn, vn, sd):
                 return qn, vn, work
         q, v, dw = self._step(t, q, v)
         return q, v, work + dw
