@@ -33,9 +33,10 @@ pass constants as ``bool(True)``, ``int(0)`` (run-time values of one type) and e
 with one dtype, layout and writability: each function compiles once for all its callers.
 Each entry point's compile optimizes all the code it calls again, so thin levels between
 them are inlined (``inline="always"``), as are the small spatial products of the
-recursions' loops (LLVM calls them otherwise, returning their tuples through memory), and code a call cannot need is not compiled for
-it: the large joint kinds only for read-only ``ints`` (:func:`_large_joint`), the drive
-only where its arguments are not None (:func:`_stage`).
+recursions' loops (LLVM calls them otherwise, returning their tuples through memory), and
+code a call cannot need is not compiled for it: the large joint kinds only for read-only
+``ints`` (:func:`_large_joint`), the drive only where its arguments are not None
+(:func:`_stage`).
 """
 
 import math
