@@ -337,6 +337,11 @@ class Integrator:
         self._kernel_step = self._kernel_step_arguments()
         self._kernel_drive = self._kernel_drive_arguments()
         self._kernel_advance = self._kernel_advance_arguments()
+        #: the ``sd`` of :func:`core.compiled.kernels.advance_unconstrained` when a step is
+        #: one kernel call with neither limits nor a drive (nor contacts), else None
+        self._unconstrained = None if (self._kernel_advance is None or self.drive is not None
+                                       or self._kernel_advance[1] is not None
+                                       or contacts is not None) else self._kernel_advance[0]
 
     def _kernel_forces(self):
         """``(tau, fext)`` as a compiled kernel takes them, or None: that needs every joint
@@ -379,7 +384,7 @@ class Integrator:
                          np.zeros((nf, nf + 1)))
 
     def _kernel_advance_arguments(self):
-        """The arrays ``(si, sr, sw, li, lr)`` of one compiled kernel call per step or per
+        """The arrays ``(sd, li, lr)`` of one compiled kernel call per step or per
         run of steps (:func:`core.compiled.kernels.advance`: substeps, divergence tests,
         chart changes, limits and the drive's motion; :func:`core.compiled.pack.step_arrays`
         and the limit solver's ``kernel_arrays``, or None without limits), then the drive's
@@ -398,13 +403,13 @@ class Integrator:
             return None
         m = self.model
         tau, fext, code = kernel[:3]
-        si, sr, sw = step_arrays(m.nv, m.nbodies, code, self.substeps, self.h, tau, fext,
-                                 bool(self._charts))
+        sd = step_arrays(m.nv, m.nbodies, code, self.substeps, self.h, tau, fext,
+                         bool(self._charts))
         li, lr = (None, None) if self.limits is None else self.limits.kernel_arrays
         # without a drive the kernel compiles without the drive's code
         driven = (None, 0, None) if self._kernel_drive is None else \
             self._kernel_drive[4:6] + self._kernel_drive[8:]
-        return (si, sr, sw, li, lr) + driven + (None, None, None)
+        return (sd, li, lr) + driven + (None, None, None)
 
     def _kernel_steps(self, t, q, v, count):
         """``count`` steps from time ``t`` in one call of :func:`core.compiled.kernels.advance`
@@ -414,11 +419,11 @@ class Integrator:
         engagement then as before the call)."""
         p = self.model.packed or _compiled.packed(self.model)
         qn, vn = q.copy(), v.copy()
-        si, sr, sw, li, lr, dofs, nf, chol, drive, qend, powers = self._kernel_advance
+        sd, li, lr, dofs, nf, chol, drive, qend, powers = self._kernel_advance
         h, n = self.h, count * self.substeps
         if count > 1:
-            si = si.copy()
-            si[S_NSUB] = n
+            sd = sd.copy()
+            sd[S_NSUB] = n
         if self.drive is not None:
             ts = ((t + self.dt * np.arange(count))[:, None] +
                   h * np.arange(self.substeps)[None, :]).ravel()
@@ -426,8 +431,13 @@ class Integrator:
             drive = np.stack([vp, ap], axis=1).reshape(n, 3, 2, -1)
             qend = np.ascontiguousarray(qp.reshape(n, 3, -1)[:, 2])
             powers = np.zeros((n, 4))
-        if _backend.kernels.advance(p.ints, p.reals, self.data.buffer, qn, vn, si, sr, sw, li,
-                                    lr, dofs, nf, drive, qend, powers, chol):
+        if li is None and self.drive is None:
+            failed = _backend.kernels.advance_unconstrained(p.ints, p.reals, self.data.buffer,
+                                                            qn, vn, sd)
+        else:
+            failed = _backend.kernels.advance(p.ints, p.reals, self.data.buffer, qn, vn, sd, li,
+                                              lr, dofs, nf, drive, qend, powers, chol)
+        if failed:
             return None
         work = np.zeros(count)
         if self.drive is not None:
@@ -447,7 +457,7 @@ class Integrator:
         contacts, t_end = self.contacts, t + count * self.dt
         if contacts.touching or not contacts.clear(self.data, q, v, t, count * self.dt):
             return None
-        li, lr = self._kernel_advance[3:5]
+        li, lr = self._kernel_advance[1:3]
         saved = None if li is None else (li.copy(), lr.copy())
         out = self._kernel_steps(t, q, v, count)
         if out is None or not contacts.clear(self.data, out[0], None, t_end):
@@ -675,8 +685,17 @@ class Integrator:
         return q, v, 0.0
 
     def advance(self, t, state):
-        """:func:`integrate`'s step: ``(q, v, work)`` at t -> at ``t + dt``."""
+        """:func:`integrate`'s step: ``(q, v, work)`` at t -> at ``t + dt``; a step without
+        limits, drive or contacts on the numba backend is one kernel call from here
+        (:func:`core.compiled.kernels.advance_unconstrained`), the others go through
+        :meth:`_step`."""
         q, v, work = state
+        sd, kernels = self._unconstrained, _backend.kernels
+        if sd is not None and kernels is not None:
+            p = self.model.packed or _compiled.packed(self.model)
+            qn, vn = q.copy(), v.copy()
+            if not kernels.advance_unconstrained(p.ints, p.reals, self.data.buffer, qn, vn, sd):
+                return qn, vn, work
         q, v, dw = self._step(t, q, v)
         return q, v, work + dw
 

@@ -23,17 +23,20 @@ Appendix A), one body at a time in the model's order (parents first):
 * crba: composite inertias ``Ic_p += X^T Ic X`` backwards, then ``M_jl = S_j^T F`` with
   ``F = Ic S_l`` carried to each ancestor by ``X^T``.
 
-``X^T M X`` is formed from 3x3 blocks (``R M_blk R^T`` and products with ``[p]``), about
-290 multiplications instead of the 432 of two 6x6 products.
+``X^T M X`` is formed from 3x3 blocks (``R M_blk R^T``, the diagonal blocks' upper
+triangles only, and products with ``[p]``), about 200 multiplications instead of the 432 of
+two 6x6 products.
 
 Compile time: numba compiles a function once per distinct tuple of argument types, and a
 constant passed by one kernel to another is typed as that literal value, so the kernels
 pass constants as ``bool(True)``, ``int(0)`` (run-time values of one type) and every array
 with one dtype, layout and writability: each function compiles once for all its callers.
 Each entry point's compile optimizes all the code it calls again, so thin levels between
-them are inlined (``inline="always"``), and code a call cannot need is not compiled for
-it: the large joint kinds only for read-only ``ints`` (:func:`_large_joint`), the drive
-only where its arguments are not None (:func:`_stage`).
+them are inlined (``inline="always"``), as are the small spatial products of the
+recursions' loops (LLVM calls them otherwise, returning their tuples through memory), and
+code a call cannot need is not compiled for it: the large joint kinds only for read-only
+``ints`` (:func:`_large_joint`), the drive only where its arguments are not None
+(:func:`_stage`).
 """
 
 import math
@@ -49,14 +52,14 @@ from .layout import (BODY_REALS, B_A, B_C, B_F, B_I, B_LOCAL, B_P, B_SIZE, B_V, 
                      H_NLE, H_NPS, H_NV, H_RPOINT, H_RSPRING, H_SM, H_SPRINGS, H_TAU, H_TMP, I_DEG,
                      I_KIND, I_N, I_NS, I_PAR, I_PARENT, I_Q, KIND_SCREW, KIND_SPHERE, KIND_SPLINE,
                      LI_C, LI_HEADER, LI_ITER, LI_MIN, LIMIT_CONE, LIMIT_LOWER, LR_HEADER, LR_PER,
-                     NI, PGS_RTOL, POSITION_PASSES, POSITION_SLACK, R_BODIES, S_CHARTS, S_METHOD, S_NFEXT, S_NSUB, T_BASE, T_GJ, T_ROT, T_VEC)
+                     NI, PGS_RTOL, POSITION_PASSES, POSITION_SLACK, R_BODIES, S_CHARTS, S_H, S_METHOD, S_NFEXT, S_NSUB, S_SIZE, T_BASE, T_GJ, T_ROT, T_VEC)
 from .custom import custom_joint
 from .layout import (KIND_CLOSED_SPLINE, KIND_CUSTOM, KIND_FIXED, KIND_FREE, KIND_SURFACE,
                      LIMIT_ELLIPSE, LIMIT_TWIST_LOWER, limit_offsets)
 from .surface import span_of, surface_joint
 
 __all__ = ["aba", "aba_free", "rnea", "crba", "energies", "step", "driven_step", "advance",
-           "cg"]
+           "advance_unconstrained", "cg"]
 
 #: every kernel: cached on disk, numpy's error model (a division by zero gives inf/NaN, which
 #: the statuses and the callers' finiteness checks catch, instead of a checked branch)
@@ -283,7 +286,7 @@ def _x_motion(buf, ol, src, dst):
         buf[dst + i] = x[i]
 
 
-@_jit
+@_inline
 def _x_motion_t(buf, ol, src):
     """``Ad_{L^-1} src`` (see :func:`_x_motion`) as a 6-tuple."""
     w0, w1, w2 = buf[src], buf[src + 1], buf[src + 2]
@@ -299,7 +302,7 @@ def _x_motion_t(buf, ol, src):
             buf[ol + 2] * u0 + buf[ol + 5] * u1 + buf[ol + 8] * u2)
 
 
-@_jit
+@_inline
 def _xt_force_add(buf, ol, src, dst):
     """``dst += Ad_{L^-1}^T src`` for a wrench ``[n; F]``: ``[R n + p x R F; R F]``."""
     n0, n1, n2 = buf[src], buf[src + 1], buf[src + 2]
@@ -329,6 +332,24 @@ def _rmrt(R, M):
             R[3] * t[1] + R[4] * t[4] + R[5] * t[7], R[3] * t[2] + R[4] * t[5] + R[5] * t[8],
             R[6] * t[0] + R[7] * t[3] + R[8] * t[6], R[6] * t[1] + R[7] * t[4] + R[8] * t[7],
             R[6] * t[2] + R[7] * t[5] + R[8] * t[8])
+
+
+@_jit
+def _rmrt_sym(R, M):
+    """``R M R^T`` for a symmetric 3x3 ``M`` (row-major 9-tuples): the six entries on and
+    above the diagonal, mirrored."""
+    t = (M[0] * R[0] + M[1] * R[1] + M[2] * R[2], M[0] * R[3] + M[1] * R[4] + M[2] * R[5],
+         M[0] * R[6] + M[1] * R[7] + M[2] * R[8], M[3] * R[0] + M[4] * R[1] + M[5] * R[2],
+         M[3] * R[3] + M[4] * R[4] + M[5] * R[5], M[3] * R[6] + M[4] * R[7] + M[5] * R[8],
+         M[6] * R[0] + M[7] * R[1] + M[8] * R[2], M[6] * R[3] + M[7] * R[4] + M[8] * R[5],
+         M[6] * R[6] + M[7] * R[7] + M[8] * R[8])
+    x00 = R[0] * t[0] + R[1] * t[3] + R[2] * t[6]
+    x01 = R[0] * t[1] + R[1] * t[4] + R[2] * t[7]
+    x02 = R[0] * t[2] + R[1] * t[5] + R[2] * t[8]
+    x11 = R[3] * t[1] + R[4] * t[4] + R[5] * t[7]
+    x12 = R[3] * t[2] + R[4] * t[5] + R[5] * t[8]
+    x22 = R[6] * t[2] + R[7] * t[5] + R[8] * t[8]
+    return (x00, x01, x02, x01, x11, x12, x02, x12, x22)
 
 
 @_jit
@@ -363,21 +384,21 @@ def _block(buf, m, r0, c0, U, dinv):
 _Z6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
-@_jit
+@_inline
 def _row6(buf, o, x):
     """``buf[o:o + 6] . x`` for a 6-tuple x."""
     return (buf[o] * x[0] + buf[o + 1] * x[1] + buf[o + 2] * x[2] + buf[o + 3] * x[3]
             + buf[o + 4] * x[4] + buf[o + 5] * x[5])
 
 
-@_jit
+@_inline
 def _m6v(buf, m, x):
     """The 6x6 matrix at ``m`` (row-major) times the 6-tuple x, as a 6-tuple."""
     return (_row6(buf, m, x), _row6(buf, m + 6, x), _row6(buf, m + 12, x),
             _row6(buf, m + 18, x), _row6(buf, m + 24, x), _row6(buf, m + 30, x))
 
 
-@_jit
+@_inline
 def _load6(buf, o):
     return (buf[o], buf[o + 1], buf[o + 2], buf[o + 3], buf[o + 4], buf[o + 5])
 
@@ -387,27 +408,24 @@ def _xtmx_add(buf, ol, m, dst, U, dinv):
     """``dst += X^T M' X`` for ``X = Ad_{L^-1}``, ``L = (R, p)`` at ``ol``, and the
     symmetric ``M' = M - U U^T dinv`` (6x6 ``M`` at ``m``, row-major; ``dinv = 0`` for
     ``M`` itself): with the blocks ``M' = [[A, B], [B^T, D]]`` rotated to ``A' = R A R^T``
-    etc. and ``K = B'^T - D' [p]``, ``X^T M' X = [[A' - B' [p] + [p] K, B' + [p] D'], [K,
-    D']]`` (in registers: the buffer is read once and written once)."""
+    (symmetric: :func:`_rmrt_sym`) etc., ``G = B' [p]`` and ``H = D' [p]``, ``X^T M' X =
+    [[A' - G - G^T - [p] H, B' - H^T], [B'^T - H, D']]`` (in registers: the buffer is read
+    once and written once)."""
     R = (buf[ol], buf[ol + 1], buf[ol + 2], buf[ol + 3], buf[ol + 4], buf[ol + 5],
          buf[ol + 6], buf[ol + 7], buf[ol + 8])
     p0, p1, p2 = buf[ol + 9], buf[ol + 10], buf[ol + 11]
-    A = _rmrt(R, _block(buf, m, int(0), int(0), U, dinv))
+    A = _rmrt_sym(R, _block(buf, m, int(0), int(0), U, dinv))
     B = _rmrt(R, _block(buf, m, int(0), int(3), U, dinv))
-    C = (B[0], B[3], B[6], B[1], B[4], B[7], B[2], B[5], B[8])
-    D = _rmrt(R, _block(buf, m, int(3), int(3), U, dinv))
-    Dp = _rows_x_p(D, p0, p1, p2)
-    Bp = _rows_x_p(B, p0, p1, p2)
-    pD = _p_x_cols(D, p0, p1, p2)
-    K = (C[0] - Dp[0], C[1] - Dp[1], C[2] - Dp[2], C[3] - Dp[3], C[4] - Dp[4], C[5] - Dp[5],
-         C[6] - Dp[6], C[7] - Dp[7], C[8] - Dp[8])
-    pK = _p_x_cols(K, p0, p1, p2)
+    D = _rmrt_sym(R, _block(buf, m, int(3), int(3), U, dinv))
+    G = _rows_x_p(B, p0, p1, p2)
+    H = _rows_x_p(D, p0, p1, p2)
+    pH = _p_x_cols(H, p0, p1, p2)
     for i in range(3):
         for j in range(3):
-            k = 3 * i + j
-            buf[dst + 6 * i + j] += A[k] - Bp[k] + pK[k]
-            buf[dst + 6 * i + 3 + j] += B[k] + pD[k]
-            buf[dst + 6 * (3 + i) + j] += K[k]
+            k, kt = 3 * i + j, 3 * j + i
+            buf[dst + 6 * i + j] += A[k] - G[k] - G[kt] - pH[k]
+            buf[dst + 6 * i + 3 + j] += B[k] - H[kt]
+            buf[dst + 6 * (3 + i) + j] += B[kt] - H[k]
             buf[dst + 6 * (3 + i) + 3 + j] += D[k]
 
 
@@ -603,7 +621,7 @@ def _push(buf, oo, of, reals, pp, f0, f1, f2):
     buf[of + 5] += g2
 
 
-@_jit
+@_inline
 def _momentum_bias(reals, buf, b, bo, ext):
     """``J V`` into ``h`` and ``-ad_V^T J V = [w x h_n + v x h_f; w x h_f]`` into pA
     (body ``b``'s scratch at ``bo``), minus the external wrench when ``ext``."""
@@ -1105,14 +1123,7 @@ def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, dri
         st = _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, int(0), chol, powers)
         if st:
             return st
-        for j in range(nv):
-            a = buf[ddq + j]
-            if method == 0:
-                qn[0, j] = q[j] + h * v[j]
-                vn[0, j] = v[j] + h * a
-            else:
-                vn[0, j] = v[j] + h * a
-                qn[0, j] = q[j] + h * vn[0, j]
+        _first_order(buf, ddq, h, method, q, v, qn[0], vn[0])
         return 0
     # rk4: rows 1..4 of qn/vn hold the stage states, row 0 accumulates
     for j in range(nv):
@@ -1141,6 +1152,21 @@ def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, dri
         qn[0, j] = q[j] + (h / 6.0) * qn[0, j]
         vn[0, j] = v[j] + (h / 6.0) * vn[0, j]
     return 0
+
+
+@_inline
+def _first_order(buf, ddq, h, method, q, v, qo, vo):
+    """Euler (``method`` 0: ``q + h v``, ``v + h a``) or semi-implicit Euler (1: ``v + h a``,
+    then ``q + h`` times that) from ``(q, v)`` and the accelerations ``a = buf[ddq:]`` into
+    ``(qo, vo)``, which may be ``(q, v)`` themselves."""
+    for j in range(q.size):
+        a = buf[ddq + j]
+        if method == 0:
+            qo[j] = q[j] + h * v[j]
+            vo[j] = v[j] + h * a
+        else:
+            vo[j] = v[j] + h * a
+            qo[j] = q[j] + h * vo[j]
 
 
 @_jit
@@ -1507,13 +1533,13 @@ def _delassus(lr, li, nv, ne, IX, N, L, Y, W):
 
 
 @_jit
-def advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, powers, chol):
-    """Steps of the model integrator, in place on ``(q, v)``: ``n = si[S_NSUB]`` substeps of
-    ``h = sr[0]`` with ``tau = sr[1:1 + nv]`` and the ``si[S_NFEXT]`` rows of fext after it
-    (:func:`core.compiled.pack.step_arrays`), each followed by the divergence test, the
-    spherical and free joints' chart change (``si[S_CHARTS]``) and, when ``li`` has
-    constraints, the limit solver (:func:`core.compiled.pack` layout of
-    :meth:`core.limits.LimitSolver`) and again the test and the chart change.
+def advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol):
+    """Steps of the model integrator, in place on ``(q, v)``: ``sd[S_NSUB]`` substeps of
+    ``h = sd[S_H]`` with the tau and fext of ``sd`` (:func:`core.compiled.pack.step_arrays`),
+    each followed by the divergence test, the spherical and free joints' chart change
+    (``sd[S_CHARTS]``) and, when ``li`` has constraints, the limit solver
+    (:func:`core.compiled.pack` layout of :meth:`core.limits.LimitSolver`) and again the test
+    and the chart change.
 
     ``li, lr`` None for a model without limits, and ``dofs, drive, qend, powers, chol`` None
     for one without a drive: numba then compiles this call without the limit solver or the
@@ -1527,19 +1553,47 @@ def advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, p
     Status 0, or nonzero with the limit solver's engagement state as before the call
     (``(q, v)`` then hold a partial step): 1 a singular ``S^T IA S``, 3 a non-finite state,
     4 a mass matrix (or ``M_ff``) not positive definite, 5 an undefined twist limit."""
-    return _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, powers,
-                    chol)
+    return _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol)
 
 
 @_jit
-def _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, powers, chol):
+def advance_unconstrained(ints, reals, buf, q, v, sd):
+    """:func:`advance` of a model without limits or a drive: six arguments instead of
+    fourteen (numba's dispatcher takes about 45 ns per array argument), and the Euler
+    methods step ``(q, v)`` in place, without the work rows of ``sd``."""
+    method = int(sd[S_METHOD])
+    if method == 2:
+        return _advance(ints, reals, buf, q, v, sd, None, None, None, int(0), None, None,
+                        None, None)
+    h, charts = sd[S_H], sd[S_CHARTS] != 0.0
+    tau, fext = _step_forces(ints, sd)
+    for _ in range(int(sd[S_NSUB])):
+        st = _aba(ints, reals, buf, q, v, tau, fext)
+        if st:
+            return st
+        _first_order(buf, ints[H_DDQ], h, method, q, v, q, v)
+        st = _settle(ints, q, v, charts)
+        if st:
+            return st
+    return 0
+
+
+@_inline
+def _step_forces(ints, sd):
+    """``(tau (nv,), fext (nfext, 6))``: views of the step kernels' ``sd``."""
     nv = ints[H_NV]
-    method, h = si[S_METHOD], sr[0]
-    tau = sr[1:1 + nv]
-    nfext = si[S_NFEXT]
-    fext = sr[1 + nv:1 + nv + 6 * nfext].reshape((nfext, 6))
-    qn = sw[:5 * nv].reshape((5, nv))
-    vn = sw[5 * nv:].reshape((5, nv))
+    nfext = int(sd[S_NFEXT])
+    return sd[S_SIZE:S_SIZE + nv], sd[S_SIZE + nv:S_SIZE + nv + 6 * nfext].reshape((nfext, 6))
+
+
+@_jit
+def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol):
+    nv = ints[H_NV]
+    method, h, charts = int(sd[S_METHOD]), sd[S_H], sd[S_CHARTS] != 0.0
+    tau, fext = _step_forces(ints, sd)
+    rows = S_SIZE + nv + 6 * int(sd[S_NFEXT])
+    qn = sd[rows:rows + 5 * nv].reshape((5, nv))
+    vn = sd[rows + 5 * nv:rows + 10 * nv].reshape((5, nv))
     c = 0
     if li is not None:
         c = li[LI_C] if li.size else 0
@@ -1547,7 +1601,7 @@ def _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, 
         for k in range(2 * c):                           # engaged, steps -> the copies
             li[E + 2 * c + k] = li[E + k]
     st = 0
-    for s in range(si[S_NSUB]):
+    for s in range(int(sd[S_NSUB])):
         if dofs is None:
             st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None,
                           None, None, None)
@@ -1560,12 +1614,12 @@ def _advance(ints, reals, buf, q, v, si, sr, sw, li, lr, dofs, nf, drive, qend, 
         for j in range(nv):
             q[j] = qn[0, j]
             v[j] = vn[0, j]
-        st = _settle(ints, q, v, si[S_CHARTS])
+        st = _settle(ints, q, v, charts)
         if li is not None:
             if st == 0 and c:
                 st = _limits(ints, reals, buf, q, v, li, lr)
                 if st == 0:
-                    st = _settle(ints, q, v, si[S_CHARTS])
+                    st = _settle(ints, q, v, charts)
         if st:
             break
         if dofs is not None:

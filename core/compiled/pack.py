@@ -73,14 +73,13 @@ def pack(model):
 
 
 def step_arrays(nv, nb, method, substeps, h, tau, fext, charts):
-    """``(si, sr, sw)`` of the step kernel (:data:`core.compiled.layout.S_SIZE` ints: method
-    code, substeps, fext rows, charts flag); ``sr = [h, tau (nv), fext (nb *
-    6, if any)]``; ``sw`` the work rows ``(10 nv)``: the result and the four RK4 stage
-    states of q (rows 0-4) and of v (rows 5-9)."""
-    si = np.array([method, substeps, 0 if fext is None else nb, int(charts)], dtype=np.int64)
-    parts = [[h], tau] + ([] if fext is None else [np.ravel(fext)])
-    sr = np.ascontiguousarray(np.concatenate(parts), dtype=np.float64)
-    return si, sr, np.zeros(10 * nv)
+    """The step kernels' array ``sd`` (:data:`core.compiled.layout.S_SIZE`): method code,
+    substeps, fext rows, charts flag, h, then tau ``(nv,)``, fext ``(nb * 6, if any)`` and
+    the work rows ``(10 nv)``: the result and the four RK4 stage states of q (rows 0-4) and
+    of v (rows 5-9)."""
+    header = [method, substeps, 0 if fext is None else nb, int(charts), h]
+    parts = [header, tau] + ([] if fext is None else [np.ravel(fext)]) + [np.zeros(10 * nv)]
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float64)
 
 
 class PackedShapes:
