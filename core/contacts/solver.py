@@ -87,6 +87,11 @@ __all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis", "
 #: Gauss-Seidel stops after a sweep that changes no impulse by more than this fraction of
 #: the largest
 PGS_RTOL = 1e-6
+#: the most multiply-adds ``m nv (nv + m) / 2`` (m rows, nv coordinates) of the triangular
+#: solves and ``W`` for which the numba backend forms them in its scalar kernel
+#: (:func:`core.compiled.contacts.contact_solve`); larger problems take the numpy path, whose
+#: BLAS products are blocked and vectorized
+COMPILED_SOLVE_WORK = 5e6
 
 
 def _not_positive_definite(why):
@@ -554,9 +559,12 @@ class ContactSolver:
         velocities, one row per contact) after the ``nl`` limit rows of ``J`` and ``b``:
         the contacts' rows and right-hand sides, then the impulses into ``lam`` (warm start
         in it). Returns ``(cho_factor of M, dv, the contacts' end gaps without impulses, the
-        kinetic energy the impulses change)``."""
+        kinetic energy the impulses change)``. On the numba backend (large problems,
+        :data:`COMPILED_SOLVE_WORK`) the world Jacobian columns are computed here first."""
         m = self.model
         a_body, b_body, P, n, s, mu, rest, world_v = arrays
+        if _backend.kernels is not None:
+            update_kinematics(m, data, q)
         nc = len(s)
         D = np.stack([n, *tangent_basis(n)], axis=1)                  # (c, 3, 3)
         Jc = self._rows(data, b_body, P, D) - self._rows(data, a_body, P, D)
@@ -651,7 +659,9 @@ class ContactSolver:
             lam[nl:].reshape(nc, 3)[hit] = self._warm_lam[at[hit]]
         arrays = (found.a, found.b, P, found.normal, s, found.friction, found.restitution,
                   world_v)
-        solve = self._impulses if _backend.kernels is None else self._impulses_compiled
+        size = nl + 3 * nc
+        solve = self._impulses_compiled if _backend.kernels is not None and \
+            size * m.nv * (m.nv + size) <= 2.0 * COMPILED_SOLVE_WORK else self._impulses
         fac, dv, gap, kinetic = solve(data, q, v, v1, step, arrays, J, b, lam, nl, h, c_h)
         v_new = v1 + dv
         if self.limits is not None:
