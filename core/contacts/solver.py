@@ -38,6 +38,15 @@ colliders. In a substep of length h from ``(q0, v0)``, given the integrator's en
 A substep without contacts is the limit solver's own step
 (:meth:`core.limits.LimitSolver.apply`), exactly as without a contact solver.
 
+Backends. The numpy code here is the reference. On the numba backend the same steps are a
+few kernel calls: the pose and the point-speed bound (:func:`core.compiled.dispatch.
+energies`, :func:`core.compiled.contacts.fastest_point`), the narrow phase
+(:func:`core.compiled.narrow.pair_contacts`, every pair's box test instead of sweep and
+prune), steps 2 and 3 (:func:`core.compiled.contacts.contact_solve`, unless the problem is
+larger than :data:`COMPILED_SOLVE_WORK`) and the limits' projection
+(:meth:`core.limits.LimitSolver.hold`); the contacts travel between them as arrays
+(:class:`ContactSet`).
+
 Velocity targets. The integrator moves a row (a contact normal or a limit) by ``moved``
 over the substep and leaves it at the rate ``u1``; an impulse changing the rate by ``du``
 moves it by a further ``c h du``. A row still apart (gap ``s > 0``) may close its gap in the
@@ -81,8 +90,8 @@ from .broad import sweep_and_prune
 from .narrow import Posed, collide, plane_contacts
 from .shapes import MovingCollider, Plane, Shape, StaticCollider
 
-__all__ = ["ContactSolver", "ContactReport", "pair_material", "tangent_basis", "friction_disc",
-           "PGS_RTOL"]
+__all__ = ["ContactSolver", "ContactReport", "ContactSet", "contact_keys", "pair_material",
+           "tangent_basis", "friction_disc", "PGS_RTOL", "COMPILED_SOLVE_WORK", "KEY_BITS"]
 
 #: Gauss-Seidel stops after a sweep that changes no impulse by more than this fraction of
 #: the largest
