@@ -10,8 +10,8 @@ JIT cache (as :mod:`bench_blender_latency`). One fresh Blender process per backe
 ``spline_joints.bake_rig`` does (``addon.operators.rig.RigJob.simulate``: the scene's frames,
 substeps and integrator): once untimed on the numba backend, where that first bake compiles
 the kernels into the empty cache (its wall time is reported), then ``repeat`` timed bakes
-(3; 1 with ``--quick`` and on the numpy backend, whose bakes take tens of seconds). Target
-(issue 16): every demo simulates at least 20 times faster than real time on numba.
+(3; 1 with ``--quick`` and on the numpy backend, whose bakes take tens of seconds). Target:
+every demo simulates at least 20 times faster than real time on numba.
 """
 
 import json
