@@ -80,7 +80,7 @@ from scipy.linalg import cho_factor, cho_solve
 from .. import backend as _backend
 from .. import dynamics
 from ..compiled import dispatch as _compiled
-from ..compiled.layout import B_SIZE, B_V, buffer_offsets
+from ..compiled.layout import B_SIZE, B_V, buffer_offsets, limit_offsets
 from ..compiled.pack import PackedShapes
 from ..checks import real_number, whole_number
 from ..errors import InvalidInputError, NonFiniteError
@@ -370,6 +370,15 @@ class ContactSolver:
         mover = np.arange(len(items)) - ns - len(self.statics)
         self._pair_mover = np.broadcast_to(np.where(mover >= 0, mover, -1)[None, :],
                                            (len(items), len(items))).copy()
+        # the kernels' substep (:meth:`_apply_compiled`): the planes (normal, height), the
+        # narrow phase's poses (the statics' after the shapes'), and an empty limit solver's
+        # arrays where there is none
+        self._planes = np.array([[*p.normal, p.height] for p in self.planes],
+                                dtype=float).reshape(-1, 4)
+        self._poses = np.concatenate([np.zeros((ns, 4, 4)), self._static_poses])
+        (*_, li_size), (*_, lr_size) = limit_offsets(0, model.nv)
+        self._limit_arrays = self.limits.kernel_arrays if self.limits is not None else \
+            (np.zeros(li_size, dtype=np.int64), np.zeros(lr_size))
         self.reset()
 
     def reset(self):
@@ -628,6 +637,12 @@ class ContactSolver:
         for "rk4"); returns the corrected end state ``(q1 + c h dv + dq, v1 + dv)`` (new
         arrays; the same ones without contacts or engaged limits). Raises NonFiniteError
         when the mass matrix is not positive definite (a diverged state)."""
+        if _backend.kernels is not None and not self.movers and \
+                not _compiled.packed(self.model).python and \
+                (self.limits is None or self.limits.compiled):
+            out = self._apply_compiled(data, q, v, q1, v1, t, h, float(weight) * h)
+            if out is not None:
+                return out
         m = self.model
         c_h = float(weight) * h
         reach = self.margin + h * self._pose(data, q, v1)
@@ -702,5 +717,61 @@ class ContactSolver:
             dynamics.potential_energy(m, data, q_new) - dynamics.potential_energy(m, data, q_mid)
         active = int(np.sum((lam[nl::3] > 0.0) | (s < 0.0)))
         depth = float(max(0.0, -s.min()))
+        self._log.append((t + h, active, depth, kinetic + potential))
+        return q_new, v_new
+
+    def _apply_compiled(self, data, q, v, q1, v1, t, h, c_h):
+        """:meth:`apply` on the numba backend in a few kernel calls
+        (:mod:`core.compiled.contact_step`) for worlds without moving colliders and limits
+        that have kernels; None, with the limit solver's state as it was, where a kernel
+        declines (a twist limit undefined, a mass matrix that is not positive definite:
+        the reference code then raises the error that names the cause)."""
+        from ..compiled import contact_step as K
+        from ..compiled.narrow import pair_contacts
+
+        m = self.model
+        p = _compiled.packed(m)
+        _compiled.energies(m, data, q, v1)
+        reach = self.margin + h * K.shape_poses(p.ints, data.buffer, self.bodies,
+                                                 self._body_velocity, self._first,
+                                                 self._extent, self._poses)
+        pairs = pair_contacts(*self._packed.arrays(), self._poses, len(self.shapes),
+                              self._pairs_allowed, reach)
+        li, lr = self._limit_arrays
+        saved = li.copy(), None if self.limits is None else self.limits.distances.copy()
+        status, nc, nl, lim_rows, a, b, P, n, s, mu, rest, key, J, rhs, lam = \
+            K.gather_contacts(p.ints, data.buffer, q, v1, q1, c_h, reach, self._planes,
+                              self._plane_material, self._vertices, self._vertex_shape,
+                              self._vertex_body, self._vertex_local, self._vertex_radius,
+                              *pairs, self._pair_a, self._pair_b, self._pair_material, li, lr,
+                              self._warm_keys, self._warm_lam, self._warm_limits)
+        self.touching = nc > 0
+        if status == 0 and not nc:
+            # the limit solver's own step, as without contacts
+            self._log.append((t + h, 0, 0.0, 0.0))
+            return (q1, v1) if self.limits is None else self.limits.apply(data, q1, v1)
+        if status == 0:
+            arrays = (a, b, P, n, s, mu, rest, np.zeros((nc, 3)))
+            size = nl + 3 * nc
+            solve = self._impulses_compiled if size * m.nv * (m.nv + size) <= \
+                2.0 * COMPILED_SOLVE_WORK else self._impulses
+            try:
+                fac, dv, gap, kinetic = solve(data, q, v, v1, q1 - q, arrays, J, rhs, lam, nl,
+                                              h, c_h)
+            except NonFiniteError:
+                status = 4
+        if status == 0:
+            L = fac[0] if fac[1] else np.ascontiguousarray(fac[0].T)
+            status, q_new, q_mid, v_new, moved, keys, warm, warm_limits, active, depth = \
+                K.finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, L, li,
+                                  lr, self.slop, self.iterations, PGS_RTOL)
+        if status:
+            li[:] = saved[0]
+            if saved[1] is not None:
+                self.limits.distances[:] = saved[1]
+            return None
+        self._warm_keys, self._warm_lam, self._warm_limits = keys, warm, warm_limits
+        potential = dynamics.potential_energy(m, data, q_new) - \
+            dynamics.potential_energy(m, data, q_mid) if moved else 0.0
         self._log.append((t + h, active, depth, kinetic + potential))
         return q_new, v_new

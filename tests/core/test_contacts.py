@@ -383,6 +383,91 @@ def test_large_contact_problems_take_the_blas_path_with_the_same_step(monkeypatc
                                atol=1e-6 * h * dv + 50 * EPS * np.abs(q1).max())
 
 
+@pytest.mark.skipif(not backend.available(), reason="numba does not import")
+def test_the_compiled_contact_substep_equals_the_reference_glue(monkeypatch):
+    """``ContactSolver.apply`` on the numba backend (the glue kernels of
+    :mod:`core.compiled.contact_step`) against the reference code of ``apply`` on the same
+    backend (the same narrow-phase and impulse kernels), substep by substep from the same
+    inputs along a fall of a zig-zag chain in reach cones onto a bouncy ground and a static
+    box, with self-collision: end states, warm starts, limit engagement and the report.
+    Both Gauss-Seidels run exactly K sweeps. Tolerance: each row update of a Gauss-Seidel on
+    ``W = J M^-1 J^T`` (the contact step's, and the position correction's on its normal and
+    limit rows) minimizes the quadratic over the row's convex set, a projection in the
+    W-seminorm, so it does not enlarge the difference of two runs in that norm, which is the
+    M-norm of their ``dv = M^-1 J^T lam``; a sweep of m rows adds a few dozen roundings (50
+    EPS) per row to it. After K sweeps the velocities differ by at most ``K m 50 EPS
+    sqrt(cond M)`` of the velocity change in the max-norm (W is singular here: more contact
+    rows than coordinates, so cond(W) gives no bound), and the positions likewise of their
+    change over the substep, plus the roundings of q itself."""
+    from core.compiled import contact_step
+    from core.contacts import solver as contact_solver
+
+    K = 40
+    monkeypatch.setattr(contact_solver, "PGS_RTOL", 0.0)
+    m, shapes, q0, plane = capsule_chain(6, drop=0.05)
+    cones = [ReachCone(i, (1.0, 0.0, 0.0), 0.3) for i in range(1, 6)]
+    box = StaticCollider(Box([0.2, 0.2, 0.05]), se3.from_rp(np.eye(3), [0.9, 0.0, 0.02]))
+    world = [Plane(0.0, friction=0.6, restitution=0.4), box]
+    solvers = [ContactSolver(m, shapes, world, limits=LimitSolver(m, cones),
+                             self_collision=True, iterations=K) for _ in range(2)]
+    reference, compiled = solvers
+    monkeypatch.setattr(reference, "_apply_compiled", lambda *a: None)
+    conditions, seen = [], {"corrected": 0, "engaged": 0, "contacts": 0}
+    solve = contact_solver.ContactSolver._impulses_compiled
+
+    def impulses(self, data, q, *rest):                  # rows and cond(M) of each step
+        out = solve(self, data, q, *rest)
+        conditions.append(len(rest[4]) * np.sqrt(np.linalg.cond(dynamics.crba(m, data, q))))
+        return out
+
+    monkeypatch.setattr(contact_solver.ContactSolver, "_impulses_compiled", impulses)
+    finish, moved = contact_step.finish_contacts, []      # whether q left q1 + c h dv
+
+    def finished(*args):
+        out = finish(*args)
+        moved.append(out[4])
+        return out
+
+    monkeypatch.setattr(contact_step, "finish_contacts", finished)
+    data = m.create_data()
+    apply_reference = reference.apply
+
+    def both(data_, q, v, q1, v1, t, h, weight=1.0):
+        expected = apply_reference(data_, q, v, q1, v1, t, h, weight)
+        got = compiled.apply(m.create_data(), q, v, q1, v1, t, h, weight)
+        assert len(compiled._log) == len(reference._log)
+        if reference.touching:
+            seen["contacts"] += 1
+            seen["corrected"] += moved[-1]
+            seen["engaged"] += bool(np.any(reference.limits.engaged))
+            scale = K * 50 * EPS * max(conditions[-2:])
+            dv = max(np.abs(expected[1] - v1).max(), EPS)
+            np.testing.assert_allclose(got[1], expected[1], rtol=0, atol=scale * dv)
+            np.testing.assert_allclose(got[0], expected[0], rtol=0,
+                                       atol=scale * np.abs(expected[0] - q1).max() +
+                                       50 * EPS * np.abs(q1).max())
+            np.testing.assert_array_equal(compiled._warm_keys, reference._warm_keys)
+            np.testing.assert_allclose(compiled._warm_lam, reference._warm_lam, rtol=0,
+                                       atol=scale * np.abs(reference._warm_lam).max())
+            np.testing.assert_allclose(compiled._warm_limits, reference._warm_limits, rtol=0,
+                                       atol=scale * np.abs(reference._warm_limits).max())
+            np.testing.assert_array_equal(compiled.limits.engaged, reference.limits.engaged)
+            assert compiled._log[-1][:3] == reference._log[-1][:3]
+        return expected
+
+    previous = backend.use("numba")
+    try:
+        monkeypatch.setattr(reference, "apply", both)
+        v0 = np.zeros(m.nv)
+        v0[3:6] = [0.3, 0.0, -1.5]
+        v0[6:9] = [0.0, 2.0, 1.0]
+        Integrator(m, 1.0 / 120.0, 4, "semi_implicit", contacts=reference).run(q0, v0, 60)
+    finally:
+        backend.use(previous)
+    assert seen["contacts"] >= 100 and seen["engaged"] >= 10 and seen["corrected"] >= 5, seen
+    assert reference.report().contacts.max() >= 6
+
+
 # -- simulations ----------------------------------------------------------------------------
 
 def ball(radius=0.1, mass=1.0):

@@ -1,0 +1,253 @@
+"""numba kernels of the contact solver's substep between its two large kernels, so that
+:meth:`core.contacts.solver.ContactSolver.apply` on the numba backend is a handful of
+kernel calls with arrays between them and no numpy call per contact:
+
+1. :func:`shape_poses`: the shapes' world poses for the narrow phase and the bound on their
+   point speeds;
+2. :func:`core.compiled.narrow.pair_contacts`: the shape pairs' contacts;
+3. :func:`gather_contacts`: the planes' contacts joined with the pairs', their materials and
+   warm-start keys, the limit solver's engagement, the rows of the engaged limits and the
+   warm starts of every row;
+4. :func:`core.compiled.contacts.contact_solve` (or the numpy BLAS path for large problems):
+   the impulses;
+5. :func:`finish_contacts`: the end state, the next substep's warm starts, the limits'
+   projection and the contacts' position correction.
+
+Each follows the numpy code of ``ContactSolver.apply`` and ``find_contacts`` (the
+reference) operation for operation, so the two differ by rounding only. These kernels
+allocate their outputs (their sizes are the number of contacts found)."""
+
+import numpy as np
+
+from .contacts import contact_pgs, fastest_point
+from .kernels import _jit, _limit_offsets, _limit_row, limit_hold
+from .layout import H_LSH, LI_C, LI_MIN, LR_HEADER, LR_PER
+
+__all__ = ["shape_poses", "gather_contacts", "finish_contacts"]
+
+
+@_jit
+def shape_poses(ints, buf, bodies, at, first, extent, poses):
+    """The world poses of the bodies ``bodies (ns,)`` of the model's shapes (from the
+    compiled kinematics in ``buf``) into ``poses[:ns] (N, 4, 4)`` (the colliders' poses after
+    them are the caller's); returns :func:`core.compiled.contacts.fastest_point`'s bound on
+    the shapes' point speeds (``at``, ``first``, ``extent`` as it takes them)."""
+    oL = ints[H_LSH]
+    for k in range(bodies.shape[0]):
+        o = oL + 28 * bodies[k]
+        for i in range(4):
+            for j in range(4):
+                poses[k, i, j] = buf[o + 4 * i + j]
+    return fastest_point(buf, at, first, extent)
+
+
+@_jit
+def _key(kind, x, y, z):
+    """:func:`core.contacts.solver.contact_keys` of one contact (16 bits per field)."""
+    return (((kind << 16 | x) << 16 | y) << 16) | z
+
+
+@_jit
+def gather_contacts(ints, buf, q, v1, q1, c_h, margin, planes, plane_material, vertices,
+                    vertex_shape, vertex_body, vertex_local, vertex_radius, pairs, pair_P,
+                    pair_N, pair_S, pair_F, pair_a, pair_b, pair_material, li, lr, warm_keys,
+                    warm_lam, warm_limits):
+    """Steps 1 and 2 of ``ContactSolver.apply`` after the narrow phase, for a model posed
+    at q in ``buf`` and a world of planes ``(P, 4)`` (normal, height) and static colliders.
+
+    The contacts: each plane's (:func:`core.contacts.narrow.plane_contacts` of every core
+    vertex closer than ``margin``, the vertices' body, shape, index in the shape and radius
+    given per vertex, materials ``plane_material (P, shapes, 2)``), then the pairs' from
+    :func:`core.compiled.narrow.pair_contacts` (its five arrays; bodies, materials by the
+    pair tables ``(items, items)``); their warm-start keys. Without contacts, returns
+    ``nc = 0`` and nothing else is done (the caller takes the limit solver's own step).
+
+    Then the limit solver ``(li, lr)`` (no constraints: ``li[LI_C] = 0``): its engagement
+    at ``(q, v1)`` (:meth:`core.limits.LimitSolver.engage`, the state in ``li`` and the
+    distances in ``lr``), and the rows of the limits engaged or reaching their bound within
+    the substep (``step = q1 - q``) with their speculative or restitution right-hand sides
+    and warm starts from ``warm_limits (c,)``; the contacts' warm starts from the sorted
+    ``warm_keys`` and their impulses ``warm_lam (k, 3)``.
+
+    Returns ``(status, nc, nl, lim_rows (nl,), a, b (nc,), P, n (nc, 3), s, mu, rest, key
+    (nc,), J (nl + 3 nc, nv) (the limit rows filled), rhs, lam (nl + 3 nc,))``; status 0,
+    or 5 when a twist limit is undefined (nothing then changed but the limits' distances)."""
+    nv = q.shape[0]
+    oL = ints[H_LSH]
+    nvert, npl, npair = vertices.shape[0], planes.shape[0], pairs.shape[0]
+    cap = npl * nvert + npair
+    a, b = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+    P, n = np.empty((cap, 3)), np.empty((cap, 3))
+    s, mu, rest = np.empty(cap), np.empty(cap), np.empty(cap)
+    key = np.empty(cap, dtype=np.int64)
+    wv = np.empty((nvert, 3))
+    for k in range(nvert if npl else 0):                # the core vertices in the world
+        o = oL + 28 * vertex_body[k]
+        x0, x1, x2 = vertices[k, 0], vertices[k, 1], vertices[k, 2]
+        for i in range(3):
+            wv[k, i] = buf[o + 4 * i] * x0 + buf[o + 4 * i + 1] * x1 + \
+                buf[o + 4 * i + 2] * x2 + buf[o + 4 * i + 3]
+    nc = 0
+    for pi in range(npl):
+        n0, n1, n2, height = planes[pi, 0], planes[pi, 1], planes[pi, 2], planes[pi, 3]
+        for k in range(nvert):
+            r = vertex_radius[k]
+            sep = wv[k, 0] * n0 + wv[k, 1] * n1 + wv[k, 2] * n2 - height - r
+            if not sep < margin:
+                continue
+            f = r + 0.5 * sep
+            P[nc, 0], P[nc, 1], P[nc, 2] = wv[k, 0] - f * n0, wv[k, 1] - f * n1, \
+                wv[k, 2] - f * n2
+            n[nc, 0], n[nc, 1], n[nc, 2] = n0, n1, n2
+            si = vertex_shape[k]
+            a[nc], b[nc], s[nc] = -1, vertex_body[k], sep
+            mu[nc], rest[nc] = plane_material[pi, si, 0], plane_material[pi, si, 1]
+            key[nc] = _key(0, pi, si, vertex_local[k])
+            nc += 1
+    for k in range(npair):
+        i, j = pairs[k, 0], pairs[k, 1]
+        for d in range(3):
+            P[nc, d], n[nc, d] = pair_P[k, d], pair_N[k, d]
+        a[nc], b[nc], s[nc] = pair_a[i, j], pair_b[i, j], pair_S[k]
+        mu[nc], rest[nc] = pair_material[i, j, 0], pair_material[i, j, 1]
+        key[nc] = _key(1, i, j, pair_F[k])
+        nc += 1
+    c = li[LI_C]
+    rows = np.empty(c, dtype=np.int64)
+    if nc == 0:
+        return 0, 0, 0, rows, a, b, P, n, s, mu, rest, key, np.empty((0, nv)), \
+            np.empty(0), np.empty(0)
+    (E, ST, _, _, _, _), (D, DD, N, _, _, _, _, _, _) = _limit_offsets(c, nv)
+    for k in range(c):
+        d = _limit_row(li, lr, q, k, nv, N, D, lr)
+        if d != d:                                       # a twist at a swing of pi
+            return 5, 0, 0, rows, a, b, P, n, s, mu, rest, key, np.empty((0, nv)), \
+                np.empty(0), np.empty(0)
+    nl = 0
+    moved = np.empty(c)
+    for k in range(c):                                   # engage (LimitSolver.engage)
+        d, dd, mk = lr[D + k], 0.0, 0.0
+        for i in range(nv):
+            dd += lr[N + nv * k + i] * v1[i]
+            mk += lr[N + nv * k + i] * (q1[i] - q[i])
+        lr[DD + k], moved[k] = dd, mk
+        was = li[E + k] != 0
+        leave = was and d > 0.0 and dd > 0.0 and li[ST + k] >= li[LI_MIN]
+        on = (was and not leave) or d < 0.0
+        li[E + k] = 1 if on else 0
+        li[ST + k] = li[ST + k] + 1 if on else 0
+        if on or d + mk < 0.0:                           # or reaching it within the substep
+            rows[nl] = k
+            nl += 1
+    m = nl + 3 * nc
+    J, rhs, lam = np.empty((m, nv)), np.empty(m), np.zeros(m)
+    rest_lim = lr[0]
+    for e in range(nl):
+        k = rows[e]
+        for i in range(nv):
+            J[e, i] = lr[N + nv * k + i]
+        dl, ul = lr[D + k], lr[DD + k]
+        if dl > 0.0:
+            target = min(ul - (dl + moved[k]) / c_h, 0.0)
+        else:
+            target = -rest_lim * min(ul, 0.0)
+        rhs[e] = ul - target
+        lam[e] = warm_limits[k]
+    nw = warm_keys.shape[0]
+    for k in range(nc if nw else 0):                     # the same contacts' last impulses
+        at = min(np.searchsorted(warm_keys, key[k]), nw - 1)
+        if warm_keys[at] == key[k]:
+            for d in range(3):
+                lam[nl + 3 * k + d] = warm_lam[at, d]
+    return 0, nc, nl, rows[:nl], a[:nc], b[:nc], P[:nc], n[:nc], s[:nc], mu[:nc], \
+        rest[:nc], key[:nc], J, rhs, lam
+
+
+@_jit
+def finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, L, li, lr, slop,
+                    iterations, rtol):
+    """Step 4 of ``ContactSolver.apply`` after the impulses ``lam`` (``nl`` limit rows, then
+    three per contact) and ``dv = M^-1 J^T lam`` (``L`` the lower Cholesky factor of M):
+    the end state ``(q1 + c h dv + dq, v1 + dv)`` with the limits' projection
+    (:func:`core.compiled.kernels.limit_hold`) and, where the contacts' end separations
+    predicted from their gaps ``gap`` leave one more than ``slop`` deep, the mass-weighted
+    correction along the contact normals and the limits (Gauss-Seidel
+    :func:`core.compiled.contacts.contact_pgs` of ``iterations`` sweeps and ``rtol``), then
+    the projection again.
+
+    Returns ``(status, q_new, q_mid, v_new, moved, warm_keys (nc,) sorted, warm_lam (nc, 3),
+    warm_limits (c,), active, depth)``: ``q_mid = q1 + c h dv``, ``moved`` whether q_new
+    differs from it (the caller then adds the change of potential energy), ``active`` the
+    contacts carrying a normal impulse or overlapping and ``depth`` the deepest overlap;
+    status 0, or 5 when a twist limit is undefined (a swing of pi)."""
+    nv, nc, c = q1.shape[0], s.shape[0], li[LI_C]
+    v_new = v1 + dv
+    warm_limits = np.zeros(c)
+    for e in range(nl):
+        warm_limits[lim_rows[e]] = lam[e]
+    order = np.argsort(key)
+    warm_keys, warm_lam = key[order], np.empty((nc, 3))
+    for k in range(nc):
+        for d in range(3):
+            warm_lam[k, d] = lam[nl + 3 * order[k] + d]
+    q_mid = q1 + c_h * dv
+    q_new = q_mid.copy()
+    moved = False
+    out = np.empty(c * (1 + nv))
+    if c:
+        status = limit_hold(li, lr, q_new, out)
+        if status < 0:
+            return 5, q_new, q_mid, v_new, moved, warm_keys, warm_lam, warm_limits, 0, 0.0
+        moved = status == 1
+    ends = np.empty(nc)
+    deep = False
+    for k in range(nc):
+        r, x = nl + 3 * k, gap[k]
+        for i in range(nv):
+            x += J[r, i] * (c_h * dv[i] + q_new[i] - q_mid[i])
+        ends[k] = x
+        deep = deep or x < -slop
+    if deep:
+        na = nc + c
+        Z = np.empty((na, nv))                   # Z = A L^-T, rows A: the normals, the limits
+        for k in range(na):
+            for i in range(nv):
+                x = J[nl + 3 * k, i] if k < nc else out[c + nv * (k - nc) + i]
+                for j in range(i):
+                    x -= L[i, j] * Z[k, j]
+                Z[k, i] = x / L[i, i]
+        W, low = np.empty((na, na)), np.empty(na)        # A M^-1 A^T = Z Z^T
+        for k in range(na):
+            for j in range(k, na):
+                x = 0.0
+                for i in range(nv):
+                    x += Z[k, i] * Z[j, i]
+                W[k, j] = x
+                W[j, k] = x
+        for k in range(nc):
+            low[k] = ends[k] + slop
+        for k in range(c):
+            low[nc + k] = out[k] + lr[LR_HEADER + LR_PER * k + 1]
+        corr = np.zeros(na)
+        contact_pgs(W, low, corr, na, np.empty(0), np.empty((0, 6)), np.empty((0, 5)),
+                    iterations, rtol)
+        dq = np.zeros(nv)                                # dq = M^-1 A^T corr = L^-T Z^T corr
+        for k in range(na):
+            for i in range(nv):
+                dq[i] += Z[k, i] * corr[k]
+        for i in range(nv - 1, -1, -1):
+            x = dq[i]
+            for j in range(i + 1, nv):
+                x -= L[j, i] * dq[j]
+            dq[i] = x / L[i, i]
+        for i in range(nv):
+            q_new[i] += dq[i]
+        moved = True
+        if c and limit_hold(li, lr, q_new, out) < 0:
+            return 5, q_new, q_mid, v_new, moved, warm_keys, warm_lam, warm_limits, 0, 0.0
+    active, depth = 0, 0.0
+    for k in range(nc):
+        if lam[nl + 3 * k] > 0.0 or s[k] < 0.0:
+            active += 1
+        depth = max(depth, -s[k])
+    return 0, q_new, q_mid, v_new, moved, warm_keys, warm_lam, warm_limits, active, depth
