@@ -38,13 +38,17 @@ colliders. In a substep of length h from ``(q0, v0)``, given the integrator's en
 A substep without contacts is the limit solver's own step
 (:meth:`core.limits.LimitSolver.apply`), exactly as without a contact solver.
 
-Backends. The numpy code here is the reference. On the numba backend the same steps are a
-few kernel calls: the pose and the point-speed bound (:func:`core.compiled.dispatch.
-energies`, :func:`core.compiled.contacts.fastest_point`), the narrow phase
-(:func:`core.compiled.narrow.pair_contacts`, every pair's box test instead of sweep and
-prune), steps 2 and 3 (:func:`core.compiled.contacts.contact_solve`, unless the problem is
-larger than :data:`COMPILED_SOLVE_WORK`) and the limits' projection
-(:meth:`core.limits.LimitSolver.hold`); the contacts travel between them as arrays
+Backends. The numpy code here is the reference. On the numba backend, for worlds without
+moving colliders and limits that have kernels, a substep is a few kernel calls with arrays
+between them (:meth:`ContactSolver._apply_compiled`): the pose (:func:`core.compiled.
+dispatch.energies`), the shapes' poses and point-speed bound (:func:`core.compiled.
+contact_step.shape_poses`), the narrow phase (:func:`core.compiled.narrow.pair_contacts`,
+every pair's box test instead of sweep and prune), the planes' contacts, the limits'
+engagement and rows and the warm starts (:func:`core.compiled.contact_step.
+gather_contacts`), steps 2 and 3 (:func:`core.compiled.contacts.contact_solve`, unless the
+problem is larger than :data:`COMPILED_SOLVE_WORK`) and step 4 (:func:`core.compiled.
+contact_step.finish_contacts`). Elsewhere on the numba backend the reference code runs with
+the same narrow-phase and impulse kernels, the contacts travelling as arrays
 (:class:`ContactSet`).
 
 Velocity targets. The integrator moves a row (a contact normal or a limit) by ``moved``
