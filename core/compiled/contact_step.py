@@ -209,18 +209,23 @@ def finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, L, li, l
         deep = deep or x < -slop
     if deep:
         na = nc + c
-        Z = np.empty((na, nv))                   # Z = A L^-T, rows A: the normals, the limits
+        # Z = A L^-T, rows A: the normals, then the limits; a row's leading zeros stay
+        # zeros in Z (L is lower triangular), so each row starts at its first nonzero
+        Z, first = np.zeros((na, nv)), np.full(na, nv)
         for k in range(na):
             for i in range(nv):
                 x = J[nl + 3 * k, i] if k < nc else out[c + nv * (k - nc) + i]
-                for j in range(i):
+                if first[k] == nv and x == 0.0:
+                    continue
+                first[k] = min(first[k], i)
+                for j in range(first[k], i):
                     x -= L[i, j] * Z[k, j]
                 Z[k, i] = x / L[i, i]
         W, low = np.empty((na, na)), np.empty(na)        # A M^-1 A^T = Z Z^T
         for k in range(na):
             for j in range(k, na):
                 x = 0.0
-                for i in range(nv):
+                for i in range(max(first[k], first[j]), nv):
                     x += Z[k, i] * Z[j, i]
                 W[k, j] = x
                 W[j, k] = x
