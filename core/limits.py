@@ -304,6 +304,13 @@ class LimitSolver:
             else:
                 self.compiled = False
                 k += n
+        # each constraint's coupled ones: those whose coordinates overlap its own
+        start = rows[:, 1]
+        end = start + np.where(rows[:, 0] >= L.LIMIT_CONE, 3, 1)
+        coupled = (start[:, None] < end[None, :]) & (start[None, :] < end[:, None])
+        (*_, cp, ci, _), _ = L.limit_offsets(c, nv)
+        li[cp + 1:cp + c + 1] = np.cumsum(coupled.sum(axis=1))
+        li[ci:ci + int(coupled.sum())] = np.nonzero(coupled)[1]
         return li, lr
 
     def reset(self):

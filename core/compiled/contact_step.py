@@ -117,7 +117,7 @@ def gather_contacts(ints, buf, q, v1, q1, c_h, margin, planes, plane_material, v
     if nc == 0:
         return 0, 0, 0, rows, a, b, P, n, s, mu, rest, key, np.empty((0, nv)), \
             np.empty(0), np.empty(0)
-    (E, ST, _, _, _, _), (D, DD, N, _, _, _, _, _, _) = _limit_offsets(c, nv)
+    (E, ST, _, _, _, _, _, _), (D, DD, N, _, _, _, _, _, _) = _limit_offsets(c, nv)
     for k in range(c):
         d = _limit_row(li, lr, q, k, nv, N, D, lr)
         if d != d:                                       # a twist at a swing of pi

@@ -1326,6 +1326,31 @@ def _pgs(lr, W, b, lam, ne, sweeps):
 
 
 @_jit
+def _coupled_pgs(li, lr, CP, CI, W, b, lam, n, sweeps):
+    """:func:`pgs` on the blocks of ``lr`` at ``W (n, n)``, ``b`` and ``lam``, each row
+    summed over its coupled constraints only (``li`` at ``CP`` and ``CI``,
+    :func:`limit_offsets`): W's other entries are zeros, whose products leave the sums as
+    they are, so the iterates are :func:`pgs`'s."""
+    for i in range(n):
+        lr[lam + i] = 0.0
+    for it in range(sweeps):
+        change, size = 0.0, 0.0
+        for i in range(n):
+            r = lr[b + i]
+            for t in range(li[CP + i], li[CP + i + 1]):
+                k = li[CI + t]
+                r += lr[W + n * i + k] * lr[lam + k]
+            old = lr[lam + i]
+            new = max(0.0, old - r / lr[W + n * i + i])
+            change = max(change, abs(new - old))
+            size = max(size, new)
+            lr[lam + i] = new
+        if change <= PGS_RTOL * size:
+            return it + 1
+    return sweeps
+
+
+@_jit
 def _limits(ints, reals, buf, q, v, li, lr):
     """One application of the limit solver after a substep (as
     :meth:`core.limits.LimitSolver.apply`): engagement, the velocity impulse through
@@ -1334,7 +1359,7 @@ def _limits(ints, reals, buf, q, v, li, lr):
     positive definite, 5 if a twist limit is undefined (a swing of pi)."""
     nv = ints[H_NV]
     c = li[LI_C]
-    (E, ST, _, _, IX, _), (D, DD, N, L, Y, W, lam, bb, _) = _limit_offsets(c, nv)
+    (E, ST, _, _, IX, _, _, _), (D, DD, N, L, Y, W, lam, bb, _) = _limit_offsets(c, nv)
     ne = 0
     for k in range(c):
         d = _limit_row(li, lr, q, k, nv, N, D, lr)
@@ -1399,18 +1424,19 @@ def _project(li, lr, q, nv):
     gradients at the projected q are left at ``b`` and ``N``. Status 5 if a twist limit is
     undefined (a swing of pi), else 0."""
     c = li[LI_C]
-    _, (_, _, N, _, _, W, lam, bb, _) = _limit_offsets(c, nv)
+    (_, _, _, _, _, CP, CI, _), (_, _, N, _, _, W, lam, bb, _) = _limit_offsets(c, nv)
     for _ in range(POSITION_PASSES):
-        for k in range(c):                               # W = N N^T over the rows' dofs
+        for k in range(c):              # W = N N^T over the rows' dofs, the coupled entries
             lr[bb + k] += lr[LR_HEADER + LR_PER * k + 1]
             a, e = _row_dofs(li, k)
-            for m in range(c):
+            for t in range(li[CP + k], li[CP + k + 1]):
+                m = li[CI + t]
                 a2, e2 = _row_dofs(li, m)
                 x = 0.0
                 for i in range(max(a, a2), min(e, e2)):
                     x += lr[N + nv * k + i] * lr[N + nv * m + i]
                 lr[W + c * k + m] = x
-        _pgs(lr, W, bb, lam, c, li[LI_ITER])
+        _coupled_pgs(li, lr, CP, CI, W, bb, lam, c, li[LI_ITER])
         for k in range(c):
             x = lr[lam + k]
             a, e = _row_dofs(li, k)

@@ -146,7 +146,10 @@ def limit_offsets(c, nv):
     constraints and ``nv`` coordinates, as two tuples (plain arithmetic, so the kernels
     compile this function too). ``li``: ``(engaged (c, 0/1), steps (c, substeps engaged),
     their copies at the start of a kernel step (restored when it fails), the engaged
-    constraints' indices (c), size)`` after the header and ``(kind, dof)`` per constraint.
+    constraints' indices (c), the coupled constraints of each (row starts (c + 1), then the
+    indices, increasing in each row, of the constraints whose coordinates overlap the row's,
+    itself included: at most c * c), size)`` after the header and ``(kind, dof)`` per
+    constraint.
     ``lr``: ``(distances (c), d_dot (c), N (c, nv), the Cholesky factor of M (nv, nv),
     M^-1 N_e^T (c, nv), W (c, c), lambda (c), b (c), size)`` after the header and
     :data:`LR_PER` reals per constraint."""
@@ -156,5 +159,6 @@ def limit_offsets(c, nv):
     ch = n + c * nv
     y = ch + nv * nv
     w = y + c * nv
-    return ((e, e + c, e + 2 * c, e + 3 * c, e + 4 * c, e + 5 * c),
+    cp = e + 5 * c
+    return ((e, e + c, e + 2 * c, e + 3 * c, e + 4 * c, cp, cp + c + 1, cp + c + 1 + c * c),
             (d, d + c, n, ch, y, w, w + c * c, w + c * c + c, w + c * c + 2 * c))
