@@ -13,6 +13,8 @@ numpy code is the reference):
 
 import math
 
+import numpy as np
+
 from ..contacts.solver import _disc
 from .kernels import _crba, _jit, _s_row
 from .layout import H_LSH, H_M, HEADER, I_N, I_PARENT, I_Q, NI
@@ -30,39 +32,51 @@ def contact_pgs(W, b, lam, n_lim, mu, blocks, tangent, iterations, rtol):
     w2, q00, q01, q10, q11)``, the eigen-decomposition of the pair's 2x2 block of W, and
     ``tangent[c] = (W_k+1,k+1, W_k+1,k+2, W_k+2,k+2, W_k+1,k, W_k+2,k)``); stops after a sweep
     that changes no impulse by more than ``rtol`` times the largest. Returns the sweeps
-    taken."""
+    taken.
+
+    The rows' residuals ``b + W lam`` are kept in a vector that each change of impulses
+    updates (W symmetric: its row k for its column k): one pass over the m residuals per limit
+    row or contact whose impulses change (an inner loop without a reduction, which LLVM
+    vectorizes), none for those that stay. The largest impulse of the stopping rule is taken
+    over the values the sweep sets (``m = n_lim + 3 len(mu)``: it sets every row once)."""
     m = b.shape[0]
+    r = np.empty(m)
+    for i in range(m):
+        r[i] = b[i]
+    for j in range(m):
+        x = lam[j]
+        if x != 0.0:
+            for i in range(m):
+                r[i] += W[j, i] * x
     for it in range(iterations):
-        change = 0.0
+        change = size = 0.0
         for i in range(n_lim):
-            r = b[i]
-            for j in range(m):
-                r += W[i, j] * lam[j]
             old = lam[i]
-            new = max(0.0, old - r / W[i, i])
-            change = max(change, abs(new - old))
+            new = max(0.0, old - r[i] / W[i, i])
+            d = new - old
+            change = max(change, abs(d))
+            size = max(size, new)
             lam[i] = new
+            if d != 0.0:
+                for j in range(m):
+                    r[j] += W[i, j] * d
         for c in range(mu.shape[0]):
             k = n_lim + 3 * c
-            r0, r1, r2 = b[k], b[k + 1], b[k + 2]
-            for j in range(m):
-                x = lam[j]
-                r0 += W[k, j] * x
-                r1 += W[k + 1, j] * x
-                r2 += W[k + 2, j] * x
             old, t1, t2 = lam[k], lam[k + 1], lam[k + 2]
-            new = max(0.0, old - r0 / W[k, k])
+            new = max(0.0, old - r[k] / W[k, k])
             dn = new - old
             a11, a12, a22, c1, c2 = (tangent[c, 0], tangent[c, 1], tangent[c, 2], tangent[c, 3],
                                      tangent[c, 4])
             u1, u2 = disc(blocks[c, 0], blocks[c, 1], blocks[c, 2], blocks[c, 3], blocks[c, 4],
-                          blocks[c, 5], r1 + c1 * dn - a11 * t1 - a12 * t2,
-                          r2 + c2 * dn - a12 * t1 - a22 * t2, mu[c] * new)
+                          blocks[c, 5], r[k + 1] + c1 * dn - a11 * t1 - a12 * t2,
+                          r[k + 2] + c2 * dn - a12 * t1 - a22 * t2, mu[c] * new)
             lam[k], lam[k + 1], lam[k + 2] = new, u1, u2
-            change = max(change, max(abs(dn), max(abs(u1 - t1), abs(u2 - t2))))
-        size = 0.0
-        for j in range(m):
-            size = max(size, abs(lam[j]))
+            d1, d2 = u1 - t1, u2 - t2
+            change = max(change, max(abs(dn), max(abs(d1), abs(d2))))
+            size = max(size, max(new, max(abs(u1), abs(u2))))
+            if dn != 0.0 or d1 != 0.0 or d2 != 0.0:
+                for j in range(m):
+                    r[j] += W[k, j] * dn + W[k + 1, j] * d1 + W[k + 2, j] * d2
         if change <= rtol * size:
             return it + 1
     return iterations
@@ -152,19 +166,26 @@ def _eigh2(a, b, c, out):
 
 @_jit
 def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu, rest,
-                  world_v, h, c_h, bounce_threshold, nl, J, b, lam, D, M, Z, W, blocks,
+                  world_v, h, c_h, bounce_threshold, nl, J, b, lam, D, M, Zt, W, blocks,
                   tangent, dv, gap, iterations, rtol):
     """The impulses of a contact step (``ContactSolver.apply``'s steps 2 and 3 on the
     numba backend): the mass matrix ``M (nv, nv)`` at q (its lower Cholesky factor L left
-    in it) and the compiled kinematics at q in ``buf``; the contacts' frames ``D`` and rows
-    (:func:`contact_rows`) into ``J`` after the ``nl`` limit rows (given with their ``b``);
-    the contacts' right-hand sides ``b`` (speculative and bounce targets on the normals, as
-    ``apply`` forms them, ``world_v (c, 3)`` the world side's point velocities), the end
-    gaps ``gap (c,)`` without impulses; ``Z = J L^-T (m, nv)``, ``W = J M^-1 J^T = Z Z^T``,
-    the friction blocks' eigen-decompositions and couplings, :func:`contact_pgs` on ``lam``
-    (warm start in it) and ``dv = L^-T Z^T lam``. Returns the kinetic energy the impulses
-    change, or NaN if M is not positive definite (nothing after the factorization is
-    computed)."""
+    in its lower half, L^T in its upper half) and the compiled kinematics at q in ``buf``;
+    the contacts' frames ``D`` and rows (:func:`contact_rows`) into ``J`` after the ``nl``
+    limit rows (given with their ``b``); the contacts' right-hand sides ``b`` (speculative
+    and bounce targets on the normals, as ``apply`` forms them, ``world_v (c, 3)`` the world
+    side's point velocities), the end gaps ``gap (c,)`` without impulses; ``Zt = L^-1 J^T
+    (nv, m)``, ``W = J M^-1 J^T = Zt^T Zt``, the friction blocks' eigen-decompositions and
+    couplings, :func:`contact_pgs` on ``lam`` (warm start in it) and ``dv = L^-T Zt lam``.
+    Returns the kinetic energy the impulses change, or NaN if M is not positive definite
+    (nothing after the factorization is computed).
+
+    The factorization, Zt and W run their inner loops along contiguous rows without a
+    reduction (loops LLVM vectorizes), each element's terms added in the order of the
+    textbook loops: ``U = L^T`` by rows in M's upper half (row j, once divided by ``U_jj``,
+    subtracted ``U_jk`` times from each row k below it), Zt's rows from the top (four earlier
+    rows per pass over a row), W's upper half by rows (four rows of Zt per pass), then
+    mirrored."""
     nv, m, nc = v.shape[0], b.shape[0], a_body.shape[0]
     _crba(ints, reals, buf, q)
     oM = ints[H_M]
@@ -191,30 +212,58 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
         if rest[c] > 0.0 and u0 < -bounce_threshold and gap[c] <= 0.0:
             target = max(target, -rest[c] * u0 + un - u0)
         b[k], b[k + 1], b[k + 2] = un - target, ut1, ut2
-    for i in range(nv):                                  # M = L L^T, L in M's lower half
-        for j in range(i + 1):
-            x = M[i, j]
-            for k in range(j):
-                x -= M[i, k] * M[j, k]
-            if i == j:
-                if not x > 0.0:
-                    return math.nan
-                M[i, i] = math.sqrt(x)
-            else:
-                M[i, j] = x / M[j, j]
-    for r in range(m):                                   # Z[r] = L^-1 J[r]
-        for i in range(nv):
-            x = J[r, i]
-            for k in range(i):
-                x -= M[i, k] * Z[r, k]
-            Z[r, i] = x / M[i, i]
-    for r in range(m):                                   # W = J M^-1 J^T = Z Z^T
-        for col in range(r, m):
-            x = 0.0
-            for i in range(nv):
-                x += Z[r, i] * Z[col, i]
-            W[r, col] = x
-            W[col, r] = x
+    for j in range(nv):                                  # M = U^T U, U in M's upper half
+        x = M[j, j]
+        if not x > 0.0:
+            return math.nan
+        x = math.sqrt(x)
+        M[j, j] = x
+        u = M[j, j + 1:]
+        for i in range(nv - j - 1):
+            u[i] /= x
+        for k in range(nv - j - 1):
+            y, t = u[k], M[j + 1 + k, j + 1 + k:]
+            for i in range(nv - j - 1 - k):
+                t[i] -= y * u[k + i]
+    for i in range(nv):                                  # L in M's lower half
+        for j in range(i):
+            M[i, j] = M[j, i]
+    for i in range(nv):                                  # Zt = L^-1 J^T
+        t = Zt[i]
+        for r in range(m):
+            t[r] = J[r, i]
+        k = 0
+        while k + 4 <= i:
+            y0, y1, y2, y3 = M[i, k], M[i, k + 1], M[i, k + 2], M[i, k + 3]
+            z0, z1, z2, z3 = Zt[k], Zt[k + 1], Zt[k + 2], Zt[k + 3]
+            for r in range(m):
+                t[r] = (((t[r] - y0 * z0[r]) - y1 * z1[r]) - y2 * z2[r]) - y3 * z3[r]
+            k += 4
+        for l in range(k, i):
+            y, z = M[i, l], Zt[l]
+            for r in range(m):
+                t[r] -= y * z[r]
+        y = M[i, i]
+        for r in range(m):
+            t[r] /= y
+    for r in range(m):                                   # W's upper half, then mirrored
+        n, t = m - r, W[r, r:]
+        for col in range(n):
+            t[col] = 0.0
+        i = 0
+        while i + 4 <= nv:
+            y0, y1, y2, y3 = Zt[i, r], Zt[i + 1, r], Zt[i + 2, r], Zt[i + 3, r]
+            z0, z1, z2, z3 = Zt[i, r:], Zt[i + 1, r:], Zt[i + 2, r:], Zt[i + 3, r:]
+            for col in range(n):
+                t[col] = (((t[col] + y0 * z0[col]) + y1 * z1[col]) + y2 * z2[col]) + \
+                    y3 * z3[col]
+            i += 4
+        for l in range(i, nv):
+            y, z = Zt[l, r], Zt[l, r:]
+            for col in range(n):
+                t[col] += y * z[col]
+        for col in range(r + 1, m):
+            W[col, r] = W[r, col]
     for c in range(nc):
         k = nl + 3 * c
         _eigh2(W[k + 1, k + 1], W[k + 1, k + 2], W[k + 2, k + 2], blocks[c])
@@ -222,15 +271,26 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
             W[k + 2, k + 2]
         tangent[c, 3], tangent[c, 4] = W[k + 1, k], W[k + 2, k]
     contact_pgs(W, b, lam, nl, mu, blocks, tangent, iterations, rtol)
-    for i in range(nv):                                  # dv = L^-T Z^T lam
-        dv[i] = 0.0
-    for r in range(m):
-        for i in range(nv):
-            dv[i] += Z[r, i] * lam[r]
+    i = 0                                                # dv = L^-T Zt lam
+    while i + 4 <= nv:                                   # four rows of Zt per pass
+        x0 = x1 = x2 = x3 = 0.0
+        for r in range(m):
+            y = lam[r]
+            x0 += Zt[i, r] * y
+            x1 += Zt[i + 1, r] * y
+            x2 += Zt[i + 2, r] * y
+            x3 += Zt[i + 3, r] * y
+        dv[i], dv[i + 1], dv[i + 2], dv[i + 3] = x0, x1, x2, x3
+        i += 4
+    for l in range(i, nv):
+        x = 0.0
+        for r in range(m):
+            x += Zt[l, r] * lam[r]
+        dv[l] = x
     for i in range(nv - 1, -1, -1):
         x = dv[i]
         for k in range(i + 1, nv):
-            x -= M[k, i] * dv[k]
+            x -= M[i, k] * dv[k]
         dv[i] = x / M[i, i]
     kinetic = 0.0
     for i in range(nv):                     # (v1 + dv)^T M (v1 + dv) - v1^T M v1, M's rows

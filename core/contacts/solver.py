@@ -101,7 +101,7 @@ __all__ = ["ContactSolver", "ContactReport", "ContactSet", "contact_keys", "pair
 #: the largest
 PGS_RTOL = 1e-6
 #: the most multiply-adds ``m nv (nv + m) / 2`` (m rows, nv coordinates) of the triangular
-#: solves and ``W`` for which the numba backend forms them in its scalar kernel
+#: solves and ``W`` for which the numba backend forms them in its kernel
 #: (:func:`core.compiled.contacts.contact_solve`); larger problems take the numpy path, whose
 #: BLAS products are blocked and vectorized
 COMPILED_SOLVE_WORK = 5e6
@@ -625,7 +625,7 @@ class ContactSolver:
         M, dv, gap = np.empty((nv, nv)), np.empty(nv), np.empty(nc)
         kinetic = contact_solve(p.ints, p.reals, data.buffer, q, v, v1, step, *arrays, h, c_h,
                                 self.bounce_threshold, nl, J, b, lam, np.empty((nc, 3, 3)),
-                                M, np.empty((rows, nv)), np.empty((rows, rows)),
+                                M, np.empty((nv, rows)), np.empty((rows, rows)),
                                 np.empty((nc, 6)), np.empty((nc, 5)), dv, gap,
                                 self.iterations, PGS_RTOL)
         if kinetic != kinetic:

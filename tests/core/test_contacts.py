@@ -723,10 +723,13 @@ def test_the_compiled_contact_sweeps_equal_the_numpy_ones(monkeypatch):
     """:func:`core.compiled.contacts.contact_pgs` against the numpy sweeps of
     ``ContactSolver._pgs`` on a random well-posed problem (3 limit rows, 6 contacts, some
     sliding, some sticking, some leaving), both run for exactly ``K`` sweeps (the stopping
-    rule off). Tolerance: each sweep's rows are sums of m products, so the two summation
-    orders differ by ``m eps`` of the scale per row and sweep, times the conditioning of W,
-    over K sweeps; the friction discs' Newton iterations stop at 1e-12 of their radius,
-    which adds that much per disc and sweep."""
+    rule off), then both with the stopping rule. Tolerance: the numpy sweeps sum each row's
+    m products, the compiled ones update the rows' residuals by each row's change (at most m
+    roundings per residual and sweep), so the two differ by ``m eps`` of the scale per row
+    and sweep, times the conditioning of W, over K sweeps; the friction discs' Newton
+    iterations stop at 1e-12 of their radius, which adds that much per disc and sweep. A
+    sweep more or fewer under the stopping rule changes the impulses by about ``PGS_RTOL``
+    of the largest, far above that bound."""
     from core.contacts import solver as contact_solver
 
     rng = np.random.default_rng(7)
@@ -738,17 +741,24 @@ def test_the_compiled_contact_sweeps_equal_the_numpy_ones(monkeypatch):
     mu = rng.uniform(0.2, 1.0, nc)
     m_, shapes = chain(2)
     solver = ContactSolver(m_, shapes, iterations=K)
+
+    def both():
+        out = {}
+        previous = backend.active()
+        try:
+            for name in ("numpy", "numba"):
+                backend.use(name)
+                out[name] = solver._pgs(W, b, np.zeros(m), n_lim, mu)
+        finally:
+            backend.use(previous)
+        return out["numba"], out["numpy"]
+
     monkeypatch.setattr(contact_solver, "PGS_RTOL", 0.0)
-    out = {}
-    previous = backend.active()
-    try:
-        for name in ("numpy", "numba"):
-            backend.use(name)
-            out[name] = solver._pgs(W, b, np.zeros(m), n_lim, mu)
-    finally:
-        backend.use(previous)
-    lam = out["numpy"]
+    compiled, lam = both()
     assert np.any(lam[:n_lim] == 0.0) and np.any(lam[n_lim::3] > 0.0)
     scale = np.abs(lam).max()
     bound = K * (m * EPS * np.linalg.cond(W) + nc * 1e-12) * scale
-    np.testing.assert_allclose(out["numba"], lam, rtol=0, atol=bound)
+    np.testing.assert_allclose(compiled, lam, rtol=0, atol=bound)
+    monkeypatch.undo()
+    solver.iterations = 5 * K
+    np.testing.assert_allclose(*both(), rtol=0, atol=bound * solver.iterations / K)
