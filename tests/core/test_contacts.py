@@ -278,13 +278,19 @@ def test_the_point_speed_bound_is_the_same_on_both_backends():
 def test_the_compiled_contact_impulses_equal_the_numpy_ones(monkeypatch):
     """``ContactSolver._impulses_compiled`` (:func:`core.compiled.contacts.contact_solve`)
     against ``_impulses`` on the same contact step (rows, right-hand sides, end gaps,
-    impulses, dv, the energy change and the Cholesky factor, through ``M^-1 J^T``): a zig-zag capsule chain in reach cones
-    lying on the ground (sticking and sliding contacts, self-contacts, engaged limit rows),
-    a moving world side and a restitution, both Gauss-Seidels run for exactly K sweeps.
+    dv, the energy change and the Cholesky factor, through ``M^-1 J^T``): a zig-zag capsule
+    chain in reach cones lying on the ground (sticking and sliding contacts, self-contacts,
+    engaged limit rows), a moving world side and a restitution, both Gauss-Seidels run for
+    exactly K sweeps.
     Tolerances: the rows and right-hand sides are a few dozen roundings of unit-size terms
     (50 EPS of their scale); W and M^-1 J^T differ by nv EPS cond(M) of their scale (two
-    Cholesky solves), which K sweeps carry into the impulses with cond(W) as in
-    :func:`test_the_compiled_contact_sweeps_equal_the_numpy_ones`."""
+    Cholesky solves). W is singular (more rows than coordinates), so cond(W) bounds nothing;
+    instead each Gauss-Seidel row update minimizes the quadratic over the row's convex set, a
+    projection in the W-seminorm, which does not enlarge the two runs' difference in that
+    norm, the M-norm of their dv. Each of the K sweeps' m row updates adds its roundings and
+    W's error, so dv differs by at most ``K m (50 EPS + nv EPS cond M) sqrt(cond M)`` of its
+    size in the max-norm. The impulses themselves are not unique (W singular) and are not
+    compared; their effect, dv, is."""
     from core.contacts import solver as contact_solver
 
     K = 40
@@ -327,13 +333,10 @@ def test_the_compiled_contact_impulses_equal_the_numpy_ones(monkeypatch):
     np.testing.assert_allclose(out["numba"][4], gap, rtol=0, atol=50 * EPS * np.abs(b).max())
     M = dynamics.crba(m, data, q0)
     rows = J.shape[0]
-    w_err = m.nv * EPS * np.linalg.cond(M)
-    W = J @ Y
-    lam_tol = K * (rows * EPS + w_err) * np.linalg.cond(W) * np.abs(lam).max() + \
-        K * nc * 1e-12 * np.abs(lam).max()
+    cond = np.linalg.cond(M)
+    w_err = m.nv * EPS * cond
+    dv_tol = K * rows * (50 * EPS + w_err) * np.sqrt(cond) * np.abs(dv).max()
     np.testing.assert_allclose(out["numba"][6], Y, rtol=0, atol=w_err * np.abs(Y).max())
-    np.testing.assert_allclose(out["numba"][2], lam, rtol=0, atol=lam_tol)
-    dv_tol = np.abs(Y).max() * rows * lam_tol + w_err * np.abs(Y).max() * np.abs(lam).sum()
     np.testing.assert_allclose(out["numba"][3], dv, rtol=0, atol=dv_tol)
     energy = 0.5 * (v1 + dv) @ M @ (v1 + dv)
     assert abs(out["numba"][5] - kinetic) <= EPS * m.nv ** 2 * energy + \
