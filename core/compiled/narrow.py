@@ -17,6 +17,10 @@ with the same features. The two differ by rounding only (products may be fused h
 numpy's small products may sum in another order), so a contact set differs only where a
 quantity lies within rounding of one of the narrow phase's thresholds.
 
+Vectors are tuples of three floats, and GJK's simplex and the clipped polygons live in work
+arrays allocated once per call (``G[14]``): a pair allocates nothing unless the output
+arrays fill up or a clipped polygon outgrows its buffers.
+
 The contacts come back as arrays: the pair ``(i, j)`` (item indices, ``i < j``), point,
 normal (from the pair's first shape, the world side for a world pair, to the second),
 separation and feature.
@@ -41,55 +45,13 @@ for _k in range(1, 5):
 del _k, _r, _s
 
 
-# -- small vector helpers ----------------------------------------------------------------
+# -- small vector helpers: 3-vectors as tuples -------------------------------------------
 @_inline
 def _dot(a, b):
     """The dot product of two 3-vectors (arrays or tuples)."""
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@_inline
-def _cross(a, b):
-    """The cross product of two 3-vectors as an array (:func:`_tcross`: as a tuple)."""
-    out = np.empty(3)
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-    return out
-
-
-@_inline
-def _clamp01(x):
-    return min(max(x, 0.0), 1.0)
-
-
-@_jit
-def closest_segments(p1, q1, p2, q2):
-    """:func:`core.contacts.narrow.closest_segments`: ``(s, t, c1 (3,), c2 (3,))``."""
-    d1, d2, r = q1 - p1, q2 - p2, p1 - p2
-    a, e, f = _dot(d1, d1), _dot(d2, d2), _dot(d2, r)
-    tiny = 1e-300
-    if a <= tiny and e <= tiny:
-        return 0.0, 0.0, p1.copy(), p2.copy()
-    if a <= tiny:
-        t = _clamp01(f / e)
-        return 0.0, t, p1.copy(), p2 + t * d2
-    c = _dot(d1, r)
-    if e <= tiny:
-        s = _clamp01(-c / a)
-        return s, 0.0, p1 + s * d1, p2.copy()
-    b = _dot(d1, d2)
-    denom = a * e - b * b
-    s = _clamp01((b * f - c * e) / denom) if denom > 1e-14 * a * e else 0.0
-    t = (b * s + f) / e
-    if t < 0.0:
-        t, s = 0.0, _clamp01(-c / a)
-    elif t > 1.0:
-        t, s = 1.0, _clamp01((b - c) / a)
-    return s, t, p1 + s * d1, p2 + t * d2
-
-
-# -- GJK ---------------------------------------------------------------------------------
 @_inline
 def _row(P, i):
     """Row i of ``P (k, 3)`` as a tuple (scalars, no array)."""
@@ -106,6 +68,57 @@ def _tcross(a, b):
     return a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]
 
 
+@_inline
+def _tmad(p, s, d):
+    """``p + s d`` for 3-vectors p, d and a number s."""
+    return p[0] + s * d[0], p[1] + s * d[1], p[2] + s * d[2]
+
+
+@_inline
+def _tadd(a, b):
+    return a[0] + b[0], a[1] + b[1], a[2] + b[2]
+
+
+@_inline
+def _mid(pa, pb, n, ra, rb):
+    """``(pa + n ra + pb - n rb) / 2``: midway between two surfaces at core points pa, pb."""
+    return (0.5 * (pa[0] + n[0] * ra + pb[0] - n[0] * rb),
+            0.5 * (pa[1] + n[1] * ra + pb[1] - n[1] * rb),
+            0.5 * (pa[2] + n[2] * ra + pb[2] - n[2] * rb))
+
+
+@_inline
+def _clamp01(x):
+    return min(max(x, 0.0), 1.0)
+
+
+@_jit
+def closest_segments(p1, q1, p2, q2):
+    """:func:`core.contacts.narrow.closest_segments` of tuples: ``(s, t, c1, c2)``."""
+    d1, d2, r = _tsub(q1, p1), _tsub(q2, p2), _tsub(p1, p2)
+    a, e, f = _dot(d1, d1), _dot(d2, d2), _dot(d2, r)
+    tiny = 1e-300
+    if a <= tiny and e <= tiny:
+        return 0.0, 0.0, p1, p2
+    if a <= tiny:
+        t = _clamp01(f / e)
+        return 0.0, t, p1, _tmad(p2, t, d2)
+    c = _dot(d1, r)
+    if e <= tiny:
+        s = _clamp01(-c / a)
+        return s, 0.0, _tmad(p1, s, d1), p2
+    b = _dot(d1, d2)
+    denom = a * e - b * b
+    s = _clamp01((b * f - c * e) / denom) if denom > 1e-14 * a * e else 0.0
+    t = (b * s + f) / e
+    if t < 0.0:
+        t, s = 0.0, _clamp01(-c / a)
+    elif t > 1.0:
+        t, s = 1.0, _clamp01((b - c) / a)
+    return s, t, _tmad(p1, s, d1), _tmad(p2, t, d2)
+
+
+# -- GJK ---------------------------------------------------------------------------------
 @_jit
 def _weights(P, k, lam):
     """:func:`core.contacts.narrow._weights` of the first k rows of ``P (4, 3)`` into
@@ -146,17 +159,16 @@ def _weights(P, k, lam):
 
 
 @_jit
-def _closest_on_simplex(W, k, lam, keep):
+def _closest_on_simplex(W, k, lam, keep, P, w):
     """:func:`core.contacts.narrow._closest_on_simplex` of the first k rows of ``W (4, 3)``:
     the weights into ``lam``, the kept indices (ascending) into ``keep``; returns their
-    number."""
-    P = np.empty((4, 3))
-    w = np.empty(4)
+    number. ``P (4, 3)`` and ``w (4,)`` are work arrays."""
     best, size = np.inf, 0
     for r in range((1 << k) - 1):
         m = _SUBSET_ROWS[k - 1, r, 0]
         for q in range(m):
-            P[q] = W[_SUBSET_ROWS[k - 1, r, 1 + q]]
+            i = _SUBSET_ROWS[k - 1, r, 1 + q]
+            P[q, 0], P[q, 1], P[q, 2] = W[i, 0], W[i, 1], W[i, 2]
         if not _weights(P, m, w):
             continue
         low = w[0]
@@ -181,70 +193,98 @@ def _closest_on_simplex(W, k, lam, keep):
 @_inline
 def _support(V, d, sign):
     """The first row of ``V (k, 3)`` with the largest ``sign (row . d)``."""
-    best, at = sign * _dot(V[0], d), 0
+    best, at = sign * _dot(_row(V, 0), d), 0
     for i in range(1, V.shape[0]):
-        x = sign * _dot(V[i], d)
+        x = sign * _dot(_row(V, i), d)
         if x > best:
             best, at = x, i
     return at
 
 
 @_jit
-def gjk(VA, VB):
-    """:func:`core.contacts.narrow.gjk`: ``(distance, a (3,), b (3,))``."""
+def gjk(VA, VB, ws):
+    """:func:`core.contacts.narrow.gjk`: ``(distance, a, b)`` (a, b tuples), the simplex in
+    the work arrays ``ws`` (:func:`_work`)."""
+    SA, SB, W, P, lam, w, keep = ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[6]
     scale = 1e-300
     for V in (VA, VB):
         for i in range(V.shape[0]):
             for c in range(3):
                 scale = max(scale, abs(V[i, c]))
-    SA, SB, W = np.empty((4, 3)), np.empty((4, 3)), np.empty((4, 3))
-    lam = np.zeros(4)
-    keep = np.zeros(4, dtype=np.int64)
-    SA[0], SB[0] = VA[0], VB[0]
+    for c in range(3):
+        SA[0, c], SB[0, c] = VA[0, c], VB[0, c]
     m = 1
     lam[0] = 1.0
-    v = VA[0] - VB[0]
+    v = _tsub(_row(VA, 0), _row(VB, 0))
     for _ in range(GJK_ITERATIONS):
         vv = _dot(v, v)
         if vv <= (1e-13 * scale) ** 2:
             break
         ia, ib = _support(VA, v, -1.0), _support(VB, v, 1.0)
-        w = _tsub(_row(VA, ia), _row(VB, ib))
-        if vv - _dot((v[0], v[1], v[2]), w) <= 1e-12 * vv:
+        a, b = _row(VA, ia), _row(VB, ib)
+        if vv - _dot(v, _tsub(a, b)) <= 1e-12 * vv:
             break
         seen = False
         for q in range(m):
-            if _row(SA, q) == _row(VA, ia) and _row(SB, q) == _row(VB, ib):
+            if _row(SA, q) == a and _row(SB, q) == b:
                 seen = True
         if seen:
             break
-        SA[m], SB[m] = VA[ia], VB[ib]
+        for c in range(3):
+            SA[m, c], SB[m, c] = a[c], b[c]
         m += 1
         for q in range(m):
-            W[q] = SA[q] - SB[q]
-        size = _closest_on_simplex(W, m, lam, keep)
-        v = np.zeros(3)
+            for c in range(3):
+                W[q, c] = SA[q, c] - SB[q, c]
+        size = _closest_on_simplex(W, m, lam, keep, P, w)
+        v0 = v1 = v2 = 0.0
         for q in range(size):
-            SA[q], SB[q] = SA[keep[q]], SB[keep[q]]
-            v += lam[q] * W[keep[q]]
+            k = keep[q]
+            for c in range(3):
+                SA[q, c], SB[q, c] = SA[k, c], SB[k, c]
+            v0 += lam[q] * W[k, 0]
+            v1 += lam[q] * W[k, 1]
+            v2 += lam[q] * W[k, 2]
+        v = (v0, v1, v2)
         m = size
         if m == 4:                               # the origin is inside the tetrahedron
-            v = np.zeros(3)
+            v = (0.0, 0.0, 0.0)
             break
-    a, b = np.zeros(3), np.zeros(3)
+    a0 = a1 = a2 = b0 = b1 = b2 = 0.0
     for q in range(m):
-        a += lam[q] * SA[q]
-        b += lam[q] * SB[q]
+        a0 += lam[q] * SA[q, 0]
+        a1 += lam[q] * SA[q, 1]
+        a2 += lam[q] * SA[q, 2]
+        b0 += lam[q] * SB[q, 0]
+        b1 += lam[q] * SB[q, 1]
+        b2 += lam[q] * SB[q, 2]
+    a, b = (a0, a1, a2), (b0, b1, b2)
     vv = _dot(v, v)
     if vv <= (1e-13 * scale) ** 2:
-        return 0.0, a, a.copy()
+        return 0.0, a, a
     return np.sqrt(vv), a, b
 
 
 # -- the shapes of one call --------------------------------------------------------------
 # G: (vstart, fstart, fvstart, fidx, estart, edges, edir, dstart, wv, wn, wo, wd, radius,
-#     extent), the packed arrays with the world vertices wv, normals wn, offsets wo and
-#     edge directions wd
+#     extent, ws), the packed arrays with the world vertices wv, normals wn, offsets wo and
+#     edge directions wd, and the work arrays ws (:func:`_work`)
+
+@_jit
+def _work(fvstart):
+    """The work arrays of one call: GJK's simplex ``SA, SB, W (4, 3)``, a subset ``P (4,
+    3)``, weights ``lam, w (4,)``, kept indices ``keep (4,)``, and two point buffers ``(n,
+    3)`` and the side distances ``(n,)`` of the clipping, n twice the largest face's
+    corners (at least 4): a polygon clipped to a face's prism has at most as many points as
+    the two together."""
+    most = 2
+    for f in range(fvstart.shape[0] - 1):
+        most = max(most, fvstart[f + 1] - fvstart[f])
+    n = 2 * most
+    return (np.empty((4, 3)), np.empty((4, 3)), np.empty((4, 3)), np.empty((4, 3)),
+            np.empty(4), np.empty(4), np.empty(4, dtype=np.int64), np.empty((n, 3)),
+            np.empty((n, 3)), np.empty(n))
+
 
 @_inline
 def _v(G, s):
@@ -257,15 +297,10 @@ def _polytope(G, s):
     return G[1][s + 1] > G[1][s]
 
 
-@_jit
-def _face_points(G, s, f):
-    """The world vertices ``(m, 3)`` of face f (global index) of shape s, in order."""
-    fvstart, fidx, wv = G[2], G[3], G[8]
-    base = G[0][s]
-    F = np.empty((fvstart[f + 1] - fvstart[f], 3))
-    for q in range(F.shape[0]):
-        F[q] = wv[base + fidx[fvstart[f] + q]]
-    return F
+@_inline
+def _corner(G, s, f, q):
+    """Corner q of face f (global index) of shape s in the world, a tuple."""
+    return _row(G[8], G[0][s] + G[3][G[2][f] + q])
 
 
 @_jit
@@ -278,50 +313,17 @@ def _best_face(G, s, n, sign):
 @_inline
 def _lowest(V, n):
     """:func:`core.contacts.narrow._lowest`: the first row of ``V (k, 3)`` whose dot product
-    with n is within :data:`~core.contacts.narrow.LOW_TIE` of the least."""
-    h = np.empty(V.shape[0])
-    size = 0.0
+    with n is within :data:`~core.contacts.narrow.LOW_TIE` of the least, a tuple."""
+    least, size = np.inf, 0.0
     for i in range(V.shape[0]):
-        h[i] = _dot(V[i], n)
+        least = min(least, _dot(_row(V, i), n))
         for a in range(3):
             size = max(size, abs(V[i, a]))
-    low = h.min() + LOW_TIE * size
+    low = least + LOW_TIE * size
     at = 0
-    while h[at] > low:
+    while _dot(_row(V, at), n) > low:
         at += 1
-    return V[at]
-
-
-@_jit
-def sat(G, A, B):
-    """:func:`core.contacts.narrow.sat` of shapes A and B: ``(overlap, normal (3,), edge,
-    ia, ib)`` with ``edge`` False for a face axis, else the edge direction indices (within
-    each shape)."""
-    wn, wd = G[9], G[11]
-    VA, VB = _v(G, A), _v(G, B)
-    best_face, face_n, face_found = np.inf, np.zeros(3), False
-    best_edge, edge_n, edge_found, ea, eb = np.inf, np.zeros(3), False, 0, 0
-    for side_shape in range(2):
-        s = A if side_shape == 0 else B
-        axes = wn[G[1][s]:G[1][s + 1]]
-        for k in range(axes.shape[0]):
-            o, n = _overlap(VA, VB, axes[k])
-            if o < best_face:
-                best_face, face_n, face_found = o, n, True
-    d0, d1 = G[7][A], G[7][A + 1]
-    e0, e1 = G[7][B], G[7][B + 1]
-    for i in range(d0, d1):
-        for j in range(e0, e1):
-            c = _cross(wd[i], wd[j])
-            norm = np.sqrt(_dot(c, c))
-            if norm > PARALLEL_CROSS:
-                o, n = _overlap(VA, VB, c / norm)
-                if o < best_edge:
-                    best_edge, edge_n, edge_found, ea, eb = o, n, True, i - d0, j - e0
-    if edge_found and (not face_found or
-                       best_edge < best_face - EDGE_PREFERENCE * abs(best_face)):
-        return best_edge, edge_n, True, ea, eb
-    return best_face, face_n, False, 0, 0
+    return _row(V, at)
 
 
 @_jit
@@ -330,63 +332,109 @@ def _overlap(VA, VB, u):
     to B) it is measured along."""
     amin, amax = np.inf, -np.inf
     for i in range(VA.shape[0]):
-        x = _dot(VA[i], u)
+        x = _dot(_row(VA, i), u)
         amin, amax = min(amin, x), max(amax, x)
     bmin, bmax = np.inf, -np.inf
     for i in range(VB.shape[0]):
-        x = _dot(VB[i], u)
+        x = _dot(_row(VB, i), u)
         bmin, bmax = min(bmin, x), max(bmax, x)
     o0, o1 = amax - bmin, bmax - amin
     if o0 <= o1:
-        return o0, u.copy()
-    return o1, -u
+        return o0, u
+    return o1, (-u[0], -u[1], -u[2])
+
+
+@_jit
+def sat(G, A, B):
+    """:func:`core.contacts.narrow.sat` of shapes A and B: ``(overlap, normal, edge, ia,
+    ib)`` with ``edge`` False for a face axis, else the edge direction indices (within each
+    shape)."""
+    wn, wd = G[9], G[11]
+    VA, VB = _v(G, A), _v(G, B)
+    zero = (0.0, 0.0, 0.0)
+    best_face, face_n, face_found = np.inf, zero, False
+    best_edge, edge_n, edge_found, ea, eb = np.inf, zero, False, 0, 0
+    for side_shape in range(2):
+        s = A if side_shape == 0 else B
+        for k in range(G[1][s], G[1][s + 1]):
+            o, n = _overlap(VA, VB, _row(wn, k))
+            if o < best_face:
+                best_face, face_n, face_found = o, n, True
+    d0, d1 = G[7][A], G[7][A + 1]
+    e0, e1 = G[7][B], G[7][B + 1]
+    for i in range(d0, d1):
+        for j in range(e0, e1):
+            c = _tcross(_row(wd, i), _row(wd, j))
+            norm = np.sqrt(_dot(c, c))
+            if norm > PARALLEL_CROSS:
+                o, n = _overlap(VA, VB, (c[0] / norm, c[1] / norm, c[2] / norm))
+                if o < best_edge:
+                    best_edge, edge_n, edge_found, ea, eb = o, n, True, i - d0, j - e0
+    if edge_found and (not face_found or
+                       best_edge < best_face - EDGE_PREFERENCE * abs(best_face)):
+        return best_edge, edge_n, True, ea, eb
+    return best_face, face_n, False, 0, 0
 
 
 # -- clipping and contacts ---------------------------------------------------------------
 @_jit
-def _clip(points, F, nf):
-    """:func:`core.contacts.narrow._clip`: ``points (k, 3)`` clipped to the prism of the face
-    polygon ``F (m, 3)`` (counter-clockwise about ``nf``)."""
-    P = points
-    m = F.shape[0]
+def _clip(G, X, xf, R, f, nf):
+    """:func:`core.contacts.narrow._clip`: the points of shape X (its face xf, global index,
+    or its core vertices for ``xf < 0``) clipped to the prism of face f of shape R
+    (counter-clockwise about its normal ``nf``): ``(P, n)``, the kept points the first n
+    rows of ``P``, one of the work buffers (or a larger array where a polygon outgrows
+    them)."""
+    ws = G[14]
+    P, Q, d = ws[7], ws[8], ws[9]
+    if xf >= 0:
+        n = G[2][xf + 1] - G[2][xf]
+        for q in range(n):
+            P[q, 0], P[q, 1], P[q, 2] = _corner(G, X, xf, q)
+    else:
+        V = _v(G, X)
+        n = V.shape[0]
+        for q in range(n):
+            P[q, 0], P[q, 1], P[q, 2] = V[q, 0], V[q, 1], V[q, 2]
+    m = G[2][f + 1] - G[2][f]
     for k in range(m):
-        n = P.shape[0]
         if n == 0:
             break
-        a = F[k]
-        inward = _cross(nf, F[(k + 1) % m] - a)
-        d = np.empty(n)
+        a = _corner(G, R, f, k)
+        inward = _tcross(nf, _tsub(_corner(G, R, f, (k + 1) % m), a))
+        if n > d.shape[0]:
+            d = np.empty(2 * n)
         for i in range(n):
-            d[i] = _dot(P[i] - a, inward)
+            d[i] = _dot(_tsub(_row(P, i), a), inward)
         if n == 1:
             if d[0] < 0.0:
-                P = P[:0]
+                n = 0
         elif n == 2:
             if min(d[0], d[1]) >= 0.0:
                 continue
             if max(d[0], d[1]) < 0.0:
-                P = P[:0]
+                n = 0
                 continue
-            x = P[0] + (P[1] - P[0]) * (d[0] / (d[0] - d[1]))
-            Q = P.copy()
-            if d[0] < 0.0:
-                Q[0] = x
-            else:
-                Q[1] = x
-            P = Q
+            t = d[0] / (d[0] - d[1])
+            x = (P[0, 0] + (P[1, 0] - P[0, 0]) * t, P[0, 1] + (P[1, 1] - P[0, 1]) * t,
+                 P[0, 2] + (P[1, 2] - P[0, 2]) * t)
+            row = 0 if d[0] < 0.0 else 1
+            P[row, 0], P[row, 1], P[row, 2] = x
         else:
-            Q = np.empty((2 * n, 3))
+            if 2 * n > Q.shape[0]:
+                Q = np.empty((2 * n, 3))
             c = 0
             for i in range(n):
                 j = (i + 1) % n
                 if d[i] >= 0.0:
-                    Q[c] = P[i]
+                    Q[c, 0], Q[c, 1], Q[c, 2] = P[i, 0], P[i, 1], P[i, 2]
                     c += 1
                 if (d[i] >= 0.0) != (d[j] >= 0.0):
-                    Q[c] = P[i] + (P[j] - P[i]) * (d[i] / (d[i] - d[j]))
+                    t = d[i] / (d[i] - d[j])
+                    for e in range(3):
+                        Q[c, e] = P[i, e] + (P[j, e] - P[i, e]) * t
                     c += 1
-            P = Q[:c]
-    return P
+            P, Q, n = Q, P, c
+    return P, n
 
 
 @_jit
@@ -404,34 +452,35 @@ def _add(out, c, p, n, s, k):
                 points[q, a], normals[q, a] = out[1][q, a], out[2][q, a]
             seps[q], features[q] = out[3][q], out[4][q]
         out = (pairs, points, normals, seps, features)
-    for a in range(3):
-        out[1][c, a], out[2][c, a] = p[a], n[a]
+    out[1][c, 0], out[1][c, 1], out[1][c, 2] = p
+    out[2][c, 0], out[2][c, 1], out[2][c, 2] = n
     out[3][c] = s
     out[4][c] = k
     return out, c + 1
 
 
 @_jit
-def _face_contacts(G, R, f, incident, radius, margin, out, c):
-    """:func:`core.contacts.narrow._face_contacts`: the points ``incident (k, 3)`` of a
-    shape of core radius ``radius`` clipped to face f (global index) of polytope R, appended
-    at row c; returns ``(out, c)``."""
-    nf = G[9][f]
-    P = _clip(incident, _face_points(G, R, f), nf)
-    for k in range(P.shape[0]):
-        x = P[k]
+def _face_contacts(G, R, f, X, xf, radius, margin, out, c):
+    """:func:`core.contacts.narrow._face_contacts`: the points of shape X (core radius
+    ``radius``; its face xf, or its core vertices for ``xf < 0``) clipped to face f (global
+    index) of polytope R, appended at row c; returns ``(out, c)``."""
+    nf = _row(G[9], f)
+    P, m = _clip(G, X, xf, R, f, nf)
+    for k in range(m):
+        x = _row(P, k)
         s = _dot(x, nf) - G[10][f] - radius
         if s < margin:
-            out, c = _add(out, c, x - nf * (radius + 0.5 * s), nf, s, k)
+            out, c = _add(out, c, _tmad(x, -(radius + 0.5 * s), nf), nf, s, k)
     return out, c
 
 
 @_jit
 def _incident(G, X, n):
-    """:func:`core.contacts.narrow._incident`."""
+    """:func:`core.contacts.narrow._incident`: X's face most opposed to n (global index) for
+    a polytope, else -1 (its core vertices)."""
     if _polytope(G, X):
-        return _face_points(G, X, _best_face(G, X, n, -1.0))
-    return _v(G, X)
+        return _best_face(G, X, n, -1.0)
+    return -1
 
 
 @_jit
@@ -440,15 +489,15 @@ def _edge_support(G, S, k, n, sign):
     ``sign n`` (the core's segment for a capsule)."""
     V = _v(G, S)
     if not _polytope(G, S):
-        return V[0], V[V.shape[0] - 1]
+        return _row(V, 0), _row(V, V.shape[0] - 1)
     edges, edir = G[5], G[6]
     best, at = -np.inf, -1
     for e in range(G[4][S], G[4][S + 1]):
         if edir[e] == k:
-            x = sign * _dot(V[edges[e, 0]] + V[edges[e, 1]], n)
+            x = sign * _dot(_tadd(_row(V, edges[e, 0]), _row(V, edges[e, 1])), n)
             if at < 0 or x > best:
                 best, at = x, e
-    return V[edges[at, 0]], V[edges[at, 1]]
+    return _row(V, edges[at, 0]), _row(V, edges[at, 1])
 
 
 @_jit
@@ -459,7 +508,7 @@ def _edge_contact(G, A, B, n, ia, ib, overlap, out, c):
     _, _, pa, pb = closest_segments(a0, a1, b0, b1)
     ra, rb = G[12][A], G[12][B]
     s = -overlap - ra - rb
-    return _add(out, c, 0.5 * (pa + n * ra + pb - n * rb), n, s, int(0))
+    return _add(out, c, _mid(pa, pb, n, ra, rb), n, s, int(0))
 
 
 @_jit
@@ -467,41 +516,42 @@ def _rounded(G, A, B, margin, out, c):
     """:func:`core.contacts.narrow._rounded`: two point/segment cores."""
     VA, VB = _v(G, A), _v(G, B)
     la, lb = VA.shape[0], VB.shape[0]
-    _, _, ca, cb = closest_segments(VA[0], VA[la - 1], VB[0], VB[lb - 1])
-    g = cb - ca
+    a0, a1, b0, b1 = _row(VA, 0), _row(VA, la - 1), _row(VB, 0), _row(VB, lb - 1)
+    _, _, ca, cb = closest_segments(a0, a1, b0, b1)
+    g = _tsub(cb, ca)
     d = np.sqrt(_dot(g, g))
     ra, rb = G[12][A], G[12][B]
     if d - ra - rb >= margin:
         return out, c
     if d > 1e-12 * (G[13][A] + G[13][B]):
-        n = g / d
+        n = (g[0] / d, g[1] / d, g[2] / d)
     else:                                        # cores meet: any direction across them
-        axis = VA[la - 1] - VA[0] if la == 2 else VB[lb - 1] - VB[0]
-        ref = np.zeros(3)
+        axis = _tsub(a1, a0) if la == 2 else _tsub(b1, b0)
         if abs(axis[2]) < 0.9 * np.sqrt(_dot(axis, axis)):
-            ref[2] = 1.0
+            ref = (0.0, 0.0, 1.0)
         else:
-            ref[0] = 1.0
-        n = _cross(axis, ref) if _dot(axis, axis) > 0 else ref
-        n = n / np.sqrt(_dot(n, n))
+            ref = (1.0, 0.0, 0.0)
+        n = _tcross(axis, ref) if _dot(axis, axis) > 0 else ref
+        norm = np.sqrt(_dot(n, n))
+        n = (n[0] / norm, n[1] / norm, n[2] / norm)
     if la == 2 and lb == 2:                      # parallel capsules: the overlap's two ends
-        u = VA[1] - VA[0]
+        u = _tsub(a1, a0)
         L = np.sqrt(_dot(u, u))
-        u = u / L
-        w = VB[1] - VB[0]
-        x = _cross(u, w)
+        u = (u[0] / L, u[1] / L, u[2] / L)
+        w = _tsub(b1, b0)
+        x = _tcross(u, w)
         if np.sqrt(_dot(x, x)) < 1e-3 * np.sqrt(_dot(w, w)):
-            s0, s1 = _dot(VB[0] - VA[0], u), _dot(VB[1] - VA[0], u)
+            s0, s1 = _dot(_tsub(b0, a0), u), _dot(_tsub(b1, a0), u)
             lo, hi = max(0.0, min(s0, s1)), min(L, max(s0, s1))
             if hi - lo > 1e-9 * L:
                 for k in range(2):
-                    pa = VA[0] + (lo if k == 0 else hi) * u
-                    _, _, _, pb = closest_segments(pa, pa, VB[0], VB[1])
-                    s = _dot(pb - pa, n) - ra - rb
+                    pa = _tmad(a0, lo if k == 0 else hi, u)
+                    _, _, _, pb = closest_segments(pa, pa, b0, b1)
+                    s = _dot(_tsub(pb, pa), n) - ra - rb
                     if s < margin:
-                        out, c = _add(out, c, 0.5 * (pa + n * ra + pb - n * rb), n, s, k)
+                        out, c = _add(out, c, _mid(pa, pb, n, ra, rb), n, s, k)
                 return out, c
-    return _add(out, c, 0.5 * (ca + n * ra + cb - n * rb), n, d - ra - rb, int(0))
+    return _add(out, c, _mid(ca, cb, n, ra, rb), n, d - ra - rb, int(0))
 
 
 @_jit
@@ -509,36 +559,36 @@ def _polytope_rounded(G, P, X, margin, out, c):
     """:func:`core.contacts.narrow._polytope_rounded`: a polytope P and a point/segment core
     X, normals from P to X."""
     VX = _v(G, X)
-    d, cp, cx = gjk(_v(G, P), VX)
+    d, cp, cx = gjk(_v(G, P), VX, G[14])
     r = G[12][X]
     if d - r >= margin:
         return out, c
-    wn = G[9]
     if d > 0.0:
-        n = (cx - cp) / d
+        n = ((cx[0] - cp[0]) / d, (cx[1] - cp[1]) / d, (cx[2] - cp[2]) / d)
         f = _best_face(G, P, n, 1.0)
-        if _dot(wn[f], n) > FACE_COS:
-            out, c2 = _face_contacts(G, P, f, VX, r, margin, out, c)
+        if _dot(_row(G[9], f), n) > FACE_COS:
+            out, c2 = _face_contacts(G, P, f, X, -1, r, margin, out, c)
             if c2 > c:
                 return out, c2
         s = d - r
-        return _add(out, c, cp + n * (0.5 * s), n, s, int(0))
+        return _add(out, c, _tmad(cp, 0.5 * s, n), n, s, int(0))
     overlap, n, edge, ia, ib = sat(G, P, X)
     if edge:
         return _edge_contact(G, P, X, n, ia, ib, overlap, out, c)
     f = _best_face(G, P, n, 1.0)
-    out, c2 = _face_contacts(G, P, f, VX, r, margin, out, c)
+    out, c2 = _face_contacts(G, P, f, X, -1, r, margin, out, c)
     if c2 > c:
         return out, c2
     x = _lowest(VX, n)
     s = -overlap - r
-    return _add(out, c, x - n * (r + 0.5 * s), n, s, int(0))
+    return _add(out, c, _tmad(x, -(r + 0.5 * s), n), n, s, int(0))
 
 
 @_inline
 def _flip(out, c0, c):
     for k in range(c0, c):
-        out[2][k] = -out[2][k]
+        for a in range(3):
+            out[2][k, a] = -out[2][k, a]
 
 
 @_jit
@@ -551,15 +601,16 @@ def _polytopes(G, A, B, margin, out, c):
         return _edge_contact(G, A, B, n, ia, ib, overlap, out, c)
     wn = G[9]
     fa, fb = _best_face(G, A, n, 1.0), _best_face(G, B, n, -1.0)
-    if _dot(wn[fa], n) >= _dot(wn[fb], -n):
-        out, c2 = _face_contacts(G, A, fa, _incident(G, B, wn[fa]), 0.0, margin, out, c)
+    na, nb = _row(wn, fa), _row(wn, fb)
+    if _dot(na, n) >= _dot(nb, (-n[0], -n[1], -n[2])):
+        out, c2 = _face_contacts(G, A, fa, B, _incident(G, B, na), 0.0, margin, out, c)
     else:
-        out, c2 = _face_contacts(G, B, fb, _incident(G, A, wn[fb]), 0.0, margin, out, c)
+        out, c2 = _face_contacts(G, B, fb, A, _incident(G, A, nb), 0.0, margin, out, c)
         _flip(out, c, c2)
     if c2 > c:
         return out, c2
     x = _lowest(_v(G, B), n)
-    return _add(out, c, x + n * (0.5 * overlap), n, -overlap, int(0))
+    return _add(out, c, _tmad(x, 0.5 * overlap, n), n, -overlap, int(0))
 
 
 @_jit
@@ -619,7 +670,7 @@ def pair_contacts(vstart, fstart, fvstart, fidx, estart, edges, edir, dstart, ve
                 low, high = min(low, wv[k, a]), max(high, wv[k, a])
             lo[s, a], hi[s, a] = low - r, high + r
     G = (vstart, fstart, fvstart, fidx, estart, edges, edir, dstart, wv, wn, wo, wd, radius,
-         extent)
+         extent, _work(fvstart))
     out = (np.empty((16, 2), dtype=np.int64), np.empty((16, 3)), np.empty((16, 3)),
            np.empty(16), np.empty(16, dtype=np.int64))
     c = int(0)
