@@ -2,7 +2,7 @@
 of posed shapes in one kernel call (:func:`pair_contacts`), for
 :meth:`core.contacts.solver.ContactSolver.find_contacts` on the numba backend.
 
-The shapes are packed once per solver into flat arrays
+The shapes are packed once per solver into three flat arrays
 (:class:`core.compiled.pack.PackedShapes`); a call takes their world poses, poses every
 vertex, face plane and edge direction, compares the boxes of every pair (the broad phase:
 the candidate pairs of :func:`core.contacts.broad.sweep_and_prune`, in the same order; a
@@ -17,14 +17,19 @@ with the same features. The two differ by rounding only (products may be fused h
 numpy's small products may sum in another order), so a contact set differs only where a
 quantity lies within rounding of one of the narrow phase's thresholds.
 
-Vectors are tuples of three floats, and GJK's simplex and the clipped polygons live in work
-arrays allocated once per call (``G[14]``): a pair allocates nothing unless the output
-arrays fill up or a clipped polygon outgrows its buffers.
+Cost: vectors are tuples of three floats, and GJK's simplex and the clipped polygons live
+in work rows of the call's arrays, so a pair allocates nothing (unless the output fills up
+or a clipped polygon outgrows its buffer). The functions pass the shapes as ``G``, three
+arrays and a :class:`_Layout` of offsets: numba counts the references of every array a
+function receives, at its entry and exits, so passing the fourteen packed arrays and the
+work arrays as one tuple would cost tens of reference count updates a function call.
 
 The contacts come back as arrays: the pair ``(i, j)`` (item indices, ``i < j``), point,
 normal (from the pair's first shape, the world side for a world pair, to the second),
 separation and feature.
 """
+
+from collections import namedtuple
 
 import numpy as np
 
@@ -158,17 +163,20 @@ def _weights(P, k, lam):
     return True
 
 
+
 @_jit
-def _closest_on_simplex(W, k, lam, keep, P, w):
-    """:func:`core.contacts.narrow._closest_on_simplex` of the first k rows of ``W (4, 3)``:
-    the weights into ``lam``, the kept indices (ascending) into ``keep``; returns their
-    number. ``P (4, 3)`` and ``w (4,)`` are work arrays."""
-    best, size = np.inf, 0
+def _closest_on_simplex(S, k, lw):
+    """:func:`core.contacts.narrow._closest_on_simplex` of the first k points of GJK's
+    simplex ``W`` (rows 8-11 of ``S (16, 3)``): the weights into ``lw[:4]``; returns their
+    number and the row of the kept subset in ``_SUBSET_ROWS[k - 1]`` (its indices
+    ascending). Rows 12-15 of S and ``lw[4:]`` are work space."""
+    P, w = S[12:], lw[4:]
+    best, size, at = np.inf, 0, 0
     for r in range((1 << k) - 1):
         m = _SUBSET_ROWS[k - 1, r, 0]
         for q in range(m):
-            i = _SUBSET_ROWS[k - 1, r, 1 + q]
-            P[q, 0], P[q, 1], P[q, 2] = W[i, 0], W[i, 1], W[i, 2]
+            i = 8 + _SUBSET_ROWS[k - 1, r, 1 + q]
+            P[q, 0], P[q, 1], P[q, 2] = S[i, 0], S[i, 1], S[i, 2]
         if not _weights(P, m, w):
             continue
         low = w[0]
@@ -183,11 +191,10 @@ def _closest_on_simplex(W, k, lam, keep, P, w):
             x2 += w[q] * P[q, 2]
         d = x0 * x0 + x1 * x1 + x2 * x2
         if d < best:
-            best, size = d, m
+            best, size, at = d, m, r
             for q in range(m):
-                lam[q] = w[q]
-                keep[q] = _SUBSET_ROWS[k - 1, r, 1 + q]
-    return size
+                lw[q] = w[q]
+    return size, at
 
 
 @_inline
@@ -202,19 +209,19 @@ def _support(V, d, sign):
 
 
 @_jit
-def gjk(VA, VB, ws):
-    """:func:`core.contacts.narrow.gjk`: ``(distance, a, b)`` (a, b tuples), the simplex in
-    the work arrays ``ws`` (:func:`_work`)."""
-    SA, SB, W, P, lam, w, keep = ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[6]
+def gjk(VA, VB, S, lw):
+    """:func:`core.contacts.narrow.gjk`: ``(distance, a, b)`` (a, b tuples). The simplex
+    lives in the work arrays ``S (16, 3)`` (rows 0-3 its points of A, 4-7 of B, 8-11 their
+    differences W) and ``lw (8,)`` (its weights first)."""
     scale = 1e-300
     for V in (VA, VB):
         for i in range(V.shape[0]):
             for c in range(3):
                 scale = max(scale, abs(V[i, c]))
     for c in range(3):
-        SA[0, c], SB[0, c] = VA[0, c], VB[0, c]
+        S[0, c], S[4, c] = VA[0, c], VB[0, c]
     m = 1
-    lam[0] = 1.0
+    lw[0] = 1.0
     v = _tsub(_row(VA, 0), _row(VB, 0))
     for _ in range(GJK_ITERATIONS):
         vv = _dot(v, v)
@@ -226,25 +233,25 @@ def gjk(VA, VB, ws):
             break
         seen = False
         for q in range(m):
-            if _row(SA, q) == a and _row(SB, q) == b:
+            if _row(S, q) == a and _row(S, 4 + q) == b:
                 seen = True
         if seen:
             break
         for c in range(3):
-            SA[m, c], SB[m, c] = a[c], b[c]
+            S[m, c], S[4 + m, c] = a[c], b[c]
         m += 1
         for q in range(m):
             for c in range(3):
-                W[q, c] = SA[q, c] - SB[q, c]
-        size = _closest_on_simplex(W, m, lam, keep, P, w)
+                S[8 + q, c] = S[q, c] - S[4 + q, c]
+        size, r = _closest_on_simplex(S, m, lw)
         v0 = v1 = v2 = 0.0
         for q in range(size):
-            k = keep[q]
+            k = _SUBSET_ROWS[m - 1, r, 1 + q]
             for c in range(3):
-                SA[q, c], SB[q, c] = SA[k, c], SB[k, c]
-            v0 += lam[q] * W[k, 0]
-            v1 += lam[q] * W[k, 1]
-            v2 += lam[q] * W[k, 2]
+                S[q, c], S[4 + q, c] = S[k, c], S[4 + k, c]
+            v0 += lw[q] * S[8 + k, 0]
+            v1 += lw[q] * S[8 + k, 1]
+            v2 += lw[q] * S[8 + k, 2]
         v = (v0, v1, v2)
         m = size
         if m == 4:                               # the origin is inside the tetrahedron
@@ -252,12 +259,12 @@ def gjk(VA, VB, ws):
             break
     a0 = a1 = a2 = b0 = b1 = b2 = 0.0
     for q in range(m):
-        a0 += lam[q] * SA[q, 0]
-        a1 += lam[q] * SA[q, 1]
-        a2 += lam[q] * SA[q, 2]
-        b0 += lam[q] * SB[q, 0]
-        b1 += lam[q] * SB[q, 1]
-        b2 += lam[q] * SB[q, 2]
+        a0 += lw[q] * S[q, 0]
+        a1 += lw[q] * S[q, 1]
+        a2 += lw[q] * S[q, 2]
+        b0 += lw[q] * S[4 + q, 0]
+        b1 += lw[q] * S[4 + q, 1]
+        b2 += lw[q] * S[4 + q, 2]
     a, b = (a0, a1, a2), (b0, b1, b2)
     vv = _dot(v, v)
     if vv <= (1e-13 * scale) ** 2:
@@ -266,48 +273,67 @@ def gjk(VA, VB, ws):
 
 
 # -- the shapes of one call --------------------------------------------------------------
-# G: (vstart, fstart, fvstart, fidx, estart, edges, edir, dstart, wv, wn, wo, wd, radius,
-#     extent, ws), the packed arrays with the world vertices wv, normals wn, offsets wo and
-#     edge directions wd, and the work arrays ws (:func:`_work`)
-
-@_jit
-def _work(fvstart):
-    """The work arrays of one call: GJK's simplex ``SA, SB, W (4, 3)``, a subset ``P (4,
-    3)``, weights ``lam, w (4,)``, kept indices ``keep (4,)``, and two point buffers ``(n,
-    3)`` and the side distances ``(n,)`` of the clipping, n twice the largest face's
-    corners (at least 4): a polygon clipped to a face's prism has at most as many points as
-    the two together."""
-    most = 2
-    for f in range(fvstart.shape[0] - 1):
-        most = max(most, fvstart[f + 1] - fvstart[f])
-    n = 2 * most
-    return (np.empty((4, 3)), np.empty((4, 3)), np.empty((4, 3)), np.empty((4, 3)),
-            np.empty(4), np.empty(4), np.empty(4, dtype=np.int64), np.empty((n, 3)),
-            np.empty((n, 3)), np.empty(n))
+#: where the parts of ``G = (I, X, Y, L)`` start: ``I`` the packed ints
+#: (:class:`core.compiled.pack.PackedShapes`: vstart at 0, then fstart, estart, dstart,
+#: fvstart, fidx, edges (flat), edir), ``X (rows, 3)`` the world vertices (row 0), normals,
+#: edge directions and work rows (GJK's simplex, two clipping buffers of ``clip_rows``),
+#: ``Y`` the world face offsets (at 0), radii, extents and work values (GJK's weights,
+#: the clipping's side distances)
+_Layout = namedtuple("_Layout", ["fstart", "estart", "dstart", "fvstart", "fidx", "edges",
+                                 "edir", "normals", "dirs", "simplex", "clip", "clip_rows",
+                                 "radius", "extent", "weights", "sides"])
 
 
 @_inline
 def _v(G, s):
     """Shape s's world core vertices ``(k, 3)`` (a view)."""
-    return G[8][G[0][s]:G[0][s + 1]]
+    return G[1][G[0][s]:G[0][s + 1]]
+
+
+@_inline
+def _faces(G, s):
+    """The range of shape s's faces (global indices)."""
+    I, L = G[0], G[3]
+    return I[L.fstart + s], I[L.fstart + s + 1]
 
 
 @_inline
 def _polytope(G, s):
-    return G[1][s + 1] > G[1][s]
+    f0, f1 = _faces(G, s)
+    return f1 > f0
+
+
+@_inline
+def _normal(G, f):
+    """Face f's world normal, a tuple."""
+    return _row(G[1], G[3].normals + f)
+
+
+@_inline
+def _corners(G, f):
+    """Face f's number of corners."""
+    I, L = G[0], G[3]
+    return I[L.fvstart + f + 1] - I[L.fvstart + f]
 
 
 @_inline
 def _corner(G, s, f, q):
     """Corner q of face f (global index) of shape s in the world, a tuple."""
-    return _row(G[8], G[0][s] + G[3][G[2][f] + q])
+    I, L = G[0], G[3]
+    return _row(G[1], I[s] + I[L.fidx + I[L.fvstart + f] + q])
+
+
+@_inline
+def _radius(G, s):
+    return G[2][G[3].radius + s]
 
 
 @_jit
 def _best_face(G, s, n, sign):
     """The first face of shape s whose world normal has the largest ``sign (n_f . n)``."""
-    f0 = G[1][s]
-    return f0 + _support(G[9][f0:G[1][s + 1]], n, sign)
+    f0, f1 = _faces(G, s)
+    nrm = G[3].normals
+    return f0 + _support(G[1][nrm + f0:nrm + f1], n, sign)
 
 
 @_inline
@@ -349,22 +375,22 @@ def sat(G, A, B):
     """:func:`core.contacts.narrow.sat` of shapes A and B: ``(overlap, normal, edge, ia,
     ib)`` with ``edge`` False for a face axis, else the edge direction indices (within each
     shape)."""
-    wn, wd = G[9], G[11]
+    I, X, L = G[0], G[1], G[3]
     VA, VB = _v(G, A), _v(G, B)
     zero = (0.0, 0.0, 0.0)
     best_face, face_n, face_found = np.inf, zero, False
     best_edge, edge_n, edge_found, ea, eb = np.inf, zero, False, 0, 0
     for side_shape in range(2):
-        s = A if side_shape == 0 else B
-        for k in range(G[1][s], G[1][s + 1]):
-            o, n = _overlap(VA, VB, _row(wn, k))
+        f0, f1 = _faces(G, A if side_shape == 0 else B)
+        for f in range(f0, f1):
+            o, n = _overlap(VA, VB, _normal(G, f))
             if o < best_face:
                 best_face, face_n, face_found = o, n, True
-    d0, d1 = G[7][A], G[7][A + 1]
-    e0, e1 = G[7][B], G[7][B + 1]
+    d0, d1 = I[L.dstart + A], I[L.dstart + A + 1]
+    e0, e1 = I[L.dstart + B], I[L.dstart + B + 1]
     for i in range(d0, d1):
         for j in range(e0, e1):
-            c = _tcross(_row(wd, i), _row(wd, j))
+            c = _tcross(_row(X, L.dirs + i), _row(X, L.dirs + j))
             norm = np.sqrt(_dot(c, c))
             if norm > PARALLEL_CROSS:
                 o, n = _overlap(VA, VB, (c[0] / norm, c[1] / norm, c[2] / norm))
@@ -381,82 +407,85 @@ def sat(G, A, B):
 def _clip(G, X, xf, R, f, nf):
     """:func:`core.contacts.narrow._clip`: the points of shape X (its face xf, global index,
     or its core vertices for ``xf < 0``) clipped to the prism of face f of shape R
-    (counter-clockwise about its normal ``nf``): ``(P, n)``, the kept points the first n
-    rows of ``P``, one of the work buffers (or a larger array where a polygon outgrows
-    them)."""
-    ws = G[14]
-    P, Q, d = ws[7], ws[8], ws[9]
+    (counter-clockwise about its normal ``nf``): ``(P, p0, n)``, the kept points rows
+    ``p0 .. p0 + n`` of P, a clipping buffer of the call's world rows (or a new array where
+    a polygon outgrows the buffers)."""
+    L = G[3]
+    P, p0, pcap = G[1], L.clip, L.clip_rows
+    Q, q0, qcap = G[1], L.clip + L.clip_rows, L.clip_rows
+    D, d0, dcap = G[2], L.sides, L.clip_rows
     if xf >= 0:
-        n = G[2][xf + 1] - G[2][xf]
+        n = _corners(G, xf)
         for q in range(n):
-            P[q, 0], P[q, 1], P[q, 2] = _corner(G, X, xf, q)
+            P[p0 + q, 0], P[p0 + q, 1], P[p0 + q, 2] = _corner(G, X, xf, q)
     else:
         V = _v(G, X)
         n = V.shape[0]
         for q in range(n):
-            P[q, 0], P[q, 1], P[q, 2] = V[q, 0], V[q, 1], V[q, 2]
-    m = G[2][f + 1] - G[2][f]
+            P[p0 + q, 0], P[p0 + q, 1], P[p0 + q, 2] = V[q, 0], V[q, 1], V[q, 2]
+    m = _corners(G, f)
     for k in range(m):
         if n == 0:
             break
         a = _corner(G, R, f, k)
         inward = _tcross(nf, _tsub(_corner(G, R, f, (k + 1) % m), a))
-        if n > d.shape[0]:
-            d = np.empty(2 * n)
+        if n > dcap:                              # only after a polygon outgrew the buffers
+            D, d0, dcap = np.empty(n), 0, n
+        kept = 0
         for i in range(n):
-            d[i] = _dot(_tsub(_row(P, i), a), inward)
+            D[d0 + i] = _dot(_tsub(_row(P, p0 + i), a), inward)
+            kept += D[d0 + i] >= 0.0
         if n == 1:
-            if d[0] < 0.0:
+            if D[d0] < 0.0:
                 n = 0
         elif n == 2:
-            if min(d[0], d[1]) >= 0.0:
+            da, db = D[d0], D[d0 + 1]
+            if min(da, db) >= 0.0:
                 continue
-            if max(d[0], d[1]) < 0.0:
+            if max(da, db) < 0.0:
                 n = 0
                 continue
-            t = d[0] / (d[0] - d[1])
-            x = (P[0, 0] + (P[1, 0] - P[0, 0]) * t, P[0, 1] + (P[1, 1] - P[0, 1]) * t,
-                 P[0, 2] + (P[1, 2] - P[0, 2]) * t)
-            row = 0 if d[0] < 0.0 else 1
+            t = da / (da - db)
+            x = (P[p0, 0] + (P[p0 + 1, 0] - P[p0, 0]) * t,
+                 P[p0, 1] + (P[p0 + 1, 1] - P[p0, 1]) * t,
+                 P[p0, 2] + (P[p0 + 1, 2] - P[p0, 2]) * t)
+            row = p0 if da < 0.0 else p0 + 1
             P[row, 0], P[row, 1], P[row, 2] = x
         else:
-            if 2 * n > Q.shape[0]:
-                Q = np.empty((2 * n, 3))
-            c = 0
+            if kept + n > qcap:                   # kept points and crossings: at most that
+                Q, q0, qcap = np.empty((kept + n, 3)), 0, kept + n
+            c = q0
             for i in range(n):
                 j = (i + 1) % n
-                if d[i] >= 0.0:
-                    Q[c, 0], Q[c, 1], Q[c, 2] = P[i, 0], P[i, 1], P[i, 2]
+                di, dj = D[d0 + i], D[d0 + j]
+                if di >= 0.0:
+                    Q[c, 0], Q[c, 1], Q[c, 2] = P[p0 + i, 0], P[p0 + i, 1], P[p0 + i, 2]
                     c += 1
-                if (d[i] >= 0.0) != (d[j] >= 0.0):
-                    t = d[i] / (d[i] - d[j])
+                if (di >= 0.0) != (dj >= 0.0):
+                    t = di / (di - dj)
                     for e in range(3):
-                        Q[c, e] = P[i, e] + (P[j, e] - P[i, e]) * t
+                        Q[c, e] = P[p0 + i, e] + (P[p0 + j, e] - P[p0 + i, e]) * t
                     c += 1
-            P, Q, n = Q, P, c
-    return P, n
+            P, p0, pcap, Q, q0, qcap, n = Q, q0, qcap, P, p0, pcap, c - q0
+    return P, p0, n
 
 
 @_jit
 def _add(out, c, p, n, s, k):
-    """``out`` (pairs, points, normals, separations, features; grown by doubling when full)
-    with the contact ``(p, n, s, k)`` in row c, and ``c + 1``."""
-    cap = out[3].shape[0]
-    if c == cap:
-        pairs, points = np.empty((2 * cap, 2), dtype=np.int64), np.empty((2 * cap, 3))
-        normals, seps = np.empty((2 * cap, 3)), np.empty(2 * cap)
-        features = np.empty(2 * cap, dtype=np.int64)
-        for q in range(c):
-            pairs[q, 0], pairs[q, 1] = out[0][q, 0], out[0][q, 1]
-            for a in range(3):
-                points[q, a], normals[q, a] = out[1][q, a], out[2][q, a]
-            seps[q], features[q] = out[3][q], out[4][q]
-        out = (pairs, points, normals, seps, features)
-    out[1][c, 0], out[1][c, 1], out[1][c, 2] = p
-    out[2][c, 0], out[2][c, 1], out[2][c, 2] = n
-    out[3][c] = s
-    out[4][c] = k
-    return out, c + 1
+    """``out = (O (cap, 7), K (cap, 3))`` (per contact point, normal and separation; pair
+    and feature; grown by doubling when full) with the contact ``(p, n, s, k)`` in row c,
+    and ``c + 1``."""
+    O, K = out
+    if c == O.shape[0]:
+        O2, K2 = np.empty((2 * c, 7)), np.empty((2 * c, 3), dtype=np.int64)
+        O2[:c] = O
+        K2[:c] = K
+        O, K = O2, K2
+    O[c, 0], O[c, 1], O[c, 2] = p
+    O[c, 3], O[c, 4], O[c, 5] = n
+    O[c, 6] = s
+    K[c, 2] = k
+    return (O, K), c + 1
 
 
 @_jit
@@ -464,17 +493,17 @@ def _face_contacts(G, R, f, X, xf, radius, margin, out, c):
     """:func:`core.contacts.narrow._face_contacts`: the points of shape X (core radius
     ``radius``; its face xf, or its core vertices for ``xf < 0``) clipped to face f (global
     index) of polytope R, appended at row c; returns ``(out, c)``."""
-    nf = _row(G[9], f)
-    P, m = _clip(G, X, xf, R, f, nf)
+    nf = _normal(G, f)
+    P, p0, m = _clip(G, X, xf, R, f, nf)
     for k in range(m):
-        x = _row(P, k)
-        s = _dot(x, nf) - G[10][f] - radius
+        x = _row(P, p0 + k)
+        s = _dot(x, nf) - G[2][f] - radius
         if s < margin:
             out, c = _add(out, c, _tmad(x, -(radius + 0.5 * s), nf), nf, s, k)
     return out, c
 
 
-@_jit
+@_inline
 def _incident(G, X, n):
     """:func:`core.contacts.narrow._incident`: X's face most opposed to n (global index) for
     a polytope, else -1 (its core vertices)."""
@@ -490,14 +519,15 @@ def _edge_support(G, S, k, n, sign):
     V = _v(G, S)
     if not _polytope(G, S):
         return _row(V, 0), _row(V, V.shape[0] - 1)
-    edges, edir = G[5], G[6]
+    I, L = G[0], G[3]
     best, at = -np.inf, -1
-    for e in range(G[4][S], G[4][S + 1]):
-        if edir[e] == k:
-            x = sign * _dot(_tadd(_row(V, edges[e, 0]), _row(V, edges[e, 1])), n)
+    for e in range(I[L.estart + S], I[L.estart + S + 1]):
+        if I[L.edir + e] == k:
+            x = sign * _dot(_tadd(_row(V, I[L.edges + 2 * e]), _row(V, I[L.edges + 2 * e + 1])),
+                            n)
             if at < 0 or x > best:
                 best, at = x, e
-    return _row(V, edges[at, 0]), _row(V, edges[at, 1])
+    return _row(V, I[L.edges + 2 * at]), _row(V, I[L.edges + 2 * at + 1])
 
 
 @_jit
@@ -506,7 +536,7 @@ def _edge_contact(G, A, B, n, ia, ib, overlap, out, c):
     a0, a1 = _edge_support(G, A, ia, n, 1.0)
     b0, b1 = _edge_support(G, B, ib, n, -1.0)
     _, _, pa, pb = closest_segments(a0, a1, b0, b1)
-    ra, rb = G[12][A], G[12][B]
+    ra, rb = _radius(G, A), _radius(G, B)
     s = -overlap - ra - rb
     return _add(out, c, _mid(pa, pb, n, ra, rb), n, s, int(0))
 
@@ -520,10 +550,10 @@ def _rounded(G, A, B, margin, out, c):
     _, _, ca, cb = closest_segments(a0, a1, b0, b1)
     g = _tsub(cb, ca)
     d = np.sqrt(_dot(g, g))
-    ra, rb = G[12][A], G[12][B]
+    ra, rb = _radius(G, A), _radius(G, B)
     if d - ra - rb >= margin:
         return out, c
-    if d > 1e-12 * (G[13][A] + G[13][B]):
+    if d > 1e-12 * (G[2][G[3].extent + A] + G[2][G[3].extent + B]):
         n = (g[0] / d, g[1] / d, g[2] / d)
     else:                                        # cores meet: any direction across them
         axis = _tsub(a1, a0) if la == 2 else _tsub(b1, b0)
@@ -559,14 +589,15 @@ def _polytope_rounded(G, P, X, margin, out, c):
     """:func:`core.contacts.narrow._polytope_rounded`: a polytope P and a point/segment core
     X, normals from P to X."""
     VX = _v(G, X)
-    d, cp, cx = gjk(_v(G, P), VX, G[14])
-    r = G[12][X]
+    sim, wts = G[3].simplex, G[3].weights
+    d, cp, cx = gjk(_v(G, P), VX, G[1][sim:sim + 16], G[2][wts:wts + 8])
+    r = _radius(G, X)
     if d - r >= margin:
         return out, c
     if d > 0.0:
         n = ((cx[0] - cp[0]) / d, (cx[1] - cp[1]) / d, (cx[2] - cp[2]) / d)
         f = _best_face(G, P, n, 1.0)
-        if _dot(_row(G[9], f), n) > FACE_COS:
+        if _dot(_normal(G, f), n) > FACE_COS:
             out, c2 = _face_contacts(G, P, f, X, -1, r, margin, out, c)
             if c2 > c:
                 return out, c2
@@ -587,8 +618,8 @@ def _polytope_rounded(G, P, X, margin, out, c):
 @_inline
 def _flip(out, c0, c):
     for k in range(c0, c):
-        for a in range(3):
-            out[2][k, a] = -out[2][k, a]
+        for a in range(3, 6):
+            out[0][k, a] = -out[0][k, a]
 
 
 @_jit
@@ -599,9 +630,8 @@ def _polytopes(G, A, B, margin, out, c):
         return out, c
     if edge:
         return _edge_contact(G, A, B, n, ia, ib, overlap, out, c)
-    wn = G[9]
     fa, fb = _best_face(G, A, n, 1.0), _best_face(G, B, n, -1.0)
-    na, nb = _row(wn, fa), _row(wn, fb)
+    na, nb = _normal(G, fa), _normal(G, fb)
     if _dot(na, n) >= _dot(nb, (-n[0], -n[1], -n[2])):
         out, c2 = _face_contacts(G, A, fa, B, _incident(G, B, na), 0.0, margin, out, c)
     else:
@@ -631,17 +661,15 @@ def collide(G, A, B, margin, out, c):
 
 # -- posing and the broad phase ----------------------------------------------------------
 @_inline
-def _transform(R, p, x, out):
-    """``out = R x + p`` (p None: ``R x``) for ``R`` the 3x3 block of a pose."""
-    for a in range(3):
-        out[a] = R[a, 0] * x[0] + R[a, 1] * x[1] + R[a, 2] * x[2]
-        if p is not None:
-            out[a] += p[a]
+def _transform(T, x):
+    """``R x`` for ``R`` the 3x3 block of a pose T and a row x, a tuple."""
+    return (T[0, 0] * x[0] + T[0, 1] * x[1] + T[0, 2] * x[2],
+            T[1, 0] * x[0] + T[1, 1] * x[1] + T[1, 2] * x[2],
+            T[2, 0] * x[0] + T[2, 1] * x[1] + T[2, 2] * x[2])
 
 
 @_jit
-def pair_contacts(vstart, fstart, fvstart, fidx, estart, edges, edir, dstart, verts,
-                  normals, offsets, dirs, radius, extent, poses, ns, allowed, margin):
+def pair_contacts(ints, rows, reals, poses, ns, allowed, margin):
     """The contacts closer than ``margin`` of the packed shapes (the arrays of
     :class:`core.compiled.pack.PackedShapes`) at the world ``poses (N, 4, 4)``: items
     ``[0, ns)`` the model's shapes, the rest the world's (never collided with each other);
@@ -651,28 +679,40 @@ def pair_contacts(vstart, fstart, fvstart, fidx, estart, edges, edir, dstart, ve
     2), points (c, 3), normals (c, 3), separations (c,), features (c,))``, pairs in
     increasing ``(i, j)`` order."""
     N = poses.shape[0]
-    wv, wn = np.empty_like(verts), np.empty_like(normals)
-    wo, wd = np.empty_like(offsets), np.empty_like(dirs)
+    nv, nf, nd = ints[N], ints[2 * N + 1], ints[4 * N + 3]
+    fvstart = 4 * (N + 1)
+    fidx = fvstart + nf + 1
+    edges = fidx + ints[fvstart + nf]
+    most = 2                                      # the most corners of a face (at least 2)
+    for f in range(nf):
+        most = max(most, ints[fvstart + f + 1] - ints[fvstart + f])
+    L = _Layout(N + 1, 2 * (N + 1), 3 * (N + 1), fvstart, fidx, edges,
+                edges + 2 * ints[3 * N + 2], nv, nv + nf, nv + nf + nd, nv + nf + nd + 16,
+                2 * most, nf, nf + N, nf + 2 * N, nf + 2 * N + 8)
+    X = np.empty((L.clip + 2 * L.clip_rows, 3))
+    Y = np.empty(L.sides + L.clip_rows)
     lo, hi = np.empty((N, 3)), np.empty((N, 3))
     for s in range(N):
-        R, p = poses[s, :3, :3], poses[s, :3, 3]
-        for k in range(vstart[s], vstart[s + 1]):
-            _transform(R, p, verts[k], wv[k])
-        for f in range(fstart[s], fstart[s + 1]):
-            _transform(R, None, normals[f], wn[f])
-            wo[f] = offsets[f] + _dot(wn[f], p)
-        for d in range(dstart[s], dstart[s + 1]):
-            _transform(R, None, dirs[d], wd[d])
-        r = radius[s] + margin
+        T = poses[s]
+        p = (T[0, 3], T[1, 3], T[2, 3])
+        for k in range(ints[s], ints[s + 1]):
+            X[k, 0], X[k, 1], X[k, 2] = _tadd(_transform(T, _row(rows, k)), p)
+        for f in range(ints[L.fstart + s], ints[L.fstart + s + 1]):
+            n = _transform(T, _row(rows, L.normals + f))
+            X[L.normals + f, 0], X[L.normals + f, 1], X[L.normals + f, 2] = n
+            Y[f] = reals[f] + _dot(n, p)
+        for d in range(ints[L.dstart + s], ints[L.dstart + s + 1]):
+            X[L.dirs + d, 0], X[L.dirs + d, 1], X[L.dirs + d, 2] = \
+                _transform(T, _row(rows, L.dirs + d))
+        Y[L.radius + s], Y[L.extent + s] = reals[nf + s], reals[nf + N + s]
+        r = reals[nf + s] + margin
         for a in range(3):
             low, high = np.inf, -np.inf
-            for k in range(vstart[s], vstart[s + 1]):
-                low, high = min(low, wv[k, a]), max(high, wv[k, a])
+            for k in range(ints[s], ints[s + 1]):
+                low, high = min(low, X[k, a]), max(high, X[k, a])
             lo[s, a], hi[s, a] = low - r, high + r
-    G = (vstart, fstart, fvstart, fidx, estart, edges, edir, dstart, wv, wn, wo, wd, radius,
-         extent, _work(fvstart))
-    out = (np.empty((16, 2), dtype=np.int64), np.empty((16, 3)), np.empty((16, 3)),
-           np.empty(16), np.empty(16, dtype=np.int64))
+    G = (ints, X, Y, L)
+    out = (np.empty((4 * N, 7)), np.empty((4 * N, 3), dtype=np.int64))
     c = int(0)
     for i in range(ns):
         for j in range(i + 1, N):
@@ -690,5 +730,7 @@ def pair_contacts(vstart, fstart, fvstart, fidx, estart, edges, edir, dstart, ve
             else:
                 out, c = collide(G, i, j, margin, out, c)
             for k in range(c0, c):
-                out[0][k, 0], out[0][k, 1] = i, j
-    return out[0][:c], out[1][:c], out[2][:c], out[3][:c], out[4][:c]
+                out[1][k, 0], out[1][k, 1] = i, j
+    O, K = out
+    return (K[:c, :2].copy(), O[:c, :3].copy(), O[:c, 3:6].copy(), O[:c, 6].copy(),
+            K[:c, 2].copy())
