@@ -13,9 +13,12 @@ distances and parallel capsules, GJK with the exact closest-point search over th
 simplex's subsets (largest first, the same degeneracy tests), the separating axis test with
 :data:`~core.contacts.narrow.EDGE_PREFERENCE`, reference faces within
 :data:`~core.contacts.narrow.FACE_COS`, Sutherland-Hodgman clipping and edge-edge contacts,
-with the same features. The two differ by rounding only (products may be fused here, and
-numpy's small products may sum in another order), so a contact set differs only where a
-quantity lies within rounding of one of the narrow phase's thresholds.
+with the same features. One step is added: a polytope and a point/segment core that one of
+the polytope's face planes keeps more than the radius plus the margin apart are skipped
+before GJK (:func:`_plane_apart`; GJK's distance, never below the true one, would reject
+them too). The two differ by rounding only (products may be fused here, and numpy's small
+products may sum in another order), so a contact set differs only where a quantity lies
+within rounding of one of the narrow phase's thresholds.
 
 Cost: vectors are tuples of three floats, and GJK's simplex and the clipped polygons live
 in work rows of the call's arrays, so a pair allocates nothing (unless the output fills up
@@ -584,14 +587,31 @@ def _rounded(G, A, B, margin, out, c):
     return _add(out, c, _mid(ca, cb, n, ra, rb), n, d - ra - rb, int(0))
 
 
+@_inline
+def _plane_apart(G, P, V, gap):
+    """Whether all of ``V (k, 3)`` lie at least ``gap`` outside one face plane of polytope
+    P: then the distance of P and conv(V) is at least gap (P lies inside the plane)."""
+    f0, f1 = _faces(G, P)
+    for f in range(f0, f1):
+        nf = _normal(G, f)
+        low = np.inf
+        for i in range(V.shape[0]):
+            low = min(low, _dot(_row(V, i), nf))
+        if low - G[2][f] >= gap:
+            return True
+    return False
+
+
 @_jit
 def _polytope_rounded(G, P, X, margin, out, c):
     """:func:`core.contacts.narrow._polytope_rounded`: a polytope P and a point/segment core
     X, normals from P to X."""
     VX = _v(G, X)
+    r = _radius(G, X)
+    if _plane_apart(G, P, VX, r + margin):
+        return out, c
     sim, wts = G[3].simplex, G[3].weights
     d, cp, cx = gjk(_v(G, P), VX, G[1][sim:sim + 16], G[2][wts:wts + 8])
-    r = _radius(G, X)
     if d - r >= margin:
         return out, c
     if d > 0.0:
