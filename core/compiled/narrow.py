@@ -434,10 +434,8 @@ def _clip(G, X, xf, R, f, nf):
         inward = _tcross(nf, _tsub(_corner(G, R, f, (k + 1) % m), a))
         if n > dcap:                              # only after a polygon outgrew the buffers
             D, d0, dcap = np.empty(n), 0, n
-        kept = 0
         for i in range(n):
             D[d0 + i] = _dot(_tsub(_row(P, p0 + i), a), inward)
-            kept += D[d0 + i] >= 0.0
         if n == 1:
             if D[d0] < 0.0:
                 n = 0
@@ -455,8 +453,12 @@ def _clip(G, X, xf, R, f, nf):
             row = p0 if da < 0.0 else p0 + 1
             P[row, 0], P[row, 1], P[row, 2] = x
         else:
-            if kept + n > qcap:                   # kept points and crossings: at most that
-                Q, q0, qcap = np.empty((kept + n, 3)), 0, kept + n
+            size = 0                              # the kept points and the crossings
+            for i in range(n):
+                inside = D[d0 + i] >= 0.0
+                size += inside + (inside != (D[d0 + (i + 1) % n] >= 0.0))
+            if size > qcap:
+                Q, q0, qcap = np.empty((size, 3)), 0, size
             c = q0
             for i in range(n):
                 j = (i + 1) % n
@@ -703,7 +705,9 @@ def pair_contacts(ints, rows, reals, poses, ns, allowed, margin):
     fvstart = 4 * (N + 1)
     fidx = fvstart + nf + 1
     edges = fidx + ints[fvstart + nf]
-    most = 2                                      # the most corners of a face (at least 2)
+    # the clipping buffers hold twice the most corners of a face (at least 2): a convex
+    # polygon clipped to a face's prism keeps at most as many points as the two have corners
+    most = 2
     for f in range(nf):
         most = max(most, ints[fvstart + f + 1] - ints[fvstart + f])
     L = _Layout(N + 1, 2 * (N + 1), 3 * (N + 1), fvstart, fidx, edges,
