@@ -83,42 +83,38 @@ def step_arrays(nv, nb, method, substeps, h, tau, fext, charts):
 
 
 class PackedShapes:
-    """Shapes (:class:`core.contacts.shapes.Shape`, each in its own frame) in the flat arrays
-    of :func:`core.compiled.narrow.pair_contacts`: ``vstart``, ``fstart``, ``estart``,
-    ``dstart`` ``(N + 1,)`` the ranges of shape s's vertices, faces, edges and edge
-    directions; ``verts (V, 3)``; ``fvstart (F + 1,)`` each face's range in ``fidx`` (the
-    face's vertex indices within its shape, counter-clockwise); ``normals (F, 3)``,
-    ``offsets (F,)``; ``edges (E, 2)`` (vertex indices within the shape), ``edir (E,)``
-    (each edge's direction index within the shape); ``dirs (D, 3)``; ``radius (N,)``,
-    ``extent (N,)``."""
+    """Shapes (:class:`core.contacts.shapes.Shape`, each in its own frame) in the three flat
+    arrays of :func:`core.compiled.narrow.pair_contacts`: ``ints`` (int64) the ranges of
+    each shape's vertices, faces, edges and edge directions (``vstart``, ``fstart``,
+    ``estart``, ``dstart``, each ``(N + 1,)``), each face's range in ``fidx``
+    (``fvstart (F + 1,)``), ``fidx`` (the faces' vertex indices within their shape,
+    counter-clockwise), ``edges`` (``(E, 2)`` flat, vertex indices within the shape) and
+    ``edir`` (``(E,)``, each edge's direction index within the shape), in that order;
+    ``rows (V + F + D, 3)`` the vertices, face normals and edge directions; ``reals`` the
+    face offsets ``(F,)``, radii ``(N,)`` and extents ``(N,)``."""
 
     def __init__(self, shapes):
         def starts(counts):
             return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
         def rows(arrays, width, dtype=float):
-            return np.ascontiguousarray(np.concatenate(
-                [np.asarray(a, dtype=dtype).reshape(-1, width) for a in arrays] or
-                [np.zeros((0, width), dtype=dtype)]))
+            return np.concatenate([np.asarray(a, dtype=dtype).reshape(-1, width)
+                                   for a in arrays] + [np.zeros((0, width), dtype=dtype)])
 
         faces = [f for s in shapes for f in s.faces]
-        self.vstart = starts([len(s.vertices) for s in shapes])
-        self.fstart = starts([len(s.faces) for s in shapes])
-        self.estart = starts([len(s.edges) for s in shapes])
-        self.dstart = starts([len(s.edge_dirs) for s in shapes])
-        self.verts = rows([s.vertices for s in shapes], 3)
-        self.fvstart = starts([len(f) for f in faces])
-        self.fidx = rows(faces, 1, np.int64).ravel()
-        self.normals = rows([s.normals for s in shapes], 3)
-        self.offsets = rows([s.offsets for s in shapes], 1).ravel()
-        self.edges = rows([s.edges for s in shapes], 2, np.int64)
-        self.edir = rows([s.edge_dir_of for s in shapes], 1, np.int64).ravel()
-        self.dirs = rows([s.edge_dirs for s in shapes], 3)
-        self.radius = np.array([s.radius for s in shapes], dtype=float)
-        self.extent = np.array([s.extent for s in shapes], dtype=float)
+        self.ints = np.ascontiguousarray(np.concatenate([
+            starts([len(s.vertices) for s in shapes]), starts([len(s.faces) for s in shapes]),
+            starts([len(s.edges) for s in shapes]), starts([len(s.edge_dirs) for s in shapes]),
+            starts([len(f) for f in faces]), rows(faces, 1, np.int64).ravel(),
+            rows([s.edges for s in shapes], 2, np.int64).ravel(),
+            rows([s.edge_dir_of for s in shapes], 1, np.int64).ravel()]))
+        self.rows = np.ascontiguousarray(np.concatenate([
+            rows([s.vertices for s in shapes], 3), rows([s.normals for s in shapes], 3),
+            rows([s.edge_dirs for s in shapes], 3)]))
+        self.reals = np.ascontiguousarray(np.concatenate([
+            rows([s.offsets for s in shapes], 1).ravel(), [s.radius for s in shapes],
+            [s.extent for s in shapes]]), dtype=float)
 
     def arrays(self):
         """The arrays in :func:`core.compiled.narrow.pair_contacts`'s order."""
-        return (self.vstart, self.fstart, self.fvstart, self.fidx, self.estart, self.edges,
-                self.edir, self.dstart, self.verts, self.normals, self.offsets, self.dirs,
-                self.radius, self.extent)
+        return self.ints, self.rows, self.reals
