@@ -557,12 +557,12 @@ def _constraint_error(mechanism, times, q, poses):
         return np.asarray(mechanism.constraint_error(mechanism, times, q, poses), dtype=float)
     model = mechanism.model
     err = np.zeros(len(times))
-    for k in range(len(times)):
-        for i, j in enumerate(model.joints):
-            s = slice(model.q_start[i], model.q_start[i] + model.q_count[i])
-            parent = np.eye(4) if model.parents[i] < 0 else poses[k, model.parents[i]]
-            T = parent @ model.placements[i] @ j.transform(q[k, s])
-            err[k] = max(err[k], float(np.abs(T[:3, 3] - poses[k, i, :3, 3]).max()))
+    for i, j in enumerate(model.joints):                 # every frame at once, joint by joint
+        s = slice(model.q_start[i], model.q_start[i] + model.q_count[i])
+        T = model.placements[i] @ j.transforms(q[:, s])
+        if model.parents[i] >= 0:
+            T = poses[:, model.parents[i]] @ T
+        err = np.maximum(err, np.abs(T[:, :3, 3] - poses[:, i, :3, 3]).max(axis=1))
     return err
 
 

@@ -48,6 +48,25 @@ def test_closest_point_distance_measures_offsets_from_the_curve():
     assert np.all(closest_point_distance(j, G[:, :3, 3]) < 1e-12)
 
 
+def test_the_default_constraint_error_measures_a_body_moved_off_its_joint():
+    """Without a mechanism's own measure, the constraint error of a frame is the largest
+    distance of a body's position from its parent pose x placement x G(q): rounding for
+    poses from the kinematics, and the displacement of a body moved off its joint in one
+    frame (its children, posed from it, then also miss theirs by as much)."""
+    from core.mechanisms.base import _constraint_error
+
+    mech = DEMOS["hinge_chain"](duration=0.2)
+    assert mech.constraint_error is None
+    r = simulate_mechanism(mech)
+    err = _constraint_error(mech, r.times, r.q, r.poses)
+    assert err.shape == r.times.shape and err.max() < 1e-12
+    poses = r.poses.copy()
+    poses[3, 2, :3, 3] += [0.0, 2e-3, -1e-3]
+    moved = _constraint_error(mech, r.times, r.q, poses)
+    assert abs(moved[3] - 2e-3) < 1e-12
+    np.testing.assert_array_equal(np.delete(moved, 3), np.delete(err, 3))
+
+
 # -- beads on a wire --------------------------------------------------------------------------
 
 def test_beads_stay_on_their_wires_and_move():
