@@ -19,6 +19,7 @@ allocate their outputs (their sizes are the number of contacts found)."""
 
 import numpy as np
 
+from ..contacts.solver import KEY_BITS
 from .contacts import contact_pgs, fastest_point
 from .kernels import _jit, _limit_offsets, _limit_row, limit_hold
 from .layout import H_LSH, LI_C, LI_MIN, LR_HEADER, LR_PER
@@ -43,8 +44,8 @@ def shape_poses(ints, buf, bodies, at, first, extent, poses):
 
 @_jit
 def _key(kind, x, y, z):
-    """:func:`core.contacts.solver.contact_keys` of one contact (16 bits per field)."""
-    return (((kind << 16 | x) << 16 | y) << 16) | z
+    """:func:`core.contacts.solver.contact_keys` of one contact."""
+    return (((kind << KEY_BITS | x) << KEY_BITS | y) << KEY_BITS) | z
 
 
 @_jit

@@ -450,12 +450,19 @@ def test_the_compiled_contact_substep_equals_the_reference_glue(monkeypatch):
                                        atol=scale * np.abs(expected[0] - q1).max() +
                                        50 * EPS * np.abs(q1).max())
             np.testing.assert_array_equal(compiled._warm_keys, reference._warm_keys)
+            lam_tol = scale * np.abs(reference._warm_lam).max()
             np.testing.assert_allclose(compiled._warm_lam, reference._warm_lam, rtol=0,
-                                       atol=scale * np.abs(reference._warm_lam).max())
+                                       atol=lam_tol)
             np.testing.assert_allclose(compiled._warm_limits, reference._warm_limits, rtol=0,
                                        atol=scale * np.abs(reference._warm_limits).max())
             np.testing.assert_array_equal(compiled.limits.engaged, reference.limits.engaged)
-            assert compiled._log[-1][:3] == reference._log[-1][:3]
+            # the report: the time; the contacts carrying a normal impulse, up to those whose
+            # impulse is within the tolerance of zero; the deepest overlap
+            (t_c, active_c, depth_c, _), (t_r, active_r, depth_r, _) = \
+                compiled._log[-1], reference._log[-1]
+            assert t_c == t_r
+            assert abs(active_c - active_r) <= np.sum(reference._warm_lam[:, 0] <= lam_tol)
+            assert abs(depth_c - depth_r) <= 50 * EPS * max(np.abs(q1).max(), 1.0)
         return expected
 
     previous = backend.use("numba")
