@@ -642,7 +642,7 @@ class ContactSolver:
         arrays; the same ones without contacts or engaged limits). Raises NonFiniteError
         when the mass matrix is not positive definite (a diverged state)."""
         if _backend.kernels is not None and not self.movers and \
-                not _compiled.packed(self.model).python and \
+                not (self.model.packed or _compiled.packed(self.model)).python and \
                 (self.limits is None or self.limits.compiled):
             out = self._apply_compiled(data, q, v, q1, v1, t, h, float(weight) * h)
             if out is not None:
@@ -734,7 +734,7 @@ class ContactSolver:
         from ..compiled.narrow import pair_contacts
 
         m = self.model
-        p = _compiled.packed(m)
+        p = m.packed or _compiled.packed(m)
         _compiled.energies(m, data, q, v1)
         reach = self.margin + h * K.shape_poses(p.ints, data.buffer, self.bodies,
                                                  self._body_velocity, self._first,
@@ -742,7 +742,7 @@ class ContactSolver:
         pairs = pair_contacts(*self._packed.arrays(), self._poses, len(self.shapes),
                               self._pairs_allowed, reach)
         li, lr = self._limit_arrays
-        saved = li.copy(), None if self.limits is None else self.limits.distances.copy()
+        saved = None if self.limits is None else (li.copy(), self.limits.distances.copy())
         status, nc, nl, lim_rows, a, b, P, n, s, mu, rest, key, J, rhs, lam = \
             K.gather_contacts(p.ints, data.buffer, q, v1, q1, c_h, reach, self._planes,
                               self._plane_material, self._vertices, self._vertex_shape,
@@ -770,12 +770,11 @@ class ContactSolver:
                 K.finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, L, li,
                                   lr, self.slop, self.iterations, PGS_RTOL)
         if status:
-            li[:] = saved[0]
-            if saved[1] is not None:
-                self.limits.distances[:] = saved[1]
+            if saved is not None:
+                li[:], self.limits.distances[:] = saved
             return None
         self._warm_keys, self._warm_lam, self._warm_limits = keys, warm, warm_limits
-        potential = dynamics.potential_energy(m, data, q_new) - \
-            dynamics.potential_energy(m, data, q_mid) if moved else 0.0
+        potential = _compiled.energies(m, data, q_new, None)[1] - \
+            _compiled.energies(m, data, q_mid, None)[1] if moved else 0.0
         self._log.append((t + h, active, depth, kinetic + potential))
         return q_new, v_new
