@@ -13,8 +13,10 @@ kernel calls with arrays between them and no numpy call per contact:
 5. :func:`finish_contacts`: the end state, the next substep's warm starts, the limits'
    projection and the contacts' position correction.
 
-Each follows the numpy code of ``ContactSolver.apply`` and ``find_contacts`` (the
-reference) operation for operation, so the two differ by rounding only. These kernels
+The check that lets contact-free steps skip the solver (``ContactSolver.clear``) takes
+:func:`shape_poses`, :func:`plane_separation` and the narrow phase, without building the
+contacts. Each follows the numpy code of ``ContactSolver.apply``, ``find_contacts`` and
+``clear`` (the reference) operation for operation, so the two differ by rounding only. These kernels
 allocate their outputs (their sizes are the number of contacts found)."""
 
 import numpy as np
@@ -24,7 +26,7 @@ from .contacts import contact_pgs, fastest_point
 from .kernels import _jit, _limit_offsets, _limit_row, limit_hold
 from .layout import H_LSH, LI_C, LI_MIN, LR_HEADER, LR_PER
 
-__all__ = ["shape_poses", "gather_contacts", "finish_contacts"]
+__all__ = ["shape_poses", "plane_separation", "gather_contacts", "finish_contacts"]
 
 
 @_jit
@@ -40,6 +42,26 @@ def shape_poses(ints, buf, bodies, at, first, extent, poses):
             for j in range(4):
                 poses[k, i, j] = buf[o + 4 * i + j]
     return fastest_point(buf, at, first, extent)
+
+
+@_jit
+def plane_separation(ints, buf, planes, vertices, vertex_body, vertex_radius):
+    """The least separation from the planes ``(P, 4)`` (normal, height) of the core vertices
+    ``vertices (V, 3)`` swept by their radii, on the bodies ``vertex_body`` posed in
+    ``buf`` (:func:`core.contacts.narrow.plane_contacts`' separations; inf without planes
+    or vertices)."""
+    oL = ints[H_LSH]
+    least = np.inf
+    for k in range(vertices.shape[0] if planes.shape[0] else 0):
+        o = oL + 28 * vertex_body[k]
+        x0, x1, x2 = vertices[k, 0], vertices[k, 1], vertices[k, 2]
+        w0 = buf[o] * x0 + buf[o + 1] * x1 + buf[o + 2] * x2 + buf[o + 3]
+        w1 = buf[o + 4] * x0 + buf[o + 5] * x1 + buf[o + 6] * x2 + buf[o + 7]
+        w2 = buf[o + 8] * x0 + buf[o + 9] * x1 + buf[o + 10] * x2 + buf[o + 11]
+        for pi in range(planes.shape[0]):
+            least = min(least, w0 * planes[pi, 0] + w1 * planes[pi, 1] + w2 * planes[pi, 2]
+                        - planes[pi, 3] - vertex_radius[k])
+    return least
 
 
 @_jit

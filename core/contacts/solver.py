@@ -472,14 +472,39 @@ class ContactSolver:
         end, which catches a speed that more than doubled within it). Poses the model in
         ``data`` (on the numba backend by the compiled kinematics: world poses and body-frame
         velocities)."""
-        if v is None:
-            self._pose(data, q)
-            return not np.any(self.find_contacts(data, t, 0.0).separation < 0.0)
-        if self.movers:
+        if v is not None and self.movers:
             return False
-        g = float(np.linalg.norm(self.model.gravity))
-        reach = self.margin + 2.0 * dt * self._pose(data, q, v) + 0.5 * g * dt * dt
-        return not len(self.find_contacts(data, t, reach))
+        speed = self._pose(data, q, v)
+        if v is None:
+            reach = 0.0
+        else:
+            g = float(np.linalg.norm(self.model.gravity))
+            reach = self.margin + 2.0 * dt * speed + 0.5 * g * dt * dt
+        if _backend.kernels is not None and not self.movers:
+            return not self._touches(data, reach)
+        found = self.find_contacts(data, t, reach)
+        return not (np.any(found.separation < 0.0) if v is None else len(found))
+
+    def _touches(self, data, margin):
+        """Whether a shape of the model posed in ``data`` (by the compiled kinematics) is
+        closer than ``margin`` to a plane, a static collider or another shape it may collide
+        with: :meth:`find_contacts` on the numba backend without building the contacts (the
+        planes' least separation, :func:`core.compiled.contact_step.plane_separation`, then
+        the narrow phase only if they are clear)."""
+        from ..compiled import contact_step as K
+        from ..compiled.narrow import pair_contacts
+
+        p = self.model.packed or _compiled.packed(self.model)
+        K.shape_poses(p.ints, data.buffer, self.bodies, self._body_velocity, self._first,
+                      self._extent, self._poses)
+        if K.plane_separation(p.ints, data.buffer, self._planes, self._vertices,
+                              self._vertex_body, self._vertex_radius) < margin:
+            return True
+        if not (self.statics or (self.self_collision and len(self.shapes) > 1)):
+            return False
+        separations = pair_contacts(*self._packed.arrays(), self._poses, len(self.shapes),
+                                    self._pairs_allowed, margin)[3]
+        return bool(np.any(separations < margin))
 
     def _pose(self, data, q, v=None):
         """Pose the model in ``data.oMi`` at q (with its joint columns: on the numpy backend

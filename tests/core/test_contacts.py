@@ -478,6 +478,41 @@ def test_the_compiled_contact_substep_equals_the_reference_glue(monkeypatch):
     assert reference.report().contacts.max() >= 6
 
 
+@pytest.mark.skipif(not backend.available(), reason="numba does not import")
+def test_the_compiled_clear_check_agrees_with_the_contacts_found():
+    """``ContactSolver.clear`` on numba (the planes' least separation and the narrow phase,
+    no contact set built) against the numpy backend's (``find_contacts``) over random poses
+    and speeds of a chain above a ground and beside a box, with self-collision, both forms:
+    a step's start with the speeds (contacts within the margin plus the travel) and a
+    step's end (any overlap). The poses are drawn so that both answers occur; the backends'
+    separations differ by rounding only, so they could disagree only for a pose within
+    about 1e-15 m of a threshold, which 60 random draws do not hit."""
+    m, shapes, q0, plane = capsule_chain(4, drop=0.05)
+    box = StaticCollider(Box([0.1, 0.1, 0.1]), se3.from_rp(np.eye(3), [0.5, 0.3, 0.1]))
+    rng = np.random.default_rng(7)
+    answers = {"numpy": [], "numba": []}
+    states = []
+    for _ in range(60):
+        q = q0.copy()
+        q[3:6] += rng.normal(scale=[0.3, 0.3, 0.08])
+        q[6:] += rng.normal(scale=0.6, size=m.nq - 6)
+        states.append((q, rng.normal(scale=2.0, size=m.nv)))
+    previous = backend.active()
+    try:
+        for name in answers:
+            backend.use(name)
+            solver = ContactSolver(m, shapes, [plane, box], self_collision=True)
+            data = m.create_data()
+            for q, v in states:
+                answers[name].append((solver.clear(data, q, v, 0.0, 1.0 / 60.0),
+                                      solver.clear(data, q, None, 0.0)))
+    finally:
+        backend.use(previous)
+    assert answers["numba"] == answers["numpy"]
+    starts, ends = zip(*answers["numpy"])
+    assert 0 < sum(starts) < len(starts) and 0 < sum(ends) < len(ends)
+
+
 # -- simulations ----------------------------------------------------------------------------
 
 def ball(radius=0.1, mass=1.0):
