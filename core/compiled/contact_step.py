@@ -16,14 +16,14 @@ kernel calls with arrays between them and no numpy call per contact:
 The check that lets contact-free steps skip the solver (``ContactSolver.clear``) takes
 :func:`shape_poses`, :func:`plane_separation` and the narrow phase, without building the
 contacts. Each follows the numpy code of ``ContactSolver.apply``, ``find_contacts`` and
-``clear`` (the reference) operation for operation, so the two differ by rounding only. These kernels
-allocate their outputs (their sizes are the number of contacts found)."""
+``clear`` (the reference) operation for operation, so the two differ by rounding only.
+These kernels allocate their outputs (their sizes are the number of contacts found)."""
 
 import numpy as np
 
 from ..contacts.solver import KEY_BITS
-from .contacts import contact_pgs, fastest_point
-from .kernels import _jit, _limit_offsets, _limit_row, limit_hold
+from .contacts import _delassus_rows, _impulse_velocity, contact_pgs, fastest_point
+from .kernels import _jit, _limit_offsets, _limit_row, _world_point, limit_hold
 from .layout import H_LSH, LI_C, LI_MIN, LR_HEADER, LR_PER
 
 __all__ = ["shape_poses", "plane_separation", "gather_contacts", "finish_contacts"]
@@ -47,17 +47,13 @@ def shape_poses(ints, buf, bodies, at, first, extent, poses):
 @_jit
 def plane_separation(ints, buf, planes, vertices, vertex_body, vertex_radius):
     """The least separation from the planes ``(P, 4)`` (normal, height) of the core vertices
-    ``vertices (V, 3)`` swept by their radii, on the bodies ``vertex_body`` posed in
+    ``vertices (3 V,)`` (flat) swept by their radii, on the bodies ``vertex_body`` posed in
     ``buf`` (:func:`core.contacts.narrow.plane_contacts`' separations; inf without planes
     or vertices)."""
     oL = ints[H_LSH]
     least = np.inf
-    for k in range(vertices.shape[0] if planes.shape[0] else 0):
-        o = oL + 28 * vertex_body[k]
-        x0, x1, x2 = vertices[k, 0], vertices[k, 1], vertices[k, 2]
-        w0 = buf[o] * x0 + buf[o + 1] * x1 + buf[o + 2] * x2 + buf[o + 3]
-        w1 = buf[o + 4] * x0 + buf[o + 5] * x1 + buf[o + 6] * x2 + buf[o + 7]
-        w2 = buf[o + 8] * x0 + buf[o + 9] * x1 + buf[o + 10] * x2 + buf[o + 11]
+    for k in range(vertex_body.shape[0] if planes.shape[0] else 0):
+        w0, w1, w2 = _world_point(buf, oL + 28 * vertex_body[k], vertices, 3 * k)
         for pi in range(planes.shape[0]):
             least = min(least, w0 * planes[pi, 0] + w1 * planes[pi, 1] + w2 * planes[pi, 2]
                         - planes[pi, 3] - vertex_radius[k])
@@ -79,10 +75,11 @@ def gather_contacts(ints, buf, q, v1, q1, c_h, margin, planes, plane_material, v
     at q in ``buf`` and a world of planes ``(P, 4)`` (normal, height) and static colliders.
 
     The contacts: each plane's (:func:`core.contacts.narrow.plane_contacts` of every core
-    vertex closer than ``margin``, the vertices' body, shape, index in the shape and radius
-    given per vertex, materials ``plane_material (P, shapes, 2)``), then the pairs' from
-    :func:`core.compiled.narrow.pair_contacts` (its five arrays; bodies, materials by the
-    pair tables ``(items, items)``); their warm-start keys. Without contacts, returns
+    vertex closer than ``margin``: ``vertices (3 V,)`` flat, and the vertices' body, shape,
+    index in the shape and radius given per vertex; materials ``plane_material (P, shapes,
+    2)``), then the pairs' from :func:`core.compiled.narrow.pair_contacts` (its five
+    arrays; bodies, materials by the pair tables ``(items, items)``); their warm-start
+    keys. Without contacts, returns
     ``nc = 0`` and nothing else is done (the caller takes the limit solver's own step).
 
     Then the limit solver ``(li, lr)`` (no constraints: ``li[LI_C] = 0``): its engagement
@@ -97,7 +94,7 @@ def gather_contacts(ints, buf, q, v1, q1, c_h, margin, planes, plane_material, v
     or 5 when a twist limit is undefined (nothing then changed but the limits' distances)."""
     nv = q.shape[0]
     oL = ints[H_LSH]
-    nvert, npl, npair = vertices.shape[0], planes.shape[0], pairs.shape[0]
+    nvert, npl, npair = vertex_body.shape[0], planes.shape[0], pairs.shape[0]
     cap = npl * nvert + npair
     a, b = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
     P, n = np.empty((cap, 3)), np.empty((cap, 3))
@@ -105,11 +102,8 @@ def gather_contacts(ints, buf, q, v1, q1, c_h, margin, planes, plane_material, v
     key = np.empty(cap, dtype=np.int64)
     wv = np.empty((nvert, 3))
     for k in range(nvert if npl else 0):                # the core vertices in the world
-        o = oL + 28 * vertex_body[k]
-        x0, x1, x2 = vertices[k, 0], vertices[k, 1], vertices[k, 2]
-        for i in range(3):
-            wv[k, i] = buf[o + 4 * i] * x0 + buf[o + 4 * i + 1] * x1 + \
-                buf[o + 4 * i + 2] * x2 + buf[o + 4 * i + 3]
+        wv[k, 0], wv[k, 1], wv[k, 2] = _world_point(buf, oL + 28 * vertex_body[k], vertices,
+                                                    3 * k)
     nc = 0
     for pi in range(npl):
         n0, n1, n2, height = planes[pi, 0], planes[pi, 1], planes[pi, 2], planes[pi, 3]
@@ -187,10 +181,12 @@ def gather_contacts(ints, buf, q, v1, q1, c_h, margin, planes, plane_material, v
 
 
 @_jit
-def finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, L, li, lr, slop,
+def finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, F, li, lr, slop,
                     iterations, rtol):
     """Step 4 of ``ContactSolver.apply`` after the impulses ``lam`` (``nl`` limit rows, then
-    three per contact) and ``dv = M^-1 J^T lam`` (``L`` the lower Cholesky factor of M):
+    three per contact) and ``dv = M^-1 J^T lam`` (``F`` the Cholesky factor of M, L in its
+    lower half and L^T in its upper, as :func:`core.compiled.contacts.contact_solve` leaves
+    it):
     the end state ``(q1 + c h dv + dq, v1 + dv)`` with the limits' projection
     (:func:`core.compiled.kernels.limit_hold`) and, where the contacts' end separations
     predicted from their gaps ``gap`` leave one more than ``slop`` deep, the mass-weighted
@@ -232,26 +228,13 @@ def finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, L, li, l
         deep = deep or x < -slop
     if deep:
         na = nc + c
-        # Z = A L^-T, rows A: the normals, then the limits; a row's leading zeros stay
-        # zeros in Z (L is lower triangular), so each row starts at its first nonzero
-        Z, first = np.zeros((na, nv)), np.full(na, nv)
-        for k in range(na):
-            for i in range(nv):
-                x = J[nl + 3 * k, i] if k < nc else out[c + nv * (k - nc) + i]
-                if first[k] == nv and x == 0.0:
-                    continue
-                first[k] = min(first[k], i)
-                for j in range(first[k], i):
-                    x -= L[i, j] * Z[k, j]
-                Z[k, i] = x / L[i, i]
-        W, low = np.empty((na, na)), np.empty(na)        # A M^-1 A^T = Z Z^T
-        for k in range(na):
-            for j in range(k, na):
-                x = 0.0
-                for i in range(max(first[k], first[j]), nv):
-                    x += Z[k, i] * Z[j, i]
-                W[k, j] = x
-                W[j, k] = x
+        A = np.empty((na, nv))                   # rows: the contact normals, the limits
+        for k in range(nc):
+            A[k] = J[nl + 3 * k]
+        for k in range(c):
+            A[nc + k] = out[c + nv * k:c + nv * (k + 1)]
+        Zt, W, low = np.empty((nv, na)), np.empty((na, na)), np.empty(na)
+        _delassus_rows(F, A, Zt, W)                      # W = A M^-1 A^T
         for k in range(nc):
             low[k] = ends[k] + slop
         for k in range(c):
@@ -259,15 +242,8 @@ def finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, L, li, l
         corr = np.zeros(na)
         contact_pgs(W, low, corr, na, np.empty(0), np.empty((0, 6)), np.empty((0, 5)),
                     iterations, rtol)
-        dq = np.zeros(nv)                                # dq = M^-1 A^T corr = L^-T Z^T corr
-        for k in range(na):
-            for i in range(nv):
-                dq[i] += Z[k, i] * corr[k]
-        for i in range(nv - 1, -1, -1):
-            x = dq[i]
-            for j in range(i + 1, nv):
-                x -= L[j, i] * dq[j]
-            dq[i] = x / L[i, i]
+        dq = np.empty(nv)                                # dq = M^-1 A^T corr
+        _impulse_velocity(F, Zt, corr, dq)
         for i in range(nv):
             q_new[i] += dq[i]
         moved = True

@@ -165,6 +165,82 @@ def _eigh2(a, b, c, out):
 
 
 @_jit
+def _delassus_rows(F, J, Zt, W):
+    """For the Cholesky factor ``F (nv, nv)`` of M (L in its lower half, as
+    :func:`contact_solve` leaves it) and rows ``J (m, nv)``: ``Zt = L^-1 J^T (nv, m)`` and
+    ``W = J M^-1 J^T = Zt^T Zt (m, m)``. The inner loops run along contiguous rows without a
+    reduction (loops LLVM vectorizes), each element's terms added in the order of the
+    textbook loops: Zt's rows from the top (four earlier rows per pass over a row), W's upper
+    half by rows (four rows of Zt per pass), then mirrored."""
+    nv, m = J.shape[1], J.shape[0]
+    for i in range(nv):                                  # Zt = L^-1 J^T
+        t = Zt[i]
+        for r in range(m):
+            t[r] = J[r, i]
+        k = 0
+        while k + 4 <= i:
+            y0, y1, y2, y3 = F[i, k], F[i, k + 1], F[i, k + 2], F[i, k + 3]
+            z0, z1, z2, z3 = Zt[k], Zt[k + 1], Zt[k + 2], Zt[k + 3]
+            for r in range(m):
+                t[r] = (((t[r] - y0 * z0[r]) - y1 * z1[r]) - y2 * z2[r]) - y3 * z3[r]
+            k += 4
+        for l in range(k, i):
+            y, z = F[i, l], Zt[l]
+            for r in range(m):
+                t[r] -= y * z[r]
+        y = F[i, i]
+        for r in range(m):
+            t[r] /= y
+    for r in range(m):                                   # W's upper half, then mirrored
+        n, t = m - r, W[r, r:]
+        for col in range(n):
+            t[col] = 0.0
+        i = 0
+        while i + 4 <= nv:
+            y0, y1, y2, y3 = Zt[i, r], Zt[i + 1, r], Zt[i + 2, r], Zt[i + 3, r]
+            z0, z1, z2, z3 = Zt[i, r:], Zt[i + 1, r:], Zt[i + 2, r:], Zt[i + 3, r:]
+            for col in range(n):
+                t[col] = (((t[col] + y0 * z0[col]) + y1 * z1[col]) + y2 * z2[col]) + \
+                    y3 * z3[col]
+            i += 4
+        for l in range(i, nv):
+            y, z = Zt[l, r], Zt[l, r:]
+            for col in range(n):
+                t[col] += y * z[col]
+        for col in range(r + 1, m):
+            W[col, r] = W[r, col]
+
+
+@_jit
+def _impulse_velocity(F, Zt, lam, dv):
+    """``dv = M^-1 J^T lam = L^-T Zt lam`` into ``dv (nv,)`` for :func:`_delassus_rows`'
+    ``Zt (nv, m)`` and the factor ``F`` (L^T read from its upper half, as :func:`contact_solve`
+    leaves it): four rows of Zt per pass, then the back substitution."""
+    nv, m = Zt.shape[0], Zt.shape[1]
+    i = 0
+    while i + 4 <= nv:
+        x0 = x1 = x2 = x3 = 0.0
+        for r in range(m):
+            y = lam[r]
+            x0 += Zt[i, r] * y
+            x1 += Zt[i + 1, r] * y
+            x2 += Zt[i + 2, r] * y
+            x3 += Zt[i + 3, r] * y
+        dv[i], dv[i + 1], dv[i + 2], dv[i + 3] = x0, x1, x2, x3
+        i += 4
+    for l in range(i, nv):
+        x = 0.0
+        for r in range(m):
+            x += Zt[l, r] * lam[r]
+        dv[l] = x
+    for i in range(nv - 1, -1, -1):
+        x = dv[i]
+        for k in range(i + 1, nv):
+            x -= F[i, k] * dv[k]
+        dv[i] = x / F[i, i]
+
+
+@_jit
 def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu, rest,
                   world_v, h, c_h, bounce_threshold, nl, J, b, lam, D, M, Zt, W, blocks,
                   tangent, dv, gap, iterations, rtol):
@@ -180,12 +256,11 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
     Returns the kinetic energy the impulses change, or NaN if M is not positive definite
     (nothing after the factorization is computed).
 
-    The factorization, Zt and W run their inner loops along contiguous rows without a
-    reduction (loops LLVM vectorizes), each element's terms added in the order of the
-    textbook loops: ``U = L^T`` by rows in M's upper half (row j, once divided by ``U_jj``,
-    subtracted ``U_jk`` times from each row k below it), Zt's rows from the top (four earlier
-    rows per pass over a row), W's upper half by rows (four rows of Zt per pass), then
-    mirrored."""
+    The factorization runs its inner loops along contiguous rows without a reduction (loops
+    LLVM vectorizes), each element's terms added in the order of the textbook loops: ``U =
+    L^T`` by rows in M's upper half (row j, once divided by ``U_jj``, subtracted ``U_jk``
+    times from each row k below it); Zt and W by :func:`_delassus_rows`, dv by
+    :func:`_impulse_velocity`."""
     nv, m, nc = v.shape[0], b.shape[0], a_body.shape[0]
     _crba(ints, reals, buf, q)
     oM = ints[H_M]
@@ -228,42 +303,7 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
     for i in range(nv):                                  # L in M's lower half
         for j in range(i):
             M[i, j] = M[j, i]
-    for i in range(nv):                                  # Zt = L^-1 J^T
-        t = Zt[i]
-        for r in range(m):
-            t[r] = J[r, i]
-        k = 0
-        while k + 4 <= i:
-            y0, y1, y2, y3 = M[i, k], M[i, k + 1], M[i, k + 2], M[i, k + 3]
-            z0, z1, z2, z3 = Zt[k], Zt[k + 1], Zt[k + 2], Zt[k + 3]
-            for r in range(m):
-                t[r] = (((t[r] - y0 * z0[r]) - y1 * z1[r]) - y2 * z2[r]) - y3 * z3[r]
-            k += 4
-        for l in range(k, i):
-            y, z = M[i, l], Zt[l]
-            for r in range(m):
-                t[r] -= y * z[r]
-        y = M[i, i]
-        for r in range(m):
-            t[r] /= y
-    for r in range(m):                                   # W's upper half, then mirrored
-        n, t = m - r, W[r, r:]
-        for col in range(n):
-            t[col] = 0.0
-        i = 0
-        while i + 4 <= nv:
-            y0, y1, y2, y3 = Zt[i, r], Zt[i + 1, r], Zt[i + 2, r], Zt[i + 3, r]
-            z0, z1, z2, z3 = Zt[i, r:], Zt[i + 1, r:], Zt[i + 2, r:], Zt[i + 3, r:]
-            for col in range(n):
-                t[col] = (((t[col] + y0 * z0[col]) + y1 * z1[col]) + y2 * z2[col]) + \
-                    y3 * z3[col]
-            i += 4
-        for l in range(i, nv):
-            y, z = Zt[l, r], Zt[l, r:]
-            for col in range(n):
-                t[col] += y * z[col]
-        for col in range(r + 1, m):
-            W[col, r] = W[r, col]
+    _delassus_rows(M, J, Zt, W)
     for c in range(nc):
         k = nl + 3 * c
         _eigh2(W[k + 1, k + 1], W[k + 1, k + 2], W[k + 2, k + 2], blocks[c])
@@ -271,27 +311,7 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
             W[k + 2, k + 2]
         tangent[c, 3], tangent[c, 4] = W[k + 1, k], W[k + 2, k]
     contact_pgs(W, b, lam, nl, mu, blocks, tangent, iterations, rtol)
-    i = 0                                                # dv = L^-T Zt lam
-    while i + 4 <= nv:                                   # four rows of Zt per pass
-        x0 = x1 = x2 = x3 = 0.0
-        for r in range(m):
-            y = lam[r]
-            x0 += Zt[i, r] * y
-            x1 += Zt[i + 1, r] * y
-            x2 += Zt[i + 2, r] * y
-            x3 += Zt[i + 3, r] * y
-        dv[i], dv[i + 1], dv[i + 2], dv[i + 3] = x0, x1, x2, x3
-        i += 4
-    for l in range(i, nv):
-        x = 0.0
-        for r in range(m):
-            x += Zt[l, r] * lam[r]
-        dv[l] = x
-    for i in range(nv - 1, -1, -1):
-        x = dv[i]
-        for k in range(i + 1, nv):
-            x -= M[i, k] * dv[k]
-        dv[i] = x / M[i, i]
+    _impulse_velocity(M, Zt, lam, dv)
     kinetic = 0.0
     for i in range(nv):                     # (v1 + dv)^T M (v1 + dv) - v1^T M v1, M's rows
         x = 0.0

@@ -497,7 +497,7 @@ class ContactSolver:
         p = self.model.packed or _compiled.packed(self.model)
         K.shape_poses(p.ints, data.buffer, self.bodies, self._body_velocity, self._first,
                       self._extent, self._poses)
-        if K.plane_separation(p.ints, data.buffer, self._planes, self._vertices,
+        if K.plane_separation(p.ints, data.buffer, self._planes, self._vertices.ravel(),
                               self._vertex_body, self._vertex_radius) < margin:
             return True
         if not (self.statics or (self.self_collision and len(self.shapes) > 1)):
@@ -770,10 +770,11 @@ class ContactSolver:
         saved = None if self.limits is None else (li.copy(), self.limits.distances.copy())
         status, nc, nl, lim_rows, a, b, P, n, s, mu, rest, key, J, rhs, lam = \
             K.gather_contacts(p.ints, data.buffer, q, v1, q1, c_h, reach, self._planes,
-                              self._plane_material, self._vertices, self._vertex_shape,
-                              self._vertex_body, self._vertex_local, self._vertex_radius,
-                              *pairs, self._pair_a, self._pair_b, self._pair_material, li, lr,
-                              self._warm_keys, self._warm_lam, self._warm_limits)
+                              self._plane_material, self._vertices.ravel(),
+                              self._vertex_shape, self._vertex_body, self._vertex_local,
+                              self._vertex_radius, *pairs, self._pair_a, self._pair_b,
+                              self._pair_material, li, lr, self._warm_keys, self._warm_lam,
+                              self._warm_limits)
         self.touching = nc > 0
         if status == 0 and not nc:
             # the limit solver's own step, as without contacts
@@ -790,9 +791,12 @@ class ContactSolver:
             except NonFiniteError:
                 status = 4
         if status == 0:
-            L = fac[0] if fac[1] else np.ascontiguousarray(fac[0].T)
+            F = fac[0]                  # L below the diagonal and L^T above, as the kernel's
+            if not fac[1]:              # scipy's upper factor U = L^T
+                U = np.triu(F)
+                F = U.T + np.triu(U, 1)
             status, q_new, q_mid, v_new, moved, keys, warm, warm_limits, active, depth = \
-                K.finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, L, li,
+                K.finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, F, li,
                                   lr, self.slop, self.iterations, PGS_RTOL)
         if status:
             if saved is not None:
