@@ -37,6 +37,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODULE = "bl_ext.user_default.spline_joints"
 
 
+def _play(bpy, scene, frames, start):
+    """Seconds of ``start()`` (the preview's button), then frames per second of two passes
+    of ``scene.frame_set`` over ``frames``: live (simulating) and replay (posing); the
+    preview cleared after."""
+    t0 = time.perf_counter()
+    start()
+    rates = {"start": time.perf_counter() - t0}
+    for kind in ("live", "replay"):
+        t0 = time.perf_counter()
+        for f in frames:
+            scene.frame_set(f)
+        rates[kind] = len(frames) / (time.perf_counter() - t0)
+    bpy.ops.spline_joints.clear_preview()
+    return rates
+
+
 def worker(out, quick):
     """In a fresh process: the live and replay frame rates of every demo."""
     import importlib
@@ -58,15 +74,8 @@ def worker(out, quick):
         n = int(round(duration * fps)) + 1
         scene.frame_end = n
         scene.frame_set(1)
-        t0 = time.perf_counter()
-        bpy.ops.spline_joints.live_mechanism()   # builds the mechanism, first frame + 10 ms
-        rates = {"start": time.perf_counter() - t0}
-        for kind in ("live", "replay"):
-            t0 = time.perf_counter()
-            for f in range(1, n + 1):
-                scene.frame_set(f)
-            rates[kind] = n / (time.perf_counter() - t0)
-        bpy.ops.spline_joints.clear_preview()
+        # the live mechanism is built on the press, which simulates its first frame + 10 ms
+        rates = _play(bpy, scene, range(1, n + 1), bpy.ops.spline_joints.live_mechanism)
         rows.append({"demo": name, "fps": fps, "frames": n, "simulated": duration, **rates})
     rig_ops = importlib.import_module(MODULE + ".addon.operators.rig")
     for path in sorted(glob.glob(os.path.join(os.path.dirname(HERE), "demo_blends", "*.blend"))):
@@ -79,15 +88,8 @@ def worker(out, quick):
         frames = range(scene.frame_start, scene.frame_end + 1)
         scene.spline_joints_sim.live = True
         scene.frame_set(frames[0])
-        t0 = time.perf_counter()
-        bpy.ops.spline_joints.simulate_preview(which="ALL")
-        rates = {"start": time.perf_counter() - t0}
-        for kind in ("live", "replay"):
-            t0 = time.perf_counter()
-            for f in frames:
-                scene.frame_set(f)
-            rates[kind] = len(frames) / (time.perf_counter() - t0)
-        bpy.ops.spline_joints.clear_preview()
+        rates = _play(bpy, scene, frames,
+                      lambda: bpy.ops.spline_joints.simulate_preview(which="ALL"))
         rows.append({"demo": os.path.splitext(os.path.basename(path))[0],
                      "fps": scene.render.fps, "frames": len(frames),
                      "simulated": (len(frames) - 1) / scene.render.fps, **rates})
