@@ -56,7 +56,8 @@ def _extension_zip():
     import platform
 
     name = PLATFORMS[(sys.platform.rstrip("0123456789"), platform.machine())]
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "build_extension.py"), "--platform", name],
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "build_extension.py"), "--platform", name,
+                           "--python", f"{sys.version_info.major}.{sys.version_info.minor}"],
                           capture_output=True, text=True, check=True)
     return proc.stdout.strip().splitlines()[-1]
 

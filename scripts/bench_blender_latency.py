@@ -103,8 +103,9 @@ def _zip():
     sys.path.insert(0, HERE)
     import build_extension
     with build_extension.build_lock():
-        return build_extension.build(["linux-x64"], offline=False, force=False,
-                                     blender_ext=None)[0]
+        return build_extension.build(
+            ["linux-x64"], offline=False, force=False, blender_ext=None,
+            pythons=[f"{sys.version_info.major}.{sys.version_info.minor}"])[0]
 
 
 def _run(args, env, tmp, name):

@@ -202,7 +202,8 @@ def motion_points(demo: str) -> tuple[np.ndarray, dict]:
 def build_zip() -> str:
     """Build (or reuse) the linux-x64 extension zip; returns its path."""
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_extension.py"), "--platform",
-                           "linux-x64"], capture_output=True, text=True)
+                           "linux-x64", "--python", f"{sys.version_info.major}.{sys.version_info.minor}"],
+                          capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"error: building the extension failed:\n{proc.stdout}{proc.stderr}")
     return proc.stdout.strip().splitlines()[-1]

@@ -1,18 +1,27 @@
-"""Build the Spline Joints extension zips with Blender's own extension CLI.
+"""Build the Spline Joints extension zips with Blender's own extension CLI: one zip per
+platform and Python line (:data:`PYTHON_LINES`: Blender 4.2-5.0 run CPython 3.11, Blender 5.1
+and later CPython 3.13).
 
-    python scripts/build_extension.py                       # all four platforms
-    python scripts/build_extension.py --platform linux-x64  # one platform (fast path for tests)
+    python scripts/build_extension.py                       # every platform and line (8 zips)
+    python scripts/build_extension.py --platform linux-x64 --python 3.13   # one zip
     python scripts/build_extension.py --offline             # use only build/wheels/ (no network)
 
-Steps:
-1. The wheels listed in blender_manifest.toml (scipy, numba, llvmlite; pinned, CPython 3.11)
-   are downloaded once with ``pip download --only-binary=:all: --no-deps`` for each wheel's
-   own platform tags into the cache build/wheels/.
+Steps, for each Python line:
+1. The line's wheels listed in blender_manifest.toml (scipy, numba, llvmlite; pinned, one set
+   per CPython version) are downloaded once with ``pip download --only-binary=:all: --no-deps``
+   for each wheel's own platform and Python tags into the cache build/wheels/.
 2. The runtime files (manifest, __init__.py, addon/, core/, README/LICENSE when present) and the
-   wheels of the requested platforms are copied into build/stage/; for a platform subset the
-   staged manifest's ``platforms`` and ``wheels`` lists are narrowed to that subset.
-3. ``blender_ext.py build --split-platforms`` writes one zip per platform into build/dist/,
-   then ``blender_ext.py validate`` checks each zip.
+   line's wheels of the requested platforms are copied into build/stage/<line>/; the staged
+   manifest lists only those platforms and wheels, and its ``blender_version_min`` and
+   ``blender_version_max`` are the line's Blender range, so a Blender of the other line refuses
+   the zip with a message naming the versions it supports.
+3. ``blender_ext.py build --split-platforms`` writes one zip per platform, renamed to
+   ``build/dist/spline_joints-<version>-<blender range>-<platform>.zip``, then
+   ``blender_ext.py validate`` checks each zip.
+
+One zip per line rather than one zip with both lines' wheels: Blender 4.2.0's extension manager
+picks a zip's wheels by platform only (4.2.23 and 5.x also by Python version), so it would
+install both lines' scipy into one folder; and a user downloads half the size.
 
 A build is skipped when the sources, manifest and wheels have not changed since the last one
 (fingerprint stored in build/dist/, written last: an interrupted build is redone); ``--force``
@@ -45,6 +54,14 @@ STAGE = BUILD / "stage"
 DIST = BUILD / "dist"
 RUNTIME_FILES = ("blender_manifest.toml", "__init__.py", "README.md", "LICENSE")
 RUNTIME_DIRS = ("addon", "core")
+
+#: Blender's Python lines: CPython tag of the wheels -> (Python version, the first Blender
+#: version of the line, the first Blender version not of the line or "" for none, the Blender
+#: range as the zip names it)
+PYTHON_LINES = {
+    "cp311": ("3.11", "4.2.0", "5.1.0", "blender_4.2_to_5.0"),
+    "cp313": ("3.13", "5.1.0", "", "blender_5.1_and_later"),
+}
 
 # Blender platform -> test on one platform tag of a wheel file name (PEP 425).
 PLATFORM_TAGS = {
@@ -85,6 +102,26 @@ def wheel_platform(wheel_name: str) -> str:
     raise BuildError(f"wheel {wheel_name!r} matches no known platform {sorted(PLATFORM_TAGS)}")
 
 
+def wheel_line(wheel_name: str) -> str:
+    """The Python line (a key of :data:`PYTHON_LINES`) of a wheel named in the manifest, from
+    its ABI tag, e.g. 'cp311'."""
+    abi = wheel_name.removesuffix(".whl").split("-")[-2]
+    if abi not in PYTHON_LINES:
+        raise BuildError(f"wheel {wheel_name!r} is built for {abi!r}, which is no Python line of "
+                         f"Blender's ({sorted(PYTHON_LINES)}); list wheels of those lines only")
+    return abi
+
+
+def line_of_python(version: str) -> str:
+    """The Python line of a version 'X.Y' (e.g. '3.13' -> 'cp313'); BuildError for a version
+    no supported Blender runs."""
+    for line, (python, *_rest) in PYTHON_LINES.items():
+        if python == version:
+            return line
+    known = ", ".join(v[0] for v in PYTHON_LINES.values())
+    raise BuildError(f"no supported Blender runs Python {version}; choose one of {known}")
+
+
 def wheel_requirement(wheel_name: str) -> str:
     """``name==version`` from a wheel file name (PEP 427)."""
     name, version = wheel_name.split("-")[:2]
@@ -100,10 +137,11 @@ def ensure_wheels(wheels: list[str], offline: bool) -> None:
             continue
         if offline:
             raise BuildError(f"{name} is not in the cache {WHEEL_CACHE}; run once without --offline")
+        line = wheel_line(name)
         cmd = [
             sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--no-deps",
             *[arg for tag in wheel_tags(name) for arg in ("--platform", tag)],
-            "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
+            "--python-version", PYTHON_LINES[line][0], "--implementation", "cp", "--abi", line,
             "--dest", str(WHEEL_CACHE), wheel_requirement(name),
         ]
         print("downloading", name, flush=True)
@@ -115,8 +153,10 @@ def ensure_wheels(wheels: list[str], offline: bool) -> None:
                              "update the wheels list in blender_manifest.toml")
 
 
-def narrow_manifest(text: str, platforms: list[str], wheels: list[str]) -> str:
-    """Rewrite the ``platforms`` and ``wheels`` arrays of the manifest text to the given subset."""
+def line_manifest(text: str, line: str, platforms: list[str], wheels: list[str]) -> str:
+    """The manifest text of one Python line's zips: the ``platforms`` and ``wheels`` arrays
+    narrowed to the given subset, ``blender_version_min`` set and ``blender_version_max``
+    added from :data:`PYTHON_LINES`."""
     def array(key: str, values: list[str]) -> str:
         body = "".join(f'  "{v}",\n' for v in values)
         return f"{key} = [\n{body}]"
@@ -125,6 +165,16 @@ def narrow_manifest(text: str, platforms: list[str], wheels: list[str]) -> str:
         text, n = re.subn(rf"(?ms)^{key}\s*=\s*\[.*?\]", array(key, values), text, count=1)
         if n != 1:
             raise BuildError(f"blender_manifest.toml has no top-level '{key} = [...]' array to narrow")
+    if re.search(r"(?m)^blender_version_max\s*=", text):
+        raise BuildError("blender_manifest.toml sets blender_version_max; the build sets each "
+                         "Python line's range (PYTHON_LINES in scripts/build_extension.py)")
+    _python, first, stop, _name = PYTHON_LINES[line]
+    versions = f'blender_version_min = "{first}"\n'
+    if stop:
+        versions += f'blender_version_max = "{stop}"\n'
+    text, n = re.subn(r"(?m)^blender_version_min\s*=.*\n", versions, text, count=1)
+    if n != 1:
+        raise BuildError("blender_manifest.toml has no top-level 'blender_version_min' to set")
     return text
 
 
@@ -136,25 +186,25 @@ def runtime_paths() -> list[Path]:
     return paths
 
 
-def fingerprint(paths: list[Path], wheels: list[str], platforms: list[str]) -> str:
+def fingerprint(paths: list[Path], manifest_text: str, wheels: list[str]) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps([platforms, wheels]).encode())
+    h.update(json.dumps([manifest_text, wheels]).encode())
     for p in paths:
         st = p.stat()
         h.update(f"{p.relative_to(ROOT)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
-def stage(paths: list[Path], manifest_text: str, wheels: list[str]) -> None:
-    if STAGE.exists():
-        shutil.rmtree(STAGE)
+def stage(folder: Path, paths: list[Path], manifest_text: str, wheels: list[str]) -> None:
+    if folder.exists():
+        shutil.rmtree(folder)
     for p in paths:
-        dst = STAGE / p.relative_to(ROOT)
+        dst = folder / p.relative_to(ROOT)
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(p, dst)
-    atomic_write(STAGE / "blender_manifest.toml", manifest_text)
+    atomic_write(folder / "blender_manifest.toml", manifest_text)
     for wheel in wheels:
-        dst = STAGE / wheel
+        dst = folder / wheel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(WHEEL_CACHE / Path(wheel).name, dst)
 
@@ -166,45 +216,67 @@ def run_cli(blender_ext: Path, *args: str) -> str:
     return proc.stdout
 
 
-def build(platforms: list[str] | None, offline: bool, force: bool, blender_ext: Path | None) -> list[Path]:
-    """Build (or reuse) one zip per platform; return their paths."""
-    BUILD.mkdir(exist_ok=True)
-    atomic_write(BUILD / ".gitignore", "*\n")
-    manifest_text = (ROOT / "blender_manifest.toml").read_text()
-    manifest = tomllib.loads(manifest_text)
-    all_platforms = list(manifest["platforms"])
-    platforms = all_platforms if not platforms else platforms
-    unknown = sorted(set(platforms) - set(all_platforms))
-    if unknown:
-        raise BuildError(f"unknown platform(s) {unknown}; the manifest declares {all_platforms}")
-    wheels = [w for w in manifest.get("wheels", []) if wheel_platform(Path(w).name) in platforms]
+def zip_path(manifest: dict, line: str, platform: str) -> Path:
+    """``build/dist/<id>-<version>-<Blender range>-<platform>.zip``, e.g.
+    ``spline_joints-0.1.0-blender_5.1_and_later-linux_x64.zip``."""
+    return DIST / (f"{manifest['id']}-{manifest['version']}-{PYTHON_LINES[line][3]}-"
+                   f"{platform.replace('-', '_')}.zip")
 
-    stem = f"{manifest['id']}-{manifest['version']}"
-    zips = [DIST / f"{stem}-{p.replace('-', '_')}.zip" for p in platforms]
+
+def build_line(line: str, manifest_text: str, platforms: list[str], offline: bool, force: bool,
+               blender_ext: Path | None) -> list[Path]:
+    """Build (or reuse) one Python line's zip for each platform; return their paths."""
+    manifest = tomllib.loads(manifest_text)
+    wheels = [w for w in manifest.get("wheels", [])
+              if wheel_line(Path(w).name) == line and wheel_platform(Path(w).name) in platforms]
+    text = line_manifest(manifest_text, line, platforms, wheels)
+    zips = [zip_path(manifest, line, p) for p in platforms]
     paths = runtime_paths()
-    stamp = fingerprint(paths, wheels, platforms)
-    stamp_file = DIST / f".fingerprint-{'+'.join(platforms)}"
+    stamp = fingerprint(paths, text, wheels)
+    stamp_file = DIST / f".fingerprint-{line}-{'+'.join(platforms)}"
     if (not force and stamp_file.is_file() and stamp_file.read_text() == stamp
             and all(z.is_file() for z in zips)):
         print("up to date:", *[z.name for z in zips])
         return zips
 
     ensure_wheels(wheels, offline)
-    if platforms != all_platforms:
-        manifest_text = narrow_manifest(manifest_text, platforms, wheels)
-    stage(paths, manifest_text, wheels)
+    folder, out = STAGE / line, DIST / f".{line}"
+    stage(folder, paths, text, wheels)
     blender_ext = blender_ext or find_blender_ext()
-    DIST.mkdir(exist_ok=True)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
     for z in zips:
         z.unlink(missing_ok=True)
-    print(run_cli(blender_ext, "build", "--source-dir", str(STAGE), "--output-dir", str(DIST),
+    print(run_cli(blender_ext, "build", "--source-dir", str(folder), "--output-dir", str(out),
                   "--split-platforms"), end="")
-    for z in zips:
-        if not z.is_file():
-            raise BuildError(f"the build did not write {z}; see the output above")
+    for platform, z in zip(platforms, zips):
+        built = out / f"{manifest['id']}-{manifest['version']}-{platform.replace('-', '_')}.zip"
+        if not built.is_file():
+            raise BuildError(f"the build did not write {built}; see the output above")
+        os.replace(built, z)
         print(run_cli(blender_ext, "validate", str(z)), end="")
+    shutil.rmtree(out)
     atomic_write(stamp_file, stamp)
     return zips
+
+
+def build(platforms: list[str] | None, offline: bool, force: bool, blender_ext: Path | None,
+          pythons: list[str] | None = None) -> list[Path]:
+    """Build (or reuse) one zip per platform and Python line (``pythons``: versions 'X.Y',
+    default every line of :data:`PYTHON_LINES`); return their paths."""
+    BUILD.mkdir(exist_ok=True)
+    atomic_write(BUILD / ".gitignore", "*\n")
+    manifest_text = (ROOT / "blender_manifest.toml").read_text()
+    all_platforms = list(tomllib.loads(manifest_text)["platforms"])
+    platforms = all_platforms if not platforms else platforms
+    unknown = sorted(set(platforms) - set(all_platforms))
+    if unknown:
+        raise BuildError(f"unknown platform(s) {unknown}; the manifest declares {all_platforms}")
+    lines = list(PYTHON_LINES) if not pythons else [line_of_python(v) for v in pythons]
+    DIST.mkdir(exist_ok=True)
+    return [z for line in dict.fromkeys(lines)
+            for z in build_line(line, manifest_text, platforms, offline, force, blender_ext)]
 
 
 class build_lock:
@@ -228,13 +300,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--platform", action="append", dest="platforms",
                         help="platform to build (repeatable); default: every platform in the manifest")
+    parser.add_argument("--python", action="append", dest="pythons", metavar="X.Y",
+                        help="Python line to build for (repeatable): 3.11 for Blender 4.2-5.0, "
+                             "3.13 for Blender 5.1 and later; default: both")
     parser.add_argument("--offline", action="store_true", help="never download; use build/wheels/ only")
     parser.add_argument("--force", action="store_true", help="rebuild even if nothing changed")
     parser.add_argument("--blender-ext", type=Path, help="path to Blender's blender_ext.py")
     args = parser.parse_args(argv)
     try:
         with build_lock():
-            zips = build(args.platforms, args.offline, args.force, args.blender_ext)
+            zips = build(args.platforms, args.offline, args.force, args.blender_ext, args.pythons)
     except BuildError as exc:
         print("error:", exc, file=sys.stderr)
         return 1

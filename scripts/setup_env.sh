@@ -1,24 +1,37 @@
 #!/usr/bin/env bash
 # Create or update a local virtual environment from pinned requirements.
-#   bash scripts/setup_env.sh          -> .venv      (requirements.txt: Blender 5.0 stack with bpy)
-#   bash scripts/setup_env.sh numpy2   -> .venv-np2  (requirements-numpy2.txt: the core on numpy 2)
+#   bash scripts/setup_env.sh            -> .venv            (requirements.txt: Blender 5.0.1, Python 3.11, numpy 1.26)
+#   bash scripts/setup_env.sh py313      -> .venv-py313      (requirements-py313.txt: Blender 5.3.0, Python 3.13, numpy 2.5, OpenSim 4.6)
+#   bash scripts/setup_env.sh blender42  -> .venv-blender42  (requirements-blender42.txt: Blender 4.2.23 LTS, the smoke stage)
+# The interpreter is pythonX.Y on PATH, else pyenv's newest X.Y, else $PYTHON.
 # Re-running is cheap: nothing is installed when the requirements file is unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-main}" in
-  main) venv=.venv; req=requirements.txt ;;
-  numpy2) venv=.venv-np2; req=requirements-numpy2.txt ;;
-  *) echo "usage: $0 [main|numpy2]" >&2; exit 2 ;;
+  main) venv=.venv; req=requirements.txt; version=3.11 ;;
+  py313) venv=.venv-py313; req=requirements-py313.txt; version=3.13 ;;
+  blender42) venv=.venv-blender42; req=requirements-blender42.txt; version=3.11 ;;
+  *) echo "usage: $0 [main|py313|blender42]" >&2; exit 2 ;;
 esac
-py=${PYTHON:-python3.11}
-if ! command -v "$py" >/dev/null 2>&1; then
-  echo "error: $py not found; Blender 5.0's bpy module needs Python 3.11 (set PYTHON=/path/to/python3.11)" >&2
-  exit 1
-fi
 stamp="$venv/.requirements.sha256"
 want=$(sha256sum "$req" | cut -d' ' -f1)
 if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
+fi
+find_python() {
+  if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"; return; fi
+  if "python$version" -c '' >/dev/null 2>&1; then echo "python$version"; return; fi
+  if command -v pyenv >/dev/null 2>&1; then
+    local found
+    found=$(ls -d "$(pyenv root)/versions/$version".*/bin/"python$version" 2>/dev/null | sort -V | tail -1)
+    if [ -n "$found" ]; then echo "$found"; return; fi
+  fi
+  echo "error: Python $version not found for $venv ($req); install it, or set PYTHON=/path/to/python$version" >&2
+  exit 1
+}
+py=$(find_python)
+if [ -x "$venv/bin/python" ] && ! "$venv/bin/python" -c "import sys; assert sys.version.startswith('$version.')" 2>/dev/null; then
+  rm -rf "$venv"                          # made with another Python: start over
 fi
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip

@@ -1,6 +1,7 @@
 """Blender tests: build the extension, install it in a sandboxed user folder, run scenarios.
 
-The pytest process itself never imports bpy. A session fixture builds the linux-x64 zip with
+The pytest process itself never imports bpy. A session fixture builds the linux-x64 zip of
+this Python's line (Blender 4.2-5.0: 3.11, 5.1 and later: 3.13) with
 scripts/build_extension.py (cached in build/, rebuilt when a source changes) and installs it
 once into a temporary BLENDER_USER_RESOURCES with ``package_install_files``. Each test then
 calls ``blender(scenario, **kwargs)``: the scenario function (defined in the test module, with
@@ -21,6 +22,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = Path(__file__).resolve().parent / "_runner.py"
 TIMEOUT = 300
+#: the Python line of the Blender under test (the bpy module of this interpreter)
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def _call(args, env, out):
@@ -36,7 +39,8 @@ def _call(args, env, out):
 def extension_zip():
     pytest.importorskip("bpy")  # only checks that the module is installed; imported in subprocesses
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_extension.py"),
-                           "--platform", "linux-x64"], capture_output=True, text=True, timeout=TIMEOUT)
+                           "--platform", "linux-x64", "--python", PYTHON],
+                          capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     zip_path = Path(proc.stdout.strip().splitlines()[-1])
     assert zip_path.is_file(), proc.stdout

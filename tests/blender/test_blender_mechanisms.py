@@ -1,6 +1,7 @@
 """Mechanisms: place a core demo in the scene, bake its dynamics to keys, undo, reload."""
 
 import numpy as np
+import pytest
 
 
 def new_scene_with(demo: str, duration: float):
@@ -52,6 +53,7 @@ def scenario_add_and_bake(tmp):
             "objects": [ref.object.name for ref in item.bodies]}
 
 
+@pytest.mark.smoke
 def test_add_and_bake_mechanism(blender):
     out = blender(scenario_add_and_bake)
     assert out["undone"], "undo must remove the bake"

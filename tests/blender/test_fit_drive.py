@@ -1,6 +1,7 @@
 """Fit a spline curve joint from captured samples, drive the bone live, bake keyframes, reload."""
 
 import numpy as np
+import pytest
 
 FRAMES = (1, 41)
 ANGLES = (0.0, 1.6)
@@ -118,6 +119,7 @@ def scenario_fit_drive_bake(tmp):
     return {"driven": driven}
 
 
+@pytest.mark.smoke
 def test_fit_drive_bake_reload(blender):
     out = blender(scenario_fit_drive_bake)
     assert set(out["driven"]) == {"1", "4", "11"}

@@ -1,26 +1,51 @@
-"""The built zip validates, installs into the sandbox, enables, and unpacks its scipy, numba
-and llvmlite wheels; the installed core compiles its kernels with the bundled numba into the
-extension's user folder."""
+"""The built zip of this Blender's Python line validates, installs into the sandbox, enables,
+and unpacks its scipy, numba and llvmlite wheels; the installed core compiles its kernels with
+the bundled numba into the extension's user folder; the other line's zip is refused with a
+message naming the Blender versions it is for."""
 
 import os
+import subprocess
+import sys
+import tomllib
 import zipfile
 
-LINUX_WHEELS = [
-    "wheels/llvmlite-0.50.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
-    "wheels/numba-0.68.1-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
-    "wheels/scipy-1.15.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
-]
+import pytest
+from conftest import PYTHON, ROOT, TIMEOUT
+
+#: the linux-x64 wheels and Blender range of each Python line's zip
+LINES = {
+    "3.11": {"wheels": [
+        "wheels/llvmlite-0.50.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+        "wheels/numba-0.68.1-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+        "wheels/scipy-1.15.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+    ], "min": "4.2.0", "max": "5.1.0", "name": "blender_4.2_to_5.0"},
+    "3.13": {"wheels": [
+        "wheels/llvmlite-0.50.0-cp313-cp313-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+        "wheels/numba-0.68.1-cp313-cp313-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+        "wheels/scipy-1.18.1-cp313-cp313-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+    ], "min": "5.1.0", "max": None, "name": "blender_5.1_and_later"},
+}
 
 
+@pytest.mark.smoke
 def test_zip_contents(extension_zip):
-    names = zipfile.ZipFile(extension_zip).namelist()
+    line = LINES[PYTHON]
+    archive = zipfile.ZipFile(extension_zip)
+    names = archive.namelist()
+    assert line["name"] in extension_zip.name
     assert "blender_manifest.toml" in names and "__init__.py" in names
     assert "addon/bridge.py" in names and "core/__init__.py" in names
-    assert sorted(n for n in names if n.startswith("wheels/")) == LINUX_WHEELS
+    assert sorted(n for n in names if n.startswith("wheels/")) == line["wheels"]
     banned = ("tests/", "scripts/", "demo_blends/", ".venv/", ".git/", "build/")
     assert not [n for n in names if n.startswith(banned) or "__pycache__" in n]
+    manifest = tomllib.loads(archive.read("blender_manifest.toml").decode())
+    assert manifest["blender_version_min"] == line["min"]
+    assert manifest.get("blender_version_max") == line["max"]
+    assert sorted("./" + w for w in line["wheels"]) == sorted(
+        w for w in manifest["wheels"] if "manylinux" in w)
 
 
+@pytest.mark.smoke
 def test_installed_and_enabled(sandbox):
     info = sandbox["install"]
     assert info["result"] == ["FINISHED"]
@@ -47,6 +72,7 @@ def scenario_registered(tmp):
             "panels": sorted(n for n in dir(bpy.types) if n.startswith("VIEW3D_PT_spline_joints"))}
 
 
+@pytest.mark.smoke
 def test_operators_registered_from_sandbox(blender, sandbox):
     info = blender(scenario_registered)
     assert {"capture_pose", "capture_range", "delete_sample", "clear_samples"} <= set(info["ops"])
@@ -82,6 +108,7 @@ def scenario_compiled_kernels(tmp):
             "compiled": compiles}
 
 
+@pytest.mark.smoke
 def test_kernels_compile_with_the_bundled_numba(blender, sandbox):
     """The core imports numba and llvmlite from the extension's unpacked wheels (the test
     venv's own numba comes later on sys.path) and numba writes the compiled kernels into
@@ -98,3 +125,42 @@ def test_kernels_compile_with_the_bundled_numba(blender, sandbox):
     for kernel in ("aba_free", "rnea", "crba", "advance"):
         assert any(f.endswith(".nbi") and f".{kernel}-" in f for f in info["files"]), info["files"]
         assert any(f.endswith(".nbc") and f".{kernel}-" in f for f in info["files"]), info["files"]
+
+
+def scenario_install_refused(tmp, zip_path):
+    import bpy
+
+    try:
+        result = sorted(bpy.ops.extensions.package_install_files(
+            filepath=zip_path, repo="user_default", enable_on_install=True))
+        error = ""
+    except RuntimeError as err:               # the operator's ERROR report
+        result, error = ["CANCELLED"], str(err)
+    return {"result": result, "error": error, "version": list(bpy.app.version),
+            "installed": os.path.isdir(os.path.join(os.environ["BLENDER_USER_RESOURCES"],
+                                                    "extensions", "user_default",
+                                                    "spline_joints_other"))}
+
+
+@pytest.mark.smoke
+def test_other_lines_zip_is_refused(blender, tmp_path):
+    """This Blender refuses the zip built for the other Python line and says which Blender
+    versions that zip is for (installed under another id, so the sandbox's own install is not
+    replaced if the refusal fails)."""
+    other = next(v for v in LINES if v != PYTHON)
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_extension.py"),
+                           "--platform", "linux-x64", "--python", other],
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    built = zipfile.ZipFile(proc.stdout.strip().splitlines()[-1])
+    renamed = tmp_path / "other.zip"
+    with zipfile.ZipFile(renamed, "w") as out:
+        for item in built.infolist():
+            data = built.read(item)
+            if item.filename == "blender_manifest.toml":
+                data = data.replace(b'id = "spline_joints"', b'id = "spline_joints_other"')
+            out.writestr(item, data)
+    info = blender(scenario_install_refused, zip_path=str(renamed))
+    assert info["result"] == ["CANCELLED"] and not info["installed"], info
+    wanted = LINES[other]["max"] or LINES[other]["min"]
+    assert wanted[:3] in info["error"], info["error"]

@@ -158,6 +158,7 @@ def scenario_gait_walk(tmp, gait, walk, rows):
             "ignored": rep["ignored"], "missing": rep["missing"]}
 
 
+@pytest.mark.smoke
 def test_gait2392_imports_and_walks(blender):
     out = blender(scenario_gait_walk, gait=GAIT, walk=WALK, rows=ROWS)
     for what, err in out["errors"].items():

@@ -2,6 +2,7 @@
 the core run of the same model, the limits, the keys kept and bad input refused."""
 
 import numpy as np
+import pytest
 
 N_TAIL = 10
 HALF_ANGLE = 0.35
@@ -242,6 +243,7 @@ def scenario_bad_input(tmp):
     return {}
 
 
+@pytest.mark.smoke
 def test_tail_bake(blender):
     out = blender(scenario_tail_bake)
     assert out["frames"] == FRAMES[1] - FRAMES[0] + 1

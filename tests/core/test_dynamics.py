@@ -12,7 +12,7 @@ import pytest
 
 try:
     import pinocchio as pin
-except ImportError:                      # the numpy-2 environment has no Pinocchio wheel
+except ImportError:                      # Pinocchio is test-only: without it the comparisons skip
     pin = None
 
 from core import backend  # noqa: E402

@@ -1,5 +1,5 @@
 """OpenSim motion files (core.io.motion): the shipped IK result, old headers, exact round trips,
-OpenSim 4.6 reading what we write (numpy-2 environment only), and the refusals."""
+OpenSim 4.6 reading what we write (Python 3.13 environment only), and the refusals."""
 
 import math
 from pathlib import Path
@@ -26,7 +26,7 @@ GAIT2392_COORDINATES = (
 
 @pytest.fixture
 def opensim():
-    """OpenSim 4.6 (numpy-2 environment only), without its log file in the working folder."""
+    """OpenSim 4.6 (Python 3.13 environment only), without its log file in the working folder."""
     module = pytest.importorskip("opensim")
     module.Logger.removeFileSink()
     return module

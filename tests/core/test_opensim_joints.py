@@ -1,5 +1,5 @@
 """OpenSim functions and joints (core.joints.opensim): against OpenSim 4.6 itself where the
-``opensim`` package imports (the numpy-2 environment), against the reference oracles of
+``opensim`` package imports (the Python 3.13 environment, .venv-py313), against the reference oracles of
 core.reference.opensim, S and H against central differences, serialization, bad input, and
 the dynamics of a model built from these joints."""
 

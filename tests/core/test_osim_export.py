@@ -1,7 +1,7 @@
 """core.io.osim_export: models written as .osim files, read back by core.io.osim and by
 OpenSim 4.6.
 
-The OpenSim parts run where ``opensim`` imports (the numpy-2 environment).
+The OpenSim parts run where ``opensim`` imports (the Python 3.13 environment, .venv-py313).
 """
 
 import dataclasses
@@ -33,7 +33,7 @@ KNEE_MM, KNEE_DEG = 0.01, 0.01
 
 opensim_tests = pytest.mark.skipif(
     __import__("importlib").util.find_spec("opensim") is None,
-    reason="OpenSim 4.6 is installed in the numpy-2 test environment only")
+    reason="OpenSim 4.6 is installed in the Python 3.13 test environment only")
 
 
 def path(name):

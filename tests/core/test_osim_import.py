@@ -1,6 +1,6 @@
 """core.io.osim: the shipped OpenSim models read without OpenSim, and checked against it.
 
-The comparisons with OpenSim 4.6 run where ``opensim`` imports (the numpy-2 environment);
+The comparisons with OpenSim 4.6 run where ``opensim`` imports (the Python 3.13 environment, .venv-py313);
 the reader's structure and error tests run everywhere.
 """
 
@@ -266,7 +266,7 @@ def test_locking_follows_the_file(gait):
 # ----------------------------------------------------------------------------- vs OpenSim
 opensim_tests = pytest.mark.skipif(
     __import__("importlib").util.find_spec("opensim") is None,
-    reason="OpenSim 4.6 is installed in the numpy-2 test environment only")
+    reason="OpenSim 4.6 is installed in the Python 3.13 test environment only")
 
 
 def _os_model(name):
