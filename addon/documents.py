@@ -20,7 +20,12 @@ from __future__ import annotations
 import hashlib
 
 #: ID property (on an armature data-block) holding the imported .osim file's text
-OSIM_TEXT_KEY = "spline_joints_osim"
+OSIM_TEXT_KEY = "spline_joints_osim_text"
+#: the ID property that holds the text in files saved by Blender 5.0 with add-on 0.1.0, read
+#: when :data:`OSIM_TEXT_KEY` is absent. It is the name of the registered
+#: ``Armature.spline_joints_osim``: Blender 5.0 keeps custom and registered properties apart,
+#: Blender 4.2-4.5 store both in one group, where the registered one replaces the text
+LEGACY_OSIM_TEXT_KEY = "spline_joints_osim"
 #: ID property beside it: the path the model was imported from
 OSIM_PATH_KEY = "spline_joints_osim_path"
 #: ID property beside it: the text's SHA-256 (the parsed model's cache key, so the live drive
@@ -63,13 +68,24 @@ def joint_document(settings):
                    "the joint stored on this bone cannot be read ({exc}); fit or import the joint again")
 
 
+def osim_text(armature_data) -> str | None:
+    """The .osim text stored on an armature data-block, or None."""
+    for key in (OSIM_TEXT_KEY, LEGACY_OSIM_TEXT_KEY):
+        text = armature_data.get(key)
+        if isinstance(text, str) and text:
+            return text
+    return None
+
+
 def is_osim_armature(obj) -> bool:
     """True for an armature object whose data holds an imported OpenSim model."""
-    return obj is not None and obj.type == "ARMATURE" and OSIM_TEXT_KEY in obj.data
+    return obj is not None and obj.type == "ARMATURE" and osim_text(obj.data) is not None
 
 
 def store_osim_model(armature_data, text: str, path: str) -> None:
     """Store an OpenSim model's file text and source path on an armature data-block."""
+    if isinstance(armature_data.get(LEGACY_OSIM_TEXT_KEY), str):
+        del armature_data[LEGACY_OSIM_TEXT_KEY]
     armature_data[OSIM_TEXT_KEY] = text
     armature_data[OSIM_PATH_KEY] = path
     armature_data[OSIM_HASH_KEY] = _sha256(text)
@@ -93,8 +109,8 @@ def osim_rig(armature_data, fitted: bool = True):
     from ..core.io.osim import parse_osim
     from ..core.osim_rig import OsimRig
 
-    text = armature_data.get(OSIM_TEXT_KEY)
-    if not isinstance(text, str) or not text:
+    text = osim_text(armature_data)
+    if text is None:
         raise ValueError(f"armature '{armature_data.name}' holds no OpenSim model: import one "
                          "(File > Import > OpenSim Model)")
     source = armature_data.get(OSIM_PATH_KEY) or armature_data.name

@@ -12,6 +12,36 @@ def addon_module(name):
     return importlib.import_module(f"{ADDON}.{name}")
 
 
+def printed_reports(call):
+    """Run ``call()`` and return (its result, what Blender printed meanwhile): background
+    Blender prints operator reports to stdout."""
+    import ctypes
+    import os
+    import tempfile
+
+    libc = ctypes.CDLL(None)
+    with tempfile.TemporaryFile(mode="w+b") as out:
+        saved = os.dup(1)
+        libc.fflush(None)
+        os.dup2(out.fileno(), 1)
+        try:
+            result = call()
+        finally:
+            libc.fflush(None)
+            os.dup2(saved, 1)
+            os.close(saved)
+        out.seek(0)
+        return result, out.read().decode("utf-8", "replace")
+
+
+def action_fcurves(action):
+    """The F-curves of an action with one slot: ``action.fcurves`` on Blender 4.2 and 4.3,
+    its first layer's first strip's first channel bag from 4.4 (slotted actions)."""
+    if not hasattr(action, "layers"):
+        return action.fcurves
+    return action.layers[0].strips[0].channelbags[0].fcurves
+
+
 def leg_armature(name="Leg"):
     """Armature 'Leg': root bone 'thigh' and a disconnected child 'shin' (both with roll).
 

@@ -45,7 +45,7 @@ def scenario_make_rig_file(tmp, name):
 def scenario_read_rig_file(tmp, path):
     import bpy
 
-    from scenes import addon_module
+    from scenes import action_fcurves, addon_module
 
     bridge = addon_module("addon.bridge")
     bpy.ops.wm.open_mainfile(filepath=path)
@@ -57,8 +57,7 @@ def scenario_read_rig_file(tmp, path):
         baked[f"tail.{k:03d}"] = keys[:, 0].tolist()
     hips = {}
     for strip in (s for t in ad.nla_tracks for s in t.strips):
-        bag = strip.action.layers[0].strips[0].channelbags[0]
-        fc = bag.fcurves.find('pose.bones["hips"].rotation_euler', index=1)
+        fc = action_fcurves(strip.action).find('pose.bones["hips"].rotation_euler', index=1)
         hips[strip.action.name] = [list(p.co) for p in fc.keyframe_points]
     tips = []
     for f in range(FRAMES[0], FRAMES[1] + 1):

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_opensim_import import FLOAT32_TOL, GAIT, OSIM, WALK, _counts, _reports
+from scenes import printed_reports
+from test_opensim_import import FLOAT32_TOL, GAIT, OSIM, WALK, _counts
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo_blends" / "gait2392_walk.blend"
@@ -72,7 +73,7 @@ def scenario_fit_and_toggle(tmp, angles):
     settings = arm.data.spline_joints_osim
     items = [i[0] for i in addon_module("addon.properties")._fit_joint_items(settings, bpy.context)]
     settings.joint = "knee_r"
-    result, printed = _reports(lambda: bpy.ops.spline_joints.fit_osim_joint())
+    result, printed = printed_reports(lambda: bpy.ops.spline_joints.fit_osim_joint())
     assert result == {"FINISHED"}
     fit = settings.fits["knee_r"]
     assert fit.use and fit.joint_json
@@ -147,7 +148,7 @@ def scenario_export(tmp, walk):
     arm = _import_gait()
     assert bpy.ops.spline_joints.fit_osim_joint(joint="knee_r") == {"FINISHED"}
     path = os.path.join(tmp, "fitted.osim")
-    result, printed = _reports(lambda: bpy.ops.spline_joints.export_osim(filepath=path))
+    result, printed = printed_reports(lambda: bpy.ops.spline_joints.export_osim(filepath=path))
     assert result == {"FINISHED"}
     back = osim.read_osim(path)
     knee = back.joint("knee_r")
@@ -163,7 +164,7 @@ def scenario_export(tmp, walk):
     scene = bpy.context.scene
     scene.frame_set(37)
     mot = os.path.join(tmp, "walk.mot")
-    result, mot_printed = _reports(lambda: bpy.ops.spline_joints.export_osim_motion(filepath=mot))
+    result, mot_printed = printed_reports(lambda: bpy.ops.spline_joints.export_osim_motion(filepath=mot))
     assert result == {"FINISHED"}
     motion = motion_io.read_motion(mot)
     frames = np.arange(scene.frame_start, scene.frame_end + 1)
@@ -212,7 +213,7 @@ def scenario_bad_input(tmp):
 
     def attempt(name, call):
         try:
-            result, printed = _reports(call)
+            result, printed = printed_reports(call)
             messages[name] = f"{result} {printed}"
         except RuntimeError as exc:
             messages[name] = str(exc)

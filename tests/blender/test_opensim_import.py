@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scenes import printed_reports
 
 OSIM = Path(__file__).resolve().parents[3] / "shared" / "data" / "osim"
 GAIT = str(OSIM / "gait2392_thelen2003muscle.osim")
@@ -34,27 +35,6 @@ def _counts():
 
     kinds = ("objects", "meshes", "armatures", "collections", "actions", "materials")
     return {k: len(getattr(bpy.data, k)) for k in kinds}
-
-
-def _reports(call):
-    """Run ``call()`` and return (its result, what Blender printed meanwhile): background
-    Blender prints operator reports to stdout."""
-    import ctypes
-    import tempfile
-
-    libc = ctypes.CDLL(None)
-    with tempfile.TemporaryFile(mode="w+b") as out:
-        saved = os.dup(1)
-        libc.fflush(None)
-        os.dup2(out.fileno(), 1)
-        try:
-            result = call()
-        finally:
-            libc.fflush(None)
-            os.dup2(saved, 1)
-            os.close(saved)
-        out.seek(0)
-        return result, out.read().decode("utf-8", "replace")
 
 
 def _expected(model, q):
@@ -101,7 +81,7 @@ def scenario_gait_walk(tmp, gait, walk, rows):
     rig_mod = addon_module("core.osim_rig")
     bpy.ops.wm.read_homefile(use_empty=True)
     model = osim.read_osim(gait)
-    result, printed = _reports(lambda: bpy.ops.spline_joints.import_osim(filepath=gait))
+    result, printed = printed_reports(lambda: bpy.ops.spline_joints.import_osim(filepath=gait))
     assert result == {"FINISHED"}
     collection = bpy.data.collections[model.name]
     arm = bpy.context.object
@@ -138,7 +118,7 @@ def scenario_gait_walk(tmp, gait, walk, rows):
     errors["python"] = _check_pose(arm, model, q, geometry_of)
 
     # The walking motion, keyed and played back frame by frame.
-    result, motion_printed = _reports(lambda: bpy.ops.spline_joints.import_osim_motion(filepath=walk))
+    result, motion_printed = printed_reports(lambda: bpy.ops.spline_joints.import_osim_motion(filepath=walk))
     assert result == {"FINISHED"}
     scene = bpy.context.scene
     time, qs, rep = osim.motion_coordinates(model, motion_io.read_motion(walk))
@@ -173,7 +153,7 @@ def scenario_arm26_placeholders(tmp, arm26):
     import bpy
 
     bpy.ops.wm.read_homefile(use_empty=True)
-    result, printed = _reports(lambda: bpy.ops.spline_joints.import_osim(filepath=arm26))
+    result, printed = printed_reports(lambda: bpy.ops.spline_joints.import_osim(filepath=arm26))
     assert result == {"FINISHED"}
     collection = bpy.data.collections["arm26"]
     empties = [o for o in collection.objects if o.type == "EMPTY"]
@@ -252,6 +232,8 @@ def test_errors_leave_nothing_behind(blender):
 def scenario_existing_action_kept(tmp, gait, walk):
     import bpy
 
+    from scenes import action_fcurves
+
     bpy.ops.wm.read_homefile(use_empty=True)
     assert bpy.ops.spline_joints.import_osim(filepath=gait) == {"FINISHED"}
     arm = bpy.context.object
@@ -261,14 +243,14 @@ def scenario_existing_action_kept(tmp, gait, walk):
     arm.keyframe_insert("location", frame=50)
     old = arm.animation_data.action
     old_name = old.name
-    _, printed = _reports(lambda: bpy.ops.spline_joints.import_osim_motion(filepath=walk,
+    _, printed = printed_reports(lambda: bpy.ops.spline_joints.import_osim_motion(filepath=walk,
                                                                           use_motion_timing=False))
     ad = arm.animation_data
     old = bpy.data.actions.get(old_name)
     strips = [(t.name, s.action.name) for t in ad.nla_tracks for s in t.strips]
     bpy.context.scene.frame_set(50)
     return {"active": ad.action.name, "old": old_name, "old_exists": old is not None, "strips": strips,
-            "old_fcurves": len(list(old.layers[0].strips[0].channelbags[0].fcurves)),
+            "old_fcurves": len(list(action_fcurves(old))),
             "x_at_50": arm.location[0], "report": printed, "fps": bpy.context.scene.render.fps}
 
 

@@ -44,7 +44,7 @@ def _tail_rig():
 def scenario_tail_bake(tmp):
     import bpy
 
-    from scenes import addon_module
+    from scenes import action_fcurves, addon_module
 
     rig_ops = addon_module("addon.operators.rig")
     core_rig = addon_module("core.rig")
@@ -123,8 +123,7 @@ def scenario_tail_bake(tmp):
     assert [s.action.name for t in ad.nla_tracks for s in t.strips] == [old_action]
     after = np.empty(2 * len(before))
     kept = bpy.data.actions[old_action]
-    bag = kept.layers[0].strips[0].channelbags[0]
-    bag.fcurves.find('pose.bones["hips"].rotation_euler', index=1).keyframe_points.foreach_get("co", after)
+    action_fcurves(kept).find('pose.bones["hips"].rotation_euler', index=1).keyframe_points.foreach_get("co", after)
     np.testing.assert_array_equal(after.reshape(-1, 2), before)
     # The baked keys play the simulation back (float32 keys: 1e-5 m).
     for f in (5, 12, 25):

@@ -81,7 +81,7 @@ def test_knee_table_covers_range_and_frames_coincide(knee):
     assert np.array_equal(knee.joint_poses(q), knee.poses(q))
     # R = Rz(q), origin (s1(q), s2(q), 0)
     T = knee.poses(q)
-    assert np.allclose(T[:, :3, :3], Rotation.from_euler("z", q).as_matrix(), atol=ROTATION_TOL)
+    assert np.allclose(T[:, :3, :3], Rotation.from_euler("z", q[:, None]).as_matrix(), atol=ROTATION_TOL)
     assert np.array_equal(T[:, 0, 3], knee.spline_x(q))
     assert np.array_equal(T[:, 1, 3], knee.spline_y(q))
     assert np.all(T[:, 2, 3] == 0.0)
