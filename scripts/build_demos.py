@@ -1,4 +1,5 @@
-"""Write demo_blends/: one .blend per core demo mechanism, rig, linkage and the OpenSim walk, with bpy.
+"""Write demo_blends/: one .blend per core demo mechanism, rig, linkage and the OpenSim walk,
+with bpy.
 
     .venv/bin/python scripts/build_demos.py                 # every file
     .venv/bin/python scripts/build_demos.py --only globe knee_fit_rig
@@ -8,25 +9,29 @@ The extension zip (built with scripts/build_extension.py --platform linux-x64 un
 given) is installed into a private, temporary Blender user folder (BLENDER_USER_RESOURCES) and
 enabled, exactly as the tests do; the user's own Blender configuration is never touched.
 
-Files written (each scene: low-poly meshes, solid-colour materials, an orthographic camera
-at :data:`RESOLUTION` framing the whole motion of the bodies (ground planes may run out of
-view), a sun light and Workbench render settings; the globe's camera faces where its planes
-go, :func:`facing_view`; :func:`camera_pixels` projects points through a scene's camera):
+Files written, each by its builder in scripts/demos/ (each scene: low-poly meshes,
+solid-colour materials, an orthographic camera at ``blender_kit.RESOLUTION`` framing the whole
+motion of the bodies (ground planes may run out of view), a sun light and Workbench render
+settings; the globe's camera faces where its planes go, ``mechanisms.facing_view``):
 
-* ``<demo>.blend`` for every key of ``core.mechanisms.DEMOS`` (mechanisms.py): the mechanism placed with the
-  add-on's ``spline_joints.add_mechanism`` at the demo's own frame rate and duration, unbaked
-  (the operator also draws the mechanism's world-fixed ``scenery``, such as the deforming
-  demo's sheet, in its shape at t = 0; ``spline_joints.bake_dynamics`` keys its motion).
-  The camera frames the motion, which is simulated once here (core only, 2 processes).
-* ``knee_fit_rig.blend`` (knee_fit_rig.py): femur/tibia armature; the tibia is posed over the OpenSim gait2392
-  knee range (1-degree grid, ``core.reference.KneeGait2392``), the poses are recorded with
-  ``spline_joints.capture_range`` (frame-number source), fitted with ``spline_joints.fit``
-  (12-frame spline curve, path drawn) and driven by the ``sj_q0`` slider, which is animated.
-* ``scapulothoracic_fit_rig.blend`` (scapulothoracic_fit_rig.py): thorax ellipsoid and scapula; the 17 x 11 Seth 2019 grid
-  (``core.reference.ScapulothoracicSeth2019``) captured with ``spline_joints.capture_pose``
-  (custom-property source), a fitted 8 x 6 spline surface joint and animated sliders.
-* ``shoulder_reach_cone.blend`` (shoulder_reach_cone.py): a humerus on a ball joint; swing samples captured, a reach
-  cone fitted (``spline_joints.fit_reach_cone``) and drawn (``spline_joints.draw_reach_cone``).
+* ``<demo>.blend`` for every key of ``core.mechanisms.DEMOS`` (mechanisms.py): the mechanism
+  placed with the add-on's ``spline_joints.add_mechanism`` at the demo's own frame rate and
+  duration, unbaked (the operator also draws the mechanism's world-fixed ``scenery``, such as
+  the deforming demo's sheet, in its shape at t = 0; ``spline_joints.bake_dynamics`` keys its
+  motion). The camera frames the motion, which is simulated once here (core only, 2
+  processes).
+* ``knee_fit_rig.blend`` (knee_fit_rig.py): femur/tibia armature; the tibia is posed over the
+  OpenSim gait2392 knee range (1-degree grid, ``core.reference.KneeGait2392``), the poses are
+  recorded with ``spline_joints.capture_range`` (frame-number source), fitted with
+  ``spline_joints.fit`` (12-frame spline curve, path drawn) and driven by the ``sj_q0``
+  slider, which is animated.
+* ``scapulothoracic_fit_rig.blend`` (scapulothoracic_fit_rig.py): thorax ellipsoid and scapula;
+  the 17 x 11 Seth 2019 grid (``core.reference.ScapulothoracicSeth2019``) captured with
+  ``spline_joints.capture_pose`` (custom-property source), a fitted 8 x 6 spline surface joint
+  and animated sliders.
+* ``shoulder_reach_cone.blend`` (shoulder_reach_cone.py): a humerus on a ball joint; swing
+  samples captured, a reach cone fitted (``spline_joints.fit_reach_cone``) and drawn
+  (``spline_joints.draw_reach_cone``).
 * ``gait2392_walk.blend`` (gait2392_walk.py): the OpenSim gait2392 model with its bone meshes
   (``spline_joints.import_osim``) imported twice, ``GAIT_SPACING`` apart across the walk,
   both keyed with the walking motion (``spline_joints.import_osim_motion``); the second with
@@ -34,6 +39,8 @@ go, :func:`facing_view`; :func:`camera_pixels` projects points through a scene's
   follows each pelvis, a ground plane lies under the feet, the camera frames the whole walk,
   and the text ``CREDITS`` gives the model's authors and licence (CC BY 3.0). The model,
   meshes and motion are read from ``OSIM_DATA``.
+* ``four_bar_linkage.blend``, ``scissor_lift.blend``, ``door_stop.blend`` (linkages.py): the
+  demo linkages (``spline_joints.add_demo_linkage``), driven and released.
 * ``character_rig.blend``: a small character sitting on a ledge, swaying (keyed hips), whose
   tail (8 bones on ball joints in reach cones, damped) and shins (on spline knees fitted to the
   gait2392 knee preset) are simulated: the Simulate panel's settings, unbaked
@@ -49,7 +56,6 @@ go, :func:`facing_view`; :func:`camera_pixels` projects points through a scene's
 Every scene carries ``scene["spline_joints_demo_build"] = BUILD_VERSION``
 (scripts/demos/common.py) so the tests can tell a stale file.
 """
-
 
 from __future__ import annotations
 

@@ -129,7 +129,7 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
     tiles = [pictures.render(scene, f, TILE, trails) for f in picks]
     sheet = Path(out) / "sheets" / f"{name}.png"
     kit.save_png(pictures.titled_sheet(tiles, min(4, frames), pictures.title_line(scene, name),
-                                      [pictures.time_label(scene, f) for f in picks]), sheet)
+                                       [pictures.time_label(scene, f) for f in picks]), sheet)
     mean = float(sum(float(t[..., :3].std()) for t in tiles) / len(tiles))
     rig_bakes = [{"file": name, **{k: v for k, v in r.items() if k != "report"}} for r in rig_bakes]
     atomic_write(result_file, json.dumps({"rows": rows, "rigs": rigs, "linkages": links, "rig_bakes": rig_bakes,

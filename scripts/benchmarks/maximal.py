@@ -155,7 +155,6 @@ def _accuracy_for_speed(geometric, cg, steps, dt):
     return table
 
 
-
 def bench_maximal_tables(quick=False):
     """The section of scripts/bench.py: the rows above as tables (quick: fewer bodies and
     repeats); the skeleton step, the assembly and the Stoermer steps on both backends side by

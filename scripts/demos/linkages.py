@@ -76,7 +76,7 @@ def build_linkage_file(name: str, out: Path) -> None:
             obj.location = centre
     if name in RELEASED_OFFSET:
         kit.check(bpy.ops.spline_joints.add_demo_linkage(demo=demo, driven=False, offset=RELEASED_OFFSET[name]),
-               "add_demo_linkage")
+                  "add_demo_linkage")
         items[1].duration = (frames - 1) / fps
     for item in items:
         item.mode = "ASSEMBLY" if item.live else "DYNAMICS"

@@ -33,9 +33,9 @@ def facing_view(directions: np.ndarray, default=kit.DEFAULT_VIEW, n_candidates: 
 
 def demo_view(demo: str, result, mech) -> np.ndarray:
     """The camera's view direction (3,) for a demo: ``VIEWS[demo]`` (default
-    :data:`~scripts.blender_kit.DEFAULT_VIEW`), or for :data:`FACE_BODIES` the :func:`facing_view` of the directions
-    from the first body's origin (the sphere's centre) to the drawn centres of the other
-    visible bodies over every frame of ``result`` (a BakeResult of ``mech``)."""
+    :data:`scripts.blender_kit.DEFAULT_VIEW`), or for ``FACE_BODIES`` the :func:`facing_view`
+    of the directions from the first body's origin (the sphere's centre) to the drawn centres
+    of the other visible bodies over every frame of ``result`` (a BakeResult of ``mech``)."""
     view = VIEWS.get(demo, kit.DEFAULT_VIEW)
     if not isinstance(view, str):
         return np.asarray(view, dtype=float)

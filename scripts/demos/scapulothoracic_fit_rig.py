@@ -13,7 +13,6 @@ from scripts import blender_kit as kit
 from scripts.demos.common import BONE, T_WORLD_OPENSIM, VIEWS, save
 
 
-
 def build_scapula_rig(out: Path) -> None:
     """Thorax/scapula armature; the Seth 2019 grid captured, fitted (spline surface), driven."""
     import bpy
@@ -51,16 +50,16 @@ def build_scapula_rig(out: Path) -> None:
 
     scap_mod = kit.addon_module("core.mechanisms.scapulothoracic")
     kit.bone_mesh(arm, "thorax", "thorax", display.uv_sphere(ref.radii, 32, 16), (0.85, 0.72, 0.66, 0.35),
-               ref.T_thorax_pjoint)
+                  ref.T_thorax_pjoint)
     ribs = bridge.write_poly_curve_object("ribs", scap_mod.rib_bands(ref.radii, ref.T_thorax_pjoint),
                                           scene.collection, bevel=0.004)
     ribs.data.materials.append(bridge.ensure_material("SJ ribs", (0.93, 0.88, 0.8, 1.0)))
     bridge.parent_to_bone(ribs, arm, "thorax", np.eye(4))
     # the blade lies in the tangent plane of the ellipsoid at the joint's contact frame
     kit.bone_mesh(arm, "scapula", "scapula blade", display.plate(scap_mod.SCAPULA_OUTLINE, scap_mod.PLATE),
-               (0.95, 0.92, 0.85, 1.0), ref.T_scapula_cjoint @ kit.translation((0.0, 0.0, 0.006)))
+                  (0.95, 0.92, 0.85, 1.0), ref.T_scapula_cjoint @ kit.translation((0.0, 0.0, 0.006)))
     kit.bone_mesh(arm, "thorax", "clavicle", display.cylinder(0.009, 0.15, axis=2), BONE,
-               kit.translation((0.0, 0.0, 0.08)))
+                  kit.translation((0.0, 0.0, 0.08)))
     centre = T_thorax @ ref.T_thorax_pjoint
     box = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float) * ref.radii
     pts = box @ centre[:3, :3].T + centre[:3, 3]

@@ -116,12 +116,12 @@ def build_shoulder_rig(out: Path) -> None:
                                  np.array([rot[i] for _, rot in keys]))
     _key_cone_colour(scene, hum, cone, rest)
     kit.bone_mesh(arm, "humerus", "humerus shaft", display.cylinder(0.02, 0.26, axis=1), BONE,
-               kit.translation((0.0, 0.15, 0.0)))
+                  kit.translation((0.0, 0.15, 0.0)))
     kit.bone_mesh(arm, "humerus", "humeral head", display.uv_sphere((0.028,) * 3, 12, 6), BONE)
     kit.bone_mesh(arm, "humerus", "elbow", display.uv_sphere((0.03, 0.02, 0.022), 12, 6), BONE,
-               kit.translation((0.0, 0.29, 0.0)))
+                  kit.translation((0.0, 0.29, 0.0)))
     kit.bone_mesh(arm, "girdle", "girdle", display.cylinder(0.014, 0.16, axis=1), (0.85, 0.8, 0.7, 1.0),
-               kit.translation((0.0, 0.08, 0.0)))
+                  kit.translation((0.0, 0.08, 0.0)))
     torso = bridge.write_mesh_object("torso", *display.uv_sphere((0.1, 0.13, 0.26), 20, 10), scene.collection)
     torso.data.materials.append(bridge.ensure_material("SJ torso", (0.85, 0.72, 0.66, 1.0)))
     torso.location = (0.0, 0.02, 1.2)

@@ -144,7 +144,7 @@ def sheet(bpy, name: str, out: Path, baked=None) -> Path:
     tiles = [pictures.render(scene, f, (240, 135), trails) for f in frames]
     target = out / f"{name}.png"
     kit.save_png(pictures.titled_sheet(tiles, 4, pictures.title_line(scene, name),
-                                      [pictures.time_label(scene, f) for f in frames]), target)
+                                       [pictures.time_label(scene, f) for f in frames]), target)
     return target
 
 

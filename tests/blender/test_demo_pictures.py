@@ -87,7 +87,7 @@ def scenario_views(tmp, demo):
     if len(items):
         item = items[0]
         mech = addon_module("addon.operators.mechanisms").build_mechanism(item.demo, item.duration,
-                                                                        item.substeps, scene)
+                                                                          item.substeps, scene)
         addon_module("core.backend").use("numpy")  # no kernel compile in this fresh user folder
         result = addon_module("core.mechanisms").simulate_mechanism(mech)
         for k, ref in enumerate(item.bodies):

@@ -3,7 +3,7 @@ passive mechanisms conserve energy, drives change the energy only by their work,
 on the globe and their coasts, chains fall, the knee follows OpenSim's path.
 
 Runs are kept short (fractions of a second of simulated time) so the file stays well under a
-minute; the demos' own durations are exercised by scripts/bench_mechanisms.py.
+minute; the demos' own durations are exercised by scripts/benchmarks/mechanisms.py.
 """
 
 
