@@ -11,9 +11,10 @@ On a Dask cluster (distributed is imported only with --scheduler):
 Each input is opened, every mechanism of every scene is baked with
 ``spline_joints.bake_dynamics``, every linkage with ``spline_joints.bake_linkage`` and every
 simulated rig (each armature with simulated bones, and the scene's simulated objects) as
-``spline_joints.bake_rig(which='ALL')`` bakes it (:func:`scripts.blender_kit.bake_rigs`: keys in a new action, the
-old action kept on the NLA), and the file is saved as DIR/<same name> through ``core.io.atomic_path`` (a hidden temporary in
-DIR renamed into place), so a failed or interrupted bake never leaves a half-written file.
+``spline_joints.bake_rig(which='ALL')`` bakes it (``scripts.blender_kit.bake_rigs``: keys in a
+new action, the old action kept on the NLA), and the file is saved as DIR/<same name> through
+``core.io.atomic_path`` (a hidden temporary in DIR renamed into place), so a failed or
+interrupted bake never leaves a half-written file.
 
 Guarantees of ``python scripts/bake.py``:
 
@@ -34,15 +35,16 @@ Guarantees of ``python scripts/bake.py``:
   Blender's ``@`` suffix while it writes); the next run removes those whose process is gone.
 
 With ``--scheduler``, each file is one Dask task (``bake_task``): its bytes and this script's
-(with the part of scripts/ it imports, :data:`SHIPPED`) go to a worker, which writes them into
-a private temporary folder and bakes the file in a child process exactly as above (``run_child_on_worker``); the baked file's bytes come back and this
-process writes them under DIR with ``core.io.atomic_write``. Workers need not share a file system
-with this process. Before any task every worker is checked (bpy and core importable, else
-``error: Dask worker ADDRESS: ...``) and, with ``--install``, the zip is installed on one worker
-per host. A failure of the file (unreadable, a crash of its child) is returned as that file's
-``error:`` line and not retried; a worker lost mid-task is replaced by Dask (the scheduler's
-``allowed-failures``, 3 by default), and the summary line counts those retries. A scheduler not
-reached within core.cluster.CONNECT_TIMEOUT seconds (10) is an error that says how to start one.
+(with the part of scripts/ it imports, :data:`SHIPPED`) go to a worker, which writes them into a
+private temporary folder and bakes the file in a child process exactly as above
+(``run_child_on_worker``); the baked file's bytes come back and this process writes them under
+DIR with ``core.io.atomic_write``. Workers need not share a file system with this process.
+Before any task every worker is checked (bpy and core importable, else ``error: Dask worker
+ADDRESS: ...``) and, with ``--install``, the zip is installed on one worker per host. A failure
+of the file (unreadable, a crash of its child) is returned as that file's ``error:`` line and
+not retried; a worker lost mid-task is replaced by Dask (the scheduler's ``allowed-failures``, 3
+by default), and the summary line counts those retries. A scheduler not reached within
+core.cluster.CONNECT_TIMEOUT seconds (10) is an error that says how to start one.
 
 Exit status: 0 when every file baked; 1 when a file failed or the arguments were refused, with
 one ``error: FILE: reason`` line per failure on stderr; 128 + N when stopped by signal N.

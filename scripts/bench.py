@@ -25,8 +25,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from scripts.benchmarks.common import format_table, machine_description, table  # noqa: E402
 
-#: section name -> "module:function" of scripts/benchmarks/ (resolved when the section runs, so ``--only joints``
-#: does not import the other sections' dependencies). A function takes ``quick`` and
+#: section name -> "module:function" of scripts/benchmarks/ (resolved when the section runs,
+#: so ``--only joints`` does not import the other sections' dependencies). A function takes ``quick`` and
 #: returns a list of tables made by :func:`table`, or a list of flat row dicts with the
 #: same keys (tabulated as one table, keys as columns, ``None`` as a blank cell).
 SECTIONS = {
@@ -83,7 +83,7 @@ def _as_tables(name, result):
             raise ValueError(f"section {name!r}: row dicts must all have the keys {columns}")
         rows = [["" if r[c] is None else r[c] for c in columns] for r in result]
         return [table(f"{name} (median wall times)", columns, rows)]
-    raise TypeError(f"section {name!r} must return tables made by bench.table() or a list of "
+    raise TypeError(f"section {name!r} must return tables made by benchmarks.common.table() or a list of "
                     f"row dicts; got {type(result[0]).__name__ if result else 'nothing'}")
 
 

@@ -15,7 +15,6 @@ import numpy as np
 from scripts import blender_kit as kit
 from scripts.demos.common import VIEWS, save
 
-
 #: the shipped OpenSim models, meshes and motions (see the README there)
 OSIM_DATA = kit.ROOT.parent / "shared" / "data" / "osim"
 #: distance (m) between the two walking models, across the direction of the walk (world y)

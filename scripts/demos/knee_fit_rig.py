@@ -13,7 +13,6 @@ import numpy as np
 from scripts import blender_kit as kit
 from scripts.demos.common import BONE, T_WORLD_OPENSIM, VIEWS, save
 
-
 #: OpenSim body frame (y up the bone, x forward) -> Blender bone frame (Y head -> tail down the
 #: leg): a half turn about z
 C_LEG = np.diag([-1.0, -1.0, 1.0, 1.0])

@@ -11,7 +11,7 @@ import numpy as np
 from scripts import blender_kit as kit
 from scripts.demos.common import VIEWS, save
 
-
+#: the files this module builds
 FILES = ("four_bar_linkage", "scissor_lift", "door_stop")
 #: offset (m) of a demo's released copy (the dynamics bake) from its driven copy: beside it
 #: along x, as the cameras of the plane linkages look from -y

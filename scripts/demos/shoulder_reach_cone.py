@@ -12,7 +12,6 @@ import numpy as np
 from scripts import blender_kit as kit
 from scripts.demos.common import BONE, VIEWS, save
 
-
 #: humerus swings captured for the reach cone: XYZ Euler angles (rad) relative to the rest pose
 #: (hanging down), around an abducted, slightly flexed centre; X < 0 swings laterally, Z forward
 SHOULDER_CENTRE = (-0.6, 0.0, 0.15)
