@@ -35,7 +35,7 @@ from ..core import backend
 from ..core.errors import InvalidInputError
 
 #: the first compile of the kernels of a first simulation, and of every compiled path (the
-#: warm-up), on the benchmark machine (scripts/bench_blender_latency.py, cold medians of the
+#: warm-up), on the benchmark machine (scripts/benchmarks/blender_latency.py, cold medians of the
 #: wall time, other jobs sharing its two cores)
 COMPILE_SECONDS = 12
 ALL_SECONDS = 60

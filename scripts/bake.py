@@ -11,9 +11,10 @@ On a Dask cluster (distributed is imported only with --scheduler):
 Each input is opened, every mechanism of every scene is baked with
 ``spline_joints.bake_dynamics``, every linkage with ``spline_joints.bake_linkage`` and every
 simulated rig (each armature with simulated bones, and the scene's simulated objects) as
-``spline_joints.bake_rig(which='ALL')`` bakes it (:func:`bake_rigs`: keys in a new action, the
-old action kept on the NLA), and the file is saved as DIR/<same name> through ``core.io.atomic_path`` (a hidden temporary in
-DIR renamed into place), so a failed or interrupted bake never leaves a half-written file.
+``spline_joints.bake_rig(which='ALL')`` bakes it (``scripts.blender_kit.bake_rigs``: keys in a
+new action, the old action kept on the NLA), and the file is saved as DIR/<same name> through
+``core.io.atomic_path`` (a hidden temporary in DIR renamed into place), so a failed or
+interrupted bake never leaves a half-written file.
 
 Guarantees of ``python scripts/bake.py``:
 
@@ -33,16 +34,17 @@ Guarantees of ``python scripts/bake.py``:
 - A process killed outright leaves its temporary behind (``.NAME.PID.TOKEN.tmp.blend``, or with
   Blender's ``@`` suffix while it writes); the next run removes those whose process is gone.
 
-With ``--scheduler``, each file is one Dask task (``bake_task``): its bytes and this script's go
-to a worker, which writes them into a private temporary folder and bakes the file in a child
-process exactly as above (``run_child_on_worker``); the baked file's bytes come back and this
-process writes them under DIR with ``core.io.atomic_write``. Workers need not share a file system
-with this process. Before any task every worker is checked (bpy and core importable, else
-``error: Dask worker ADDRESS: ...``) and, with ``--install``, the zip is installed on one worker
-per host. A failure of the file (unreadable, a crash of its child) is returned as that file's
-``error:`` line and not retried; a worker lost mid-task is replaced by Dask (the scheduler's
-``allowed-failures``, 3 by default), and the summary line counts those retries. A scheduler not
-reached within core.cluster.CONNECT_TIMEOUT seconds (10) is an error that says how to start one.
+With ``--scheduler``, each file is one Dask task (``bake_task``): its bytes and this script's
+(with the part of scripts/ it imports, :data:`SHIPPED`) go to a worker, which writes them into a
+private temporary folder and bakes the file in a child process exactly as above
+(``run_child_on_worker``); the baked file's bytes come back and this process writes them under
+DIR with ``core.io.atomic_write``. Workers need not share a file system with this process.
+Before any task every worker is checked (bpy and core importable, else ``error: Dask worker
+ADDRESS: ...``) and, with ``--install``, the zip is installed on one worker per host. A failure
+of the file (unreadable, a crash of its child) is returned as that file's ``error:`` line and
+not retried; a worker lost mid-task is replaced by Dask (the scheduler's ``allowed-failures``, 3
+by default), and the summary line counts those retries. A scheduler not reached within
+core.cluster.CONNECT_TIMEOUT seconds (10) is an error that says how to start one.
 
 Exit status: 0 when every file baked; 1 when a file failed or the arguments were refused, with
 one ``error: FILE: reason`` line per failure on stderr; 128 + N when stopped by signal N.
@@ -55,8 +57,6 @@ process at that point.
 from __future__ import annotations
 
 import argparse
-import importlib
-import math
 import os
 import re
 import signal
@@ -66,19 +66,20 @@ import tempfile
 import threading
 import time
 
-MODULE = "bl_ext.user_default.spline_joints"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from scripts.blender_kit import (MODULE, bake_open_file, install_extension, pid_alive,  # noqa: E402
+                                 remove_temporaries)
+
 BLEND_HEADERS = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")  # plain, zstd- and gzip-compressed
-# Temporaries of a .blend: core.io.atomic_path's .NAME.PID.TOKEN.tmp.blend (TOKEN: 8 hex digits),
-# also without TOKEN (as bake.py 0.1.0 named them), each with or without the "@" Blender appends
-# while it writes.
-TEMPORARY = re.compile(r"\A\..+?\.blend\.(?P<pid>\d+)(?:\.[0-9a-f]{8})?\.tmp\.blend@?\Z")
-PAUSE_ENV = "SPLINE_JOINTS_BAKE_PAUSE_BEFORE_RENAME"
+#: what a Dask worker needs to run a child (paths under ROOT): this script and the part of
+#: scripts/ it imports; sent with every task
+SHIPPED = ("scripts/__init__.py", "scripts/blender_kit.py", "scripts/bake.py")
 STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 CRASH_SIGNALS = frozenset(getattr(signal, n) for n in ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT")
                           if hasattr(signal, n))
 GRACE = 10.0  # seconds a signalled child has to remove its temporary and exit before SIGKILL
 POLL = 0.05  # seconds between checks of the children
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -179,31 +180,6 @@ def lock_folder(out_dir: str) -> int | None:
     return fd
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
-def remove_temporaries(out_dir: str, pid: int | None = None) -> list[str]:
-    """Remove the .blend temporaries in ``out_dir`` written by process ``pid``, or with None those
-    of every process that no longer runs; returns the removed names."""
-    removed = []
-    for name in os.listdir(out_dir):
-        match = TEMPORARY.match(name)
-        if match and (int(match["pid"]) == pid if pid is not None else not pid_alive(int(match["pid"]))):
-            try:
-                os.remove(os.path.join(out_dir, name))
-            except FileNotFoundError:  # another process cleaned it meanwhile
-                continue
-            removed.append(name)
-    return removed
-
-
 # ------------------------------------------------------------------------------------------
 # Baking (in a process with bpy)
 # ------------------------------------------------------------------------------------------
@@ -213,8 +189,7 @@ def enable_addon(install_zip: str | None) -> None:
     import addon_utils
 
     if install_zip:
-        bpy.ops.extensions.package_install_files(filepath=os.path.abspath(install_zip), repo="user_default",
-                                                 enable_on_install=True)
+        install_extension(install_zip)
     if not addon_utils.check(MODULE)[1]:
         try:
             bpy.ops.preferences.addon_enable(module=MODULE)
@@ -225,94 +200,8 @@ def enable_addon(install_zip: str | None) -> None:
                            "install it (Preferences > Get Extensions > Install from Disk) or pass --install ZIP")
 
 
-def bake_rigs(scene) -> list[dict]:
-    """Bake every simulated rig of ``scene``: each armature with simulated bones, and the
-    scene's simulated objects as one rig, with the add-on's ``RigJob`` and ``write_keys`` as
-    ``spline_joints.bake_rig(which='ALL')`` does (over the scene's frame range). Every rig is
-    read and simulated before any is written, so when one fails (RuntimeError naming it and
-    saying why) the scene is unchanged.
-
-    Returns one record per rig: ``rig`` (scene/armature, or scene/objects), ``frames``,
-    ``bodies`` (simulated), ``wall`` (s, the simulation), ``worst_excess_deg`` (the largest
-    excess over any joint limit at any frame, deg; None without limits), ``energy_drift``
-    (relative; None unless the rig is passive), ``contacts`` (the most contacts in a frame)
-    and ``worst_penetration_mm`` (the deepest overlap of any substep, mm), both None without
-    contacts, ``actions`` (the new actions' names) and ``report`` (the operator's report
-    sentence)."""
-    rig_ops = importlib.import_module(f"{MODULE}.addon.operators.rig")
-    targets = rig_ops.simulated_armatures(scene) + ([None] if rig_ops.simulated_objects(scene) else [])
-    done = []
-    for target in targets:
-        label = f"{scene.name}/{target.name if target is not None else 'objects'}"
-        try:
-            job = rig_ops.RigJob(scene, target)
-            job.simulate()
-            result = job.checked_result()
-        except ValueError as exc:
-            raise RuntimeError(f"rig {label}: {exc}") from None
-        if result is None:
-            raise RuntimeError(f"rig {label}: the simulation was cancelled; nothing written")
-        done.append((label, job, result))
-    records = []
-    for label, job, result in done:
-        actions = rig_ops.write_keys(job, result)
-        records.append({"rig": label, "frames": len(result.times),
-                        "bodies": sum(not b.kinematic for b in job.bodies), "wall": result.wall_time,
-                        "worst_excess_deg": (math.degrees(result.worst_violation)
-                                             if any(job.rig.limits) else None),
-                        "energy_drift": result.energy_drift, "actions": actions,
-                        "contacts": (None if result.contacts is None
-                                     else int(result.contacts.max(initial=0))),
-                        "worst_penetration_mm": (None if result.contacts is None
-                                                 else 1000.0 * result.worst_penetration),
-                        "report": job.report(result)})
-    return records
-
-
-def bake_open_file(out_dir: str, name: str, rig_records: list | None = None) -> str:
-    """Bake all mechanisms, linkages and simulated rigs (:func:`bake_rigs`) of the open file
-    and save it atomically as out_dir/name; the rigs' records are appended to ``rig_records``
-    when given.
-
-    Temporaries left in out_dir by processes that no longer run are removed first. RuntimeError
-    when a mechanism or rig does not bake; then nothing is written.
-    """
-    import bpy
-
-    files = importlib.import_module(f"{MODULE}.core.io")
-    window = bpy.context.window
-    counts, rigs = [], []
-    for scene in bpy.data.scenes:
-        if window is not None:
-            window.scene = scene
-        for what, items, bake in (("", scene.spline_joints_mechanisms, bpy.ops.spline_joints.bake_dynamics),
-                                  ("linkage ", scene.spline_joints_linkages,
-                                   bpy.ops.spline_joints.bake_linkage)):
-            for i, item in enumerate(items):
-                with bpy.context.temp_override(scene=scene):
-                    status = bake(index=i)
-                if status != {"FINISHED"}:
-                    raise RuntimeError(f"baking {what}{scene.name}/{item.name} ended {sorted(status)} without "
-                                       "a message; open the file in Blender and bake it there to see why")
-                counts.append(f"{scene.name}/{item.name}")
-        with bpy.context.temp_override(scene=scene):
-            rigs += bake_rigs(scene)
-    if rig_records is not None:
-        rig_records.extend(rigs)
-    os.makedirs(out_dir, exist_ok=True)
-    remove_temporaries(out_dir)
-    final = os.path.join(out_dir, name)
-    with files.atomic_path(final) as tmp:
-        bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, compress=False)
-        time.sleep(float(os.environ.get(PAUSE_ENV, "0")))
-    text = f"{final}: baked {len(counts)} mechanism(s)" + (f" ({', '.join(counts)})" if counts else "")
-    if rigs:
-        text += f" and {len(rigs)} rig(s) (" + "; ".join(f"{r['rig']}: {r['report']}" for r in rigs) + ")"
-    return text
-
-
 def bake_file(path: str, out_dir: str) -> str:
-    """Open ``path`` and bake it into ``out_dir`` (see bake_open_file)."""
+    """Open ``path`` and bake it into ``out_dir`` (:func:`scripts.blender_kit.bake_open_file`)."""
     import bpy
 
     try:
@@ -478,10 +367,11 @@ def worker_folder() -> str:
     return tempfile.mkdtemp(prefix=f"spline_joints_bake.{os.getpid()}.")
 
 
-def run_child_on_worker(name: str | None, data: bytes, script: bytes, label: str,
+def run_child_on_worker(name: str | None, data: bytes, scripts: dict[str, bytes], label: str,
                         final: str | None) -> tuple[bool, list[str], bytes | None]:
     """Write ``data`` (the .blend file ``name``, or with name None the extension zip) and this
-    script (``script``, bake.py's bytes) into a private folder, bake or install it in a child
+    script with what it imports (``scripts``: :data:`SHIPPED` path -> bytes) into a private
+    folder, bake or install it in a child
     process as the local path does, and return (ok, the child's lines for the user with the
     worker's paths replaced by ``label`` and ``final``, the baked file's bytes or None)."""
     import shutil
@@ -494,8 +384,11 @@ def run_child_on_worker(name: str | None, data: bytes, script: bytes, label: str
         local = os.path.join(folder, "in", name or "extension.zip")
         out = os.path.join(folder, "out")
         atomic_write(local, data)
-        atomic_write(os.path.join(folder, "bake.py"), script)
-        command = child_command(name and local, out, None if name else local, os.path.join(folder, "bake.py"))
+        os.mkdir(os.path.join(folder, "scripts"))
+        for path, text in scripts.items():
+            atomic_write(os.path.join(folder, path), text)
+        command = child_command(name and local, out, None if name else local,
+                                os.path.join(folder, "scripts", "bake.py"))
         proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
         output = proc.stdout.decode(errors="replace")
         if final is not None:
@@ -510,7 +403,7 @@ def run_child_on_worker(name: str | None, data: bytes, script: bytes, label: str
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def bake_task(name: str, data: bytes, script: bytes, label: str, final: str) -> dict:
+def bake_task(name: str, data: bytes, scripts: dict[str, bytes], label: str, final: str) -> dict:
     """A Dask task: bake the .blend file ``name`` (its bytes ``data``) on this worker in a child
     process. A failure of the file (unreadable, a crash of the child) is returned as its error
     lines, never raised, so Dask does not retry it; only a lost worker makes Dask run it again.
@@ -521,7 +414,7 @@ def bake_task(name: str, data: bytes, script: bytes, label: str, final: str) -> 
     from distributed import get_worker
 
     start = time.monotonic()
-    ok, lines, blend = run_child_on_worker(name, data, script, label, final)
+    ok, lines, blend = run_child_on_worker(name, data, scripts, label, final)
     return {"ok": ok, "lines": lines, "blend": blend, "worker": get_worker().address,
             "seconds": time.monotonic() - start}
 
@@ -538,11 +431,11 @@ def worker_problem() -> str | None:
             "in the repository)")
 
 
-def install_on_worker(data: bytes, script: bytes, label: str) -> list[str] | None:
+def install_on_worker(data: bytes, scripts: dict[str, bytes], label: str) -> list[str] | None:
     """Run on one worker per host: install the extension zip (its bytes ``data``) into the
     host's Blender user folder in a child process; None when it is installed, else the child's
     error lines."""
-    ok, lines, _ = run_child_on_worker(None, data, script, label, None)
+    ok, lines, _ = run_child_on_worker(None, data, scripts, label, None)
     return None if ok else lines
 
 
@@ -572,7 +465,6 @@ def run_dask(args: argparse.Namespace) -> int:
     """Bake each file as one task on the Dask cluster of ``--scheduler`` and write the results
     under ``--out`` (atomically, on this machine); print a line per file as it completes and a
     summary (baked, failed, retried, wall time, per-file time)."""
-    sys.path.insert(0, ROOT)
     from core.errors import SplineJointsError
     from core.io import atomic_write
     from distributed import as_completed
@@ -585,8 +477,10 @@ def run_dask(args: argparse.Namespace) -> int:
     except SplineJointsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    with open(os.path.abspath(__file__), "rb") as fh:
-        script = fh.read()
+    scripts = {}
+    for path in SHIPPED:
+        with open(os.path.join(ROOT, path), "rb") as fh:
+            scripts[path] = fh.read()
     try:
         problems = {w: p for w, p in client.run(worker_problem).items() if p is not None}
         if not problems and args.install:
@@ -594,7 +488,7 @@ def run_dask(args: argparse.Namespace) -> int:
                 data = fh.read()
             hosts = {info["host"]: worker for worker, info in client.scheduler_info()["workers"].items()}
             problems = {w: " ".join(lines) for w, lines in client.run(
-                install_on_worker, data, script, args.install, workers=list(hosts.values())).items() if lines}
+                install_on_worker, data, scripts, args.install, workers=list(hosts.values())).items() if lines}
         for worker, problem in problems.items():
             print(f"error: Dask worker {worker}: {problem}", file=sys.stderr)
         if problems:
@@ -604,7 +498,7 @@ def run_dask(args: argparse.Namespace) -> int:
             name = os.path.basename(path)
             with open(path, "rb") as fh:
                 data = fh.read()
-            future = client.submit(bake_task, name, data, script, path, os.path.join(args.out, name),
+            future = client.submit(bake_task, name, data, scripts, path, os.path.join(args.out, name),
                                    key=f"bake-{i}-{name}", pure=False)
             futures[future] = path
         baked, failed, seconds, pending = 0, 0, {}, dict(futures)

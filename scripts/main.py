@@ -11,12 +11,13 @@
 2. Each demo file is handled in its own process (bpy is a process-wide singleton), ``--jobs`` at
    a time: the file is opened, every mechanism, linkage and simulated rig is baked
    (``spline_joints.bake_dynamics``, ``bake_linkage``, the ``bake_rig`` job) by
-   ``scripts/bake.py``'s ``bake_open_file`` (atomic save to ``OUT/blends/<file>``), and
+   ``scripts.blender_kit.bake_open_file``, as scripts/bake.py bakes (atomic save to
+   ``OUT/blends/<file>``), and
    ``--frames`` Workbench frames spread over the scene's range are tiled into
    ``OUT/sheets/<file>.png`` through the file's own camera: a title line (file, mechanism,
    bodies, DOF; for a rig its bones and fitted joints), each tile labelled with its time
    ("t = 0.40 s"), and on the chains, beads and globe a fading trail of the last second of
-   motion (scripts/pictures.py). Fitting rigs and the OpenSim walk have no mechanism: they are saved and rendered
+   motion (scripts/pictures/common.py). Fitting rigs and the OpenSim walk have no mechanism: they are saved and rendered
    as their sliders and coordinates play (the add-on's live drive poses the bones); their
    fitted joints (bones' and OpenSim joints' spline fits) are listed in a second table.
 3. A table is printed: mechanism, bodies, DOF, steps, wall time (the core simulation), energy
@@ -48,13 +49,13 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from core.io import atomic_write  # noqa: E402
+from scripts import blender_kit as kit  # noqa: E402
 
 DEMOS_DIR = ROOT / "demo_blends"
-TILE = (320, 180)  # half of build_demos.RESOLUTION
+TILE = (320, 180)  # half of blender_kit.RESOLUTION
 
 
 # ------------------------------------------------------------------------------------------
@@ -62,11 +63,7 @@ TILE = (320, 180)  # half of build_demos.RESOLUTION
 # ------------------------------------------------------------------------------------------
 
 def worker(path: str, out: str, frames: int, duration: float | None, result_file: str) -> None:
-    sys.path.insert(0, str(HERE))
-    import build_demos as bd
-
-    bpy = bd.start_blender()  # BLENDER_USER_RESOURCES is set by the parent: already installed
-    import bake
+    bpy = kit.start_blender()  # BLENDER_USER_RESOURCES is set by the parent: already installed
 
     name = Path(path).stem
     bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
@@ -76,13 +73,13 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
                 item.duration = min(item.duration, duration)
     t0 = time.perf_counter()
     rig_bakes = []
-    bake.bake_open_file(os.path.join(out, "blends"), Path(path).name, rig_bakes)
+    kit.bake_open_file(os.path.join(out, "blends"), Path(path).name, rig_bakes)
     bake_wall = time.perf_counter() - t0
-    build_mechanism = bd.addon_module("addon.operators.mechanisms").build_mechanism
-    drift_warning = bd.addon_module("core.mechanisms").energy_drift_warning
+    build_mechanism = kit.addon_module("addon.operators.mechanisms").build_mechanism
+    drift_warning = kit.addon_module("core.mechanisms").energy_drift_warning
     rows, rigs, links = [], [], []
     scene = bpy.context.scene
-    lb = bd.addon_module("addon.linkage_bridge")
+    lb = kit.addon_module("addon.linkage_bridge")
     for sc in bpy.data.scenes:
         for item in sc.spline_joints_linkages:
             links.append({"file": name, "linkage": item.name, "mode": item.mode, "solver": item.solver,
@@ -101,7 +98,7 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
         for obj in sc.objects:
             if obj.type == "ARMATURE":
                 for fit in obj.data.spline_joints_osim.fits:  # spline joints fitted to OpenSim's
-                    report = bd.addon_module("core.io").loads(fit.joint_json).report
+                    report = kit.addon_module("core.io").loads(fit.joint_json).report
                     rigs.append({"file": name, "bone": fit.name,
                                  "joint": "OpenSim joint, fitted",
                                  "samples": len(report.position_residuals_mm), "fit": report.status,
@@ -110,7 +107,7 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
                 for pb in obj.pose.bones:
                     s = pb.spline_joints
                     if s.joint_json:
-                        joint = type(bd.addon_module("core.io").loads(s.joint_json).joint).__name__
+                        joint = type(kit.addon_module("core.io").loads(s.joint_json).joint).__name__
                         rigs.append({"file": name, "bone": f"{obj.name}/{pb.name}", "joint": joint,
                                      "samples": len(s.samples), "fit": s.fit_status,
                                      "rms_mm": s.fit_rms_mm, "rms_deg": s.fit_rms_deg,
@@ -126,13 +123,13 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
     first = scene.frame_start
     picks = [round(first + k * (last - first) / max(frames - 1, 1)) for k in range(frames)]
     t0 = time.perf_counter()
-    import pictures
+    from scripts.pictures import common as pictures
 
     trails = pictures.trails(scene, picks[0], picks[-1])
     tiles = [pictures.render(scene, f, TILE, trails) for f in picks]
     sheet = Path(out) / "sheets" / f"{name}.png"
-    bd.save_png(pictures.titled_sheet(tiles, min(4, frames), pictures.title_line(scene, name),
-                                      [pictures.time_label(scene, f) for f in picks]), sheet)
+    kit.save_png(pictures.titled_sheet(tiles, min(4, frames), pictures.title_line(scene, name),
+                                       [pictures.time_label(scene, f) for f in picks]), sheet)
     mean = float(sum(float(t[..., :3].std()) for t in tiles) / len(tiles))
     rig_bakes = [{"file": name, **{k: v for k, v in r.items() if k != "report"}} for r in rig_bakes]
     atomic_write(result_file, json.dumps({"rows": rows, "rigs": rigs, "linkages": links, "rig_bakes": rig_bakes,
@@ -194,7 +191,7 @@ def linkage_table(links: list[dict]) -> str:
 
 
 def rig_bake_table(bakes: list[dict]) -> str:
-    """Simulated rigs (scripts/bake.py's bake_rigs): simulated bodies, frames, the
+    """Simulated rigs (scripts.blender_kit.bake_rigs): simulated bodies, frames, the
     simulation's wall time, the worst excess over any joint limit (deg), the energy drift
     (only for a passive rig: no limits, damping or animated bodies) and, for a rig with
     contacts, the most contacts in a frame and the worst penetration (mm)."""
@@ -255,16 +252,13 @@ def main(argv: list[str]) -> int:
     out = Path(args.out).resolve()
     args.out = str(out)
     (out / ".work").mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, str(HERE))
-    import build_demos as bd
-
-    zip_path = args.zip or bd.build_zip()
+    zip_path = args.zip or kit.build_zip()
     user = out / ".blender_user"
     shutil.rmtree(user, ignore_errors=True)
     env = dict(os.environ, BLENDER_USER_RESOURCES=str(user), PYTHONDONTWRITEBYTECODE="1")
     install = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                              "import build_demos; build_demos.start_blender(sys.argv[2])",
-                              str(HERE), zip_path], env=env, capture_output=True, text=True)
+                              "from scripts import blender_kit; blender_kit.start_blender(sys.argv[2])",
+                              str(ROOT), zip_path], env=env, capture_output=True, text=True)
     if install.returncode != 0:
         print(f"error: installing {zip_path} failed:\n{install.stdout[-2000:]}{install.stderr[-2000:]}",
               file=sys.stderr)

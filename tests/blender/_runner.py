@@ -5,6 +5,7 @@ test runs its scenario in its own process: ``python _runner.py install ZIP OUT``
 session, then ``python _runner.py run TEST_FILE FUNCTION KWARGS_JSON OUT`` per test.
 BLENDER_USER_RESOURCES must point at the sandbox before this script starts: Blender reads it
 when bpy is imported. The scenario's return value (JSON-serialisable) is written to OUT.
+Scenarios import the tests' ``scenes`` helper, and the repository's ``scripts`` package.
 """
 
 import importlib.util
@@ -12,16 +13,19 @@ import json
 import os
 import sys
 
-MODULE = "bl_ext.user_default.spline_joints"
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
+from scripts.blender_kit import MODULE, install_extension  # noqa: E402
 
 
 def install(zip_path):
-    import bpy  # first: it puts Blender's own script modules (addon_utils) on sys.path
-    import addon_utils
+    """:func:`scripts.blender_kit.install_extension`, and what it left: the operator's result,
+    whether the add-on is enabled and loaded, and the folders it unpacked into."""
+    result = install_extension(zip_path)
+    import bpy
+    import addon_utils  # after bpy, which puts Blender's own script modules on sys.path
 
     user = os.environ["BLENDER_USER_RESOURCES"]
-    result = bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default",
-                                                      enable_on_install=True)
     loaded_default, loaded_state = addon_utils.check(MODULE)
     site = os.path.join(user, "extensions", ".local", "lib",
                         f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
@@ -43,7 +47,6 @@ def run(test_file, function, kwargs):
     bpy.ops.preferences.addon_enable(module=MODULE)
     if MODULE not in bpy.context.preferences.addons:
         raise RuntimeError(f"{MODULE} could not be enabled")
-    sys.path.insert(0, os.path.dirname(os.path.abspath(test_file)))  # for the scenes helper
     spec = importlib.util.spec_from_file_location("scenario_module", test_file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,5 +1,6 @@
 """The contact demos of scripts/build_demos.py, built and baked: the ragdoll tumbling down the
-steps (scripts/demo_ragdoll.py) and the chain dropped into the bowl (scripts/demo_bowl.py).
+steps (scripts/demos/ragdoll_steps.py) and the chain dropped into the bowl
+(scripts/demos/chain_in_bowl.py).
 
 Each demo is built into a temporary folder, simulated once (the add-on's RigJob, as
 ``spline_joints.bake_rig`` runs it) and keyed with the job's result (``write_keys``); then at
@@ -25,7 +26,6 @@ minimum is found by golden-section search to far below DEPTH.
 """
 
 import importlib
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -44,9 +44,8 @@ REST_SPEED = 0.1
 
 
 def _demo(module):
-    """A demo builder module of scripts/ (in the Blender subprocess only)."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    return importlib.import_module(module)
+    """A demo builder module of scripts/demos/ (in the Blender subprocess only)."""
+    return importlib.import_module(f"scripts.demos.{module}")
 
 
 def _box_distance(p, T, half):
@@ -155,7 +154,7 @@ def _depths(world, a, b, radii, boxes):
 def scenario_ragdoll(tmp):
     import bpy
 
-    dr = _demo("demo_ragdoll")
+    dr = _demo("ragdoll_steps")
 
     arm, job, result, world, worst_limit = _built_and_baked(tmp, dr.build_ragdoll_steps, "ragdoll_steps",
                                                             "Ragdoll")
@@ -190,7 +189,7 @@ def scenario_ragdoll(tmp):
 def scenario_bowl(tmp):
     import bpy
 
-    db = _demo("demo_bowl")
+    db = _demo("chain_in_bowl")
 
     arm, job, result, world, worst_limit = _built_and_baked(tmp, db.build_chain_in_bowl, "chain_in_bowl",
                                                             "Chain")

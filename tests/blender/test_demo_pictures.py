@@ -5,13 +5,12 @@ The motion is the core's simulation of each mechanism at the file's own settings
 simulation a bake keys; baking every demo in Blender would be too slow here), placed on the
 file's own body objects; a rig's motion is its animation, played frame by frame, a
 linkage's its bake (seconds), played likewise, and a simulated rig's (the character, the
-contact demos) its bake by scripts/bake.py's ``bake_rigs`` (tens of seconds each). The points
+contact demos) its bake by scripts.blender_kit.bake_rigs (tens of seconds each). The points
 that outline each body (a mesh's vertices, a curve's points) are projected through the scene
-camera with build_demos.camera_pixels at build_demos.RESOLUTION (640 x 360); a body is in
+camera with scripts.blender_kit.camera_pixels at its RESOLUTION (640 x 360); a body is in
 view in a frame when the bounding box of its projection lies inside the frame.
 """
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -31,13 +30,6 @@ ROD_PX, ROD_FACTOR = 2.0, 2.0
 OFF_PLANE = 0.10
 #: the reach-cone arm is on the cone's boundary when |swing value| <= this, in >= CONE_FRAMES
 CONE_TOL, CONE_FRAMES = 1e-3, 10
-
-
-def _build_demos(path):
-    spec = importlib.util.spec_from_file_location("build_demos", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # numpy only at import time
-    return module
 
 
 def _hull_area(xy):
@@ -73,32 +65,29 @@ def _parts(ref_object):
     return [c for c in obj.children if not c.hide_render and c.type in ("MESH", "CURVE")]
 
 
-def scenario_views(tmp, demo, build_script):
+def scenario_views(tmp, demo):
     import bpy
 
     from scenes import addon_module
+    from scripts import blender_kit as kit
 
-    bd = _build_demos(build_script)
     bpy.ops.wm.open_mainfile(filepath=str(DEMO_DIR / f"{demo}.blend"), load_ui=False)
     scene = bpy.context.scene
     out = {"camera": scene.camera is not None, "bodies": {}, "extra": {}}
     if scene.camera is None:
         return out
-    W, H = bd.RESOLUTION
+    W, H = kit.RESOLUTION
     tracks = {}  # part name -> world points outlining it (F, N, 3)
     for i in range(len(scene.spline_joints_linkages)):  # seconds each: their keys play below
         assert bpy.ops.spline_joints.bake_linkage(index=i) == {"FINISHED"}
     rig_ops = addon_module("addon.operators.rig")
     if rig_ops.simulated_armatures(scene) or rig_ops.simulated_objects(scene):  # keys play below
-        spec = importlib.util.spec_from_file_location("bake", Path(build_script).parent / "bake.py")
-        bake = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(bake)
-        bake.bake_rigs(scene)
+        kit.bake_rigs(scene)
     items = scene.spline_joints_mechanisms
     if len(items):
         item = items[0]
         mech = addon_module("addon.operators.mechanisms").build_mechanism(item.demo, item.duration,
-                                                                        item.substeps, scene)
+                                                                          item.substeps, scene)
         addon_module("core.backend").use("numpy")  # no kernel compile in this fresh user folder
         result = addon_module("core.mechanisms").simulate_mechanism(mech)
         for k, ref in enumerate(item.bodies):
@@ -148,7 +137,7 @@ def scenario_views(tmp, demo, build_script):
         if cone_bones:
             out["extra"]["cone_values"] = cone_values
     for name, corners in tracks.items():
-        px = bd.camera_pixels(scene, corners, (W, H))  # (F, 8, 2)
+        px = kit.camera_pixels(scene, corners, (W, H))  # (F, 8, 2)
         inside = ((px[..., 0] >= 0) & (px[..., 0] <= W) & (px[..., 1] >= 0) & (px[..., 1] <= H)).all(axis=1)
         ratio = []
         for frame_px in px[:: max(1, len(px) // 30)]:
@@ -162,7 +151,7 @@ def scenario_views(tmp, demo, build_script):
 
 @pytest.mark.parametrize("demo", DEMOS)
 def test_demo_camera_sees_its_moving_bodies(blender, demo):
-    out = blender(scenario_views, demo=demo, build_script=str(ROOT / "scripts" / "build_demos.py"))
+    out = blender(scenario_views, demo=demo)
     assert out["camera"], f"{demo}.blend has no camera"
     assert out["bodies"], f"{demo}.blend: no moving body found"
     hidden = {n: b["in_view"] for n, b in out["bodies"].items() if b["in_view"] < IN_VIEW}

@@ -1,11 +1,14 @@
 """demo_blends/: the committed files match scripts/build_demos.py and the core's demo library,
-and a short headless bake of one of them (scripts/bake.py's bake_open_file) writes keyframes."""
+and a short headless bake of one of them (scripts.blender_kit.bake_open_file, as scripts/bake.py
+bakes) writes keyframes."""
 
 import importlib.util
 import os
 from pathlib import Path
 
 import numpy as np
+
+from scripts.demos.common import BUILD_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = ROOT / "demo_blends"
@@ -17,7 +20,7 @@ SIZE_LIMITS = {"gait2392_walk": 1_300_000}
 def _build_script():
     spec = importlib.util.spec_from_file_location("build_demos", ROOT / "scripts" / "build_demos.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # numpy only at import time; bpy is imported by its functions
+    spec.loader.exec_module(module)  # numpy and core at import time; bpy is imported by its builders
     return module
 
 
@@ -122,7 +125,7 @@ def scenario_check_files(tmp, demo_dir, version, rigs):
 
 def test_demo_blends_are_up_to_date(blender):
     bd = _build_script()
-    out = blender(scenario_check_files, demo_dir=str(DEMO_DIR), version=bd.BUILD_VERSION,
+    out = blender(scenario_check_files, demo_dir=str(DEMO_DIR), version=BUILD_VERSION,
                   rigs=list(bd.RIGS) + list(bd.LINKAGES))
     assert not out["problems"], "run scripts/build_demos.py:\n" + "\n".join(out["problems"])
     knee, scap = out["rigs"]["knee_fit_rig"], out["rigs"]["scapulothoracic_fit_rig"]
@@ -151,18 +154,16 @@ def test_demo_blends_are_up_to_date(blender):
     assert len(bowl["colliders"]) == 9 and bowl["ground"], bowl
 
 
-def scenario_short_bake(tmp, demo, bake_script):
+def scenario_short_bake(tmp, demo):
     import bpy
 
     from scenes import addon_module
+    from scripts.blender_kit import bake_open_file
 
-    spec = importlib.util.spec_from_file_location("bake", bake_script)
-    bake = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bake)
     bpy.ops.wm.open_mainfile(filepath=str(DEMO_DIR / f"{demo}.blend"), load_ui=False)
     item = bpy.context.scene.spline_joints_mechanisms[0]
     item.duration = 0.1
-    message = bake.bake_open_file(tmp, f"{demo}.blend")
+    message = bake_open_file(tmp, f"{demo}.blend")
     bpy.ops.wm.open_mainfile(filepath=os.path.join(tmp, f"{demo}.blend"), load_ui=False)
     scene = bpy.context.scene
     item = scene.spline_joints_mechanisms[0]
@@ -174,7 +175,7 @@ def scenario_short_bake(tmp, demo, bake_script):
 
 
 def test_short_headless_bake_of_a_demo(blender):
-    out = blender(scenario_short_bake, demo="hinge_chain", bake_script=str(ROOT / "scripts" / "bake.py"))
+    out = blender(scenario_short_bake, demo="hinge_chain")
     frames = round(0.1 * out["fps"]) + 1
     assert out["frames"] == frames and out["n_keys"] == [frames] * 8, out
     assert out["steps"] == (frames - 1) * 10 and out["constraint_error"] < 1e-9, out

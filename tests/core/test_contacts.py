@@ -3,9 +3,6 @@ pairs, contact Jacobians against finite differences, and simulations: a bouncing
 box on an incline, a capsule chain settling on the ground (against MuJoCo), a chain with
 reach cones falling onto the ground; bad input."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy.linalg import cho_solve
@@ -24,9 +21,7 @@ from core.lie import se3, so3
 from core.limits import LimitSolver, ReachCone
 from core.mechanisms.shapes import box_inertia, sphere_inertia
 from core.model import Model
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from bench_contacts import capsule_chain, chain, link_heights, mujoco_capsule_chain  # noqa: E402
+from scripts.benchmarks.contacts import capsule_chain, chain, link_heights, mujoco_capsule_chain
 
 EPS = np.finfo(float).eps
 G = 9.81

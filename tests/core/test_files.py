@@ -127,7 +127,7 @@ WRITE_CALLS = {"write_text", "write_bytes", "dump", "save_as_mainfile", "save_re
                "tofile"}
 #: writes that are not outputs, with the reason
 NOT_OUTPUTS = {
-    ("scripts/build_demos.py", "render_frame"): "a scratch render in the system temp folder, "
+    ("scripts/blender_kit.py", "render_frame"): "a scratch render in the system temp folder, "
                                                 "read back and deleted",
     ("scripts/build_extension.py", "__enter__"): "build/.lock, a lock whose content is unused",
 }

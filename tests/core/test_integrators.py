@@ -150,7 +150,7 @@ def test_substeps_equal_smaller_steps():
 
 def test_spline_pendulum_energy_drift_rk4():
     """The target is a relative drift below 1e-5 over 10 s at 1 ms; that run (10,000 RK4
-    steps) is measured by scripts/bench_dynamics.py. The suite integrates 1 s and holds
+    steps) is measured by scripts/benchmarks/dynamics.py. The suite integrates 1 s and holds
     the drift to a tenth of the bound (drift grows about linearly with time)."""
     m, q0 = spline_chain(5)
     res = simulate(m, q0, np.zeros(m.nv), 1e-3, 1000, "rk4", record_every=50)

@@ -3,11 +3,9 @@ passive mechanisms conserve energy, drives change the energy only by their work,
 on the globe and their coasts, chains fall, the knee follows OpenSim's path.
 
 Runs are kept short (fractions of a second of simulated time) so the file stays well under a
-minute; the demos' own durations are exercised by scripts/bench_mechanisms.py.
+minute; the demos' own durations are exercised by scripts/benchmarks/mechanisms.py.
 """
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -427,8 +425,7 @@ def test_every_demo_builder_takes_fps_substeps_and_duration_as_keywords(name):
 
 def test_hinge_chain_matches_mujoco_on_the_same_chain():
     mujoco = pytest.importorskip("mujoco")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-    from bench_mechanisms import mujoco_hinge_chain
+    from scripts.benchmarks.mechanisms import mujoco_hinge_chain
     m = hinge_chain(n_links=4, duration=0.3)
     r = simulate_mechanism(m)
     mj = mujoco_hinge_chain(m)

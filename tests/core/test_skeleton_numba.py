@@ -1,7 +1,7 @@
 """The seed-001 skeleton step compiled (numba backend, :mod:`core.compiled.skeleton`)
 against the numpy reference (sparse LU of system (6)): accelerations and forces, trajectories
 of 10- and 100-body skeletons with every update and post-stabilization, the momentum and
-energy behaviour, and the fallbacks to numpy. Never timed (scripts/bench_maximal.py times
+energy behaviour, and the fallbacks to numpy. Never timed (scripts/benchmarks/maximal.py times
 them).
 
 Tolerance. The numpy path factors ``A = J M^-1 Jf^T`` by sparse LU; the kernel eliminates

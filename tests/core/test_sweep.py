@@ -4,7 +4,7 @@ any work, failed variants as records, and the CSV table and PNG plot written bes
 other.
 
 Runs are short (0.1-0.25 s of simulated knee pendulum per variant); the sweep's speed is
-measured by scripts/bench_sweep.py.
+measured by scripts/benchmarks/sweep.py.
 """
 
 import csv

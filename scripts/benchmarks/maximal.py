@@ -1,6 +1,6 @@
 """Benchmarks of the maximal-coordinate solvers (seeds 001 and 004).
 
-``bench_maximal()`` returns rows (dicts), per backend, for
+Rows (dicts), per backend, for
 
 * the skeleton step (seed 001) on chains of 10, 100 and 1000 bodies (every third joint
   spherical, random consistent velocities): median time per step;
@@ -16,23 +16,19 @@ The skeleton step, the assembly and the Stoermer steps run on both backends of
 compiled kernel call (:mod:`core.compiled.skeleton`, elimination over the tree) and the
 projection's conjugate gradients are one compiled kernel call,
 :func:`core.compiled.kernels.cg`.
-
-Run directly (``.venv/bin/python scripts/bench_maximal.py``) to print markdown tables.
+:func:`bench_maximal_tables` is the section "maximal" of scripts/bench.py.
 """
 
-import os
-import platform
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from core import backend
+from core.lie import se3, so3
+from core.maximal.faure import Assembly, FaureJoint
+from core.maximal.skeleton import chain
 
-from core import backend  # noqa: E402
-from core.lie import se3, so3  # noqa: E402
-from core.maximal.faure import Assembly, FaureJoint  # noqa: E402
-from core.maximal.skeleton import chain  # noqa: E402
+from .common import table
 
 ROWS, COLS, BAR, GAP = 8, 7, 0.3, 0.35
 
@@ -159,43 +155,35 @@ def _accuracy_for_speed(geometric, cg, steps, dt):
     return table
 
 
-def bench_maximal():
-    """All rows on both backends: ``{"skeleton": {backend: [...]}, "assembly": {...},
-    "accuracy": {...}, "machine": str}`` (a backend's rows None where it is unavailable)."""
+def bench_maximal_tables(quick=False):
+    """The section of scripts/bench.py: the rows above as tables (quick: fewer bodies and
+    repeats); the skeleton step, the assembly and the Stoermer steps on both backends side by
+    side."""
     both = ("numpy", "numba")
-    return {"skeleton": {b: skeleton_rows(backend_name=b) for b in both},
-            "assembly": {b: assembly_rows(backend_name=b) for b in both},
-            "accuracy": {b: accuracy_for_speed(backend_name=b) for b in both},
-            "machine": f"{platform.machine()} {platform.processor() or ''} "
-                       f"{os.cpu_count()} cpus, Python {platform.python_version()}, "
-                       f"numpy {np.__version__}".strip()}
-
-
-def _ms(row, fmt=".2f"):
-    return "n/a" if row is None else f"{row['seconds'] * 1e3:{fmt}} ms"
-
-
-def markdown(res):
-    """Both backends side by side ("n/a" where numba does not import)."""
-    fast = {k: res[k]["numba"] or [None] * len(res[k]["numpy"]) for k in res
-            if k != "machine"}
-    out = [f"Machine: {res['machine']}", "",
-           "| case | bodies | numpy median per call | numba median per call |",
-           "|---|---:|---:|---:|"]
-    for key in ("skeleton", "assembly"):
-        for row, f in zip(res[key]["numpy"], fast[key]):
-            out.append(f"| {row['case']} | {row['bodies']} | {_ms(row)} | {_ms(f)} |")
-    out += ["", "Stoermer step of the 56-body structure, dt = 1/30 s, gravity "
-            "(seed 004 section 4.3):", "",
-            "| geometric iterations | CG iterations | numpy median per step | "
-            "numba median per step | max constraint error (numpy / numba) |",
-            "|---:|---:|---:|---:|---:|"]
-    for row, f in zip(res["accuracy"]["numpy"], fast["accuracy"]):
-        err = f"{row['error']:.1e}" + ("" if f is None else f" / {f['error']:.1e}")
-        out.append(f"| {row['geometric']} | {row['cg']} | {_ms(row, '.1f')} | "
-                   f"{_ms(f, '.1f')} | {err} |")
-    return "\n".join(out)
-
-
-if __name__ == "__main__":
-    print(markdown(bench_maximal()))
+    skeleton = {b: skeleton_rows(sizes=(10, 100) if quick else (10, 100, 1000),
+                                 repeats=3 if quick else 7, backend_name=b) for b in both}
+    assembly = {b: assembly_rows(repeats=2 if quick else 5, backend_name=b) for b in both}
+    accuracy = {b: accuracy_for_speed(steps=3 if quick else 8, backend_name=b)
+                for b in both}
+    fast = accuracy["numba"] or [{"seconds": "", "error": ""}] * len(accuracy["numpy"])
+    rows = [[r["case"], r["bodies"], r["seconds"] * 1e3,
+             skeleton["numba"][k]["seconds"] * 1e3 if skeleton["numba"] else ""]
+            for k, r in enumerate(skeleton["numpy"])]
+    for k, r in enumerate(assembly["numpy"]):
+        rows.append([r["case"], r["bodies"], r["seconds"] * 1e3,
+                     assembly["numba"][k]["seconds"] * 1e3 if assembly["numba"] else ""])
+    return [
+        table("Maximal coordinates: skeleton step (seed 001) and assembly (seed 004)",
+              ["case", "bodies", "numpy median ms per call", "numba median ms per call"],
+              rows, note="on numba the skeleton step is one kernel call (elimination over the "
+                         "tree, update and stabilization) and the assembly's conjugate "
+                         "gradients are compiled"),
+        table("Maximal coordinates: Stoermer step of the 56-body structure, dt = 1/30 s "
+              "(seed 004 section 4.3)",
+              ["geometric iterations", "CG iterations", "numpy median ms per step",
+               "numba median ms per step", "numpy max constraint error",
+               "numba max constraint error"],
+              [[r["geometric"], r["cg"], r["seconds"] * 1e3,
+                f["seconds"] * 1e3 if f["seconds"] != "" else "", r["error"], f["error"]]
+               for r, f in zip(accuracy["numpy"], fast)]),
+    ]

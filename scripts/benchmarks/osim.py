@@ -1,11 +1,9 @@
 """OpenSim exchange: reading models, meshes and motions, and the imported gait2392's dynamics.
 
-    python scripts/bench_osim.py [--quick]
-
-Rows: the median time of one call (:func:`bench.median_us`); the dynamics of the imported
+Rows: the median time of one call (:func:`scripts.benchmarks.common.median_us`); the dynamics of the imported
 gait2392 (aba, rnea, crba) on both backends of :mod:`core.backend` (numpy, and numba where
 it imports: its twelve CustomJoints compiled, :mod:`core.compiled.custom`), CPU medians of
-:func:`bench_dynamics._on`. Where ``opensim`` imports (the Python 3.13 environment:
+:func:`scripts.benchmarks.dynamics._on`. Where ``opensim`` imports (the Python 3.13 environment:
 ``.venv-py313/bin/python scripts/bench.py --only osim``) the same model's forward dynamics in
 OpenSim 4.6 (muscles removed, as in the import) is timed in the same run, so the ratios are
 measured side by side.
@@ -13,23 +11,18 @@ measured side by side.
 
 import glob
 import os
-import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _path in (ROOT, HERE):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import median_us, table  # noqa: E402
-from bench_dynamics import _on  # noqa: E402
+from core.dynamics import aba, crba, rnea
+from core.io.motion import read_motion
+from core.io.osim import motion_coordinates, read_osim
+from core.io.vtp import read_vtp
 
-from core.dynamics import aba, crba, rnea  # noqa: E402
-from core.io.motion import read_motion  # noqa: E402
-from core.io.osim import motion_coordinates, read_osim  # noqa: E402
-from core.io.vtp import read_vtp  # noqa: E402
+from .common import median_us, table
+from .dynamics import _on
 
 OSIM = os.path.join(ROOT, "..", "shared", "data", "osim")
 GAIT = os.path.join(OSIM, "gait2392_thelen2003muscle.osim")
@@ -103,10 +96,3 @@ def bench_osim(quick=False):
     return [table("OpenSim exchange and the imported gait2392", ["what", "median"],
                   [[name, f"{value:.4g}"] for name, value in rows],
                   note="CPU time for the dynamics rows; wall time for the file rows")]
-
-
-if __name__ == "__main__":
-    from bench import format_table, machine_description
-    print(machine_description())
-    for t in bench_osim(quick="--quick" in sys.argv):
-        print(format_table(t))

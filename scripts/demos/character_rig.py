@@ -33,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-import build_demos as bd
+from scripts import blender_kit as kit
+from scripts.demos.common import VIEWS, save
 
 FPS = 24
 FRAMES = 97
@@ -77,8 +78,8 @@ CLOTH = (0.25, 0.42, 0.7, 1.0)
 
 def _bone_frames(layout=BONES):
     """``(name, parent, T_arm_bone, length)`` of the bones of ``layout`` (rows as in
-    :data:`BONES`), for ``build_demos._armature``."""
-    bones = bd.addon_module("core.bones")
+    :data:`BONES`), for :func:`scripts.blender_kit.armature`."""
+    bones = kit.addon_module("core.bones")
     return [(name, parent, bones.bone_frame(head, tail), float(np.linalg.norm(np.subtract(tail, head))))
             for name, parent, head, tail in layout]
 
@@ -86,12 +87,12 @@ def _bone_frames(layout=BONES):
 def _meshes(arm, n_tail: int = N_TAIL) -> None:
     """A closed mesh per bone (bone-parented, in the bone's head frame, Y along the bone), for
     the body and the first ``n_tail`` tail bones."""
-    display = bd.addon_module("core.display")
+    display = kit.addon_module("core.display")
     lengths = {b.name: b.length for b in arm.data.bones}
 
     def along(name, mesh, colour, y=None, label=None):
-        T = bd._translation((0.0, 0.5 * lengths[name] if y is None else y, 0.0))
-        bd._bone_mesh(arm, name, label or name, mesh, colour, T)
+        T = kit.translation((0.0, 0.5 * lengths[name] if y is None else y, 0.0))
+        kit.bone_mesh(arm, name, label or name, mesh, colour, T)
 
     along("hips", display.uv_sphere((0.13, 0.1, 0.1), 20, 10), CLOTH)
     along("spine", display.uv_sphere((0.12, 0.13, 0.09), 20, 10), CLOTH)
@@ -116,12 +117,12 @@ def _fit_knee(arm, side: str) -> None:
     fit it with a spline curve joint; the shin is left posed at the fitted joint's q = 0."""
     import bpy
 
-    bridge = bd.addon_module("addon.bridge")
-    jio = bd.addon_module("core.io")
+    bridge = kit.addon_module("addon.bridge")
+    jio = kit.addon_module("core.io")
     scene = bpy.context.scene
     shin = arm.pose.bones[f"shin.{side}"]
     arm.data.bones.active = arm.data.bones[shin.name]
-    bd._check(bpy.ops.spline_joints.apply_joint_preset(preset=f"KNEE_{side}", draw_path=False),
+    kit.check(bpy.ops.spline_joints.apply_joint_preset(preset=f"KNEE_{side}", draw_path=False),
               "apply_joint_preset")
     preset = jio.loads(shin.spline_joints.joint_json).joint
     lo, hi = float(preset.lower[0]), float(preset.upper[0])
@@ -134,13 +135,13 @@ def _fit_knee(arm, side: str) -> None:
     s = shin.spline_joints
     s.source, s.n_coordinates = "FRAME", 1
     s.frame_start, s.frame_end, s.frame_q_start, s.frame_q_end = 1, n, lo, hi
-    bd._check(bpy.ops.spline_joints.capture_range(frame_start=1, frame_end=n, step=1), "capture_range")
+    kit.check(bpy.ops.spline_joints.capture_range(frame_start=1, frame_end=n, step=1), "capture_range")
     arm.animation_data_clear()
     s.fit_type, s.fit_frames, s.fit_order, s.fit_length_scale = "CURVE", 12, 4, 0.1
-    bd._check(bpy.ops.spline_joints.fit(), "fit")
-    bd._colour_path(arm, shin.name)
+    kit.check(bpy.ops.spline_joints.fit(), "fit")
+    kit.colour_path(arm, shin.name)
     fitted = jio.loads(s.joint_json).joint
-    shin.matrix_basis = bd._matrix(np.linalg.solve(rest, fitted.transform(np.zeros(1))))
+    shin.matrix_basis = kit.matrix(np.linalg.solve(rest, fitted.transform(np.zeros(1))))
 
 
 def _key_pose(arm) -> None:
@@ -158,9 +159,9 @@ def _key_pose(arm) -> None:
         bone = arm.data.bones[thigh.name]
         M = np.array(bone.matrix_local)
         turn = np.eye(4)
-        turn[:3, :3] = bd.addon_module("core.lie").so3.exp(np.array([-0.5 * math.pi, 0.0, 0.0]))
+        turn[:3, :3] = kit.addon_module("core.lie").so3.exp(np.array([-0.5 * math.pi, 0.0, 0.0]))
         turn[:3, 3] = M[:3, 3] - turn[:3, :3] @ M[:3, 3]      # about the hip joint
-        thigh.matrix_basis = bd._matrix(np.linalg.solve(M, turn @ M))
+        thigh.matrix_basis = kit.matrix(np.linalg.solve(M, turn @ M))
         bpy.context.view_layer.update()
         assert thigh.tail[1] < thigh.head[1] - 0.3, "the thigh must point forward (-Y)"
         thigh.keyframe_insert("rotation_quaternion", frame=1)
@@ -183,10 +184,10 @@ def build_character_rig(out: Path) -> None:
     """``character_rig.blend`` (module docstring)."""
     import bpy
 
-    bridge = bd.addon_module("addon.bridge")
-    display = bd.addon_module("core.display")
-    scene = bd.new_scene(FPS, FRAMES, "character_rig")
-    arm = bd._armature("Critter", _bone_frames())
+    bridge = kit.addon_module("addon.bridge")
+    display = kit.addon_module("core.display")
+    scene = kit.new_scene(FPS, FRAMES, "character_rig")
+    arm = kit.armature("Critter", _bone_frames())
     for side in ("L", "R"):
         _fit_knee(arm, side)
     scene.frame_start, scene.frame_end = 1, FRAMES
@@ -200,9 +201,9 @@ def build_character_rig(out: Path) -> None:
     ledge.data.materials.append(bridge.ensure_material("SJ ledge", (0.7, 0.7, 0.68, 1.0)))
     ledge.location = LEDGE[1]
     # Frame the keyed motion and where the tail and the shins can reach.
-    pts = bd._visible_points(scene, range(1, FRAMES + 1, 6))
+    pts = kit.visible_points(scene, range(1, FRAMES + 1, 6))
     reach = [[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.75) for z in (0.0, 1.4)]
     bpy.ops.object.mode_set(mode="OBJECT")
     scene.frame_set(1)
-    bd.setup_render(scene, np.vstack([pts, reach]), bd.VIEWS["character_rig"], margin=1.0)
-    bd.save(scene, out / "character_rig.blend")
+    kit.setup_render(scene, np.vstack([pts, reach]), VIEWS["character_rig"], margin=1.0)
+    save(scene, out / "character_rig.blend")

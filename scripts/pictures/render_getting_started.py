@@ -1,7 +1,7 @@
 """The README's Getting started picture: the panel steps done by their operators on a pair of
 legs built from scratch, rendered with Workbench.
 
-    .venv/bin/python scripts/render_getting_started.py [--out docs/images]
+    .venv/bin/python scripts/pictures/render_getting_started.py [--out docs/images]
 
 An armature with a pelvis and, on each side, a femur (hip to knee) and a tibia (knee to ankle)
 is built in Edit Mode, 1.1 times the gait2392 leg, every bone with roll 0 as Blender gives
@@ -22,10 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import build_demos as bd  # noqa: E402
-from render_readme_images import close_up  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from scripts import blender_kit as kit  # noqa: E402
+from scripts.pictures.common import close_up  # noqa: E402
 
 #: the rig's size against the gait2392 leg
 SIZE = 1.1
@@ -42,13 +41,13 @@ TILE = (360, 360)
 
 def build_legs(bpy):
     """The armature 'Legs' (pelvis, femur_R/L, tibia_R/L) with a capsule on every bone."""
-    ref = bd.addon_module("core.reference.opensim").KneeGait2392()
-    display = bd.addon_module("core.display")
+    ref = kit.addon_module("core.reference.opensim").KneeGait2392()
+    display = kit.addon_module("core.display")
     hip = M @ np.array([-0.0707, -0.0661, 0.0835])
     knee = hip + M @ ref.pose(0.0)[:3, 3]
     ankle = knee + M @ np.array([0.0, -0.43, 0.0])
     pelvis_height = SIZE * (0.0 - ankle[2]) + 0.05  # feet just above the ground
-    scene = bd.new_scene(24, STRIDE[-1][0], "getting_started")
+    scene = kit.new_scene(24, STRIDE[-1][0], "getting_started")
     data = bpy.data.armatures.new("Legs")
     data.display_type = "STICK"
     obj = bpy.data.objects.new("Legs", data)
@@ -73,49 +72,49 @@ def build_legs(bpy):
         mesh = display.capsule(radius, bone.length, axis=1)
         offset = np.eye(4)
         offset[1, 3] = 0.5 * bone.length
-        bd._bone_mesh(obj, bone.name, f"{bone.name}_mesh", mesh, BONE, offset)
+        kit.bone_mesh(obj, bone.name, f"{bone.name}_mesh", mesh, BONE, offset)
     return scene, obj
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default=str(bd.ROOT / "docs" / "images"))
+    parser.add_argument("--out", default=str(kit.ROOT / "docs" / "images"))
     args = parser.parse_args(argv)
-    bpy = bd.start_blender()
+    bpy = kit.start_blender()
     scene, obj = build_legs(bpy)
-    core_io = bd.addon_module("core.io")
+    core_io = kit.addon_module("core.io")
     for side in "RL":
         obj.data.bones.active = obj.data.bones[f"tibia_{side}"]
-        bd._check(bpy.ops.spline_joints.apply_joint_preset(preset=f"KNEE_{side}"), "apply_joint_preset")
-        bd._colour_path(obj, f"tibia_{side}")
+        kit.check(bpy.ops.spline_joints.apply_joint_preset(preset=f"KNEE_{side}"), "apply_joint_preset")
+        kit.colour_path(obj, f"tibia_{side}")
         bpy.data.objects[f"SJ_JointPath_Legs_tibia_{side}"].data.bevel_depth = 0.006
         doc = core_io.loads(obj.pose.bones[f"tibia_{side}"].spline_joints.joint_json)
         femur = obj.data.bones[f"femur_{side}"].length
         print(f"tibia_{side}: gait2392 knee scaled by {doc.joint.scale:.3f} (femur {femur:.4f} m)")
-        bd._check(bpy.ops.spline_joints.drive_joint(), "drive_joint")
+        kit.check(bpy.ops.spline_joints.drive_joint(), "drive_joint")
     for frame, right, left in STRIDE:
-        bd._key_sliders(obj.pose.bones["tibia_R"], [(frame, (right,))])
-        bd._key_sliders(obj.pose.bones["tibia_L"], [(frame, (left,))])
+        kit.key_sliders(obj.pose.bones["tibia_R"], [(frame, (right,))])
+        kit.key_sliders(obj.pose.bones["tibia_L"], [(frame, (left,))])
     obj.data.bones.active = obj.data.bones["tibia_R"]
-    bd._check(bpy.ops.spline_joints.bake_joint(), "bake_joint")
+    kit.check(bpy.ops.spline_joints.bake_joint(), "bake_joint")
     print(f"baked into '{obj.animation_data.action.name}', previous action on NLA track "
           f"'{obj.animation_data.nla_tracks[0].name}'")
-    bd.smooth_meshes(scene)
+    kit.smooth_meshes(scene)
     points = np.array([list(obj.matrix_world @ b.head_local) for b in obj.data.bones] +
                       [list(obj.matrix_world @ b.tail_local) for b in obj.data.bones])
     points = np.vstack([points, points + [0.0, -0.25, 0.0], points + [0.0, 0.12, 0.0]])
-    bd.setup_render(scene, points, view=VIEW, resolution=TILE)
-    tiles = [bd.render_frame(scene, f) for f in FRAMES]
+    kit.setup_render(scene, points, view=VIEW, resolution=TILE)
+    tiles = [kit.render_frame(scene, f) for f in FRAMES]
     # a close-up of the right knee, bones translucent: the tibia's path in the femur (red)
     for name in ("femur_R_mesh", "tibia_R_mesh"):
-        bpy.data.objects[name].data.materials[0] = bd.addon_module("addon.bridge").ensure_material(
+        bpy.data.objects[name].data.materials[0] = kit.addon_module("addon.bridge").ensure_material(
             "SJ translucent bone", BONE[:3] + (0.3,))
     scene.frame_set(FRAMES[-1])
     knee = np.array(obj.matrix_world @ obj.pose.bones["tibia_R"].head)
     close_up(scene, knee, 0.16, (-VIEW[0], VIEW[1], VIEW[2]), TILE)  # from the right side
-    tiles.append(bd.render_frame(scene, FRAMES[-1]))
+    tiles.append(kit.render_frame(scene, FRAMES[-1]))
     target = Path(args.out) / "getting_started.png"
-    bd.save_png(bd.contact_sheet(tiles, columns=len(tiles)), target)
+    kit.save_png(kit.contact_sheet(tiles, columns=len(tiles)), target)
     print(f"wrote {target} ({target.stat().st_size / 1024:.0f} kB)")
     return 0
 

@@ -2,10 +2,9 @@
 seconds per wall second of ``ragdoll_steps`` and ``chain_in_bowl`` (demo_blends/).
 
     python scripts/bench.py --only contact_demos              # as a section of the benchmark
-    python scripts/bench_contact_demos.py [--quick]            # alone
 
 The extension is installed from its linux-x64 zip into a sandboxed user folder with an empty
-JIT cache (as :mod:`bench_blender_latency`). One fresh Blender process per backend
+JIT cache (as :mod:`scripts.benchmarks.blender_latency`). One fresh Blender process per backend
 (``SPLINE_JOINTS_BACKEND``) opens each demo and simulates its armature's rig as
 ``spline_joints.bake_rig`` does (``addon.operators.rig.RigJob.simulate``: the scene's frames,
 substeps and integrator): once untimed on the numba backend, where that first bake compiles
@@ -17,15 +16,14 @@ every demo simulates at least 20 times faster than real time on numba.
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-MODULE = "bl_ext.user_default.spline_joints"
+from scripts.blender_kit import MODULE, ROOT
+
+from .common import ENTRY
 #: (file in demo_blends/, armature)
 DEMOS = (("ragdoll_steps", "Ragdoll"), ("chain_in_bowl", "Chain"))
 
@@ -43,7 +41,7 @@ def worker(out, quick):
     repeat = 1 if quick or backend == "numpy" else 3
     rows = []
     for blend, armature in DEMOS:
-        bpy.ops.wm.open_mainfile(filepath=os.path.join(ROOT, "demo_blends", blend + ".blend"),
+        bpy.ops.wm.open_mainfile(filepath=os.path.join(str(ROOT), "demo_blends", blend + ".blend"),
                                  load_ui=False)
         scene = bpy.context.scene
         first, walls = None, []
@@ -69,14 +67,14 @@ def worker(out, quick):
 
 def bench_contact_demos(quick=False):
     """The section of scripts/bench.py: one table."""
-    from bench import table
-    from bench_blender_latency import _run, sandbox
+    from .common import table
+    from .blender_latency import _run, sandbox
     tmp = tempfile.mkdtemp(prefix="spline_joints_contact_demos_")
     try:
         env = sandbox(tmp)
         runs = {}
         for name in ("numba", "numpy"):
-            runs[name] = _run([__file__] + (["--quick"] if quick else []) + ["--worker"],
+            runs[name] = _run([ENTRY, "--section", "contact_demos"] + (["--quick"] if quick else []) + ["--worker"],
                               dict(env, SPLINE_JOINTS_BACKEND=name), tmp, name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -98,9 +96,3 @@ def bench_contact_demos(quick=False):
                    "numpy sim s / wall s", "numba sim s / wall s", "numba / numpy",
                    "first numba bake, empty cache (s)", "worst penetration (mm)"],
                   rows, note=note)]
-
-
-if __name__ == "__main__":
-    sys.path.insert(0, HERE)
-    from bench_blender_latency import main_for
-    sys.exit(main_for(__doc__, worker, bench_contact_demos))

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-import build_demos as bd
+from scripts import blender_kit as kit
+from scripts.demos.common import VIEWS, save
 
 FPS = 24
 FRAMES = 49
@@ -85,8 +86,8 @@ def helix_points():
 
 def chain_bones():
     """``(name, parent, T_arm_bone, length)`` of the chain's bones along :func:`helix_points`,
-    for ``build_demos._armature``."""
-    bones = bd.addon_module("core.bones")
+    for :func:`scripts.blender_kit.armature`."""
+    bones = kit.addon_module("core.bones")
     p = helix_points()
     return [(f"link.{k:02d}", None if k == 0 else f"link.{k - 1:02d}",
              bones.bone_frame(p[k], p[k + 1]), float(np.linalg.norm(p[k + 1] - p[k])))
@@ -97,13 +98,13 @@ def build_chain_in_bowl(out: Path) -> None:
     """``chain_in_bowl.blend`` (module docstring)."""
     import bpy
 
-    bridge = bd.addon_module("addon.bridge")
-    display = bd.addon_module("core.display")
-    scene = bd.new_scene(FPS, FRAMES, "chain_in_bowl")
-    arm = bd._armature("Chain", chain_bones())
+    bridge = kit.addon_module("addon.bridge")
+    display = kit.addon_module("core.display")
+    scene = kit.new_scene(FPS, FRAMES, "chain_in_bowl")
+    arm = kit.armature("Chain", chain_bones())
     for pb in arm.pose.bones:
-        bd._bone_mesh(arm, pb.name, pb.name, display.capsule(RADIUS, LINK + 2.0 * RADIUS, axis=1),
-                      CHAIN, bd._translation((0.0, 0.5 * LINK, 0.0)))
+        kit.bone_mesh(arm, pb.name, pb.name, display.capsule(RADIUS, LINK + 2.0 * RADIUS, axis=1),
+                      CHAIN, kit.translation((0.0, 0.5 * LINK, 0.0)))
         s = pb.spline_joints_sim
         s.enabled, s.mass_source, s.density, s.damping = True, "AUTO", DENSITY, DAMPING
         s.collision, s.collision_radius = "AUTO", RADIUS
@@ -119,13 +120,13 @@ def build_chain_in_bowl(out: Path) -> None:
     for name, size, T in bowl_pieces():
         piece = bridge.write_mesh_object(name, *display.box(size), scene.collection)
         piece.data.materials.append(bridge.ensure_material("SJ bowl", METAL))
-        piece.matrix_world = bd._matrix(T)
+        piece.matrix_world = kit.matrix(T)
         c = piece.spline_joints_collider
         c.enabled, c.shape = True, "BOX"
     r = BASE_RADIUS + WALL[1] * math.cos(SLOPE) + 0.05
     reach = np.array([[x, y, z] for x in (-r, r) for y in (-r, r) for z in (0.0, DROP + 2.0 * PITCH)])
-    bd.ground_quad(scene, reach[[0, 4, 6, 2]] * [1.6, 1.6, 0.0])
+    kit.ground_quad(scene, reach[[0, 4, 6, 2]] * [1.6, 1.6, 0.0])
     bpy.ops.object.mode_set(mode="OBJECT")
     scene.frame_set(1)
-    bd.setup_render(scene, reach, bd.VIEWS["chain_in_bowl"], margin=1.0)
-    bd.save(scene, out / "chain_in_bowl.blend")
+    kit.setup_render(scene, reach, VIEWS["chain_in_bowl"], margin=1.0)
+    save(scene, out / "chain_in_bowl.blend")

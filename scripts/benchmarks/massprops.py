@@ -3,9 +3,8 @@ split into ten labelled bands), and the add-on reading a skinned tube on a ten-b
 real Blender (the PyPI ``bpy`` module; the table is left out where it is not installed).
 
     python scripts/bench.py --only massprops [--quick]
-    python scripts/bench_massprops.py [--quick]
 
-Figures are median wall times (:func:`bench.median_us`) in milliseconds per call.
+Figures are median wall times (:func:`scripts.benchmarks.common.median_us`) in milliseconds per call.
 """
 
 import importlib.util
@@ -14,14 +13,11 @@ import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _p in (ROOT, HERE):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import format_table, median_us, table  # noqa: E402
-from core.massprops import mesh_mass_properties, split_mass_properties  # noqa: E402
+from core.massprops import mesh_mass_properties, split_mass_properties
+
+from .common import median_us, table
 
 #: bones of the benchmark chain, vertices around the tube and tube rings per bone
 BONES, AROUND, RINGS_PER_BONE = 10, (32, 64, 128), 8
@@ -132,8 +128,3 @@ def bench_massprops(quick=False):
     if importlib.util.find_spec("bpy") is not None:
         tables.append(addon_table(quick))
     return tables
-
-
-if __name__ == "__main__":
-    for t in bench_massprops("--quick" in sys.argv):
-        print(format_table(t))

@@ -20,7 +20,7 @@ where it imports); the limit solver's worst excess over the cones is given as a 
 the runs timed are the ones the tests accept.
 
 :func:`character_rig` builds the character demo's rig the same way for the realtime section
-(:mod:`bench_realtime`).
+(:mod:`scripts.benchmarks.realtime`).
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ import time
 
 import numpy as np
 
-from bench import table
-from bench_maximal import on_backend
 from core.lie import se3, so3
 from core.rig import RigBody, RigJoint, build_rig, simulate_rig
+
+from .common import table
+from .maximal import on_backend
 
 #: simulated seconds per run (the tail test's bake: 25 frames), frames per second, RK4 steps
 #: per frame, timed runs
@@ -86,7 +87,7 @@ def _ellipsoid(a, b, c, density):
 
 
 def _shin_mass(length, density=1000.0):
-    """Mass, com and inertia of a shin of the character (scripts/demo_character.py): its leg
+    """Mass, com and inertia of a shin of the character (scripts/demos/character_rig.py): its leg
     capsule along the bone and its foot box at the tail, at the Simulate panel's default
     density (combined by the parallel-axis theorem)."""
     from core.massprops import capsule_mass_properties
@@ -104,7 +105,7 @@ def _shin_mass(length, density=1000.0):
 
 
 def _fitted_knee(side, frames, lengths):
-    """The character's fitted knee (scripts/demo_character.py ``_fit_knee``, core only): the
+    """The character's fitted knee (scripts/demos/character_rig.py ``_fit_knee``, core only): the
     gait2392 knee preset moved onto its thigh and shin bones, posed over its range on a
     1-degree grid and fitted with a spline curve joint (12 frames, order 4, length scale
     0.1 m)."""
@@ -127,7 +128,7 @@ _CHARACTER = []
 
 
 def character_bodies() -> list:
-    """The rig of the character demo (scripts/demo_character.py, character_rig.blend) built
+    """The rig of the character demo (scripts/demos/character_rig.py, character_rig.blend) built
     in the core as its bake builds it (the simulated bones and their ancestors), cached:
     the hips kinematic, swaying about its bone Y by ``SWAY sin(2 pi t / SWAY_PERIOD)`` (the
     demo's keys, sampled per frame); the thighs kinematic, turned forward (sitting); the coned,
@@ -136,7 +137,7 @@ def character_bodies() -> list:
     (:func:`_fitted_knee`), damped, starting straight (q = 0)."""
     if _CHARACTER:
         return _CHARACTER[0]
-    import demo_character as dc
+    from scripts.demos import character_rig as dc
     from core.bones import bone_frame
 
     frames = {name: bone_frame(head, tail) for name, _, head, tail in dc.BONES}
@@ -191,7 +192,7 @@ def character_bodies() -> list:
 def character_rig():
     """:func:`core.rig.build_rig` of :func:`character_bodies` at the demo's frame rate and
     frame range and the Simulate panel's defaults (:data:`SUBSTEPS` RK4 steps per frame)."""
-    import demo_character as dc
+    from scripts.demos import character_rig as dc
     return build_rig(character_bodies(), fps=dc.FPS, substeps=SUBSTEPS,
                      duration=(dc.FRAMES - 1) / dc.FPS)
 

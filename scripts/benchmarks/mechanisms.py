@@ -5,7 +5,6 @@ hinge chain against MuJoCo on the same chain (same links, inertias, step size an
 same run.
 
     python scripts/bench.py --only mechanisms [--quick]
-    python scripts/bench_mechanisms.py [--quick]
 
 Each figure is the median of ``repeat`` runs (3, quick 1) of ``duration`` simulated seconds
 (1 s, quick 0.25 s); one "step" is one integration step (RK4 = four dynamics evaluations).
@@ -14,22 +13,15 @@ Both backends of :mod:`core.backend` run every demo in the same run, side by sid
 runs once on it before timing, which compiles or loads the kernels).
 """
 
-import os
-import sys
 import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _p in (ROOT, HERE):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+from core import backend
+from core.errors import SimulationError
+from core.mechanisms import DEMOS, simulate_mechanism
 
-from bench import table  # noqa: E402
-from core import backend  # noqa: E402
-from core.errors import SimulationError  # noqa: E402
-from core.mechanisms import DEMOS, simulate_mechanism  # noqa: E402
+from .common import table
 
 #: seed 000 section 7, unoptimized implementation on a 2.6 GHz Intel Core 2
 SEED_MS_PER_STEP = {"knee_pendulum": 6.0, "sliding_chain": 49.0}
@@ -171,10 +163,3 @@ def bench_mechanisms(quick=False):
             note="core's us / step includes recording every frame (poses and energies); "
                  "MuJoCo's loop records nothing"))
     return out
-
-
-if __name__ == "__main__":
-    from bench import format_table, machine_description
-    print(machine_description())
-    for t in bench_mechanisms(quick="--quick" in sys.argv):
-        print(format_table(t))

@@ -5,7 +5,6 @@ self-collision on) against the number of bodies and contacts, on both backends o
 step) in the same run, with the difference of the settled links' heights.
 
     python scripts/bench.py --only contacts [--quick]
-    python scripts/bench_contacts.py [--quick]
 
 Each core figure is the median of ``repeat`` runs (3 for 10 links, else 1; quick 1) of
 ``duration`` simulated seconds (1 s; quick 0.25 s) at 240 steps per second with 2 substeps (symplectic Euler, the
@@ -13,25 +12,17 @@ contact solver in each substep); MuJoCo takes the 2 substeps as 2 ``mj_step`` ca
 substep. The scene builders are shared with tests/core/test_contacts.py.
 """
 
-import os
-import sys
 import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _p in (ROOT, HERE):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
-
-from core import backend  # noqa: E402
-from core.contacts import Capsule, ContactSolver, Plane  # noqa: E402
-from core.integrators import Integrator  # noqa: E402
-from core.joints.spherical import Free, Spherical  # noqa: E402
-from core.lie import se3, so3  # noqa: E402
-from core.mechanisms.shapes import rod_inertia  # noqa: E402
-from core.model import Model  # noqa: E402
+from core import backend
+from core.contacts import Capsule, ContactSolver, Plane
+from core.integrators import Integrator
+from core.joints.spherical import Free, Spherical
+from core.lie import se3, so3
+from core.mechanisms.shapes import rod_inertia
+from core.model import Model
 
 FPS, SUBSTEPS = 240.0, 2
 
@@ -129,7 +120,7 @@ def _core_run(n, duration, repeat, backend_name):
 
 def bench_contacts(quick=False):
     """The contact table for scripts/bench.py."""
-    from bench import table
+    from .common import table
     duration = 0.25 if quick else 1.0
     repeat = 1 if quick else 3
     steps = int(round(duration * FPS))
@@ -173,10 +164,3 @@ def bench_contacts(quick=False):
              "substep per step, its soft contacts (default solref/solimp) and its default "
              "pyramidal friction cone; heights: the links' centres of mass at the end of "
              "the run.")]
-
-
-if __name__ == "__main__":
-    from bench import format_table, machine_description
-    print(machine_description())
-    for t in bench_contacts(quick="--quick" in sys.argv):
-        print(format_table(t))

@@ -1,8 +1,9 @@
 """How the demos are seen in pictures: fading motion trails, titled and time-labelled frames,
 contact sheets and animated images (bpy for rendering, Pillow for text and files).
 
-Used by scripts/main.py (contact sheets) and scripts/render_readme_images.py (README stills
-and animations); the cameras themselves are set by scripts/build_demos.py (``setup_render``).
+Used by scripts/main.py (contact sheets) and the picture scripts beside this module (README
+stills and animations); the demos' cameras are set by their builders
+(:func:`scripts.blender_kit.setup_render`), and :func:`close_up` points one at a detail.
 
 Trails. A still cannot show motion, so every rendered frame of the demos in :data:`TRAILS`
 carries a trail: the path of a chosen point over the last :data:`TRAIL_SECONDS` before the
@@ -16,15 +17,12 @@ objects exist only while the frame renders (:func:`render`); the file is left as
 from __future__ import annotations
 
 import io
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import build_demos as bd  # noqa: E402
+from scripts import blender_kit as kit
 
 #: the point whose recent path is drawn, per demo (mechanisms and demo linkages; none elsewhere):
 #: ``"tip"`` = the far end of the chain: the mesh vertex of the last visible body farthest, at
@@ -91,7 +89,7 @@ def _trail_points(scene) -> list:
             picks.append((last, verts[np.argmax(np.linalg.norm(world - ref, axis=1))]))
         else:
             prefix = rule.split(":", 1)[1]
-            picks += [(o, bd.box_corners(o).mean(axis=0)) for name, o in bodies if name.startswith(prefix)]
+            picks += [(o, kit.box_corners(o).mean(axis=0)) for name, o in bodies if name.startswith(prefix)]
     return [(o, p, np.array(o.active_material.diffuse_color[:3]) if o.active_material else np.full(3, 0.3))
             for o, p in picks]
 
@@ -128,7 +126,7 @@ def _trail_material(colour, shade: float):
     in (0, 1] (1: the full colour)."""
     import bpy
 
-    rgb = np.asarray(bd.BACKGROUND) + shade * (np.asarray(colour) - np.asarray(bd.BACKGROUND))
+    rgb = np.asarray(kit.BACKGROUND) + shade * (np.asarray(colour) - np.asarray(kit.BACKGROUND))
     name = "SJ trail " + "".join(f"{round(255 * c):02x}" for c in rgb)
     mat = bpy.data.materials.get(name) or bpy.data.materials.new(name)
     mat.diffuse_color = (*rgb, 1.0)
@@ -182,11 +180,11 @@ def remove_trails(objects: list) -> None:
 
 def render(scene, frame: int, resolution, trail_list: list[Trail] = ()) -> np.ndarray:
     """Workbench render (H, W, 4) float of ``frame`` at ``resolution`` with the trails of
-    ``trail_list`` drawn up to that frame (``build_demos.render_frame``)."""
+    ``trail_list`` drawn up to that frame (:func:`scripts.blender_kit.render_frame`)."""
     scene.render.resolution_x, scene.render.resolution_y = resolution
     objects = draw_trails(scene, list(trail_list), frame)   # render_frame sets the frame
     try:
-        return bd.render_frame(scene, frame)
+        return kit.render_frame(scene, frame)
     finally:
         remove_trails(objects)
 
@@ -201,7 +199,7 @@ def title_line(scene, name: str) -> str:
     the model) and degrees of freedom; for a linkage its joints and what its bake is; for a
     rig its armatures' bones and fitted joints."""
     parts = []
-    build = bd.addon_module("addon.operators.mechanisms").build_mechanism
+    build = kit.addon_module("addon.operators.mechanisms").build_mechanism
     for item in scene.spline_joints_mechanisms:
         mech = build(item.demo, item.duration, item.substeps, scene)
         parts.append(f"{item.title}: {len(item.bodies)} bodies, {int(mech.ndof)} DOF")
@@ -232,7 +230,7 @@ def label(image: np.ndarray, text: str, corner: str = "bottom-left", px: int = L
     ("bottom-left" or "top-left")."""
     from PIL import Image, ImageDraw
 
-    img = Image.fromarray(bd.to_rgb8(image))
+    img = Image.fromarray(kit.to_rgb8(image))
     draw = ImageDraw.Draw(img, "RGBA")
     font = _font(px)
     x0, y0, x1, y1 = draw.textbbox((0, 0), text, font=font)
@@ -246,11 +244,11 @@ def label(image: np.ndarray, text: str, corner: str = "bottom-left", px: int = L
 
 def titled_sheet(tiles: list, columns: int, title: str, labels: list[str], gap: int = 4) -> np.ndarray:
     """Contact sheet (H, W, 3) uint8: ``title`` on a white band above the tiles
-    (``build_demos.contact_sheet``), each tile labelled (e.g. its time) in its lower-left corner."""
+    (:func:`scripts.blender_kit.contact_sheet`), each tile labelled (e.g. its time) in its lower-left corner."""
     from PIL import Image, ImageDraw
 
     tiles = [label(t, text) for t, text in zip(tiles, labels)]
-    sheet = bd.to_rgb8(bd.contact_sheet([t.astype(np.float32) / 255.0 for t in tiles], columns, gap))
+    sheet = kit.to_rgb8(kit.contact_sheet([t.astype(np.float32) / 255.0 for t in tiles], columns, gap))
     font = _font(TITLE_PX)
     band = TITLE_PX + 14
     img = Image.new("RGB", (sheet.shape[1], sheet.shape[0] + band), (255, 255, 255))
@@ -267,12 +265,27 @@ def save_animation(frames: list, path: Path, fps: float, colours: int = 96) -> i
     shaded areas compress), through ``core.io.atomic_write``. Returns the file's size in bytes."""
     from PIL import Image
 
-    images = [Image.fromarray(bd.to_rgb8(f)).quantize(colors=colours, method=Image.Quantize.MEDIANCUT,
-                                                      dither=Image.Dither.NONE) for f in frames]
+    from core.io import atomic_write
+
+    images = [Image.fromarray(kit.to_rgb8(f)).quantize(colors=colours, method=Image.Quantize.MEDIANCUT,
+                                                       dither=Image.Dither.NONE) for f in frames]
     buffer = io.BytesIO()
     images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:], loop=0,
                    duration=10 * round(100.0 / fps), optimize=True, disposal=1)  # GIF counts 1/100 s
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     data = buffer.getvalue()
-    bd._repo_core("io").atomic_write(path, data)
+    atomic_write(path, data)
     return len(data)
+
+
+def close_up(scene, centre, width: float, view, resolution) -> None:
+    """Point the scene's orthographic camera at ``centre`` (3,) along ``-view``, ``width`` metres wide."""
+    from mathutils import Matrix, Vector
+
+    d = np.asarray(view, dtype=float)
+    d /= np.linalg.norm(d)
+    rot = Vector(d.tolist()).to_track_quat("Z", "Y").to_matrix()
+    cam = scene.camera
+    cam.data.ortho_scale = width
+    cam.matrix_world = Matrix.Translation(Vector((np.asarray(centre) + 3.0 * d).tolist())) @ rot.to_4x4()
+    scene.render.resolution_x, scene.render.resolution_y = resolution

@@ -1,6 +1,5 @@
 """Spline-joint benchmarks (a section for scripts/bench.py; never a timed test).
 
-    python scripts/bench_spline.py [--quick]     # this section alone
     python scripts/bench.py --only spline        # the same, as a section of bench.py
 
 Targets: cubic SplineCurveJoint transform + jacobian + hessian at one q within 40 us
@@ -8,17 +7,9 @@ Targets: cubic SplineCurveJoint transform + jacobian + hessian at one q within 4
 N = 10,000.
 """
 
-import os
-import sys
-
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-for path in (os.path.dirname(HERE), HERE):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-from bench import joint_tables, main  # noqa: E402
+from .joints import joint_tables
 
 
 def _curve(m=12, order=4):
@@ -54,7 +45,3 @@ def bench_spline(quick=False):
         lambda lo, hi: lo + 0.37 * (hi - lo),
         notes=("Target: cubic curve joint G, S and H at one q within 40 us (evaluate).",
                "Target: cubic curve joint >= 500,000 q per second."))
-
-
-if __name__ == "__main__":
-    main(["--only", "spline"] + sys.argv[1:])

@@ -4,7 +4,6 @@ and the ankle spring) in this process and on Dask LocalClusters of 1 and 2 worke
 beyond its simulation.
 
     python scripts/bench.py --only sweep [--quick]
-    python scripts/bench_sweep.py [--quick]
 
 Each variant simulates ``DURATION`` s (1 s: 240 RK4 steps; quick: 40 variants of 0.25 s).
 Wall times exclude starting the cluster (timed in its own column). "Overhead per task" is
@@ -15,21 +14,14 @@ waiting for a core); "empty task" is the wall time per task of as many tasks tha
 must return the in-process records (all entries but ``wall_time``), else the benchmark stops.
 """
 
-import os
 import pickle
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _p in (ROOT, HERE):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+from core.cluster import local_client
+from core.mechanisms import knee_pendulum
+from core.sweep import random_variants, run
 
-from bench import table  # noqa: E402
-from core.mechanisms import knee_pendulum  # noqa: E402
-from core.cluster import local_client  # noqa: E402
-from core.sweep import random_variants, run  # noqa: E402
+from .common import table
 
 #: the swept ranges: release angle (rad) and ankle spring (N m / rad)
 RANGES = {"knee_start": (-1.5, -1.1), "ankle_stiffness": (2.0, 10.0)}
@@ -87,9 +79,3 @@ def bench_sweep(quick=False):
     return [table("Sweeps: knee-pendulum variants in this process and on a Dask LocalCluster",
                   ["where", "variants", "cluster start (s)", "wall (s)", "variants per s",
                    "overhead per task (ms)", "empty task (ms)"], rows, note=note)]
-
-
-if __name__ == "__main__":
-    from bench import format_table
-    for t in bench_sweep("--quick" in sys.argv):
-        print(format_table(t))

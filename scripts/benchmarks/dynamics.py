@@ -1,7 +1,5 @@
 """Benchmark of the dynamics core (never a timed test): per-call cost of ``aba``.
 
-    python scripts/bench_dynamics.py [--quick]
-
 Tables (median microseconds per call, :func:`median_cpu_wall_us`: every run is timed with both
 ``time.process_time`` and ``time.perf_counter``, so CPU and wall medians come from the same
 runs and sit side by side; on a shared machine CPU time is inflated less by other processes,
@@ -29,7 +27,6 @@ does not import; the kernels are compiled, or loaded from numba's cache, before 
 """
 
 import os
-import sys
 import time
 
 # one BLAS thread: on a loaded 2-core machine OpenBLAS threads stall small products and,
@@ -39,20 +36,14 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _p in (ROOT, HERE):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
-
-from bench import format_table, machine_description, table  # noqa: E402
-
 from core import backend, dynamics  # noqa: E402
 from core.integrators import Integrator  # noqa: E402
 from core.joints.lower_pairs import Revolute  # noqa: E402
 from core.joints.spline_curve import SplineCurveJoint  # noqa: E402
 from core.lie import se3, so3  # noqa: E402
 from core.model import Model  # noqa: E402
+
+from .common import table  # noqa: E402
 
 LINK = 0.3
 MASS = 1.0
@@ -292,11 +283,3 @@ def bench_dynamics(quick=False):
     if not quick:
         tables.append(energy_table())
     return tables
-
-
-if __name__ == "__main__":
-    quick = "--quick" in sys.argv
-    print(machine_description())
-    for t in bench_dynamics(quick):
-        print()
-        print(format_table(t))

@@ -2,7 +2,6 @@
 the extension installed from its linux-x64 zip into a sandboxed user folder.
 
     python scripts/bench.py --only blender                   # as a section of the benchmark
-    python scripts/bench_blender_latency.py [--quick]         # alone (quick: 1 cold, 2 warm)
 
 Every measurement is a fresh Blender process (``bpy`` is one Blender per process) that
 enables the add-on, whose register() points the JIT cache at the extension's user folder
@@ -29,7 +28,6 @@ Never a test: ``tests/blender/test_install.py`` checks that the kernels come fro
 bundled numba and land in the cache folder.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -40,10 +38,12 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-RUNNER = os.path.join(ROOT, "tests", "blender", "_runner.py")
-MODULE = "bl_ext.user_default.spline_joints"
+from scripts import blender_kit as kit
+from scripts.blender_kit import MODULE
+
+from .common import ENTRY, table
+
+RUNNER = os.path.join(kit.ROOT, "tests", "blender", "_runner.py")
 TIMEOUT = 600
 #: the sandbox's folder of Python bytecode (deleted with the JIT cache for a cold process)
 PYCACHE = "pycache"
@@ -98,16 +98,6 @@ def worker(out, quick=False):
                                   "cache": jit.cache_dir()}))
 
 
-def _zip():
-    """The linux-x64 zip, built (or reused) by scripts/build_extension.py."""
-    sys.path.insert(0, HERE)
-    import build_extension
-    with build_extension.build_lock():
-        return build_extension.build(
-            ["linux-x64"], offline=False, force=False, blender_ext=None,
-            pythons=[f"{sys.version_info.major}.{sys.version_info.minor}"])[0]
-
-
 def _run(args, env, tmp, name):
     out = os.path.join(tmp, name + ".json")
     proc = subprocess.run([sys.executable, *args, out], env=env, capture_output=True,
@@ -129,26 +119,8 @@ def sandbox(tmp):
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("NUMBA_CACHE_DIR", None)
     env.pop("SPLINE_JOINTS_BACKEND", None)
-    _run([RUNNER, "install", str(_zip())], env, tmp, "install")
+    _run([RUNNER, "install", kit.build_zip()], env, tmp, "install")
     return env
-
-
-def main_for(doc, worker, section, argv=None):
-    """The command line of a Blender bench script: ``--worker OUT`` runs ``worker(OUT,
-    quick)`` in this (fresh Blender) process; otherwise print ``section(quick)``'s tables."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--worker", metavar="OUT", help=argparse.SUPPRESS)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args(argv)
-    if args.worker:
-        worker(args.worker, args.quick)
-        return 0
-    sys.path.insert(0, HERE)
-    from bench import format_table, machine_description
-    print(machine_description())
-    for t in section(args.quick):
-        print(format_table(t))
-    return 0
 
 
 def measure(cold=3, warm=5, interactive=(2, 2)):
@@ -168,7 +140,7 @@ def measure(cold=3, warm=5, interactive=(2, 2)):
                         shutil.rmtree(os.path.join(tmp, PYCACHE), ignore_errors=True)
                     if kind == "cold" and runs.get(("blocking", "cold")):
                         shutil.rmtree(runs["blocking", "cold"][-1]["cache"], ignore_errors=True)
-                    rs.append(_run([__file__, "--worker"], dict(env, **{MODE_VAR: session}),
+                    rs.append(_run([ENTRY, "--section", "blender", "--worker"], dict(env, **{MODE_VAR: session}),
                                    tmp, f"{session}-{kind}{i}"))
         return runs
     finally:
@@ -177,7 +149,6 @@ def measure(cold=3, warm=5, interactive=(2, 2)):
 
 def bench_blender_latency(quick=False):
     """The section of scripts/bench.py: one table of medians (s)."""
-    from bench import table
     runs = measure(*((1, 2, (1, 1)) if quick else (3, 5, (2, 2))))
     rows = []
     for (session, kind), rs in runs.items():
@@ -203,7 +174,3 @@ def bench_blender_latency(quick=False):
                    "first aba (imports numba)", "then first simulate (hinge chain, 0.5 s)",
                    "first aba + simulate", "their CPU time", "compile message"],
                   rows, note=note)]
-
-
-if __name__ == "__main__":
-    sys.exit(main_for(__doc__, worker, bench_blender_latency))

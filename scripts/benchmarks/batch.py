@@ -3,7 +3,6 @@ with a Dask LocalCluster, on 1 and 2 workers, and the two costs that bound Dask'
 more machines: the scheduler's round trip per task and the bytes each baked file sends back.
 
     python scripts/bench.py --only batch [--quick]
-    python scripts/bench_batch.py [--quick]
 
 Needs the bpy module and distributed (the .venv of ``scripts/setup_env.sh``); without them the
 section returns a table that says so. The extension is built (``scripts/build_extension.py``,
@@ -22,13 +21,11 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _p in (ROOT, HERE):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(SCRIPTS)
 
-from bench import table  # noqa: E402
+from scripts import blender_kit as kit
+from .common import table
 
 DEMOS = ("hinge_chain", "knee_pendulum", "beads_on_a_wire")
 #: (sys.platform prefix, machine) -> Blender platform of the extension zip
@@ -55,17 +52,13 @@ def _extension_zip():
     """Path of the extension zip of this machine's platform (built or reused from build/)."""
     import platform
 
-    name = PLATFORMS[(sys.platform.rstrip("0123456789"), platform.machine())]
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "build_extension.py"), "--platform", name,
-                           "--python", f"{sys.version_info.major}.{sys.version_info.minor}"],
-                          capture_output=True, text=True, check=True)
-    return proc.stdout.strip().splitlines()[-1]
+    return kit.build_zip(PLATFORMS[(sys.platform.rstrip("0123456789"), platform.machine())])
 
 
 def _bake(files, out, env, *extra):
     """Wall seconds of one bake.py run; RuntimeError with its output when a file fails."""
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "bake.py"), *files, "--out", out, *extra],
+    proc = subprocess.run([sys.executable, os.path.join(SCRIPTS, "bake.py"), *files, "--out", out, *extra],
                           env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
@@ -121,10 +114,3 @@ def bench_batch(quick=False):
                    "Blender start per file."),
         table("Batch bakes: the costs per task that bound Dask's scaling", ["cost", "unit", "value"], costs),
     ]
-
-
-if __name__ == "__main__":
-    from bench import format_table
-
-    for t in bench_batch("--quick" in sys.argv):
-        print(format_table(t))

@@ -1,10 +1,8 @@
 """Benchmark of the fitting module (never a timed test).
 
-    python scripts/bench_fitting.py [--quick]  # = python scripts/bench.py --only fitting
-
 :func:`bench_fitting` returns the rows as dicts (median wall time over repeats, plus the
 accuracy each fit reaches); :func:`bench_fitting_tables` wraps them as a section for
-``scripts/bench.py`` (``"fitting": "bench_fitting:bench_fitting_tables"``). Cases:
+``scripts/bench.py`` (``"fitting": "fitting:bench_fitting_tables"``). Cases:
 
 * gait2392 knee: 131 samples (1-degree grid over -120..10 deg), 8, 9 and 10 control frames
   (adaptive knots) and 8 with uniform knots;
@@ -18,27 +16,19 @@ accuracy each fit reaches); :func:`bench_fitting_tables` wraps them as a section
   target per call.
 """
 
-import os
-import sys
 import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _path in (ROOT, HERE):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+from core.fitting.curve import fit_spline_curve
+from core.fitting.ik import leg_chain, solve_ik
+from core.fitting.metric import pose_errors
+from core.fitting.samples import JointSamples
+from core.fitting.surface import fit_spline_surface
+from core.lie import se3
+from core.reference.opensim import KneeGait2392, ScapulothoracicSeth2019
 
-from bench import main, table  # noqa: E402
-
-from core.fitting.curve import fit_spline_curve  # noqa: E402
-from core.fitting.ik import leg_chain, solve_ik  # noqa: E402
-from core.fitting.metric import pose_errors  # noqa: E402
-from core.fitting.samples import JointSamples  # noqa: E402
-from core.fitting.surface import fit_spline_surface  # noqa: E402
-from core.lie import se3  # noqa: E402
-from core.reference.opensim import KneeGait2392, ScapulothoracicSeth2019  # noqa: E402
+from .common import table
 
 
 def _median_ms(fn, repeat):
@@ -145,7 +135,3 @@ def bench_fitting_tables(quick=False):
                        "Between: the report's held-out check, the largest error of the joint "
                        "at the midpoints of neighbouring samples against the samples' cubic "
                        "interpolation there (core.fitting.report.midpoint_errors).")]
-
-
-if __name__ == "__main__":
-    main(["--only", "fitting"] + sys.argv[1:])

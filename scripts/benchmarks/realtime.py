@@ -1,47 +1,39 @@
 """Real-time benchmark: simulated seconds per wall second of every demo bake at its own
 defaults (the builder's ``fps``, ``substeps`` and ``duration``) and of the character demo's
-rig (scripts/demo_character.py built in the core, :func:`bench_rigs.character_rig`, at its
+rig (scripts/demos/character_rig.py built in the core, :func:`scripts.benchmarks.rigs.character_rig`, at its
 frame rate and frame range with the Simulate panel's 16 RK4 substeps), on both backends of
 :mod:`core.backend` in the same run, against the target of 20 (a bake at least twenty times
 faster than the motion it records).
 
     python scripts/bench.py --only realtime [--quick]
-    python scripts/bench_realtime.py [--quick]
 
 Each figure is the median of ``repeat`` bakes (3, quick 1) of
 :func:`core.mechanisms.simulate_mechanism` (its ``wall_time``: the stepping and the
 per-frame records, poses and energies; the constraint-error measure after the run is not in
 it); the numba backend bakes each demo once before timing (compiling or loading the
-kernels). Run it with ``OPENBLAS_NUM_THREADS=1`` (:data:`bench.SECTION_ENV`): the small
+kernels). Run it with ``OPENBLAS_NUM_THREADS=1`` (``SECTION_ENV`` of scripts/bench.py): the small
 products of the numpy path stall on OpenBLAS threads.
 """
 
-import os
-import sys
-
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _p in (ROOT, HERE):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+from core.mechanisms import DEMOS
 
-from bench import table  # noqa: E402
-from bench_mechanisms import _run  # noqa: E402
-from core.mechanisms import DEMOS  # noqa: E402
+from .common import table
+from .mechanisms import _run
 
 #: simulated seconds per wall second a default bake should reach on the numba backend
 TARGET = 20.0
 
 
 def _character_row(repeat):
-    """The row of the character demo's rig (:func:`bench_rigs.character_rig`, core only):
+    """The row of the character demo's rig (:func:`scripts.benchmarks.rigs.character_rig`, core only):
     the median ``wall_time`` of ``repeat`` runs of :func:`core.rig.simulate_rig` per
     backend (the numba backend runs it once first)."""
-    from bench_maximal import on_backend
-    from bench_rigs import character_rig
     from core.rig import simulate_rig
+
+    from .maximal import on_backend
+    from .rigs import character_rig
 
     def walls():
         rig = character_rig()
@@ -80,10 +72,3 @@ def bench_realtime(quick=False):
                   note="wall time of simulate_mechanism's loop: the steps and every frame's "
                        "record (poses, energies); on a shared machine other work lowers "
                        "these figures (see the load average above)")]
-
-
-if __name__ == "__main__":
-    from bench import format_table, machine_description
-    print(machine_description())
-    for t in bench_realtime(quick="--quick" in sys.argv):
-        print(format_table(t))

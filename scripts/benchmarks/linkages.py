@@ -30,12 +30,13 @@ import time
 
 import numpy as np
 
-from bench import median_us, table
-from bench_maximal import on_backend
 from core.io import atomic_write
 from core.lie import se3, so3
 from core.linkage import LiveAssembly
 from core.linkage_demos import four_bar, scissor_lift
+
+from .common import ENTRY, median_us, table
+from .maximal import on_backend
 
 #: CG iteration caps (seed 004's accuracy for speed knob)
 CAPS = (3, 10, 50)
@@ -86,15 +87,17 @@ def _rows(quick):
 BLENDER_FILES = (("four_bar_linkage", 0), ("scissor_lift", 0))
 
 
-def blender_worker(out: str, repeats: int) -> None:
-    """In a fresh process: time ``frame_set`` over each demo file's frames, live on and off;
-    writes ``{file: [ms on, ms off]}`` as JSON to ``out``."""
-    import build_demos as bd
+def worker(out: str, quick: bool) -> None:
+    """In a fresh process: time ``frame_set`` over each demo file's frames, live on and off
+    (3 passes; 1 with ``quick``); writes ``{file: [ms on, ms off]}`` as JSON to ``out``."""
+    from scripts import blender_kit as kit
+    from scripts.demos.common import OUT
 
-    bpy = bd.start_blender()
+    repeats = 1 if quick else 3
+    bpy = kit.start_blender()
     result = {}
     for name, index in BLENDER_FILES:
-        bpy.ops.wm.open_mainfile(filepath=str(bd.OUT / f"{name}.blend"), load_ui=False)
+        bpy.ops.wm.open_mainfile(filepath=str(OUT / f"{name}.blend"), load_ui=False)
         scene = bpy.context.scene
         item = scene.spline_joints_linkages[index]
         times = []
@@ -118,8 +121,8 @@ def blender_rows(quick):
     with tempfile.TemporaryDirectory(prefix="sj_bench_linkages_") as tmp:
         out = os.path.join(tmp, "result.json")
         env = dict(os.environ, BLENDER_USER_RESOURCES=os.path.join(tmp, "user"))
-        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--blender-worker", out,
-                               "1" if quick else "3"], env=env, capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, ENTRY, "--section", "linkages", *(["--quick"] if quick else []),
+                               "--worker", out], env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"the Blender worker failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
         with open(out, encoding="utf-8") as fh:
@@ -144,7 +147,3 @@ def bench_linkages(quick=False):
                      blender_rows(quick), note="scene.frame_set over the keyed frames, the files' "
                                                "settings (CG cap 50)"))
     return out
-
-
-if __name__ == "__main__" and sys.argv[1:2] == ["--blender-worker"]:
-    blender_worker(sys.argv[2], int(sys.argv[3]))

@@ -2,10 +2,9 @@
 each demo as the playhead reaches its frames.
 
     python scripts/bench.py --only playback                  # as a section of the benchmark
-    python scripts/bench_playback.py [--quick]                # alone
 
 One fresh Blender process (the PyPI ``bpy`` module) with the extension installed from its
-linux-x64 zip into a sandboxed user folder (as :mod:`bench_blender_latency`) places every demo
+linux-x64 zip into a sandboxed user folder (as :mod:`scripts.benchmarks.blender_latency`) places every demo
 mechanism of ``core.mechanisms.DEMOS`` at its own frame rate and duration, starts its Live
 Preview (``spline_joints.live_mechanism``) and steps ``scene.frame_set`` through its frames:
 
@@ -29,12 +28,12 @@ frame rate; the target is 60 frames per second or more.
 import glob
 import json
 import os
-import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = "bl_ext.user_default.spline_joints"
+from scripts.blender_kit import MODULE, ROOT
+
+from .common import ENTRY
 
 
 def _play(bpy, scene, frames, start):
@@ -78,7 +77,7 @@ def worker(out, quick):
         rates = _play(bpy, scene, range(1, n + 1), bpy.ops.spline_joints.live_mechanism)
         rows.append({"demo": name, "fps": fps, "frames": n, "simulated": duration, **rates})
     rig_ops = importlib.import_module(MODULE + ".addon.operators.rig")
-    for path in sorted(glob.glob(os.path.join(os.path.dirname(HERE), "demo_blends", "*.blend"))):
+    for path in sorted(glob.glob(os.path.join(str(ROOT), "demo_blends", "*.blend"))):
         bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
         scene = bpy.context.scene
         if not (rig_ops.simulated_armatures(scene) or rig_ops.simulated_objects(scene)):
@@ -101,19 +100,20 @@ def measure(quick=False):
     """Install the zip into a fresh sandbox and run the worker: its rows."""
     import shutil
 
-    from bench_blender_latency import _run, sandbox
+    from .blender_latency import _run, sandbox
 
     tmp = tempfile.mkdtemp(prefix="spline_joints_playback_")
     try:
         env = sandbox(tmp)
-        return _run([__file__, *(["--quick"] if quick else []), "--worker"], env, tmp, "worker")
+        return _run([ENTRY, "--section", "playback", *(["--quick"] if quick else []), "--worker"], env, tmp,
+                    "worker")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def bench_playback(quick=False):
     """The section of scripts/bench.py: one table of frame rates."""
-    from bench import table
+    from .common import table
     rows = [[r["demo"], r["fps"], r["frames"], r["start"], r["live"], r["replay"],
              "yes" if r["live"] >= r["fps"] else "no"] for r in measure(quick)]
     note = ("One Blender process, the extension installed from its zip; each demo at its own "
@@ -125,9 +125,3 @@ def bench_playback(quick=False):
                   ["demo", "demo fps", "frames", "start (s)", "live", "replay",
                    "keeps up with its fps"],
                   rows, note=note)]
-
-
-if __name__ == "__main__":
-    sys.path.insert(0, HERE)
-    from bench_blender_latency import main_for
-    sys.exit(main_for(__doc__, worker, bench_playback))

@@ -1,32 +1,21 @@
 """Per-call cost of the exponential-coordinate maps (seed 003) and the Spherical/Free joints.
 
-    python scripts/bench_expcoords.py [--quick]
-
 :func:`bench_expcoords` returns rows ``(name, median_us)``: the median over timing runs of
 one call, in microseconds (batched rows give the cost per rotation vector). Timing uses
-:func:`bench.median_us`; :func:`bench_expcoords_tables` wraps the rows as a section for
+:func:`scripts.benchmarks.common.median_us`; :func:`bench_expcoords_tables` wraps the rows as a section for
 ``scripts/bench.py``.
 """
 
-import os
-import sys
-
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _path in (ROOT, HERE):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+from core import expcoords as ec
+from core.bone_limits import hold_rotation
+from core.bones import BoneCone
+from core.joints.spherical import Free, Spherical
+from core.lie import so3
+from core.limit_projection import project_to_limits
 
-from bench import machine_description, median_us, table  # noqa: E402
-
-from core import expcoords as ec  # noqa: E402
-from core.bone_limits import hold_rotation  # noqa: E402
-from core.bones import BoneCone  # noqa: E402
-from core.joints.spherical import Free, Spherical  # noqa: E402
-from core.lie import so3  # noqa: E402
-from core.limit_projection import project_to_limits  # noqa: E402
+from .common import median_us, table
 
 
 def bench_expcoords(quick=False):
@@ -79,10 +68,3 @@ def bench_expcoords_tables(quick=False):
     rows = bench_expcoords(quick)
     return [table("Exponential coordinates (seed 003) and Spherical/Free joints",
                   ["call", "median us"], [[name, us] for name, us in rows])]
-
-
-if __name__ == "__main__":
-    quick = "--quick" in sys.argv[1:]
-    print(machine_description())
-    for name, us in bench_expcoords(quick):
-        print(f"{name:45s} {us:9.2f} us")

@@ -1,8 +1,8 @@
 """The ragdoll demo of scripts/build_demos.py: ``ragdoll_steps.blend``, the character of
-scripts/demo_character.py without its tail, limp, tumbling down a flight of steps.
+scripts/demos/character_rig.py without its tail, limp, tumbling down a flight of steps.
 
-The armature "Ragdoll" has the character's body bones and meshes (:data:`demo_character.BONES`
-without the tail, :func:`demo_character._meshes`). Every bone is simulated
+The armature "Ragdoll" has the character's body bones and meshes (:data:`character_rig.BONES`
+without the tail, :func:`character_rig._meshes`). Every bone is simulated
 (``PoseBone.spline_joints_sim``), its mass from its meshes at :data:`DENSITY`:
 
 * the hips on a free joint (the root);
@@ -32,8 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-import build_demos as bd
-import demo_character as dc
+from scripts import blender_kit as kit
+from scripts.demos import character_rig as dc
+from scripts.demos.common import VIEWS, save
 
 FPS = 24
 FRAMES = 61
@@ -68,7 +69,7 @@ FRICTION = 0.4
 
 
 def body_bones():
-    """The character's bone rows (:data:`demo_character.BONES`) without the tail."""
+    """The character's bone rows (:data:`character_rig.BONES`) without the tail."""
     return [b for b in dc.BONES if not b[0].startswith("tail.")]
 
 
@@ -87,7 +88,7 @@ def _key_start(arm) -> None:
     moved forward by PUSH t (t = (frame - 1) / FPS), linear in between."""
     import bpy
 
-    so3 = bd.addon_module("core.lie").so3
+    so3 = kit.addon_module("core.lie").so3
     hips = arm.pose.bones["hips"]
     M = np.array(arm.data.bones["hips"].matrix_local)
     pivot = np.array([0.0, 0.0, FEET])
@@ -96,7 +97,7 @@ def _key_start(arm) -> None:
         P = np.eye(4)
         P[:3, :3] = so3.exp(np.array([LEAN + SPIN * t, 0.0, 0.0]))
         P[:3, 3] = pivot - P[:3, :3] @ pivot + np.array([0.0, -PUSH * t, 0.0])
-        hips.matrix_basis = bd._matrix(np.linalg.solve(M, P @ M))
+        hips.matrix_basis = kit.matrix(np.linalg.solve(M, P @ M))
         hips.keyframe_insert("location", frame=f)
         hips.keyframe_insert("rotation_quaternion", frame=f)
     for fc in arm.animation_data.action.layers[0].strips[0].channelbags[0].fcurves:
@@ -135,10 +136,10 @@ def build_ragdoll_steps(out: Path) -> None:
     """``ragdoll_steps.blend`` (module docstring)."""
     import bpy
 
-    bridge = bd.addon_module("addon.bridge")
-    display = bd.addon_module("core.display")
-    scene = bd.new_scene(FPS, FRAMES, "ragdoll_steps")
-    arm = bd._armature("Ragdoll", dc._bone_frames(body_bones()))
+    bridge = kit.addon_module("addon.bridge")
+    display = kit.addon_module("core.display")
+    scene = kit.new_scene(FPS, FRAMES, "ragdoll_steps")
+    arm = kit.armature("Ragdoll", dc._bone_frames(body_bones()))
     arm.location = (0.0, STAND_Y, N_STEPS * RISE - FEET)
     dc._meshes(arm, n_tail=0)
     bpy.context.view_layer.update()
@@ -155,8 +156,8 @@ def build_ragdoll_steps(out: Path) -> None:
         step.spline_joints_collider.enabled = True
     # the camera frames the steps, the standing ragdoll's head and where it lands
     reach = np.array([[x, y, z] for x in (-0.7, 0.7) for y in (-2.3, TOP_DEPTH) for z in (0.0, 2.5)])
-    bd.ground_quad(scene, reach[[0, 4, 6, 2]] * [1.0, 1.0, 0.0])
+    kit.ground_quad(scene, reach[[0, 4, 6, 2]] * [1.0, 1.0, 0.0])
     bpy.ops.object.mode_set(mode="OBJECT")
     scene.frame_set(1)
-    bd.setup_render(scene, reach, bd.VIEWS["ragdoll_steps"], margin=1.02)
-    bd.save(scene, out / "ragdoll_steps.blend")
+    kit.setup_render(scene, reach, VIEWS["ragdoll_steps"], margin=1.02)
+    save(scene, out / "ragdoll_steps.blend")

@@ -1,11 +1,11 @@
 """Render every README picture into docs/images/ from the demo files (Workbench): one command.
 
-    .venv/bin/python scripts/render_readme_images.py [--out docs/images] [--baked out/blends]
+    .venv/bin/python scripts/pictures/render_readme_images.py [--out docs/images] [--baked out/blends]
                                                      [--only knee beads animations ...]
                                                      [--demos hinge_chain globe ...]
 
 Mechanism and linkage demos are shown baked. By default each is opened from demo_blends/ and baked in
-this process by ``scripts/bake.py``'s ``bake_open_file`` (``spline_joints.bake_dynamics``, as
+this process by ``scripts.blender_kit.bake_open_file`` (``spline_joints.bake_dynamics``, as
 the main job does; the baked copy goes to a temporary folder); ``--baked DIR`` takes the
 already baked files of a main-job run instead (``scripts/main.py --out out`` writes them to
 ``out/blends``). Files with simulated rigs (the character, the contact demos) are baked the same way; the fitting
@@ -17,7 +17,7 @@ Stills (8-bit PNG, each well under 300 kB):
   origin (red) over the OpenSim range.
 * ``reach_cone.png``: the humerus inside its fitted elliptical reach cone (shoulder_reach_cone.blend).
 * ``beads_on_a_wire.png``: titled contact sheet of the baked beads-on-a-wire demo, 8 frames
-  over its 4 s, each with its time and the beads' one-second trails (scripts/pictures.py).
+  over its 4 s, each with its time and the beads' one-second trails (scripts/pictures/common.py).
 * ``scapulothoracic.png``: the scapula on its fitted spline surface joint over the thorax, with
   the surface's iso-coordinate lines (scapulothoracic_fit_rig.blend), at two slider settings.
 * ``four_bar_linkage.png``, ``scissor_lift.png``, ``door_stop.png`` (``linkages``): titled
@@ -32,10 +32,11 @@ Stills (8-bit PNG, each well under 300 kB):
 Animations (``animations``): ``<demo>.gif`` for every file of demo_blends/, through the file's
 own camera at :data:`ANIMATION_SIZE`, about :data:`ANIMATION_FPS` frames per second over the
 whole baked or animated range, each frame labelled with its time, with the fading trails of
-scripts/pictures.py on the chains, beads and globe; each must stay under
+scripts/pictures/common.py on the chains, beads and globe; each must stay under
 :data:`ANIMATION_LIMIT` bytes (the script fails otherwise).
 
-The extension is installed into a temporary Blender user folder as in scripts/build_demos.py.
+The extension is installed into a temporary Blender user folder
+(:func:`scripts.blender_kit.start_blender`), as scripts/build_demos.py does.
 """
 
 from __future__ import annotations
@@ -47,12 +48,11 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import build_demos as bd  # noqa: E402
-import pictures  # noqa: E402
-
-DEMOS = bd.OUT
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from scripts import blender_kit as kit  # noqa: E402
+from scripts.demos.common import OUT as DEMOS, VIEWS  # noqa: E402
+from scripts.demos.linkages import FILES as LINKAGE_FILES  # noqa: E402
+from scripts.pictures import common as pictures  # noqa: E402
 #: animation frame size (half the demo cameras' 640 x 360), rate and largest file (bytes)
 ANIMATION_SIZE = (320, 180)
 ANIMATION_FPS = 15.0
@@ -61,22 +61,20 @@ ANIMATION_LIMIT = 2_000_000
 
 def open_demo(bpy, name: str, baked: Path | None = None):
     """Open demo ``name``: from ``baked`` when given (a main-job run's baked files), else from
-    demo_blends/, baking its mechanisms, linkages and simulated rigs with scripts/bake.py's
-    ``bake_open_file`` (the baked copy is saved into a temporary folder; the open file is the
-    baked one)."""
+    demo_blends/, baking its mechanisms, linkages and simulated rigs with
+    :func:`scripts.blender_kit.bake_open_file` (the baked copy is saved into a temporary
+    folder; the open file is the baked one)."""
     source = baked / f"{name}.blend" if baked is not None else DEMOS / f"{name}.blend"
     if not source.is_file():
         raise SystemExit(f"error: {source} not found" + (" (run scripts/main.py --out DIR first)"
                                                          if baked is not None else ""))
     bpy.ops.wm.open_mainfile(filepath=str(source), load_ui=False)
     scene = bpy.context.scene
-    rigs = bd.addon_module("addon.operators.rig")
+    rigs = kit.addon_module("addon.operators.rig")
     if baked is None and (len(scene.spline_joints_mechanisms) or len(scene.spline_joints_linkages)
                           or rigs.simulated_armatures(scene) or rigs.simulated_objects(scene)):
-        import bake
-
         with tempfile.TemporaryDirectory(prefix="sj_readme_bake_") as tmp:
-            bake.bake_open_file(tmp, f"{name}.blend")
+            kit.bake_open_file(tmp, f"{name}.blend")
     return scene
 
 
@@ -86,19 +84,6 @@ def last_frame(scene) -> int:
     if len(items) and items[0].baked_frames:
         return scene.frame_start + items[0].baked_frames - 1
     return scene.frame_end
-
-
-def close_up(scene, centre, width: float, view, resolution) -> None:
-    """Point the scene's orthographic camera at ``centre`` (3,) along ``-view``, ``width`` metres wide."""
-    from mathutils import Matrix, Vector
-
-    d = np.asarray(view, dtype=float)
-    d /= np.linalg.norm(d)
-    rot = Vector(d.tolist()).to_track_quat("Z", "Y").to_matrix()
-    cam = scene.camera
-    cam.data.ortho_scale = width
-    cam.matrix_world = Matrix.Translation(Vector((np.asarray(centre) + 3.0 * d).tolist())) @ rot.to_4x4()
-    scene.render.resolution_x, scene.render.resolution_y = resolution
 
 
 def knee(bpy, out: Path, baked=None) -> Path:
@@ -112,23 +97,23 @@ def knee(bpy, out: Path, baked=None) -> Path:
     path = bpy.data.objects["SJ_JointPath_Knee_tibia"]
     path.data.bevel_depth = 0.002
     knee_centre = np.array(arm.matrix_world @ tibia.head)
-    close_up(scene, knee_centre + [-0.12, 0.0, 0.12], 1.0, bd.VIEWS["knee_fit_rig"], (400, 400))
-    leg = bd.render_frame(scene, 1)
+    pictures.close_up(scene, knee_centre + [-0.12, 0.0, 0.12], 1.0, VIEWS["knee_fit_rig"], (400, 400))
+    leg = kit.render_frame(scene, 1)
     for name in ("femur_r", "tibia_r"):  # translucent bones: the path shows through the joint
         colour = list(bpy.data.objects[name].data.materials[0].diffuse_color)
         bpy.data.objects[name].data.materials[0].diffuse_color = colour[:3] + [0.3]
         bpy.data.objects[name].data.materials[0].surface_render_method = "BLENDED"
-    close_up(scene, knee_centre + [0.0, 0.0, 0.01], 0.2, (0.0, -1.0, 0.0), (400, 400))
-    zoom = bd.render_frame(scene, 1)
+    pictures.close_up(scene, knee_centre + [0.0, 0.0, 0.01], 0.2, (0.0, -1.0, 0.0), (400, 400))
+    zoom = kit.render_frame(scene, 1)
     target = out / "knee_fit.png"
-    bd.save_png(bd.contact_sheet([leg, zoom], columns=2), target)
+    kit.save_png(kit.contact_sheet([leg, zoom], columns=2), target)
     return target
 
 
 def reach_cone(bpy, out: Path, baked=None) -> Path:
     scene = open_demo(bpy, "shoulder_reach_cone", baked)
     target = out / "reach_cone.png"
-    bd.save_png(bd.render_frame(scene, 16, (560, 400)), target)
+    kit.save_png(kit.render_frame(scene, 16, (560, 400)), target)
     return target
 
 
@@ -141,25 +126,25 @@ def character(bpy, out: Path, baked=None) -> Path:
 
 
 def contacts(bpy, out: Path, baked=None) -> list[Path]:
-    """:func:`sheet` of the contact demos (scripts/demo_ragdoll.py, scripts/demo_bowl.py)."""
+    """:func:`sheet` of the contact demos (scripts/demos/ragdoll_steps.py, scripts/demos/chain_in_bowl.py)."""
     return [sheet(bpy, name, out, baked) for name in ("ragdoll_steps", "chain_in_bowl")]
 
 
 def linkages(bpy, out: Path, baked=None) -> list[Path]:
-    """:func:`sheet` of every linkage demo (scripts/build_demos.py's LINKAGES)."""
-    return [sheet(bpy, name, out, baked) for name in bd.LINKAGES]
+    """:func:`sheet` of every linkage demo (scripts/demos/linkages.py's FILES)."""
+    return [sheet(bpy, name, out, baked) for name in LINKAGE_FILES]
 
 
 def sheet(bpy, name: str, out: Path, baked=None) -> Path:
     """``<name>.png``: titled contact sheet of a baked demo, 8 frames over its motion, each with
-    its time (and the trails of scripts/pictures.py where the demo has them)."""
+    its time (and the trails of scripts/pictures/common.py where the demo has them)."""
     scene = open_demo(bpy, name, baked)
     frames = np.linspace(scene.frame_start, last_frame(scene), 8).round().astype(int)
     trails = pictures.trails(scene, int(frames[0]), int(frames[-1]))
     tiles = [pictures.render(scene, f, (240, 135), trails) for f in frames]
     target = out / f"{name}.png"
-    bd.save_png(pictures.titled_sheet(tiles, 4, pictures.title_line(scene, name),
-                                      [pictures.time_label(scene, f) for f in frames]), target)
+    kit.save_png(pictures.titled_sheet(tiles, 4, pictures.title_line(scene, name),
+                                       [pictures.time_label(scene, f) for f in frames]), target)
     return target
 
 
@@ -171,16 +156,16 @@ def scapula(bpy, out: Path, baked=None) -> Path:
     arm.animation_data.action = None
     thorax = bpy.data.objects["thorax"]
     centre = np.array(thorax.matrix_world.translation) + [-0.04, -0.04, 0.0]
-    close_up(scene, centre, 0.5, (-0.8, -0.6, 0.25), (360, 400))
+    pictures.close_up(scene, centre, 0.5, (-0.8, -0.6, 0.25), (360, 400))
     tiles = []
     for u in ((0.3, 0.35), (0.7, 0.7)):  # fractions of the fitted (abduction, elevation) ranges
         for i in range(2):
             scap[f"sj_q{i}"] = s.range_min[i] + u[i] * (s.range_max[i] - s.range_min[i])
         bpy.context.view_layer.update()
         bpy.context.view_layer.update()
-        tiles.append(bd.render_frame(scene, 1))
+        tiles.append(kit.render_frame(scene, 1))
     target = out / "scapulothoracic.png"
-    bd.save_png(bd.contact_sheet(tiles, columns=2), target)
+    kit.save_png(kit.contact_sheet(tiles, columns=2), target)
     return target
 
 
@@ -191,7 +176,7 @@ GAIT_FRAME = 90
 def gait(bpy, out: Path, baked=None) -> Path:
     scene = open_demo(bpy, "gait2392_walk", baked)
     target = out / "gait2392_walk.png"
-    bd.save_png(bd.render_frame(scene, GAIT_FRAME, (720, 450)), target)
+    kit.save_png(kit.render_frame(scene, GAIT_FRAME, (720, 450)), target)
     return target
 
 
@@ -222,7 +207,7 @@ MAKERS = {"knee": knee, "reach_cone": reach_cone, "beads": beads, "character": c
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default=str(bd.ROOT / "docs" / "images"))
+    parser.add_argument("--out", default=str(kit.ROOT / "docs" / "images"))
     parser.add_argument("--only", nargs="*", choices=sorted(MAKERS), help="images to make (default: all)")
     parser.add_argument("--baked", help="folder of baked demo files (a main-job run's OUT/blends); "
                                         "default: bake here")
@@ -230,7 +215,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     baked = Path(args.baked) if args.baked else None
-    bpy = bd.start_blender()
+    bpy = kit.start_blender()
     for key in args.only or MAKERS:
         made = animations(bpy, out, baked, args.demos) if key == "animations" else MAKERS[key](bpy, out, baked)
         for path in made if isinstance(made, list) else [made]:
