@@ -98,12 +98,24 @@ def parse(argv: list[str]) -> argparse.Namespace:
 # Checks before any work
 # ------------------------------------------------------------------------------------------
 
+def core_files():
+    """:mod:`core.io.files` of this checkout (the main process runs from the repository; the
+    children never need it)."""
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    from core.io import files
+
+    return files
+
+
 def input_problem(path: str) -> str | None:
     """Why ``path`` cannot be baked (a sentence), or None when it reads as a .blend file."""
     if not os.path.exists(path):
         return "no such file; check the path"
     if os.path.isdir(path):
         return "is a folder, not a .blend file; pass the .blend files inside it"
+    if (problem := core_files().input_file_problem(path, math.inf)) is not None:
+        return f"cannot be baked: {problem}"
     if not path.lower().endswith(".blend"):
         return "is not a .blend file (its name does not end in .blend); pass files saved by Blender"
     try:
@@ -157,26 +169,6 @@ def argument_problems(args: argparse.Namespace, in_blender: bool) -> list[str]:
         problems.append(f"several inputs would be saved under one name in {args.out} ({'; '.join(clashes)}); "
                         "rename them or bake them into different --out folders")
     return problems
-
-
-def lock_folder(out_dir: str) -> int | None:
-    """Hold an exclusive lock on the folder ``out_dir`` for this process's lifetime.
-
-    Returns the locked descriptor (None where flock does not exist). RuntimeError when another
-    process holds the lock.
-    """
-    try:
-        import fcntl
-    except ImportError:  # Windows
-        return None
-    fd = os.open(out_dir, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise RuntimeError(f"{out_dir}: another bake.py run is writing into this folder; "
-                           "wait for it to finish or pass another --out") from None
-    return fd
 
 
 def pid_alive(pid: int) -> bool:
@@ -657,8 +649,8 @@ def main(argv: list[str]) -> int:
         return 1
     try:
         os.makedirs(args.out, exist_ok=True)
-        lock = lock_folder(args.out)
-    except (OSError, RuntimeError) as exc:
+        lock = core_files().lock_folder(args.out, "bake.py")
+    except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     try:

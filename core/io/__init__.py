@@ -4,7 +4,8 @@ meshes (.vtp) and motions (.mot / .sto), and the atomic writes every file goes t
 :mod:`core.io.joints`, :mod:`core.io.osim`, :mod:`core.io.vtp`, :mod:`core.io.motion` and
 :mod:`core.io.files`."""
 
-from .files import atomic_path, atomic_write, check_writable_path, read_input
+from .files import (MAX_INPUT_BYTES, atomic_path, atomic_write, check_writable_path,
+                    input_file_problem, lock_folder, read_input)
 from .joints import (MAX_DEPTH, MAX_DOCUMENT_SIZE, RANGE_SLACK, READ_VERSIONS, SCHEMA,
                      SCHEMA_VERSION, JointDocument, RestFrames, document_from_dict, document_to_dict, dumps, load, loads, save)
 from .motion import Motion, read_motion, write_motion
@@ -14,6 +15,6 @@ from .vtp import Mesh, read_vtp, write_vtp
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "READ_VERSIONS", "JointDocument", "RestFrames",
            "document_to_dict",
            "document_from_dict", "dumps", "loads", "save", "load", "atomic_write", "atomic_path",
-           "check_writable_path", "read_input", "MAX_DOCUMENT_SIZE", "MAX_DEPTH", "RANGE_SLACK",
+           "check_writable_path", "read_input", "input_file_problem", "lock_folder", "MAX_INPUT_BYTES", "MAX_DOCUMENT_SIZE", "MAX_DEPTH", "RANGE_SLACK",
            "Motion", "read_motion", "write_motion", "Mesh", "read_vtp", "write_vtp",
            "OsimModel", "read_osim", "parse_osim", "motion_coordinates"]
