@@ -2,7 +2,8 @@
 add-on stores fitted joints in .blend files this way), OpenSim models (.osim), their bone
 meshes (.vtp) and motions (.mot / .sto), and the atomic writes every file goes through. See
 :mod:`core.io.joints`, :mod:`core.io.osim`, :mod:`core.io.vtp`, :mod:`core.io.motion` and
-:mod:`core.io.files`."""
+:mod:`core.io.files` (which also reads regular files only, within a size limit, and locks
+output folders); numbers in their text are parsed by :mod:`core.io.fields`."""
 
 from .files import (MAX_INPUT_BYTES, atomic_path, atomic_write, check_writable_path,
                     input_file_problem, lock_folder, read_input)
