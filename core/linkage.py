@@ -66,7 +66,8 @@ from .lie import se3, so3
 from .maximal import couplings as cpl
 from .maximal.faure import JOINT_TYPES, Assembly, FaureJoint
 
-__all__ = ["MAX_LINKAGE_STEPS", "LinkBody", "LinkJoint", "LinkSpring", "Linkage", "AssemblyResult", "LiveAssembly",
+__all__ = ["MAX_LINKAGE_STEPS", "LinkBody", "LinkJoint", "LinkSpring", "Linkage",
+           "AssemblyResult", "LiveAssembly",
            "LinkageMotion", "DynamicSystem", "check_linkage", "drive_pose", "dynamic_system",
            "frame_count", "point_surface", "simulate_linkage", "redundant_rows",
            "FAURE_KINDS", "COUPLING_KINDS", "LIMIT_KINDS", "JOINT_KINDS", "RANK_TOL", "CLOSURE_TOL"]

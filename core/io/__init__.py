@@ -16,6 +16,7 @@ from .vtp import Mesh, read_vtp, write_vtp
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "READ_VERSIONS", "JointDocument", "RestFrames",
            "document_to_dict",
            "document_from_dict", "dumps", "loads", "save", "load", "atomic_write", "atomic_path",
-           "check_writable_path", "read_input", "input_file_problem", "lock_folder", "MAX_INPUT_BYTES", "MAX_DOCUMENT_SIZE", "MAX_DEPTH", "RANGE_SLACK",
+           "check_writable_path", "read_input", "input_file_problem", "lock_folder",
+           "MAX_INPUT_BYTES", "MAX_DOCUMENT_SIZE", "MAX_DEPTH", "RANGE_SLACK",
            "Motion", "read_motion", "write_motion", "Mesh", "read_vtp", "write_vtp",
            "OsimModel", "read_osim", "parse_osim", "motion_coordinates"]

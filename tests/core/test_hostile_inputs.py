@@ -533,7 +533,8 @@ def test_numbers_beyond_the_magnitude_limit_are_refused_with_the_field_named(val
         spline = f"<SimmSpline><x>0 1 2</x><y>0 {v} 0</y></SimmSpline>"
         text, tag = osim_text(body("b"), custom("j", "/ground", "/bodyset/b", ["q"],
                                                 spline)), "y"
-    with pytest.raises(InvalidInputError, match=f"<{tag}> holds .*beyond the {re.escape(f'{MAX_MAGNITUDE:g}')}"):
+    limit = re.escape(f"{MAX_MAGNITUDE:g}")
+    with pytest.raises(InvalidInputError, match=f"<{tag}> holds .*beyond the {limit}"):
         parse_osim(text)
 
 
