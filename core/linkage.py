@@ -61,11 +61,13 @@ import scipy.linalg as sla
 
 from .checks import real_number, whole_number
 from .errors import InvalidInputError, SimulationError
+from .integrators import check_record_size
 from .lie import se3, so3
 from .maximal import couplings as cpl
 from .maximal.faure import JOINT_TYPES, Assembly, FaureJoint
 
-__all__ = ["LinkBody", "LinkJoint", "LinkSpring", "Linkage", "AssemblyResult", "LiveAssembly",
+__all__ = ["MAX_LINKAGE_STEPS", "LinkBody", "LinkJoint", "LinkSpring", "Linkage",
+           "AssemblyResult", "LiveAssembly",
            "LinkageMotion", "DynamicSystem", "check_linkage", "drive_pose", "dynamic_system",
            "frame_count", "point_surface", "simulate_linkage", "redundant_rows",
            "FAURE_KINDS", "COUPLING_KINDS", "LIMIT_KINDS", "JOINT_KINDS", "RANK_TOL", "CLOSURE_TOL"]
@@ -96,6 +98,8 @@ RANK_TOL = 100 * float(np.finfo(np.float32).eps)
 #: scene closes to its single-precision poses (~1e-7 m on metre-sized linkages) and the
 #: solvers correct that within a step; a loop off by more than ten times that cannot close
 CLOSURE_TOL = 1e-6
+#: the most steps :func:`simulate_linkage` takes (hours of computing at tens of us a step)
+MAX_LINKAGE_STEPS = 10 ** 8
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,12 @@ def check_linkage(linkage: Linkage, solver: str | None = None) -> str:
     names = [b.name for b in linkage.bodies]
     if not names:
         raise InvalidInputError("the linkage has no bodies; add a joint between two objects")
+    gravity = np.asarray(linkage.gravity, dtype=float)
+    if gravity.shape != (3,):
+        raise InvalidInputError(f"gravity must be 3 numbers (m/s^2), got {linkage.gravity!r}")
+    if not np.all(np.isfinite(gravity)):
+        raise InvalidInputError(f"gravity {gravity.tolist()} holds NaN or inf: give 3 finite "
+                                "numbers in m/s^2 (the scene's gravity, e.g. 0 0 -9.81)")
     if len(set(names)) != len(names) or "" in names:
         raise InvalidInputError(f"body names must be distinct and non-empty, got {names}")
     for b in linkage.bodies:
@@ -745,9 +755,17 @@ def simulate_linkage(linkage: Linkage, duration: float, fps: float, substeps: in
     fps = real_number(fps, "fps", 0.0, low_open=True)
     substeps = whole_number(substeps, "substeps")
     nframes = frame_count(duration, fps)
+    N = len(linkage.bodies)
+    run = f"the linkage's run ({duration:g} s at {fps:g} fps)"
+    check_record_size(nframes, 16 * N + 2, run)
+    steps = (nframes - 1) * substeps
+    if steps > MAX_LINKAGE_STEPS:
+        raise InvalidInputError(f"{run} with {substeps} substeps per frame is {steps:.3g} "
+                                f"steps, more than {MAX_LINKAGE_STEPS:.0e} (hours of "
+                                "computing); shorten the duration, lower the frame rate or "
+                                "use fewer substeps")
     h = 1.0 / (fps * substeps)
     t0 = time.perf_counter()
-    N = len(linkage.bodies)
     poses = np.zeros((nframes, N, 4, 4))
     errors, violations = np.zeros(nframes), np.zeros(nframes)
     engagements, status, fastest = {}, "completed", 0.0

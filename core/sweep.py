@@ -38,17 +38,19 @@ import time
 
 import numpy as np
 
-from .checks import whole_number
+from .checks import real_number, whole_number
 from .cluster import CONNECT_TIMEOUT, connect, wait_for_workers
 from .errors import InvalidInputError, SplineJointsError
 from .limits import LimitSolver
 from .mechanisms import energy_drift_warning, simulate_mechanism
 
-__all__ = ["METRICS", "RECORD_FIELDS", "builder_parameters", "grid_variants",
+__all__ = ["MAX_VARIANTS", "METRICS", "RECORD_FIELDS", "builder_parameters", "grid_variants",
            "random_variants", "check_variants", "run", "run_variant", "table"]
 
 #: the fields of every record after its parameters and before its metrics
 RECORD_FIELDS = ("index", "status", "error", "steps", "wall_time")
+#: the most variants of one sweep, counted before any is built
+MAX_VARIANTS = 100_000
 
 def _final_position(mechanism, result):
     """The last body's final world position ``(3,)`` as a tuple (m)."""
@@ -111,8 +113,17 @@ def grid_variants(grid):
                                     f"{values!r}; write [{values!r}] for a single value")
         if len(values) == 0:
             raise InvalidInputError(f"grid parameter {name!r} has no values: give at least one")
+    count = math.prod(len(values) for values in grid.values())
+    _check_count(count, " x ".join(str(len(values)) for values in grid.values()) + " values")
     names = list(grid)
     return [dict(zip(names, combo)) for combo in itertools.product(*grid.values())]
+
+
+def _check_count(count, how):
+    if count > MAX_VARIANTS:
+        raise InvalidInputError(f"the sweep has {count} variants ({how}), more than the "
+                                f"{MAX_VARIANTS} one sweep may run: sweep fewer values, or split "
+                                "the sweep into several runs")
 
 
 def random_variants(ranges, n, seed=0):
@@ -123,6 +134,7 @@ def random_variants(ranges, n, seed=0):
         raise InvalidInputError("no ranges to sample: give a dict of parameter name -> "
                                 "(low, high), e.g. {'knee_start': (-1.5, -1.1)}")
     n = whole_number(n, "the number of random variants")
+    _check_count(n, "random samples")
     rng = np.random.default_rng(seed)
     columns = {}
     for name, bounds in ranges.items():
@@ -145,9 +157,12 @@ def check_variants(builder, variants, timing=None):
     one named like a record field or metric, and one given both in a variant and in
     ``timing``."""
     timing = {k: v for k, v in (timing or {}).items() if v is not None}
+    for key, value in timing.items():
+        _check_timing(key, value, key)
     if isinstance(variants, dict):
         variants = grid_variants(variants)
     variants = list(variants)
+    _check_count(len(variants), "variant dicts")
     if not variants:
         raise InvalidInputError("the sweep has no variants: give a grid {name: [values]} or a "
                                 "list of variant dicts (grid_variants, random_variants)")
@@ -162,6 +177,8 @@ def check_variants(builder, variants, timing=None):
             raise InvalidInputError(
                 f"{name} takes no parameter {', '.join(map(repr, unknown))}; its parameters "
                 f"are {', '.join(accepted)}: sweep some of these")
+        for key, value in variant.items():
+            _check_timing(key, value, f"variant {k}: {key}")
         clash = [p for p in variant if p in RECORD_FIELDS or p in METRICS or p in timing]
         if clash:
             raise InvalidInputError(
@@ -169,6 +186,15 @@ def check_variants(builder, variants, timing=None):
                 + ("a timing keyword given to the sweep; give it in one place only"
                    if set(clash) <= set(timing) else "the name of a record field or metric"))
     return [{**variant, **timing} for variant in variants]
+
+
+def _check_timing(key, value, what):
+    """Refuse a timing value every variant would fail on: substeps not an integer >= 1, fps
+    or duration not a number > 0 (other keys pass)."""
+    if key == "substeps":
+        whole_number(value, what, advice="give the steps per frame (1 or more)")
+    elif key in ("fps", "duration"):
+        real_number(value, what, 0.0, low_open=True, advice="give a number > 0")
 
 
 def _metric_functions(metrics):

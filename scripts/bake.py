@@ -57,6 +57,7 @@ process at that point.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import signal
@@ -99,12 +100,22 @@ def parse(argv: list[str]) -> argparse.Namespace:
 # Checks before any work
 # ------------------------------------------------------------------------------------------
 
+def core_files():
+    """:mod:`core.io.files` of this checkout (imported when needed: the main process runs from
+    the repository, the children, on a Dask worker too, never need it)."""
+    from core.io import files
+
+    return files
+
+
 def input_problem(path: str) -> str | None:
     """Why ``path`` cannot be baked (a sentence), or None when it reads as a .blend file."""
     if not os.path.exists(path):
         return "no such file; check the path"
     if os.path.isdir(path):
         return "is a folder, not a .blend file; pass the .blend files inside it"
+    if (problem := core_files().input_file_problem(path, math.inf)) is not None:
+        return f"cannot be baked: {problem}"
     if not path.lower().endswith(".blend"):
         return "is not a .blend file (its name does not end in .blend); pass files saved by Blender"
     try:
@@ -160,24 +171,6 @@ def argument_problems(args: argparse.Namespace, in_blender: bool) -> list[str]:
     return problems
 
 
-def lock_folder(out_dir: str) -> int | None:
-    """Hold an exclusive lock on the folder ``out_dir`` for this process's lifetime.
-
-    Returns the locked descriptor (None where flock does not exist). RuntimeError when another
-    process holds the lock.
-    """
-    try:
-        import fcntl
-    except ImportError:  # Windows
-        return None
-    fd = os.open(out_dir, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise RuntimeError(f"{out_dir}: another bake.py run is writing into this folder; "
-                           "wait for it to finish or pass another --out") from None
-    return fd
 
 
 # ------------------------------------------------------------------------------------------
@@ -551,8 +544,8 @@ def main(argv: list[str]) -> int:
         return 1
     try:
         os.makedirs(args.out, exist_ok=True)
-        lock = lock_folder(args.out)
-    except (OSError, RuntimeError) as exc:
+        lock = core_files().lock_folder(args.out, "bake.py")
+    except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     try:

@@ -11,10 +11,16 @@ Each variant is built by ``core.mechanisms.DEMOS[MECHANISM]`` with the swept par
 ``--fps/--substeps/--duration`` when given) and simulated by :func:`core.sweep.run`. Writes
 ``MECHANISM_sweep.csv`` (one row per variant, the columns of :func:`core.sweep.table`) and
 ``MECHANISM_sweep.png`` (``--plot`` metric against the first swept parameter, or a scatter of
-the first two coloured by it; failed variants as red crosses) under ``--out``, both
-atomically, and prints a summary. Failed variants are rows of the table (status "failed",
-their error) and one ``failed: ...`` line each; the exit status is 0 when the sweep ran, 2
-when its input was refused (one ``error: ...`` sentence).
+the first two coloured by it; failed variants as red crosses) under ``--out``, and prints a
+summary. Failed variants are rows of the table (status "failed", their error) and one
+``failed: ...`` line each; the exit status is 0 when every variant completed, 1 when some
+failed, 2 when the input was refused (one ``error: ...`` sentence) before any variant ran.
+
+Before any variant runs, the variants and ``--out`` are checked (the folder is created and must
+be writable) and ``--out`` is locked (:func:`core.io.lock_folder`): a second sweep into the
+same folder is refused while one runs. The table and the plot are written to temporaries in
+``--out`` and renamed into place only when both are complete, so the folder holds the previous
+run's two files or this run's two files, never one of each.
 """
 
 import argparse
@@ -31,7 +37,7 @@ if ROOT not in sys.path:
 
 from core import cluster, sweep  # noqa: E402
 from core.errors import InvalidInputError  # noqa: E402
-from core.io import atomic_path, atomic_write  # noqa: E402
+from core.io import atomic_path, lock_folder  # noqa: E402
 from core.mechanisms import DEMOS  # noqa: E402
 
 #: metrics a plot can show (scalar metrics of core.sweep.METRICS)
@@ -39,7 +45,12 @@ PLOT_METRICS = ("energy_drift", "max_constraint_error", "max_limit_violation", "
 
 
 def parse_value(text):
-    """A command-line value: an int, else a float, else the text itself (e.g. "rk4")."""
+    """A command-line value: an int, else a float, else the text itself (e.g. "rk4");
+    InvalidInputError for an empty value."""
+    text = text.strip()
+    if not text:
+        raise InvalidInputError("--param has an empty value (two commas in a row, or one at "
+                                "an end): write NAME=V1,V2,...")
     for kind in (int, float):
         try:
             return kind(text)
@@ -90,10 +101,11 @@ def csv_text(records):
     return buffer.getvalue()
 
 
-def write_plot(path, records, names, metric, title):
-    """A PNG at ``path``: ``metric`` against the first swept parameter ``names[0]`` (log scale
-    when every value is > 0), or with two or more parameters a scatter of the first two
-    coloured by the metric; failed variants as red crosses at the metric axis' base."""
+def plot_figure(records, names, metric, title):
+    """A matplotlib figure (Agg backend; close it with ``matplotlib.pyplot.close``):
+    ``metric`` against the first swept parameter ``names[0]`` (log scale when every value is
+    > 0), or with two or more parameters a scatter of the first two coloured by the metric;
+    failed variants as red crosses at the metric axis' base."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -126,9 +138,37 @@ def write_plot(path, records, names, metric, title):
     if failed:
         ax.legend(loc="best")
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png")
-    plt.close(fig)
+    return fig
+
+
+def open_out(out):
+    """Create the folder ``out`` if needed and lock it for this process (the returned
+    descriptor, None where locks do not exist); InvalidInputError when it cannot be created,
+    is not writable, or another sweep holds it."""
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInputError(f"--out {out} cannot be created ({exc.strerror or exc}): pass a "
+                                "folder you can write to") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"--out {out} is a folder this user cannot write to (or on a "
+                                "read-only disk): give a writable folder")
+    return lock_folder(out, "sweep.py")
+
+
+def write_outputs(csv_path, png_path, records, names, metric, title):
+    """The table and the plot, each written to a temporary beside it; both are renamed into
+    place only when both are complete (a failure leaves the previous files as they were)."""
+    fig = plot_figure(records, names, metric, title)   # selects the Agg backend first
+    import matplotlib.pyplot as plt
+
+    try:
+        with atomic_path(csv_path) as csv_tmp, atomic_path(png_path) as png_tmp:
+            with open(csv_tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.write(csv_text(records))
+            fig.savefig(png_tmp, format="png")
+    finally:
+        plt.close(fig)
 
 
 def _client(args):
@@ -175,31 +215,32 @@ def main(argv=None):
     builder = DEMOS[args.mechanism]
     csv_path = os.path.join(args.out, f"{args.mechanism}_sweep.csv")
     png_path = os.path.join(args.out, f"{args.mechanism}_sweep.png")
-    client = None
+    client = lock = None
     try:
         variants = variants_from_args(args)
         timing = dict(fps=args.fps, substeps=args.substeps, duration=args.duration)
         sweep.check_variants(builder, variants, timing)
-        if os.path.exists(args.out) and not (os.path.isdir(args.out)
-                                             and os.access(args.out, os.W_OK)):
-            raise InvalidInputError(f"--out {args.out} is a file or a folder this user cannot "
-                                    "write to: give a writable folder")
+        lock = open_out(args.out)
         client = _client(args)
         start = time.perf_counter()
         records = sweep.run(builder, variants, client=client, timeout=args.timeout,
                             **timing)
         wall = time.perf_counter() - start
+        names = list(variants[0])
+        write_outputs(csv_path, png_path, records, names, args.plot,
+                      f"{args.mechanism}: {len(records)} variants")
     except InvalidInputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:
+        print(f"error: cannot write the table and the plot in {args.out} "
+              f"({err.strerror or err}); the folder keeps its previous files", file=sys.stderr)
+        return 1
     finally:
         if client is not None:
             client.close()
-    os.makedirs(args.out, exist_ok=True)
-    atomic_write(csv_path, csv_text(records))
-    names = list(variants[0])
-    write_plot(png_path, records, names, args.plot,
-               f"{args.mechanism}: {len(records)} variants")
+        if lock is not None:
+            os.close(lock)
     failed = [r for r in records if r["status"] != "completed"]
     for r in failed:
         params = ", ".join(f"{k}={r[k]!r}" for k in names)
@@ -208,7 +249,7 @@ def main(argv=None):
           f"{len(records) / wall:.1f} variants per second "
           f"({_where(args)}); "
           f"wrote {csv_path} and {png_path}")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

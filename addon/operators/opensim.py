@@ -41,8 +41,9 @@ PLACEHOLDER_SIZE = 0.02
 
 
 def coordinate_path(name: str) -> str:
-    """Data path of a coordinate property on the armature object."""
-    return f'["{name}"]'
+    """Data path of a coordinate property on the armature object (quotes and backslashes in
+    the name escaped, as Blender's data paths need)."""
+    return f'["{bpy.utils.escape_identifier(name)}"]'
 
 
 def _material(geometry):

@@ -28,11 +28,13 @@ from ..errors import InvalidInputError
 from ..lie import se3
 
 __all__ = ["Shape", "Sphere", "Capsule", "Box", "ConvexHull", "Plane", "StaticCollider",
-           "MovingCollider", "placement_scale"]
+           "MovingCollider", "placement_scale", "MAX_HULL_POINTS"]
 
 #: two edge directions closer than this (|cross| of unit vectors) are the same direction;
 #: two facet normals of a hull closer than this are one face
 PARALLEL_TOL = 1e-9
+#: the most points a convex hull is built from (a dense mesh's hull takes some 20 s there)
+MAX_HULL_POINTS = 50_000
 
 
 def _finite_points(points, name, count=None):
@@ -60,16 +62,30 @@ def _material(friction, restitution, what):
 
 
 def _unique_directions(d):
-    """Unit directions ``(m, 3)`` of ``d (e, 3)`` up to sign and the index of each row's."""
+    """Unit directions ``(m, 3)`` of ``d (e, 3)`` up to sign and the index of each row's: a
+    row takes the first direction (in order of appearance) within ``PARALLEL_TOL ** 0.5`` of
+    it (``|cross|``), or becomes a new one. The directions found so far are binned in a grid
+    of cells twice that size, so each row is compared with the few in its cell's neighbours
+    (of its own and of its opposite) instead of with all of them."""
     d = d / np.linalg.norm(d, axis=1, keepdims=True)
-    dirs, of = [], np.empty(len(d), dtype=int)
-    for k, x in enumerate(d):
-        for j, y in enumerate(dirs):
-            if np.linalg.norm(np.cross(x, y)) < PARALLEL_TOL ** 0.5:
-                of[k] = j
+    tol = PARALLEL_TOL ** 0.5
+    cell = 2.0 * tol
+    dirs, of, grid = [], np.empty(len(d), dtype=int), {}
+    offsets = [(i, j, k) for i in (-1, 0, 1) for j in (-1, 0, 1) for k in (-1, 0, 1)]
+    for n, x in enumerate(d):
+        near = set()
+        for y in (x, -x):
+            c = np.floor(y / cell).astype(np.int64).tolist()
+            for o in offsets:
+                near.update(grid.get((c[0] + o[0], c[1] + o[1], c[2] + o[2]), ()))
+        for j in sorted(near):
+            if np.linalg.norm(np.cross(x, dirs[j])) < tol:
+                of[n] = j
                 break
         else:
-            of[k] = len(dirs)
+            of[n] = len(dirs)
+            c = np.floor(x / cell).astype(np.int64).tolist()
+            grid.setdefault((c[0], c[1], c[2]), []).append(len(dirs))
             dirs.append(x)
     return np.array(dirs).reshape(-1, 3), of
 
@@ -142,8 +158,12 @@ def placement_scale(matrix, what):
     non-finite matrix, a last row other than [0, 0, 0, 1], a mirroring (negative) or zero
     scale, or a shear."""
     T = np.asarray(matrix, dtype=float)
-    if T.shape != (4, 4) or not np.all(np.isfinite(T)):
-        raise InvalidInputError(f"{what} must be a finite (4, 4) matrix, got shape {T.shape}")
+    if T.shape != (4, 4):
+        raise InvalidInputError(f"{what} must be a (4, 4) matrix, got shape {T.shape}")
+    if not np.all(np.isfinite(T)):
+        raise InvalidInputError(f"{what} holds NaN or inf (a broken object transform, e.g. a "
+                                "zero scale inverted or a driver's result): fix the object's "
+                                "location, rotation and scale")
     if np.abs(T[3] - [0.0, 0.0, 0.0, 1.0]).max() > 1e-9:
         raise InvalidInputError(f"{what}: the last row must be [0, 0, 0, 1]")
     A = T[:3, :3]
@@ -225,6 +245,11 @@ class ConvexHull(Shape):
         p = _finite_points(points, "hull points")
         if len(p) < 4:
             raise InvalidInputError(f"a convex hull needs at least 4 points, got {len(p)}")
+        if len(p) > MAX_HULL_POINTS:
+            raise InvalidInputError(
+                f"a convex hull is built from at most {MAX_HULL_POINTS} points, got {len(p)}: "
+                "decimate the collider mesh (Blender's Decimate modifier, applied) or use a "
+                "simpler shape")
         try:
             hull = scipy.spatial.ConvexHull(p)
         except scipy.spatial.QhullError as err:
@@ -240,9 +265,8 @@ class ConvexHull(Shape):
         for s in range(len(hull.simplices)):
             if done[s]:
                 continue
-            same = (np.abs(eq[:, :3] @ eq[s, :3] - 1.0) < PARALLEL_TOL ** 0.5) & \
-                (np.abs(eq[:, 3] - eq[s, 3]) < PARALLEL_TOL ** 0.5 * scale)
-            done |= same
+            same = _coplanar_facets(hull, s, scale)
+            done[same] = True
             ids = np.unique(hull.simplices[same])
             n = eq[s, :3]
             c = p[ids].mean(axis=0)
@@ -251,13 +275,37 @@ class ConvexHull(Shape):
             w = np.cross(n, u)
             order = np.argsort(np.arctan2((p[ids] - c) @ w, (p[ids] - c) @ u))
             faces.append([index[int(k)] for k in ids[order]])
-        # points on the hull's surface but not its corners are not inside the hull
-        dist = (p @ eq[:, :3].T + eq[:, 3]).max(axis=1)
-        self.inside = int(np.sum(dist < -1e-9 * scale))
+        # points on the hull's surface but not its corners are not inside the hull; the
+        # corners are on it (the distances of the others are taken in blocks of rows)
+        rest = np.setdiff1d(np.arange(len(p)), verts)
+        block = max(1, 2 ** 22 // len(eq))
+        self.inside = sum(int(np.sum((p[rest[k:k + block]] @ eq[:, :3].T + eq[:, 3]).max(axis=1)
+                                     < -1e-9 * scale)) for k in range(0, len(rest), block))
         note = "" if self.inside == 0 else (
             f"the point set is not convex: {self.inside} of its {len(p)} points lie inside "
             f"its convex hull, which is used as the collider ({len(verts)} corners)")
         self._set(p[verts], 0.0, faces, friction, restitution, note)
+
+
+def _coplanar_facets(hull, s, scale):
+    """Indices of the facets of ``hull`` (a scipy ConvexHull) in the plane of facet ``s``
+    (normals and offsets within ``PARALLEL_TOL ** 0.5``): those reached from ``s`` through
+    neighbouring facets in that plane. The facets of one plane of a convex hull are one
+    connected polygon, so this is every facet in the plane, found in time proportional to
+    their number."""
+    eq = hull.equations
+    tol = PARALLEL_TOL ** 0.5
+
+    def coplanar(t):
+        return abs(eq[t, :3] @ eq[s, :3] - 1.0) < tol and abs(eq[t, 3] - eq[s, 3]) < tol * scale
+
+    found, todo = {s}, [s]
+    while todo:
+        for t in hull.neighbors[todo.pop()].tolist():
+            if t not in found and coplanar(t):
+                found.add(t)
+                todo.append(t)
+    return np.array(sorted(found))
 
 
 class Plane:

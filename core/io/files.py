@@ -14,16 +14,27 @@ that create the file themselves (Blender's save and render, matplotlib) and rena
 place when they succeed.
 
 :func:`read_input` reads a whole file the project imports, with an InvalidInputError that
-names the file when the system cannot read it.
+names the file when the system cannot read it. It reads regular files only (a FIFO would
+block the reader forever, ``/dev/zero`` would fill the memory) of at most
+:data:`MAX_INPUT_BYTES`; :func:`input_file_problem` says why a path is refused without reading
+it.
+
+:func:`lock_folder` lets one run at a time write into an output folder.
 """
 
 import contextlib
 import os
 import secrets
+import stat
 
 from ..errors import InvalidInputError
 
-__all__ = ["atomic_write", "atomic_path", "check_writable_path", "read_input"]
+__all__ = ["atomic_write", "atomic_path", "check_writable_path", "read_input",
+           "input_file_problem", "lock_folder", "MAX_INPUT_BYTES"]
+
+#: the largest file :func:`read_input` reads (512 MiB): more than any model, mesh or motion
+#: file a model repository holds
+MAX_INPUT_BYTES = 2 ** 29
 
 
 def check_writable_path(path):
@@ -104,14 +115,77 @@ def atomic_write(path, data, *, encoding="utf-8"):
             fh.write(data)
 
 
-def read_input(path, what):
+def input_file_problem(path, limit=MAX_INPUT_BYTES):
+    """Why ``path`` cannot be read as an input file (a sentence such as "No such file or
+    directory; check the path"), or None: it is missing, not a regular file (a folder, a
+    FIFO, a device such as ``/dev/zero``) or larger than ``limit`` bytes. Only the file's
+    status is looked at; nothing is opened."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"{exc.strerror or exc}; check the path"
+    return _status_problem(st, limit)
+
+
+def _status_problem(st, limit):
+    if stat.S_ISDIR(st.st_mode):
+        return "Is a directory; choose a file inside it"
+    if not stat.S_ISREG(st.st_mode):
+        return ("not a regular file (a pipe, socket or device, which could block or never "
+                "end); save the data to a file and give that file")
+    if st.st_size > limit:
+        return (f"{st.st_size} bytes, more than the {limit} bytes an input file may have; "
+                "it is not a file this reader takes, or reduce it (decimate a mesh, resample "
+                "a motion)")
+    return None
+
+
+def read_input(path, what, limit=MAX_INPUT_BYTES):
     """The bytes of the file ``path``; ``what`` names its kind in the message
-    (``"mesh"``, ``"motion"``...). InvalidInputError when it is missing, a folder or unreadable.
+    (``"mesh"``, ``"motion"``...). InvalidInputError, before anything is read, when it is
+    missing, unreadable, not a regular file (:func:`input_file_problem`) or larger than
+    ``limit`` bytes.
     """
     path = os.fspath(path)
+    if (problem := input_file_problem(path, limit)) is not None:
+        raise InvalidInputError(f"cannot read {what} {path}: {problem}")
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        # O_NONBLOCK: a FIFO put in the file's place after the check cannot block the open
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         raise InvalidInputError(f"cannot read {what} {path}: {exc.strerror or exc}; check the "
                                 "path") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if (problem := _status_problem(st, limit)) is not None:
+            raise InvalidInputError(f"cannot read {what} {path}: {problem}")
+        try:
+            data = fh.read(st.st_size)   # a read allocates what it asks for: ask for the size
+            grew = fh.read(1)
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read {what} {path}: {exc.strerror or exc}; check "
+                                    "the path") from None
+    if grew:
+        raise InvalidInputError(f"cannot read {what} {path}: it grew while it was read (another "
+                                "program is writing it); read it when it is complete")
+    return data
+
+
+def lock_folder(folder, program):
+    """Hold an exclusive lock on the folder ``folder`` for this process's lifetime (until the
+    returned descriptor is closed), so that two runs of ``program`` cannot write into one
+    folder at once. Returns the locked descriptor (None where flock does not exist).
+    InvalidInputError when another process holds the lock.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        return None
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise InvalidInputError(f"{folder}: another {program} run is writing into this "
+                                "folder; wait for it to finish or pass another --out") from None
+    return fd

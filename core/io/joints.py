@@ -46,7 +46,7 @@ from ..errors import InvalidInputError, NonFiniteError
 from ..fitting.metric import SE3Metric
 from ..fitting.report import FitReport
 from ..lie import se3
-from .files import atomic_write, check_writable_path
+from .files import atomic_write, check_writable_path, read_input
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "READ_VERSIONS", "JointDocument", "RestFrames", "document_to_dict", "document_from_dict",
            "dumps", "loads", "save", "load", "MAX_DOCUMENT_SIZE", "MAX_DEPTH", "RANGE_SLACK"]
@@ -458,22 +458,12 @@ def save(path, doc):
 def load(path):
     """Read a :class:`JointDocument` from a JSON file.
 
-    InvalidInputError names the file when it is missing, a folder, unreadable, larger than
-    :data:`MAX_DOCUMENT_SIZE` bytes (refused before it is read), not UTF-8 text (a binary
-    file), or not a valid joint document."""
+    InvalidInputError names the file when it is missing, not a regular file, unreadable,
+    larger than :data:`MAX_DOCUMENT_SIZE` bytes (refused before it is read,
+    :func:`core.io.files.read_input`), not UTF-8 text (a binary file), or not a valid joint
+    document."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > MAX_DOCUMENT_SIZE:
-                raise InvalidInputError(f"{path} is {size} bytes, more than the "
-                                        f"{MAX_DOCUMENT_SIZE} a joint document may have: it is "
-                                        "not a joint JSON document")
-            data = fh.read(MAX_DOCUMENT_SIZE + 1)
-    except IsADirectoryError:
-        raise InvalidInputError(f"{path} is a folder: choose a joint JSON file") from None
-    except OSError as exc:
-        raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    data = read_input(path, "joint document", MAX_DOCUMENT_SIZE)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

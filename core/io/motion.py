@@ -25,9 +25,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidInputError
+from .fields import parse_count, parse_float
 from .files import atomic_write, read_input
 
-__all__ = ["Motion", "read_motion", "write_motion"]
+__all__ = ["Motion", "read_motion", "write_motion", "MAX_MOTION_LINES", "MAX_MOTION_CELLS"]
+
+#: the most lines of a motion file (header, labels and rows; some 3 hours at 100 Hz),
+#: counted before the text is split
+MAX_MOTION_LINES = 10 ** 6
+#: the most numbers of a motion file's rows (rows times columns), counted before they are read
+MAX_MOTION_CELLS = 2 * 10 ** 7
 
 #: header keys that hold the row and column counts, as OpenSim accepts them
 _ROW_KEYS = ("nRows", "nr", "datarows")
@@ -73,6 +80,11 @@ class Motion:
 
 def _read_lines(path):
     raw = read_input(path, "motion")
+    lines = raw.count(b"\n") + raw.count(b"\r") + 1   # at least the lines splitlines makes
+    if lines > MAX_MOTION_LINES:
+        raise InvalidInputError(f"{path} has more than {MAX_MOTION_LINES} lines, the most a "
+                                "motion file may have: resample the motion to a lower rate or "
+                                "split it into several files")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -84,11 +96,10 @@ def _count(path, header, keys, lines):
     """(count, line number) of the first of ``keys`` in ``header``, or (None, None)."""
     for key in keys:
         if key in header:
-            text = header[key]
-            if not text.strip().isdigit():
-                raise InvalidInputError(f"{path} line {lines[key]}: {key} {text!r} is not a "
-                                        f"count: correct the header")
-            return int(text), lines[key]
+            try:
+                return parse_count(header[key], key), lines[key]
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{path} line {lines[key]}: {exc}") from None
     return None, None
 
 
@@ -150,10 +161,8 @@ def _row(path, line, number, labels):
     row = []
     for j, cell in enumerate(cells):
         try:
-            if "_" in cell:
-                raise ValueError(cell)
-            value = float(cell)
-        except ValueError:
+            value = parse_float(cell, "cell")
+        except InvalidInputError:
             raise InvalidInputError(f"{path} line {number} column {j + 1} ({labels[j]}): "
                                     f"{cell!r} is not a number: correct the file") from None
         if not math.isfinite(value):
@@ -203,6 +212,11 @@ def read_motion(path):
         raise InvalidInputError(f"{path} line {rows_line}: the header says {n_rows} rows, the "
                                 f"file has {len(rows)} (lines {rows[0][0]}-{rows[-1][0]})"
                                 f"{extra}: correct the count or restore the missing rows")
+    if len(rows) * len(labels) > MAX_MOTION_CELLS:
+        raise InvalidInputError(f"{path}: {len(rows)} rows of {len(labels)} columns are "
+                                f"{len(rows) * len(labels)} numbers, more than the "
+                                f"{MAX_MOTION_CELLS} a motion file may hold: resample the motion "
+                                "or keep only the coordinates' columns")
     table = np.array([_row(path, line, number, labels) for number, line in rows],
                      dtype=np.float64).reshape(len(rows), len(labels))
     keep = [j for j in range(len(labels)) if j != t]

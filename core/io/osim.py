@@ -40,13 +40,24 @@ from scipy.spatial.transform import Rotation
 
 from ..errors import InvalidInputError
 from ..lie import se3
+from .fields import parse_count, parse_float
 from .files import read_input
 
 __all__ = ["OsimModel", "OsimBody", "OsimJoint", "OsimCoordinate", "OsimGeometry",
            "OsimCoupler", "read_osim", "parse_osim", "offset_pose", "pose_to_offset",
-           "find_mesh_file", "motion_coordinates", "JOINT_KINDS", "FUNCTION_KINDS"]
+           "find_mesh_file", "motion_coordinates", "JOINT_KINDS", "FUNCTION_KINDS",
+           "MAX_MAGNITUDE", "MAX_FUNCTION_NESTING", "MAX_NAME_BYTES"]
 
 GROUND = "ground"
+
+#: the largest magnitude of a number in a model (masses in kg, lengths in m, function values):
+#: far beyond any body, and small enough that the kinematics and dynamics cannot overflow
+MAX_MAGNITUDE = 1e15
+#: how deep functions may nest (a MultiplierFunction of a MultiplierFunction of ...)
+MAX_FUNCTION_NESTING = 32
+#: the longest coordinate name, in UTF-8 bytes: a coordinate becomes a Blender custom
+#: property, whose names stop at 63 bytes
+MAX_NAME_BYTES = 63
 
 #: OpenSim joint classes the reader maps to core joints
 JOINT_KINDS = ("WeldJoint", "PinJoint", "SliderJoint", "UniversalJoint", "PlanarJoint",
@@ -413,13 +424,18 @@ class _Reader:
                 return np.array(default, dtype=float)
             self.fail(where, f"missing <{tag}>")
         try:
-            values = np.array([float(v) for v in child.text.split()], dtype=float)
-        except ValueError:
-            self.fail(where, f"<{tag}> must hold numbers, found {child.text.strip()[:60]!r}")
+            values = np.array([parse_float(v, f"<{tag}>") for v in child.text.split()],
+                              dtype=float)
+        except InvalidInputError as exc:
+            self.fail(where, str(exc))
         if n is not None and values.size != n:
             self.fail(where, f"<{tag}> must hold {n} numbers, found {values.size}")
         if not np.all(np.isfinite(values)):
             self.fail(where, f"<{tag}> holds a non-finite number")
+        if values.size and np.abs(values).max() > MAX_MAGNITUDE:
+            self.fail(where, f"<{tag}> holds {values[np.abs(values).argmax()]:g}, beyond the "
+                             f"{MAX_MAGNITUDE:g} a model's numbers may reach (SI units: kg, m, "
+                             "rad): correct the value")
         return values
 
     def number(self, el, tag, where, default=None):
@@ -433,11 +449,16 @@ class _Reader:
         return child.text.strip().lower() in ("true", "1", "yes")
 
     # -- functions -------------------------------------------------------------------
-    def function(self, el, where):
+    def function(self, el, where, depth=1):
         """A function element as the dict :func:`core.joints.opensim.function_from_dict`
-        takes."""
+        takes; ``depth`` counts the functions it is nested in (at most
+        :data:`MAX_FUNCTION_NESTING`)."""
         kind = el.tag
         where = f"{where} {kind}"
+        if depth > MAX_FUNCTION_NESTING:
+            self.fail(where, f"functions are nested more than {MAX_FUNCTION_NESTING} deep; "
+                             "simplify the function (e.g. one MultiplierFunction whose scale "
+                             "is the product of the scales)")
         if kind == "Constant":
             return {"type": kind, "value": self.number(el, "value", where)}
         if kind == "LinearFunction":
@@ -460,7 +481,7 @@ class _Reader:
             if inner is None or len(inner) == 0:
                 self.fail(where, "missing the <function> it multiplies")
             return {"type": kind, "scale": self.number(el, "scale", where, 1.0),
-                    "function": self.function(inner[0], where)}
+                    "function": self.function(inner[0], where, depth + 1)}
         self.fail(where, f"function type {kind} is not supported; supported are "
                          f"{', '.join(FUNCTION_KINDS)}. Re-express it with one of them "
                          "(e.g. a SimmSpline sampled from it)")
@@ -503,14 +524,18 @@ def parse_osim(data, source="<string>"):
     except ET.ParseError as exc:
         raise InvalidInputError(f"{source}: not a complete XML file ({exc}); the file is "
                                 "truncated or not an OpenSim model") from None
+    except (LookupError, ValueError) as exc:  # an encoding Python lacks or expat cannot use
+        raise InvalidInputError(f"{source}: the XML declaration names an encoding the reader "
+                                f"cannot use ({exc}); save the model as UTF-8 (OpenSim writes "
+                                "UTF-8)") from None
     r = _Reader(source)
     if root.tag != "OpenSimDocument":
         r.fail("root", f"the root element is <{root.tag}>, not <OpenSimDocument>: not an "
                        "OpenSim model file")
     try:
-        version = int(root.get("Version", "40000"))
-    except ValueError:
-        r.fail("OpenSimDocument", f"Version {root.get('Version')!r} is not a number")
+        version = parse_count(root.get("Version", "40000"), "Version")
+    except InvalidInputError as exc:
+        r.fail("OpenSimDocument", str(exc))
     model_el = root.find("Model")
     if model_el is None:
         r.fail("OpenSimDocument", "no <Model> element")
@@ -560,6 +585,10 @@ def _read_coordinate(r, el, joint_name):
     where = f"joint {joint_name!r} coordinate {name!r}"
     if not name:
         r.fail(f"joint {joint_name!r}", "a <Coordinate> without a name")
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        r.fail(where, f"the name is {len(name.encode('utf-8'))} bytes long, more than the "
+                      f"{MAX_NAME_BYTES} a Blender property name may have: rename the "
+                      "coordinate in the model (and in its motions)")
     rng = r.numbers(el, "range", where, 2, default=[-math.inf, math.inf])
     if rng[0] > rng[1]:
         r.fail(where, f"range {rng.tolist()} has its lower end above its upper end")
@@ -589,8 +618,11 @@ def _geometry(r, el, body, pose, where):
     else:
         for prop in _PRIMITIVES[kind]:
             child = el.find(prop)
-            if child is not None and child.text:
-                g.dimensions[prop] = [float(v) for v in child.text.split()]
+            if child is not None and child.text and child.text.strip():
+                size = r.numbers(el, prop, where)
+                if prop not in ("origin", "direction") and np.any(size < 0.0):
+                    r.fail(where, f"<{prop}> {size.tolist()} is negative; a size is >= 0 m")
+                g.dimensions[prop] = size.tolist()
     return g
 
 
@@ -602,6 +634,7 @@ class _Frames:
         self.r = r
         self.frames = {}       # path -> (parent path or None for a body, pose in parent)
         self.bodies = {}       # path -> body name
+        self.located = {}      # path -> (body name, pose in body), as located so far
 
     def add_body(self, path, name):
         self.bodies[path] = name
@@ -620,24 +653,38 @@ class _Frames:
             return posixpath.normpath(ref)
         return posixpath.normpath(posixpath.join(owner, ref))
 
-    def locate(self, path, where, seen=()):
-        """``(body name, pose in body)`` of the frame at ``path``."""
-        if path in self.bodies:
-            return self.bodies[path], np.eye(4)
-        if path not in self.frames:
-            name = posixpath.basename(path)
-            matches = [p for p in self.frames if posixpath.basename(p) == name]
-            if len(matches) != 1:
-                self.r.fail(where, f"frame {path!r} is not in the model (no body or offset "
-                                   "frame has that path); check the socket's name")
-            path = matches[0]
+    def locate(self, path, where):
+        """``(body name, pose in body)`` of the frame at ``path``: the poses of the frames
+        between it and its body multiplied from the body down, each frame's result kept for
+        the frames offset from it (no recursion: a chain of any length is located)."""
+        chain, seen = [], set()
+        while True:
             if path in self.bodies:
-                return self.bodies[path], np.eye(4)
-        if path in seen:
-            self.r.fail(where, f"offset frames form a cycle through {path!r}")
-        parent, T = self.frames[path]
-        body, Tp = self.locate(parent, where, (*seen, path))
-        return body, Tp @ T
+                found = self.bodies[path], np.eye(4)
+                break
+            if path not in self.frames:
+                name = posixpath.basename(path)
+                matches = [p for p in self.frames if posixpath.basename(p) == name]
+                if len(matches) != 1:
+                    self.r.fail(where, f"frame {path!r} is not in the model (no body or offset "
+                                       "frame has that path); check the socket's name")
+                path = matches[0]
+                if path in self.bodies:
+                    found = self.bodies[path], np.eye(4)
+                    break
+            if path in self.located:
+                found = self.located[path]
+                break
+            if path in seen:
+                self.r.fail(where, f"offset frames form a cycle through {path!r}")
+            seen.add(path)
+            chain.append(path)
+            path = self.frames[path][0]
+        body, T = found
+        for frame in reversed(chain):
+            T = T @ self.frames[frame][1]
+            self.located[frame] = body, T
+        return body, T
 
 
 def _read_v4(r, model_el):
@@ -948,18 +995,22 @@ def _tree_order(r, bodies, joints):
     if loose:
         r.fail("JointSet", f"bodies {loose} have no joint; connect each body to its parent "
                            "(a FreeJoint to ground for a floating body)")
-    order, placed = [], {GROUND}
-    remaining = list(joints)
-    while remaining:
-        ready = [j for j in remaining if j.parent in placed]
-        if not ready:
-            r.fail("JointSet", f"joints {[j.name for j in remaining]} form a loop not "
-                               "attached to ground")
-        for j in ready:
-            order.append(j)
-            placed.add(j.child)
-            remaining.remove(j)
-    return order
+    # a joint's round is the depth of its child body below ground: the joints parents first,
+    # in file order within a round
+    children = {}
+    for j in joints:
+        children.setdefault(j.parent, []).append(j)
+    depth, frontier = {}, [GROUND]
+    level = 0
+    while frontier:
+        level += 1
+        frontier = [j.child for b in frontier for j in children.get(b, ())]
+        depth.update((b, level) for b in frontier)
+    remaining = [j for j in joints if j.child not in depth]
+    if remaining:
+        r.fail("JointSet", f"joints {[j.name for j in remaining]} form a loop not "
+                           "attached to ground")
+    return sorted(joints, key=lambda j: depth[j.child])
 
 
 def _read_constraints(r, model_el, coords):
@@ -979,6 +1030,10 @@ def _read_constraints(r, model_el, coords):
                 r.fail(where, f"coordinate {c!r} is referenced but not in the model")
         if len(indep) != 1:
             r.fail(where, f"couples {len(indep)} independent coordinates; one is supported")
+        if dep in indep:
+            r.fail(where, f"coordinate {dep!r} is both its dependent and its independent "
+                          "coordinate, which no value satisfies in general; couple it to "
+                          "another coordinate or remove the constraint")
         fel = el.find("coupled_coordinates_function")
         if fel is None or len(fel) == 0:
             r.fail(where, "missing <coupled_coordinates_function>")
@@ -987,7 +1042,36 @@ def _read_constraints(r, model_el, coords):
             else not r.flag(el, "isDisabled", False)
         couplers.append(OsimCoupler(name, dep, tuple(indep), _function_object(spec), spec,
                                     enforced))
+    _check_coupler_cycles(r, couplers)
     return couplers
+
+
+def _check_coupler_cycles(r, couplers):
+    """Refuse couplers whose dependencies return to where they start (``a = f(b)``,
+    ``b = g(a)``): the coordinates of such a cycle cannot be posed one after the other."""
+    driven_by = {}
+    for c in couplers:
+        if c.dependent in driven_by:
+            r.fail(f"constraint {c.name!r}", f"coordinate {c.dependent!r} is already the "
+                                             f"dependent of constraint "
+                                             f"{driven_by[c.dependent].name!r}; a coordinate "
+                                             "follows one coupler: remove one of them")
+        driven_by[c.dependent] = c
+    done = set()
+    for start in driven_by:
+        path, names = [], set()
+        coordinate = start
+        while coordinate in driven_by and coordinate not in done:
+            if coordinate in names:
+                cycle = path[path.index(coordinate):]
+                r.fail(f"constraint {driven_by[coordinate].name!r}",
+                       "coordinate couplers form a cycle "
+                       + " <- ".join([*cycle, coordinate])
+                       + " (each follows the next); remove one of the constraints")
+            names.add(coordinate)
+            path.append(coordinate)
+            coordinate = driven_by[coordinate].independent[0]
+        done.update(names)
 
 
 def _column_coordinate(label):

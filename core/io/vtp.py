@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidInputError
+from .fields import parse_count
 from .files import atomic_write, read_input
 
-__all__ = ["Mesh", "read_vtp", "write_vtp"]
+__all__ = ["Mesh", "read_vtp", "write_vtp", "MAX_INFLATED_BYTES"]
 
 #: VTK DataArray type names -> numpy kinds (byte order added when read)
 _TYPES = {"Int8": "i1", "UInt8": "u1", "Int16": "i2", "UInt16": "u2", "Int32": "i4",
@@ -44,6 +45,9 @@ _ZLIB = "vtkZLibDataCompressor"
 _CELLS = {"Verts": "NumberOfVerts", "Lines": "NumberOfLines", "Strips": "NumberOfStrips",
           "Polys": "NumberOfPolys"}
 _REEXPORT = "the file is damaged or was not written by VTK: re-export the mesh"
+#: the most bytes the zlib blocks of one file may inflate to (1 GiB, some 40 million
+#: vertices), checked against the block headers before anything is inflated
+MAX_INFLATED_BYTES = 2 ** 30
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,6 +115,7 @@ class _Reader:
 
     def __init__(self, path):
         self.path = os.fspath(path)
+        self.inflated = 0           # bytes the zlib blocks read so far announce
         xml_bytes, self.appended = self._split_appended(read_input(self.path, "mesh"))
         try:
             self.root = ET.fromstring(xml_bytes)
@@ -169,10 +174,11 @@ class _Reader:
 
     def _offset(self, element):
         text = element.get("offset", "")
-        if not text.strip().isdigit():
+        try:
+            return parse_count(text, "offset")
+        except InvalidInputError:
             raise self.fail(f"<DataArray Name={element.get('Name')!r}>",
-                            f"offset {text!r} is not a byte offset; " + _REEXPORT)
-        return int(text)
+                            f"offset {text!r} is not a byte offset; " + _REEXPORT) from None
 
     # -- one DataArray ---------------------------------------------------------------------
 
@@ -186,8 +192,10 @@ class _Reader:
         fmt = element.get("format", "ascii")
         try:
             if fmt == "ascii":
-                words = (element.text or "").split()
-                return np.array(words, dtype=dtype.newbyteorder("="))
+                text = element.text or ""
+                if not text.isascii() or "_" in text:
+                    raise ValueError("the numbers must be written with the ASCII digits 0-9")
+                return np.array(text.split(), dtype=dtype.newbyteorder("="))
             if fmt == "binary":
                 return self._binary(_b64decode_streams(element.text or ""), dtype, where)
             if fmt == "appended":
@@ -250,12 +258,23 @@ class _Reader:
         if start + sum(sizes) > len(data):
             raise self.fail(where, f"the compressed blocks need {start + sum(sizes)} bytes, the "
                             f"data has {len(data)}: the file is truncated; re-export the mesh")
+        total = (nblocks - 1) * block + (last or block) if nblocks else 0
+        self.inflated += total
+        if self.inflated > MAX_INFLATED_BYTES:
+            raise self.fail(where, f"the compressed blocks announce {self.inflated} bytes of "
+                            f"data in this file, more than the {MAX_INFLATED_BYTES} a mesh may "
+                            "inflate to: decimate the mesh (e.g. Blender's Decimate modifier) "
+                            "and re-export it")
         out = []
         for i, size in enumerate(sizes):
-            chunk = zlib.decompress(bytes(data[start:start + size]))
             expected = last if (i == nblocks - 1 and last) else block
-            if len(chunk) != expected:
-                raise self.fail(where, f"compressed block {i} inflates to {len(chunk)} bytes, "
+            inflater = zlib.decompressobj()
+            chunk = inflater.decompress(bytes(data[start:start + size]), expected + 1)
+            if len(chunk) != expected or not inflater.eof:
+                got = (f"more than {expected}" if len(chunk) > expected else
+                       f"{len(chunk)} (its zlib stream is incomplete)" if not inflater.eof else
+                       len(chunk))
+                raise self.fail(where, f"compressed block {i} inflates to {got} bytes, "
                                 f"the header says {expected}; " + _REEXPORT)
             out.append(chunk)
             start += size
@@ -266,12 +285,9 @@ class _Reader:
     def count(self, piece, attribute, where):
         text = piece.get(attribute, "0")
         try:
-            value = int(text)
-        except ValueError:
-            value = -1
-        if value < 0:
-            raise self.fail(where, f"{attribute}={text!r} is not a count; " + _REEXPORT)
-        return value
+            return parse_count(text, attribute)
+        except InvalidInputError:
+            raise self.fail(where, f"{attribute}={text!r} is not a count; " + _REEXPORT) from None
 
     def cells(self, piece, section, n_points, where):
         """(connectivity, offsets) of a cell section, checked, or None when it is absent."""

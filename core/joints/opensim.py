@@ -96,7 +96,8 @@ __all__ = ["Constant", "LinearFunction", "PolynomialFunction", "SimmSpline",
            "MultivariatePolynomialFunction",
            "function_from_dict", "finite_array", "CustomJoint", "CustomJointFamily",
            "ScapulothoracicJoint",
-           "EllipsoidJoint", "TINY_NUMBER", "ROUNDOFF_ERROR", "COLLINEAR_TOL"]
+           "EllipsoidJoint", "TINY_NUMBER", "ROUNDOFF_ERROR", "COLLINEAR_TOL",
+           "MAX_POLYNOMIAL_TERMS"]
 
 #: OpenSim/Common/SimmMacros.h: knot spacings are clamped below by TINY_NUMBER, and an
 #: abscissa within ROUNDOFF_ERROR of an end knot takes the end value (EQUAL_WITHIN_ERROR)
@@ -105,6 +106,9 @@ ROUNDOFF_ERROR = 2e-13
 #: CustomJoint.cpp / MobilizedBodyImpl.h: two axes of the rotation (or of the translation)
 #: triple with ``|a_i x a_j| < COLLINEAR_TOL`` (the axes as written) are refused
 COLLINEAR_TOL = 1e-5
+#: the most terms of a MultivariatePolynomialFunction (dimension 6 passes it at order 17),
+#: checked before its terms are enumerated
+MAX_POLYNOMIAL_TERMS = 10 ** 5
 
 
 def finite_array(x, name, shape_hint):
@@ -557,14 +561,20 @@ class MultivariatePolynomialFunction(Function):
         if self.dimension > 6:
             raise InvalidInputError(f"MultivariatePolynomialFunction takes at most 6 arguments "
                                     f"(OpenSim's limit), got dimension {self.dimension}.")
-        self.exponents = np.array(self.terms(self.dimension, self.order), dtype=int).reshape(
-            -1, self.dimension)
         c = finite_array(coefficients, "MultivariatePolynomialFunction coefficients",
                          "(one per term)")
-        if c.shape != (len(self.exponents),):
+        n_terms = math.comb(self.order + self.dimension, self.dimension)
+        if n_terms > MAX_POLYNOMIAL_TERMS:
             raise InvalidInputError(
                 f"MultivariatePolynomialFunction of dimension {self.dimension} and order "
-                f"{self.order} has {len(self.exponents)} terms; got {c.size} coefficients.")
+                f"{self.order} has {n_terms} terms, more than the {MAX_POLYNOMIAL_TERMS} the "
+                "reader evaluates: lower the order (a fit of order 6 or less is usual)")
+        if c.shape != (n_terms,):
+            raise InvalidInputError(
+                f"MultivariatePolynomialFunction of dimension {self.dimension} and order "
+                f"{self.order} has {n_terms} terms; got {c.size} coefficients.")
+        self.exponents = np.array(self.terms(self.dimension, self.order), dtype=int).reshape(
+            -1, self.dimension)
         self.coefficients = c.copy()
 
     @property

@@ -333,3 +333,37 @@ def test_render_walking_gait2392(blender):
     top, bottom, left, right = out["box"]
     assert 0.03 < out["covered"] < 0.6, out  # the model fills part of the frame
     assert bottom - top > 2 * (right - left) * 0.6, out  # a standing figure: taller than wide
+
+
+def scenario_quoted_coordinate_names(tmp, pendulum):
+    import bpy
+
+    from scenes import addon_module
+
+    motion_io = addon_module("core.io.motion")
+    names = {"q1": 'a"]b', "q2": "c\\\\d[0]"}
+    text = Path(pendulum).read_text()
+    for old, new in names.items():
+        text = text.replace(f'"{old}"', '"' + new.replace('"', "&quot;") + '"')
+    model_path = os.path.join(tmp, "quoted.osim")
+    Path(model_path).write_text(text)
+    motion_path = os.path.join(tmp, "quoted.mot")
+    time = np.linspace(0.0, 1.0, 11)
+    values = np.column_stack([0.5 * time, -0.25 * time])
+    motion_io.write_motion(motion_path, list(names.values()), time, values)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    assert bpy.ops.spline_joints.import_osim(filepath=model_path) == {"FINISHED"}
+    arm = bpy.context.object
+    assert bpy.ops.spline_joints.import_osim_motion(filepath=motion_path) == {"FINISHED"}
+    scene = bpy.context.scene
+    got = []
+    for frame in (scene.frame_start, scene.frame_end):
+        scene.frame_set(frame)
+        got.append([arm[name] for name in names.values()])
+    return {"got": got, "names": sorted(arm.keys())}
+
+
+def test_coordinates_named_with_quotes_and_brackets_follow_their_motion(blender, tmp_path):
+    out = blender(scenario_quoted_coordinate_names, pendulum=PENDULUM)
+    assert out["got"][0] == pytest.approx([0.0, 0.0])
+    assert out["got"][1] == pytest.approx([0.5, -0.25])

@@ -206,7 +206,8 @@ def test_oversized_documents_are_refused_with_their_size(tmp_path):
         loads(text)
     path = tmp_path / "big.json"
     path.write_text(text)
-    with pytest.raises(InvalidInputError, match=f"big.json is {len(text)} bytes"):
+    with pytest.raises(InvalidInputError, match=f"big.json: {len(text)} bytes, more than the "
+                                                f"{MAX_DOCUMENT_SIZE}"):
         load(path)
     doc = DOCUMENTS["revolute"]
     with pytest.raises(InvalidInputError, match="characters long, more than the"):
@@ -221,7 +222,7 @@ def test_binary_and_missing_files_say_what_they_are(tmp_path):
         load(path)
     with pytest.raises(InvalidInputError, match="cannot read .*nothing.json: No such file"):
         load(tmp_path / "nothing.json")
-    with pytest.raises(InvalidInputError, match="is a folder: choose a joint JSON file"):
+    with pytest.raises(InvalidInputError, match="cannot read joint document .*: Is a directory"):
         load(tmp_path)
     with pytest.raises(InvalidInputError, match="JSON text \\(str\\), got bytes"):
         loads(b"{}")

@@ -244,7 +244,7 @@ def test_the_script_writes_a_readable_table_and_plot(tmp_path, capsys):
     out = tmp_path / "sweeps"
     argv = ["knee_pendulum", "--param", "knee_start=-1.4,-1.2", "--param",
             f"ankle_stiffness=5,{STIFF:g}", "--duration", "0.25", "--out", str(out)]
-    assert script.main(argv) == 0
+    assert script.main(argv) == 1          # two variants failed
     printed = capsys.readouterr().out
     assert "4 variants, 2 failed" in printed and "variants per second" in printed
     assert printed.count("failed: variant") == 2
