@@ -472,7 +472,7 @@ def _colour_path(arm, child: str, colour=(0.85, 0.15, 0.1, 1.0)) -> None:
     import bpy
 
     bridge = addon_module("addon.bridge")
-    path = bpy.data.objects[addon_module("addon.operators.fit").path_object_name(arm, arm.pose.bones[child])]
+    path = bpy.data.objects[addon_module("addon.paths").path_object_name(arm, arm.pose.bones[child])]
     path.data.materials.append(bridge.ensure_material("SJ joint path", colour))
 
 
@@ -702,7 +702,7 @@ def build_shoulder_rig(out: Path) -> None:
     s.cone_shape, s.cone_length = "ELLIPTICAL", 0.26
     _check(bpy.ops.spline_joints.draw_reach_cone(), "draw_reach_cone")
     rest = bridge.read_rest_T_parent_child(hum)
-    cone = addon_module("addon.operators.reach_cone").cone_options(s)
+    cone = addon_module("addon.cones").cone_options(s)
     to_limit = cone_limit_rotation(cone, SHOULDER_LIMIT_SWING)
     inside = [(SHOULDER_CENTRE[0] + 0.36 * math.cos(t), 0.0, SHOULDER_CENTRE[2] + 0.48 * math.sin(t))
               for t in (0.0, math.pi / 2)]
