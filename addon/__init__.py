@@ -2,12 +2,16 @@
 
 Imported only from the extension's register(), so ``bpy`` is available here. register()
 first points the compiled kernels' cache at the extension's user folder (:mod:`.jit`), before
-any core module can load them.
+any core module can load them, and hands the live handler (:mod:`.handlers`) the previews'
+playback as frame callbacks.
+
+This is the only module that imports :mod:`.operators`: the operators are the leaf of the
+add-on, wrappers around the engine modules beside this one (tests/core/test_addon_layers.py).
 """
 
 import bpy
 
-from . import handlers, jit, panels, properties, rig_panel, rig_properties, shape_overlay
+from . import handlers, jit, panels, previews, properties, rig_panel, rig_properties, shape_overlay
 from . import linkage_panel, linkage_properties
 from .operators import classes as operator_classes
 from .operators import opensim
@@ -24,6 +28,8 @@ def register():
     rig_properties.register_properties()
     linkage_properties.register_properties()
     handlers.register()
+    handlers.register_frame_callback(previews.play_previews)
+    handlers.register_frame_callback(previews.play_live_mechanisms)
     shape_overlay.register()
     opensim.register_menus()
 
@@ -31,6 +37,8 @@ def register():
 def unregister():
     opensim.unregister_menus()
     shape_overlay.unregister()
+    handlers.unregister_frame_callback(previews.play_live_mechanisms)
+    handlers.unregister_frame_callback(previews.play_previews)
     handlers.unregister()
     linkage_properties.unregister_properties()
     rig_properties.unregister_properties()

@@ -21,8 +21,8 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from .properties import MAX_COORDINATES
-
+#: joint coordinates a captured sample and a bone's coordinate sliders hold at most
+MAX_COORDINATES = 2
 SAMPLE_PROPERTY_PREFIX = "sj_q"
 #: ID property of a captured sample holding its pose as 16 doubles (row-major T_parent_child).
 #: Samples saved before it existed have only the single-precision ``pose`` field.
@@ -244,6 +244,12 @@ def read_custom_property(owner, name: str) -> float:
 
 def coordinate_property_name(i: int) -> str:
     return f"{SAMPLE_PROPERTY_PREFIX}{i}"
+
+
+def coordinate_path(name: str) -> str:
+    """Data path of a custom property (an imported OpenSim armature's coordinate) on its owner,
+    with quotes and backslashes in the name escaped, as Blender's data paths need."""
+    return f'["{bpy.utils.escape_identifier(name)}"]'
 
 
 def read_coordinate_values(pose_bone, nq: int) -> np.ndarray:
@@ -790,3 +796,40 @@ def target_bone(context):
     if pose_bone is None:
         raise ValueError("no active pose bone: select an armature and make the joint's child bone active")
     return pose_bone.id_data, pose_bone
+
+
+# --------------------------------------------------------------------------------------------
+# Scene frames and collection items
+# --------------------------------------------------------------------------------------------
+
+def pick_index(collection, active: int, index: int, what: str) -> int:
+    """``index``, or ``active`` when index < 0, checked against the collection's length."""
+    i = active if index < 0 else index
+    if not 0 <= i < len(collection):
+        raise ValueError(f"{what} {i} does not exist: there are {len(collection)}")
+    return i
+
+
+def frame_range(scene, start: int, end: int, step: int) -> np.ndarray:
+    """Frames start..end (inclusive) by step; -1 for start or end means the scene's own."""
+    start = scene.frame_start if start < 0 else start
+    end = scene.frame_end if end < 0 else end
+    if end < start:
+        raise ValueError(f"frame range {start}..{end} is empty: the end must not be before the start")
+    return np.arange(start, end + 1, step)
+
+
+def read_frames(scene, frames, read) -> list:
+    """``read(frame)`` after ``scene.frame_set(frame)`` for each frame (a whole number, or a
+    fractional frame set as its frame and subframe); the current frame (and subframe) is
+    restored afterwards, also when ``read`` raises."""
+    current = scene.frame_current, scene.frame_subframe
+    try:
+        out = []
+        for f in frames:
+            whole = int(np.floor(f))
+            scene.frame_set(whole, subframe=float(f) - whole)
+            out.append(read(whole if float(f) == whole else float(f)))
+        return out
+    finally:
+        scene.frame_set(current[0], subframe=current[1])

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 
+from . import bridge
+
 #: ID property (on an armature data-block) holding the imported .osim file's text
 OSIM_TEXT_KEY = "spline_joints_osim_text"
 #: the ID property that holds the text in files saved by Blender 5.0 with add-on 0.1.0, read
@@ -195,6 +197,14 @@ def status_words(status: str) -> tuple[str, str]:
     """(sentence, icon) of a bone's fit status; another text (the live drive's "cannot drive:
     ...") is shown as it is, as an error."""
     return STATUS_WORDS.get(status, (status, "ERROR"))
+
+
+def rest_frames(pose_bone):
+    """core RestFrames of the bone and its parent, as a joint document keeps them
+    (BridgeError when the bone has no parent)."""
+    from ..core.io import RestFrames
+
+    return RestFrames(*bridge.read_rest_frames(pose_bone))
 
 
 def store_document(settings, doc):

@@ -12,7 +12,9 @@ are switched on (:func:`documents.osim_rig`). A bone is written only when its po
 changes (by more than :data:`POSE_TOL`), so the handler's own write does not retrigger it
 endlessly. Bones with Hold Limits on are then held inside their limits (:mod:`.holding`: driven
 bones by their coordinates' ranges, others by their reach cone and twist limit). Linkages with
-Live Assembly on follow their driver (:func:`.linkage_handlers.follow_driver`). A bone,
+Live Assembly on follow their driver (:func:`.linkage_handlers.follow_driver`). On a frame
+change the frame callbacks run after that (:func:`register_frame_callback`: the add-on
+registers the previews' playback, :mod:`.previews`). A bone,
 armature or linkage that cannot be driven (an unreadable stored document or model, a
 connected bone, ...) is skipped and reported once, on the console (and a bone in its fit
 status).
@@ -48,6 +50,8 @@ from .linkage_handlers import follow_driver
 POSE_TOL = 1e-6
 
 _state = {"busy": False, "suspended": 0, "errors": set()}
+#: ``fn(scene)`` called in order on every frame change, after :func:`update_scene`
+_frame_callbacks: list = []
 
 
 def driven_bones(scene):
@@ -181,14 +185,22 @@ class suspended:
         _state["suspended"] -= 1
 
 
+def register_frame_callback(fn) -> None:
+    """Call ``fn(scene)`` on every frame change, after the live drive (in registration order)."""
+    if fn not in _frame_callbacks:
+        _frame_callbacks.append(fn)
+
+
+def unregister_frame_callback(fn) -> None:
+    while fn in _frame_callbacks:
+        _frame_callbacks.remove(fn)
+
+
 @persistent
 def on_frame_change(scene, depsgraph=None):
-    from .operators.mechanisms import play_live_mechanisms
-    from .operators.rig import play_previews
-
     update_scene(scene)
-    play_previews(scene)
-    play_live_mechanisms(scene)
+    for fn in _frame_callbacks:
+        fn(scene)
 
 
 @persistent

@@ -28,6 +28,7 @@ import math
 import bpy
 
 from . import bridge
+from .cones import cone_object_name, cone_options
 
 #: how far (radians) a held rotation must move to be written: the single-precision round trip
 #: of a rotation through Blender's channels and matrix_basis, about ten roundings of 2^-24 on
@@ -55,7 +56,6 @@ def hold_bone(armature, pose_bone) -> bool:
     """Project the bone's rotation into its cone and twist limit and colour its cone; True
     when its rotation channels were written."""
     from ..core.bone_limits import hold_rotation
-    from .operators.reach_cone import cone_options
 
     R, proj = hold_rotation(cone_options(pose_bone.spline_joints),
                             bridge.read_basis_rotation(pose_bone))
@@ -66,8 +66,6 @@ def hold_bone(armature, pose_bone) -> bool:
 
 def show_cone_state(armature, pose_bone, rgba) -> None:
     """Colour the bone's drawn reach cone (if it has one with its own material)."""
-    from .operators.reach_cone import cone_object_name
-
     obj = bpy.data.objects.get(cone_object_name(armature, pose_bone))
     if obj is None or obj.type != "MESH" or not obj.data.materials:
         return

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.lie import se3
-from .bridge import BridgeError, array_to_matrix, matrix_to_array, rigid
+from .bridge import BridgeError, array_to_matrix, matrix_to_array, pick_index, rigid
 from .linkage_properties import FRAME_KEYS
 
 #: ID property of a linkage: the last live assembly's poses, (N * 16) doubles, bodies in order
@@ -40,6 +40,12 @@ MIN_SIZE = 0.01
 
 #: a bone body's box: as wide and deep as this times its length
 BONE_WIDTH = 0.2
+
+
+def active_linkage(scene, index: int = -1):
+    """``(i, item)`` of the scene's linkage ``index`` (-1: the active one)."""
+    i = pick_index(scene.spline_joints_linkages, scene.spline_joints_active_linkage, index, "linkage")
+    return i, scene.spline_joints_linkages[i]
 
 
 def object_pose(obj) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bpy
 
-from .panels import _Panel
+from .panels import SidebarPanel
 
 
 class SPLINE_JOINTS_UL_linkages(bpy.types.UIList):
@@ -30,7 +30,7 @@ class SPLINE_JOINTS_UL_link_joints(bpy.types.UIList):
         layout.label(text=f"{item.kind}: {first} - {second}")
 
 
-class VIEW3D_PT_spline_joints_linkages(_Panel, bpy.types.Panel):
+class VIEW3D_PT_spline_joints_linkages(SidebarPanel, bpy.types.Panel):
     """Linkages: join objects by joints (closing loops), drive one, bake."""
 
     bl_label = "Linkages"

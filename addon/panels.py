@@ -39,13 +39,15 @@ class SPLINE_JOINTS_UL_samples(bpy.types.UIList):
         row.prop(item, "weight", text="w", emboss=False)
 
 
-class _Panel:
+class SidebarPanel:
+    """Mixin of every panel: the "Spline Joints" tab of the 3D view's sidebar."""
+
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = CATEGORY
 
 
-class VIEW3D_PT_spline_joints_capture(_Panel, bpy.types.Panel):
+class VIEW3D_PT_spline_joints_capture(SidebarPanel, bpy.types.Panel):
     bl_label = "Capture"
     bl_idname = "VIEW3D_PT_spline_joints_capture"
 
@@ -81,7 +83,7 @@ class VIEW3D_PT_spline_joints_capture(_Panel, bpy.types.Panel):
         row.operator("spline_joints.clear_samples", icon="TRASH")
 
 
-class VIEW3D_PT_spline_joints_fit(_Panel, bpy.types.Panel):
+class VIEW3D_PT_spline_joints_fit(SidebarPanel, bpy.types.Panel):
     bl_label = "Fit"
     bl_idname = "VIEW3D_PT_spline_joints_fit"
 
@@ -137,7 +139,7 @@ def _draw_heldout(layout, settings):
                       f"{report.heldout_max_rotation_deg:.3f} deg")
 
 
-class VIEW3D_PT_spline_joints_drive(_Panel, bpy.types.Panel):
+class VIEW3D_PT_spline_joints_drive(SidebarPanel, bpy.types.Panel):
     bl_label = "Drive"
     bl_idname = "VIEW3D_PT_spline_joints_drive"
 
@@ -160,7 +162,7 @@ class VIEW3D_PT_spline_joints_drive(_Panel, bpy.types.Panel):
         layout.operator("spline_joints.bake_joint", icon="KEYINGSET")
 
 
-class VIEW3D_PT_spline_joints_reach_cone(_Panel, bpy.types.Panel):
+class VIEW3D_PT_spline_joints_reach_cone(SidebarPanel, bpy.types.Panel):
     bl_label = "Reach Cone"
     bl_idname = "VIEW3D_PT_spline_joints_reach_cone"
     bl_options = {"DEFAULT_CLOSED"}
@@ -191,7 +193,7 @@ class VIEW3D_PT_spline_joints_reach_cone(_Panel, bpy.types.Panel):
         row.operator("spline_joints.add_limit_constraints", icon="CONSTRAINT_BONE")
         from ..core.bones import cone_status
         from . import bridge
-        from .operators.reach_cone import cone_options
+        from .cones import cone_options
 
         try:
             status = cone_status(cone_options(s), bridge.read_rest_T_parent_child(pose_bone),
@@ -216,7 +218,7 @@ class SPLINE_JOINTS_UL_mechanisms(bpy.types.UIList):
         layout.label(text=f"{item.baked_frames} frames" if item.baked_frames else "not baked")
 
 
-class VIEW3D_PT_spline_joints_mechanisms(_Panel, bpy.types.Panel):
+class VIEW3D_PT_spline_joints_mechanisms(SidebarPanel, bpy.types.Panel):
     bl_label = "Mechanisms"
     bl_idname = "VIEW3D_PT_spline_joints_mechanisms"
     bl_options = {"DEFAULT_CLOSED"}
@@ -242,7 +244,7 @@ class VIEW3D_PT_spline_joints_mechanisms(_Panel, bpy.types.Panel):
                 layout.label(text=f"Energy drift {100 * item.energy_drift:.3f} %, {item.bake_seconds:.2f} s")
 
 
-class VIEW3D_PT_spline_joints_opensim(_Panel, bpy.types.Panel):
+class VIEW3D_PT_spline_joints_opensim(SidebarPanel, bpy.types.Panel):
     bl_label = "OpenSim"
     bl_idname = "VIEW3D_PT_spline_joints_opensim"
     bl_options = {"DEFAULT_CLOSED"}
@@ -267,7 +269,7 @@ class VIEW3D_PT_spline_joints_opensim(_Panel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("spline_joints.export_osim", icon="EXPORT", text="Export Model")
         row.operator("spline_joints.export_osim_motion", icon="EXPORT", text="Export Motion")
-        from .operators.opensim import coordinate_path
+        from .bridge import coordinate_path
 
         col = layout.column(align=True)
         for name in rig.coordinate_names:

@@ -18,7 +18,7 @@ from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProp
                        StringProperty)
 from bpy.types import PropertyGroup
 
-MAX_COORDINATES = 2
+from .bridge import MAX_COORDINATES
 
 AXIS_ITEMS = [("0", "X", "Rotation about the local X axis"),
               ("1", "Y", "Rotation about the local Y axis"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import bpy
 
-from .panels import _Panel
+from .panels import SidebarPanel
 
 
 def _owner(context):
@@ -32,7 +32,7 @@ def _switched(layout, data, switch, *names):
         sub.prop(data, name)
 
 
-class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
+class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
     bl_label = "Simulate"
     bl_idname = "VIEW3D_PT_spline_joints_simulate"
 
@@ -113,7 +113,7 @@ class VIEW3D_PT_spline_joints_simulate(_Panel, bpy.types.Panel):
             layout.label(text=f"Last run: {s.shown_mass:.4g} kg from {s.shown_source}")
 
 
-class VIEW3D_PT_spline_joints_collider(_Panel, bpy.types.Panel):
+class VIEW3D_PT_spline_joints_collider(SidebarPanel, bpy.types.Panel):
     bl_label = "Collider"
     bl_idname = "VIEW3D_PT_spline_joints_collider"
     bl_parent_id = "VIEW3D_PT_spline_joints_simulate"

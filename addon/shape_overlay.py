@@ -16,7 +16,6 @@ import bpy
 import numpy as np
 from bpy.app.handlers import persistent
 
-from . import bridge
 
 #: the wireframe's colour (RGBA)
 COLOUR = (1.0, 0.55, 0.1, 1.0)
@@ -67,8 +66,8 @@ def scene_segments(scene, depsgraph):
     bones and objects at their current poses and of its colliders at their world matrices;
     a shape that cannot be made (the simulation reports why) is left out."""
     from . import colliders
-    from .operators.rig import (_Body, _normalized, _shapes, armature_bodies,
-                                simulated_armatures, simulated_objects)
+    from .rig_scene import (armature_shapes, object_shapes, simulated_armatures,
+                            simulated_objects)
 
     out = []
 
@@ -79,17 +78,9 @@ def scene_segments(scene, depsgraph):
             pass
 
     for arm in simulated_armatures(scene):
-        def bones(arm=arm):
-            W = _normalized(arm.matrix_world)[0]
-            return [(sh, W @ bridge.rigid(bridge.matrix_to_array(b.owner.matrix)))
-                    for b in armature_bodies(arm) if not b.kinematic for sh in _shapes(b)]
-        add(bones)
+        add(lambda: armature_shapes(arm))
     for obj in simulated_objects(scene):
-        def own(obj=obj):
-            b = _Body(obj.name, obj, "OBJECT", -1, obj.spline_joints_sim)
-            T, b.scale = _normalized(obj.matrix_world)
-            return [(sh, T) for sh in _shapes(b)]
-        add(own)
+        add(lambda: object_shapes(obj))
     for obj in colliders.collider_objects(scene):
         def collider(obj=obj):
             shape, _ = colliders.collider_shape(obj, obj.spline_joints_collider,

@@ -176,7 +176,7 @@ def colour_path(arm, child: str, colour=(0.85, 0.15, 0.1, 1.0)) -> None:
     import bpy
 
     bridge = addon_module("addon.bridge")
-    path = bpy.data.objects[addon_module("addon.operators.fit").path_object_name(arm, arm.pose.bones[child])]
+    path = bpy.data.objects[addon_module("addon.paths").path_object_name(arm, arm.pose.bones[child])]
     path.data.materials.append(bridge.ensure_material("SJ joint path", colour))
 
 
@@ -405,13 +405,14 @@ def bake_rigs(scene) -> list[dict]:
     and ``worst_penetration_mm`` (the deepest overlap of any substep, mm), both None without
     contacts, ``actions`` (the new actions' names) and ``report`` (the operator's report
     sentence)."""
-    rig_ops = importlib.import_module(f"{MODULE}.addon.operators.rig")
-    targets = rig_ops.simulated_armatures(scene) + ([None] if rig_ops.simulated_objects(scene) else [])
+    rig_scene = importlib.import_module(f"{MODULE}.addon.rig_scene")
+    rig_jobs = importlib.import_module(f"{MODULE}.addon.rig_jobs")
+    targets = rig_scene.simulated_armatures(scene) + ([None] if rig_scene.simulated_objects(scene) else [])
     done = []
     for target in targets:
         label = f"{scene.name}/{target.name if target is not None else 'objects'}"
         try:
-            job = rig_ops.RigJob(scene, target)
+            job = rig_jobs.RigJob(scene, target)
             job.simulate()
             result = job.checked_result()
         except ValueError as exc:
@@ -421,7 +422,7 @@ def bake_rigs(scene) -> list[dict]:
         done.append((label, job, result))
     records = []
     for label, job, result in done:
-        actions = rig_ops.write_keys(job, result)
+        actions = rig_jobs.write_keys(job, result)
         records.append({"rig": label, "frames": len(result.times),
                         "bodies": sum(not b.kinematic for b in job.bodies), "wall": result.wall_time,
                         "worst_excess_deg": (math.degrees(result.worst_violation)

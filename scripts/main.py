@@ -75,7 +75,7 @@ def worker(path: str, out: str, frames: int, duration: float | None, result_file
     rig_bakes = []
     kit.bake_open_file(os.path.join(out, "blends"), Path(path).name, rig_bakes)
     bake_wall = time.perf_counter() - t0
-    build_mechanism = kit.addon_module("addon.operators.mechanisms").build_mechanism
+    build_mechanism = kit.addon_module("addon.mechanism_bake").build_mechanism
     drift_warning = kit.addon_module("core.mechanisms").energy_drift_warning
     rows, rigs, links = [], [], []
     scene = bpy.context.scene

@@ -1,4 +1,6 @@
-"""Operators, one module per task. Each is thin: read through bridge, call one core function, write back."""
+"""Operators, one module per task, the leaf of the add-on: each reads through the bridge, calls
+one engine function (the core's, or an add-on engine module's for scene-level work such as a
+bake job) and writes the result back. Only ``addon/__init__.py`` imports this package."""
 
 from . import capture, drive, fit, linkages, mechanisms, opensim, reach_cone, rig, transfer
 

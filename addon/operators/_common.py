@@ -1,11 +1,10 @@
 """Shared operator plumbing: whether there is a target bone, ValueErrors turned into reports,
-frame ranges."""
+and the threaded run of a bake job."""
 
 from __future__ import annotations
 
 import functools
-
-import numpy as np
+import threading
 
 from ..bridge import target_bone
 
@@ -57,34 +56,52 @@ class BoneOperator:
         return self.run(context, armature, pose_bone, pose_bone.spline_joints)
 
 
-def pick_index(collection, active: int, index: int, what: str) -> int:
-    """``index``, or ``active`` when index < 0, checked against the collection's length."""
-    i = active if index < 0 else index
-    if not 0 <= i < len(collection):
-        raise ValueError(f"{what} {i} does not exist: there are {len(collection)}")
-    return i
+class ThreadedBake:
+    """Operator mixin for a bake job (:mod:`..jobs`: ``simulate()``,
+    ``progress``/``fraction``, ``cancel()``, ``finish(scene)``): headless ``execute`` runs it at
+    once; ``invoke`` runs ``simulate`` in a worker thread with a progress bar, Esc cancels.
+    The operator defines ``make_job(context)``."""
 
+    def _finish(self, context):
+        status, level, message = self._job.finish(context.scene)
+        self.report({level}, message)
+        return status
 
-def frame_range(scene, start: int, end: int, step: int) -> np.ndarray:
-    """Frames start..end (inclusive) by step; -1 for start or end means the scene's own."""
-    start = scene.frame_start if start < 0 else start
-    end = scene.frame_end if end < 0 else end
-    if end < start:
-        raise ValueError(f"frame range {start}..{end} is empty: the end must not be before the start")
-    return np.arange(start, end + 1, step)
+    @reporting
+    def execute(self, context):
+        self._job = self.make_job(context)
+        self._job.simulate()
+        return self._finish(context)
 
+    def invoke(self, context, event):
+        """Interactive run: simulate in a worker thread (numpy only) with a progress bar."""
+        return self._start(context)
 
-def read_frames(scene, frames, read) -> list:
-    """``read(frame)`` after ``scene.frame_set(frame)`` for each frame (a whole number, or a
-    fractional frame set as its frame and subframe); the current frame (and subframe) is
-    restored afterwards, also when ``read`` raises."""
-    current = scene.frame_current, scene.frame_subframe
-    try:
-        out = []
-        for f in frames:
-            whole = int(np.floor(f))
-            scene.frame_set(whole, subframe=float(f) - whole)
-            out.append(read(whole if float(f) == whole else float(f)))
-        return out
-    finally:
-        scene.frame_set(current[0], subframe=current[1])
+    def modal(self, context, event):
+        return self._step(context, event.type)
+
+    @reporting
+    def _start(self, context):
+        self._job = self.make_job(context)
+        self._thread = threading.Thread(target=self._job.simulate, daemon=True)
+        self._thread.start()
+        wm = context.window_manager
+        wm.progress_begin(0, 100)
+        self._timer = wm.event_timer_add(0.1, window=context.window)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    @reporting
+    def _step(self, context, event_type: str):
+        wm = context.window_manager
+        if event_type == "ESC":
+            self._job.cancel()
+            return {"RUNNING_MODAL"}
+        if event_type != "TIMER":
+            return {"PASS_THROUGH"}
+        wm.progress_update(int(100 * self._job.fraction))
+        if self._thread.is_alive():
+            return {"RUNNING_MODAL"}
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+        return self._finish(context)

@@ -8,7 +8,7 @@ from bpy.props import IntProperty
 
 from .. import bridge
 from ..bridge import target_bone
-from ._common import BoneOperator, frame_range, has_target, pick_index, read_frames
+from ._common import BoneOperator, has_target
 
 
 def read_coordinates(settings, armature, pose_bone, frame: int) -> np.ndarray:
@@ -93,13 +93,13 @@ class SPLINE_JOINTS_OT_capture_range(BoneOperator, bpy.types.Operator):
     def run(self, context, armature, pose_bone, settings):
         scene = context.scene
         bone_name = pose_bone.name
-        frames = frame_range(scene, self.frame_start, self.frame_end, self.step or settings.capture_step)
+        frames = bridge.frame_range(scene, self.frame_start, self.frame_end, self.step or settings.capture_step)
 
         def read(f):
             pb = armature.pose.bones[bone_name]
             return bridge.read_pose_T_parent_child(pb), read_coordinates(settings, armature, pb, f)
 
-        poses, qs = (np.array(a) for a in zip(*read_frames(scene, frames, read)))
+        poses, qs = (np.array(a) for a in zip(*bridge.read_frames(scene, frames, read)))
         check_finite(poses, qs)
         settings = armature.pose.bones[bone_name].spline_joints
         warning = duplicate_warning(settings, qs)
@@ -122,7 +122,7 @@ class SPLINE_JOINTS_OT_delete_sample(BoneOperator, bpy.types.Operator):
         return has_target(context) and len(target_bone(context)[1].spline_joints.samples) > 0
 
     def run(self, context, armature, pose_bone, settings):
-        i = pick_index(settings.samples, settings.active_sample, self.index, "sample")
+        i = bridge.pick_index(settings.samples, settings.active_sample, self.index, "sample")
         settings.samples.remove(i)
         settings.active_sample = min(i, len(settings.samples) - 1) if settings.samples else 0
         self.report({"INFO"}, f"Deleted sample {i + 1}; {len(settings.samples)} left")

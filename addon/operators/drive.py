@@ -10,7 +10,7 @@ from bpy.props import BoolProperty, EnumProperty, IntProperty
 
 from .. import bridge, handlers
 from ..documents import joint_document
-from ._common import BoneOperator, frame_range, read_frames
+from ._common import BoneOperator
 
 KEYS_ITEMS = [
     ("REFUSE", "Refuse",
@@ -79,7 +79,7 @@ class SPLINE_JOINTS_OT_drive_joint(BoneOperator, bpy.types.Operator):
 
         name = pose_bone.name
         with handlers.suspended():
-            poses = np.array(read_frames(context.scene, frames, lambda f: bridge.read_pose_T_parent_child(
+            poses = np.array(bridge.read_frames(context.scene, frames, lambda f: bridge.read_pose_T_parent_child(
                 armature.pose.bones[name])))
         q, results = joint_coordinates(doc.joint, poses)
         ranges = doc.finite_ranges()
@@ -137,12 +137,12 @@ class SPLINE_JOINTS_OT_bake_joint(BoneOperator, bpy.types.Operator):
         scene = context.scene
         doc = joint_document(s)
         bridge.check_drivable(pose_bone)
-        whole = frame_range(scene, self.frame_start, self.frame_end, self.step)
+        whole = bridge.frame_range(scene, self.frame_start, self.frame_end, self.step)
         frames = (whole[:, None] + np.arange(self.subframes)[None, :] / self.subframes).ravel()
         frames = frames[frames <= whole[-1]]
         name = pose_bone.name
         with handlers.suspended():
-            qs = np.array(read_frames(scene, frames, lambda f: bridge.read_coordinate_values(
+            qs = np.array(bridge.read_frames(scene, frames, lambda f: bridge.read_coordinate_values(
                 armature.pose.bones[name], doc.joint.nq)))
         pose_bone = armature.pose.bones[name]
         basis = joint_basis(doc.joint, bridge.read_rest_T_parent_child(pose_bone), qs)

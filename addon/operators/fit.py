@@ -5,20 +5,14 @@ from __future__ import annotations
 import warnings
 
 import bpy
-import numpy as np
 from bpy.props import BoolProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge
-from ..documents import joint_document, status_words, store_document
 from ..bridge import target_bone
+from ..documents import joint_document, rest_frames, status_words, store_document
+from ..paths import draw_joint_path, path_parent_name
 from ._common import BoneOperator, has_target
-
-PATH_PREFIX = "SJ_JointPath"
-#: the control frames' axes are drawn this fraction of the bone's length long and this fraction
-#: as thick as the path (a knee's path is a few centimetres: longer axes would hide it)
-AXES_LENGTH = 0.04
-AXES_RADIUS = 0.25
 
 
 def fit_options(settings):
@@ -29,43 +23,6 @@ def fit_options(settings):
                            length_scale=settings.fit_length_scale, n_frames=settings.fit_frames,
                            smoothing=settings.fit_smoothing, grid=tuple(settings.fit_grid),
                            method=settings.fit_method)
-
-
-def path_object_name(armature, pose_bone) -> str:
-    return f"{PATH_PREFIX}_{armature.name}_{pose_bone.name}"
-
-
-def path_parent_name(pose_bone) -> str:
-    """Name of the parent bone a joint path is drawn in; ValueError saying what to do when the
-    bone has none (checked before anything is fitted, stored or created)."""
-    if pose_bone.parent is None:
-        raise ValueError(f"bone '{pose_bone.name}' has no parent bone to draw the joint path in: "
-                         "parent it to the joint's parent bone (Edit Mode, Ctrl+P > Keep Offset), "
-                         "or fit with Draw Path off")
-    return pose_bone.parent.name
-
-
-def draw_joint_path(context, armature, pose_bone, path):
-    """Write ``path = (lines, control_frames)`` of :func:`core.display.joint_path` as one curve
-    object in the rig's collection (:func:`bridge.rig_collection`): the path, and thinner
-    lines for the x, y, z axes of the control frames (:func:`core.display.frame_axes`,
-    :data:`AXES_LENGTH` of the bone's length), parented to the parent bone at its head (the
-    joint's parent frame).
-    Axes drawn as empties by earlier versions (``<name>.axes.000``...) are removed."""
-    from ...core.display import frame_axes
-
-    lines, frames = path
-    parent = path_parent_name(pose_bone)
-    name = path_object_name(armature, pose_bone)
-    axes = list(frame_axes(frames, AXES_LENGTH * pose_bone.bone.length))
-    collection = bridge.rig_collection(context.scene, armature)
-    obj = bridge.write_poly_curve_object(name, list(lines) + axes, collection,
-                                         bevel=0.01 * pose_bone.bone.length,
-                                         radii=[1.0] * len(lines) + [AXES_RADIUS] * len(axes))
-    bridge.move_to_collection(obj, collection)
-    bridge.remove_objects(f"{name}.axes.")
-    bridge.parent_to_bone(obj, armature, parent, np.eye(4))
-    return obj
 
 
 class SPLINE_JOINTS_OT_fit(BoneOperator, bpy.types.Operator):
@@ -85,8 +42,6 @@ class SPLINE_JOINTS_OT_fit(BoneOperator, bpy.types.Operator):
         options = fit_options(s)
         poses, q, weights = bridge.read_samples(s.samples)
         names = tuple(bridge.coordinate_property_name(i) for i in range(options.n_coordinates))
-        from .transfer import rest_frames
-
         rest = rest_frames(pose_bone) if pose_bone.parent is not None else None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -95,7 +50,7 @@ class SPLINE_JOINTS_OT_fit(BoneOperator, bpy.types.Operator):
         path = joint_path(doc) if self.draw_path else None
         report = store_document(s, doc).report
         if path is not None:
-            draw_joint_path(context, armature, pose_bone, path)
+            draw_joint_path(context.scene, armature, pose_bone, path)
         level = {"INFO"} if report.converged and not caught else {"WARNING"}
         notes = "".join(f"; {w.message}" for w in caught)
         self.report(level, f"{status_words(report.status)[0]}: RMS {report.rms_position_mm:.3f} mm / "
@@ -115,7 +70,7 @@ class SPLINE_JOINTS_OT_draw_joint_path(BoneOperator, bpy.types.Operator):
     def run(self, context, armature, pose_bone, settings):
         from ...core.display import joint_path
 
-        obj = draw_joint_path(context, armature, pose_bone, joint_path(joint_document(settings)))
+        obj = draw_joint_path(context.scene, armature, pose_bone, joint_path(joint_document(settings)))
         self.report({"INFO"}, f"Drew '{obj.name}'")
         return {"FINISHED"}
 

@@ -32,18 +32,12 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 from .. import bridge, handlers
 from ..documents import (is_osim_armature, osim_rig, remove_osim_fit, store_osim_fit,
                          store_osim_model)
-from ._common import frame_range, read_frames, reporting
+from ._common import reporting
 
 #: the group the coordinate keys of an imported motion are filed under
 KEY_GROUP = "OpenSim coordinates"
 #: display size (m) of the empty standing in for a mesh file that was not found
 PLACEHOLDER_SIZE = 0.02
-
-
-def coordinate_path(name: str) -> str:
-    """Data path of a coordinate property on the armature object (quotes and backslashes in
-    the name escaped, as Blender's data paths need)."""
-    return f'["{bpy.utils.escape_identifier(name)}"]'
 
 
 def _material(geometry):
@@ -195,7 +189,7 @@ class SPLINE_JOINTS_OT_import_osim_motion(bpy.types.Operator, ImportHelper):
         kept = bridge.push_action_to_nla(arm)
         action = bridge.new_action(arm, name)
         for i, coordinate in enumerate(rig.coordinate_names):
-            bridge.write_fcurve_keys(arm, coordinate_path(coordinate), 0, frames, q[:, i], group=KEY_GROUP)
+            bridge.write_fcurve_keys(arm, bridge.coordinate_path(coordinate), 0, frames, q[:, i], group=KEY_GROUP)
         scene.frame_set(scene.frame_current)
         text = (f"Keyed {len(time)} rows of {os.path.basename(self.filepath)} on {len(frames)} frames "
                 f"({int(frames[0])}..{int(frames[-1])} at {rate:.4g} fps) in action '{action.name}'")
@@ -337,10 +331,10 @@ class SPLINE_JOINTS_OT_export_osim_motion(_OsimArmatureOperator, bpy.types.Opera
         arm, scene = context.object, context.scene
         rig = osim_rig(arm.data)
         path = check_writable_path(self.filepath)
-        frames = frame_range(scene, -1, -1, 1)
+        frames = bridge.frame_range(scene, -1, -1, 1)
         names, defaults = rig.coordinate_names, rig.model.default_q()
         with handlers.suspended():  # the values are read; no bone needs posing meanwhile
-            values = read_frames(scene, frames,
+            values = bridge.read_frames(scene, frames,
                                  lambda f: bridge.read_named_values(arm, names, defaults))
         q = np.stack([rig.q(v) for v in values])
         time = (frames - frames[0]) * scene.render.fps_base / scene.render.fps

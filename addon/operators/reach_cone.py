@@ -11,26 +11,13 @@ import bpy
 import numpy as np
 
 from .. import bridge
+from ..cones import cone_object_name, cone_options
 from ..documents import joint_document
 from ..holding import FREE_COLOUR
 from ._common import BoneOperator
 
-CONE_PREFIX = "SJ_ReachCone"
 #: name of the Limit Rotation constraint that Add Blender Constraints writes
 HINGE_CONSTRAINT = "SJ Hinge Limit"
-
-
-def cone_options(settings):
-    """core BoneCone from the bone's reach-cone settings."""
-    from ...core.bones import BoneCone
-
-    return BoneCone(axis=tuple(settings.cone_axis), shape=settings.cone_shape.lower(),
-                    half_angle=settings.cone_half_angle, half_angle_x=settings.cone_half_angle_x,
-                    half_angle_z=settings.cone_half_angle_z, twist_limit=settings.twist_limit)
-
-
-def cone_object_name(armature, pose_bone) -> str:
-    return f"{CONE_PREFIX}_{armature.name}_{pose_bone.name}"
 
 
 class SPLINE_JOINTS_OT_fit_reach_cone(BoneOperator, bpy.types.Operator):

@@ -8,10 +8,9 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
-from .. import bridge
-from ..documents import store_document
+from ..documents import rest_frames, store_document
+from ..paths import draw_joint_path, path_parent_name
 from ._common import BoneOperator
-from .fit import draw_joint_path, path_parent_name
 
 SCALE_ITEMS = [
     ("PARENT", "Parent Bone Length",
@@ -28,13 +27,6 @@ def preset_items(self, context):
     from ...core.transfer import PRESETS
 
     return [(key, label, text) for key, (label, text, _) in PRESETS.items()]
-
-
-def rest_frames(pose_bone):
-    """core RestFrames of the bone and its parent (BridgeError when it has no parent)."""
-    from ...core.io import RestFrames
-
-    return RestFrames(*bridge.read_rest_frames(pose_bone))
 
 
 class _Transfer(BoneOperator):
@@ -63,7 +55,7 @@ class _Transfer(BoneOperator):
         path = joint_path(result.document) if self.draw_path else None
         store_document(s, result.document)
         if path is not None:
-            draw_joint_path(context, armature, pose_bone, path)
+            draw_joint_path(context.scene, armature, pose_bone, path)
         text = (f"'{pose_bone.name}' has {doc.name or 'the joint'} with translations x"
                 f"{result.ratio:.3f}")
         if result.warning:

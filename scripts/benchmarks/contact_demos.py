@@ -6,7 +6,7 @@ seconds per wall second of ``ragdoll_steps`` and ``chain_in_bowl`` (demo_blends/
 The extension is installed from its linux-x64 zip into a sandboxed user folder with an empty
 JIT cache (as :mod:`scripts.benchmarks.blender_latency`). One fresh Blender process per backend
 (``SPLINE_JOINTS_BACKEND``) opens each demo and simulates its armature's rig as
-``spline_joints.bake_rig`` does (``addon.operators.rig.RigJob.simulate``: the scene's frames,
+``spline_joints.bake_rig`` does (``addon.rig_jobs.RigJob.simulate``: the scene's frames,
 substeps and integrator): once untimed on the numba backend, where that first bake compiles
 the kernels into the empty cache (its wall time is reported), then ``repeat`` timed bakes
 (3; 1 with ``--quick`` and on the numpy backend, whose bakes take tens of seconds). Target:
@@ -37,7 +37,7 @@ def worker(out, quick):
 
     bpy.ops.preferences.addon_enable(module=MODULE)
     backend = importlib.import_module(MODULE + ".core.backend").active()
-    rig_ops = importlib.import_module(MODULE + ".addon.operators.rig")
+    rig_jobs = importlib.import_module(MODULE + ".addon.rig_jobs")
     repeat = 1 if quick or backend == "numpy" else 3
     rows = []
     for blend, armature in DEMOS:
@@ -46,7 +46,7 @@ def worker(out, quick):
         scene = bpy.context.scene
         first, walls = None, []
         for k in range(repeat + (backend == "numba")):
-            job = rig_ops.RigJob(scene, bpy.data.objects[armature])
+            job = rig_jobs.RigJob(scene, bpy.data.objects[armature])
             t0 = time.perf_counter()
             job.simulate()
             wall = time.perf_counter() - t0

@@ -76,11 +76,11 @@ def worker(out, quick):
         # the live mechanism is built on the press, which simulates its first frame + 10 ms
         rates = _play(bpy, scene, range(1, n + 1), bpy.ops.spline_joints.live_mechanism)
         rows.append({"demo": name, "fps": fps, "frames": n, "simulated": duration, **rates})
-    rig_ops = importlib.import_module(MODULE + ".addon.operators.rig")
+    rig_scene = importlib.import_module(MODULE + ".addon.rig_scene")
     for path in sorted(glob.glob(os.path.join(str(ROOT), "demo_blends", "*.blend"))):
         bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
         scene = bpy.context.scene
-        if not (rig_ops.simulated_armatures(scene) or rig_ops.simulated_objects(scene)):
+        if not (rig_scene.simulated_armatures(scene) or rig_scene.simulated_objects(scene)):
             continue
         if quick:
             scene.frame_end = min(scene.frame_end, scene.frame_start + scene.render.fps)

@@ -103,7 +103,7 @@ def build_shoulder_rig(out: Path) -> None:
     s.cone_shape, s.cone_length = "ELLIPTICAL", 0.26
     kit.check(bpy.ops.spline_joints.draw_reach_cone(), "draw_reach_cone")
     rest = bridge.read_rest_T_parent_child(hum)
-    cone = kit.addon_module("addon.operators.reach_cone").cone_options(s)
+    cone = kit.addon_module("addon.cones").cone_options(s)
     to_limit = cone_limit_rotation(cone, SHOULDER_LIMIT_SWING)
     inside = [(SHOULDER_CENTRE[0] + 0.36 * math.cos(t), 0.0, SHOULDER_CENTRE[2] + 0.48 * math.sin(t))
               for t in (0.0, math.pi / 2)]

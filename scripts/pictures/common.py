@@ -199,7 +199,7 @@ def title_line(scene, name: str) -> str:
     the model) and degrees of freedom; for a linkage its joints and what its bake is; for a
     rig its armatures' bones and fitted joints."""
     parts = []
-    build = kit.addon_module("addon.operators.mechanisms").build_mechanism
+    build = kit.addon_module("addon.mechanism_bake").build_mechanism
     for item in scene.spline_joints_mechanisms:
         mech = build(item.demo, item.duration, item.substeps, scene)
         parts.append(f"{item.title}: {len(item.bodies)} bodies, {int(mech.ndof)} DOF")

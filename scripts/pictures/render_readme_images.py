@@ -70,7 +70,7 @@ def open_demo(bpy, name: str, baked: Path | None = None):
                                                          if baked is not None else ""))
     bpy.ops.wm.open_mainfile(filepath=str(source), load_ui=False)
     scene = bpy.context.scene
-    rigs = kit.addon_module("addon.operators.rig")
+    rigs = kit.addon_module("addon.rig_scene")
     if baked is None and (len(scene.spline_joints_mechanisms) or len(scene.spline_joints_linkages)
                           or rigs.simulated_armatures(scene) or rigs.simulated_objects(scene)):
         with tempfile.TemporaryDirectory(prefix="sj_readme_bake_") as tmp:

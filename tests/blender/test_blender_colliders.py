@@ -73,7 +73,8 @@ def scenario_crate_rests_on_a_step(tmp):
 
     from scenes import addon_module
 
-    rig_ops = addon_module("addon.operators.rig")
+    rig_jobs = addon_module("addon.rig_jobs")
+    rig_scene = addon_module("addon.rig_scene")
     core_rig = addon_module("core.rig")
     contacts = addon_module("core.contacts")
     scene = _scene()
@@ -87,7 +88,7 @@ def scenario_crate_rests_on_a_step(tmp):
     # at the step's world matrix, the crate's box of half side CRATE times its world scale
     # (1 to float32 rounding: a bounce on a corner carries such a change into the motion).
     s = crate.spline_joints_sim
-    pose, scale = rig_ops._normalized(crate.matrix_world)
+    pose, scale = rig_scene.normalized(crate.matrix_world)
     pose = addon_module("addon.bridge").rigid(pose)
     assert np.abs(scale - 1.0).max() < 1e-7
     body = core_rig.RigBody("Crate", -1, pose, core_rig.RigJoint("free"), mass=s.mass,
@@ -99,7 +100,7 @@ def scenario_crate_rests_on_a_step(tmp):
                              friction=st.friction, restitution=st.restitution)
     direct = core_rig.simulate_rig(rig)
 
-    job = rig_ops.RigJob(scene, None)
+    job = rig_jobs.RigJob(scene, None)
     job.simulate()
     via_reader = job.checked_result()
     assert via_reader is not None
@@ -131,7 +132,7 @@ def scenario_moving_collider_pushes(tmp):
 
     from scenes import addon_module
 
-    rig_ops = addon_module("addon.operators.rig")
+    rig_jobs = addon_module("addon.rig_jobs")
     scene = _scene()
     st = scene.spline_joints_sim
     st.use_ground = True
@@ -145,7 +146,7 @@ def scenario_moving_collider_pushes(tmp):
     for key in addon_module("addon.bridge").find_fcurve(paddle, "location", 0).keyframe_points:
         key.interpolation = "LINEAR"
     scene.frame_set(1)
-    job = rig_ops.RigJob(scene, None)
+    job = rig_jobs.RigJob(scene, None)
     job.simulate()
     res = job.checked_result()
     text = job.report(res)
@@ -183,7 +184,7 @@ def scenario_concave_hull_is_noted(tmp):
 
     from scenes import addon_module
 
-    rig_ops = addon_module("addon.operators.rig")
+    rig_jobs = addon_module("addon.rig_jobs")
     scene = _scene()
     scene.frame_end = 3
     scene.spline_joints_sim.integrator = "semi_implicit"      # no warning: the note is none
@@ -193,7 +194,7 @@ def scenario_concave_hull_is_noted(tmp):
     bowl.spline_joints_collider.shape = "CONVEX_HULL"
     _crate((0.0, 0.0, 1.0))
     bpy.context.view_layer.update()
-    job = rig_ops.RigJob(scene, None)
+    job = rig_jobs.RigJob(scene, None)
     job.simulate()
     text = job.report(job.checked_result())
     assert "Bowl: convex hull" in text, text
@@ -202,7 +203,7 @@ def scenario_concave_hull_is_noted(tmp):
     # the scene's Self-Collision reaches the contact solver
     assert not job.rig.mechanism.contact_solver(None).self_collision
     scene.spline_joints_sim.use_self_collision = True
-    job = rig_ops.RigJob(scene, None)
+    job = rig_jobs.RigJob(scene, None)
     assert job.rig.mechanism.contact_solver(None).self_collision
     return {}
 

@@ -86,7 +86,7 @@ def scenario_cancel_bake(tmp):
 
     from scenes import addon_module
 
-    mechanisms = addon_module("addon.operators.mechanisms")
+    mechanisms = addon_module("addon.mechanism_bake")
     scene, item = new_scene_with("hinge_chain", 0.5)
     scene.frame_set(7)
     bodies = [ref.object for ref in item.bodies]
@@ -159,7 +159,7 @@ def scenario_bake_failures_leave_the_scene_unchanged(tmp):
 
     from scenes import addon_module
 
-    mechanisms = addon_module("addon.operators.mechanisms")
+    mechanisms = addon_module("addon.mechanism_bake")
     scene, item = new_scene_with("spherical_chain", 3.0)
     scene.frame_set(4)
     before = _scene_state(scene)
@@ -206,7 +206,7 @@ def test_bake_failures_report_a_sentence_and_change_nothing(blender):
 def scenario_drift_warning(tmp):
     from scenes import addon_module
 
-    mechanisms = addon_module("addon.operators.mechanisms")
+    mechanisms = addon_module("addon.mechanism_bake")
     scene, item = new_scene_with("hinge_chain", 1.0)
     out = {}
     for substeps in (1, 0):  # one rk4 step per frame drifts 2 %; the demo's 10 stay < 1e-5
@@ -241,7 +241,7 @@ def scenario_live_mechanism(tmp):
     core = addon_module("core.mechanisms")
     result = core.simulate_mechanism(core.DEMOS["hinge_chain"](duration=0.3, fps=30.0))
     assert bpy.ops.spline_joints.live_mechanism() == {"FINISHED"}
-    live = addon_module("addon.operators.mechanisms")._LIVE
+    live = addon_module("addon.previews").LIVE_MECHANISMS
     (run,) = (entry.run for entry in live.values())
     assert run.ready < run.n_frames or run.n_frames <= 10
     for f in range(1, 11):

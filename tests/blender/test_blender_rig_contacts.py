@@ -50,18 +50,19 @@ def scenario_chain_lands(tmp):
 
     from scenes import addon_module
 
-    rig_ops = addon_module("addon.operators.rig")
+    rig_jobs = addon_module("addon.rig_jobs")
+    rig_scene = addon_module("addon.rig_scene")
     core_rig = addon_module("core.rig")
     contacts = addon_module("core.contacts")
     bridge = addon_module("addon.bridge")
     obj = _chain()
     scene = bpy.context.scene
     st = scene.spline_joints_sim
-    job = rig_ops.RigJob(scene, obj)
+    job = rig_jobs.RigJob(scene, obj)
 
     # The core run of the same model from the known geometry, with the settings as stored
     # (single precision) so both runs see the same numbers.
-    W = rig_ops._normalized(obj.matrix_world)[0]
+    W = rig_scene.normalized(obj.matrix_world)[0]
     n = FRAMES[1] - FRAMES[0] + 1
     times = np.arange(n) / 24.0
     hips = W @ bridge.rigid(np.array(obj.pose.bones["hips"].matrix))

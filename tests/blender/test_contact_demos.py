@@ -76,13 +76,14 @@ def _bake(scene, arm):
 
     from scenes import addon_module
 
-    rig_ops = addon_module("addon.operators.rig")
-    job = rig_ops.RigJob(scene, arm)
+    rig_jobs = addon_module("addon.rig_jobs")
+    rig_scene = addon_module("addon.rig_scene")
+    job = rig_jobs.RigJob(scene, arm)
     job.simulate()
     result = job.checked_result()
     assert result is not None
-    rig_ops.write_keys(job, result)
-    W = rig_ops._normalized(arm.matrix_world)[0]
+    rig_jobs.write_keys(job, result)
+    W = rig_scene.normalized(arm.matrix_world)[0]
     world = []
     for f in range(scene.frame_start, scene.frame_end + 1):
         scene.frame_set(f)

@@ -80,13 +80,13 @@ def scenario_views(tmp, demo):
     tracks = {}  # part name -> world points outlining it (F, N, 3)
     for i in range(len(scene.spline_joints_linkages)):  # seconds each: their keys play below
         assert bpy.ops.spline_joints.bake_linkage(index=i) == {"FINISHED"}
-    rig_ops = addon_module("addon.operators.rig")
-    if rig_ops.simulated_armatures(scene) or rig_ops.simulated_objects(scene):  # keys play below
+    rig_scene = addon_module("addon.rig_scene")
+    if rig_scene.simulated_armatures(scene) or rig_scene.simulated_objects(scene):  # keys play below
         kit.bake_rigs(scene)
     items = scene.spline_joints_mechanisms
     if len(items):
         item = items[0]
-        mech = addon_module("addon.operators.mechanisms").build_mechanism(item.demo, item.duration,
+        mech = addon_module("addon.mechanism_bake").build_mechanism(item.demo, item.duration,
                                                                           item.substeps, scene)
         addon_module("core.backend").use("numpy")  # no kernel compile in this fresh user folder
         result = addon_module("core.mechanisms").simulate_mechanism(mech)
@@ -118,7 +118,7 @@ def scenario_views(tmp, demo):
         cone_bones = [(a, pb) for a in scene.objects if a.type == "ARMATURE" for pb in a.pose.bones
                       if not pb.spline_joints.joint_json and len(pb.spline_joints.samples)]
         bridge = addon_module("addon.bridge")
-        cone_options = addon_module("addon.operators.reach_cone").cone_options
+        cone_options = addon_module("addon.cones").cone_options
         cone_status = addon_module("core.bones").cone_status
         for f in frames:
             scene.frame_set(f)

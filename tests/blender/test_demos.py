@@ -87,7 +87,7 @@ def scenario_check_files(tmp, demo_dir, version, rigs):
     scene = bpy.context.scene
     bridge, bones = addon_module("addon.bridge"), addon_module("core.bones")
     hum = bpy.data.objects["Arm"].pose.bones["humerus"]
-    cone = addon_module("addon.operators.reach_cone").cone_options(hum.spline_joints)
+    cone = addon_module("addon.cones").cone_options(hum.spline_joints)
     rest = bridge.read_rest_T_parent_child(hum)
     mat = bpy.data.materials["SJ_ReachCone"]
     swing, red = [], []
@@ -104,7 +104,7 @@ def scenario_check_files(tmp, demo_dir, version, rigs):
                      if pb.spline_joints.joint_json else "")
            for pb in arm.pose.bones if pb.spline_joints_sim.enabled}
     rig_facts["character"] = {"simulated": sim, "animated": arm.animation_data.action is not None,
-                              "rigs": [o.name for o in addon_module("addon.operators.rig").simulated_armatures(
+                              "rigs": [o.name for o in addon_module("addon.rig_scene").simulated_armatures(
                                   bpy.context.scene)],
                               "ground": bpy.context.scene.spline_joints_sim.use_ground}
     # the contact demos: every bone simulated, box colliders, the ground on

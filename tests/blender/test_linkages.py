@@ -306,7 +306,7 @@ def scenario_cancelled_bake_writes_nothing(tmp):
     assert bpy.ops.spline_joints.add_demo_linkage(demo="door") == {"FINISHED"}
     scene = bpy.context.scene
     before = snapshot(bpy)
-    job = addon_module("addon.operators.linkages").LinkageBakeJob(scene, 0)
+    job = addon_module("addon.linkage_bake").LinkageBakeJob(scene, 0)
     job.cancel()                                   # what Esc does while the worker runs
     job.simulate()
     status, level, message = job.finish(scene)

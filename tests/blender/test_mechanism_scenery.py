@@ -20,7 +20,7 @@ def scenario_deforming_sheet(tmp):
     from scenes import addon_module
 
     bridge = addon_module("addon.bridge")
-    mechanisms = addon_module("addon.operators.mechanisms")
+    mechanisms = addon_module("addon.mechanism_bake")
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     scene.render.fps, scene.frame_start = 30, 1

@@ -38,7 +38,7 @@ def scenario_fit_and_draw(tmp):
 
     # Panel status: every sample pose is inside (1 degree of margin: boundary ones clear it).
     cone_status = addon_module("core.bones").cone_status
-    cone_options = addon_module("addon.operators.reach_cone").cone_options
+    cone_options = addon_module("addon.cones").cone_options
     bridge = addon_module("addon.bridge")
     settings.cone_margin = np.radians(1.0)
     assert bpy.ops.spline_joints.fit_reach_cone() == {"FINISHED"}

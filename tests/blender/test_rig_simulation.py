@@ -46,7 +46,8 @@ def scenario_tail_bake(tmp):
 
     from scenes import action_fcurves, addon_module
 
-    rig_ops = addon_module("addon.operators.rig")
+    rig_jobs = addon_module("addon.rig_jobs")
+    rig_scene = addon_module("addon.rig_scene")
     core_rig = addon_module("core.rig")
     bridge = addon_module("addon.bridge")
     obj = _tail_rig()
@@ -54,11 +55,11 @@ def scenario_tail_bake(tmp):
     old_action = obj.animation_data.action.name
 
     # The core run of the same model, built here from the known geometry (not the reader).
-    job = rig_ops.RigJob(bpy.context.scene, obj)
+    job = rig_jobs.RigJob(bpy.context.scene, obj)
     scene = bpy.context.scene
     # Blender's matrices are single precision; the same conversions as the reader's keep the
     # inputs bit-identical, so the runs agree to round-off, not to float32.
-    W = rig_ops._normalized(obj.matrix_world)[0]
+    W = rig_scene.normalized(obj.matrix_world)[0]
     times = np.arange(FRAMES[1] - FRAMES[0] + 1) / 24.0
     hips_motion, tail_poses = [], {}
     for f in range(FRAMES[0] - 1, FRAMES[1] + 1):
@@ -145,7 +146,7 @@ def scenario_preview(tmp):
 
     from scenes import addon_module
 
-    rig_ops = addon_module("addon.operators.rig")
+    previews = addon_module("addon.previews")
     obj = _tail_rig()
     action = obj.animation_data.action.name
     assert bpy.ops.spline_joints.simulate_preview() == {"FINISHED"}
@@ -162,7 +163,7 @@ def scenario_preview(tmp):
     # A changed setting drops the preview: the tail is back at its (unanimated) rest.
     obj.pose.bones["tail.000"].spline_joints_sim.damping = 0.01
     scene.frame_set(11)
-    assert not rig_ops._PREVIEWS
+    assert not previews.PREVIEWS
     np.testing.assert_array_equal(np.array(tip.matrix_basis), np.eye(4))
     obj.pose.bones["tail.000"].spline_joints_sim.damping = 1e-4
     # Live: nothing simulated up front; each frame when the playhead reaches it, the same
@@ -170,7 +171,7 @@ def scenario_preview(tmp):
     scene.spline_joints_sim.live = True
     scene.frame_set(1)
     assert bpy.ops.spline_joints.simulate_preview() == {"FINISHED"}
-    (live,) = rig_ops._PREVIEWS.values()
+    (live,) = previews.PREVIEWS.values()
     assert live.run is not None and live.run.ready <= 1 + 25
     for f in range(1, 26):
         scene.frame_set(f)
@@ -261,7 +262,8 @@ def scenario_beads_on_spun_curve(tmp):
 
     from scenes import addon_module
 
-    rig_ops = addon_module("addon.operators.rig")
+    rig_jobs = addon_module("addon.rig_jobs")
+    rig_scene = addon_module("addon.rig_scene")
     curves = addon_module("addon.curves")
     wire = addon_module("core.wire")
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -288,10 +290,10 @@ def scenario_beads_on_spun_curve(tmp):
     curve.select_set(True)
     bpy.context.view_layer.objects.active = curve
     assert bpy.ops.spline_joints.add_beads() == {"FINISHED"}
-    job = rig_ops.RigJob(scene, None)
+    job = rig_jobs.RigJob(scene, None)
     job.simulate()
     result = job.checked_result()
-    fit = rig_ops._wire(curve)
+    fit = rig_scene.wire_fit(curve)
     worst_joint, worst_curve = 0.0, 0.0
     for k, b in enumerate(beads):
         i = next(n for n, body in enumerate(job.rig.bodies) if body.name == b.name)
@@ -325,7 +327,8 @@ def scenario_knee_pendulum(tmp):
     from scenes import addon_module, leg_armature
     from test_fit_drive import _knee_motion
 
-    rig_ops = addon_module("addon.operators.rig")
+    rig_jobs = addon_module("addon.rig_jobs")
+    rig_scene = addon_module("addon.rig_scene")
     core_rig = addon_module("core.rig")
     bridge = addon_module("addon.bridge")
     io = addon_module("core.io")
@@ -350,10 +353,10 @@ def scenario_knee_pendulum(tmp):
     sim.mass_source, sim.mass, sim.com, sim.inertia = "MANUAL", 3.7, (0.0, 0.19, 0.0), (0.05, 0.005, 0.05)
 
     doc = io.loads(s.joint_json)
-    job = rig_ops.RigJob(scene, obj)
+    job = rig_jobs.RigJob(scene, obj)
     job.simulate()
     via_reader = job.checked_result()
-    W = rig_ops._normalized(obj.matrix_world)[0]
+    W = rig_scene.normalized(obj.matrix_world)[0]
     bodies = [core_rig.RigBody("thigh", -1, np.eye(4), core_rig.RigJoint("kinematic"),
                                pose=W @ bridge.rigid(np.array(obj.pose.bones["thigh"].matrix))),
               core_rig.RigBody("shin", 0, np.eye(4),
@@ -387,7 +390,7 @@ def scenario_object_chain(tmp):
 
     from scenes import addon_module
 
-    rig_ops = addon_module("addon.operators.rig")
+    rig_jobs = addon_module("addon.rig_jobs")
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end, scene.render.fps = 1, 25, 24
@@ -416,7 +419,7 @@ def scenario_object_chain(tmp):
     bpy.context.view_layer.update()
     scene.spline_joints_sim.use_velocities = False
     scene.spline_joints_sim.use_ground = False
-    job = rig_ops.RigJob(scene, None)
+    job = rig_jobs.RigJob(scene, None)
     job.simulate()
     result = job.checked_result()
     assert result.energy_drift is not None and result.energy_drift < 1.6e-3   # passive, rk4

@@ -1,0 +1,300 @@
+"""Simulate the user's rigs (:mod:`.rig_scene`): read the scene into :class:`core.rig.RigBody`
+lists, simulate with :func:`core.rig.simulate_rig`, and write the motion back as keys in a new
+action (:func:`write_keys`) or hold it for playback (:mod:`.previews`).
+
+:class:`RigJob` is one rig as a bake job (:mod:`.jobs`): reading and writing on the main
+thread, ``simulate`` numpy only. With the scene's ground on,
+collider objects in the scene (:mod:`.colliders`) or self-collision, each simulated body
+carries its collision shape and the rig the ground :class:`core.contacts.Plane` and the
+colliders. An armature object whose world matrix moves during the frame range is itself a
+kinematic root.
+
+Reading samples the scene at every frame of the scene's range (``scene.frame_set``, so
+keys, constraints and drivers are all evaluated) with the live drive and the preview
+suspended, and puts the frame back afterwards; nothing is written until the simulation is
+complete. A bake keeps the user's animation: each baked data-block's action (if any) is
+pushed onto an NLA track and the simulated channels are keyed in a new action above it, so
+the kinematic channels still play from the track. :class:`RigBatch` runs the rigs of one
+operator together; nothing is written unless every rig completed.
+"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from . import bridge, colliders, handlers, previews
+from .jobs import Job
+from .rig_scene import (armature_bodies, body_mass, body_shapes, joint_spec, object_bodies,
+                        sample_poses)
+
+
+class RigJob(Job):
+    """Read one rig, simulate it (maybe in a worker thread), write it back.
+
+    ``target``: an armature object, or None for the scene's object rig.
+    """
+
+    def __init__(self, scene, target):
+        from ..core.contacts import Plane
+        from ..core.rig import RigBody, RigJoint, build_rig
+
+        self.scene, self.target = scene, target
+        settings = scene.spline_joints_sim
+        fps = scene.render.fps / scene.render.fps_base
+        start, end = scene.frame_start, scene.frame_end
+        if end <= start:
+            raise ValueError(f"the scene's frame range {start}-{end} has no frame to simulate; "
+                             "set End after Start")
+        bodies = armature_bodies(target) if target is not None else object_bodies(scene)
+        if not bodies:
+            raise ValueError("nothing to simulate: tick Simulate on a bone or object")
+        self.bodies = bodies
+        mass_cache = {}
+        masses = {b.name: body_mass(b, target, mass_cache) for b in bodies if not b.kinematic}
+        specs = {b.name: joint_spec(b, target) for b in bodies}
+        frames = list(range(start - 1, end + 1))
+        current = scene.frame_current
+        reader = colliders.ColliderReader(scene)
+
+        def read_colliders(f):
+            reader.sample(bpy.context.evaluated_depsgraph_get(), f == start)
+
+        with handlers.suspended(), previews.suspended_preview():
+            try:
+                arm_world = sample_poses(scene, target, bodies, frames, read_colliders)
+            finally:
+                scene.frame_set(current)
+        times = (np.array(frames[1:], dtype=float) - start) / fps
+        objects, self.collider_summary = reader.colliders(
+            (np.array(frames, dtype=float) - start) / fps)
+        touching = settings.use_ground or bool(objects) or settings.use_self_collision
+        core_bodies = []
+        arm_index = None
+        if target is not None:
+            W = np.stack([arm_world[f] for f in frames[1:]])
+            offset = 0
+            if np.abs(W - W[0]).max() > 1e-12:
+                arm_index = 0
+                offset = 1
+                core_bodies.append(RigBody(f"{target.name} (object)", -1, np.eye(4),
+                                           RigJoint("kinematic"), pose=W[0], motion_times=times,
+                                           motion=W))
+        for b in bodies:
+            rest = self._rest(b, target, arm_index is None, arm_world, start)
+            joint, q = specs[b.name]
+            motion = None
+            if joint.kind == "kinematic":
+                motion = np.stack([b.poses[f] for f in frames[1:]])
+                if target is not None and b.parent < 0 and arm_index is None:
+                    motion = arm_world[start][None] @ motion
+            pose = b.poses[start]
+            before, after = b.poses[start - 1], b.poses[start + 1]
+            if target is not None and b.parent < 0 and arm_index is None:
+                pose, before, after = (arm_world[f] @ b.poses[f] for f in (start, start - 1, start + 1))
+            mass, com, inertia, source = masses.get(b.name, (1.0, np.zeros(3), None, ""))
+            if not b.kinematic:
+                b.source, b.mass = source, mass
+            parent = b.parent + (1 if arm_index is not None else 0) if b.parent >= 0 else \
+                (0 if arm_index is not None else -1)
+            use_v = settings.use_velocities
+            shapes = body_shapes(b) if touching and not b.kinematic else ()
+            core_bodies.append(RigBody(b.name, parent, rest, joint, mass=mass, com=com,
+                                       inertia=inertia, pose=pose,
+                                       pose_before=before if use_v else None,
+                                       pose_after=after if use_v else None, q=q,
+                                       motion_times=times if motion is not None else None,
+                                       motion=motion, shapes=shapes))
+        self.offset = 1 if arm_index is not None else 0
+        gravity = np.array(scene.gravity) if scene.use_gravity else np.zeros(3)
+        ground = ()
+        if settings.use_ground:
+            ground = (Plane(settings.ground_height, friction=settings.ground_friction,
+                            restitution=settings.ground_restitution),)
+        self.rig = build_rig(core_bodies, gravity=gravity, fps=fps, substeps=settings.substeps,
+                             duration=(end - start) / fps, integrator=settings.integrator,
+                             restitution=settings.restitution, colliders=ground + objects,
+                             friction=settings.friction,
+                             self_collision=settings.use_self_collision,
+                             name=target.name if target is not None else "objects")
+        self.frames = np.arange(start, end + 1, dtype=float)
+        self.fraction, self.cancelled, self.result = 0.0, False, None
+
+    def _rest(self, b, target, static_armature, arm_world, start):
+        """A body's rest pose in its parent (bones: the rest matrices; objects: the stored
+        rest or the pose at the start frame)."""
+        if b.kind == "BONE":
+            if b.owner.parent is not None:
+                return bridge.read_rest_T_parent_child(b.owner)
+            T = bridge.matrix_to_array(b.owner.bone.matrix_local)
+            return bridge.rigid(arm_world[start] @ T if static_armature else T)
+        rest = np.array(b.settings.rest).reshape(4, 4) if b.settings is not None else np.zeros((4, 4))
+        return bridge.rigid(rest) if np.any(rest) else b.poses[start]
+
+    # -- simulate (numpy only: may run in a worker thread) --------------------------------
+    def simulate(self):
+        from ..core.rig import simulate_rig
+
+        try:
+            self.result = simulate_rig(self.rig, self.progress)
+        except Exception as exc:  # handed to the main thread, reported there
+            self.result = exc
+
+    def checked_result(self):
+        """The completed result, or None when cancelled; a failure raises ValueError."""
+        r = self.result
+        if isinstance(r, ValueError):
+            raise ValueError(f"Simulation failed, nothing written: {r}")
+        if isinstance(r, BaseException):
+            raise ValueError(f"Simulation failed, nothing written: {type(r).__name__} ({r})")
+        return None if r.status != "completed" else r
+
+    # -- writing back (main thread) ---------------------------------------------------------
+    def local_poses(self, world):
+        """``{body name: (F, 4, 4)}`` what each simulated body's channels must show for the
+        world poses ``world (F, nb, 4, 4)`` of the rig's bodies: a bone's basis
+        (:func:`core.bones.pose_basis` of its pose in its parent bone, or in the world for a
+        root of a still armature), an object's matrix_basis."""
+        from ..core.bones import pose_basis
+        from ..core.lie import se3
+
+        parents = self.rig.mechanism.model.parents
+        out = {}
+        for k, b in enumerate(self.bodies):
+            if b.kinematic:
+                continue
+            i = k + self.offset
+            if b.kind == "BONE":
+                T = world[:, i] if parents[i] < 0 else se3.inv(world[:, parents[i]]) @ world[:, i]
+                out[b.name] = pose_basis(self.rig.bodies[i].T_rest, T)
+            else:
+                full = world[:, i] * np.append(b.scale, 1.0)[None, None, :]
+                obj = b.owner
+                if obj.parent is not None:
+                    j = next(n for n, c in enumerate(self.bodies) if c.owner == obj.parent)
+                    pfull = world[:, j + self.offset] * np.append(
+                        self.bodies[j].scale, 1.0)[None, None, :]
+                    pinv = bridge.matrix_to_array(obj.matrix_parent_inverse)
+                    full = np.linalg.solve(pfull @ pinv, full)
+                out[b.name] = full
+        return out
+
+    def report(self, result):
+        parts = [f"{len(result.times)} frames of {sum(not b.kinematic for b in self.bodies)} "
+                 f"simulated bodies in {result.wall_time:.2f} s"]
+        if result.energy_drift is not None:
+            parts.append(f"energy drift {100 * result.energy_drift:.3g} %")
+        if any(self.rig.limits):
+            parts.append(f"worst limit excess {np.degrees(result.worst_violation):.3g} deg"
+                         + (f" ({result.violation_body})" if result.violation_body else ""))
+        if self.collider_summary:
+            parts.append(f"{len(self.collider_summary)} collider(s) ("
+                         f"{'; '.join(self.collider_summary)})")
+        if result.contacts is not None:
+            parts.append(f"up to {int(result.contacts.max(initial=0))} contacts per "
+                         f"frame, worst penetration {1000 * result.worst_penetration:.3g} mm")
+        text = ", ".join(parts)
+        if result.contact_notes:
+            text += "; note: " + "; ".join(result.contact_notes)
+        warnings = [*result.warnings, *(w for b in self.bodies for w in b.warnings)]
+        if warnings:
+            text += "; warning: " + "; ".join(warnings)
+        return text
+
+
+def write_keys(job, result):
+    """Key every simulated body in a new action per data-block (the old action pushed onto
+    the NLA); returns the actions' names."""
+    poses = job.local_poses(result.world)
+    frames = job.frames[:len(result.times)]
+    owners = {}
+    for b in job.bodies:
+        if not b.kinematic:
+            owners.setdefault(job.target if b.kind == "BONE" else b.owner, []).append(b)
+    names = []
+    for id_data, bodies in owners.items():
+        bridge.push_action_to_nla(id_data)
+        action = bridge.new_action(id_data, f"{id_data.name} Simulation")
+        names.append(action.name)
+        for b in bodies:
+            if b.kind == "BONE":
+                b.owner.spline_joints.drive = False   # the keys play, not the coordinate slider
+                bridge.write_bone_keyframes(id_data, b.owner, frames, poses[b.name])
+            else:
+                bridge.write_transform_keyframes(b.owner, "", b.owner.rotation_mode, frames,
+                                                 _unscaled(poses[b.name]))
+            b.settings.shown_mass = getattr(b, "mass", 0.0)
+            b.settings.shown_source = getattr(b, "source", "")
+    return names
+
+
+def _unscaled(M):
+    """(F, 4, 4) rigid parts of matrices with scale (the object's scale channel stays)."""
+    out = M.copy()
+    out[:, :3, :3] /= np.linalg.norm(M[:, :3, :3], axis=1, keepdims=True)
+    return out
+
+
+class RigBatch:
+    """The rigs of one operator run in the job shape (:mod:`.jobs`): ``simulate()``
+    (numpy only; a worker thread may run it), ``fraction``, ``cancel()`` and
+    ``finish(scene)``, which hands the completed results to ``write(scene, jobs, results)
+    -> messages`` (main thread; nothing is written unless every rig completed)."""
+
+    def __init__(self, jobs, label, write):
+        self.jobs, self.label, self.write = jobs, label, write
+
+    @property
+    def fraction(self):
+        return sum(j.fraction for j in self.jobs) / len(self.jobs)
+
+    def simulate(self):
+        for job in self.jobs:
+            job.simulate()
+            if job.cancelled:
+                break
+
+    def cancel(self):
+        for job in self.jobs:
+            job.cancel()
+
+    def finish(self, scene):
+        results = [job.checked_result() for job in self.jobs]     # raises before any write
+        if any(r is None for r in results):
+            return {"CANCELLED"}, "WARNING", f"{self.label} cancelled: nothing written"
+        messages = self.write(scene, self.jobs, results)
+        level = "WARNING" if any("warning:" in m for m in messages) else "INFO"
+        return {"FINISHED"}, level, " | ".join(messages)
+
+
+def bake_rigs(scene, jobs, results):
+    """:class:`RigBatch`'s ``write`` of a bake: every rig keyed (:func:`write_keys`)."""
+    return [f"Baked into {', '.join(write_keys(job, result))}: {job.report(result)}"
+            for job, result in zip(jobs, results)]
+
+
+class LivePreviews(RigBatch):
+    """Live previews: nothing simulated up front; each rig gets a run that simulates frames
+    as the playhead reaches them."""
+
+    def simulate(self):
+        """Nothing to simulate up front."""
+
+    @property
+    def fraction(self):
+        return 1.0
+
+    def finish(self, scene):
+        for job in self.jobs:
+            previews.hold_preview(scene, job)
+        previews.play_previews(scene)
+        return {"FINISHED"}, "INFO", (f"Live preview of {len(self.jobs)} rig(s): frames are "
+                                      "simulated as the playhead reaches them")
+
+
+def hold_previews(scene, jobs, results):
+    """:class:`RigBatch`'s ``write`` of a preview: every rig's motion held for playback."""
+    for job, result in zip(jobs, results):
+        previews.hold_preview(scene, job, result)
+    previews.play_previews(scene)
+    return [f"Preview: {job.report(result)}" for job, result in zip(jobs, results)]
