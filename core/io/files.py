@@ -129,7 +129,7 @@ def input_file_problem(path, limit=MAX_INPUT_BYTES):
 
 def _status_problem(st, limit):
     if stat.S_ISDIR(st.st_mode):
-        return "Is a directory; choose a file inside it"
+        return "is a folder, not a file; choose a file inside it"
     if not stat.S_ISREG(st.st_mode):
         return ("not a regular file (a pipe, socket or device, which could block or never "
                 "end); save the data to a file and give that file")

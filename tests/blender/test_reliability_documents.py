@@ -85,7 +85,7 @@ def test_export_and_import_report_bad_paths_and_files(blender):
     assert "nested 100001 levels deep" in m["import deep"]
     assert "bytes, more than the" in m["import big"]
     assert "cannot read" in m["import missing"] and "No such file" in m["import missing"]
-    assert "is a folder: choose a joint JSON file" in m["import folder"]
+    assert "is a folder, not a file; choose a file inside it" in m["import folder"]
     assert out["kept"] and not out["missing"] and out["folder"] == []
     assert out["leftovers"] == []
 

@@ -222,7 +222,7 @@ def test_binary_and_missing_files_say_what_they_are(tmp_path):
         load(path)
     with pytest.raises(InvalidInputError, match="cannot read .*nothing.json: No such file"):
         load(tmp_path / "nothing.json")
-    with pytest.raises(InvalidInputError, match="cannot read joint document .*: Is a directory"):
+    with pytest.raises(InvalidInputError, match="cannot read joint document .*: is a folder, not a file"):
         load(tmp_path)
     with pytest.raises(InvalidInputError, match="JSON text \\(str\\), got bytes"):
         loads(b"{}")

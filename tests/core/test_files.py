@@ -116,7 +116,7 @@ def test_read_input_names_the_file_it_cannot_read(tmp_path):
     with pytest.raises(InvalidInputError, match=r"cannot read mesh .*b.vtp: No such file or "
                                                 r"directory; check the path"):
         read_input(tmp_path / "b.vtp", "mesh")
-    with pytest.raises(InvalidInputError, match="cannot read motion .*: Is a directory"):
+    with pytest.raises(InvalidInputError, match="cannot read motion .*: is a folder, not a file"):
         read_input(tmp_path, "motion")
 
 

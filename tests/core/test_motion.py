@@ -271,7 +271,7 @@ def test_files_that_are_not_motions_are_refused(tmp_path):
     _refused(_write(tmp_path, "m\nendheader\n\n"), "nothing follows 'endheader'")
     _refused(_write(tmp_path, "m\nendheader\ntime a\n"), "no data rows after the labels on line 3")
     _refused(tmp_path / "missing.mot", "cannot read motion .*missing.mot: No such file")
-    _refused(tmp_path, "cannot read motion .*: Is a directory")
+    _refused(tmp_path, "cannot read motion .*: is a folder, not a file")
 
 
 def test_motion_is_a_plain_record():

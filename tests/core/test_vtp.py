@@ -370,7 +370,7 @@ def test_not_xml_and_truncated_files_are_refused(tmp_path):
         _refused(tmp_path, (GEOMETRY / "femur_r.vtp").read_bytes()[:20000], "truncated")
     _refused(tmp_path, b"<a/>", "not <VTKFile>")
     for missing, match in ((tmp_path / "missing.vtp", "No such file"),
-                           (tmp_path, "Is a directory")):
+                           (tmp_path, "is a folder, not a file")):
         with pytest.raises(InvalidInputError, match=f"cannot read mesh .*: {match}"):
             read_vtp(missing)
 
