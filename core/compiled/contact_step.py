@@ -21,7 +21,7 @@ These kernels allocate their outputs (their sizes are the number of contacts fou
 
 import numpy as np
 
-from ..contacts.solver import KEY_BITS
+from ..contacts.rules import KEY_BITS
 from .contacts import _delassus_rows, _impulse_velocity, contact_pgs, fastest_point
 from .kernels import _jit, _limit_offsets, _limit_row, _world_point, limit_hold
 from .layout import H_LSH, LI_C, LI_MIN, LR_HEADER, LR_PER
@@ -62,7 +62,7 @@ def plane_separation(ints, buf, planes, vertices, vertex_body, vertex_radius):
 
 @_jit
 def _key(kind, x, y, z):
-    """:func:`core.contacts.solver.contact_keys` of one contact."""
+    """:func:`core.contacts.rules.contact_keys` of one contact."""
     return (((kind << KEY_BITS | x) << KEY_BITS | y) << KEY_BITS) | z
 
 

@@ -3,7 +3,7 @@ numpy code is the reference):
 
 * :func:`contact_rows`: the contacts' frames and Jacobian rows from the compiled
   kinematics' world poses and body-frame joint columns
-  (:func:`core.compiled.dispatch.energies`), as ``tangent_basis`` and ``_rows`` give them
+  (:func:`core.compiled.dynamics.energies`), as ``tangent_basis`` and ``_rows`` give them
   from ``core.kinematics.update_kinematics``;
 * :func:`contact_solve`: the impulses of a contact step (rows, Delassus matrix, Gauss-Seidel);
 * :func:`fastest_point`: the bound on the shapes' point speeds;
@@ -15,13 +15,13 @@ import math
 
 import numpy as np
 
-from ..contacts.solver import _disc
+from ..contacts import rules
 from .kernels import _crba, _jit, _s_row
 from .layout import H_LSH, H_M, HEADER, I_N, I_PARENT, I_Q, NI
 
 
-#: :func:`core.contacts.solver._disc` compiled: the friction impulse on the disc
-disc = _jit(_disc)
+#: :func:`core.contacts.rules.disc` compiled: the friction impulse on the disc
+disc = _jit(rules.disc)
 
 
 @_jit

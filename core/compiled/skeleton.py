@@ -89,7 +89,7 @@ class Packed:
         self.motor = np.ascontiguousarray(skel.motor)
         self.mass = np.ascontiguousarray(skel.mass)
         self.inertia = np.ascontiguousarray(skel.inertia)
-        self.iinv = np.ascontiguousarray(skel._inv_inertia[:N])
+        self.iinv = np.ascontiguousarray(np.linalg.inv(skel.inertia))
         nn = N + n
         self.Jb = np.zeros((n, 2, 5, 6))
         self.Fb = np.zeros((n, 2, 5, 6))
@@ -103,12 +103,12 @@ class Packed:
 
 
 def packed(skel):
-    """The skeleton's :class:`Packed` arrays (built on first use), or None when its joints
-    do not form a tree."""
-    if "compiled" not in skel._cache:
+    """The skeleton's :class:`Packed` arrays (built on first use, kept in ``skel.packed``),
+    or None when its joints do not form a tree."""
+    if skel.packed is None:
         tree = _tree(skel.E, skel.N)
-        skel._cache["compiled"] = None if tree is None else Packed(skel, tree)
-    return skel._cache["compiled"]
+        skel.packed = False if tree is None else Packed(skel, tree)
+    return skel.packed or None
 
 
 def _args(pk):
