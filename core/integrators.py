@@ -557,9 +557,9 @@ class Integrator:
 
     def normalize(self, q, v):
         """Apply every joint's chart change in place (seed 003 eqs. 66-70); in one kernel
-        call (:func:`core.compiled.kernels._normalize`) where the kernels take the steps."""
+        call (:func:`core.compiled.kernels.normalize`) where the kernels take the steps."""
         if self._kernel_advance is not None and _backend.kernels is not None and self._charts:
-            _backend.kernels._normalize((self.model.packed or _compiled.packed(self.model)).ints,
+            _backend.kernels.normalize((self.model.packed or _compiled.packed(self.model)).ints,
                                         q, v)
             return q, v
         for j, s in self._charts:

@@ -23,7 +23,11 @@ import numpy as np
 
 from ..contacts.solver import KEY_BITS
 from .contacts import _delassus_rows, _impulse_velocity, contact_pgs, fastest_point
-from .kernels import _jit, _limit_offsets, _limit_row, _world_point, limit_hold
+from .limits import limit_hold
+from .limits import limit_offsets as _limit_offsets
+from .limits import limit_row as _limit_row
+from .options import jit as _jit
+from .spatial import world_point as _world_point
 from .layout import H_LSH, LI_C, LI_MIN, LR_HEADER, LR_PER
 
 __all__ = ["shape_poses", "plane_separation", "gather_contacts", "finish_contacts"]

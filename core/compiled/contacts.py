@@ -16,7 +16,9 @@ import math
 import numpy as np
 
 from ..contacts.solver import _disc
-from .kernels import _crba, _jit, _s_row
+from .dynamics import crba_recursion as _crba
+from .kinematics import s_row as _s_row
+from .options import jit as _jit
 from .layout import H_LSH, H_M, HEADER, I_N, I_PARENT, I_Q, NI
 
 

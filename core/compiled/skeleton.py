@@ -29,7 +29,8 @@ import math
 
 import numpy as np
 
-from .kernels import _invert, _jit
+from .options import jit as _jit
+from .spatial import invert as _invert
 
 __all__ = ["packed", "step", "accelerations"]
 
