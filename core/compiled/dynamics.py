@@ -23,7 +23,7 @@ with one dtype, layout and writability: each function compiles once for all its 
 Each entry point's compile optimizes all the code it calls again, so thin levels between
 them are inlined (:data:`core.compiled.options.inline`), and code a call cannot need is not
 compiled for it: the large joint kinds only for read-only ``ints``
-(:func:`core.compiled.joints.evaluate_joint`), the drive only where its arguments are not
+(:func:`core.compiled.joints.large_joint`), the drive only where its arguments are not
 None (:mod:`core.compiled.integrators`).
 
 Mirrors (reference -> twin; parity test):

@@ -6,80 +6,46 @@ velocities, ``q_dot^T (dS/dq) q_dot`` (several), written into the kernels' buffe
 
 A kind is declared beside its joint: the kind number ``KIND_*``, the family's
 ``kernel_kind``, ``kernel_params`` (its constants, packed by :mod:`core.compiled.pack`) and
-the flags ``kernel_charts`` and ``kernel_large``. :func:`evaluate_joint` is the one kernel
-function that dispatches on the kinds (a large kind in :func:`_large_joint`'s branch, so
-that numba compiles it only for models that have one).
+the flags ``kernel_charts`` and ``kernel_large``. The one kernel function that dispatches on
+the kinds is :func:`core.compiled.kinematics.kinematics` (a large kind in
+:func:`large_joint`'s branch, so that numba compiles it only for models that have one).
 
 Mirrors (reference -> twin; parity test):
 
-* ``lower_pairs.ScrewFamily`` (``KIND_SCREW``) -> :func:`_screw`;
-* ``lower_pairs.FixedFamily`` (``KIND_FIXED``) -> the placement copy in :func:`evaluate_joint`;
+* ``lower_pairs.ScrewFamily`` (``KIND_SCREW``) -> :func:`screw`; ``lower_pairs.FixedFamily``
+  (``KIND_FIXED``) -> the placement copy in :func:`core.compiled.kinematics.kinematics`;
 * ``spline_curve.CubicSplineFamily``, ``SplineCurveJoint.evaluate`` (``KIND_SPLINE``) ->
-  :func:`_spline`; ``spline_curve.ClosedCubicSplineFamily`` (``KIND_CLOSED_SPLINE``) ->
-  :func:`_wrap` then :func:`_spline`;
-* ``spherical.SphericalFamily`` (``KIND_SPHERE``) -> :func:`_sphere`, :func:`_sphere_bias`;
-  ``spherical.Free.evaluate`` (``KIND_FREE``) -> :func:`_free`;
-* ``opensim.CustomJoint.evaluate`` (``KIND_CUSTOM``) -> :func:`core.compiled.custom.custom_joint`;
-* ``spline_surface.SplineJoint.evaluate`` (``KIND_SURFACE``) ->
-  :func:`core.compiled.surface.surface_joint`;
+  :func:`spline`; ``spline_curve.ClosedCubicSplineFamily`` (``KIND_CLOSED_SPLINE``) ->
+  :func:`wrap` then :func:`spline`;
+* ``spherical.SphericalFamily`` (``KIND_SPHERE``) -> :func:`sphere`, :func:`sphere_bias`;
+  ``spherical.Free.evaluate`` (``KIND_FREE``) -> :func:`free`, :func:`free_bias`;
 
 all through ``tests/core/test_backend_numba.py::test_backends_agree`` (screws, splines inside
-and beyond their knots, closed curves a period away, welds, balls, free joints) and
-``::test_custom_joints_agree`` (CustomJoints), and
-``tests/core/test_backend_numba.py::test_large_joint_kinds_compile_for_their_models_only``
-with ``tests/core/test_spline_joints.py`` (n-DOF spline joints).
+and beyond their knots, closed curves a period away, welds, balls, free joints);
+
+* ``opensim.CustomJoint.evaluate`` (``KIND_CUSTOM``) -> :func:`large_joint`,
+  :func:`core.compiled.custom.custom_joint`: ``::test_custom_joints_agree``;
+* ``spline_surface.SplineJoint.evaluate`` (``KIND_SURFACE``) -> :func:`large_joint`,
+  :func:`core.compiled.surface.surface_joint`: ``::test_surface_joints_agree``.
 """
 
 import math
 
 from numba.extending import overload
 
-from ..joints.lower_pairs import KIND_FIXED, KIND_SCREW
 from ..joints.opensim import KIND_CUSTOM
-from ..joints.spherical import KIND_FREE, KIND_SPHERE
-from ..joints.spline_curve import KIND_CLOSED_SPLINE, KIND_SPLINE
 from ..joints.spline_surface import KIND_SURFACE
 from .custom import custom_joint
 from .expcoords import abg, exp_factors, rate_coefficients
-from .layout import BODY_REALS, HEADER, I_DEG, I_NS, I_PAR, NI, R_BODIES
-from .options import OPTIONS, inline, jit
+from .options import OPTIONS, jit
 from .surface import span_of, surface_joint
 
-__all__ = ["evaluate_joint"]
-
-
-@inline
-def evaluate_joint(ints, reals, buf, b, kind, qs, n, o, sm, cb, q, v, with_v):
-    """Body ``b``'s joint (``kind``, coordinates ``qs:qs + n``) at ``q``: ``P G`` (top 3x4)
-    at ``o`` and ``[S; dS/dq]`` after it (one coordinate) or the rows of ``S`` at ``sm`` (in
-    the body's coordinates' places) and, with ``with_v``, ``q_dot^T (dS/dq) q_dot`` at ``cb
-    + 6 b`` (several). A kind of no kernel (``KIND_PYTHON``) is left as its family wrote it.
-    Adding a compiled joint kind adds its branch here (or to :func:`_large_joint`'s)."""
-    row = HEADER + NI * b
-    pb = R_BODIES + BODY_REALS * b
-    oc = cb + 6 * b
-    if kind == KIND_SCREW:
-        _screw(reals, ints[row + I_PAR], buf, o, q[qs])
-    elif kind == KIND_SPLINE:
-        _spline(reals, ints[row + I_PAR], ints[row + I_NS], ints[row + I_DEG], buf, o, q[qs])
-    elif kind == KIND_SPHERE:
-        _sphere(reals, pb, buf, o, sm, oc, q, v, qs, with_v)
-    elif kind == KIND_FREE:
-        _free(reals, pb, buf, o, sm, oc, q, v, qs, with_v)
-    elif kind == KIND_CLOSED_SPLINE:
-        po = ints[row + I_PAR]
-        _spline(reals, po + 1, ints[row + I_NS], ints[row + I_DEG], buf, o,
-                _wrap(q[qs], reals[po + 1], reals[po + 2], reals[po]))
-    elif kind == KIND_FIXED:
-        for k in range(12):
-            buf[o + k] = reals[pb + k]
-    else:
-        _large_joint(ints, kind, reals, ints[row + I_PAR], pb, buf, o, sm, oc, q, v, qs, n,
-                     with_v)
+__all__ = ["screw", "spline", "wrap", "sphere", "sphere_bias", "free", "free_bias",
+           "large_joint"]
 
 
 @jit
-def _screw(reals, po, buf, o, x):
+def screw(reals, po, buf, o, x):
     """``P G = [1, sin x, 1 - cos x, x]`` times the (4, 12) table; S = screw, dS/dq = 0."""
     s = math.sin(x)
     c1 = 1.0 - math.cos(x)
@@ -92,7 +58,7 @@ def _screw(reals, po, buf, o, x):
 
 
 @jit
-def _spline(reals, po, ns, deg, buf, o, x):
+def spline(reals, po, ns, deg, buf, o, x):
     """Cubic spline curve: the span's polynomial in ``x - midpoint`` (Horner) for the 28
     values ``[P G (16), S, dS/dq]``; beyond the knots ``P G_end exp(S_end dq)``, S = S_end
     and dS/dq = 0 (as :meth:`SplineCurveJoint.evaluate`)."""
@@ -143,7 +109,7 @@ def _spline(reals, po, ns, deg, buf, o, x):
 
 
 @jit
-def _wrap(x, lo, hi, period):
+def wrap(x, lo, hi, period):
     """``x`` outside ``[lo, hi)`` moved by whole periods into ``[lo, lo + period)`` (as
     :meth:`core.joints.spline_curve.ClosedSplineCurveJoint.evaluate` does)."""
     if lo <= x < hi:
@@ -153,9 +119,9 @@ def _wrap(x, lo, hi, period):
 
 
 @jit
-def _sphere(reals, pb, buf, o, sm, oc, q, v, qs, with_v):
+def sphere(reals, pb, buf, o, sm, q, qs):
     """Spherical joint: ``P [exp(r), 0]`` and the rows ``S_j = [J_b e_j; 0]`` (seed 003
-    eqs. 2, 20), and with ``with_v`` its :func:`_sphere_bias` at ``oc``; returns R."""
+    eqs. 2, 20); returns R."""
     x, y, z = q[qs], q[qs + 1], q[qs + 2]
     t = x * x + y * y + z * z
     th = math.sqrt(t)
@@ -178,18 +144,14 @@ def _sphere(reals, pb, buf, o, sm, oc, q, v, qs, with_v):
         for i in range(3):
             buf[r + i] = J[3 * i + j]
             buf[r + 3 + i] = 0.0
-    if with_v:
-        _sphere_bias(buf, oc, q, v, qs)
     return R
 
 
 @jit
-def _free(reals, pb, buf, o, sm, oc, q, v, qs, with_v):
-    """Free joint ``q = [r, p]``: ``P [exp(r), p]``, the rows of r as :func:`_sphere`'s and
-    ``S_{3+j} = [0; R^T e_j]`` (:meth:`core.joints.spherical.Free.evaluate`); with ``with_v``
-    its bias at ``oc``: the rotation's as :func:`_sphere_bias`, and ``d(R^T)/dt p_dot = -w x
-    R^T p_dot`` with ``[w; R^T p_dot] = S q_dot``."""
-    R = _sphere(reals, pb, buf, o, sm, oc, q, v, qs, with_v)
+def free(reals, pb, buf, o, sm, q, qs):
+    """Free joint ``q = [r, p]``: ``P [exp(r), p]``, the rows of r as :func:`sphere`'s and
+    ``S_{3+j} = [0; R^T e_j]`` (:meth:`core.joints.spherical.Free.evaluate`)."""
+    R = sphere(reals, pb, buf, o, sm, q, qs)
     for i in range(3):
         buf[o + 4 * i + 3] += reals[pb + 4 * i] * q[qs + 3] + \
             reals[pb + 4 * i + 1] * q[qs + 4] + reals[pb + 4 * i + 2] * q[qs + 5]
@@ -198,24 +160,31 @@ def _free(reals, pb, buf, o, sm, oc, q, v, qs, with_v):
         for i in range(3):
             buf[r + i] = 0.0
             buf[r + 3 + i] = R[3 * j + i]
-    if with_v:
-        x0 = x1 = x2 = y0 = y1 = y2 = 0.0
-        for j in range(6):
-            r = sm + 6 * (qs + j)
-            qd = v[qs + j]
-            x0 += buf[r] * qd
-            x1 += buf[r + 1] * qd
-            x2 += buf[r + 2] * qd
-            y0 += buf[r + 3] * qd
-            y1 += buf[r + 4] * qd
-            y2 += buf[r + 5] * qd
-        buf[oc + 3] = x2 * y1 - x1 * y2
-        buf[oc + 4] = x0 * y2 - x2 * y0
-        buf[oc + 5] = x1 * y0 - x0 * y1
 
 
 @jit
-def _sphere_bias(buf, oc, q, v, qs):
+def free_bias(buf, oc, sm, q, v, qs):
+    """A free joint's ``q_dot^T (dS/dq) q_dot`` (after :func:`free` wrote its S rows): the
+    rotation's as :func:`sphere_bias`, and ``d(R^T)/dt p_dot = -w x R^T p_dot`` with
+    ``[w; R^T p_dot] = S q_dot``."""
+    sphere_bias(buf, oc, q, v, qs)
+    x0 = x1 = x2 = y0 = y1 = y2 = 0.0
+    for j in range(6):
+        r = sm + 6 * (qs + j)
+        qd = v[qs + j]
+        x0 += buf[r] * qd
+        x1 += buf[r + 1] * qd
+        x2 += buf[r + 2] * qd
+        y0 += buf[r + 3] * qd
+        y1 += buf[r + 4] * qd
+        y2 += buf[r + 5] * qd
+    buf[oc + 3] = x2 * y1 - x1 * y2
+    buf[oc + 4] = x0 * y2 - x2 * y0
+    buf[oc + 5] = x1 * y0 - x0 * y1
+
+
+@jit
+def sphere_bias(buf, oc, q, v, qs):
     """``q_dot^T (dS/dq) q_dot = [J_b_dot r_dot; 0] = [(2 gamma - beta) s r_dot - b1 s
     (r x r_dot) + (g1 s^2 + gamma |r_dot|^2) r; 0]`` with ``s = r . r_dot`` (seed 003 eqs.
     36-38, 40)."""
@@ -233,14 +202,14 @@ def _sphere_bias(buf, oc, q, v, qs):
     buf[oc + 5] = 0.0
 
 
-def _large_joint(ints, kind, reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v):
+def large_joint(ints, kind, reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v):
     """A joint of a large kind (a family with ``kernel_large``; arguments as
     :func:`~core.compiled.custom.custom_joint`; other kinds: nothing): compiled as that
     where ``ints`` is read-only (the packer's mark of a model with such joints), else as
     nothing at all, so that the kernels of other models do not compile those joints."""
 
 
-@overload(_large_joint, jit_options=OPTIONS)
+@overload(large_joint, jit_options=OPTIONS)
 def _large_joint_impl(ints, kind, reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v):
     if ints.mutable:
         return lambda ints, kind, reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v: None

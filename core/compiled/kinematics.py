@@ -4,7 +4,10 @@ acceleration, in body frames (seed 000 eq. 14), one body at a time in the model'
 (parents first):
 
 * each body's local transform ``P G(q)`` and ``S``, ``dS/dq`` or ``S`` rows from its joint's
-  kind (:mod:`core.compiled.joints`), or as written by the Python families;
+  kind (:mod:`core.compiled.joints`), or as written by the Python families: the one branch
+  on the kinds, which a compiled joint kind adds to (in :func:`kinematics` itself: as a
+  function of its own, inlined, the five arrays it takes would be reference-counted at
+  every body, a quarter more time for aba on a 32-body chain);
 * ``V_i = X_i V_p + S q_dot``, with ``X_i = Ad_{(P G)^-1}`` (world poses ``T_i = T_p P G``
   are composed alongside into ``LSH``), and the bias acceleration
   ``c_i = ad_{V_i} S q_dot + q_dot^T (dS/dq) q_dot`` (eq. 14).
@@ -18,9 +21,13 @@ Mirrors (reference -> twin; parity test):
 * ``data.S_body`` / ``data.SH`` columns -> :func:`s_row`.
 """
 
-from .joints import evaluate_joint
-from .layout import (B_LOCAL, B_C, B_SIZE, B_V, HEADER, H_BODY, H_CB, H_LSH, H_SM, H_TMP,
-                     H_NB, I_KIND, I_N, I_PARENT, I_Q, NI, T_VEC)
+from ..joints.lower_pairs import KIND_FIXED, KIND_SCREW
+from ..joints.spherical import KIND_FREE, KIND_SPHERE
+from ..joints.spline_curve import KIND_CLOSED_SPLINE, KIND_SPLINE
+from .joints import free, free_bias, large_joint, screw, sphere, sphere_bias, spline, wrap
+from .layout import (B_LOCAL, B_C, B_SIZE, B_V, BODY_REALS, HEADER, H_BODY, H_CB, H_LSH, H_SM,
+                     H_TMP, H_NB, I_DEG, I_KIND, I_N, I_NS, I_PAR, I_PARENT, I_Q, NI, R_BODIES,
+                     T_VEC)
 from .options import jit
 from .spatial import Z6, load6, x_motion_t
 
@@ -38,8 +45,8 @@ def s_row(ints, b, j):
 
 @jit
 def kinematics(ints, reals, buf, q, v, with_v):
-    """Joints (:func:`core.compiled.joints.evaluate_joint`), local transforms (scratch),
-    world poses (``LSH``) and, ``with_v``, body velocities V and bias accelerations c."""
+    """Joints (by kind, module docstring), local transforms (scratch), world poses
+    (``LSH``) and, ``with_v``, body velocities V and bias accelerations c."""
     nb = ints[H_NB]
     oL, sm, cb, ob, tmp = ints[H_LSH], ints[H_SM], ints[H_CB], ints[H_BODY], ints[H_TMP]
     for b in range(nb):
@@ -47,7 +54,29 @@ def kinematics(ints, reals, buf, q, v, with_v):
         kind, qs, n, par = ints[row + I_KIND], ints[row + I_Q], ints[row + I_N], \
             ints[row + I_PARENT]
         o = oL + 28 * b
-        evaluate_joint(ints, reals, buf, b, kind, qs, n, o, sm, cb, q, v, with_v)
+        pb = R_BODIES + BODY_REALS * b                  # the joint kinds (module docstring)
+        if kind == KIND_SCREW:
+            screw(reals, ints[row + I_PAR], buf, o, q[qs])
+        elif kind == KIND_SPLINE:
+            spline(reals, ints[row + I_PAR], ints[row + I_NS], ints[row + I_DEG], buf, o, q[qs])
+        elif kind == KIND_SPHERE:
+            sphere(reals, pb, buf, o, sm, q, qs)
+            if with_v:
+                sphere_bias(buf, cb + 6 * b, q, v, qs)
+        elif kind == KIND_FREE:
+            free(reals, pb, buf, o, sm, q, qs)
+            if with_v:
+                free_bias(buf, cb + 6 * b, sm, q, v, qs)
+        elif kind == KIND_CLOSED_SPLINE:
+            po = ints[row + I_PAR]
+            spline(reals, po + 1, ints[row + I_NS], ints[row + I_DEG], buf, o,
+                   wrap(q[qs], reals[po + 1], reals[po + 2], reals[po]))
+        elif kind == KIND_FIXED:
+            for k in range(12):
+                buf[o + k] = reals[pb + k]
+        else:
+            large_joint(ints, kind, reals, ints[row + I_PAR], pb, buf, o, sm, cb + 6 * b, q, v,
+                        qs, n, with_v)
         bo = ob + B_SIZE * b
         bl = bo + B_LOCAL
         for i in range(3):

@@ -1,8 +1,7 @@
 """The compiled twins that no algorithm-level test isolates, each against its reference:
 the spatial algebra of the recursions (:mod:`core.compiled.spatial` against
-:mod:`core.lie.se3` products), the coefficient functions (:mod:`core.compiled.expcoords`
-against :mod:`core.expcoords`) and the joint kinds' declarations (one number per kind, each
-with its branch in :func:`core.compiled.joints.evaluate_joint`).
+:mod:`core.lie.se3` products and ``numpy.linalg.inv``) and the coefficient functions
+(:mod:`core.compiled.expcoords` against :mod:`core.expcoords`).
 
 Tolerances are derived, not tuned: an entry computed as a sum of products rounds at most
 ``k`` times on each side (``k`` counted per formula below), and each rounding is at most
