@@ -129,7 +129,7 @@ class IntegratorSteps:
         kernels take the steps; False (nothing done) elsewhere."""
         if self.advance_args is None or not self.integ.charts:
             return False
-        kernels._normalize(dynamics.packed(self.integ.model).ints, q, v)
+        kernels.normalize(dynamics.packed(self.integ.model).ints, q, v)
         return True
 
     def advance(self, q, v):

@@ -106,6 +106,9 @@ ROUNDOFF_ERROR = 2e-13
 #: triple with ``|a_i x a_j| < COLLINEAR_TOL`` (the axes as written) are refused
 COLLINEAR_TOL = 1e-5
 
+#: the compiled joint kind of :class:`CustomJointFamily`
+KIND_CUSTOM = 4
+
 
 def finite_array(x, name, shape_hint):
     """``x`` as a float array, or NonFiniteError if it holds NaN or inf."""
@@ -985,7 +988,8 @@ class CustomJointFamily(GenericFamily):
     with a :class:`MultivariatePolynomialFunction` (or more than 6 coordinates) goes to
     GenericFamily."""
 
-    kernel_kind = L.KIND_CUSTOM
+    kernel_kind = KIND_CUSTOM
+    kernel_large = True
 
     @classmethod
     def accepts(cls, joint):
