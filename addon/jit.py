@@ -15,7 +15,7 @@ kernels (:mod:`core.backend`):
   about :data:`COMPILE_SECONDS` for those of a first simulation, :data:`ALL_SECONDS` for
   every compiled path; later sessions load them in a fraction of a second. While one
   compiles the console prints :func:`compile_message` and a line per kernel compiled.
-* In an interactive session a background thread runs :func:`core.backend.warm_up` a second
+* In an interactive session a background thread runs :func:`core.warm_up.warm_up` a second
   after start (every compiled path, the most used first), so the kernels are compiled (or
   loaded) before the first simulation needs them; while it compiles, the status bar of
   every window shows :func:`compile_message`. A simulation started meanwhile waits for the
@@ -91,7 +91,8 @@ def _warm_up():
     try:
         if not backend.available():
             _numpy_line()
-        backend.warm_up()
+        from ..core.warm_up import warm_up          # the core's algorithms, imported here
+        warm_up()
     except Exception:                       # the simulations will report it where it matters
         traceback.print_exc()
 

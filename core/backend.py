@@ -22,28 +22,66 @@ given to :func:`set_cache_dir` (where the core is installed read-only or replace
 the add-on passes its user folder, ``bpy.utils.extension_path_user(...)/numba_cache``), or
 under ``NUMBA_CACHE_DIR`` exactly as the caller sets it (the caller then keeps it fresh).
 :func:`watch_compiles` reports the compiles as they happen (for a progress message) and
-:func:`warm_up` compiles, or loads, the kernels of every algorithm at a moment of the
-caller's choosing.
+:func:`core.warm_up.warm_up` compiles, or loads, the kernels of every algorithm at a moment
+of the caller's choosing.
 
-The algorithms read the module attribute :data:`kernels` (None on the numpy backend) on
-every call; :func:`active` resolves the choice the first time.
+The boundary. This is the one module that imports :mod:`core.compiled`. The reference
+modules reach compiled code only through :data:`twins`, a :class:`Twins` table holding the
+compiled twin of each of their public operations (None on the numpy backend): an
+operation reads its entry once, where it starts (``twin = backend.twins.aba``), and runs
+the twin instead of its own code when there is one; the integrator and the contact solver
+read theirs when they are made and keep the compiled stepper the entry makes for them.
+:data:`twins` is resolved on first access (:func:`active`).
 """
 
 import os
 import warnings
+from dataclasses import dataclass
 
 from .errors import InvalidInputError
 
-__all__ = ["BACKENDS", "ENV_VAR", "use", "active", "available", "set_cache_dir",
-           "source_digest", "watch_compiles", "warm_up", "kernels"]
+__all__ = ["BACKENDS", "ENV_VAR", "Twins", "use", "active", "available", "set_cache_dir",
+           "source_digest", "watch_compiles", "kernels", "twins"]
 
 BACKENDS = ("numpy", "numba")
 #: environment variable naming the backend
 ENV_VAR = "SPLINE_JOINTS_BACKEND"
 
+
+
+@dataclass(frozen=True, slots=True)
+class Twins:
+    """The compiled twin of each public operation of the reference modules (the functions
+    of :mod:`core.compiled.twins`), or None where the reference runs: every entry on the
+    numpy backend. Entries named after a function are called with that function's checked
+    arguments and return its result; ``integrator`` and ``contact_solver`` make, from a new
+    :class:`core.integrators.Integrator` or :class:`core.contacts.ContactSolver`, its
+    compiled stepper (or None when nothing of it compiles)."""
+
+    aba: object = None
+    rnea: object = None
+    nonlinear_effects: object = None
+    crba: object = None
+    crba_and_nle: object = None
+    kinetic_energy: object = None
+    potential_energy: object = None
+    mechanical_energy: object = None
+    limit_constraints: object = None
+    limit_hold: object = None
+    limit_pgs: object = None
+    integrator: object = None
+    contact_solver: object = None
+    skeleton_accelerations: object = None
+    skeleton_step: object = None
+    project_cg: object = None
+
+
+_NO_TWINS = Twins()
+
 #: the compiled kernel module :mod:`core.compiled.kernels` when the numba backend is active,
 #: else None (resolved by :func:`active`)
 kernels = None
+_twins = None           # the numba backend's Twins, once the compiled modules are loaded
 _name = None            # the active backend's name once resolved
 _import_error = None    # why numba could not be imported (None: not tried or it imports)
 _watchers = []          # watch_compiles callbacks
@@ -88,7 +126,7 @@ def _cache_folder(base, digest=None):
 def _point_numba_at(folder):
     os.environ["NUMBA_CACHE_DIR"] = folder
     import sys
-    if "numba" in sys.modules:                 # numba read its settings at import: re-read
+    if sys.modules.get("numba") is not None:   # numba read its settings at import: re-read
         from numba.core import config
         config.reload_config()
 
@@ -131,9 +169,23 @@ def available():
     return _load_kernels() is not None
 
 
+def __getattr__(name):
+    """:data:`twins`, resolved by :func:`active` on first access."""
+    if name == "twins":
+        active()
+        return twins
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _set(name, mod):
-    global _name, kernels
+    """Make backend ``name`` active (``mod`` its kernel module, None for numpy) and
+    :data:`twins` its table."""
+    global _name, kernels, twins, _twins
+    if mod is not None and _twins is None:
+        from .compiled.twins import TWINS
+        _twins = Twins(**TWINS)
     _name, kernels = name, mod
+    twins = _NO_TWINS if mod is None else _twins
 
 
 def use(name):
@@ -253,102 +305,3 @@ def _install_listener():
 
     _listener = Listener()
     event.register("numba:compile", _listener)
-
-
-def warm_up():
-    """Run every compiled algorithm once, in the order a user is likely to need them, so that
-    the kernels compile, or load from the cache, now rather than at the first call that
-    needs them:
-
-    1. on a three-body model (a revolute, a cubic spline curve and a spherical joint):
-       aba, the energies and RK4 steps without limits, then with the spherical joint in a
-       reach cone, starting outside it (a mechanism's simulation: one kernel call per
-       step, compiled with the limit solver only for models with limits);
-    2. the same with the revolute joint driven, with and without the cone (a rig's
-       kinematic body: the driven substep, the limits' Gauss-Seidel);
-    3. rnea, crba and the nonlinear effects;
-    4. a free sphere on a ground plane beside a static box (the contact solver: the
-       substep kernels, its Gauss-Seidel, the contact-free check's kinematics and the
-       compiled narrow phase, :mod:`core.compiled.narrow`);
-    5. the maximal-coordinate skeleton's step and accelerations on a three-body chain, and
-       the projection's conjugate gradients;
-    6. steps 1 and 3 on a model with an n-DOF spline joint (the large joint kinds,
-       :data:`core.compiled.layout.LARGE_KINDS`, compile for such models only).
-
-    Returns the seconds taken; 0.0 on the numpy backend."""
-    import time
-
-    import numpy as np
-
-    if active() != "numba":
-        return 0.0
-    import scipy.sparse
-
-    from . import dynamics
-    from .integrators import Drive, Integrator
-    from .joints.lower_pairs import Revolute
-    from .contacts import Box, ContactSolver, Plane, Sphere, StaticCollider
-    from .joints.spherical import Free, Spherical
-    from .joints.spline_curve import SplineCurveJoint
-    from .joints.spline_surface import SplineJoint
-    from .lie import se3, so3
-    from .limits import LimitSolver, ReachCone
-    from .maximal.skeleton import chain
-    from .maximal.solver import project
-    from .model import Model
-
-    t0 = time.perf_counter()
-    th = np.linspace(-1.0, 1.0, 6)
-    spline = SplineCurveJoint(se3.from_rp(so3.exp(np.outer(th, [0.0, 0.0, 1.0])),
-                                          0.02 * np.stack([th, th * th, 0 * th], axis=1)))
-    knots, ramp = np.arange(-3.0, 5.0), 0.3 * np.arange(4.0)
-    coefficients = np.zeros((6, 4, 4))
-    coefficients[0], coefficients[1] = ramp[:, None], ramp[None, :]      # phi_1 ~ q1, phi_2 ~ q2
-    surface = SplineJoint([knots, knots], coefficients)
-    offset = se3.from_rp(np.eye(3), np.array([0.0, 0.0, -0.3]))
-
-    def model_of(joints):
-        model = Model()
-        for i, joint in enumerate(joints):
-            model.add_body(f"b{i}", i - 1, joint, offset, 1.0, np.zeros(3), 0.01 * np.eye(3))
-        return model
-
-    def dynamics_of(model, q, limits, drive):
-        data = model.create_data()
-        v = np.full(model.nv, 0.1)
-        a = dynamics.aba(model, data, q, v, np.zeros(model.nv))
-        dynamics.mechanical_energy(model, data, q, v)
-        solver = None if limits is None else LimitSolver(model, limits)
-        Integrator(model, 1e-3, method="rk4", limits=solver, drive=drive).run(
-            q, v, 2, check_energy=False)
-        return data, v, a
-
-    chain3 = model_of((Revolute((0.0, 1.0, 0.0)), spline, Spherical()))
-    q = chain3.neutral()
-    q[-3] = 1.0                                   # outside the cone: the limits engage
-    cone = [ReachCone("b2", (0.0, 0.0, 1.0), 0.5)]
-    data, v, a = dynamics_of(chain3, q, None, None)
-    dynamics_of(chain3, q, cone, None)
-    drive = Drive((0,), lambda t: ([0.1 * t], [0.1], [0.0]))
-    dynamics_of(chain3, q, None, drive)
-    dynamics_of(chain3, q, cone, drive)
-    dynamics.rnea(chain3, data, q, v, a)
-    dynamics.crba(chain3, data, q)
-    dynamics.nonlinear_effects(chain3, data, q, v)
-    ball = model_of((Free(),))
-    q = ball.neutral()
-    q[5] = 0.2                                    # resting on the plane at z = -0.2
-    contacts = ContactSolver(ball, [("b0", Sphere(0.1))],
-                             [Plane(-0.2), StaticCollider(Box((0.1, 0.1, 0.1)), offset)])
-    Integrator(ball, 1e-3, 2, "semi_implicit", contacts=contacts).run(
-        q, np.zeros(ball.nv), 2, check_energy=False)
-    skel, state = chain(3, spherical=(0,))
-    skel.step(skel.step(state, 1e-3, update="paper")[0], 1e-3, stabilize=True)
-    skel.accelerations(state)
-    project(scipy.sparse.identity(2, format="csr"), np.ones(2), np.ones(2))
-    large = model_of((Revolute((0.0, 1.0, 0.0)), surface))
-    q = large.neutral()
-    data, v, a = dynamics_of(large, q, None, None)
-    dynamics.rnea(large, data, q, v, a)
-    dynamics.crba(large, data, q)
-    return time.perf_counter() - t0

@@ -55,9 +55,10 @@ Forward dynamics methods (:func:`aba`'s ``method``)
 ``"auto"`` picks "body" where it applies, else "dense" up to :data:`DENSE_MAX_DOFS` dofs and
 "recursive" above. On the numba backend (:mod:`core.backend`) ``aba`` "auto" and
 "recursive", ``rnea``, ``crba``, ``nonlinear_effects`` and ``crba_and_nle`` run compiled
-body-frame recursions instead (:mod:`core.compiled.kernels`: the O(n) articulated-body
-recursion, Newton-Euler and composite rigid bodies, one kernel call each after the joints
-without a kernel are evaluated in Python), and so do the kinetic, potential and mechanical
+body-frame recursions instead: each reads its compiled twin (:mod:`core.compiled.dynamics`)
+from :data:`core.backend.twins` where it starts (the O(n) articulated-body recursion,
+Newton-Euler and composite rigid bodies, one kernel call each after the joints without a
+kernel are evaluated in Python), and so do the kinetic, potential and mechanical
 energies (one kernel call each, which leaves the world poses in ``data.oMi``); the momentum
 stays numpy. All agree to round-off and are tested against Pinocchio;
 ``scripts/bench.py --only dynamics`` times them beside ``pin.aba`` and MuJoCo's
@@ -70,7 +71,6 @@ import numpy as np
 from scipy.linalg import lapack as _lapack
 
 from . import backend as _backend
-from .compiled import dispatch as _compiled
 from .errors import InvalidInputError, NonFiniteError
 from .kinematics import update_kinematics, update_velocities
 from .lie import se3
@@ -83,8 +83,6 @@ __all__ = ["rnea", "aba", "crba", "nonlinear_effects", "crba_and_nle", "kinetic_
 DENSE_MAX_DOFS = 256
 #: the methods of :func:`aba` that the numba backend runs compiled (the O(n) recursion)
 COMPILED_METHODS = ("auto", "recursive")
-
-_backend.active()       # resolve the backend once (reads SPLINE_JOINTS_BACKEND)
 
 
 def _external_wrenches(model, data, v, fext):
@@ -182,8 +180,9 @@ def rnea(model, data, q, v, a, fext=None):
     model's springs. Writes ``data.tau``, ``data.f`` (body wrenches), ``data.f_joint``."""
     q, v, fext = _checked(model, data, q, v, fext)
     a = model.check_state(a, "a")
-    if _backend.kernels is not None:
-        return _compiled.rnea(model, data, q, v, a, fext)
+    twin = _backend.twins.rnea
+    if twin is not None:
+        return twin(model, data, q, v, a, fext)
     _prepare(model, data, q, v, fext)
     # eq. 14 in the world frame: A_i = A_parent + Ad_T(S q_ddot + q_dot^T dS q_dot) + ad_V u
     Sa = data.S_world * a[:, None]
@@ -218,8 +217,9 @@ def nonlinear_effects(model, data, q, v, fext=None):
     """``h(q, v) = rnea(q, v, 0)``: gravity, Coriolis/centrifugal and joint Hessian terms,
     minus springs and fext: ``(nv,)`` (written to ``data.nle``)."""
     q, v, fext = _checked(model, data, q, v, fext)
-    if _backend.kernels is not None:
-        return _compiled.nonlinear_effects(model, data, q, v, fext)
+    twin = _backend.twins.nonlinear_effects
+    if twin is not None:
+        return twin(model, data, q, v, fext)
     _prepare(model, data, q, v, fext)
     return _nle_prepared(model, data, q, v, fext)
 
@@ -247,8 +247,9 @@ def crba(model, data, q):
     bodies: ``M_jl = S_j^T Ic S_l`` with ``Ic`` the subtree inertia of the deeper body."""
     model.check_data(data)
     q = model.check_state(q)
-    if _backend.kernels is not None:
-        return _compiled.crba(model, data, q)
+    twin = _backend.twins.crba
+    if twin is not None:
+        return twin(model, data, q)
     update_kinematics(model, data, q)
     _world_inertias(model, data)
     _subtree_sums(model, data)
@@ -262,9 +263,9 @@ def crba_and_nle(model, data, q, v, fext=None):
     joints without a kernel, whose local transforms the kernel composes into world poses in
     place). Writes ``data.M`` and ``data.nle`` and returns them."""
     q, v, fext = _checked(model, data, q, v, fext)
-    if _backend.kernels is not None:
-        return (_compiled.crba(model, data, q),
-                _compiled.nonlinear_effects(model, data, q, v, fext))
+    twin = _backend.twins.crba_and_nle
+    if twin is not None:
+        return twin(model, data, q, v, fext)
     _prepare(model, data, q, v, fext)
     h = _nle_prepared(model, data, q, v, fext)
     return _crba_prepared(model, data), h
@@ -451,8 +452,9 @@ def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto"):
     recursion (:data:`COMPILED_METHODS`; it writes ``data.oMi`` and ``data.ddq``); "dense"
     and "body" stay numpy.
     """
-    if _backend.kernels is not None and method in COMPILED_METHODS:
-        return _compiled.aba(model, data, q, v, tau, fext, check)
+    twin = _backend.twins.aba
+    if twin is not None and method in COMPILED_METHODS:
+        return twin(model, data, q, v, tau, fext, check)
     if method == "auto":
         method = ("body" if model.one_body_inertia is not None and not model.point_springs
                   else "dense" if model.nv <= DENSE_MAX_DOFS else "recursive")
@@ -493,8 +495,9 @@ def kinetic_energy(model, data, q, v):
     """``sum_i 1/2 v_i^T J_i v_i`` (eq. 8 inertias): a float (on the numba backend one
     kernel call)."""
     q, v, _ = _checked(model, data, q, v, None)
-    if _backend.kernels is not None:
-        return _compiled.energies(model, data, q, v)[0]
+    twin = _backend.twins.kinetic_energy
+    if twin is not None:
+        return twin(model, data, q, v)
     _prepare(model, data, q, v, None)
     return 0.5 * float(np.einsum("na,nab,nb->", data.V, data.I_world, data.V))
 
@@ -505,8 +508,9 @@ def potential_energy(model, data, q):
     world poses at q are left in ``data.oMi`` (on the numba backend by one kernel call)."""
     model.check_data(data)
     q = model.check_state(q)
-    if _backend.kernels is not None:
-        return _compiled.energies(model, data, q, None)[1]
+    twin = _backend.twins.potential_energy
+    if twin is not None:
+        return twin(model, data, q)
     T = update_kinematics(model, data, q)
     c = np.einsum("nab,nb->na", T[:, :3, :3], model.coms) + T[:, :3, 3]
     e = -float(model.masses @ (c @ model.gravity))
@@ -521,9 +525,10 @@ def potential_energy(model, data, q):
 
 def mechanical_energy(model, data, q, v):
     """Kinetic plus potential energy: a float (on the numba backend one kernel call)."""
-    if _backend.kernels is not None:
+    twin = _backend.twins.mechanical_energy
+    if twin is not None:
         q, v, _ = _checked(model, data, q, v, None)
-        return sum(_compiled.energies(model, data, q, v))
+        return twin(model, data, q, v)
     return kinetic_energy(model, data, q, v) + potential_energy(model, data, q)
 
 

@@ -96,7 +96,9 @@ def _series(term, n):
 
 
 _F = math.factorial
-_SPECS = {
+#: each coefficient function's switch angle, series coefficients (in t) and closed form; the
+#: compiled twins (:mod:`core.compiled.expcoords`) take theirs from here
+SPECS = {
     # alpha = sum (-1)^m t^m / (2m+1)!
     "alpha": _Spec(0.1, _series(lambda m: Fraction((-1) ** m, _F(2 * m + 1)), 6),
                    lambda th, M: M.sin(th) / th),
@@ -126,7 +128,7 @@ _SPECS = {
 }
 
 #: {function name: (threshold in rad, number of series terms)}; see the module docstring.
-SERIES_THRESHOLDS = {k: (s.theta_c, len(s.coeffs)) for k, s in _SPECS.items()}
+SERIES_THRESHOLDS = {k: (s.theta_c, len(s.coeffs)) for k, s in SPECS.items()}
 
 
 def _horner(coeffs, t):
@@ -138,7 +140,7 @@ def _horner(coeffs, t):
 
 def _f(name, theta, t):
     """Coefficient function ``name`` at angle theta (float or array), t = theta^2."""
-    spec = _SPECS[name]
+    spec = SPECS[name]
     if isinstance(theta, float):
         if theta < spec.theta_c:
             return _horner(spec.coeffs, t)
@@ -204,9 +206,9 @@ def coefficient_function(name, theta):
     below the threshold, its closed form from there on (module docstring). alpha, beta,
     gamma, b1, g1 and q make up :func:`coefficients` and :func:`coefficient_rates`; sh and
     sh1 are the twist limit's (:func:`twist_angle`, :func:`twist_gradient`)."""
-    if name not in _SPECS:
+    if name not in SPECS:
         raise InvalidInputError(f"unknown coefficient function {name!r}; use one of "
-                                f"{sorted(_SPECS)}")
+                                f"{sorted(SPECS)}")
     th, t = _abs_angle(theta)
     return _f(name, th, t)
 

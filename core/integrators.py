@@ -52,8 +52,11 @@ causes (:func:`diverged`: a :class:`core.errors.NonFiniteError` of a joint, an o
 mass matrix that is no longer positive definite, a math domain error); nothing returns
 garbage.
 
-Compiled steps. On the numba backend (:mod:`core.backend`) a model whose joints all have
-kernels, with constant (or no) tau and fext, takes each step in one kernel call
+Compiled steps. An :class:`Integrator` made on the numba backend asks
+:data:`core.backend.twins` once for its compiled stepper
+(:class:`core.compiled.integrators.IntegratorSteps`, :attr:`Integrator.compiled`): a model
+whose joints all have kernels, with constant (or no) tau and fext, takes each step in one
+kernel call
 (:func:`core.compiled.kernels.advance`: the substeps, the divergence test, the spherical and
 free joints' chart changes, and the limits when the limit solver is ``compiled``), and
 :meth:`Integrator.advance_steps` takes a run of steps (:func:`integrate`'s steps between two
@@ -96,13 +99,9 @@ from scipy.linalg import cho_factor, cho_solve
 
 from . import backend as _backend
 from . import dynamics
-from .compiled import dispatch as _compiled
 from .checks import real_number, whole_number
 from .errors import InvalidInputError, NonFiniteError, SimulationError, SplineJointsError
-from .compiled.layout import S_NSUB
-from .compiled.pack import step_arrays
 from .joints.base import Joint
-from .joints.spherical import Free, Spherical
 
 __all__ = ["METHODS", "ORDERS", "DRIVE_WEIGHTS", "MAX_RECORD_BYTES", "Drive", "Recording",
            "integrate", "Trajectory", "Integrator", "simulate", "check_record_size",
@@ -113,9 +112,6 @@ METHODS = ("euler", "semi_implicit", "rk4")
 ORDERS = {"euler": 1, "semi_implicit": 1, "rk4": 4}
 #: the largest recording :func:`integrate` (and a mechanism's bake) preallocates: 2 GiB
 MAX_RECORD_BYTES = 2 ** 31
-#: the most substeps :meth:`Integrator.advance_steps` hands to one kernel call (the drive's
-#: motion and the stage powers of a call are tables of this many rows)
-KERNEL_SUBSTEPS = 1024
 #: quadrature weights of each method's dynamics evaluations within one substep
 #: the share of a velocity change within a substep that each method's position update takes
 #: (the contact step's ``c``, module docstring)
@@ -318,9 +314,11 @@ class Integrator:
         self.aba_method = aba_method
         self.record_energy = True
         self._zero = np.zeros(model.nv)
-        self._charts = [(j, slice(model.q_start[i], model.q_start[i] + model.q_count[i]))
-                        for i, j in enumerate(model.joints)
-                        if type(j).normalize is not Joint.normalize]
+        #: ``(joint, coordinate slice)`` of the joints that change chart (their
+        #: :meth:`~core.joints.base.Joint.normalize` hook)
+        self.charts = [(j, slice(model.q_start[i], model.q_start[i] + model.q_count[i]))
+                       for i, j in enumerate(model.joints)
+                       if type(j).normalize is not Joint.normalize]
         self._E0 = None
         self._Emax = np.inf
         self.drive = drive
@@ -331,141 +329,17 @@ class Integrator:
                 raise InvalidInputError(f"drive dofs {p.tolist()} must be distinct indices in "
                                         f"[0, {nv})")
             f = np.setdiff1d(np.arange(nv), p)
-            self._p, self._f = p, f
+            #: the free and the driven coordinates (with a drive)
+            self.free_dofs, self.driven_dofs = f, p
             self._ff, self._fp = np.ix_(f, f), np.ix_(f, p)
             self._powers = []
-        self._kernel_step = self._kernel_step_arguments()
-        self._kernel_drive = self._kernel_drive_arguments()
-        self._kernel_advance = self._kernel_advance_arguments()
-        #: the ``sd`` of :func:`core.compiled.kernels.advance_unconstrained` when a step is
-        #: one kernel call with neither limits nor a drive (nor contacts), else None
-        self._unconstrained = None if (self._kernel_advance is None or self.drive is not None
-                                       or self._kernel_advance[1] is not None
-                                       or contacts is not None) else self._kernel_advance[0]
-
-    def _kernel_forces(self):
-        """``(tau, fext)`` as a compiled kernel takes them, or None: that needs every joint
-        in a family with a kernel and a constant (or no) tau and fext."""
-        m = self.model
-        if callable(self.tau) or callable(self.fext) or any(f.kernel_kind is None
-                                                            for f in m.families):
-            return None
-        try:
-            fext = m.check_fext(self.fext)
-            tau = self._zero if self.tau is None else m.check_state(self.tau, "tau")
-        except ValueError:          # the numpy path raises it at the first step
-            return None
-        return tau, fext
-
-    def _kernel_step_arguments(self):
-        """``(tau, fext, method code, work rows)`` for one compiled kernel call per substep
-        (:func:`core.compiled.dispatch.substep`), or None: that needs
-        :meth:`_kernel_forces`, no drive and an aba method the kernels run; the numba
-        backend is checked at each substep."""
-        forces = None if (self.drive is not None or self.aba_method not in
-                          dynamics.COMPILED_METHODS) else self._kernel_forces()
-        if forces is None:
-            return None
-        nv = self.model.nv
-        return forces + (METHODS.index(self.method), (np.zeros((5, nv)), np.zeros((5, nv))))
-
-    def _kernel_drive_arguments(self):
-        """``(tau, fext, method code, work rows, dofs (nv,) free then prescribed, free count,
-        drive (3, 2, k), powers (4,), Cholesky scratch (nf, nf + 1))`` for one compiled
-        kernel call per substep with a drive (:func:`core.compiled.dispatch.driven_substep`),
-        or None: that needs a drive and :meth:`_kernel_forces`."""
-        forces = None if self.drive is None else self._kernel_forces()
-        if forces is None:
-            return None
-        nv, nf = self.model.nv, self._f.size
-        return forces + (METHODS.index(self.method), (np.zeros((5, nv)), np.zeros((5, nv))),
-                         np.concatenate([self._f, self._p]).astype(np.int64), nf,
-                         np.zeros((3, 2, self._p.size)), np.zeros(4),
-                         np.zeros((nf, nf + 1)))
-
-    def _kernel_advance_arguments(self):
-        """The arrays ``(sd, li, lr)`` of one compiled kernel call per step or per
-        run of steps (:func:`core.compiled.kernels.advance`: substeps, divergence tests,
-        chart changes, limits and the drive's motion; :func:`core.compiled.pack.step_arrays`
-        and the limit solver's ``kernel_arrays``, or None without limits), then the drive's
-        ``(dofs, nf, chol)`` (None, 0, None without one) and ``(drive, qend, powers)``, None
-        (a driven call's tables are made per call); or None: that needs the substep kernel
-        (:meth:`_kernel_step_arguments`, or with a drive :meth:`_kernel_drive_arguments`),
-        the spherical and free joints as the only joints that change chart, and no limits or
-        a limit solver that is ``compiled`` (with a contact solver: its limit solver; such a
-        call takes only steps that :meth:`core.contacts.ContactSolver.clear` finds free of
-        contacts)."""
-        kernel = self._kernel_step or self._kernel_drive
-        if kernel is None or (
-                self.limits is not None and not getattr(self.limits, "compiled", False)):
-            return None
-        if any(not isinstance(j, (Spherical, Free)) for j, _ in self._charts):
-            return None
-        m = self.model
-        tau, fext, code = kernel[:3]
-        sd = step_arrays(m.nv, m.nbodies, code, self.substeps, self.h, tau, fext,
-                         bool(self._charts))
-        li, lr = (None, None) if self.limits is None else self.limits.kernel_arrays
-        # without a drive the kernel compiles without the drive's code
-        driven = (None, 0, None) if self._kernel_drive is None else \
-            self._kernel_drive[4:6] + self._kernel_drive[8:]
-        return (sd, li, lr) + driven + (None, None, None)
-
-    def _kernel_steps(self, t, q, v, count):
-        """``count`` steps from time ``t`` in one call of :func:`core.compiled.kernels.advance`
-        (:meth:`_kernel_advance_arguments`; with a drive, its motion at every substep's
-        start, middle and end from one :meth:`Drive.evaluate_many`): ``(q, v, drive work of
-        each step (count,))``, or None when the kernel reports a failure (the limit solver's
-        engagement then as before the call)."""
-        p = self.model.packed or _compiled.packed(self.model)
-        qn, vn = q.copy(), v.copy()
-        sd, li, lr, dofs, nf, chol, drive, qend, powers = self._kernel_advance
-        h, n = self.h, count * self.substeps
-        if count > 1:
-            sd = sd.copy()
-            sd[S_NSUB] = n
-        if self.drive is not None:
-            ts = ((t + self.dt * np.arange(count))[:, None] +
-                  h * np.arange(self.substeps)[None, :]).ravel()
-            qp, vp, ap = self.drive.evaluate_many(ts[:, None] + np.array([0.0, 0.5 * h, h]))
-            drive = np.stack([vp, ap], axis=1).reshape(n, 3, 2, -1)
-            qend = np.ascontiguousarray(qp.reshape(n, 3, -1)[:, 2])
-            powers = np.zeros((n, 4))
-        if li is None and self.drive is None:
-            failed = _backend.kernels.advance_unconstrained(p.ints, p.reals, self.data.buffer,
-                                                            qn, vn, sd)
-        else:
-            failed = _backend.kernels.advance(p.ints, p.reals, self.data.buffer, qn, vn, sd, li,
-                                              lr, dofs, nf, drive, qend, powers, chol)
-        if failed:
-            return None
-        work = np.zeros(count)
-        if self.drive is not None:
-            w = DRIVE_WEIGHTS[self.method]
-            sub = h * (powers[:, :len(w)] @ np.array(w))
-            for j in range(count):
-                for x in sub[j * self.substeps:(j + 1) * self.substeps].tolist():
-                    work[j] += x
-        return qn, vn, work
-
-    def _kernel_steps_clear(self, t, q, v, count):
-        """:meth:`_kernel_steps` for steps that no shape can finish in contact
-        (:meth:`core.contacts.ContactSolver.clear` over the ``count`` steps, and again at
-        their end), logged as such; None (the limit solver's engagement as before) where the
-        check or the kernel declines, and without a check while the last contact step found
-        contacts (``ContactSolver.touching``: the next one almost always does)."""
-        contacts, t_end = self.contacts, t + count * self.dt
-        if contacts.touching or not contacts.clear(self.data, q, v, t, count * self.dt):
-            return None
-        li, lr = self._kernel_advance[1:3]
-        saved = None if li is None else (li.copy(), lr.copy())
-        out = self._kernel_steps(t, q, v, count)
-        if out is None or not contacts.clear(self.data, out[0], None, t_end):
-            if saved is not None:
-                li[:], lr[:] = saved
-            return None
-        contacts.skip(t, self.h, self.substeps * count)
-        return out
+        twin = _backend.twins.integrator
+        #: the compiled stepper of this integrator
+        #: (:class:`core.compiled.integrators.IntegratorSteps`) when it was made on the numba
+        #: backend and its substeps compile, else None
+        self.compiled = None if twin is None else twin(
+            self, METHODS.index(method), DRIVE_WEIGHTS[method],
+            aba_method in dynamics.COMPILED_METHODS)
 
     # -- forces --------------------------------------------------------------------
     def _tau(self, t, q, v):
@@ -502,7 +376,7 @@ class Integrator:
         M, h = dynamics.crba_and_nle(self.model, self.data, q, v, fext)
         if tau is not self._zero:
             h = h - tau
-        f, p = self._f, self._p
+        f, p = self.free_dofs, self.driven_dofs
         a = np.empty(self.model.nv)
         a[p] = ap
         if f.size:
@@ -512,31 +386,13 @@ class Integrator:
         self._powers.append(float((M[p] @ a + h[p]) @ vp))
         return a
 
-    def _compiled_driven_substep(self, t, q, v):
-        """One substep with a drive in one kernel call (:meth:`_kernel_drive_arguments`):
-        ``(qn, vn)`` with the stages' drive powers appended, or None when the kernel reports
-        a failure."""
-        tau, fext, code, rows, dofs, nf, drive, powers, chol = self._kernel_drive
-        h = self.h
-        for i, ts in enumerate((t, t + 0.5 * h, t + h) if code == 2 else (t,)):
-            _, drive[i, 0], drive[i, 1] = self.drive.evaluate(ts)
-        out = _compiled.driven_substep(self.model, self.data, q, v, tau, fext, h, code, rows,
-                                       dofs, nf, drive, powers, chol)
-        if out is not None:
-            self._powers.extend(powers[:len(DRIVE_WEIGHTS[self.method])].tolist())
-        return out
-
     # -- stepping ------------------------------------------------------------------
     def _substep(self, t, q, v):
-        h = self.h
-        if self._kernel_step is not None and _backend.kernels is not None:
-            tau, fext, code, rows = self._kernel_step
-            return _compiled.substep(self.model, self.data, q, v, tau, fext, h, code, rows)
-        if self._kernel_drive is not None and _backend.kernels is not None:
-            out = self._compiled_driven_substep(t, q, v)
+        if self.compiled is not None:
+            out = self.compiled.substep(t, q, v, self._powers if self.drive is not None else None)
             if out is not None:
                 return out
-            self._powers.clear()            # failed: the Python path below names the cause
+        h = self.h
         if self.method == "rk4":
             a1 = self.acceleration(t, q, v)
             q2, v2 = q + 0.5 * h * v, v + 0.5 * h * a1
@@ -557,12 +413,11 @@ class Integrator:
 
     def normalize(self, q, v):
         """Apply every joint's chart change in place (seed 003 eqs. 66-70); in one kernel
-        call (:func:`core.compiled.kernels._normalize`) where the kernels take the steps."""
-        if self._kernel_advance is not None and _backend.kernels is not None and self._charts:
-            _backend.kernels._normalize((self.model.packed or _compiled.packed(self.model)).ints,
-                                        q, v)
+        call where the compiled stepper takes the steps
+        (:meth:`core.compiled.integrators.IntegratorSteps.normalize`)."""
+        if self.compiled is not None and self.compiled.normalize(q, v):
             return q, v
-        for j, s in self._charts:
+        for j, s in self.charts:
             q[s], v[s] = j.normalize(q[s], v[s])
         return q, v
 
@@ -570,8 +425,8 @@ class Integrator:
         """Overwrite the driven coordinates with the drive's motion at t (in place)."""
         if self.drive is not None:
             qp, vp, _ = self.drive.evaluate(t)
-            q[self._p] = qp
-            v[self._p] = vp
+            q[self.driven_dofs] = qp
+            v[self.driven_dofs] = vp
 
     def _check(self, t, q, v, cause=None):
         """Raise SimulationError naming the time, the body with the largest coordinate or
@@ -621,18 +476,12 @@ class Integrator:
         return q, v
 
     def _step(self, t, q, v):
-        """One step of dt; returns ``(q, v, drive work over the step)``. On the numba
-        backend, where :meth:`_kernel_advance_arguments` allows, one kernel call; a step it
-        reports as failed is taken again here, substep by substep, which raises the
-        SimulationError that names the cause."""
-        if self._kernel_advance is not None and _backend.kernels is not None:
-            contacts = self.contacts
-            if contacts is None:
-                out = self._kernel_steps(t, q, v, 1)
-                if out is not None:
-                    return out[0], out[1], float(out[2][0])
-            else:
-                out = self._kernel_steps_clear(t, q, v, 1)
+        """One step of dt; returns ``(q, v, drive work over the step)``. With a compiled
+        stepper, where it takes steps (:meth:`core.compiled.integrators.IntegratorSteps.
+        steps`), one kernel call; a step it reports as failed is taken again here, substep
+        by substep, which raises the SimulationError that names the cause."""
+        if self.compiled is not None:
+            out = self.compiled.steps(t, q, v, 1)
             if out is not None:
                 return out[0], out[1], float(out[2][0])
         work = 0.0
@@ -686,39 +535,25 @@ class Integrator:
 
     def advance(self, t, state):
         """:func:`integrate`'s step: ``(q, v, work)`` at t -> at ``t + dt``; a step without
-        limits, drive or contacts on the numba backend is one kernel call from here
-        (:func:`core.compiled.kernels.advance_unconstrained`), the others go through
+        limits, drive or contacts is one kernel call of the compiled stepper from here
+        (:meth:`core.compiled.integrators.IntegratorSteps.advance`), the others go through
         :meth:`_step`."""
         q, v, work = state
-        sd, kernels = self._unconstrained, _backend.kernels
-        if sd is not None and kernels is not None:
-            p = self.model.packed or _compiled.packed(self.model)
-            qn, vn = q.copy(), v.copy()
-            if not kernels.advance_unconstrained(p.ints, p.reals, self.data.buffer, qn, vn, sd):
-                return qn, vn, work
+        if self.compiled is not None:
+            out = self.compiled.advance(q, v)
+            if out is not None:
+                return out[0], out[1], work
         q, v, dw = self._step(t, q, v)
         return q, v, work + dw
 
     def advance_steps(self, t, state, count):
-        """:func:`integrate`'s run of ``count`` steps from time ``t``: one kernel call per
-        :data:`KERNEL_SUBSTEPS` substeps where :meth:`_kernel_advance_arguments` allows on
-        the numba backend (with a contact solver: while the calls' steps are clear of
-        contacts, :meth:`_kernel_steps_clear`), else (and from a call the kernel or the
-        contact check declines on) calls of :meth:`advance`."""
-        if self._kernel_advance is not None and _backend.kernels is not None:
-            per_call = max(1, KERNEL_SUBSTEPS // self.substeps)
-            done = 0
-            while done < count:
-                n = min(per_call, count - done)
-                q, v, work = state
-                out = (self._kernel_steps if self.contacts is None else
-                       self._kernel_steps_clear)(t + done * self.dt, q, v, n)
-                if out is None:
-                    break
-                for dw in out[2].tolist():
-                    work += dw
-                state = out[0], out[1], work
-                done += n
+        """:func:`integrate`'s run of ``count`` steps from time ``t``: with a compiled
+        stepper, kernel calls of many steps each where it takes steps (with a contact
+        solver: while the calls' steps are clear of contacts;
+        :meth:`core.compiled.integrators.IntegratorSteps.advance_steps`), else (and from a
+        call the kernel or the contact check declines on) calls of :meth:`advance`."""
+        if self.compiled is not None:
+            state, done = self.compiled.advance_steps(t, state, count)
             count -= done
             t += done * self.dt
         for k in range(count):

@@ -320,15 +320,15 @@ class LimitSolver:
 
     def evaluate(self, q):
         """All constraints: ``d (c,)`` and ``N (c, nv)`` (rows are the gradients); on the
-        numba backend by :func:`core.compiled.kernels.limit_constraints` when
+        numba backend by :func:`core.compiled.limits.constraints` when
         :attr:`compiled` (each limit's own evaluation below where a twist limit is undefined,
         which raises)."""
+        twin = _backend.twins.limit_constraints
+        if twin is not None and self.compiled:
+            out = twin(self, q)
+            if out is not None:
+                return out
         c, nv = self.n_constraints, self.model.nv
-        if _backend.kernels is not None and self.compiled:
-            out = np.empty(c * (1 + nv))
-            li, lr = self.kernel_arrays
-            if _backend.kernels.limit_constraints(li, lr, np.ascontiguousarray(q, float), out):
-                return out[:c], out[c:].reshape(c, nv)
         d, N = np.empty(c), np.zeros((c, nv))
         k = 0
         for lim in self.limits:
@@ -343,11 +343,11 @@ class LimitSolver:
         """``lambda >= 0`` with ``W lambda + b >= 0`` complementary: projected Gauss-Seidel
         from zero until a sweep changes no impulse by more than ``PGS_RTOL`` times the
         largest (at most ``iterations`` sweeps; :data:`core.compiled.layout.PGS_RTOL`); the compiled
-        :func:`core.compiled.kernels.pgs` when the numba backend is on."""
+        :func:`core.compiled.limits.pgs` when the numba backend is on."""
+        twin = _backend.twins.limit_pgs
+        if twin is not None:
+            return twin(W, b, self.iterations)
         lam = np.zeros(len(b))
-        if _backend.kernels is not None:
-            _backend.kernels.pgs(W, b, lam, self.iterations, L.PGS_RTOL)
-            return lam
         diag = np.diag(W)
         for _ in range(self.iterations):
             change = size = 0.0
@@ -405,13 +405,12 @@ class LimitSolver:
     def hold(self, q):
         """``(q', d, N)``: ``q`` projected (:meth:`project`) where a constraint is outside its
         deadband (else q itself), and the constraints at q'; on the numba backend in one
-        kernel call (:func:`core.compiled.kernels.limit_hold`) when :attr:`compiled`."""
-        if _backend.kernels is not None and self.compiled:
-            c, nv = self.n_constraints, self.model.nv
-            out, held = np.empty(c * (1 + nv)), np.array(q, dtype=float)
-            status = _backend.kernels.limit_hold(*self.kernel_arrays, held, out)
-            if status >= 0:
-                return q if status == 0 else held, out[:c], out[c:].reshape(c, nv)
+        kernel call (:func:`core.compiled.limits.hold`) when :attr:`compiled`."""
+        twin = _backend.twins.limit_hold
+        if twin is not None and self.compiled:
+            out = twin(self, q)
+            if out is not None:
+                return out
         d, N = self.evaluate(q)
         if np.any(d + self.tol < 0.0):
             q = self.project(q, d, N)

@@ -1,6 +1,18 @@
-"""The compiled backend of the tree algorithms (numba): see :mod:`core.backend` for the
-switch, :mod:`core.compiled.layout` for the packed arrays, :mod:`core.compiled.pack` for
-packing a model, :mod:`core.compiled.kernels` for the kernels (the only module importing
-numba) and :mod:`core.compiled.dispatch` for the calls the algorithms hand over to;
-:mod:`core.compiled.skeleton` holds the maximal-coordinate skeleton step (its kernels
-compiled with the same settings)."""
+"""The compiled backend (numba): the twins of the reference modules' hot paths, reached only
+through :mod:`core.backend`, which imports :mod:`core.compiled.twins` (the table of twins) on
+the numba backend.
+
+* Plain data: :mod:`core.compiled.layout` (the packed arrays' layout, integers) and
+  :mod:`core.compiled.pack` (a model packed into them).
+* Glue, one module per reference module, each calling its kernels: :mod:`core.compiled.dynamics`
+  (:mod:`core.dynamics`), :mod:`core.compiled.integrators` (:mod:`core.integrators`),
+  :mod:`core.compiled.limits` (:mod:`core.limits`), :mod:`core.compiled.contact_solver`
+  (:mod:`core.contacts.solver`), :mod:`core.compiled.skeleton` (:mod:`core.maximal.skeleton`,
+  with its kernels) and :mod:`core.compiled.projection` (:mod:`core.maximal.solver`).
+* Kernels: :mod:`core.compiled.kernels` (the tree algorithms, stepping, limits and conjugate
+  gradients, one file per reference module, and the numba options of all),
+  :mod:`core.compiled.contacts`, :mod:`core.compiled.contact_step` and
+  :mod:`core.compiled.narrow` (the contact solver's).
+
+Each file opens with the reference functions it mirrors and the test that compares them
+(docs/architecture.md has the whole table)."""

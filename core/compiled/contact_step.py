@@ -21,15 +21,17 @@ These kernels allocate their outputs (their sizes are the number of contacts fou
 
 import numpy as np
 
-from ..contacts.solver import KEY_BITS
-from .contacts import _delassus_rows, _impulse_velocity, contact_pgs, fastest_point
-from .kernels import _jit, _limit_offsets, _limit_row, _world_point, limit_hold
+from ..contacts.rules import KEY_BITS
+from .contacts import delassus_rows, impulse_velocity, contact_pgs, fastest_point
+from .kernels.limits import limit_hold, limit_offsets, limit_row
+from .kernels.options import jit
+from .kernels.spatial import world_point
 from .layout import H_LSH, LI_C, LI_MIN, LR_HEADER, LR_PER
 
 __all__ = ["shape_poses", "plane_separation", "gather_contacts", "finish_contacts"]
 
 
-@_jit
+@jit
 def shape_poses(ints, buf, bodies, at, first, extent, poses):
     """The world poses of the bodies ``bodies (ns,)`` of the model's shapes (from the
     compiled kinematics in ``buf``) into ``poses[:ns] (N, 4, 4)`` (the colliders' poses after
@@ -44,7 +46,7 @@ def shape_poses(ints, buf, bodies, at, first, extent, poses):
     return fastest_point(buf, at, first, extent)
 
 
-@_jit
+@jit
 def plane_separation(ints, buf, planes, vertices, vertex_body, vertex_radius):
     """The least separation from the planes ``(P, 4)`` (normal, height) of the core vertices
     ``vertices (3 V,)`` (flat) swept by their radii, on the bodies ``vertex_body`` posed in
@@ -53,20 +55,20 @@ def plane_separation(ints, buf, planes, vertices, vertex_body, vertex_radius):
     oL = ints[H_LSH]
     least = np.inf
     for k in range(vertex_body.shape[0] if planes.shape[0] else 0):
-        w0, w1, w2 = _world_point(buf, oL + 28 * vertex_body[k], vertices, 3 * k)
+        w0, w1, w2 = world_point(buf, oL + 28 * vertex_body[k], vertices, 3 * k)
         for pi in range(planes.shape[0]):
             least = min(least, w0 * planes[pi, 0] + w1 * planes[pi, 1] + w2 * planes[pi, 2]
                         - planes[pi, 3] - vertex_radius[k])
     return least
 
 
-@_jit
+@jit
 def _key(kind, x, y, z):
-    """:func:`core.contacts.solver.contact_keys` of one contact."""
+    """:func:`core.contacts.rules.contact_keys` of one contact."""
     return (((kind << KEY_BITS | x) << KEY_BITS | y) << KEY_BITS) | z
 
 
-@_jit
+@jit
 def gather_contacts(ints, buf, q, v1, q1, c_h, margin, planes, plane_material, vertices,
                     vertex_shape, vertex_body, vertex_local, vertex_radius, pairs, pair_P,
                     pair_N, pair_S, pair_F, pair_a, pair_b, pair_material, li, lr, warm_keys,
@@ -102,7 +104,7 @@ def gather_contacts(ints, buf, q, v1, q1, c_h, margin, planes, plane_material, v
     key = np.empty(cap, dtype=np.int64)
     wv = np.empty((nvert, 3))
     for k in range(nvert if npl else 0):                # the core vertices in the world
-        wv[k, 0], wv[k, 1], wv[k, 2] = _world_point(buf, oL + 28 * vertex_body[k], vertices,
+        wv[k, 0], wv[k, 1], wv[k, 2] = world_point(buf, oL + 28 * vertex_body[k], vertices,
                                                     3 * k)
     nc = 0
     for pi in range(npl):
@@ -134,9 +136,9 @@ def gather_contacts(ints, buf, q, v1, q1, c_h, margin, planes, plane_material, v
     if nc == 0:
         return 0, 0, 0, rows, a, b, P, n, s, mu, rest, key, np.empty((0, nv)), \
             np.empty(0), np.empty(0)
-    (E, ST, _, _, _, _, _, _), (D, DD, N, _, _, _, _, _, _) = _limit_offsets(c, nv)
+    (E, ST, _, _, _, _, _, _), (D, DD, N, _, _, _, _, _, _) = limit_offsets(c, nv)
     for k in range(c):
-        d = _limit_row(li, lr, q, k, nv, N, D, lr)
+        d = limit_row(li, lr, q, k, nv, N, D, lr)
         if d != d:                                       # a twist at a swing of pi
             return 5, 0, 0, rows, a, b, P, n, s, mu, rest, key, np.empty((0, nv)), \
                 np.empty(0), np.empty(0)
@@ -180,7 +182,7 @@ def gather_contacts(ints, buf, q, v1, q1, c_h, margin, planes, plane_material, v
         rest[:nc], key[:nc], J, rhs, lam
 
 
-@_jit
+@jit
 def finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, F, li, lr, slop,
                     iterations, rtol):
     """Step 4 of ``ContactSolver.apply`` after the impulses ``lam`` (``nl`` limit rows, then
@@ -234,7 +236,7 @@ def finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, F, li, l
         for k in range(c):
             A[nc + k] = out[c + nv * k:c + nv * (k + 1)]
         Zt, W, low = np.empty((nv, na)), np.empty((na, na)), np.empty(na)
-        _delassus_rows(F, A, Zt, W)                      # W = A M^-1 A^T
+        delassus_rows(F, A, Zt, W)                      # W = A M^-1 A^T
         for k in range(nc):
             low[k] = ends[k] + slop
         for k in range(c):
@@ -243,7 +245,7 @@ def finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, F, li, l
         contact_pgs(W, low, corr, na, np.empty(0), np.empty((0, 6)), np.empty((0, 5)),
                     iterations, rtol)
         dq = np.empty(nv)                                # dq = M^-1 A^T corr
-        _impulse_velocity(F, Zt, corr, dq)
+        impulse_velocity(F, Zt, corr, dq)
         for i in range(nv):
             q_new[i] += dq[i]
         moved = True

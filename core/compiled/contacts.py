@@ -3,7 +3,7 @@ numpy code is the reference):
 
 * :func:`contact_rows`: the contacts' frames and Jacobian rows from the compiled
   kinematics' world poses and body-frame joint columns
-  (:func:`core.compiled.dispatch.energies`), as ``tangent_basis`` and ``_rows`` give them
+  (:func:`core.compiled.dynamics.energies`), as ``tangent_basis`` and ``_rows`` give them
   from ``core.kinematics.update_kinematics``;
 * :func:`contact_solve`: the impulses of a contact step (rows, Delassus matrix, Gauss-Seidel);
 * :func:`fastest_point`: the bound on the shapes' point speeds;
@@ -15,16 +15,18 @@ import math
 
 import numpy as np
 
-from ..contacts.solver import _disc
-from .kernels import _crba, _jit, _s_row
+from ..contacts import rules
+from .kernels.dynamics import crba_recursion
+from .kernels.kinematics import s_row
+from .kernels.options import jit
 from .layout import H_LSH, H_M, HEADER, I_N, I_PARENT, I_Q, NI
 
 
-#: :func:`core.contacts.solver._disc` compiled: the friction impulse on the disc
-disc = _jit(_disc)
+#: :func:`core.contacts.rules.disc` compiled: the friction impulse on the disc
+disc = jit(rules.disc)
 
 
-@_jit
+@jit
 def contact_pgs(W, b, lam, n_lim, mu, blocks, tangent, iterations, rtol):
     """Projected Gauss-Seidel in place on ``lam (m,)`` (warm start in it): rows ``[0,
     n_lim)`` unilateral, then per contact c (rows ``k = n_lim + 3 c``) its normal row and its
@@ -82,7 +84,7 @@ def contact_pgs(W, b, lam, n_lim, mu, blocks, tangent, iterations, rtol):
     return iterations
 
 
-@_jit
+@jit
 def _point_rows(ints, buf, body, c, P, D, J, r0, sign):
     """Add ``sign`` times the rows of contact c's point ``P[c]`` fixed to ``body`` along its
     frame ``D[c]`` (rows ``r0 + 3 c + d``): per coordinate j of an ancestor joint, ``D[c, d]
@@ -95,7 +97,7 @@ def _point_rows(ints, buf, body, c, P, D, J, r0, sign):
         row = HEADER + NI * k
         o = oL + 28 * k
         for j in range(ints[row + I_N]):
-            s = _s_row(ints, k, j)
+            s = s_row(ints, k, j)
             a0, a1, a2 = buf[s], buf[s + 1], buf[s + 2]
             b0, b1, b2 = buf[s + 3], buf[s + 4], buf[s + 5]
             w0 = buf[o] * a0 + buf[o + 1] * a1 + buf[o + 2] * a2
@@ -115,7 +117,7 @@ def _point_rows(ints, buf, body, c, P, D, J, r0, sign):
         k = ints[row + I_PARENT]
 
 
-@_jit
+@jit
 def contact_rows(ints, buf, a_body, b_body, P, n, D, J, r0):
     """The contacts' frames and rows: per contact c, ``D[c] = (n, t1, t2)`` with the
     tangents of ``core.contacts.solver.tangent_basis`` (t1 across the world axis least
@@ -146,7 +148,7 @@ def contact_rows(ints, buf, a_body, b_body, P, n, D, J, r0):
         _point_rows(ints, buf, a_body[c], c, P, D, J, r0, -1.0)
 
 
-@_jit
+@jit
 def _eigh2(a, b, c, out):
     """Eigen-decomposition of the symmetric ``[[a, b], [b, c]]`` into ``out (6,)``: the two
     eigenvalues, then the eigenvector matrix row-major (columns the eigenvectors), by one
@@ -164,8 +166,8 @@ def _eigh2(a, b, c, out):
     out[2], out[3], out[4], out[5] = cs, sn, -sn, cs
 
 
-@_jit
-def _delassus_rows(F, J, Zt, W):
+@jit
+def delassus_rows(F, J, Zt, W):
     """For the Cholesky factor ``F (nv, nv)`` of M (L in its lower half, as
     :func:`contact_solve` leaves it) and rows ``J (m, nv)``: ``Zt = L^-1 J^T (nv, m)`` and
     ``W = J M^-1 J^T = Zt^T Zt (m, m)``. The inner loops run along contiguous rows without a
@@ -211,9 +213,9 @@ def _delassus_rows(F, J, Zt, W):
             W[col, r] = W[r, col]
 
 
-@_jit
-def _impulse_velocity(F, Zt, lam, dv):
-    """``dv = M^-1 J^T lam = L^-T Zt lam`` into ``dv (nv,)`` for :func:`_delassus_rows`'
+@jit
+def impulse_velocity(F, Zt, lam, dv):
+    """``dv = M^-1 J^T lam = L^-T Zt lam`` into ``dv (nv,)`` for :func:`delassus_rows`'
     ``Zt (nv, m)`` and the factor ``F`` (L^T read from its upper half, as :func:`contact_solve`
     leaves it): four rows of Zt per pass, then the back substitution."""
     nv, m = Zt.shape[0], Zt.shape[1]
@@ -240,7 +242,7 @@ def _impulse_velocity(F, Zt, lam, dv):
         dv[i] = x / F[i, i]
 
 
-@_jit
+@jit
 def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu, rest,
                   world_v, h, c_h, bounce_threshold, nl, J, b, lam, D, M, Zt, W, blocks,
                   tangent, dv, gap, iterations, rtol):
@@ -259,10 +261,10 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
     The factorization runs its inner loops along contiguous rows without a reduction (loops
     LLVM vectorizes), each element's terms added in the order of the textbook loops: ``U =
     L^T`` by rows in M's upper half (row j, once divided by ``U_jj``, subtracted ``U_jk``
-    times from each row k below it); Zt and W by :func:`_delassus_rows`, dv by
-    :func:`_impulse_velocity`."""
+    times from each row k below it); Zt and W by :func:`delassus_rows`, dv by
+    :func:`impulse_velocity`."""
     nv, m, nc = v.shape[0], b.shape[0], a_body.shape[0]
-    _crba(ints, reals, buf, q)
+    crba_recursion(ints, reals, buf, q)
     oM = ints[H_M]
     for i in range(nv):
         for j in range(nv):
@@ -303,7 +305,7 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
     for i in range(nv):                                  # L in M's lower half
         for j in range(i):
             M[i, j] = M[j, i]
-    _delassus_rows(M, J, Zt, W)
+    delassus_rows(M, J, Zt, W)
     for c in range(nc):
         k = nl + 3 * c
         _eigh2(W[k + 1, k + 1], W[k + 1, k + 2], W[k + 2, k + 2], blocks[c])
@@ -311,7 +313,7 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
             W[k + 2, k + 2]
         tangent[c, 3], tangent[c, 4] = W[k + 1, k], W[k + 2, k]
     contact_pgs(W, b, lam, nl, mu, blocks, tangent, iterations, rtol)
-    _impulse_velocity(M, Zt, lam, dv)
+    impulse_velocity(M, Zt, lam, dv)
     kinetic = 0.0
     for i in range(nv):                     # (v1 + dv)^T M (v1 + dv) - v1^T M v1, M's rows
         x = 0.0
@@ -321,7 +323,7 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
     return 0.5 * kinetic
 
 
-@_jit
+@jit
 def fastest_point(buf, at, first, extent):
     """``ContactSolver._speed_bound`` from the compiled kinematics' body-frame velocities
     ``[w; v_o]`` at ``buf[at[k]:at[k] + 6]`` of each shape k's body: the largest ``|v_o + w x

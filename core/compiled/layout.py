@@ -1,5 +1,6 @@
-"""Memory layout shared by the packer (:mod:`core.compiled.pack`), :class:`core.data.Data`
-and the kernels (:mod:`core.compiled.kernels`): plain integers, no numba.
+"""Memory layout shared by the packer (:mod:`core.compiled.pack`), :class:`core.data.Data`,
+the joint families' ``kernel_params`` and the kernels (:mod:`core.compiled`): plain
+integers, importing neither the reference nor the compiled side.
 
 A compiled call gets three flat arrays besides its vectors: the model's ``ints`` (int64)
 and ``reals`` (float64), packed once per :meth:`core.model.Model.compile`, and the Data's
@@ -8,9 +9,11 @@ and ``reals`` (float64), packed once per :meth:`core.model.Model.compile`, and t
 scratch, all at offsets stored in the ``ints`` header.
 
 ``ints``: a header of :data:`HEADER` entries (indices ``H_*``), then :data:`NI` entries per
-body (``I_*``: parent, kind, first coordinate, number of coordinates, offset of its
-parameters in ``reals``, and for a spline its span count and polynomial degree), then the
-point springs' body pairs ``(a, b)``.
+body (``I_*``: parent, joint kind (the family's ``kernel_kind``, declared in its joint's
+module; ``core.joints.family.KIND_PYTHON`` for none), first coordinate, number of
+coordinates, offset of its parameters in ``reals``, for a spline its span count and
+polynomial degree, and 1 if the family has ``kernel_charts``), then the point springs' body
+pairs ``(a, b)``.
 
 ``reals``: gravity (3), then :data:`BODY_REALS` per body (placement: the top 3x4 block of
 ``H_i`` row-major; then the 6x6 inertia J_i of seed 000 eq. 8 row-major), then the joints'
@@ -26,14 +29,10 @@ all body frame); the 6x6 articulated (or composite) inertia. Per coordinate
 """
 
 __all__ = ["HEADER", "NI", "BODY_REALS", "B_SIZE", "D_SIZE", "TMP_SIZE", "buffer_offsets",
-           "KIND_PYTHON", "KIND_SCREW", "KIND_SPLINE", "KIND_SPHERE", "KIND_CUSTOM",
-           "KIND_CLOSED_SPLINE", "KIND_FIXED", "KIND_SURFACE", "LARGE_KINDS", "SJ_HEAD",
-           "SJ_PER_AXIS",
-           "S_SIZE",
-           "CJ_AXES", "CJ_HEAD", "CJ_PER", "FN_CONSTANT", "FN_LINEAR", "FN_POLYNOMIAL",
-           "FN_SPLINE",
-           "limit_offsets", "LIMIT_LOWER", "LIMIT_UPPER", "LIMIT_CONE", "LIMIT_TWIST_LOWER",
-           "LIMIT_TWIST_UPPER", "LIMIT_ELLIPSE", "KIND_FREE"]
+           "SJ_HEAD", "SJ_PER_AXIS", "S_SIZE", "CJ_AXES", "CJ_HEAD", "CJ_PER", "FN_CONSTANT",
+           "FN_LINEAR", "FN_POLYNOMIAL", "FN_SPLINE", "limit_offsets", "LIMIT_LOWER",
+           "LIMIT_UPPER", "LIMIT_CONE", "LIMIT_TWIST_LOWER", "LIMIT_TWIST_UPPER",
+           "LIMIT_ELLIPSE"]
 
 # header of ints
 H_NB, H_NV, H_NPS, H_SPRINGS = 0, 1, 2, 3
@@ -42,23 +41,8 @@ H_RSPRING, H_RPOINT, H_IPOINT = 14, 15, 16
 HEADER = 20
 
 # per-body ints
-I_PARENT, I_KIND, I_Q, I_N, I_PAR, I_NS, I_DEG = range(7)
+I_PARENT, I_KIND, I_Q, I_N, I_PAR, I_NS, I_DEG, I_CHART = range(8)
 NI = 8
-
-#: joint kinds: evaluated in Python by the family into the buffer before the kernel, a
-#: constant screw, a cubic spline curve (span tables), a spherical joint (exp. coordinates),
-#: an OpenSim CustomJoint (axis and function tables, :mod:`core.compiled.custom`), a closed
-#: cubic spline curve (its period, then a cubic spline's parameters: the coordinate is
-#: wrapped into one period before the span lookup), a weld (``P G = P``, no parameters), an
-#: n-DOF spline joint (B-spline and twist tables, :mod:`core.compiled.surface`), a free joint
-#: (exponential coordinates of the rotation, then the translation; no parameters)
-KIND_PYTHON, KIND_SCREW, KIND_SPLINE, KIND_SPHERE, KIND_CUSTOM = 0, 1, 2, 3, 4
-KIND_CLOSED_SPLINE, KIND_FIXED, KIND_SURFACE, KIND_FREE = 5, 6, 7, 8
-#: the kinds whose kernels are large (about half the compile time of every kernel): the
-#: packer marks the ``ints`` of a model with any of them read-only, and the kernels compile
-#: their evaluation only for read-only ``ints`` (numba compiles a kernel per argument type),
-#: so that models without them never wait for that code to compile
-LARGE_KINDS = (KIND_CUSTOM, KIND_SURFACE)
 
 #: an n-DOF spline joint's parameters (:mod:`core.compiled.surface`): a header of n, m and
 #: :data:`SJ_PER_AXIS` numbers per axis (three axes), :data:`SJ_HEAD` floats in all

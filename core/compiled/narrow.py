@@ -30,14 +30,25 @@ work arrays as one tuple would cost tens of reference count updates a function c
 The contacts come back as arrays: the pair ``(i, j)`` (item indices, ``i < j``), point,
 normal (from the pair's first shape, the world side for a world pair, to the second),
 separation and feature.
+
+Mirrors (reference -> twin; parity test ``tests/core/test_compiled_narrow.py``, every test
+comparing the two on the same shapes; contact sets compared exactly away from the
+thresholds, points to the rounding of the few-term products that place them):
+
+* ``contacts.broad.sweep_and_prune`` -> the box tests of :func:`pair_contacts`;
+* ``contacts.narrow.closest_segments`` -> :func:`closest_segments`, ``contacts.narrow.gjk``
+  -> :func:`gjk`, ``contacts.narrow.sat`` -> :func:`sat`, ``contacts.narrow.collide`` ->
+  :func:`collide`, each private helper of the reference -> the one of the same name here;
+* ``contacts.solver.ContactSolver.find_contacts`` (numpy path) -> :func:`pair_contacts`:
+  ``::test_find_contacts_are_the_same_on_both_backends``.
 """
 
 from collections import namedtuple
 
 import numpy as np
 
-from ..contacts.narrow import _SUBSETS, EDGE_PREFERENCE, FACE_COS, LOW_TIE, PARALLEL_CROSS
-from .kernels import _inline, _jit
+from ..contacts.narrow import EDGE_PREFERENCE, FACE_COS, LOW_TIE, PARALLEL_CROSS, SUBSETS
+from .kernels.options import inline, jit
 
 __all__ = ["pair_contacts"]
 
@@ -47,47 +58,47 @@ GJK_ITERATIONS = 64
 #: ``[size, i0, i1, i2, i3]``; rows past ``2^k - 1`` unused
 _SUBSET_ROWS = np.zeros((4, 15, 5), dtype=np.int64)
 for _k in range(1, 5):
-    for _r, _s in enumerate(_SUBSETS[_k]):
+    for _r, _s in enumerate(SUBSETS[_k]):
         _SUBSET_ROWS[_k - 1, _r, 0] = len(_s)
         _SUBSET_ROWS[_k - 1, _r, 1:1 + len(_s)] = _s
 del _k, _r, _s
 
 
 # -- small vector helpers: 3-vectors as tuples -------------------------------------------
-@_inline
+@inline
 def _dot(a, b):
     """The dot product of two 3-vectors (arrays or tuples)."""
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@_inline
+@inline
 def _row(P, i):
     """Row i of ``P (k, 3)`` as a tuple (scalars, no array)."""
     return P[i, 0], P[i, 1], P[i, 2]
 
 
-@_inline
+@inline
 def _tsub(a, b):
     return a[0] - b[0], a[1] - b[1], a[2] - b[2]
 
 
-@_inline
+@inline
 def _tcross(a, b):
     return a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]
 
 
-@_inline
+@inline
 def _tmad(p, s, d):
     """``p + s d`` for 3-vectors p, d and a number s."""
     return p[0] + s * d[0], p[1] + s * d[1], p[2] + s * d[2]
 
 
-@_inline
+@inline
 def _tadd(a, b):
     return a[0] + b[0], a[1] + b[1], a[2] + b[2]
 
 
-@_inline
+@inline
 def _mid(pa, pb, n, ra, rb):
     """``(pa + n ra + pb - n rb) / 2``: midway between two surfaces at core points pa, pb."""
     return (0.5 * (pa[0] + n[0] * ra + pb[0] - n[0] * rb),
@@ -95,12 +106,12 @@ def _mid(pa, pb, n, ra, rb):
             0.5 * (pa[2] + n[2] * ra + pb[2] - n[2] * rb))
 
 
-@_inline
+@inline
 def _clamp01(x):
     return min(max(x, 0.0), 1.0)
 
 
-@_jit
+@jit
 def closest_segments(p1, q1, p2, q2):
     """:func:`core.contacts.narrow.closest_segments` of tuples: ``(s, t, c1, c2)``."""
     d1, d2, r = _tsub(q1, p1), _tsub(q2, p2), _tsub(p1, p2)
@@ -127,7 +138,7 @@ def closest_segments(p1, q1, p2, q2):
 
 
 # -- GJK ---------------------------------------------------------------------------------
-@_jit
+@jit
 def _weights(P, k, lam):
     """:func:`core.contacts.narrow._weights` of the first k rows of ``P (4, 3)`` into
     ``lam[:k]``; False where P is degenerate."""
@@ -167,7 +178,7 @@ def _weights(P, k, lam):
 
 
 
-@_jit
+@jit
 def _closest_on_simplex(S, k, lw):
     """:func:`core.contacts.narrow._closest_on_simplex` of the first k points of GJK's
     simplex ``W`` (rows 8-11 of ``S (16, 3)``): the weights into ``lw[:4]``; returns their
@@ -200,7 +211,7 @@ def _closest_on_simplex(S, k, lw):
     return size, at
 
 
-@_inline
+@inline
 def _support(V, d, sign):
     """The first row of ``V (k, 3)`` with the largest ``sign (row . d)``."""
     best, at = sign * _dot(_row(V, 0), d), 0
@@ -211,7 +222,7 @@ def _support(V, d, sign):
     return at
 
 
-@_jit
+@jit
 def gjk(VA, VB, S, lw):
     """:func:`core.contacts.narrow.gjk`: ``(distance, a, b)`` (a, b tuples). The simplex
     lives in the work arrays ``S (16, 3)`` (rows 0-3 its points of A, 4-7 of B, 8-11 their
@@ -287,51 +298,51 @@ _Layout = namedtuple("_Layout", ["fstart", "estart", "dstart", "fvstart", "fidx"
                                  "radius", "extent", "weights", "sides"])
 
 
-@_inline
+@inline
 def _v(G, s):
     """Shape s's world core vertices ``(k, 3)`` (a view)."""
     return G[1][G[0][s]:G[0][s + 1]]
 
 
-@_inline
+@inline
 def _faces(G, s):
     """The range of shape s's faces (global indices)."""
     I, L = G[0], G[3]
     return I[L.fstart + s], I[L.fstart + s + 1]
 
 
-@_inline
+@inline
 def _polytope(G, s):
     f0, f1 = _faces(G, s)
     return f1 > f0
 
 
-@_inline
+@inline
 def _normal(G, f):
     """Face f's world normal, a tuple."""
     return _row(G[1], G[3].normals + f)
 
 
-@_inline
+@inline
 def _corners(G, f):
     """Face f's number of corners."""
     I, L = G[0], G[3]
     return I[L.fvstart + f + 1] - I[L.fvstart + f]
 
 
-@_inline
+@inline
 def _corner(G, s, f, q):
     """Corner q of face f (global index) of shape s in the world, a tuple."""
     I, L = G[0], G[3]
     return _row(G[1], I[s] + I[L.fidx + I[L.fvstart + f] + q])
 
 
-@_inline
+@inline
 def _radius(G, s):
     return G[2][G[3].radius + s]
 
 
-@_jit
+@jit
 def _best_face(G, s, n, sign):
     """The first face of shape s whose world normal has the largest ``sign (n_f . n)``."""
     f0, f1 = _faces(G, s)
@@ -339,7 +350,7 @@ def _best_face(G, s, n, sign):
     return f0 + _support(G[1][nrm + f0:nrm + f1], n, sign)
 
 
-@_inline
+@inline
 def _lowest(V, n):
     """:func:`core.contacts.narrow._lowest`: the first row of ``V (k, 3)`` whose dot product
     with n is within :data:`~core.contacts.narrow.LOW_TIE` of the least, a tuple."""
@@ -355,7 +366,7 @@ def _lowest(V, n):
     return _row(V, at)
 
 
-@_jit
+@jit
 def _overlap(VA, VB, u):
     """The overlap of the projections of VA and VB on u and the direction (u or -u, from A
     to B) it is measured along."""
@@ -373,7 +384,7 @@ def _overlap(VA, VB, u):
     return o1, (-u[0], -u[1], -u[2])
 
 
-@_jit
+@jit
 def sat(G, A, B):
     """:func:`core.contacts.narrow.sat` of shapes A and B: ``(overlap, normal, edge, ia,
     ib)`` with ``edge`` False for a face axis, else the edge direction indices (within each
@@ -406,7 +417,7 @@ def sat(G, A, B):
 
 
 # -- clipping and contacts ---------------------------------------------------------------
-@_jit
+@jit
 def _clip(G, X, xf, R, f, nf):
     """:func:`core.contacts.narrow._clip`: the points of shape X (its face xf, global index,
     or its core vertices for ``xf < 0``) clipped to the prism of face f of shape R
@@ -475,7 +486,7 @@ def _clip(G, X, xf, R, f, nf):
     return P, p0, n
 
 
-@_jit
+@jit
 def _add(out, c, p, n, s, k):
     """``out = (O (cap, 7), K (cap, 3))`` (per contact point, normal and separation; pair
     and feature; grown by doubling when full) with the contact ``(p, n, s, k)`` in row c,
@@ -493,7 +504,7 @@ def _add(out, c, p, n, s, k):
     return (O, K), c + 1
 
 
-@_jit
+@jit
 def _face_contacts(G, R, f, X, xf, radius, margin, out, c):
     """:func:`core.contacts.narrow._face_contacts`: the points of shape X (core radius
     ``radius``; its face xf, or its core vertices for ``xf < 0``) clipped to face f (global
@@ -508,7 +519,7 @@ def _face_contacts(G, R, f, X, xf, radius, margin, out, c):
     return out, c
 
 
-@_inline
+@inline
 def _incident(G, X, n):
     """:func:`core.contacts.narrow._incident`: X's face most opposed to n (global index) for
     a polytope, else -1 (its core vertices)."""
@@ -517,7 +528,7 @@ def _incident(G, X, n):
     return -1
 
 
-@_jit
+@jit
 def _edge_support(G, S, k, n, sign):
     """The ends of S's edge along its direction k whose midpoint is furthest along
     ``sign n`` (the core's segment for a capsule)."""
@@ -535,7 +546,7 @@ def _edge_support(G, S, k, n, sign):
     return _row(V, I[L.edges + 2 * at]), _row(V, I[L.edges + 2 * at + 1])
 
 
-@_jit
+@jit
 def _edge_contact(G, A, B, n, ia, ib, overlap, out, c):
     """:func:`core.contacts.narrow._edge_contact`."""
     a0, a1 = _edge_support(G, A, ia, n, 1.0)
@@ -546,7 +557,7 @@ def _edge_contact(G, A, B, n, ia, ib, overlap, out, c):
     return _add(out, c, _mid(pa, pb, n, ra, rb), n, s, int(0))
 
 
-@_jit
+@jit
 def _rounded(G, A, B, margin, out, c):
     """:func:`core.contacts.narrow._rounded`: two point/segment cores."""
     VA, VB = _v(G, A), _v(G, B)
@@ -589,7 +600,7 @@ def _rounded(G, A, B, margin, out, c):
     return _add(out, c, _mid(ca, cb, n, ra, rb), n, d - ra - rb, int(0))
 
 
-@_inline
+@inline
 def _plane_apart(G, P, V, gap):
     """Whether all of ``V (k, 3)`` lie at least ``gap`` outside one face plane of polytope
     P: then the distance of P and conv(V) is at least gap (P lies inside the plane)."""
@@ -604,7 +615,7 @@ def _plane_apart(G, P, V, gap):
     return False
 
 
-@_jit
+@jit
 def _polytope_rounded(G, P, X, margin, out, c):
     """:func:`core.contacts.narrow._polytope_rounded`: a polytope P and a point/segment core
     X, normals from P to X."""
@@ -637,14 +648,14 @@ def _polytope_rounded(G, P, X, margin, out, c):
     return _add(out, c, _tmad(x, -(r + 0.5 * s), n), n, s, int(0))
 
 
-@_inline
+@inline
 def _flip(out, c0, c):
     for k in range(c0, c):
         for a in range(3, 6):
             out[0][k, a] = -out[0][k, a]
 
 
-@_jit
+@jit
 def _polytopes(G, A, B, margin, out, c):
     """:func:`core.contacts.narrow._polytopes`."""
     overlap, n, edge, ia, ib = sat(G, A, B)
@@ -665,7 +676,7 @@ def _polytopes(G, A, B, margin, out, c):
     return _add(out, c, _tmad(x, 0.5 * overlap, n), n, -overlap, int(0))
 
 
-@_jit
+@jit
 def collide(G, A, B, margin, out, c):
     """:func:`core.contacts.narrow.collide` of shapes A and B, appended to ``out`` at row c:
     returns ``(out, c)`` after the new rows (their pair column unset)."""
@@ -682,7 +693,7 @@ def collide(G, A, B, margin, out, c):
 
 
 # -- posing and the broad phase ----------------------------------------------------------
-@_inline
+@inline
 def _transform(T, x):
     """``R x`` for ``R`` the 3x3 block of a pose T and a row x, a tuple."""
     return (T[0, 0] * x[0] + T[0, 1] * x[1] + T[0, 2] * x[2],
@@ -690,7 +701,7 @@ def _transform(T, x):
             T[2, 0] * x[0] + T[2, 1] * x[1] + T[2, 2] * x[2])
 
 
-@_jit
+@jit
 def pair_contacts(ints, rows, reals, poses, ns, allowed, margin):
     """The contacts closer than ``margin`` of the packed shapes (the arrays of
     :class:`core.compiled.pack.PackedShapes`) at the world ``poses (N, 4, 4)``: items

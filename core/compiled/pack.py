@@ -9,8 +9,8 @@ __all__ = ["Packed", "pack", "step_arrays", "PackedShapes"]
 
 
 class Packed:
-    """A model's kernel arrays: ``ints`` (int64; read-only when a joint is of one of the
-    :data:`~core.compiled.layout.LARGE_KINDS`), ``reals`` (float64), ``python`` (the
+    """A model's kernel arrays: ``ints`` (int64; read-only when a joint's family has
+    ``kernel_large``), ``reals`` (float64), ``python`` (the
     indices in ``model.families`` evaluated in Python before a kernel: no ``kernel_kind``),
     ``multi_python`` (those of them with joints of several coordinates), ``zeros``
     ``(nv,)`` (the acceleration of the nonlinear effects) and ``mass_com (nb, 4)`` (each
@@ -45,6 +45,7 @@ def pack(model):
     chunks = [np.asarray(model.gravity, dtype=float), body.ravel()]
     at_r = L.R_BODIES + L.BODY_REALS * nb
     python, multi_python = [], []
+    large = False
     for f, family in enumerate(model.families):
         kind = family.kernel_kind
         if kind is None:
@@ -52,9 +53,11 @@ def pack(model):
             if family.multi:
                 multi_python.append(f)
             continue
+        large = large or family.kernel_large
         for k, b in enumerate(family.bodies.tolist()):
             params, (ns, deg) = family.kernel_params(k)
-            rows[b, [L.I_KIND, L.I_PAR, L.I_NS, L.I_DEG]] = kind, at_r, ns, deg
+            rows[b, [L.I_KIND, L.I_PAR, L.I_NS, L.I_DEG, L.I_CHART]] = \
+                kind, at_r, ns, deg, family.kernel_charts
             chunks.append(np.asarray(params, dtype=float).ravel())
             at_r += chunks[-1].size
     ints[L.H_RSPRING] = at_r
@@ -64,7 +67,7 @@ def pack(model):
     for s, (a, pa, b, pb, k, c, rest) in enumerate(model.point_springs):
         ints[L.HEADER + L.NI * nb + 2 * s:][:2] = a, b
         chunks.append(np.concatenate([pa, pb, [k, c, rest]]))
-    if np.isin(rows[:, L.I_KIND], L.LARGE_KINDS).any():
+    if large:
         ints.flags.writeable = False
     mass_com = np.ascontiguousarray(np.column_stack([model.masses,
                                                      model.masses[:, None] * model.coms]))

@@ -29,7 +29,8 @@ import math
 
 import numpy as np
 
-from .kernels import _invert, _jit
+from .kernels.options import jit
+from .kernels.spatial import invert
 
 __all__ = ["packed", "step", "accelerations"]
 
@@ -89,7 +90,7 @@ class Packed:
         self.motor = np.ascontiguousarray(skel.motor)
         self.mass = np.ascontiguousarray(skel.mass)
         self.inertia = np.ascontiguousarray(skel.inertia)
-        self.iinv = np.ascontiguousarray(skel._inv_inertia[:N])
+        self.iinv = np.ascontiguousarray(np.linalg.inv(skel.inertia))
         nn = N + n
         self.Jb = np.zeros((n, 2, 5, 6))
         self.Fb = np.zeros((n, 2, 5, 6))
@@ -103,12 +104,12 @@ class Packed:
 
 
 def packed(skel):
-    """The skeleton's :class:`Packed` arrays (built on first use), or None when its joints
-    do not form a tree."""
-    if "compiled" not in skel._cache:
+    """The skeleton's :class:`Packed` arrays (built on first use, kept in ``skel.packed``),
+    or None when its joints do not form a tree."""
+    if skel.packed is None:
         tree = _tree(skel.E, skel.N)
-        skel._cache["compiled"] = None if tree is None else Packed(skel, tree)
-    return skel._cache["compiled"]
+        skel.packed = False if tree is None else Packed(skel, tree)
+    return skel.packed or None
 
 
 def _args(pk):
@@ -158,7 +159,7 @@ def step(skel, state, h, f_ext, update, stabilize, tol, iterations, count=1):
 
 
 # -- kernels ----------------------------------------------------------------------------------
-@_jit
+@jit
 def _rodrigues(x, y, z):
     """The nine entries (row-major) of ``exp([x, y, z])`` (Rodrigues' formula)."""
     t2 = x * x + y * y + z * z
@@ -175,7 +176,7 @@ def _rodrigues(x, y, z):
             kb * x * z - ka * y, kb * y * z + ka * x, 1.0 + kb * (z * z - t2))
 
 
-@_jit
+@jit
 def _times(R, i, e):
     """``R[i] = R[i] E`` in place for ``E`` given by its nine entries ``e`` (row-major)."""
     for r in range(3):
@@ -185,7 +186,7 @@ def _times(R, i, e):
         R[i, r, 2] = a0 * e[2] + a1 * e[5] + a2 * e[8]
 
 
-@_jit
+@jit
 def _rot(R, b, x, out, o):
     """``out[o:o+3] = R_b x`` (identity for the world, ``b < 0``)."""
     if b < 0:
@@ -195,7 +196,7 @@ def _rot(R, b, x, out, o):
             out[o + r] = R[b, r, 0] * x[0] + R[b, r, 1] * x[1] + R[b, r, 2] * x[2]
 
 
-@_jit
+@jit
 def _point_rows(R, b, l0, l1, l2, sg, out):
     """The three rows ``sg [R_b hat(l), -1]`` on ``[w; v]`` of body ``b`` (``-sg`` times
     the velocity of its point at lever ``l``, object axes) into ``out[:3]``."""
@@ -208,7 +209,7 @@ def _point_rows(R, b, l0, l1, l2, sg, out):
             out[r, 3 + k] = -sg if r == k else 0.0
 
 
-@_jit
+@jit
 def _rows(E, hinge, lever, axis, p, R, Jb, Fb, B, g, j, with_force):
     """Joint ``j``'s geometry into ``g`` (a1, a2, n1, n2, 12 floats) and its blocks: ``Jb[j,
     s]`` the velocity rows (3 point rows, 2 axis rows of a hinge) on body ``E[j, s]``, and,
@@ -279,7 +280,7 @@ def _rows(E, hinge, lever, axis, p, R, Jb, Fb, B, g, j, with_force):
                         Fb[j, s, 3 + q, 3 + k] = 0.0
 
 
-@_jit
+@jit
 def _edge(k, pn, N, hinge, side, Jb, Fb, Hpk, Hkp):
     """The blocks ``H[parent, k]`` and ``H[k, parent]`` of the saddle-point matrix into
     ``Hpk`` and ``Hkp``; returns ``(size of k, size of the parent)``."""
@@ -300,7 +301,7 @@ def _edge(k, pn, N, hinge, side, Jb, Fb, Hpk, Hkp):
     return m, 6
 
 
-@_jit
+@jit
 def _solve(N, hinge, mass, inertia, order, parent, side, Jb, Fb, x, y, buf, tmp):
     """Solve the saddle-point system with right-hand side ``x`` (rows per node, modified)
     into ``y`` by block elimination over the tree; False if a pivot is singular."""
@@ -319,7 +320,7 @@ def _solve(N, hinge, mass, inertia, order, parent, side, Jb, Fb, x, y, buf, tmp)
     for idx in range(nn):
         k = order[idx]
         sk = 6 if k < N else 3 + 2 * hinge[k - N]
-        if not _invert(buf, 36 * k, sk, int(6), 36 * (nn + k), int(6), gj):
+        if not invert(buf, 36 * k, sk, int(6), 36 * (nn + k), int(6), gj):
             return False
         pn = parent[k]
         if pn < 0:
@@ -364,7 +365,7 @@ def _solve(N, hinge, mass, inertia, order, parent, side, Jb, Fb, x, y, buf, tmp)
     return True
 
 
-@_jit
+@jit
 def _wxwx(R, b, w, x):
     """``R_b (w_b x (w_b x x))`` as three floats (zero for the world, ``b < 0``)."""
     if b < 0:
@@ -381,7 +382,7 @@ def _wxwx(R, b, w, x):
             R[b, 2, 0] * e0 + R[b, 2, 1] * e1 + R[b, 2, 2] * e2)
 
 
-@_jit
+@jit
 def _acc(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, side, Jb, Fb,
          B, x, y, buf, tmp, F, p, R, v, w, fext):
     """System (6) at ``(p, R, v, w)``: accelerations ``[dw; a]`` per body in ``y[:N]``,
@@ -437,7 +438,7 @@ def _acc(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, s
     return _solve(N, hinge, mass, inertia, order, parent, side, Jb, Fb, x, y, buf, tmp)
 
 
-@_jit
+@jit
 def _forces(N, E, hinge, B, y, c, d):
     """Constraint forces ``c, d`` (world) from the multipliers in ``y[N:]``."""
     for j in range(E.shape[0]):
@@ -447,7 +448,7 @@ def _forces(N, E, hinge, B, y, c, d):
             d[j, i] = (B[j, 0, i] * y[k, 3] + B[j, 1, i] * y[k, 4]) if hinge[j] else 0.0
 
 
-@_jit
+@jit
 def _accelerations(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, side,
                    Jb, Fb, B, x, y, buf, tmp, F, p, R, v, w, fext, acc, c, d):
     """:meth:`Skeleton.accelerations`: ``acc (N, 6) = [dw; a]``, ``c, d``; returns 0, or 1
@@ -465,7 +466,7 @@ def _accelerations(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order,
     return 0
 
 
-@_jit
+@jit
 def _separation(E, hinge, lever, axis, p, R, Jb, Fb, B, g):
     """Largest joint gap and axis misalignment ``|n1 x n2|``, the larger of the two."""
     worst = 0.0
@@ -480,7 +481,7 @@ def _separation(E, hinge, lever, axis, p, R, Jb, Fb, B, g):
     return worst
 
 
-@_jit
+@jit
 def _finite(p, R, v, w):
     """True if the state holds no NaN or inf."""
     for i in range(p.shape[0]):
@@ -492,7 +493,7 @@ def _finite(p, R, v, w):
     return True
 
 
-@_jit
+@jit
 def _position_errors(N, E, hinge, lever, axis, p, R, Jb, B, x, g):
     """Load ``x`` with the right-hand side of the position projection at ``(p, R)``: zero
     body rows, minus the constraint errors (point gaps, the hinges' axis gaps in their
@@ -515,7 +516,7 @@ def _position_errors(N, E, hinge, lever, axis, p, R, Jb, B, x, g):
     return worst
 
 
-@_jit
+@jit
 def _heun(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, side, Jb, Fb,
           B, x, y, buf, tmp, F, p, R, v, w, fext, h):
     """The "heun" update in place on ``(p, R, v, w)`` from the accelerations ``[dw; a]`` at
@@ -547,7 +548,7 @@ def _heun(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, 
     return True
 
 
-@_jit
+@jit
 def _step(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, side, Jb, Fb,
           B, x, y, buf, tmp, F, p, R, v, w, fext, h, update, stabilize, tol, iterations, c, d,
           info):
@@ -641,7 +642,7 @@ def _step(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, 
     return 0
 
 
-@_jit
+@jit
 def _steps(E, hinge, lever, axis, mu, motor, mass, inertia, iinv, order, parent, side, Jb, Fb,
            B, x, y, buf, tmp, F, p, R, v, w, fext, h, update, stabilize, tol, iterations, c, d,
            info, count):

@@ -41,8 +41,8 @@ FACE_COS = 0.999
 #: an edge-edge axis is taken over a face axis only when its overlap is smaller than the
 #: face axis's by more than this fraction (faces give whole manifolds, edges one contact)
 EDGE_PREFERENCE = 1e-3
-#: the subsets of a simplex of k points (k = 1..4), largest first
-_SUBSETS = {k: [s for m in range(k, 0, -1) for s in itertools.combinations(range(k), m)]
+#: the subsets of a simplex of k points (k = 1..4), largest first (the compiled twin's too)
+SUBSETS = {k: [s for m in range(k, 0, -1) for s in itertools.combinations(range(k), m)]
             for k in range(1, 5)}
 
 
@@ -132,7 +132,7 @@ def _closest_on_simplex(W):
     closest to the origin: the valid projection onto the affine hull of some subset
     (weights all positive) of least norm."""
     best = (np.inf, None, None)
-    for sub in _SUBSETS[len(W)]:
+    for sub in SUBSETS[len(W)]:
         P = W[list(sub)]
         lam = _weights(P)
         if lam is None or lam.min() <= 0.0:

@@ -38,18 +38,13 @@ colliders. In a substep of length h from ``(q0, v0)``, given the integrator's en
 A substep without contacts is the limit solver's own step
 (:meth:`core.limits.LimitSolver.apply`), exactly as without a contact solver.
 
-Backends. The numpy code here is the reference. On the numba backend, for worlds without
-moving colliders and limits that have kernels, a substep is a few kernel calls with arrays
-between them (:meth:`ContactSolver._apply_compiled`): the pose (:func:`core.compiled.
-dispatch.energies`), the shapes' poses and point-speed bound (:func:`core.compiled.
-contact_step.shape_poses`), the narrow phase (:func:`core.compiled.narrow.pair_contacts`,
-every pair's box test instead of sweep and prune), the planes' contacts, the limits'
-engagement and rows and the warm starts (:func:`core.compiled.contact_step.
-gather_contacts`), steps 2 and 3 (:func:`core.compiled.contacts.contact_solve`, unless the
-problem is larger than :data:`COMPILED_SOLVE_WORK`) and step 4 (:func:`core.compiled.
-contact_step.finish_contacts`). Elsewhere on the numba backend the reference code runs with
-the same narrow-phase and impulse kernels, the contacts travelling as arrays
-(:class:`ContactSet`).
+Backends. The numpy code here is the reference. A solver made on the numba backend asks
+:data:`core.backend.twins` once for its compiled stepper
+(:class:`core.compiled.contact_solver.ContactSteps`, :attr:`ContactSolver.compiled`): for
+worlds without moving colliders and limits that have kernels, a substep is then a few
+kernel calls with arrays between them; elsewhere the reference code runs with the
+stepper's narrow phase, pose, Gauss-Seidel and impulse kernels, the contacts travelling as
+arrays (:class:`ContactSet`).
 
 Velocity targets. The integrator moves a row (a contact normal or a limit) by ``moved``
 over the substep and leaves it at the rate ``u1``; an impulse changing the rate by ``du``
@@ -75,7 +70,6 @@ step changed in the substeps with contacts: the impulses' change of kinetic ener
 the position correction's change of potential energy (positive values are energy gained).
 """
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,33 +77,18 @@ from scipy.linalg import cho_factor, cho_solve
 
 from .. import backend as _backend
 from .. import dynamics
-from ..compiled import dispatch as _compiled
-from ..compiled.layout import B_SIZE, B_V, buffer_offsets, limit_offsets
-from ..compiled.pack import PackedShapes
 from ..checks import real_number, whole_number
-from ..errors import InvalidInputError, NonFiniteError
+from ..errors import InvalidInputError
 from ..kinematics import update_kinematics
 from ..limits import LimitSolver
+from . import rules
 from .broad import sweep_and_prune
 from .narrow import Posed, collide, plane_contacts
+from .rules import KEY_BITS, contact_keys, disc, not_positive_definite
 from .shapes import MovingCollider, Plane, Shape, StaticCollider
 
-__all__ = ["ContactSolver", "ContactReport", "ContactSet", "contact_keys", "pair_material",
-           "tangent_basis", "friction_disc", "PGS_RTOL", "COMPILED_SOLVE_WORK", "KEY_BITS"]
+__all__ = ["ContactSolver", "ContactReport", "ContactSet", "pair_material", "tangent_basis"]
 
-#: Gauss-Seidel stops after a sweep that changes no impulse by more than this fraction of
-#: the largest
-PGS_RTOL = 1e-6
-#: the most multiply-adds ``m nv (nv + m) / 2`` (m rows, nv coordinates) of the triangular
-#: solves and ``W`` for which the numba backend forms them in its kernel
-#: (:func:`core.compiled.contacts.contact_solve`); larger problems take the numpy path, whose
-#: BLAS products are blocked and vectorized
-COMPILED_SOLVE_WORK = 5e6
-
-
-def _not_positive_definite(why):
-    return NonFiniteError(f"contacts: the mass matrix is not positive definite ({why}), which "
-                          "only a diverged state gives; reduce the time step")
 
 
 def pair_material(a, b, friction, restitution):
@@ -141,44 +120,6 @@ def tangent_basis(n):
     t1 = np.cross(n, axis)
     t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
     return t1, np.cross(n, t1)
-
-
-def friction_disc(w, Q, g, cap):
-    """The friction impulse ``l (2,)`` minimizing ``l^T A l / 2 + g^T l`` on the disc
-    ``|l| <= cap``, for ``A = Q diag(w) Q^T`` (2x2 positive definite, ``w (2,)``, ``Q (2, 2)``)
-    and the tangential velocity ``g (2,)`` without this contact's friction: the unconstrained
-    ``-A^-1 g`` inside the disc, else ``-(A + nu I)^-1 g`` on its rim with ``nu > 0`` from
-    Newton's method on the concave, increasing ``phi(nu) = 1/|l(nu)| - 1/cap`` from
-    ``nu = 0`` (the trust-region secular equation; Moré and Sorensen 1983: the iterates
-    increase to the root), stopped at ``|phi| <= 1e-12 / cap``. The final velocity
-    ``g + A l = -nu l`` then opposes the friction."""
-    (q00, q01), (q10, q11) = np.asarray(Q, dtype=float).tolist()
-    w1, w2 = np.asarray(w, dtype=float).tolist()
-    g1, g2 = np.asarray(g, dtype=float).tolist()
-    return np.array(_disc(w1, w2, q00, q01, q10, q11, g1, g2, float(cap)))
-
-
-def _disc(w1, w2, q00, q01, q10, q11, g1, g2, cap):
-    """:func:`friction_disc` on floats (``Q = [[q00, q01], [q10, q11]]``): ``(l1, l2)``;
-    compiled as it is for the numba backend (:mod:`core.compiled.contacts`)."""
-    y1 = q00 * g1 + q10 * g2
-    y2 = q01 * g1 + q11 * g2
-    l1, l2 = -y1 / w1, -y2 / w2
-    scale = 1.0
-    if l1 * l1 + l2 * l2 > cap * cap:
-        if cap <= 0.0:
-            return 0.0, 0.0
-        nu, size = 0.0, math.sqrt(l1 * l1 + l2 * l2)
-        for _ in range(100):
-            a1, a2 = w1 + nu, w2 + nu
-            l1, l2 = -y1 / a1, -y2 / a2
-            size = math.sqrt(l1 * l1 + l2 * l2)
-            phi = 1.0 / size - 1.0 / cap
-            if phi >= -1e-12 / cap:
-                break
-            nu -= phi * size ** 3 / (y1 * y1 / a1 ** 3 + y2 * y2 / a2 ** 3)
-        scale = cap / size
-    return (q00 * l1 + q01 * l2) * scale, (q10 * l1 + q11 * l2) * scale
 
 
 @dataclass(frozen=True)
@@ -215,17 +156,6 @@ class ContactReport:
         inside = k < len(out)
         np.maximum.at(out, k[inside], self.contacts[inside])
         return out
-
-
-#: a contact's warm-start key packs four numbers below 2**KEY_BITS: its kind (0 plane, 1
-#: pair), then the plane and the shape and the vertex, or the two items and the feature
-KEY_BITS = 16
-
-
-def contact_keys(kind, x, y, z):
-    """Warm-start keys ``(c,)`` int64 of contacts (:data:`KEY_BITS`)."""
-    x, y, z = (np.asarray(a, dtype=np.int64) for a in (x, y, z))
-    return (((np.int64(kind) << KEY_BITS | x) << KEY_BITS | y) << KEY_BITS) | z
 
 
 @dataclass(frozen=True)
@@ -327,24 +257,23 @@ class ContactSolver:
         self.bounce_threshold = real_number(bounce_threshold, "bounce_threshold", 0.0)
         self.iterations = whole_number(iterations, "iterations")
         self._static_posed = [Posed(c.shape) for c in self.statics]
-        # the shapes' core vertices stacked: body, shape, index in the shape, radius
+        # the shapes' core vertices stacked (vertices (V, 3)) and each one's shape, body,
+        # index in the shape and radius (V,)
         counts = [len(s.vertices) for s in self.shapes]
-        self._vertices = np.concatenate([s.vertices for s in self.shapes] or [np.zeros((0, 3))])
-        self._vertex_shape = np.repeat(np.arange(len(self.shapes)), counts)
-        self._vertex_body = np.repeat(self.bodies, counts)
-        self._vertex_local = np.concatenate([np.arange(c) for c in counts] or
+        self.vertices = np.concatenate([s.vertices for s in self.shapes] or [np.zeros((0, 3))])
+        self.vertex_shape = np.repeat(np.arange(len(self.shapes)), counts)
+        self.vertex_body = np.repeat(self.bodies, counts)
+        self.vertex_local = np.concatenate([np.arange(c) for c in counts] or
                                             [np.zeros(0, dtype=int)])
-        self._vertex_radius = np.repeat([s.radius for s in self.shapes], counts)
-        at = buffer_offsets(model.nbodies, model.nv, model.one_dof_each)["bodies"] + B_V
-        #: the buffer offset of each shape's body's body-frame velocity in the kernels
-        self._body_velocity = at + B_SIZE * self.bodies
+        self.vertex_radius = np.repeat([s.radius for s in self.shapes], counts)
         #: per plane, the friction and restitution of each shape on it: (planes, shapes, 2)
-        self._plane_material = np.array([[pair_material(p, s, self.friction, self.restitution)
+        self.plane_materials = np.array([[pair_material(p, s, self.friction, self.restitution)
                                           for s in self.shapes] for p in self.planes],
                                         dtype=float).reshape(len(self.planes), len(self.shapes),
                                                              2)
-        self._first = np.array([s.vertices[0] for s in self.shapes]).reshape(-1, 3)
-        self._extent = np.array([s.extent for s in self.shapes])
+        #: per shape, its first core vertex (shapes, 3) and its extent from it plus its radius
+        self.first_vertex = np.array([s.vertices[0] for s in self.shapes]).reshape(-1, 3)
+        self.extents = np.array([s.extent for s in self.shapes])
         par = model.parents
         b = self.bodies
         # body-body pairs that may collide: different bodies, not parent and child
@@ -352,45 +281,41 @@ class ContactSolver:
             (par[b][None, :] != b[:, None])
         world = [c.shape for c in self.statics + self.movers]
         self.notes = tuple(s.note for s in self.shapes + world if s.note)
-        # the compiled narrow phase's shapes (the model's, the statics', the movers') and
         # the statics' poses (their shapes are in the world frame)
-        self._packed = PackedShapes(self.shapes + world)
-        self._static_poses = np.tile(np.eye(4), (len(self.statics), 1, 1))
-        self._pairs_allowed = np.ascontiguousarray(self._allowed & self.self_collision)
+        self.static_poses = np.tile(np.eye(4), (len(self.statics), 1, 1))
+        #: the body-body shape pairs that collide (shapes, shapes) bool
+        self.pairs_allowed = np.ascontiguousarray(self._allowed & self.self_collision)
         items = self.shapes + world
         if max([len(items), len(self.planes)] + [len(x.vertices) for x in items]) >= \
                 1 << KEY_BITS:
             raise InvalidInputError(f"contacts: at most {(1 << KEY_BITS) - 1} shapes, planes "
                                     "and vertices of a shape; simplify the collision shapes")
         ns = len(self.shapes)
-        # per pair of items i < j (world side a first): bodies, material, moving collider
+        # per pair of items i < j (world side a first): bodies (pair_a, pair_b), friction and
+        # restitution (pair_materials), moving collider
         second = np.arange(len(items))[None, :] >= ns
         body = np.concatenate([self.bodies, np.full(len(world), -1)])
-        self._pair_a = np.where(second, -1, body[:, None])
-        self._pair_b = np.where(second, body[:, None], body[None, :])
-        self._pair_material = np.array([[pair_material(x, y, self.friction, self.restitution)
+        self.pair_a = np.where(second, -1, body[:, None])
+        self.pair_b = np.where(second, body[:, None], body[None, :])
+        self.pair_materials = np.array([[pair_material(x, y, self.friction, self.restitution)
                                          for y in items] for x in items],
                                        dtype=float).reshape(len(items), len(items), 2)
         mover = np.arange(len(items)) - ns - len(self.statics)
         self._pair_mover = np.broadcast_to(np.where(mover >= 0, mover, -1)[None, :],
                                            (len(items), len(items))).copy()
-        # the kernels' substep (:meth:`_apply_compiled`): the planes (normal, height), the
-        # narrow phase's poses (the statics' after the shapes'), and an empty limit solver's
-        # arrays where there is none
-        self._planes = np.array([[*p.normal, p.height] for p in self.planes],
-                                dtype=float).reshape(-1, 4)
-        self._poses = np.concatenate([np.zeros((ns, 4, 4)), self._static_poses])
-        (*_, li_size), (*_, lr_size) = limit_offsets(0, model.nv)
-        self._limit_arrays = self.limits.kernel_arrays if self.limits is not None else \
-            (np.zeros(li_size, dtype=np.int64), np.zeros(lr_size))
+        twin = _backend.twins.contact_solver
+        #: the compiled stepper of this solver
+        #: (:class:`core.compiled.contact_solver.ContactSteps`) when it was made on the numba
+        #: backend, else None
+        self.compiled = None if twin is None else twin(self)
         self.reset()
 
     def reset(self):
         """Forget the warm starts and the report (call before a new run)."""
         # the last contact step's impulses: the contacts' keys (sorted) and impulses (c, 3),
         # and each limit constraint's (0 where it had no row)
-        self._warm_keys, self._warm_lam = np.zeros(0, dtype=np.int64), np.zeros((0, 3))
-        self._warm_limits = np.zeros(0 if self.limits is None else self.limits.n_constraints)
+        self.warm_keys, self.warm_lam = np.zeros(0, dtype=np.int64), np.zeros((0, 3))
+        self.warm_limits = np.zeros(0 if self.limits is None else self.limits.n_constraints)
         self._log = []
         #: whether the last :meth:`apply` found contacts
         self.touching = False
@@ -412,18 +337,18 @@ class ContactSolver:
         T = data.oMi
         parts = []
         if self.planes:                     # every shape's core vertices at once
-            vb = self._vertex_body
-            world_vertices = np.einsum("kab,kb->ka", T[vb, :3, :3], self._vertices) + \
+            vb = self.vertex_body
+            world_vertices = np.einsum("kab,kb->ka", T[vb, :3, :3], self.vertices) + \
                 T[vb, :3, 3]
             for pi, plane in enumerate(self.planes):
-                ks, points, seps = plane_contacts(plane, world_vertices, self._vertex_radius,
+                ks, points, seps = plane_contacts(plane, world_vertices, self.vertex_radius,
                                                   margin)
-                si = self._vertex_shape[ks]
-                material = self._plane_material[pi, si]
+                si = self.vertex_shape[ks]
+                material = self.plane_materials[pi, si]
                 parts.append((np.full(len(ks), -1), vb[ks], points,
                               np.broadcast_to(plane.normal, points.shape), seps,
                               material[:, 0], material[:, 1],
-                              contact_keys(0, pi, si, self._vertex_local[ks]),
+                              contact_keys(0, pi, si, self.vertex_local[ks]),
                               np.full(len(ks), -1)))
         if self.statics or self.movers or (self.self_collision and len(self.shapes) > 1):
             parts.append(self._pair_contacts(T, t, margin))
@@ -435,14 +360,8 @@ class ContactSolver:
         the numba backend, pair by pair (sweep and prune, :func:`core.contacts.narrow.
         collide`) on numpy."""
         ns = len(self.shapes)
-        if _backend.kernels is not None:            # every pair in one kernel call
-            from ..compiled.narrow import pair_contacts
-
-            poses = np.concatenate([T[self.bodies], self._static_poses] +
-                                   [c.pose(t)[None] for c in self.movers])
-            pairs, P, N, S, F = pair_contacts(*self._packed.arrays(), poses, ns,
-                                              self._pairs_allowed, float(margin))
-            i, j = pairs[:, 0], pairs[:, 1]
+        if self.compiled is not None:               # every pair in one kernel call
+            i, j, P, N, S, F = self.compiled.pair_contacts(T, t, margin)
         else:
             posed = [Posed(x, T[b]) for b, x in zip(self.bodies, self.shapes)]
             every = posed + self._static_posed + [Posed(c.shape, c.pose(t))
@@ -450,15 +369,15 @@ class ContactSolver:
             lo, hi = zip(*(x.bounds(margin) for x in every))
             found = []
             for i, j in sweep_and_prune(np.array(lo), np.array(hi)):
-                if i >= ns or (j < ns and not self._pairs_allowed[i, j]):
+                if i >= ns or (j < ns and not self.pairs_allowed[i, j]):
                     continue                              # world with world, or not allowed
                 A, B = (every[j], every[i]) if j >= ns else (every[i], every[j])
                 found += [(i, j, p, n, sep, k) for p, n, sep, k in collide(A, B, margin)]
             if not found:
                 return None
             i, j, P, N, S, F = (np.array([c[k] for c in found]) for k in range(6))
-        material = self._pair_material[i, j]
-        return (self._pair_a[i, j], self._pair_b[i, j], P.reshape(-1, 3), N.reshape(-1, 3), S,
+        material = self.pair_materials[i, j]
+        return (self.pair_a[i, j], self.pair_b[i, j], P.reshape(-1, 3), N.reshape(-1, 3), S,
                 material[:, 0], material[:, 1], contact_keys(1, i, j, F),
                 self._pair_mover[i, j])
 
@@ -480,47 +399,21 @@ class ContactSolver:
         else:
             g = float(np.linalg.norm(self.model.gravity))
             reach = self.margin + 2.0 * dt * speed + 0.5 * g * dt * dt
-        if _backend.kernels is not None and not self.movers:
-            return not self._touches(data, reach)
+        if self.compiled is not None and not self.movers:
+            return not self.compiled.touches(data, reach)
         found = self.find_contacts(data, t, reach)
         return not (np.any(found.separation < 0.0) if v is None else len(found))
 
-    def _touches(self, data, margin):
-        """Whether a shape of the model posed in ``data`` (by the compiled kinematics) is
-        closer than ``margin`` to a plane, a static collider or another shape it may collide
-        with: :meth:`find_contacts` on the numba backend without building the contacts (the
-        planes' least separation, :func:`core.compiled.contact_step.plane_separation`, then
-        the narrow phase only if they are clear)."""
-        from ..compiled import contact_step as K
-        from ..compiled.narrow import pair_contacts
-
-        p = self.model.packed or _compiled.packed(self.model)
-        K.shape_poses(p.ints, data.buffer, self.bodies, self._body_velocity, self._first,
-                      self._extent, self._poses)
-        if K.plane_separation(p.ints, data.buffer, self._planes, self._vertices.ravel(),
-                              self._vertex_body, self._vertex_radius) < margin:
-            return True
-        if not (self.statics or (self.self_collision and len(self.shapes) > 1)):
-            return False
-        separations = pair_contacts(*self._packed.arrays(), self._poses, len(self.shapes),
-                                    self._pairs_allowed, margin)[3]
-        return bool(np.any(separations < margin))
-
     def _pose(self, data, q, v=None):
-        """Pose the model in ``data.oMi`` at q (with its joint columns: on the numpy backend
-        :func:`core.kinematics.update_kinematics`, on the numba backend the compiled
-        kinematics, body-frame columns in ``data.buffer``); with ``v``, return
-        :meth:`_speed_bound`'s bound at v (on the numba backend from the compiled kinematics'
-        body-frame velocities: point speeds do not depend on the frame)."""
-        if _backend.kernels is None:
-            update_kinematics(self.model, data, q)
-            return None if v is None else self._speed_bound(data, v)
-        _compiled.energies(self.model, data, q, v)
-        if v is None:
-            return 0.0
-        from ..compiled.contacts import fastest_point
-
-        return fastest_point(data.buffer, self._body_velocity, self._first, self._extent)
+        """Pose the model in ``data.oMi`` at q (with its joint columns:
+        :func:`core.kinematics.update_kinematics`, or with a compiled stepper its compiled
+        kinematics, body-frame columns in ``data.buffer``,
+        :meth:`core.compiled.contact_solver.ContactSteps.pose`); with ``v``, return
+        :meth:`_speed_bound`'s bound at v."""
+        if self.compiled is not None:
+            return self.compiled.pose(data, q, v)
+        update_kinematics(self.model, data, q)
+        return None if v is None else self._speed_bound(data, v)
 
     def skip(self, t, h, substeps):
         """Log ``substeps`` substeps of ``h`` seconds from time t taken without the contact
@@ -538,10 +431,10 @@ class ContactSolver:
         m = self.model
         V = m.ancestry @ (m.dof_incidence @ (data.S_world * v[:, None]))      # (nb, 6)
         T = data.oMi[self.bodies]
-        c = np.einsum("sab,sb->sa", T[:, :3, :3], self._first) + T[:, :3, 3]
+        c = np.einsum("sab,sb->sa", T[:, :3, :3], self.first_vertex) + T[:, :3, 3]
         w, vo = V[self.bodies, :3], V[self.bodies, 3:]
         speed = np.linalg.norm(vo + np.cross(w, c), axis=1) + \
-            np.linalg.norm(w, axis=1) * self._extent
+            np.linalg.norm(w, axis=1) * self.extents
         return float(speed.max())
 
     def _rows(self, data, body, P, D):
@@ -559,10 +452,11 @@ class ContactSolver:
         """Projected Gauss-Seidel in place on ``lam (m,)``: rows ``[0, n_lim)`` unilateral
         (``lam >= 0``, ``W lam + b >= 0`` complementary), then per contact c a unilateral
         normal row and a tangent pair solved exactly on the disc ``|lam_t| <= mu[c] lam_n``
-        (:func:`friction_disc`, so a sliding contact's friction opposes its sliding); one
-        product of the contact's three rows with lam per contact and sweep. Stops when a
-        sweep changes no impulse by more than :data:`PGS_RTOL` of the largest. On the numba
-        backend :func:`core.compiled.contacts.contact_pgs` runs the same sweeps."""
+        (:func:`core.contacts.rules.friction_disc`, so a sliding contact's friction opposes
+        its sliding); one product of the contact's three rows with lam per contact and
+        sweep. Stops when a sweep changes no impulse by more than
+        :data:`core.contacts.rules.PGS_RTOL` of the largest. A compiled stepper runs the same
+        sweeps (:meth:`core.compiled.contact_solver.ContactSteps.pgs`)."""
         mu = np.asarray(mu, dtype=float)
         k0 = n_lim + 3 * np.arange(len(mu))
         blocks = np.zeros((len(mu), 6))                     # each tangent pair's eigh
@@ -572,11 +466,8 @@ class ContactSolver:
             blocks = np.concatenate([w, Q.reshape(-1, 4)], axis=1)
         tangent = np.stack([W[k0 + 1, k0 + 1], W[k0 + 1, k0 + 2], W[k0 + 2, k0 + 2],
                             W[k0 + 1, k0], W[k0 + 2, k0]], axis=1)       # (c, 5)
-        if _backend.kernels is not None:
-            from ..compiled.contacts import contact_pgs
-
-            contact_pgs(W, b, lam, n_lim, mu, blocks, tangent, self.iterations, PGS_RTOL)
-            return lam
+        if self.compiled is not None:
+            return self.compiled.pgs(W, b, lam, n_lim, mu, blocks, tangent)
         diag = np.diag(W).tolist()
         blocks, tangent, mu = blocks.tolist(), tangent.tolist(), mu.tolist()
         for _ in range(self.iterations):
@@ -592,26 +483,24 @@ class ContactSolver:
                 new = max(0.0, old - r0 / diag[k])
                 dn = new - old
                 a11, a12, a22, c1, c2 = tangent[c]
-                u1, u2 = _disc(*blocks[c], r1 + c1 * dn - a11 * t1 - a12 * t2,
+                u1, u2 = disc(*blocks[c], r1 + c1 * dn - a11 * t1 - a12 * t2,
                                r2 + c2 * dn - a12 * t1 - a22 * t2, mu[c] * new)
                 lam[k], lam[k + 1], lam[k + 2] = new, u1, u2
                 change = max(change, abs(dn), abs(u1 - t1), abs(u2 - t2))
-            if change <= PGS_RTOL * np.abs(lam).max(initial=0.0):
+            if change <= rules.PGS_RTOL * np.abs(lam).max(initial=0.0):
                 break
         return lam
 
-    def _impulses(self, data, q, v, v1, step, arrays, J, b, lam, nl, h, c_h):
+    def impulses(self, data, q, v, v1, step, arrays, J, b, lam, nl, h, c_h):
         """Steps 2 and 3 of the module docstring for the contacts ``arrays`` (bodies a and
         b, points, normals, separations, frictions, restitutions and the world side's point
         velocities, one row per contact) after the ``nl`` limit rows of ``J`` and ``b``:
         the contacts' rows and right-hand sides, then the impulses into ``lam`` (warm start
         in it). Returns ``(cho_factor of M, dv, the contacts' end gaps without impulses, the
-        kinetic energy the impulses change)``. On the numba backend (large problems,
-        :data:`COMPILED_SOLVE_WORK`) the world Jacobian columns are computed here first."""
+        kinetic energy the impulses change)``; needs the model posed at q in ``data`` with
+        its world Jacobian columns (:func:`core.kinematics.update_kinematics`)."""
         m = self.model
         a_body, b_body, P, n, s, mu, rest, world_v = arrays
-        if _backend.kernels is not None:
-            update_kinematics(m, data, q)
         nc = len(s)
         D = np.stack([n, *tangent_basis(n)], axis=1)                  # (c, 3, 3)
         Jc = self._rows(data, b_body, P, D) - self._rows(data, a_body, P, D)
@@ -629,33 +518,13 @@ class ContactSolver:
         try:
             fac = cho_factor(M, check_finite=False)
         except np.linalg.LinAlgError as err:
-            raise _not_positive_definite(err) from None
+            raise not_positive_definite(err) from None
         MinvJt = cho_solve(fac, J.T, check_finite=False)                  # (nv, m)
         W = J @ MinvJt
         self._pgs(W, b, lam, nl, mu)
         dv = MinvJt @ lam
         v_new = v1 + dv
         return fac, dv, gap, 0.5 * (v_new @ M @ v_new - v1 @ M @ v1)
-
-    def _impulses_compiled(self, data, q, v, v1, step, arrays, J, b, lam, nl, h, c_h):
-        """:meth:`_impulses` in one kernel call (:func:`core.compiled.contacts.
-        contact_solve`; the joints without a kernel evaluated first)."""
-        from ..compiled.contacts import contact_solve
-
-        m = self.model
-        p = _compiled.packed(m)
-        if p.python:
-            _compiled.python_joints(m, data, p, q, None)
-        nc, nv, rows = len(arrays[0]), m.nv, len(b)
-        M, dv, gap = np.empty((nv, nv)), np.empty(nv), np.empty(nc)
-        kinetic = contact_solve(p.ints, p.reals, data.buffer, q, v, v1, step, *arrays, h, c_h,
-                                self.bounce_threshold, nl, J, b, lam, np.empty((nc, 3, 3)),
-                                M, np.empty((nv, rows)), np.empty((rows, rows)),
-                                np.empty((nc, 6)), np.empty((nc, 5)), dv, gap,
-                                self.iterations, PGS_RTOL)
-        if kinetic != kinetic:
-            raise _not_positive_definite("a leading minor is not positive")
-        return (M, True), dv, gap, kinetic
 
     def apply(self, data, q, v, q1, v1, t, h, weight=1.0):
         """The contact and limit step of a substep of ``h`` seconds from time t: ``q, v
@@ -666,10 +535,8 @@ class ContactSolver:
         for "rk4"); returns the corrected end state ``(q1 + c h dv + dq, v1 + dv)`` (new
         arrays; the same ones without contacts or engaged limits). Raises NonFiniteError
         when the mass matrix is not positive definite (a diverged state)."""
-        if _backend.kernels is not None and not self.movers and \
-                not (self.model.packed or _compiled.packed(self.model)).python and \
-                (self.limits is None or self.limits.compiled):
-            out = self._apply_compiled(data, q, v, q1, v1, t, h, float(weight) * h)
+        if self.compiled is not None:
+            out = self.compiled.apply(data, q, v, q1, v1, t, h, float(weight) * h, self._log)
             if out is not None:
                 return out
         m = self.model
@@ -700,28 +567,26 @@ class ContactSolver:
             target = np.where(dl > 0.0, _closing(ul, dl, moved[lim_rows], c_h),
                               -self.limits.restitution * np.minimum(ul, 0.0))
             b[:nl] = ul - target
-            lam[:nl] = self._warm_limits[lim_rows]
+            lam[:nl] = self.warm_limits[lim_rows]
         s, P = found.separation, found.point
         world_v = np.zeros((nc, 3))                   # the world side's point velocities
         for k in np.unique(found.mover[found.mover >= 0]).tolist():
             rows = found.mover == k
             world_v[rows] = self.movers[k].point_velocities(t, P[rows])
-        at = np.minimum(np.searchsorted(self._warm_keys, found.key), len(self._warm_keys) - 1)
-        if len(self._warm_keys):                      # the same contacts' last impulses
-            hit = self._warm_keys[at] == found.key
-            lam[nl:].reshape(nc, 3)[hit] = self._warm_lam[at[hit]]
+        at = np.minimum(np.searchsorted(self.warm_keys, found.key), len(self.warm_keys) - 1)
+        if len(self.warm_keys):                      # the same contacts' last impulses
+            hit = self.warm_keys[at] == found.key
+            lam[nl:].reshape(nc, 3)[hit] = self.warm_lam[at[hit]]
         arrays = (found.a, found.b, P, found.normal, s, found.friction, found.restitution,
                   world_v)
-        size = nl + 3 * nc
-        solve = self._impulses_compiled if _backend.kernels is not None and \
-            size * m.nv * (m.nv + size) <= 2.0 * COMPILED_SOLVE_WORK else self._impulses
+        solve = self.impulses if self.compiled is None else self.compiled.solve
         fac, dv, gap, kinetic = solve(data, q, v, v1, step, arrays, J, b, lam, nl, h, c_h)
         v_new = v1 + dv
         if self.limits is not None:
-            self._warm_limits[:] = 0.0
-            self._warm_limits[lim_rows] = lam[:nl]
+            self.warm_limits[:] = 0.0
+            self.warm_limits[lim_rows] = lam[:nl]
         order = np.argsort(found.key)
-        self._warm_keys, self._warm_lam = found.key[order], lam[nl:].reshape(nc, 3)[order]
+        self.warm_keys, self.warm_lam = found.key[order], lam[nl:].reshape(nc, 3)[order]
         q_new = q1 + c_h * dv
         q_mid, have_limits = q_new, self.limits is not None and self.limits.n_constraints
         if have_limits:
@@ -746,64 +611,5 @@ class ContactSolver:
             dynamics.potential_energy(m, data, q_new) - dynamics.potential_energy(m, data, q_mid)
         active = int(np.sum((lam[nl::3] > 0.0) | (s < 0.0)))
         depth = float(max(0.0, -s.min()))
-        self._log.append((t + h, active, depth, kinetic + potential))
-        return q_new, v_new
-
-    def _apply_compiled(self, data, q, v, q1, v1, t, h, c_h):
-        """:meth:`apply` on the numba backend in a few kernel calls
-        (:mod:`core.compiled.contact_step`) for worlds without moving colliders and limits
-        that have kernels; None, with the limit solver's state as it was, where a kernel
-        declines (a twist limit undefined, a mass matrix that is not positive definite:
-        the reference code then raises the error that names the cause)."""
-        from ..compiled import contact_step as K
-        from ..compiled.narrow import pair_contacts
-
-        m = self.model
-        p = m.packed or _compiled.packed(m)
-        _compiled.energies(m, data, q, v1)
-        reach = self.margin + h * K.shape_poses(p.ints, data.buffer, self.bodies,
-                                                 self._body_velocity, self._first,
-                                                 self._extent, self._poses)
-        pairs = pair_contacts(*self._packed.arrays(), self._poses, len(self.shapes),
-                              self._pairs_allowed, reach)
-        li, lr = self._limit_arrays
-        saved = None if self.limits is None else (li.copy(), self.limits.distances.copy())
-        status, nc, nl, lim_rows, a, b, P, n, s, mu, rest, key, J, rhs, lam = \
-            K.gather_contacts(p.ints, data.buffer, q, v1, q1, c_h, reach, self._planes,
-                              self._plane_material, self._vertices.ravel(),
-                              self._vertex_shape, self._vertex_body, self._vertex_local,
-                              self._vertex_radius, *pairs, self._pair_a, self._pair_b,
-                              self._pair_material, li, lr, self._warm_keys, self._warm_lam,
-                              self._warm_limits)
-        self.touching = nc > 0
-        if status == 0 and not nc:
-            # the limit solver's own step, as without contacts
-            self._log.append((t + h, 0, 0.0, 0.0))
-            return (q1, v1) if self.limits is None else self.limits.apply(data, q1, v1)
-        if status == 0:
-            arrays = (a, b, P, n, s, mu, rest, np.zeros((nc, 3)))
-            size = nl + 3 * nc
-            solve = self._impulses_compiled if size * m.nv * (m.nv + size) <= \
-                2.0 * COMPILED_SOLVE_WORK else self._impulses
-            try:
-                fac, dv, gap, kinetic = solve(data, q, v, v1, q1 - q, arrays, J, rhs, lam, nl,
-                                              h, c_h)
-            except NonFiniteError:
-                status = 4
-        if status == 0:
-            F = fac[0]                  # L below the diagonal and L^T above, as the kernel's
-            if not fac[1]:              # scipy's upper factor U = L^T
-                U = np.triu(F)
-                F = U.T + np.triu(U, 1)
-            status, q_new, q_mid, v_new, moved, keys, warm, warm_limits, active, depth = \
-                K.finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, F, li,
-                                  lr, self.slop, self.iterations, PGS_RTOL)
-        if status:
-            if saved is not None:
-                li[:], self.limits.distances[:] = saved
-            return None
-        self._warm_keys, self._warm_lam, self._warm_limits = keys, warm, warm_limits
-        potential = _compiled.energies(m, data, q_new, None)[1] - \
-            _compiled.energies(m, data, q_mid, None)[1] if moved else 0.0
         self._log.append((t + h, active, depth, kinetic + potential))
         return q_new, v_new

@@ -30,15 +30,23 @@ The contract (``b`` a body of the family, ``P_b`` its placement, ``q_b`` its coo
 Everything crossing this interface is a flat float64 array (``q``, ``v`` and the fields of
 ``data``), so a compiled kernel can implement ``calc`` for a family without Python objects
 per joint in its loop. The compiled backend (:mod:`core.compiled`) does so for a family
-that names a ``kernel_kind`` (a ``KIND_*`` of :mod:`core.compiled.layout`) and gives each
-joint's constants as floats through :meth:`JointFamily.kernel_params`; the joints of the
-other families are evaluated by their ``calc`` (and ``velocity_product``) in Python into
-the same ``data`` rows before the compiled recursion runs.
+that names a ``kernel_kind`` and gives each joint's constants as floats through
+:meth:`JointFamily.kernel_params`; the joints of the other families are evaluated by their
+``calc`` (and ``velocity_product``) in Python into the same ``data`` rows before the
+compiled recursion runs.
+
+A compiled joint kind is declared in its joint's module: a ``KIND_*`` number (distinct from
+every other module's), the family's ``kernel_kind``, ``kernel_params``, and the flags
+``kernel_charts`` and ``kernel_large``; its evaluation is a branch of
+:func:`core.compiled.kinematics.kinematics`.
 """
 
 import numpy as np
 
-__all__ = ["JointFamily", "GenericFamily", "dof_selector", "covers"]
+__all__ = ["JointFamily", "GenericFamily", "dof_selector", "covers", "KIND_PYTHON"]
+
+#: the packed joint kind of a family without a compiled kernel (``kernel_kind`` None)
+KIND_PYTHON = 0
 
 
 def dof_selector(idx):
@@ -70,9 +78,19 @@ class JointFamily:
     :meth:`velocity_product` is called).
     """
 
-    #: the compiled kernels' joint kind (:mod:`core.compiled.layout`) for this family, or
-    #: None: the compiled backend calls :meth:`calc` in Python
+    #: the compiled kernels' joint kind for this family (a ``KIND_*`` of its joint's module,
+    #: a branch of :func:`core.compiled.kinematics.kinematics`), or None: the compiled
+    #: backend calls :meth:`calc` in Python
     kernel_kind = None
+    #: True if each joint's first three coordinates are exponential coordinates of a
+    #: rotation whose chart the compiled integrator changes past pi (as the joint's
+    #: ``normalize``)
+    kernel_charts = False
+    #: True for a kind whose kernel is large (about half the compile time of every kernel):
+    #: the packer marks the ``ints`` of a model with such joints read-only, and the kernels
+    #: compile that kind's evaluation only for read-only ``ints``, so that models without
+    #: them never wait for it to compile
+    kernel_large = False
 
     @classmethod
     def accepts(cls, joint):
@@ -81,7 +99,7 @@ class JointFamily:
 
     def kernel_params(self, k):
         """Constants of the ``k``-th joint for the compiled kernel of :attr:`kernel_kind`:
-        ``(floats (p,), (span count, degree))`` (see :mod:`core.compiled.layout`)."""
+        ``(floats (p,), (span count, degree))`` (see :mod:`core.compiled.pack`)."""
         return np.zeros(0), (0, 0)
 
     def __init__(self, bodies, joints, placements, q_start):

@@ -21,7 +21,6 @@ import math
 
 import numpy as np
 
-from ..compiled.layout import KIND_FIXED, KIND_SCREW
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import so3
 from .base import Joint
@@ -29,6 +28,9 @@ from .family import JointFamily, covers, dof_selector
 
 __all__ = ["ParamJoint", "Revolute", "Prismatic", "Helical", "Cylindrical", "Universal",
            "Planar", "Fixed", "ScrewFamily", "FixedFamily", "unit_axis", "plane_basis"]
+
+#: the compiled joint kinds of :class:`ScrewFamily` and :class:`FixedFamily`
+KIND_SCREW, KIND_FIXED = 1, 6
 
 
 def unit_axis(axis, name="axis"):

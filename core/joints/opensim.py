@@ -110,6 +110,9 @@ COLLINEAR_TOL = 1e-5
 #: checked before its terms are enumerated
 MAX_POLYNOMIAL_TERMS = 10 ** 5
 
+#: the compiled joint kind of :class:`CustomJointFamily`
+KIND_CUSTOM = 4
+
 
 def finite_array(x, name, shape_hint):
     """``x`` as a float array, or NonFiniteError if it holds NaN or inf."""
@@ -995,7 +998,8 @@ class CustomJointFamily(GenericFamily):
     with a :class:`MultivariatePolynomialFunction` (or more than 6 coordinates) goes to
     GenericFamily."""
 
-    kernel_kind = L.KIND_CUSTOM
+    kernel_kind = KIND_CUSTOM
+    kernel_large = True
 
     @classmethod
     def accepts(cls, joint):

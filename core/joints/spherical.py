@@ -19,7 +19,6 @@ import math
 
 import numpy as np
 
-from ..compiled.layout import KIND_FREE, KIND_SPHERE
 from .. import expcoords
 from ..errors import InvalidInputError
 from ..lie import so3
@@ -28,6 +27,9 @@ from .family import GenericFamily, JointFamily
 from .lower_pairs import ParamJoint
 
 __all__ = ["Spherical", "Free", "SphericalFamily", "FreeFamily"]
+
+#: the compiled joint kinds of :class:`SphericalFamily` and :class:`FreeFamily`
+KIND_SPHERE, KIND_FREE = 3, 8
 
 
 class SphericalFamily(JointFamily):
@@ -46,6 +48,7 @@ class SphericalFamily(JointFamily):
 
     #: the kernel needs no constants besides the body's placement
     kernel_kind = KIND_SPHERE
+    kernel_charts = True
 
     def create_work(self, data):
         data.S_body[self.flat, 3:] = 0.0
@@ -209,6 +212,7 @@ class FreeFamily(GenericFamily):
     kernels from the coordinates alone (no constants)."""
 
     kernel_kind = KIND_FREE
+    kernel_charts = True
 
 
 Free.family = FreeFamily

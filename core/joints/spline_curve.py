@@ -33,7 +33,6 @@ import math
 import numpy as np
 from numpy.polynomial import chebyshev
 
-from ..compiled.layout import KIND_CLOSED_SPLINE, KIND_SPLINE
 from .. import bspline
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3
@@ -44,6 +43,9 @@ from .family import GenericFamily, JointFamily, covers, dof_selector
 __all__ = ["SplineCurveJoint", "ClosedSplineCurveJoint", "CubicSplineFamily",
            "ClosedCubicSplineFamily", "natural_knots",
            "frame_knots_to_full", "coordinate_error", "Q_MAX", "FIT_DEGREES", "FIT_TOL"]
+
+#: the compiled joint kinds of :class:`CubicSplineFamily` and :class:`ClosedCubicSplineFamily`
+KIND_SPLINE, KIND_CLOSED_SPLINE = 2, 5
 
 
 #: |q| beyond this is rejected: the linear extrapolation stays finite far beyond it, but such

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import sparse
 
 from .. import bspline
-from ..compiled.layout import KIND_SURFACE, SJ_HEAD, SJ_PER_AXIS
+from ..compiled.layout import SJ_HEAD, SJ_PER_AXIS
 from ..errors import InvalidInputError, NonFiniteError
 from ..lie import se3
 from . import poe
@@ -41,6 +41,9 @@ DEFAULT_BASIS_TWISTS = np.array([
     [0, 1, 0, 0, 0, 0],
     [0, 0, 1, 0, 0, 0],
 ], dtype=float)
+
+#: the compiled joint kind of :class:`SplineJointFamily`
+KIND_SURFACE = 7
 
 
 class _Axis:
@@ -332,6 +335,7 @@ class SplineJointFamily(GenericFamily):
 
     #: the kernel reads the knot-span and twist tables of :mod:`core.compiled.surface`
     kernel_kind = KIND_SURFACE
+    kernel_large = True
 
     def kernel_params(self, k):
         """``[n, m, (k, c, lo, hi, S, offset) per axis (3), H (12), g (m, 6), C, the axis

@@ -109,7 +109,9 @@ class Skeleton:
     axis: np.ndarray
     mu: np.ndarray = None
     motor: np.ndarray = None
-    _cache: dict = field(default_factory=dict, repr=False)
+    #: the compiled backend's arrays of this skeleton (:mod:`core.compiled.skeleton`), built
+    #: on first use; False when its joints do not form a tree
+    packed: object = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         self.mass = np.asarray(self.mass, dtype=float).reshape(-1)
@@ -270,9 +272,9 @@ class Skeleton:
         (object axes, i.e. ``I^-1(-W I w + t)``), ``c, d: (n, 3)`` constraint forces (world).
         ``f_ext: (N, 3)`` optional external forces at the centres of mass (world).
         """
-        if _backend.kernels is not None:
-            from ..compiled import skeleton as compiled
-            out = compiled.accelerations(self, state, f_ext)
+        twin = _backend.twins.skeleton_accelerations
+        if twin is not None:
+            out = twin(self, state, f_ext)
             if out is not None:
                 return out
         p, R, v, w = self._ext(state)
@@ -350,13 +352,12 @@ class Skeleton:
         steps again one by one, which raises :meth:`step`'s error). Returns ``(new_state,
         StepInfo of the last step)``."""
         count = whole_number(count, "Skeleton.steps: count")
-        if _backend.kernels is not None and count > 1 and np.isfinite(h) and h > 0 \
-                and update in UPDATES:
+        twin = _backend.twins.skeleton_step
+        if twin is not None and count > 1 and np.isfinite(h) and h > 0 and update in UPDATES:
             self.check_state(state)
-            from ..compiled import skeleton as compiled
             with np.errstate(over="ignore", invalid="ignore"):
-                out = compiled.step(self, state, h, f_ext, update, stabilize, stabilize_tol,
-                                    stabilize_iterations, count)
+                out = twin(self, state, h, f_ext, update, stabilize, stabilize_tol,
+                           stabilize_iterations, count)
             if out is not None:
                 p, R, v, w, c, d, before, after, iters = out
                 return SkeletonState(p, R, v, w), StepInfo(c, d, before, after, iters)
@@ -371,10 +372,10 @@ class Skeleton:
         every update with its stabilization is one kernel call
         (:func:`core.compiled.skeleton.step`); where it declines (joints not a tree, a
         singular pivot, a non-finite state) the numpy path below runs and raises."""
-        if _backend.kernels is not None:
-            from ..compiled import skeleton as compiled
-            out = compiled.step(self, state, h, f_ext, update, stabilize, stabilize_tol,
-                                stabilize_iterations)
+        twin = _backend.twins.skeleton_step
+        if twin is not None:
+            out = twin(self, state, h, f_ext, update, stabilize, stabilize_tol,
+                       stabilize_iterations)
             if out is not None:
                 p, R, v, w, c, d, before, after, iters = out
                 return SkeletonState(p, R, v, w), StepInfo(c, d, before, after, iters)

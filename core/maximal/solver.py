@@ -67,7 +67,7 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
         minv: inverse mass, sparse/dense ``(n, n)`` or its diagonal ``(n,)``.
         b: ``(m,)`` right-hand side (displacement, velocity or acceleration constraint).
         method: ``"cg"`` (Jacobi-preconditioned conjugate gradients: scipy's, or on the
-            numba backend the same iteration compiled, :func:`core.compiled.kernels.cg`;
+            numba backend the same iteration compiled, :func:`core.compiled.projection.cg`;
             handles the positive semidefinite systems of redundant constraints when ``b``
             is consistent), ``"direct"``
             (sparse LU via ``spsolve``; needs full row rank) or ``"lsqr"`` (minimum-norm
@@ -134,8 +134,9 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
             pre = sp.diags(np.where(diag > 0, 1.0 / np.where(diag > 0, diag, 1.0), 1.0))
         elif preconditioner is not None:
             raise InvalidInputError("project: preconditioner must be 'jacobi' or None")
-        if _backend.kernels is not None:
-            lam, iterations, converged = _compiled_cg(A, b, x0, tol, maxiter, pre)
+        twin = _backend.twins.project_cg
+        if twin is not None:
+            lam, iterations, converged = twin(A, b, x0, tol, maxiter, pre)
         elif dense:
             lam, iterations, converged = _dense_cg(A, b, x0, tol, maxiter, pre)
         else:
@@ -164,26 +165,6 @@ def project(J, minv, b, method="cg", tol=1e-12, maxiter=None, x0=None, J_force=N
     residual = float(np.linalg.norm(A @ lam - b))
     return ProjectionResult(np.asarray(MJt @ lam).reshape(-1), lam, int(iterations), residual,
                             bool(converged))
-
-
-def _compiled_cg(A, b, x0, tol, maxiter, pre):
-    """``spla.cg(A, b, x0, rtol=tol, atol=0, maxiter, M=pre)`` as one compiled kernel
-    (:func:`core.compiled.kernels.cg`, the same iteration): ``(lam, iterations,
-    converged)``."""
-    m = b.size
-    maxiter = 10 * m if maxiter is None else int(maxiter)
-    x = np.zeros(m) if x0 is None else np.array(x0, dtype=float).reshape(m)
-    dinv = np.ones(m) if pre is None else np.ascontiguousarray(pre.diagonal(), dtype=float)
-    if isinstance(A, np.ndarray):       # a dense A as CSR arrays, every entry stored
-        data, indices = np.ascontiguousarray(A, dtype=float).ravel(), np.tile(np.arange(m), m)
-        indptr = np.arange(0, m * m + 1, m, dtype=np.int64)
-    else:
-        A = A.tocsr()
-        data, indices, indptr = (np.ascontiguousarray(A.data, dtype=float), A.indices,
-                                 A.indptr.astype(np.int64))
-    it = _backend.kernels.cg(data, indices.astype(np.int64), indptr, dinv, b, x, maxiter,
-                             tol * float(np.linalg.norm(b)), np.empty((4, m)))
-    return x, int(it), it < maxiter
 
 
 def _dense_cg(A, b, x0, tol, maxiter, pre):

@@ -19,7 +19,7 @@ also reports whether the console showed the compile message (:func:`addon.jit.co
 
 Two kinds of session: "blocking" as in a background run (``blender -b``, where the add-on
 starts no warm-up), the first calls waiting for their kernels; "interactive" where the
-add-on's warm-up thread (:mod:`addon.jit`, :func:`core.backend.warm_up`) runs first, as a
+add-on's warm-up thread (:mod:`addon.jit`, :func:`core.warm_up.warm_up`) runs first, as a
 second after the start of an interactive session: the worker times the warm-up (every
 compiled path) and then the same first calls, which then find their kernels ready (a
 simulation started while the warm-up runs waits for the kernels it needs, at most the

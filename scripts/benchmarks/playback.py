@@ -19,7 +19,7 @@ the character, the ragdoll, the chain in the bowl) is opened and played the same
 its frame range with the rig panel's Live on (``spline_joints.simulate_preview`` for every
 rig of the scene), its own substeps, contacts and limits included.
 
-Every kernel is compiled, or loaded from the cache, before the timing (``core.backend.
+Every kernel is compiled, or loaded from the cache, before the timing (``core.warm_up.
 warm_up``, as the add-on does when it is enabled), so the figures are those of a session
 whose warm-up has finished. A demo plays in real time when its live rate reaches its own
 frame rate; the target is 60 frames per second or more.
@@ -60,7 +60,7 @@ def worker(out, quick):
 
     bpy.ops.preferences.addon_enable(module=MODULE)
     mech = importlib.import_module(MODULE + ".core.mechanisms")
-    importlib.import_module(MODULE + ".core.backend").warm_up()      # compile or load
+    importlib.import_module(MODULE + ".core.warm_up").warm_up()      # compile or load
     rows = []
     for name, builder in mech.DEMOS.items():
         default = builder()

@@ -93,10 +93,11 @@ def scenario_compiled_kernels(tmp):
     from scenes import addon_module
 
     backend, jit = addon_module("core.backend"), addon_module("addon.jit")
+    warm_up = addon_module("core.warm_up")
     compiles = []
     stop = backend.watch_compiles(lambda kernel, seconds: compiles.append(kernel))
     active = backend.active()
-    backend.warm_up()
+    warm_up.warm_up()
     stop()
     cache = jit.cache_dir()
     files = sorted(os.path.relpath(os.path.join(d, f), cache)

@@ -23,7 +23,6 @@ import pytest
 
 from core import backend
 from core import dynamics as dyn
-from core.compiled.dispatch import packed
 from core.integrators import Integrator
 from core.joints.lower_pairs import (Cylindrical, Fixed, Helical, Prismatic, Revolute,
                                      Universal)
@@ -33,6 +32,13 @@ from core.lie import se3, so3
 from core.model import Model
 
 pytestmark = pytest.mark.skipif(not backend.available(), reason="numba does not import")
+
+
+def packed(model):
+    """The model's packed arrays (:func:`core.compiled.dynamics.packed`; imported once the
+    backend has loaded the kernels into its cache folder)."""
+    from core.compiled.dynamics import packed as packed_arrays
+    return packed_arrays(model)
 
 EPS = np.finfo(float).eps
 #: rounding steps per body and per pass of a recursion: four passes (joints and poses,
@@ -213,7 +219,9 @@ def test_integrator_step_agrees(name, method, both):
 
     def run():
         integ = Integrator(m, 1e-3, 2, method, tau=tau, fext=fext)
-        assert (integ._kernel_step is not None) == (name != "mixed_tree")
+        if backend.active() == "numba":
+            assert (integ.compiled is not None) == (name != "mixed_tree")
+            assert integ.compiled is None or integ.compiled.step_args is not None
         tr = integ.run(q0, v0, 20, check_energy=False)
         return tr.q[-1], tr.v[-1]
     (q_np, v_np), (q_nb, v_nb) = both(run)
@@ -323,7 +331,7 @@ def test_large_joint_kinds_compile_for_their_models_only():
     read-only, the kernels' sign to compile those joints' evaluation; other models'
     ints stay writable (and their kernels without that code)."""
     from core.compiled import layout as L
-    from core.joints.spline_surface import SplineJoint
+    from core.joints.spline_surface import KIND_SURFACE, SplineJoint
 
     knots, ramp = np.arange(-3.0, 5.0), 0.3 * np.arange(4.0)
     coefficients = np.zeros((6, 4, 4))
@@ -333,7 +341,65 @@ def test_large_joint_kinds_compile_for_their_models_only():
                      (0, 0, -0.1), 0.01 * np.eye(3))
     assert not packed(surface).ints.flags.writeable
     assert packed(MODELS["mixed_tree"](np.random.default_rng(0))).ints.flags.writeable
-    assert packed(surface).ints[L.HEADER + L.I_KIND] in L.LARGE_KINDS
+    assert packed(surface).ints[L.HEADER + L.I_KIND] == KIND_SURFACE
+
+
+#: rounding steps of an n-DOF spline joint's evaluation per basis twist (the joint has m of
+#: them): its coordinate phi_j, a tensor sum of k^n products of the axes' basis values (each
+#: a Horner of k terms, 2 k roundings per axis), then as a cubic spline curve's its
+#: exponential and the products of Appendix B
+def _surface_ops(m, k, n):
+    return m * (k ** n + 2 * k * n + SPLINE_OPS)
+
+
+def _surface_tree(rng):
+    """n-DOF spline joints of two and three coordinates (cubic, six basis twists) below a
+    revolute and a ball, the first with a point spring."""
+    from core.joints.spline_surface import SplineJoint
+
+    knots = np.arange(-3.0, 5.0)
+    c2 = 0.3 * rng.normal(size=(6, 4, 4))
+    c3 = 0.2 * rng.normal(size=(6, 4, 4, 4))
+    m = Model(gravity=(0.2, 0.1, -9.81))
+    for i, (j, p) in enumerate(zip([Revolute((0, 1, 0)), SplineJoint([knots, knots], c2),
+                                    Spherical(), SplineJoint([knots] * 3, c3)],
+                                   [-1, 0, 1, 2])):
+        _add(m, rng, f"u{i}", p, j)
+    m.add_point_spring(1, [0.1, 0, 0], -1, [0.0, 0.2, 0.1], 20.0, 0.3)
+    return m
+
+
+@pytest.mark.parametrize("outside", [False, True])
+def test_surface_joints_agree(outside, both):
+    """The compiled n-DOF spline joint (:func:`core.compiled.surface.surface_joint`) against
+    :meth:`core.joints.spline_surface.SplineJoint.evaluate` through aba, rnea, crba and the
+    world poses, inside the knot domain and beyond it (the linear continuation), to
+    :func:`tolerance` with the joint's own rounding steps (:func:`_surface_ops`)."""
+    from core.joints.spline_surface import SplineJoint
+
+    rng = np.random.default_rng(23)
+    m = _surface_tree(rng)
+    d = m.create_data()
+    nb = m.nbodies
+    q = m.neutral() + 0.5 * rng.normal(size=m.nq)
+    if outside:
+        for i, j in enumerate(m.joints):
+            if isinstance(j, SplineJoint):
+                q[m.q_start[i]] = j.upper[0] + 0.7
+                q[m.q_start[i] + 1] = j.lower[1] - 0.4
+    v, tau, fext = rng.normal(size=m.nv), rng.normal(size=m.nv), rng.normal(size=(nb, 6))
+    ops = _surface_ops(6, 4, 3)
+    M_np, M_nb = both(lambda: dyn.crba(m, d, q))
+    kappa = np.linalg.cond(M_np)
+    _close(M_np, M_nb, tolerance(nb, 1.0, ops), np.abs(M_np).max(), "crba")
+    a_np, a_nb = both(lambda: dyn.aba(m, d, q, v, tau, fext))
+    _close(a_np, a_nb, tolerance(nb, kappa, ops), np.abs(a_np).max(), "aba")
+    t_np, t_nb = both(lambda: dyn.rnea(m, d, q, v, a_np, fext))
+    scale = max(np.abs(M_np).max() * np.abs(a_np).max(), np.abs(tau).max(),
+                np.abs(t_np).max())
+    _close(t_np, t_nb, tolerance(nb, 1.0, ops), scale, "rnea")
+    P_np, P_nb = both(lambda: (dyn.aba(m, d, q, v, tau), d.oMi)[1])
+    _close(P_np, P_nb, tolerance(nb, 1.0, ops), 1.0, "poses")
 
 
 def test_use_and_environment():
@@ -449,7 +515,8 @@ def test_limits_agree(kind, method, both):
 
     def run():
         integ = Integrator(m, 1e-3, 2, method, limits=solver)
-        assert (integ._kernel_advance is not None) == (kind != "python")
+        assert backend.active() == "numpy" or \
+            (integ.compiled.advance_args is not None) == (kind != "python")
         assert solver.compiled == (kind != "python")
         state = integ.start(q0, v0)
         flags, dist = [], []
@@ -573,7 +640,7 @@ def test_kernel_chart_change_is_reparametrize():
         r *= np.linspace(0.5, 3.0, 6)[:, None] * np.pi / np.linalg.norm(r, axis=1)[:, None]
         rd = rng.normal(size=(6, 3))
         q, v = r.ravel().copy(), rd.ravel().copy()
-        backend.kernels._normalize(p.ints, q, v)
+        backend.kernels.normalize(p.ints, q, v)
         ref = reparametrize(r, rd)
         assert np.allclose(q, ref.r.ravel(), rtol=0, atol=64 * EPS * 3 * np.pi)
         assert np.allclose(v, ref.r_dot.ravel(), rtol=0, atol=64 * EPS * np.abs(rd).max() * 10)
@@ -581,7 +648,7 @@ def test_kernel_chart_change_is_reparametrize():
         p = packed(m)
         q0, v0 = 3.0 * rng.normal(size=m.nq), rng.normal(size=m.nv)
         q, v = q0.copy(), v0.copy()
-        backend.kernels._normalize(p.ints, q, v)
+        backend.kernels.normalize(p.ints, q, v)
         for i, j in enumerate(m.joints):
             s = slice(m.q_start[i], m.q_start[i] + m.q_count[i])
             if isinstance(j, Free):
@@ -602,7 +669,7 @@ def test_failed_kernel_step_reports_as_the_python_path():
         rng = np.random.default_rng(3)
         m, solver = _limited("ball", rng)
         integ = Integrator(m, 2.0, 1, "euler", limits=solver)
-        assert integ._kernel_advance is not None
+        assert integ.compiled.advance_args is not None
         with pytest.raises(SimulationError, match="reduce the step"):
             integ.run(np.zeros(m.nq), 1e3 * np.ones(m.nv), 50, check_energy=False)
     finally:
@@ -707,7 +774,8 @@ def test_custom_joints_agree(which, both):
     own evaluation adds a few dozen roundings of its axis functions' terms, within the
     per-body allowance)."""
     from core.compiled import layout as L
-    from core.joints.opensim import CustomJoint, CustomJointFamily
+    from core.joints.family import KIND_PYTHON
+    from core.joints.opensim import KIND_CUSTOM, CustomJoint, CustomJointFamily
     rng = np.random.default_rng(16)
     if which == "gait2392":
         m, q0 = _gait2392()
@@ -719,9 +787,9 @@ def test_custom_joints_agree(which, both):
     kinds = packed(m).ints[L.HEADER:L.HEADER + L.NI * nb].reshape(nb, L.NI)[:, L.I_KIND]
     for b, j in enumerate(m.joints):
         compiled = isinstance(j, CustomJoint) and CustomJointFamily.accepts(j)
-        assert kinds[b] == (L.KIND_CUSTOM if compiled else L.KIND_PYTHON)
+        assert kinds[b] == (KIND_CUSTOM if compiled else KIND_PYTHON)
     if which == "gait2392":
-        assert np.all(kinds == L.KIND_CUSTOM)
+        assert np.all(kinds == KIND_CUSTOM)
     d = m.create_data()
     for q in states:
         v, tau = rng.normal(size=m.nv), rng.normal(size=m.nv)

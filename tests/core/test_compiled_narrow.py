@@ -26,7 +26,7 @@ from core.compiled.pack import PackedShapes
 from core.contacts import (Box, Capsule, ContactSolver, ConvexHull, MovingCollider, Plane,
                            Sphere, StaticCollider)
 from core.contacts.narrow import Posed, collide
-from core.contacts.solver import KEY_BITS
+from core.contacts.rules import KEY_BITS
 from core.joints.spherical import Free
 from core.kinematics import update_kinematics
 from core.lie import se3, so3

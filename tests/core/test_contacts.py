@@ -12,7 +12,7 @@ from core.contacts import (Box, Capsule, ContactSolver, ConvexHull, MovingCollid
 from core import backend, dynamics
 from core.contacts.broad import sweep_and_prune
 from core.contacts.narrow import Posed, closest_segments, collide, collide_plane, gjk, sat
-from core.contacts.solver import friction_disc
+from core.contacts.rules import friction_disc
 from core.errors import InvalidInputError
 from core.integrators import IMPULSE_POSITION, Integrator
 from core.joints.spherical import Free
@@ -207,7 +207,7 @@ def test_the_compiled_contact_rows_equal_the_numpy_ones():
     random. Tolerance: each entry is a few dozen products and sums of unit-size rotations,
     positions (up to about a metre) and directions, per ancestor coordinate, so 50 EPS of
     the rows' scale."""
-    from core.compiled import dispatch
+    from core.compiled import dynamics as compiled_dynamics
     from core.compiled.contacts import contact_rows
     from core.contacts.solver import tangent_basis
     from core.joints.lower_pairs import Prismatic, Revolute
@@ -231,9 +231,9 @@ def test_the_compiled_contact_rows_equal_the_numpy_ones():
             n = rng.normal(size=(8, 3))
             n[:3] = [[0.0, 0.0, 1.0], [1.0, 1.0, 0.0], [0.0, -1.0, 0.0]]
             n /= np.linalg.norm(n, axis=1, keepdims=True)
-            dispatch.energies(m, data, q, None)
+            compiled_dynamics.energies(m, data, q, None)
             J, D = np.full((2 + 24, m.nv), np.nan), np.empty((8, 3, 3))
-            contact_rows(dispatch.packed(m).ints, data.buffer, a_body, b_body, P, n, D, J, 2)
+            contact_rows(compiled_dynamics.packed(m).ints, data.buffer, a_body, b_body, P, n, D, J, 2)
             update_kinematics(m, data, q)
             D_np = np.stack([n, *tangent_basis(n)], axis=1)
             rows = solver._rows(data, b_body, P, D_np) - solver._rows(data, a_body, P, D_np)
@@ -253,7 +253,6 @@ def test_the_point_speed_bound_is_the_same_on_both_backends():
     speed, so the two agree to the roundings of the velocity recursion (50 EPS of the
     largest speed), at rest (0) and at random states."""
     m, shapes = chain(5)
-    solver = ContactSolver(m, shapes, [Plane()])
     data = m.create_data()
     rng = np.random.default_rng(9)
     for q, v in ((m.neutral(), np.zeros(m.nv)),
@@ -263,7 +262,7 @@ def test_the_point_speed_bound_is_the_same_on_both_backends():
         try:
             for name in ("numpy", "numba"):
                 backend.use(name)
-                bounds.append(solver._pose(data, q, v))
+                bounds.append(ContactSolver(m, shapes, [Plane()])._pose(data, q, v))
         finally:
             backend.use(previous)
         assert abs(bounds[1] - bounds[0]) <= 50 * EPS * bounds[0]
@@ -271,8 +270,8 @@ def test_the_point_speed_bound_is_the_same_on_both_backends():
 
 @pytest.mark.skipif(not backend.available(), reason="numba does not import")
 def test_the_compiled_contact_impulses_equal_the_numpy_ones(monkeypatch):
-    """``ContactSolver._impulses_compiled`` (:func:`core.compiled.contacts.contact_solve`)
-    against ``_impulses`` on the same contact step (rows, right-hand sides, end gaps,
+    """``ContactSteps.impulses`` (:func:`core.compiled.contacts.contact_solve`) against
+    ``ContactSolver.impulses`` on the same contact step (rows, right-hand sides, end gaps,
     dv, the energy change and the Cholesky factor, through ``M^-1 J^T``): a zig-zag capsule
     chain in reach cones lying on the ground (sticking and sliding contacts, self-contacts,
     engaged limit rows), a moving world side and a restitution, both Gauss-Seidels run for
@@ -286,10 +285,11 @@ def test_the_compiled_contact_impulses_equal_the_numpy_ones(monkeypatch):
     W's error, so dv differs by at most ``K m (50 EPS + nv EPS cond M) sqrt(cond M)`` of its
     size in the max-norm. The impulses themselves are not unique (W singular) and are not
     compared; their effect, dv, is."""
-    from core.contacts import solver as contact_solver
+    from core.compiled.contact_solver import ContactSteps
+    from core.contacts import rules
 
     K = 40
-    monkeypatch.setattr(contact_solver, "PGS_RTOL", 0.0)
+    monkeypatch.setattr(rules, "PGS_RTOL", 0.0)
     rng = np.random.default_rng(4)
     m, shapes, q0, plane = capsule_chain(6, drop=-0.05)
     q0[6:] += 0.01 * rng.normal(size=m.nq - 6)
@@ -305,7 +305,7 @@ def test_the_compiled_contact_impulses_equal_the_numpy_ones(monkeypatch):
     previous = backend.use("numba")
     try:
         out = {}
-        for name, solve in (("numpy", solver._impulses), ("numba", solver._impulses_compiled)):
+        for name, solve in (("numpy", solver.impulses), ("numba", ContactSteps(solver).impulses)):
             update_kinematics(m, data, q0)
             f = solver.find_contacts(data, 0.0, 0.05)
             d, N, ddot, engaged = cones.engage(q0, v1)
@@ -347,12 +347,12 @@ def test_large_contact_problems_take_the_blas_path_with_the_same_step(monkeypatc
     agreement is :func:`test_the_compiled_contact_impulses_equal_the_numpy_ones`'s; here a
     wrong path (rows from stale Jacobian columns) differs in the leading digits, so 1e-6 of
     the step's velocity change (and of its position change, c h dv) separates them."""
-    from core.contacts import solver as contact_solver
+    from core.compiled import contact_solver as compiled_solver
+    from core.contacts import rules
 
     K = 40
-    monkeypatch.setattr(contact_solver, "PGS_RTOL", 0.0)
+    monkeypatch.setattr(rules, "PGS_RTOL", 0.0)
     m, shapes, q0, plane = capsule_chain(5, drop=-0.05)
-    solver = ContactSolver(m, shapes, [plane], self_collision=True, iterations=K)
     data = m.create_data()
     rng = np.random.default_rng(6)
     v = 0.2 * rng.normal(size=m.nv)
@@ -360,18 +360,19 @@ def test_large_contact_problems_take_the_blas_path_with_the_same_step(monkeypatc
     q1, v1 = q0 + h * v, v + h * rng.normal(size=m.nv)
     previous = backend.use("numba")
     try:
+        solver = ContactSolver(m, shapes, [plane], self_collision=True, iterations=K)
         out = []
         for work in (np.inf, 0.0):
-            monkeypatch.setattr(contact_solver, "COMPILED_SOLVE_WORK", work)
+            monkeypatch.setattr(compiled_solver, "COMPILED_SOLVE_WORK", work)
             calls = []
-            for name in ("_impulses", "_impulses_compiled"):
-                monkeypatch.setattr(solver, name, (lambda f, n: lambda *a: calls.append(n) or
-                                                   f(*a))(getattr(solver, name), name))
+            for name, owner in (("numpy", solver), ("compiled", solver.compiled)):
+                monkeypatch.setattr(owner, "impulses", (lambda f, n: lambda *a: calls.append(n)
+                                                        or f(*a))(owner.impulses, name))
             solver.reset()
             out.append(solver.apply(data, q0, v, q1, v1, 0.0, h))
-            assert calls == ["_impulses_compiled" if work else "_impulses"]
+            assert calls == ["compiled" if work else "numpy"]
             monkeypatch.undo()
-            monkeypatch.setattr(contact_solver, "PGS_RTOL", 0.0)
+            monkeypatch.setattr(rules, "PGS_RTOL", 0.0)
     finally:
         backend.use(previous)
     assert solver.report().contacts[-1] >= 5
@@ -398,27 +399,30 @@ def test_the_compiled_contact_substep_equals_the_reference_glue(monkeypatch):
     rows than coordinates, so cond(W) gives no bound), and the positions likewise of their
     change over the substep, plus the roundings of q itself."""
     from core.compiled import contact_step
-    from core.contacts import solver as contact_solver
+    from core.compiled.contact_solver import ContactSteps
+    from core.contacts import rules
 
     K = 40
-    monkeypatch.setattr(contact_solver, "PGS_RTOL", 0.0)
+    monkeypatch.setattr(rules, "PGS_RTOL", 0.0)
     m, shapes, q0, plane = capsule_chain(6, drop=0.05)
     cones = [ReachCone(i, (1.0, 0.0, 0.0), 0.3) for i in range(1, 6)]
     box = StaticCollider(Box([0.2, 0.2, 0.05]), se3.from_rp(np.eye(3), [0.9, 0.0, 0.02]))
     world = [Plane(0.0, friction=0.6, restitution=0.4), box]
+    previous = backend.use("numba")
     solvers = [ContactSolver(m, shapes, world, limits=LimitSolver(m, cones),
                              self_collision=True, iterations=K) for _ in range(2)]
+    backend.use(previous)
     reference, compiled = solvers
-    monkeypatch.setattr(reference, "_apply_compiled", lambda *a: None)
+    monkeypatch.setattr(reference.compiled, "apply", lambda *a: None)
     conditions, seen = [], {"corrected": 0, "engaged": 0, "contacts": 0}
-    solve = contact_solver.ContactSolver._impulses_compiled
+    solve = ContactSteps.impulses
 
     def impulses(self, data, q, *rest):                  # rows and cond(M) of each step
         out = solve(self, data, q, *rest)
         conditions.append(len(rest[4]) * np.sqrt(np.linalg.cond(dynamics.crba(m, data, q))))
         return out
 
-    monkeypatch.setattr(contact_solver.ContactSolver, "_impulses_compiled", impulses)
+    monkeypatch.setattr(ContactSteps, "impulses", impulses)
     finish, moved = contact_step.finish_contacts, []      # whether q left q1 + c h dv
 
     def finished(*args):
@@ -444,19 +448,19 @@ def test_the_compiled_contact_substep_equals_the_reference_glue(monkeypatch):
             np.testing.assert_allclose(got[0], expected[0], rtol=0,
                                        atol=scale * np.abs(expected[0] - q1).max() +
                                        50 * EPS * np.abs(q1).max())
-            np.testing.assert_array_equal(compiled._warm_keys, reference._warm_keys)
-            lam_tol = scale * np.abs(reference._warm_lam).max()
-            np.testing.assert_allclose(compiled._warm_lam, reference._warm_lam, rtol=0,
+            np.testing.assert_array_equal(compiled.warm_keys, reference.warm_keys)
+            lam_tol = scale * np.abs(reference.warm_lam).max()
+            np.testing.assert_allclose(compiled.warm_lam, reference.warm_lam, rtol=0,
                                        atol=lam_tol)
-            np.testing.assert_allclose(compiled._warm_limits, reference._warm_limits, rtol=0,
-                                       atol=scale * np.abs(reference._warm_limits).max())
+            np.testing.assert_allclose(compiled.warm_limits, reference.warm_limits, rtol=0,
+                                       atol=scale * np.abs(reference.warm_limits).max())
             np.testing.assert_array_equal(compiled.limits.engaged, reference.limits.engaged)
             # the report: the time; the contacts carrying a normal impulse, up to those whose
             # impulse is within the tolerance of zero; the deepest overlap
             (t_c, active_c, depth_c, _), (t_r, active_r, depth_r, _) = \
                 compiled._log[-1], reference._log[-1]
             assert t_c == t_r
-            assert abs(active_c - active_r) <= np.sum(reference._warm_lam[:, 0] <= lam_tol)
+            assert abs(active_c - active_r) <= np.sum(reference.warm_lam[:, 0] <= lam_tol)
             assert abs(depth_c - depth_r) <= 50 * EPS * max(np.abs(q1).max(), 1.0)
         return expected
 
@@ -770,7 +774,7 @@ def test_the_compiled_contact_sweeps_equal_the_numpy_ones(monkeypatch):
     iterations stop at 1e-12 of their radius, which adds that much per disc and sweep. A
     sweep more or fewer under the stopping rule changes the impulses by about ``PGS_RTOL``
     of the largest, far above that bound."""
-    from core.contacts import solver as contact_solver
+    from core.contacts import rules
 
     rng = np.random.default_rng(7)
     n_lim, nc, K = 3, 6, 40
@@ -780,25 +784,24 @@ def test_the_compiled_contact_sweeps_equal_the_numpy_ones(monkeypatch):
     b = rng.normal(size=m)
     mu = rng.uniform(0.2, 1.0, nc)
     m_, shapes = chain(2)
-    solver = ContactSolver(m_, shapes, iterations=K)
 
-    def both():
+    def both(iterations):
         out = {}
         previous = backend.active()
         try:
             for name in ("numpy", "numba"):
                 backend.use(name)
+                solver = ContactSolver(m_, shapes, iterations=iterations)
                 out[name] = solver._pgs(W, b, np.zeros(m), n_lim, mu)
         finally:
             backend.use(previous)
         return out["numba"], out["numpy"]
 
-    monkeypatch.setattr(contact_solver, "PGS_RTOL", 0.0)
-    compiled, lam = both()
+    monkeypatch.setattr(rules, "PGS_RTOL", 0.0)
+    compiled, lam = both(K)
     assert np.any(lam[:n_lim] == 0.0) and np.any(lam[n_lim::3] > 0.0)
     scale = np.abs(lam).max()
     bound = K * (m * EPS * np.linalg.cond(W) + nc * 1e-12) * scale
     np.testing.assert_allclose(compiled, lam, rtol=0, atol=bound)
     monkeypatch.undo()
-    solver.iterations = 5 * K
-    np.testing.assert_allclose(*both(), rtol=0, atol=bound * solver.iterations / K)
+    np.testing.assert_allclose(*both(5 * K), rtol=0, atol=bound * 5)

@@ -232,3 +232,32 @@ def test_a_new_joint_type_with_its_own_family_needs_no_change_to_the_algorithms(
                                    dyn.aba(ref, dr, q, v, tau, method=method),
                                    rtol=1e-10, atol=1e-10)
     assert ScrewdriverFamily.calls == calls + 5
+
+
+def test_each_compiled_kind_is_declared_once_and_has_its_branch():
+    """Every family with a ``kernel_kind`` (the families of the registry's joints) has a
+    number of its own, not the Python families' KIND_PYTHON, and the compiled kinematics
+    (or, for a large kind, its ``large_joint``) takes that number from the joint's module
+    for its branch."""
+    import inspect
+    import sys
+
+    from core.joints.family import KIND_PYTHON
+    from core.joints.registry import JOINT_TYPES
+
+    kinds = {}
+    for cls in JOINT_TYPES.values():
+        family = getattr(cls, "family", None)
+        if family is not None and family.kernel_kind is not None:
+            kinds.setdefault(family.kernel_kind, set()).add(family)
+    assert all(len(f) == 1 for f in kinds.values()), kinds
+    assert KIND_PYTHON not in kinds
+    pytest.importorskip("numba")
+    from core.compiled import joints, kinematics
+    for kind, (family,) in kinds.items():
+        module = sys.modules[family.__module__]
+        names = [n for n, v in vars(module).items() if n.startswith("KIND_") and v == kind]
+        assert len(names) == 1, (family, names)
+        where = joints if family.kernel_large else kinematics
+        assert getattr(where, names[0]) == kind
+        assert f"kind == {names[0]}" in inspect.getsource(where), (family, names[0])

@@ -16,24 +16,28 @@ a_k``. With the axis rates ``r_k = f_k' q_dot[arg_k]`` and ``s_k = f_k'' q_dot[a
   sum_{k >= 4} s_k t_k - omega x u]`` with ``omega = sum_{k <= 3} r_k w_k``, ``u =
   sum_{k >= 4} r_k t_k`` (the module docstring of :mod:`core.joints.opensim` contracted with
   ``q_dot``); for a joint of one coordinate ``q_dot = 1`` gives ``dS/dq``.
+
+Mirrors (reference -> twin; parity test
+``tests/core/test_backend_numba.py::test_custom_joints_agree``, at states inside, beyond and
+at the spline knots and on gait2392):
+
+* ``opensim.CustomJoint.evaluate`` (with ``opensim.CustomJointFamily``) -> :func:`custom_joint`,
+  the joint kind ``KIND_CUSTOM`` of :func:`core.compiled.joints.large_joint`;
+* the functions' ``at`` (``Constant``, ``LinearFunction``, ``PolynomialFunction``,
+  ``SimmSpline``, ``PiecewiseLinearFunction``, ``MultiplierFunction``) -> the function
+  evaluation of :func:`custom_joint`.
 """
 
 import math
 
-from numba import njit
-
-from ..joints.opensim import ROUNDOFF_ERROR
-from .layout import CJ_AXES, CJ_HEAD, CJ_PER, FN_CONSTANT, FN_LINEAR, FN_POLYNOMIAL
+from ...joints.opensim import ROUNDOFF_ERROR
+from ..layout import CJ_AXES, CJ_HEAD, CJ_PER, FN_CONSTANT, FN_LINEAR, FN_POLYNOMIAL
+from .options import inline, jit
 
 __all__ = ["custom_joint"]
 
-#: the options of :mod:`core.compiled.kernels`' kernels; ``_inline``: the same, inlined by
-#: numba into the caller (the six axes of a joint: gait2392's aba 1.5 us faster than calls)
-_jit = njit(cache=True, error_model="numpy", fastmath={"contract"})
-_inline = njit(cache=True, error_model="numpy", fastmath={"contract"}, inline="always")
 
-
-@_jit
+@jit
 def _spline(reals, d, m, x):
     """``(f, f', f'')`` of the spline with ``m`` knots whose ``x, y, b, c, d`` start at
     ``reals[d]``: linear beyond the end knots, the end values within ROUNDOFF_ERROR of
@@ -65,7 +69,7 @@ def _spline(reals, d, m, x):
             2.0 * ck + 6.0 * dx * dk)
 
 
-@_inline
+@inline
 def _function(reals, po, h, x):
     """``(f, f', f'')`` of the axis function whose header is at ``reals[h]`` (not a
     Constant), scaled."""
@@ -88,7 +92,7 @@ def _function(reals, po, h, x):
     return f * s, g * s, hh * s
 
 
-@_inline
+@inline
 def _axis(reals, po, k, q, v, qs, one):
     """Axis ``k``: ``(value, f', rate r_k, s_k, coordinate)`` (module docstring; unit rates
     when ``one``); a Constant's value without reading its coordinate."""
@@ -101,7 +105,7 @@ def _axis(reals, po, k, q, v, qs, one):
     return f, g, g * qd, hh * qd * qd, arg
 
 
-@_jit
+@jit
 def _rotation(reals, o, angle):
     """``I + sin [a] + (1 - cos) [a]^2`` about the unit axis at ``reals[o]`` (9-tuple)."""
     a0, a1, a2 = reals[o], reals[o + 1], reals[o + 2]
@@ -112,7 +116,7 @@ def _rotation(reals, o, angle):
             -s * a1 + c * a0 * a2, s * a0 + c * a1 * a2, 1.0 - c * (a0 * a0 + a1 * a1))
 
 
-@_jit
+@jit
 def _mm(A, B):
     """``A B`` for 3x3 row-major 9-tuples."""
     return (A[0] * B[0] + A[1] * B[3] + A[2] * B[6], A[0] * B[1] + A[1] * B[4] + A[2] * B[7],
@@ -122,7 +126,7 @@ def _mm(A, B):
             A[6] * B[2] + A[7] * B[5] + A[8] * B[8])
 
 
-@_jit
+@jit
 def _mtv(A, reals, o):
     """``A^T x`` for the 3-vector ``x`` at ``reals[o]``."""
     x0, x1, x2 = reals[o], reals[o + 1], reals[o + 2]
@@ -130,12 +134,12 @@ def _mtv(A, reals, o):
             A[2] * x0 + A[5] * x1 + A[8] * x2)
 
 
-@_jit
+@jit
 def _cross(a, b):
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
-@_inline
+@inline
 def _add_row(buf, rows, j, i, c, x):
     """``buf[r + i : r + i + 3] += c x`` in the row ``r = rows + 6 j`` of coordinate ``j``
     (nothing for ``j = -1``, an axis without a coordinate)."""
@@ -146,7 +150,7 @@ def _add_row(buf, rows, j, i, c, x):
         buf[r + 2] += c * x[2]
 
 
-@_jit
+@jit
 def custom_joint(reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v):
     """A CustomJoint of ``n`` coordinates from ``q[qs]`` with parameters at ``reals[po]``
     and placement at ``reals[pb]`` (top 3x4, row-major): ``P G`` into ``buf[o:o + 12]``;

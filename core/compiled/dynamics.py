@@ -1,16 +1,21 @@
-"""The calls :mod:`core.dynamics` and :mod:`core.integrators` hand over to on the numba
-backend (:mod:`core.backend`): argument checks as on the numpy path, the model's packed
-arrays (built once per :meth:`core.model.Model.compile`), the joints of families without a
-kernel evaluated in Python into ``data`` (:mod:`core.joints.family`), then one kernel call."""
+"""The compiled twins of :mod:`core.dynamics` (reached through :data:`core.backend.twins`):
+:func:`aba`, :func:`rnea`, :func:`nonlinear_effects`, :func:`crba`, :func:`crba_and_nle`,
+:func:`kinetic_energy`, :func:`potential_energy` and :func:`mechanical_energy`, compared
+with the reference in ``tests/core/test_backend_numba.py``; and the calls the compiled
+integrator steps take (:func:`substep`, :func:`driven_substep`). Each takes the model's
+packed arrays (built once per :meth:`core.model.Model.compile`), evaluates the joints of
+families without a kernel in Python into ``data`` (:mod:`core.joints.family`), then makes
+one kernel call."""
 
 import numpy as np
 
-from .. import backend
+from . import kernels
 from ..errors import NonFiniteError
 from .pack import pack
 
-__all__ = ["packed", "python_joints", "aba", "rnea", "nonlinear_effects", "crba", "energies",
-           "substep", "driven_substep", "NO_FEXT"]
+__all__ = ["packed", "python_joints", "aba", "rnea", "nonlinear_effects", "crba",
+           "crba_and_nle", "energies", "kinetic_energy", "potential_energy",
+           "mechanical_energy", "substep", "driven_substep", "NO_FEXT"]
 
 #: the kernels' "no external wrenches"
 NO_FEXT = np.zeros((0, 6))
@@ -62,7 +67,7 @@ def aba(model, data, q, v, tau, fext, check):
     if p.python:
         python_joints(model, data, p, q, v)
     if fext is None:
-        kernel, status = backend.kernels.aba_free, None
+        kernel, status = kernels.aba_free, None
         if kernel in _on_request:
             try:
                 status = kernel(p.ints, p.reals, data.buffer, q, v, tau)
@@ -72,10 +77,10 @@ def aba(model, data, q, v, tau, fext, check):
             q, v, tau = _check_states(model, q, v, tau)
             status = _compiling(kernel, p.ints, p.reals, data.buffer, q, v, tau)
     else:
-        status = backend.kernels.aba(p.ints, p.reals, data.buffer, q, v, tau, fext, True)
+        status = kernels.aba(p.ints, p.reals, data.buffer, q, v, tau, fext, True)
     if status == 2:                      # wrong length, not finite, or huge: the full checks
         q, v, tau = _check_states(model, q, v, tau)
-        status = backend.kernels.aba(p.ints, p.reals, data.buffer, q, v, tau,
+        status = kernels.aba(p.ints, p.reals, data.buffer, q, v, tau,
                                      NO_FEXT if fext is None else fext, False)
     if status:
         _failed(model, "aba")
@@ -114,7 +119,7 @@ def rnea(model, data, q, v, a, fext):
     p = model.packed or packed(model)
     if p.python:
         python_joints(model, data, p, q, v)
-    backend.kernels.rnea(p.ints, p.reals, data.buffer, q, v, a,
+    kernels.rnea(p.ints, p.reals, data.buffer, q, v, a,
                          NO_FEXT if fext is None else fext, False)
     return data.tau
 
@@ -124,7 +129,7 @@ def nonlinear_effects(model, data, q, v, fext):
     p = model.packed or packed(model)
     if p.python:
         python_joints(model, data, p, q, v)
-    backend.kernels.rnea(p.ints, p.reals, data.buffer, q, v, p.zeros,
+    kernels.rnea(p.ints, p.reals, data.buffer, q, v, p.zeros,
                          NO_FEXT if fext is None else fext, True)
     return data.nle
 
@@ -134,8 +139,14 @@ def crba(model, data, q):
     p = model.packed or packed(model)
     if p.python:
         python_joints(model, data, p, q, None)
-    backend.kernels.crba(p.ints, p.reals, data.buffer, q)
+    kernels.crba(p.ints, p.reals, data.buffer, q)
     return data.M
+
+
+def crba_and_nle(model, data, q, v, fext):
+    """``(M, h)``: :func:`crba` and :func:`nonlinear_effects` at one state (checked
+    arguments), two kernel calls."""
+    return crba(model, data, q), nonlinear_effects(model, data, q, v, fext)
 
 
 def energies(model, data, q, v):
@@ -144,8 +155,24 @@ def energies(model, data, q, v):
     p = model.packed or packed(model)
     if p.python:
         python_joints(model, data, p, q, v)
-    return backend.kernels.energies(p.ints, p.reals, data.buffer, q, q if v is None else v,
+    return kernels.energies(p.ints, p.reals, data.buffer, q, q if v is None else v,
                                     p.mass_com, v is not None)
+
+
+def kinetic_energy(model, data, q, v):
+    """The kinetic energy (checked arguments), one kernel call."""
+    return energies(model, data, q, v)[0]
+
+
+def potential_energy(model, data, q):
+    """The potential energy (checked arguments), one kernel call that leaves the world
+    poses in ``data.oMi``."""
+    return energies(model, data, q, None)[1]
+
+
+def mechanical_energy(model, data, q, v):
+    """Kinetic plus potential energy (checked arguments), one kernel call."""
+    return sum(energies(model, data, q, v))
 
 
 def substep(model, data, q, v, tau, fext, h, method, rows):
@@ -154,7 +181,7 @@ def substep(model, data, q, v, tau, fext, h, method, rows):
     ``(5, nv)`` work arrays. Returns fresh arrays ``(qn, vn)``."""
     p = model.packed or packed(model)
     qn, vn = rows
-    if backend.kernels.step(p.ints, p.reals, data.buffer, q, v, tau,
+    if kernels.step(p.ints, p.reals, data.buffer, q, v, tau,
                             NO_FEXT if fext is None else fext, h, method, qn, vn):
         _failed(model, "the integrator step")
     return qn[0].copy(), vn[0].copy()
@@ -171,7 +198,7 @@ def driven_substep(model, data, q, v, tau, fext, h, method, rows, dofs, nf, driv
     which raises the error naming the cause)."""
     p = model.packed or packed(model)
     qn, vn = rows
-    if backend.kernels.driven_step(p.ints, p.reals, data.buffer, q, v, tau,
+    if kernels.driven_step(p.ints, p.reals, data.buffer, q, v, tau,
                                    NO_FEXT if fext is None else fext, h, method, qn, vn, dofs,
                                    nf, drive, powers, chol):
         return None

@@ -17,25 +17,31 @@ Evaluation: each axis' local basis at the clamped coordinate (bisection on the s
 continued linearly beyond the domain (value plus slope times distance, no second
 derivative); ``phi_j``, ``dphi_j/dq_a`` and ``d2phi_j/dq_a dq_b`` as tensor-product sums
 (eq. 25); ``G = H prod_j exp(g_j phi_j)`` and the recursion of Appendix B (eqs. 28-30) for
-``S`` and ``dS/dq`` as in :func:`core.joints.poe.evaluate`."""
+``S`` and ``dS/dq`` as in :func:`core.joints.poe.evaluate`.
+
+Mirrors (reference -> twin; parity test
+``tests/core/test_backend_numba.py::test_surface_joints_agree``, inside and beyond the knot
+domain):
+
+* ``spline_surface.SplineJoint.evaluate`` -> :func:`surface_joint`, the joint kind
+  ``KIND_SURFACE`` of :func:`core.compiled.joints.large_joint`;
+* ``bisect.bisect_right`` on the span starts -> :func:`span_of` (also the cubic spline
+  curve's span lookup).
+"""
 
 import math
 
 import numpy as np
-from numba import njit
 
-from ..joints import poe
-from .layout import SJ_HEAD as HEAD
-from .layout import SJ_PER_AXIS as PER_AXIS
+from .expcoords import exp_factors
+from ..layout import SJ_HEAD as HEAD
+from ..layout import SJ_PER_AXIS as PER_AXIS
+from .options import jit
 
 __all__ = ["surface_joint", "span_of"]
 
-#: the options of :mod:`core.compiled.kernels`' kernels
-_jit = njit(cache=True, error_model="numpy", fastmath={"contract"})
-_exp_factors = _jit(poe.exp_factors)
 
-
-@_jit
+@jit
 def span_of(reals, st, ns, x):
     """``max(bisect_right(starts, x) - 1, 0)`` for the ``ns`` increasing span starts at
     ``reals[st]``: the knot span holding ``x``."""
@@ -49,7 +55,7 @@ def span_of(reals, st, ns, x):
     return max(i - 1, 0)
 
 
-@_jit
+@jit
 def _basis(reals, po, a, x, B):
     """Axis ``a``'s local basis at ``x`` into ``B[a] (3, k)`` (values, first and second
     derivatives; linear continuation outside the domain). Returns the first basis index."""
@@ -74,7 +80,7 @@ def _basis(reals, po, a, x, B):
     return int(reals[off + ns + s])
 
 
-@_jit
+@jit
 def _functions(reals, po, n, m, q, qs, phi, dphi, d2):
     """``phi (m,)``, ``dphi (m, 3)``, ``d2 (m, 3, 3)`` (entries of axes ``>= n`` zero) at
     ``q[qs:qs + n]`` (eq. 25)."""
@@ -121,13 +127,13 @@ def _functions(reals, po, n, m, q, qs, phi, dphi, d2):
         d2[j, 1, 2] = d2[j, 2, 1] = s12
 
 
-@_jit
+@jit
 def _exp(reals, z, b, R, p):
     """``exp(g b)`` of the twist ``g = [w; v]`` at ``reals[z]`` into ``R (3, 3)``, ``p (3,)``:
     ``R = I + a W + c W^2``, ``p = (b I + c W + e W^2) v`` (:func:`core.joints.poe.exp_scalars`)."""
     w0, w1, w2 = reals[z], reals[z + 1], reals[z + 2]
     v0, v1, v2 = reals[z + 3], reals[z + 4], reals[z + 5]
-    f1, f2, f3 = _exp_factors(b * math.sqrt(w0 * w0 + w1 * w1 + w2 * w2))
+    f1, f2, f3 = exp_factors(b * math.sqrt(w0 * w0 + w1 * w1 + w2 * w2))
     ca, cc, ce = b * f1, b * b * f2, b * b * b * f3
     W = ((0.0, -w2, w1), (w2, 0.0, -w0), (-w1, w0, 0.0))
     for i in range(3):
@@ -141,7 +147,7 @@ def _exp(reals, z, b, R, p):
     p[2] = b * v2 + cc * Wv[2] + ce * WWv[2]
 
 
-@_jit
+@jit
 def surface_joint(reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v):
     """A SplineJoint of ``n`` coordinates from ``q[qs]`` with parameters at ``reals[po]``
     (module docstring) and placement at ``reals[pb]`` (top 3x4): ``P G`` into ``buf[o:o +

@@ -1,0 +1,25 @@
+"""The compiled backend's entry kernels: the numba functions the rest of the core calls as
+``backend.kernels.NAME`` (:data:`core.backend.kernels` is this module when the numba backend
+is active). Each is defined in the file that mirrors its reference module:
+
+* :mod:`core.compiled.dynamics` (:mod:`core.dynamics`): :func:`aba`, :func:`aba_free`,
+  :func:`rnea`, :func:`crba`, :func:`energies`;
+* :mod:`core.compiled.integrators` (:mod:`core.integrators`): :func:`step`,
+  :func:`driven_step`, :func:`advance`, :func:`advance_unconstrained`, :func:`normalize`;
+* :mod:`core.compiled.limits` (:class:`core.limits.LimitSolver`): :func:`limit_hold`,
+  :func:`limit_constraints`, :func:`pgs`;
+* :mod:`core.compiled.cg` (:func:`core.maximal.solver.project`): :func:`cg`.
+
+The other compiled files (:mod:`core.compiled.options` for the numba options,
+:mod:`core.compiled.expcoords`, :mod:`core.compiled.spatial`, :mod:`core.compiled.joints`,
+:mod:`core.compiled.kinematics`, the joints in :mod:`core.compiled.custom` and
+:mod:`core.compiled.surface`) hold what these call.
+"""
+
+from .cg import cg
+from .dynamics import aba, aba_free, crba, energies, rnea
+from .integrators import advance, advance_unconstrained, driven_step, normalize, step
+from .limits import limit_constraints, limit_hold, pgs
+
+__all__ = ["aba", "aba_free", "rnea", "crba", "energies", "step", "driven_step", "advance",
+           "advance_unconstrained", "normalize", "limit_hold", "limit_constraints", "pgs", "cg"]

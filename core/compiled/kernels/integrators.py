@@ -1,0 +1,327 @@
+"""numba twins of the model integrator's steps (:mod:`core.integrators`): one (sub)step,
+driven or not, and runs of steps with the divergence test, the charts and the limit solver
+in one kernel call.
+
+Mirrors (reference -> twin; parity test):
+
+* ``Integrator._substep`` (euler, semi-implicit, rk4) -> :func:`step`, :func:`_substep`,
+  :func:`_first_order`: ``tests/core/test_backend_numba.py::test_integrator_step_agrees``;
+* ``Integrator._driven_acceleration`` and the driven substep -> :func:`driven_step`,
+  :func:`_driven`: ``tests/core/test_compiled_realtime.py::test_driven_substep_agrees``;
+* ``Integrator._step`` / ``Integrator.advance`` (substeps, divergence test, charts, limits,
+  drive) -> :func:`advance`, :func:`advance_unconstrained`:
+  ``tests/core/test_backend_numba.py::test_limits_agree``, ``::test_integrator_step_agrees``
+  and ``tests/core/test_compiled_realtime.py::test_driven_limits_agree``;
+* ``Integrator.normalize`` (``expcoords.reparametrize``) -> :func:`normalize`:
+  ``tests/core/test_backend_numba.py::test_kernel_chart_change_is_reparametrize``.
+
+The tolerances there: each substep's accelerations to the dynamics' tolerance, the
+differences adding up over the substeps.
+"""
+
+import math
+
+from .dynamics import aba_recursion, crba_recursion, rnea_recursion
+from ..layout import (HEADER, H_DDQ, H_M, H_NB, H_NLE, H_NV, I_CHART, I_Q, LI_C, LI_HEADER, NI,
+                     S_CHARTS, S_H, S_METHOD, S_NFEXT, S_NSUB, S_SIZE)
+from .limits import limit_apply
+from .options import inline, jit
+
+__all__ = ["step", "driven_step", "advance", "advance_unconstrained", "normalize"]
+
+
+@jit
+def step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn):
+    """One (sub)step ``h`` of the model integrator (``method`` 0 euler, 1 semi-implicit,
+    2 rk4, as :meth:`core.integrators.Integrator._substep`) from ``(q, v)`` into ``(qn,
+    vn)``, the four RK4 stages in the scratch rows of ``qn``/``vn``: ``qn, vn`` are
+    ``(5, nv)``, row 0 the result."""
+    return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None, None,
+                    None, None)
+
+
+@jit
+def driven_step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive, powers,
+                chol):
+    """:func:`step` of a model with prescribed coordinates (:class:`core.integrators.Drive`):
+    ``dofs (nv,)`` the free coordinates (the first ``nf``) then the prescribed ones,
+    ``drive (3, 2, k)`` their rates and accelerations ``(v_p, a_p)`` at ``t``, ``t + h/2``
+    and ``t + h``; each stage's accelerations from :func:`_driven`, its drive power into
+    ``powers`` (one per stage: 1, or 4 for rk4); ``chol (nf, nf + 1)`` scratch. Status 0,
+    1 (a singular ``S^T IA S`` cannot occur: no aba) or 4 (``M_ff`` not positive
+    definite)."""
+    return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive,
+                    powers, chol)
+
+
+@jit
+def _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, vp, ap, powers, s, chol):
+    """Accelerations into the buffer's ddq of a model whose coordinates ``dofs[nf:]`` are
+    prescribed (rates ``vp``, accelerations ``ap``): ``M_ff a_f = tau_f - h_f - M_fp a_p``
+    solved with the Cholesky factor of ``M_ff`` in ``chol (nf, nf + 1)`` (its last column
+    the right-hand side), M from crba and h from the nonlinear effects (as
+    :meth:`core.integrators.Integrator._driven_acceleration`); the drive's power ``(M_p a +
+    h_p - tau_p) . v_p`` into ``powers[s]``. Status 0, or 4 if ``M_ff`` is not positive
+    definite (or not finite)."""
+    nv = ints[H_NV]
+    oM, on, ddq = ints[H_M], ints[H_NLE], ints[H_DDQ]
+    crba_recursion(ints, reals, buf, q)
+    a = buf[ddq:ddq + nv]
+    for j in range(nv):
+        a[j] = 0.0
+    rnea_recursion(ints, reals, buf, q, v, a, fext, on)
+    k = nv - nf
+    for i in range(k):
+        a[dofs[nf + i]] = ap[i]
+    for i in range(nf):
+        r = dofs[i]
+        x = tau[r] - buf[on + r]
+        for j in range(k):
+            x -= buf[oM + nv * r + dofs[nf + j]] * ap[j]
+        chol[i, nf] = x
+        for j in range(i + 1):
+            x = buf[oM + nv * r + dofs[j]]
+            for l in range(j):
+                x -= chol[i, l] * chol[j, l]
+            if i > j:
+                chol[i, j] = x / chol[j, j]
+            elif x > 0.0 and x < math.inf:
+                chol[i, i] = math.sqrt(x)
+            else:
+                return 4
+    for i in range(nf):                                  # L y = rhs
+        x = chol[i, nf]
+        for l in range(i):
+            x -= chol[i, l] * chol[l, nf]
+        chol[i, nf] = x / chol[i, i]
+    for i in range(nf - 1, -1, -1):                      # L^T a_f = y
+        x = chol[i, nf]
+        for l in range(i + 1, nf):
+            x -= chol[l, i] * chol[l, nf]
+        chol[i, nf] = x / chol[i, i]
+        a[dofs[i]] = chol[i, nf]
+    power = 0.0
+    for i in range(k):
+        r = dofs[nf + i]
+        x = buf[on + r] - tau[r]
+        for j in range(nv):
+            x += buf[oM + nv * r + j] * a[j]
+        power += x * vp[i]
+    powers[s] = power
+    return 0
+
+
+@inline
+def _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, s, chol, powers):
+    """The accelerations of stage ``s`` into the buffer's ddq: :func:`aba_recursion` without a
+    drive (``dofs`` empty, or it and the other drive arguments None: numba then compiles this
+    branch only), else :func:`_driven` with the drive at the stage's time (rk4 stages 0, 1,
+    2, 3 at ``t``, ``t + h/2``, ``t + h/2``, ``t + h``)."""
+    if dofs is None or dofs.size == 0:
+        return aba_recursion(ints, reals, buf, q, v, tau, fext)
+    t = (s + 1) // 2
+    return _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, drive[t, 0], drive[t, 1],
+                   powers, s, chol)
+
+
+@inline
+def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive, powers,
+             chol):
+    nv = ints[H_NV]
+    ddq = ints[H_DDQ]
+    if method != 2:
+        st = _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, int(0), chol, powers)
+        if st:
+            return st
+        _first_order(buf, ddq, h, method, q, v, qn[0], vn[0])
+        return 0
+    # rk4: rows 1..4 of qn/vn hold the stage states, row 0 accumulates
+    for j in range(nv):
+        qn[1, j] = q[j]
+        vn[1, j] = v[j]
+    weights = (1.0, 2.0, 2.0, 1.0)
+    for k in range(4):
+        st = _stage(ints, reals, buf, qn[k + 1], vn[k + 1], tau, fext, dofs, nf, drive, k,
+                    chol, powers)
+        if st:
+            return st
+        c = 0.5 * h if k < 2 else h
+        for j in range(nv):
+            a = buf[ddq + j]
+            vk = vn[k + 1, j]
+            if k == 0:
+                qn[0, j] = vk
+                vn[0, j] = a
+            else:
+                qn[0, j] += weights[k] * vk
+                vn[0, j] += weights[k] * a
+            if k < 3:
+                qn[k + 2, j] = q[j] + c * vk
+                vn[k + 2, j] = v[j] + c * a
+    for j in range(nv):
+        qn[0, j] = q[j] + (h / 6.0) * qn[0, j]
+        vn[0, j] = v[j] + (h / 6.0) * vn[0, j]
+    return 0
+
+
+@inline
+def _first_order(buf, ddq, h, method, q, v, qo, vo):
+    """Euler (``method`` 0: ``q + h v``, ``v + h a``) or semi-implicit Euler (1: ``v + h a``,
+    then ``q + h`` times that) from ``(q, v)`` and the accelerations ``a = buf[ddq:]`` into
+    ``(qo, vo)``, which may be ``(q, v)`` themselves."""
+    for j in range(q.size):
+        a = buf[ddq + j]
+        if method == 0:
+            qo[j] = q[j] + h * v[j]
+            vo[j] = v[j] + h * a
+        else:
+            vo[j] = v[j] + h * a
+            qo[j] = q[j] + h * vo[j]
+
+
+@jit
+def _finite(q, v):
+    """True if ``q . q + v . v`` is finite (the integrator's divergence test)."""
+    x = 0.0
+    for j in range(q.size):
+        x += q[j] * q[j] + v[j] * v[j]
+    return x < math.inf
+
+
+@jit
+def _settle(ints, q, v, charts):
+    """After a substep or the limits: status 3 if the state is not finite (the
+    integrator's divergence test), else 0 with the charts changed when ``charts``."""
+    if not _finite(q, v):
+        return 3
+    if charts:
+        normalize(ints, q, v)
+    return 0
+
+
+@jit
+def normalize(ints, q, v):
+    """The chart change in place of the joints whose family has ``kernel_charts`` (the
+    packer's ``I_CHART``: the spherical and free joints): ``(r, r_dot)`` (their first three
+    coordinates, exponential coordinates of a rotation) with ``|r| > pi`` to ``eta r`` and
+    ``eta r_dot - c <r, r_dot> / theta^3 r`` (seed 003 eqs. 66-69, as
+    :func:`core.expcoords.reparametrize`)."""
+    for b in range(ints[H_NB]):
+        row = HEADER + NI * b
+        if ints[row + I_CHART] == 0:
+            continue
+        qs = ints[row + I_Q]
+        x, y, z = q[qs], q[qs + 1], q[qs + 2]
+        th = math.sqrt(x * x + y * y + z * z)
+        if th <= math.pi:
+            continue
+        c = 2.0 * math.pi * -math.ceil((th / math.pi - 1.0) / 2.0)
+        eta = (th + c) / th
+        k3s = c / th ** 3 * (x * v[qs] + y * v[qs + 1] + z * v[qs + 2])
+        for i in range(3):
+            r = q[qs + i]
+            q[qs + i] = eta * r
+            v[qs + i] = eta * v[qs + i] - k3s * r
+
+
+@jit
+def advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol):
+    """Steps of the model integrator, in place on ``(q, v)``: ``sd[S_NSUB]`` substeps of
+    ``h = sd[S_H]`` with the tau and fext of ``sd`` (:func:`core.compiled.pack.step_arrays`),
+    each followed by the divergence test, the spherical and free joints' chart change
+    (``sd[S_CHARTS]``) and, when ``li`` has constraints, the limit solver
+    (:func:`core.compiled.pack` layout of :meth:`core.limits.LimitSolver`) and again the test
+    and the chart change.
+
+    ``li, lr`` None for a model without limits, and ``dofs, drive, qend, powers, chol`` None
+    for one without a drive: numba then compiles this call without the limit solver or the
+    drive (a model's first simulation compiles only what it runs). With prescribed
+    coordinates (``dofs`` not empty: :func:`driven_step`'s ``dofs``, ``nf`` and ``chol``):
+    ``drive (n, 3, 2, k)`` each substep's ``(v_p, a_p)`` at its start, middle and end,
+    ``qend (n, k)`` the prescribed coordinates at its end, each substep's stage powers into
+    the rows of ``powers (n, 4)``, and after the limits of each substep the prescribed
+    coordinates and rates are set to the drive's at its end (as
+    :meth:`core.integrators.Integrator._step`); without, those tables have one row, unused.
+
+    Status 0, or nonzero with the limit solver's engagement state as before the call
+    (``(q, v)`` then hold a partial step): 1 a singular ``S^T IA S``, 3 a non-finite state,
+    4 a mass matrix (or ``M_ff``) not positive definite, 5 an undefined twist limit."""
+    return _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol)
+
+
+@jit
+def advance_unconstrained(ints, reals, buf, q, v, sd):
+    """:func:`advance` of a model without limits or a drive: six arguments instead of
+    fourteen (numba's dispatcher takes about 45 ns per array argument), and the Euler
+    methods step ``(q, v)`` in place, without the work rows of ``sd``."""
+    method = int(sd[S_METHOD])
+    if method == 2:
+        return _advance(ints, reals, buf, q, v, sd, None, None, None, int(0), None, None,
+                        None, None)
+    h, charts = sd[S_H], sd[S_CHARTS] != 0.0
+    tau, fext = _step_forces(ints, sd)
+    for _ in range(int(sd[S_NSUB])):
+        st = aba_recursion(ints, reals, buf, q, v, tau, fext)
+        if st:
+            return st
+        _first_order(buf, ints[H_DDQ], h, method, q, v, q, v)
+        st = _settle(ints, q, v, charts)
+        if st:
+            return st
+    return 0
+
+
+@inline
+def _step_forces(ints, sd):
+    """``(tau (nv,), fext (nfext, 6))``: views of the step kernels' ``sd``."""
+    nv = ints[H_NV]
+    nfext = int(sd[S_NFEXT])
+    return sd[S_SIZE:S_SIZE + nv], sd[S_SIZE + nv:S_SIZE + nv + 6 * nfext].reshape((nfext, 6))
+
+
+@jit
+def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol):
+    nv = ints[H_NV]
+    method, h, charts = int(sd[S_METHOD]), sd[S_H], sd[S_CHARTS] != 0.0
+    tau, fext = _step_forces(ints, sd)
+    rows = S_SIZE + nv + 6 * int(sd[S_NFEXT])
+    qn = sd[rows:rows + 5 * nv].reshape((5, nv))
+    vn = sd[rows + 5 * nv:rows + 10 * nv].reshape((5, nv))
+    c = 0
+    if li is not None:
+        c = li[LI_C] if li.size else 0
+        E = LI_HEADER + 2 * c
+        for k in range(2 * c):                           # engaged, steps -> the copies
+            li[E + 2 * c + k] = li[E + k]
+    st = 0
+    for s in range(int(sd[S_NSUB])):
+        if dofs is None:
+            st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None,
+                          None, None, None)
+        else:
+            r = s if dofs.size else 0
+            st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf,
+                          drive[r], powers[r], chol)
+        if st:
+            break
+        for j in range(nv):
+            q[j] = qn[0, j]
+            v[j] = vn[0, j]
+        st = _settle(ints, q, v, charts)
+        if li is not None:
+            if st == 0 and c:
+                st = limit_apply(ints, reals, buf, q, v, li, lr)
+                if st == 0:
+                    st = _settle(ints, q, v, charts)
+        if st:
+            break
+        if dofs is not None:
+            for i in range(dofs.size - nf):              # the drive's motion at the end
+                q[dofs[nf + i]] = qend[s, i]
+                v[dofs[nf + i]] = drive[s, 2, 0, i]
+    if li is not None:
+        if st:
+            E = LI_HEADER + 2 * c
+            for k in range(2 * c):
+                li[E + k] = li[E + 2 * c + k]
+    return st
