@@ -180,6 +180,24 @@ def colour_path(arm, child: str, colour=(0.85, 0.15, 0.1, 1.0)) -> None:
     path.data.materials.append(bridge.ensure_material("SJ joint path", colour))
 
 
+def fit_curve_to_keys(arm, pose_bone, basis, lo: float, hi: float) -> None:
+    """Key the bone's ``basis (n, 4, 4)`` on frames 1..n, capture them as one coordinate from
+    ``lo`` to ``hi``, clear the keys and fit a spline curve joint to the samples (12 frames,
+    order 4, length scale 0.1), its path drawn in the path colour (:func:`colour_path`)."""
+    import bpy
+
+    n = len(basis)
+    addon_module("addon.bridge").write_bone_keyframes(arm, pose_bone, np.arange(1, n + 1), basis)
+    s = pose_bone.spline_joints
+    s.source, s.n_coordinates = "FRAME", 1
+    s.frame_start, s.frame_end, s.frame_q_start, s.frame_q_end = 1, n, lo, hi
+    check(bpy.ops.spline_joints.capture_range(frame_start=1, frame_end=n, step=1), "capture_range")
+    arm.animation_data_clear()
+    s.fit_type, s.fit_frames, s.fit_order, s.fit_length_scale = "CURVE", 12, 4, 0.1
+    check(bpy.ops.spline_joints.fit(), "fit")
+    colour_path(arm, pose_bone.name)
+
+
 def key_sliders(pose_bone, keys) -> None:
     """Key the coordinate sliders: keys = [(frame, (q0, q1, ...)), ...] (linear in between)."""
     for frame, values in keys:

@@ -130,17 +130,9 @@ def _fit_knee(arm, side: str) -> None:
     qs = np.linspace(lo, hi, n)
     rest = bridge.read_rest_T_parent_child(shin)
     basis = np.linalg.solve(rest[None], np.array([preset.transform(q[None]) for q in qs]))
-    bridge.write_bone_keyframes(arm, shin, np.arange(1, n + 1), basis)
     scene.frame_end = n
-    s = shin.spline_joints
-    s.source, s.n_coordinates = "FRAME", 1
-    s.frame_start, s.frame_end, s.frame_q_start, s.frame_q_end = 1, n, lo, hi
-    kit.check(bpy.ops.spline_joints.capture_range(frame_start=1, frame_end=n, step=1), "capture_range")
-    arm.animation_data_clear()
-    s.fit_type, s.fit_frames, s.fit_order, s.fit_length_scale = "CURVE", 12, 4, 0.1
-    kit.check(bpy.ops.spline_joints.fit(), "fit")
-    kit.colour_path(arm, shin.name)
-    fitted = jio.loads(s.joint_json).joint
+    kit.fit_curve_to_keys(arm, shin, basis, lo, hi)
+    fitted = jio.loads(shin.spline_joints.joint_json).joint
     shin.matrix_basis = kit.matrix(np.linalg.solve(rest, fitted.transform(np.zeros(1))))
 
 

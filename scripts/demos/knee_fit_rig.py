@@ -40,15 +40,7 @@ def build_knee_rig(out: Path) -> None:
     qs = np.linspace(lo, hi, n)
     T_pc = np.linalg.inv(C_LEG) @ ref.poses(qs) @ C_LEG  # tibia bone in femur bone
     basis = np.linalg.solve(bridge.read_rest_T_parent_child(tibia)[None], T_pc)
-    bridge.write_bone_keyframes(arm, tibia, np.arange(1, n + 1), basis)
-    s = tibia.spline_joints
-    s.source, s.n_coordinates = "FRAME", 1
-    s.frame_start, s.frame_end, s.frame_q_start, s.frame_q_end = 1, n, lo, hi
-    kit.check(bpy.ops.spline_joints.capture_range(frame_start=1, frame_end=n, step=1), "capture_range")
-    arm.animation_data_clear()
-    s.fit_type, s.fit_frames, s.fit_order, s.fit_length_scale = "CURVE", 12, 4, 0.1
-    kit.check(bpy.ops.spline_joints.fit(), "fit")
-    kit.colour_path(arm, "tibia")
+    kit.fit_curve_to_keys(arm, tibia, basis, lo, hi)
     kit.check(bpy.ops.spline_joints.drive_joint(), "drive_joint")
     frames = 96
     scene.frame_end = frames

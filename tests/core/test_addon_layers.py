@@ -15,6 +15,8 @@ import ast
 import re
 from pathlib import Path
 
+from _graph import circles
+
 ROOT = Path(__file__).resolve().parents[2]
 OPERATORS = "addon.operators"
 #: a module path naming the operators package or one of its modules, as a whole dotted name
@@ -91,34 +93,8 @@ def test_addon_modules_import_without_a_circle():
         # a module's own package (its __init__) runs first anyway: not an edge
         edges[module] = {t for t in targets if t and t != module
                          and not module.startswith(t + ".")}
-    # Tarjan's strongly connected components
-    index, low, stack, on, circles = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in edges[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                circles.append(sorted(component))
-
-    for v in modules:
-        if v not in index:
-            visit(v)
-    assert not circles, "import circles in addon/: " + "; ".join(" ".join(c) for c in circles)
+    found = [sorted(c) for c in circles(edges)]
+    assert not found, "import circles in addon/: " + "; ".join(" ".join(c) for c in found)
 
 
 def test_scripts_and_tests_call_engine_modules_not_operators():

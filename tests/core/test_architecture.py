@@ -13,6 +13,8 @@ functions included, resolved to the core's modules):
 import ast
 from pathlib import Path
 
+from _graph import circles
+
 CORE = Path(__file__).resolve().parents[2] / "core"
 #: the one import circle allowed
 JOINT_WRAPPERS = {"core.joints.mapped", "core.joints.registry"}
@@ -67,45 +69,14 @@ def _graph(root=CORE):
     return {name: _imports(name, path, modules) for name, path in modules.items()}
 
 
-def _circles(edges):
-    """The strongly connected components of more than one module (Tarjan)."""
-    index, low, stack, on, out = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in edges[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = set()
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                component.add(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                out.append(component)
-
-    for v in edges:
-        if v not in index:
-            visit(v)
-    return out
-
-
 def _is_compiled(name):
     return name == "core.compiled" or name.startswith("core.compiled.")
 
 
 def test_the_core_has_no_import_circle_but_the_joint_wrappers():
     edges = {name: inside for name, (inside, _) in _graph().items()}
-    circles = [sorted(c) for c in _circles(edges) if c != JOINT_WRAPPERS]
-    assert not circles, f"import circles in core: {circles}"
+    found = [sorted(c) for c in circles(edges) if c != JOINT_WRAPPERS]
+    assert not found, f"import circles in core: {found}"
 
 
 def test_the_core_never_imports_blender_or_the_addon():
@@ -151,4 +122,4 @@ def test_the_rules_see_a_lazy_import_and_a_circle(tmp_path):
     assert graph["core.compiled.kernels"] == ({"core.backend"}, {"bpy"})
     assert graph["core.dynamics"][0] == {"core.compiled.kernels"}
     edges = {name: inside for name, (inside, _) in graph.items()}
-    assert _circles(edges) == [{"core.backend", "core.compiled.kernels"}]
+    assert circles(edges) == [{"core.backend", "core.compiled.kernels"}]
