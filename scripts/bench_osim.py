@@ -4,7 +4,7 @@
 
 Rows: the median time of one call (:func:`bench.median_us`); the dynamics of the imported
 gait2392 (aba, rnea, crba) on both backends of :mod:`core.backend` (numpy, and numba where
-it imports: its twelve CustomJoints compiled, :mod:`core.compiled.custom`), CPU medians of
+it imports: its twelve CustomJoints compiled, :mod:`core.compiled.kernels.custom`), CPU medians of
 :func:`bench_dynamics._on`. Where ``opensim`` imports (the numpy-2 environment:
 ``.venv-np2/bin/python scripts/bench.py --only osim``) the same model's forward dynamics in
 OpenSim 4.6 (muscles removed, as in the import) is timed in the same run, so the ratios are

@@ -371,7 +371,7 @@ def _surface_tree(rng):
 
 @pytest.mark.parametrize("outside", [False, True])
 def test_surface_joints_agree(outside, both):
-    """The compiled n-DOF spline joint (:func:`core.compiled.surface.surface_joint`) against
+    """The compiled n-DOF spline joint (:func:`core.compiled.kernels.surface.surface_joint`) against
     :meth:`core.joints.spline_surface.SplineJoint.evaluate` through aba, rnea, crba and the
     world poses, inside the knot domain and beyond it (the linear continuation), to
     :func:`tolerance` with the joint's own rounding steps (:func:`_surface_ops`)."""

@@ -1,7 +1,7 @@
 """The compiled twins that no algorithm-level test isolates, each against its reference:
-the spatial algebra of the recursions (:mod:`core.compiled.spatial` against
+the spatial algebra of the recursions (:mod:`core.compiled.kernels.spatial` against
 :mod:`core.lie.se3` products and ``numpy.linalg.inv``) and the coefficient functions
-(:mod:`core.compiled.expcoords` against :mod:`core.expcoords`).
+(:mod:`core.compiled.kernels.expcoords` against :mod:`core.expcoords`).
 
 Tolerances are derived, not tuned: an entry computed as a sum of products rounds at most
 ``k`` times on each side (``k`` counted per formula below), and each rounding is at most
@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("numba")
 
 from core import expcoords  # noqa: E402
-from core.compiled import expcoords as cexp  # noqa: E402
-from core.compiled import spatial  # noqa: E402
+from core.compiled.kernels import expcoords as cexp  # noqa: E402
+from core.compiled.kernels import spatial  # noqa: E402
 from core.lie import se3, so3  # noqa: E402
 
 EPS = np.finfo(float).eps
