@@ -97,7 +97,7 @@ def _series(term, n):
 
 _F = math.factorial
 #: each coefficient function's switch angle, series coefficients (in t) and closed form; the
-#: compiled twins (:mod:`core.compiled.expcoords`) take theirs from here
+#: compiled twins (:mod:`core.compiled.kernels.expcoords`) take theirs from here
 SPECS = {
     # alpha = sum (-1)^m t^m / (2m+1)!
     "alpha": _Spec(0.1, _series(lambda m: Fraction((-1) ** m, _F(2 * m + 1)), 6),

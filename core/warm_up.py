@@ -42,7 +42,7 @@ def warm_up():
     5. the maximal-coordinate skeleton's step and accelerations on a three-body chain, and
        the projection's conjugate gradients;
     6. steps 1 and 3 on a model with an n-DOF spline joint (the large joint kinds,
-       :data:`core.compiled.layout.LARGE_KINDS`, compile for such models only).
+       the families with ``kernel_large``, compile for such models only).
 
     Returns the seconds taken; 0.0 on the numpy backend."""
     if backend.active() != "numba":

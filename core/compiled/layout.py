@@ -44,7 +44,7 @@ HEADER = 20
 I_PARENT, I_KIND, I_Q, I_N, I_PAR, I_NS, I_DEG, I_CHART = range(8)
 NI = 8
 
-#: an n-DOF spline joint's parameters (:mod:`core.compiled.surface`): a header of n, m and
+#: an n-DOF spline joint's parameters (:mod:`core.compiled.kernels.surface`): a header of n, m and
 #: :data:`SJ_PER_AXIS` numbers per axis (three axes), :data:`SJ_HEAD` floats in all
 SJ_PER_AXIS = 6
 SJ_HEAD = 2 + 3 * SJ_PER_AXIS

@@ -38,7 +38,7 @@ compiled recursion runs.
 A compiled joint kind is declared in its joint's module: a ``KIND_*`` number (distinct from
 every other module's), the family's ``kernel_kind``, ``kernel_params``, and the flags
 ``kernel_charts`` and ``kernel_large``; its evaluation is a branch of
-:func:`core.compiled.kinematics.kinematics`.
+:func:`core.compiled.kernels.kinematics.kinematics`.
 """
 
 import numpy as np
@@ -79,7 +79,7 @@ class JointFamily:
     """
 
     #: the compiled kernels' joint kind for this family (a ``KIND_*`` of its joint's module,
-    #: a branch of :func:`core.compiled.kinematics.kinematics`), or None: the compiled
+    #: a branch of :func:`core.compiled.kernels.kinematics.kinematics`), or None: the compiled
     #: backend calls :meth:`calc` in Python
     kernel_kind = None
     #: True if each joint's first three coordinates are exponential coordinates of a

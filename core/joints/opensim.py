@@ -994,7 +994,7 @@ class CustomJointFamily(GenericFamily):
     """The :class:`CustomJoint` objects of a model whose functions all have one argument:
     in Python one at a time through :meth:`CustomJoint.evaluate` (as
     :class:`~core.joints.family.GenericFamily`), in the compiled kernels from each joint's
-    axis and function tables (:meth:`kernel_params`, :mod:`core.compiled.custom`). A joint
+    axis and function tables (:meth:`kernel_params`, :mod:`core.compiled.kernels.custom`). A joint
     with a :class:`MultivariatePolynomialFunction` (or more than 6 coordinates) goes to
     GenericFamily."""
 

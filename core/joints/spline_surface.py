@@ -331,15 +331,15 @@ class SplineJoint(Joint):
 class SplineJointFamily(GenericFamily):
     """The :class:`SplineJoint` s of a model: evaluated one by one through
     :meth:`SplineJoint.evaluate` on the numpy backend, by the compiled kernel
-    :func:`core.compiled.surface.surface_joint` on the numba backend."""
+    :func:`core.compiled.kernels.surface.surface_joint` on the numba backend."""
 
-    #: the kernel reads the knot-span and twist tables of :mod:`core.compiled.surface`
+    #: the kernel reads the knot-span and twist tables of :mod:`core.compiled.kernels.surface`
     kernel_kind = KIND_SURFACE
     kernel_large = True
 
     def kernel_params(self, k):
         """``[n, m, (k, c, lo, hi, S, offset) per axis (3), H (12), g (m, 6), C, the axis
-        tables]`` (layout in :mod:`core.compiled.surface`) and ``(0, 0)``."""
+        tables]`` (layout in :mod:`core.compiled.kernels.surface`) and ``(0, 0)``."""
         j = self.joints[k]
         m = j.basis_twists.shape[0]
         head = np.zeros(SJ_HEAD)

@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("numba")
 
 from core import expcoords  # noqa: E402
-from core.compiled import expcoords as cexp  # noqa: E402
-from core.compiled import spatial  # noqa: E402
+from core.compiled.kernels import expcoords as cexp  # noqa: E402
+from core.compiled.kernels import spatial  # noqa: E402
 from core.lie import se3, so3  # noqa: E402
 
 EPS = np.finfo(float).eps

@@ -253,7 +253,7 @@ def test_each_compiled_kind_is_declared_once_and_has_its_branch():
     assert all(len(f) == 1 for f in kinds.values()), kinds
     assert KIND_PYTHON not in kinds
     pytest.importorskip("numba")
-    from core.compiled import joints, kinematics
+    from core.compiled.kernels import joints, kinematics
     for kind, (family,) in kinds.items():
         module = sys.modules[family.__module__]
         names = [n for n, v in vars(module).items() if n.startswith("KIND_") and v == kind]

@@ -8,12 +8,12 @@ is active). Each is defined in the file that mirrors its reference module:
   :func:`driven_step`, :func:`advance`, :func:`advance_unconstrained`, :func:`normalize`;
 * :mod:`core.compiled.limits` (:class:`core.limits.LimitSolver`): :func:`limit_hold`,
   :func:`limit_constraints`, :func:`pgs`;
-* :mod:`core.compiled.cg` (:func:`core.maximal.solver.project`): :func:`cg`.
+* :mod:`core.compiled.kernels.cg` (:func:`core.maximal.solver.project`): :func:`cg`.
 
-The other compiled files (:mod:`core.compiled.options` for the numba options,
-:mod:`core.compiled.expcoords`, :mod:`core.compiled.spatial`, :mod:`core.compiled.joints`,
-:mod:`core.compiled.kinematics`, the joints in :mod:`core.compiled.custom` and
-:mod:`core.compiled.surface`) hold what these call.
+The other compiled files (:mod:`core.compiled.kernels.options` for the numba options,
+:mod:`core.compiled.kernels.expcoords`, :mod:`core.compiled.kernels.spatial`, :mod:`core.compiled.kernels.joints`,
+:mod:`core.compiled.kernels.kinematics`, the joints in :mod:`core.compiled.kernels.custom` and
+:mod:`core.compiled.kernels.surface`) hold what these call.
 """
 
 from .cg import cg

@@ -22,7 +22,7 @@ Mirrors (reference -> twin; parity test
 at the spline knots and on gait2392):
 
 * ``opensim.CustomJoint.evaluate`` (with ``opensim.CustomJointFamily``) -> :func:`custom_joint`,
-  the joint kind ``KIND_CUSTOM`` of :func:`core.compiled.joints.large_joint`;
+  the joint kind ``KIND_CUSTOM`` of :func:`core.compiled.kernels.joints.large_joint`;
 * the functions' ``at`` (``Constant``, ``LinearFunction``, ``PolynomialFunction``,
   ``SimmSpline``, ``PiecewiseLinearFunction``, ``MultiplierFunction``) -> the function
   evaluation of :func:`custom_joint`.

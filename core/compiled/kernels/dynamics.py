@@ -5,7 +5,7 @@ Data's flat ``buffer`` (:mod:`core.compiled.layout`) and the state vectors; it a
 nothing and returns a status (0: done; 1: a joint's ``D = S^T IA S`` is singular).
 
 The recursions run in body frames (Featherstone's form of seed 000 eqs. 11, 14-16 and
-Appendix A) after :func:`core.compiled.kinematics.kinematics`, one body at a time in the
+Appendix A) after :func:`core.compiled.kernels.kinematics.kinematics`, one body at a time in the
 model's order (parents first):
 
 * aba (Appendix A): articulated inertias ``IA`` and bias wrenches ``pA = -ad_V^T J V -
@@ -21,9 +21,9 @@ constant passed by one kernel to another is typed as that literal value, so the 
 pass constants as ``bool(True)``, ``int(0)`` (run-time values of one type) and every array
 with one dtype, layout and writability: each function compiles once for all its callers.
 Each entry point's compile optimizes all the code it calls again, so thin levels between
-them are inlined (:data:`core.compiled.options.inline`), and code a call cannot need is not
+them are inlined (:data:`core.compiled.kernels.options.inline`), and code a call cannot need is not
 compiled for it: the large joint kinds only for read-only ``ints``
-(:func:`core.compiled.joints.large_joint`), the drive only where its arguments are not
+(:func:`core.compiled.kernels.joints.large_joint`), the drive only where its arguments are not
 None (:mod:`core.compiled.integrators`).
 
 Mirrors (reference -> twin; parity test):
@@ -399,7 +399,7 @@ def aba_free(ints, reals, buf, q, v, tau):
     """:func:`aba` without external wrenches, with the finiteness test (status 2): two
     arguments fewer to pass. Its "no external wrenches" is an empty view of the buffer, a
     writable array like the ``fext`` of the other callers, so that :func:`aba_recursion` compiles
-    once for all of them. Compiled on request only (:func:`core.compiled.dispatch.aba`):
+    once for all of them. Compiled on request only (:func:`core.compiled.dynamics.aba`):
     called with argument types it has no version for, it raises TypeError."""
     return aba(ints, reals, buf, q, v, tau, buf[:0].reshape((0, 6)), True)
 

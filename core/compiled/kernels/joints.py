@@ -7,13 +7,13 @@ velocities, ``q_dot^T (dS/dq) q_dot`` (several), written into the kernels' buffe
 A kind is declared beside its joint: the kind number ``KIND_*``, the family's
 ``kernel_kind``, ``kernel_params`` (its constants, packed by :mod:`core.compiled.pack`) and
 the flags ``kernel_charts`` and ``kernel_large``. The one kernel function that dispatches on
-the kinds is :func:`core.compiled.kinematics.kinematics` (a large kind in
+the kinds is :func:`core.compiled.kernels.kinematics.kinematics` (a large kind in
 :func:`large_joint`'s branch, so that numba compiles it only for models that have one).
 
 Mirrors (reference -> twin; parity test):
 
 * ``lower_pairs.ScrewFamily`` (``KIND_SCREW``) -> :func:`screw`; ``lower_pairs.FixedFamily``
-  (``KIND_FIXED``) -> the placement copy in :func:`core.compiled.kinematics.kinematics`;
+  (``KIND_FIXED``) -> the placement copy in :func:`core.compiled.kernels.kinematics.kinematics`;
 * ``spline_curve.CubicSplineFamily``, ``SplineCurveJoint.evaluate`` (``KIND_SPLINE``) ->
   :func:`spline`; ``spline_curve.ClosedCubicSplineFamily`` (``KIND_CLOSED_SPLINE``) ->
   :func:`wrap` then :func:`spline`;
@@ -24,9 +24,9 @@ all through ``tests/core/test_backend_numba.py::test_backends_agree`` (screws, s
 and beyond their knots, closed curves a period away, welds, balls, free joints);
 
 * ``opensim.CustomJoint.evaluate`` (``KIND_CUSTOM``) -> :func:`large_joint`,
-  :func:`core.compiled.custom.custom_joint`: ``::test_custom_joints_agree``;
+  :func:`core.compiled.kernels.custom.custom_joint`: ``::test_custom_joints_agree``;
 * ``spline_surface.SplineJoint.evaluate`` (``KIND_SURFACE``) -> :func:`large_joint`,
-  :func:`core.compiled.surface.surface_joint`: ``::test_surface_joints_agree``.
+  :func:`core.compiled.kernels.surface.surface_joint`: ``::test_surface_joints_agree``.
 """
 
 import math
@@ -204,7 +204,7 @@ def sphere_bias(buf, oc, q, v, qs):
 
 def large_joint(ints, kind, reals, po, pb, buf, o, sm, oc, q, v, qs, n, with_v):
     """A joint of a large kind (a family with ``kernel_large``; arguments as
-    :func:`~core.compiled.custom.custom_joint`; other kinds: nothing): compiled as that
+    :func:`~core.compiled.kernels.custom.custom_joint`; other kinds: nothing): compiled as that
     where ``ints`` is read-only (the packer's mark of a model with such joints), else as
     nothing at all, so that the kernels of other models do not compile those joints."""
 

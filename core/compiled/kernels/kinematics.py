@@ -4,7 +4,7 @@ acceleration, in body frames (seed 000 eq. 14), one body at a time in the model'
 (parents first):
 
 * each body's local transform ``P G(q)`` and ``S``, ``dS/dq`` or ``S`` rows from its joint's
-  kind (:mod:`core.compiled.joints`), or as written by the Python families: the one branch
+  kind (:mod:`core.compiled.kernels.joints`), or as written by the Python families: the one branch
   on the kinds, which a compiled joint kind adds to (in :func:`kinematics` itself: as a
   function of its own, inlined, the five arrays it takes would be reference-counted at
   every body, a quarter more time for aba on a 32-body chain);

@@ -24,7 +24,7 @@ Mirrors (reference -> twin; parity test
 domain):
 
 * ``spline_surface.SplineJoint.evaluate`` -> :func:`surface_joint`, the joint kind
-  ``KIND_SURFACE`` of :func:`core.compiled.joints.large_joint`;
+  ``KIND_SURFACE`` of :func:`core.compiled.kernels.joints.large_joint`;
 * ``bisect.bisect_right`` on the span starts -> :func:`span_of` (also the cubic spline
   curve's span lookup).
 """
