@@ -17,7 +17,16 @@ The check that lets contact-free steps skip the solver (``ContactSolver.clear``)
 :func:`shape_poses`, :func:`plane_separation` and the narrow phase, without building the
 contacts. Each follows the numpy code of ``ContactSolver.apply``, ``find_contacts`` and
 ``clear`` (the reference) operation for operation, so the two differ by rounding only.
-These kernels allocate their outputs (their sizes are the number of contacts found)."""
+These kernels allocate their outputs (their sizes are the number of contacts found).
+
+Mirrors (reference -> twin; parity test in ``tests/core/test_contacts.py``):
+
+* ``ContactSolver.apply`` and ``find_contacts`` -> :func:`shape_poses`,
+  :func:`gather_contacts`, :func:`finish_contacts`:
+  ``::test_the_compiled_contact_substep_equals_the_reference_glue``;
+* ``ContactSolver.clear`` -> :func:`shape_poses`, :func:`plane_separation`:
+  ``::test_the_compiled_clear_check_agrees_with_the_contacts_found``.
+"""
 
 import numpy as np
 

@@ -9,7 +9,19 @@ numpy code is the reference):
 * :func:`fastest_point`: the bound on the shapes' point speeds;
 * :func:`contact_pgs`: the projected Gauss-Seidel of ``ContactSolver._pgs``, the same sweeps
   over the limit rows and the contacts' normal rows and friction discs, in the same order,
-  with the same stopping rule, without a Python call per row."""
+  with the same stopping rule, without a Python call per row.
+
+Mirrors (reference -> twin; parity test in ``tests/core/test_contacts.py``):
+
+* ``tangent_basis`` and ``ContactSolver._rows`` -> :func:`contact_rows`:
+  ``::test_the_compiled_contact_rows_equal_the_numpy_ones``;
+* ``ContactSolver.impulses`` -> :func:`contact_solve`:
+  ``::test_the_compiled_contact_impulses_equal_the_numpy_ones``;
+* ``ContactSolver._speed_bound`` -> :func:`fastest_point`:
+  ``::test_the_point_speed_bound_is_the_same_on_both_backends``;
+* ``ContactSolver._pgs`` -> :func:`contact_pgs`:
+  ``::test_the_compiled_contact_sweeps_equal_the_numpy_ones``.
+"""
 
 import math
 

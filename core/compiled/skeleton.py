@@ -23,6 +23,13 @@ rounding only.
 do not form a tree: the numpy path then solves the system); :func:`step` and
 :func:`accelerations` call the kernels and return None when a pivot is singular or the
 state is not finite, so that the numpy path raises its own error.
+
+Mirrors (reference -> twin; parity test in ``tests/core/test_skeleton_numba.py``):
+
+* ``Skeleton.accelerations`` -> :func:`accelerations`:
+  ``::test_accelerations_and_forces_match_numpy``;
+* ``Skeleton.step`` and ``steps`` -> :func:`step`: ``::test_trajectories_match_numpy``,
+  ``::test_steps_is_repeated_step``, ``::test_divergence_raises_the_numpy_error_on_numba``.
 """
 
 import math
