@@ -3,7 +3,7 @@
 #   bash scripts/setup_env.sh            -> .venv            (requirements.txt: Blender 5.0.1, Python 3.11, numpy 1.26)
 #   bash scripts/setup_env.sh py313      -> .venv-py313      (requirements-py313.txt: Blender 5.3.0, Python 3.13, numpy 2.5, OpenSim 4.6)
 #   bash scripts/setup_env.sh blender42  -> .venv-blender42  (requirements-blender42.txt: Blender 4.2.23 LTS, the smoke stage)
-# The interpreter is pythonX.Y on PATH, else pyenv's newest X.Y, else $PYTHON.
+# The interpreter is $PYTHON if set, else pythonX.Y on PATH, else pyenv's newest X.Y.
 # Re-running is cheap: nothing is installed when the requirements file is unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,11 +21,12 @@ fi
 find_python() {
   if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"; return; fi
   if "python$version" -c '' >/dev/null 2>&1; then echo "python$version"; return; fi
-  if command -v pyenv >/dev/null 2>&1; then
-    local found
-    found=$(ls -d "$(pyenv root)/versions/$version".*/bin/"python$version" 2>/dev/null | sort -V | tail -1)
+  local root found
+  for root in "$(pyenv root 2>/dev/null)" "${PYENV_ROOT:-}" "$HOME/.pyenv"; do
+    [ -n "$root" ] || continue
+    found=$(ls -d "$root/versions/$version".*/bin/"python$version" 2>/dev/null | sort -V | tail -1)
     if [ -n "$found" ]; then echo "$found"; return; fi
-  fi
+  done
   echo "error: Python $version not found for $venv ($req); install it, or set PYTHON=/path/to/python$version" >&2
   exit 1
 }
