@@ -1,4 +1,4 @@
-"""Hostile and careless inputs on the surfaces users feed from outside (issue 35): .osim, .vtp,
+"""Hostile and careless inputs on the surfaces users feed from outside: .osim, .vtp,
 .mot/.sto and joint JSON files, linkage runs, sweeps and bake's input check.
 
 Each class of problem has its own section: small inputs that take all memory or time, special
