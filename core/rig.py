@@ -58,6 +58,7 @@ from . import expcoords
 from .bones import BONE_AXIS, REF_AXIS
 from .checks import real_number, whole_number
 from .contacts import Shape
+from .dynamics import crba
 from .errors import InvalidInputError
 from .fitting.ik import Chain, solve_ik
 from .integrators import IMPULSE_POSITION, Drive
@@ -91,8 +92,14 @@ class RigJoint:
     ``"elliptical"`` (ball and free joints): the reach cone about ``cone_axis`` (child rest
     frame, the bone's Y by default) with ``half_angle`` or, elliptical, ``half_angle_x`` /
     ``half_angle_z`` towards ``ref_axis`` and ``cone_axis x ref_axis``. twist: None or the
-    largest twist (rad) about ``cone_axis``. stiffness (N m/rad or N/m), damping (N m s/rad
-    or N s/m) per coordinate toward ``rest`` ``(nq,)`` (None: the zero coordinates).
+    largest twist (rad) about ``cone_axis``.
+
+    The spring and damper per coordinate toward ``rest`` ``(nq,)`` (None: the zero
+    coordinates) are given either absolutely, ``stiffness`` (N m/rad or N/m) and ``damping``
+    (N m s/rad or N s/m), or relative to the inertia the coordinate moves
+    (:func:`spring_from_frequency`): ``frequency`` (Hz, 0: no spring) and ``damping_ratio``;
+    a joint with ``frequency`` given takes the relative form (its stiffness and damping must
+    then be 0).
     """
 
     kind: str
@@ -111,6 +118,8 @@ class RigJoint:
     stiffness: float = 0.0
     damping: float = 0.0
     rest: tuple = None
+    frequency: float = None
+    damping_ratio: float = 0.0
 
     def core_joint(self, name):
         """The core joint of this kind (kinematic: None, decided by the motion)."""
@@ -349,34 +358,86 @@ def _limits(body, i, core):
     return out + joint_limits(i, core)
 
 
-#: the largest ``h lambda`` of a decaying mode each method keeps stable (RK4: its stability
-#: region reaches -2.785 on the real axis; explicit and semi-implicit Euler: -2)
+#: the largest ``h lambda`` of a decaying mode each explicit method keeps stable (RK4: its
+#: stability region reaches -2.785 on the real axis; explicit and semi-implicit Euler: -2)
 STABLE_DECAY = {"rk4": 2.785, "euler": 2.0, "semi_implicit": 2.0}
+#: the largest ``h omega`` of an undamped oscillation each explicit method keeps (RK4: its
+#: stability region reaches 2.828 on the imaginary axis; semi-implicit Euler: 2; explicit
+#: Euler grows any oscillation, bounded here by the semi-implicit figure)
+STABLE_SWING = {"rk4": 2.828, "euler": 2.0, "semi_implicit": 2.0}
+#: the frequency (Hz) a damping ratio refers to on a joint without a spring (frequency 0):
+#: its coordinate's rate then decays as ``exp(-4 pi ratio t)``
+FREE_DAMPING_HZ = 1.0
 
 
-def _damping_warning(body, joint, fps, substeps, integrator):
-    """A sentence when a body's damper decays faster than the time step can follow: the
-    rate ``c / I`` of its stiffest rotary coordinate, ``I`` the body's own inertia about the
-    joint axis (its descendants only add to it), against :data:`STABLE_DECAY`; else None."""
-    c = float(body.joint.damping)
-    if c <= 0.0 or joint.nq == 0:
+def spring_from_frequency(inertia, frequency, ratio):
+    """``(stiffness, damping)`` per coordinate from the inertias ``(n,)`` the coordinates move
+    (the joint-space mass matrix's diagonal at the rest pose: the bone and everything below
+    it, the joints below held), a natural frequency (Hz) and a damping ratio: ``k = I w^2``,
+    ``c = 2 ratio I w`` with ``w = 2 pi frequency``, so the coordinate alone swings at
+    ``frequency`` and decays at ``ratio`` on any bone size (``w = 2 pi``
+    :data:`FREE_DAMPING_HZ` in ``c`` when the frequency is 0)."""
+    inertia = np.asarray(inertia, dtype=float)
+    w = 2.0 * math.pi * float(frequency)
+    wd = w if frequency > 0.0 else 2.0 * math.pi * FREE_DAMPING_HZ
+    return inertia * w * w, 2.0 * float(ratio) * inertia * wd
+
+
+def _stiff_spring_warning(name, inertia, k, c, fps, substeps, integrator):
+    """A sentence when an explicit method cannot follow a body's spring or damper: the
+    fastest decay ``c / I`` and swing ``sqrt(k / I)`` of its coordinates (``I`` the mass
+    matrix's diagonal, the joints below held) against :data:`STABLE_DECAY` and
+    :data:`STABLE_SWING`; None when it can, or for the implicit method."""
+    if integrator not in STABLE_DECAY or not (np.any(k) or np.any(c)):
         return None
-    m = float(body.mass)
-    com = np.asarray(body.com, dtype=float)
-    I = (1e-3 * m * np.eye(3) if body.inertia is None else np.asarray(body.inertia, float)) + \
-        m * (float(com @ com) * np.eye(3) - np.outer(com, com))
-    S = joint.jacobian(joint.neutral())
-    rates = [c / float(S[:3, k] @ I @ S[:3, k]) for k in range(joint.nq)
-             if float(S[:3, k] @ S[:3, k]) > 0.0]
     h = 1.0 / (float(fps) * int(substeps))
-    bound = STABLE_DECAY.get(integrator, 2.0)
-    if not rates or max(rates) * h <= bound:
+    need = max(float(np.max(c / inertia)) * h / STABLE_DECAY[integrator],
+               float(np.sqrt(np.max(k / inertia))) * h / STABLE_SWING[integrator])
+    if need <= 1.0:
         return None
-    need = int(math.ceil(max(rates) / (bound * float(fps))))
-    return (f"{body.name}'s damping {c:.3g} N m s/rad decays its motion at {max(rates):.3g}/s, "
-            f"faster than steps of {1000 * h:.3g} ms can follow, so the run will likely "
-            f"diverge: lower the damping below {bound / (h * max(rates)) * c:.3g} or use at "
-            f"least {need} substeps")
+    return (f"{name}'s spring or damper is too stiff for steps of {1000 * h:.3g} ms with the "
+            f"{integrator} integrator, so the run will likely diverge: switch the Integrator "
+            f"to Implicit Euler (stable at any stiffness and damping) or use at least "
+            f"{int(math.ceil(need * int(substeps)))} Substeps, or lower its Stiffness and "
+            f"Damping {need:.3g} times")
+
+
+def _spring_spec(body):
+    """``(absolute, stiffness or frequency, damping or ratio, rest)`` of a simulated body's
+    spring and damper, checked."""
+    j, name = body.joint, body.name
+    k = real_number(j.stiffness, f"body {name!r}: stiffness", 0.0)
+    c = real_number(j.damping, f"body {name!r}: damping", 0.0)
+    rest = None if j.rest is None else np.asarray(j.rest, float)
+    if j.frequency is None:
+        return True, k, c, rest
+    if k or c:
+        raise InvalidInputError(f"body {name!r}: give its spring either as a frequency and a "
+                                f"damping ratio or as a stiffness and a damping, not both")
+    return (False, real_number(j.frequency, f"body {name!r}: frequency (Hz)", 0.0),
+            real_number(j.damping_ratio, f"body {name!r}: damping ratio", 0.0), rest)
+
+
+def _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings):
+    """Add the simulated bodies' springs and dampers ``springs [(body index, spec)]``
+    (:func:`_spring_spec`) to the model: relative ones through
+    :func:`spring_from_frequency` on the mass matrix's diagonal at the rest pose (every
+    joint at its neutral coordinates: a coordinate's entry depends on the bodies below it
+    only); a warning per
+    body an explicit method cannot follow (:func:`_stiff_spring_warning`)."""
+    if not springs:
+        return
+    q_rest = np.concatenate([j.neutral() for j in model.joints])
+    diagonal = np.diag(crba(model, model.create_data(), q_rest))
+    for i, (absolute, a, b, rest) in springs:
+        inertia = diagonal[slices[i]]
+        k, c = (np.full(len(inertia), a), np.full(len(inertia), b)) if absolute else \
+            spring_from_frequency(inertia, a, b)
+        warning = _stiff_spring_warning(bodies[i].name, inertia, k, c, fps, substeps, integrator)
+        if warning:
+            warnings.append(warning)
+        if np.any(k) or np.any(c):
+            model.add_joint_spring(i, k, c, rest=rest)
 
 
 def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=1.0,
@@ -419,7 +480,7 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         integrator = "rk4"
         warnings.append(f"contacts need a method whose positions follow the substep's "
                         f"velocity changes, so the rig is stepped with rk4 instead of {asked}")
-    splines, drive_dofs = [], []
+    splines, drive_dofs, springs = [], [], []
     names = set()
     start = 0
     for i, b in enumerate(bodies):
@@ -482,21 +543,14 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
             v = (qa - qb) * (0.5 * fps)
         q0[-1], v0[-1] = q, v
         limits[-1] = _limits(b, i, joint)
-        j = b.joint
-        warning = _damping_warning(b, joint, fps, substeps, integrator)
-        if warning:
-            warnings.append(warning)
-        if j.stiffness or j.damping:
-            model.add_joint_spring(i, real_number(j.stiffness, f"body {b.name!r}: stiffness", 0.0),
-                                   real_number(j.damping, f"body {b.name!r}: damping", 0.0),
-                                   rest=None if j.rest is None else np.asarray(j.rest, float))
+        springs.append((i, _spring_spec(b)))
+    _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings)
     drive = None
     if splines:
         drive = Drive(tuple(drive_dofs), _KinematicMotion(splines),
                       "kinematic bodies following their animation", vectorized=True)
     flat = [lim for lims in limits for lim in lims]
-    passive = drive is None and not flat and not contacts and \
-        not any(b.joint.damping for b in bodies)
+    passive = drive is None and not flat and not contacts and not np.any(model.spring_c)
     q0 = np.concatenate(q0) if q0 else np.zeros(0)
     v0 = np.concatenate(v0) if v0 else np.zeros(0)
     if drive is not None:
