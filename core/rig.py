@@ -49,7 +49,7 @@ energy one contact step gained.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.interpolate import CubicSpline
@@ -59,7 +59,7 @@ from .bones import BONE_AXIS, REF_AXIS
 from .checks import real_number, whole_number
 from .contacts import Shape
 from .dynamics import crba
-from .errors import InvalidInputError
+from .errors import InvalidInputError, SimulationError
 from .fitting.ik import Chain, solve_ik
 from .integrators import IMPULSE_POSITION, Drive
 from .joints.base import Joint
@@ -608,12 +608,32 @@ def limit_violation(spec, joint, q):
     return np.maximum(out, 0.0)
 
 
+#: how many times :func:`simulate_rig` runs a diverged rig again, each time with
+#: :data:`REFINE_FACTOR` times the substeps
+REFINEMENTS = 2
+REFINE_FACTOR = 4
+
+
 def simulate_rig(rig, progress=None):
     """Simulate a :class:`Rig` (``progress(fraction) -> bool``, False cancels) and return a
-    :class:`RigResult`; divergence raises :class:`core.errors.SimulationError` naming the time
-    and the body (:func:`core.mechanisms.simulate_mechanism`)."""
+    :class:`RigResult`. A run that diverges is run again with :data:`REFINE_FACTOR` times the
+    substeps, up to :data:`REFINEMENTS` times, and the result's warnings say so; a rig that
+    diverges even then raises :class:`core.errors.SimulationError` naming the time, the
+    body and the substeps tried (:func:`core.mechanisms.simulate_mechanism`)."""
     mech = rig.mechanism
-    res = simulate_mechanism(mech, progress)
+    notes = []
+    for attempt in range(REFINEMENTS + 1):
+        try:
+            res = simulate_mechanism(mech, progress)
+            break
+        except SimulationError as err:
+            finer = replace(mech, substeps=mech.substeps * REFINE_FACTOR)
+            if attempt == REFINEMENTS:
+                raise SimulationError(f"the rig diverged even at {mech.substeps} substeps per "
+                                      f"frame: {err}") from err
+            notes.append(f"the run diverged at {mech.substeps} substeps per frame ({err}), so "
+                         f"it was run again at {finer.substeps}")
+            mech = finer
     model = mech.model
     world = res.poses
     local = np.empty_like(world)
@@ -634,10 +654,11 @@ def simulate_rig(rig, progress=None):
         drift = res.energy_drift
     report = res.contacts
     if report is None:
-        touch, deepest, gained, notes = None, 0.0, 0.0, ()
+        touch, deepest, gained, contact_notes = None, 0.0, 0.0, ()
     else:
         touch = report.per_frame(res.times)
-        deepest, gained, notes = report.worst_penetration, report.energy_gained, report.notes
+        deepest, gained = report.worst_penetration, report.energy_gained
+        contact_notes = report.notes
     return RigResult(res.status, res.times, local, world, res.q, drift, worst, where,
-                     res.wall_time, res.steps, tuple(rig.warnings), touch, deepest, gained,
-                     notes)
+                     res.wall_time, res.steps, tuple(rig.warnings) + tuple(notes), touch,
+                     deepest, gained, contact_notes)

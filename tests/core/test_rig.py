@@ -6,13 +6,13 @@ import math
 import numpy as np
 import pytest
 
-from core.errors import InvalidInputError
+from core.errors import InvalidInputError, SimulationError
 from core.integrators import simulate
 from core.joints.lower_pairs import Fixed, Revolute, Universal
 from core.lie import so3
 from core.mechanisms.base import energy_drift_limit
 from core.model import Model
-from core.rig import (RigBody, RigJoint, build_rig, coordinates_from_pose, limit_violation,
+from core.rig import (STABLE_DECAY, RigBody, RigJoint, build_rig, coordinates_from_pose, limit_violation,
                       simulate_rig)
 
 EPS = np.finfo(float).eps
@@ -156,3 +156,46 @@ def test_damping_too_fast_for_the_step_is_warned():
                          integrator="rk4").warnings
     assert not build_rig(bodies(1e-5), fps=24.0, substeps=8, duration=0.1,
                          integrator="rk4").warnings
+
+
+def _damped_bone(damping):
+    return [RigBody("k", -1, np.eye(4), RigJoint("kinematic")),
+            RigBody("b", 0, np.eye(4), RigJoint("ball", damping=damping), mass=0.05,
+                    com=(0.0, 0.05, 0.0), inertia=np.diag([3e-5, 2.5e-6, 3e-5]),
+                    pose_before=np.eye(4), pose_after=_turned(0.05))]
+
+
+def _turned(angle):
+    T = np.eye(4)
+    c, s = np.cos(angle), np.sin(angle)
+    T[1:3, 1:3] = [[c, -s], [s, c]]
+    return T
+
+
+def test_a_diverging_rig_is_run_again_with_more_substeps_and_says_so():
+    """RK4 cannot follow a damper with ``h c / I`` past its bound at 8 substeps; the rig runs
+    again at 4x the substeps (inside the bound about X, the axis it turns about) by itself,
+    names what it did, and matches a
+    run asked at those substeps from the start."""
+    h = 1.0 / (24.0 * 8)
+    inertia = 3e-5 + 0.05 * 0.05 ** 2               # about X at the joint
+    damping = 2.0 * STABLE_DECAY["rk4"] * inertia / h   # twice the bound at 8, half at 32
+    rig = build_rig(_damped_bone(damping), fps=24.0, substeps=8, duration=0.5,
+                    integrator="rk4")
+    result = simulate_rig(rig)
+    assert result.status == "completed"
+    (note,) = [w for w in result.warnings if "run again" in w]
+    assert "8 substeps" in note and "at 32" in note
+    direct = simulate_rig(build_rig(_damped_bone(damping), fps=24.0, substeps=32,
+                                    duration=0.5, integrator="rk4"))
+    np.testing.assert_array_equal(result.q, direct.q)
+
+
+def test_a_rig_that_diverges_at_every_refinement_raises_naming_the_substeps():
+    h = 1.0 / (24.0 * 8)
+    inertia = 3e-5 + 0.05 * 0.05 ** 2
+    damping = 100.0 * STABLE_DECAY["rk4"] * inertia / h
+    rig = build_rig(_damped_bone(damping), fps=24.0, substeps=8, duration=0.5,
+                    integrator="rk4")
+    with pytest.raises(SimulationError, match="even at 128 substeps"):
+        simulate_rig(rig)
