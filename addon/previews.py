@@ -101,7 +101,8 @@ def rig_signature(scene, target):
 
 
 _SIGNED = ("enabled", "kinematic", "kind", "axis", "axis2", "use_range", "range_min",
-           "range_max", "use_cone", "stiffness", "damping", "mass_source", "density",
+           "range_max", "use_cone", "spring_units", "frequency", "damping_ratio", "stiffness",
+           "damping", "mass_source", "density",
            "capsule_radius", "mass", "com", "inertia", "collision", "collision_radius")
 _COLLIDER_SIGNED = ("shape", "use_friction", "friction", "use_restitution", "restitution")
 

@@ -93,8 +93,13 @@ class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
         if s.kind in ("BALL", "FREE") and is_bone:
             col.prop(s, "use_cone")
         col = layout.column(align=True)
-        col.prop(s, "stiffness")
-        col.prop(s, "damping")
+        col.prop(s, "spring_units", text="")
+        if s.spring_units == "RELATIVE":
+            col.prop(s, "frequency", text="Frequency (Hz)")
+            col.prop(s, "damping_ratio")
+        else:
+            col.prop(s, "stiffness")
+            col.prop(s, "damping")
         col = layout.column(align=True)
         col.prop(s, "mass_source")
         if s.mass_source == "MANUAL":

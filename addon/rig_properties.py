@@ -32,6 +32,15 @@ JOINT_ITEMS = [
     ("WIRE", "Bead on Wire", "Slides along the curve object picked in Wire (objects only)"),
 ]
 
+SPRING_ITEMS = [
+    ("RELATIVE", "Frequency and Ratio", "A natural frequency (Hz) and a damping ratio, scaled "
+                                        "by the inertia the joint moves: one setting swings "
+                                        "alike on any bone size"),
+    ("ABSOLUTE", "Stiffness and Damping", "Newton metres per radian and newton metre seconds "
+                                          "per radian: the same setting is stiff on a finger "
+                                          "and soft on a thigh"),
+]
+
 MASS_ITEMS = [
     ("AUTO", "From Meshes", "Volume, centre and inertia of the meshes parented or skinned to "
                             "the bone (or the object's own mesh) at the density; a capsule "
@@ -52,10 +61,17 @@ COLLISION_ITEMS = [
 ]
 
 
+def _enabled_changed(self, context):
+    """A joint switched on in this version of the add-on records its spring units, so that
+    :func:`upgrade_file` can tell it from one saved before they existed."""
+    if not self.is_property_set("spring_units"):
+        self.spring_units = "RELATIVE"
+
+
 class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
     """How one bone (or object) moves in a simulation of its rig."""
 
-    enabled: BoolProperty(name="Simulate", default=False,
+    enabled: BoolProperty(name="Simulate", default=False, update=_enabled_changed,
                           description="Simulate this bone (object) on its joint; bones that are "
                                       "not simulated follow their animation")
     kinematic: BoolProperty(name="Kinematic", default=False,
@@ -81,6 +97,21 @@ class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
     use_cone: BoolProperty(name="Reach Cone", default=False,
                            description="Hold a ball joint inside the reach cone and twist limit "
                                        "of the Reach Cone panel")
+    spring_units: EnumProperty(name="Spring", items=SPRING_ITEMS, default="RELATIVE",
+                               description="How the spring and damper toward the rest pose "
+                                           "are given")
+    frequency: FloatProperty(name="Frequency", default=0.0, min=0.0, soft_max=20.0,
+                             unit="NONE", subtype="NONE",
+                             description="Hertz: how fast the bone swings back toward its rest "
+                                         "pose on its own (the bones below it held), the same "
+                                         "on a finger and on a thigh; 0: no spring, the bone "
+                                         "is limp")
+    damping_ratio: FloatProperty(name="Damping Ratio", default=0.1, min=0.0, soft_max=2.0,
+                                 description="How quickly the swing dies out: 0 swings on, "
+                                             "0.1 a few visible wobbles, 1 settles without "
+                                             "overshoot (critical), above 1 creeps back; with "
+                                             "Frequency 0, the ratio of a 1 Hz swing: the "
+                                             "bone's speed decays as exp(-12.6 ratio t)")
     stiffness: FloatProperty(name="Stiffness", default=0.0, min=0.0,
                              description="Spring toward the rest pose, per coordinate: newton "
                                          "metres per radian (newtons per metre for sliders); 0: "
@@ -176,8 +207,12 @@ class SPLINE_JOINTS_PG_sim_settings(PropertyGroup):
     substeps: IntProperty(name="Substeps", default=16, min=1, max=1000,
                           description="Integration steps per frame: more steps follow fast "
                                       "motion and stiff limits more faithfully, at more cost")
-    integrator: EnumProperty(name="Integrator", default="rk4", items=[
-        ("rk4", "Runge-Kutta 4", "Fourth order: accurate, four evaluations per step"),
+    integrator: EnumProperty(name="Integrator", default="implicit", items=[
+        ("implicit", "Implicit Euler", "First order, one evaluation per step, springs and "
+                                       "dampers taken implicitly: stable at any stiffness "
+                                       "and damping"),
+        ("rk4", "Runge-Kutta 4", "Fourth order: accurate, four evaluations per step; stiff "
+                                 "springs and dampers need more substeps"),
         ("semi_implicit", "Semi-Implicit Euler", "First order, one evaluation per step: fast "
                                                  "and stable for stiff springs"),
     ], description="Time stepping method")
@@ -219,7 +254,40 @@ class SPLINE_JOINTS_PG_sim_settings(PropertyGroup):
 classes = (SPLINE_JOINTS_PG_sim_joint, SPLINE_JOINTS_PG_collider, SPLINE_JOINTS_PG_sim_settings)
 
 
+def _sim_joints():
+    for obj in bpy.data.objects:
+        yield obj, obj.spline_joints_sim
+        if obj.pose is not None:
+            for pb in obj.pose.bones:
+                yield obj, pb.spline_joints_sim
+
+
+def upgrade_file():
+    """Keep the motion of rigs saved before spring units and the implicit integrator: a
+    simulated joint without recorded spring units keeps its Stiffness and Damping
+    (``ABSOLUTE``), and the scenes showing such a rig keep Runge-Kutta 4 when they never
+    chose an integrator. Returns the number of joints upgraded."""
+    old = [(obj, s) for obj, s in _sim_joints()
+           if s.is_property_set("enabled") and not s.is_property_set("spring_units")]
+    for _, s in old:
+        s.spring_units = "ABSOLUTE"
+    owners = {obj.name for obj, _ in old}
+    for scene in bpy.data.scenes:
+        st = scene.spline_joints_sim
+        if not st.is_property_set("integrator") and any(o.name in owners for o in scene.objects):
+            st.integrator = "rk4"
+    return len(old)
+
+
+@bpy.app.handlers.persistent
+def _on_load(*_args):
+    upgrade_file()
+
+
 def register_properties():
+    """Register the property groups and :func:`upgrade_file` on every file load."""
+    if _on_load not in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.append(_on_load)
     bpy.types.PoseBone.spline_joints_sim = PointerProperty(type=SPLINE_JOINTS_PG_sim_joint)
     bpy.types.Object.spline_joints_sim = PointerProperty(type=SPLINE_JOINTS_PG_sim_joint)
     bpy.types.Object.spline_joints_collider = PointerProperty(type=SPLINE_JOINTS_PG_collider)
@@ -227,6 +295,8 @@ def register_properties():
 
 
 def unregister_properties():
+    while _on_load in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.remove(_on_load)
     del bpy.types.Scene.spline_joints_sim
     del bpy.types.Object.spline_joints_collider
     del bpy.types.Object.spline_joints_sim

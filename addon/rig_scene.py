@@ -295,7 +295,11 @@ def joint_spec(body, rig_obj):
             extra["twist"] = c.twist_limit
     if body.kind == "BONE" and body.owner.bone.use_connect and body.owner.parent is not None:
         _check_connected(body, kind, extra)
-    return RigJoint(kind, stiffness=s.stiffness, damping=s.damping, **extra), q
+    if s.spring_units == "RELATIVE":
+        extra.update(frequency=s.frequency, damping_ratio=s.damping_ratio)
+    else:
+        extra.update(stiffness=s.stiffness, damping=s.damping)
+    return RigJoint(kind, **extra), q
 
 
 def _check_connected(body, kind, extra):

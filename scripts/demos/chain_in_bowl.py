@@ -107,6 +107,7 @@ def build_chain_in_bowl(out: Path) -> None:
                       CHAIN, kit.translation((0.0, 0.5 * LINK, 0.0)))
         s = pb.spline_joints_sim
         s.enabled, s.mass_source, s.density, s.damping = True, "AUTO", DENSITY, DAMPING
+        s.spring_units = "ABSOLUTE"
         s.collision, s.collision_radius = "AUTO", RADIUS
         if pb.parent is None:
             s.kind = "FREE"

@@ -51,6 +51,8 @@ TAIL_DENSITY = 300.0
 TAIL_RISE = math.radians(35.0)
 TAIL_BONE = 0.085
 KNEE_DAMPING = 0.05
+#: the tail's stiffness and damping were chosen for Runge-Kutta 4 at the default substeps
+INTEGRATOR = "rk4"
 #: bone layout in the rest (standing) pose, armature space (m): name, parent, head, tail
 BONES = [
     ("hips", None, (0.0, 0.0, 0.6), (0.0, 0.0, 0.72)),
@@ -164,12 +166,14 @@ def _simulate_settings(arm) -> None:
         pb = arm.pose.bones[f"tail.{k}"]
         s = pb.spline_joints_sim
         s.enabled, s.kind, s.use_cone, s.mass_source, s.density = True, "BALL", True, "AUTO", TAIL_DENSITY
+        s.spring_units = "ABSOLUTE"
         s.stiffness, s.damping = TAIL_STIFFNESS * (1.0 - k / N_TAIL) ** 2, TAIL_DAMPING
         c = pb.spline_joints
         c.cone_shape, c.cone_half_angle, c.twist_limit = "CIRCULAR", TAIL_CONE, TAIL_TWIST
     for side in ("L", "R"):
         s = arm.pose.bones[f"shin.{side}"].spline_joints_sim
         s.enabled, s.kind, s.mass_source, s.damping = True, "FITTED", "AUTO", KNEE_DAMPING
+        s.spring_units = "ABSOLUTE"
 
 
 def build_character_rig(out: Path) -> None:
@@ -188,6 +192,7 @@ def build_character_rig(out: Path) -> None:
     # no ground: the character sits on a ledge (not a collider), and its coned tail diverges
     # at t = 2.3 s when the contact solver takes over its limits
     scene.spline_joints_sim.use_ground = False
+    scene.spline_joints_sim.integrator = INTEGRATOR
     _meshes(arm)
     ledge = bridge.write_mesh_object("ledge", *display.box(LEDGE[0]), scene.collection)
     ledge.data.materials.append(bridge.ensure_material("SJ ledge", (0.7, 0.7, 0.68, 1.0)))

@@ -111,6 +111,7 @@ def _simulate_settings(arm) -> None:
     for pb in arm.pose.bones:
         s, c = pb.spline_joints_sim, pb.spline_joints
         s.enabled, s.mass_source, s.density, s.damping = True, "AUTO", DENSITY, DAMPING
+        s.spring_units = "ABSOLUTE"
         if pb.name in SPHERES:
             s.collision, s.collision_radius = "SPHERE", SPHERES[pb.name]
         else:

@@ -34,6 +34,7 @@ def scenario_make_rig_file(tmp, name):
         pb = obj.pose.bones[f"tail.{k:03d}"]
         s = pb.spline_joints_sim
         s.enabled, s.kind, s.use_cone, s.damping = True, "BALL", True, 1e-3
+        s.spring_units = "ABSOLUTE"
         s.mass_source, s.capsule_radius = "CAPSULE", 0.03
         pb.spline_joints.cone_shape, pb.spline_joints.cone_half_angle = "CIRCULAR", 0.5
     bpy.ops.object.mode_set(mode="OBJECT")

@@ -30,7 +30,7 @@ def _tail_rig():
         s = pb.spline_joints_sim
         s.enabled, s.kind, s.use_cone = True, "BALL", True
         s.mass_source, s.mass, s.com, s.inertia = "MANUAL", 0.05, (0.0, 0.04, 0.0), (3e-5, 1e-5, 3e-5)
-        s.damping = 1e-4
+        s.spring_units, s.damping = "ABSOLUTE", 1e-4
         c = pb.spline_joints
         c.cone_shape, c.cone_half_angle, c.twist_limit = "CIRCULAR", HALF_ANGLE, TWIST
     scene.spline_joints_sim.substeps = 16
