@@ -248,6 +248,12 @@ class RigBatch:
     def fraction(self):
         return sum(j.fraction for j in self.jobs) / len(self.jobs)
 
+    @property
+    def start_warnings(self):
+        """What reading the rigs found before any simulation (a start pose outside a limit,
+        a spring an explicit integrator cannot follow), one sentence each."""
+        return [w for job in self.jobs for w in job.rig.warnings]
+
     def simulate(self):
         for job in self.jobs:
             job.simulate()

@@ -402,6 +402,25 @@ def _stiff_spring_warning(name, inertia, k, c, fps, substeps, integrator):
             f"Damping {need:.3g} times")
 
 
+#: a start pose farther than this outside a limit (rad; m for a slider's range: a tenth of
+#: it) is named before the run: the limit solver's deadband (:class:`core.limits.LimitSolver`)
+START_EXCESS = 1e-3
+
+
+def _start_outside(body, joint, q):
+    """``[sentence]`` naming how far a body's start coordinates ``q`` lie outside its limits
+    (:func:`limit_violation`), or ``[]`` within :data:`START_EXCESS`."""
+    excess = float(limit_violation(body.joint, joint, q[None])[0])
+    linear = body.joint.kind == "slider"
+    if excess <= (0.1 * START_EXCESS if linear else START_EXCESS):
+        return []
+    size = f"{1000 * excess:.3g} mm" if linear else f"{math.degrees(excess):.3g} deg"
+    what = "range" if body.joint.cone is None and body.joint.twist is None else \
+        "reach cone or twist limit" if body.joint.lower is None else "limits"
+    return [f"{body.name} starts {size} outside its {what}, so the simulation snaps it inside "
+            f"at the first step: pose it inside at the start frame, or widen the {what}"]
+
+
 def _spring_spec(body):
     """``(absolute, stiffness or frequency, damping or ratio, rest)`` of a simulated body's
     spring and damper, checked."""
@@ -543,6 +562,8 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
             v = (qa - qb) * (0.5 * fps)
         q0[-1], v0[-1] = q, v
         limits[-1] = _limits(b, i, joint)
+        if limits[-1]:
+            warnings.extend(_start_outside(b, joint, q))
         springs.append((i, _spring_spec(b)))
     _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings)
     drive = None

@@ -60,7 +60,13 @@ class ThreadedBake:
     """Operator mixin for a bake job (:mod:`..jobs`: ``simulate()``,
     ``progress``/``fraction``, ``cancel()``, ``finish(scene)``): headless ``execute`` runs it at
     once; ``invoke`` runs ``simulate`` in a worker thread with a progress bar, Esc cancels.
-    The operator defines ``make_job(context)``."""
+    A job's ``start_warnings`` are reported before it simulates. The operator defines
+    ``make_job(context)``."""
+
+    def _warn_early(self):
+        """Report the job's ``start_warnings`` (if it has them) before it simulates."""
+        for warning in getattr(self._job, "start_warnings", ()):
+            self.report({"WARNING"}, warning)
 
     def _finish(self, context):
         status, level, message = self._job.finish(context.scene)
@@ -70,6 +76,7 @@ class ThreadedBake:
     @reporting
     def execute(self, context):
         self._job = self.make_job(context)
+        self._warn_early()
         self._job.simulate()
         return self._finish(context)
 
@@ -83,6 +90,7 @@ class ThreadedBake:
     @reporting
     def _start(self, context):
         self._job = self.make_job(context)
+        self._warn_early()
         self._thread = threading.Thread(target=self._job.simulate, daemon=True)
         self._thread.start()
         wm = context.window_manager

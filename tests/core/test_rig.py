@@ -199,3 +199,17 @@ def test_a_rig_that_diverges_at_every_refinement_raises_naming_the_substeps():
                     integrator="rk4")
     with pytest.raises(SimulationError, match="even at 128 substeps"):
         simulate_rig(rig)
+
+
+def test_a_start_pose_outside_a_cone_is_named_with_its_excess_before_the_run():
+    """A ball joint that starts 50 deg past a 30 deg cone is named, with the excess, when the
+    rig is built; one inside is not."""
+    def rig(angle):
+        return build_rig([RigBody("k", -1, np.eye(4), RigJoint("kinematic")),
+                          RigBody("b", 0, np.eye(4), RigJoint("ball", cone="circular",
+                                                              half_angle=np.radians(30)),
+                                  mass=0.05, com=(0.0, 0.05, 0.0), pose=_turned(angle))],
+                         duration=0.1)
+    (warning,) = [w for w in rig(np.radians(80)).warnings if "outside" in w]
+    assert warning.startswith("b starts 50 deg outside its reach cone")
+    assert not [w for w in rig(np.radians(20)).warnings if "outside" in w]
