@@ -201,7 +201,9 @@ class RigResult:
     with contacts (else None, 0, 0, ()): contacts ``(F,)`` the most contacts of a substep in
     each frame (:meth:`core.contacts.ContactReport.per_frame`), worst_penetration (m, the
     deepest overlap of any substep), energy_gained (J, the most one contact step gained)
-    and contact_notes (:attr:`core.contacts.ContactReport.notes`: how shapes were made)."""
+    and contact_notes (:attr:`core.contacts.ContactReport.notes`: how shapes were made);
+    energy ``(F,)`` and kinetic ``(F,)`` the mechanical and kinetic energy per frame (J) and
+    drive_work ``(F,)`` the kinematic bodies' work since the start (J)."""
 
     status: str
     times: np.ndarray
@@ -218,6 +220,9 @@ class RigResult:
     worst_penetration: float = 0.0
     energy_gained: float = 0.0
     contact_notes: tuple = ()
+    energy: np.ndarray = None
+    kinetic: np.ndarray = None
+    drive_work: np.ndarray = None
 
 
 def _hinge_angle(axis, R):
@@ -682,4 +687,4 @@ def simulate_rig(rig, progress=None):
         contact_notes = report.notes
     return RigResult(res.status, res.times, local, world, res.q, drift, worst, where,
                      res.wall_time, res.steps, tuple(rig.warnings) + tuple(notes), touch,
-                     deepest, gained, contact_notes)
+                     deepest, gained, contact_notes, res.energy, res.kinetic, res.drive_work)
