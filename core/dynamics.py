@@ -38,6 +38,14 @@ numpy calls, not arithmetic, so one product fills several results where it can:
 The price is that :class:`core.data.Data` fields are views into shared buffers, overwritten
 by the next call.
 
+Armature. :func:`aba` takes an optional joint-space armature ``(nv,)``, a diagonal added to
+the mass matrix: it returns ``(M + diag(armature))^-1 (tau - h)``. In the articulated-body
+recursion the joint equation of coordinate i becomes ``tau_i - armature_i q_ddot_i = S_i^T
+f_i``, so the armature adds to ``D_i = S_i^T U_i`` before it is inverted and nothing else
+changes; the dense method adds it to the diagonal of M before the Cholesky solve. The
+implicit integrator (:mod:`core.integrators`) solves with the armature ``h C + h^2 K`` of
+its joint springs and dampers.
+
 Forward dynamics methods (:func:`aba`'s ``method``)
 -------------------------------------------------
 * ``"recursive"``: the articulated-body recursion of Appendix A, O(n), sequential in the
@@ -271,12 +279,28 @@ def crba_and_nle(model, data, q, v, fext=None):
     return _crba_prepared(model, data), h
 
 
-def _aba_dense(model, data, q, v, tau, fext):
+def _add_armature(M, armature):
+    """``M + diag(armature)`` in place (``armature`` None: M unchanged); returns M."""
+    if armature is not None:
+        M.flat[::M.shape[0] + 1] += armature
+    return M
+
+
+def _checked_armature(model, armature):
+    """``armature`` as a finite float array of shape ``(nv,)``, every entry >= 0."""
+    armature = model.check_state(armature, "armature")
+    if not np.all(armature >= 0.0):
+        raise InvalidInputError("armature must be >= 0 on every coordinate (a diagonal added "
+                                "to the mass matrix)")
+    return armature
+
+
+def _aba_dense(model, data, q, v, tau, fext, armature):
     _nle_forces(model, data, v, fext)
     rhs = np.subtract(tau, data.FN[:, 0, 6], out=data.ddq)          # tau - h, solved in place
     if model.has_joint_springs:
         rhs += passive_forces(model, q, v)
-    M = _mass_lower(model, data)
+    M = _add_armature(_mass_lower(model, data), armature)
     if model.nv == 1:
         rhs /= M[0, 0]
         return data.ddq
@@ -286,7 +310,7 @@ def _aba_dense(model, data, q, v, tau, fext):
     _, x, info = _lapack.dposv(M, rhs, lower=True, overwrite_b=True)
     if info:
         try:
-            x = np.linalg.solve(_crba_prepared(model, data), rhs)
+            x = np.linalg.solve(_add_armature(_crba_prepared(model, data), armature), rhs)
         except np.linalg.LinAlgError:
             raise NonFiniteError(
                 f"aba: the mass matrix is singular at this configuration (its leading minor "
@@ -298,10 +322,11 @@ def _aba_dense(model, data, q, v, tau, fext):
     return data.ddq
 
 
-def _aba_recursive(model, data, q, v, tau, fext):
+def _aba_recursive(model, data, q, v, tau, fext, armature):
     """Appendix A: backward recursion of articulated inertias ``IA`` and bias forces ``pA``
     (eq. 43 ``f = IA A + pA``), forward recursion of eq. 44, in the world frame and batched
-    over the bodies of one depth. A multi-DOF joint's ``IA - U D^-1 U^T`` is symmetrized:
+    over the bodies of one depth; the armature (or None) adds to ``D = S^T U`` (module
+    docstring). A multi-DOF joint's ``IA - U D^-1 U^T`` is symmetrized:
     its rounding asymmetry is amplified from level to level (a zig-zag chain of 20 ball
     joints under a free root fell at 272 m/s^2 instead of 9.81)."""
     tau = tau + passive_forces(model, q, v)
@@ -316,6 +341,8 @@ def _aba_recursive(model, data, q, v, tau, fext):
             S = Sw[dofs[:, 0]]                                     # (m, 6)
             U = (Ia @ S[:, :, None])[:, :, 0]
             D = (S * U).sum(axis=1)
+            if armature is not None:
+                D += armature[dofs[:, 0]]
             u = tau[dofs[:, 0]] - (S * pA[idx]).sum(axis=1)
             UD = U / D[:, None]
             Pa = Ia - UD[:, :, None] * U[:, None, :]
@@ -324,7 +351,10 @@ def _aba_recursive(model, data, q, v, tau, fext):
         elif n:
             S = Sw[dofs]                                           # (m, n, 6)
             U = np.einsum("mab,mnb->man", Ia, S)                   # IA S
-            Dinv = np.linalg.inv(np.einsum("mna,mak->mnk", S, U))  # Omega^-1
+            D = np.einsum("mna,mak->mnk", S, U)
+            if armature is not None:
+                D += armature[dofs][:, :, None] * np.eye(n)
+            Dinv = np.linalg.inv(D)                                # Omega^-1
             u = tau[dofs] - np.einsum("mna,ma->mn", S, pA[idx])
             UD = U @ Dinv
             Pa = Ia - UD @ np.swapaxes(U, 1, 2)
@@ -372,12 +402,13 @@ def _scalar(model, x, name):
     return float(model.check_state(x, name)[0])
 
 
-def _aba_one_dof_body(model, data, q, x, qd, t, fext):
+def _aba_one_dof_body(model, data, q, x, qd, t, fext, arm=0.0):
     """One body on a joint of one coordinate: seed 000 eqs. 14-16 in the body frame reduce to
-    ``q_ddot = (tau + (J s)_v . R^T g - q_dot^2 (J s) . h + s . f_ext) / (s . J s)`` with
-    ``s = S``, ``h = dS/dq`` (``S^T ad*_v J v = q_dot^2 (ad_s s)^T J s = 0``), in Python
-    floats from the family's row ``[P G, S, dS/dq]`` of ``data.LSH``. ``x, qd, t``: floats
-    (q, q_dot, tau with the springs added); ``fext`` None or checked."""
+    ``q_ddot = (tau + (J s)_v . R^T g - q_dot^2 (J s) . h + s . f_ext) / (s . J s + arm)``
+    with ``s = S``, ``h = dS/dq`` (``S^T ad*_v J v = q_dot^2 (ad_s s)^T J s = 0``), in Python
+    floats from the family's row ``[P G, S, dS/dq]`` of ``data.LSH``. ``x, qd, t, arm``:
+    floats (q, q_dot, tau with the springs added, the armature); ``fext`` None or
+    checked."""
     family = model.families[0]
     family.calc(q, data, data.family_work[0])
     (r00, r01, r02, _, r10, r11, r12, _, r20, r21, r22, _, _, _, _, _,
@@ -397,21 +428,21 @@ def _aba_one_dof_body(model, data, q, x, qd, t, fext):
     if fext is not None:
         f = fext[0].tolist()
         rhs += s0 * f[0] + s1 * f[1] + s2 * f[2] + s3 * f[3] + s4 * f[4] + s5 * f[5]
-    data.ddq[0] = rhs / (j0 * s0 + j1 * s1 + j2 * s2 + j3 * s3 + j4 * s4 + j5 * s5)
+    data.ddq[0] = rhs / (j0 * s0 + j1 * s1 + j2 * s2 + j3 * s3 + j4 * s4 + j5 * s5 + arm)
     return data.ddq
 
 
-def _aba_body(model, data, q, v, tau, fext):
-    """One body on one joint (eqs. 14-16 in the body frame, no tree): ``S^T J S q_ddot =
-    tau - S^T (J (c + a_g) - ad*_{S v} J S v - f_ext)`` with ``c = q_dot^T dS q_dot`` (the ad
-    term of eq. 14 vanishes since the body velocity is ``S q_dot``) and gravity ``a_g = [0;
-    -R^T g]`` in the body frame. ``q, v, tau`` checked float arrays, ``fext`` None or
-    checked."""
+def _aba_body(model, data, q, v, tau, fext, armature):
+    """One body on one joint (eqs. 14-16 in the body frame, no tree): ``(S^T J S +
+    diag(armature)) q_ddot = tau - S^T (J (c + a_g) - ad*_{S v} J S v - f_ext)`` with ``c =
+    q_dot^T dS q_dot`` (the ad term of eq. 14 vanishes since the body velocity is ``S
+    q_dot``) and gravity ``a_g = [0; -R^T g]`` in the body frame. ``q, v, tau`` checked float
+    arrays, ``fext`` None or checked, ``armature`` None or checked."""
     if model.has_joint_springs:
         tau = tau + passive_forces(model, q, v)
     if model.nv == 1:
         return _aba_one_dof_body(model, data, q, float(q[0]), float(v[0]), float(tau[0]),
-                                 fext)
+                                 fext, 0.0 if armature is None else float(armature[0]))
     family = model.families[0]
     family.calc(q, data, data.family_work[0])
     S = data.S_body.T                                    # (6, nv)
@@ -425,13 +456,15 @@ def _aba_body(model, data, q, v, tau, fext):
     w = J @ a0 - se3.ad(vb).T @ (J @ vb)
     if fext is not None:
         w -= fext[0]
-    data.ddq[:] = np.linalg.solve(S.T @ J @ S, tau - S.T @ w)
+    data.ddq[:] = np.linalg.solve(_add_armature(S.T @ J @ S, armature), tau - S.T @ w)
     return data.ddq
 
 
-def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto"):
+def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto", armature=None):
     """Forward dynamics ``q_ddot: (nv,)`` at ``(q, v)`` under actuation ``tau: (nv,)``,
-    gravity, ``fext: (nb, 6)`` and the model's springs (seed 000 Appendix A, eqs. 43-44).
+    gravity, ``fext: (nb, 6)`` and the model's springs (seed 000 Appendix A, eqs. 43-44);
+    with ``armature (nv,)`` (>= 0) the solution of ``(M + diag(armature)) q_ddot = tau - h``
+    (module docstring).
 
     ``method``:
 
@@ -444,17 +477,19 @@ def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto"):
 
     All agree to round-off. ``check=False`` skips argument validation, for callers
     (integrators) that check their state for non-finite values after every step: ``q, v,
-    tau`` must then be float arrays of shape ``(nv,)`` and ``fext`` None or a checked
-    ``(nb, 6)`` array. Writes ``data.ddq`` (the "body" method writes only ``data.oMi[0]``,
-    the joint's ``S`` and ``data.ddq``).
+    tau`` (and ``armature``) must then be float arrays of shape ``(nv,)`` and ``fext`` None
+    or a checked ``(nb, 6)`` array. Writes ``data.ddq`` (the "body" method writes only
+    ``data.oMi[0]``, the joint's ``S`` and ``data.ddq``).
 
     On the numba backend (:mod:`core.backend`) "auto" and "recursive" run the compiled O(n)
     recursion (:data:`COMPILED_METHODS`; it writes ``data.oMi`` and ``data.ddq``); "dense"
     and "body" stay numpy.
     """
+    if check and armature is not None:
+        armature = _checked_armature(model, armature)
     twin = _backend.twins.aba
     if twin is not None and method in COMPILED_METHODS:
-        return twin(model, data, q, v, tau, fext, check)
+        return twin(model, data, q, v, tau, fext, check, armature)
     if method == "auto":
         method = ("body" if model.one_body_inertia is not None and not model.point_springs
                   else "dense" if model.nv <= DENSE_MAX_DOFS else "recursive")
@@ -469,7 +504,8 @@ def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto"):
             if model.has_joint_springs:
                 t -= float(model.spring_k[0]) * (x - float(model.spring_rest[0])) + \
                     float(model.spring_c[0]) * qd
-            return _aba_one_dof_body(model, data, q, x, qd, t, fext)
+            return _aba_one_dof_body(model, data, q, x, qd, t, fext,
+                                     0.0 if armature is None else float(armature[0]))
     if method not in ("body", "dense", "recursive"):
         raise InvalidInputError(f"method must be 'auto', 'body', 'dense' or 'recursive', got "
                                 f"{method!r}")
@@ -484,11 +520,11 @@ def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto"):
             raise InvalidInputError("method='body' solves a model of one body without point "
                                     f"springs; this one has {model.nbodies} bodies and "
                                     f"{len(model.point_springs)} point springs: use 'auto'")
-        return _aba_body(model, data, q, v, tau, fext)
+        return _aba_body(model, data, q, v, tau, fext, armature)
     _prepare(model, data, q, v, fext)
     if method == "dense":
-        return _aba_dense(model, data, q, v, tau, fext)
-    return _aba_recursive(model, data, q, v, tau, fext)
+        return _aba_dense(model, data, q, v, tau, fext, armature)
+    return _aba_recursive(model, data, q, v, tau, fext, armature)
 
 
 def kinetic_energy(model, data, q, v):

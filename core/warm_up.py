@@ -30,9 +30,11 @@ def warm_up():
     needs them:
 
     1. on a three-body model (a revolute, a cubic spline curve and a spherical joint):
-       aba, the energies and RK4 steps without limits, then with the spherical joint in a
-       reach cone, starting outside it (a mechanism's simulation: one kernel call per
-       step, compiled with the limit solver only for models with limits);
+       aba without and with an armature (the implicit method's solve where its steps are
+       not one kernel call), the energies and RK4 steps without limits, then with the
+       spherical joint in a reach cone, starting outside it (a mechanism's simulation: one
+       kernel call per step, compiled with the limit solver only for models with limits;
+       every method's steps are the same kernels, the method a run-time code);
     2. the same with the revolute joint driven, with and without the cone (a rig's
        kinematic body: the driven substep, the limits' Gauss-Seidel);
     3. rnea, crba and the nonlinear effects;
@@ -67,6 +69,7 @@ def warm_up():
         data = model.create_data()
         v = np.full(model.nv, 0.1)
         a = dynamics.aba(model, data, q, v, np.zeros(model.nv))
+        dynamics.aba(model, data, q, v, np.zeros(model.nv), armature=np.full(model.nv, 1e-3))
         dynamics.mechanical_energy(model, data, q, v)
         solver = None if limits is None else LimitSolver(model, limits)
         Integrator(model, 1e-3, method="rk4", limits=solver, drive=drive).run(

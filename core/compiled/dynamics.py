@@ -15,10 +15,12 @@ from .pack import pack
 
 __all__ = ["packed", "python_joints", "aba", "rnea", "nonlinear_effects", "crba",
            "crba_and_nle", "energies", "kinetic_energy", "potential_energy",
-           "mechanical_energy", "substep", "driven_substep", "NO_FEXT"]
+           "mechanical_energy", "substep", "driven_substep", "NO_FEXT", "NO_ARMATURE"]
 
 #: the kernels' "no external wrenches"
 NO_FEXT = np.zeros((0, 6))
+#: the kernels' "no armature"
+NO_ARMATURE = np.zeros(0)
 #: the kernels that compile only through :func:`_compiling`
 _on_request = set()
 
@@ -50,23 +52,26 @@ def _failed(model, what):
                          "the bodies' inertias")
 
 
-def aba(model, data, q, v, tau, fext, check):
+def aba(model, data, q, v, tau, fext, check, armature=None):
     """Forward dynamics ``data.ddq``; with ``check`` the arguments are validated as
     :func:`core.dynamics.aba` does, else they must be float arrays of shape ``(nv,)`` and
-    ``fext`` None or ``(nb, 6)``. Without fext the states are checked by the kernel itself:
-    their types by its call (:func:`core.compiled.kernels.aba_free` runs only on float64
-    C-contiguous writable arrays and raises TypeError for anything else, which then takes
-    the full checks and a contiguous copy), their lengths and NaN/inf in its first loop (a
-    few flops; a non-finite state raises NonFiniteError as on the numpy path)."""
+    ``fext`` None or ``(nb, 6)``; ``armature`` None or a checked ``(nv,)`` array (then one
+    call of :func:`core.compiled.kernels.aba`). Without fext and armature the states are
+    checked by the kernel itself: their types by its call
+    (:func:`core.compiled.kernels.aba_free` runs only on float64 C-contiguous writable
+    arrays and raises TypeError for anything else, which then takes the full checks and a
+    contiguous copy), their lengths and NaN/inf in its first loop (a few flops; a
+    non-finite state raises NonFiniteError as on the numpy path)."""
     p = model.packed or packed(model)
     if check:
         model.check_data(data)
-        if fext is not None or p.python:     # only aba_free checks the states itself
+        if fext is not None or armature is not None or p.python:  # aba_free checks them
             q, v, tau = _check_states(model, q, v, tau)
             fext = None if fext is None else _contiguous(model.check_fext(fext))
     if p.python:
         python_joints(model, data, p, q, v)
-    if fext is None:
+    arm = NO_ARMATURE if armature is None else _contiguous(armature)
+    if fext is None and armature is None:
         kernel, status = kernels.aba_free, None
         if kernel in _on_request:
             try:
@@ -77,11 +82,12 @@ def aba(model, data, q, v, tau, fext, check):
             q, v, tau = _check_states(model, q, v, tau)
             status = _compiling(kernel, p.ints, p.reals, data.buffer, q, v, tau)
     else:
-        status = kernels.aba(p.ints, p.reals, data.buffer, q, v, tau, fext, True)
+        status = kernels.aba(p.ints, p.reals, data.buffer, q, v, tau,
+                             NO_FEXT if fext is None else fext, arm, True)
     if status == 2:                      # wrong length, not finite, or huge: the full checks
         q, v, tau = _check_states(model, q, v, tau)
         status = kernels.aba(p.ints, p.reals, data.buffer, q, v, tau,
-                                     NO_FEXT if fext is None else fext, False)
+                             NO_FEXT if fext is None else fext, arm, False)
     if status:
         _failed(model, "aba")
     return data.ddq
@@ -177,8 +183,8 @@ def mechanical_energy(model, data, q, v):
 
 def substep(model, data, q, v, tau, fext, h, method, rows):
     """One integrator substep ``(q, v) -> (qn, vn)`` in one kernel call, for models whose
-    joints all have kernels; ``method`` 0 euler, 1 semi-implicit, 2 rk4; ``rows`` a pair of
-    ``(5, nv)`` work arrays. Returns fresh arrays ``(qn, vn)``."""
+    joints all have kernels; ``method`` 0 euler, 1 semi-implicit, 2 rk4, 3 implicit;
+    ``rows`` a pair of ``(5, nv)`` work arrays. Returns fresh arrays ``(qn, vn)``."""
     p = model.packed or packed(model)
     qn, vn = rows
     if kernels.step(p.ints, p.reals, data.buffer, q, v, tau,

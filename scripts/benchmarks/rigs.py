@@ -12,12 +12,14 @@ the scene and writing keys), on rigs built here as :class:`core.rig.RigBody` lis
   1e-4 N m s/rad);
 * ``30-bone rig``: the same keyed hips carrying three such tails, 120 degrees apart.
 
-Each is simulated for :data:`SECONDS` at 24 frames per second with :data:`SUBSTEPS` RK4
-steps per frame (the Simulate panel's default, as in the tail test), from rest.
-The figure is the median wall time (over :data:`REPEATS` runs, ``quick``: 3) of build plus
-simulation per simulated second, on both backends of :mod:`core.backend` (the numba backend
-where it imports); the limit solver's worst excess over the cones is given as a check that
-the runs timed are the ones the tests accept.
+Each is simulated for :data:`SECONDS` at 24 frames per second with :data:`SUBSTEPS` steps
+per frame (the Simulate panel's default, as in the tail test), from rest, by each of
+:data:`INTEGRATORS` side by side (rk4, the default; semi-implicit Euler; the implicit
+method, semi-implicit Euler with the joint springs and dampers implicit). The figure is the
+median wall time (over :data:`REPEATS` runs, ``quick``: 3) of build plus simulation per
+simulated second, and per substep, on both backends of :mod:`core.backend` (the numba
+backend where it imports); the limit solver's worst excess over the cones is given as a
+check that the runs timed are the ones the tests accept.
 
 :func:`character_rig` builds the character demo's rig the same way for the realtime section
 (:mod:`scripts.benchmarks.realtime`).
@@ -36,12 +38,15 @@ from core.rig import RigBody, RigJoint, build_rig, simulate_rig
 from .common import table
 from .maximal import on_backend
 
-#: simulated seconds per run (the tail test's bake: 25 frames), frames per second, RK4 steps
+#: simulated seconds per run (the tail test's bake: 25 frames), frames per second, steps
 #: per frame, timed runs
 SECONDS = 1.0
 FPS = 24.0
 SUBSTEPS = 16
 REPEATS = 5
+#: the integrators timed side by side (:data:`core.integrators.METHODS` but explicit Euler,
+#: which the rigs do not offer)
+INTEGRATORS = ("rk4", "semi_implicit", "implicit")
 #: tail geometry and settings (tests/blender/test_rig_simulation.py's tail)
 BONE_LENGTH = 0.08
 BONE_MASS = 0.05
@@ -197,9 +202,10 @@ def character_rig():
                      duration=(dc.FRAMES - 1) / dc.FPS)
 
 
-def _row(name, bodies, backend_name, repeats):
+def _row(name, bodies, integrator, backend_name, repeats):
     def run():
-        rig = build_rig(bodies, fps=FPS, substeps=SUBSTEPS, duration=SECONDS)
+        rig = build_rig(bodies, fps=FPS, substeps=SUBSTEPS, duration=SECONDS,
+                        integrator=integrator)
         return simulate_rig(rig)
 
     def timed():
@@ -215,7 +221,8 @@ def _row(name, bodies, backend_name, repeats):
     if out is None:
         return None
     result, seconds = out
-    return [name, backend_name, len(bodies) - 1, len(result.times), seconds / SECONDS,
+    return [name, integrator, backend_name, len(bodies) - 1, len(result.times),
+            seconds / SECONDS, 1e6 * seconds / (SECONDS * FPS * SUBSTEPS),
             math.degrees(result.worst_violation)]
 
 
@@ -224,12 +231,15 @@ def bench_rigs(quick=False):
     rows = []
     for name, bodies in (("10-bone coned tail", rig_bodies(1)), ("30-bone rig (3 tails)", rig_bodies(3))):
         for backend_name in ("numpy", "numba"):
-            row = _row(name, bodies, backend_name, repeats)
-            if row is not None:
-                rows.append(row)
+            for integrator in INTEGRATORS:
+                row = _row(name, bodies, integrator, backend_name, repeats)
+                if row is not None:
+                    rows.append(row)
     note = (f"Median wall time of build_rig + simulate_rig over {repeats} runs of {SECONDS:g} s "
-            f"at {FPS:g} frames/s, {SUBSTEPS} RK4 steps per frame, on a kinematic hips keyed to "
-            "swing (the bake's core work; reading the scene and writing keys come on top).")
-    return [table("Rig bake (core): seconds of wall time per simulated second",
-                  ["rig", "backend", "simulated bones", "frames", "s per simulated s",
-                   "worst cone/twist excess (deg)"], rows, note)]
+            f"at {FPS:g} frames/s, {SUBSTEPS} steps per frame, on a kinematic hips keyed to "
+            "swing (the bake's core work; reading the scene and writing keys come on top); "
+            "per substep: the same over the run's substeps, build included.")
+    return [table("Rig bake (core): wall time per simulated second and per substep",
+                  ["rig", "integrator", "backend", "simulated bones", "frames",
+                   "s per simulated s", "us per substep", "worst cone/twist excess (deg)"],
+                  rows, note)]

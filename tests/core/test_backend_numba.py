@@ -205,15 +205,37 @@ def test_backends_agree(name, outside, both):
     # the world poses the kernels leave in data.oMi are the numpy kinematics'
     P_np, P_nb = both(lambda: (dyn.aba(m, d, q, v, tau), d.oMi)[1])
     _close(P_np, P_nb, tolerance(nb), 1.0, "poses")
+    # an armature as large as M's diagonal: D + armature in both recursions
+    arm = rng.random(m.nv) * np.diag(M).max()
+    kappa_arm = np.linalg.cond(M + np.diag(arm))
+    A_np, A_nb = both(lambda: dyn.aba(m, d, q, v, tau, fext, armature=arm))
+    _close(A_np, A_nb, tolerance(nb, kappa_arm, ops), np.abs(A_np).max(), "aba, armature")
+    A_rec, = both(lambda: dyn.aba(m, d, q, v, tau, fext, method="recursive", armature=arm))[:1]
+    _close(A_rec, A_nb, tolerance(nb, kappa_arm, ops), np.abs(A_np).max(),
+           "recursive, armature")
 
 
-@pytest.mark.parametrize("method", ["euler", "semi_implicit", "rk4"])
+def stiff_springs(m, stiffness=2e4, damping=40.0):
+    """Joint springs and dampers on every coordinate of ``m``; by default stiff enough at
+    the parity tests' 0.5 ms substeps (``h^2 k / I`` and ``h c / I`` of 0.1 to 1 on these
+    bodies) that the implicit method's armature ``h C + h^2 K`` and rate term ``h K v``
+    change every substep."""
+    for i, j in enumerate(m.joints):
+        if j.nq:
+            m.add_joint_spring(i, stiffness, damping)
+    return m
+
+
+@pytest.mark.parametrize("method", ["euler", "semi_implicit", "rk4", "implicit"])
 @pytest.mark.parametrize("name", ["revolute8", "ball6", "spline8", "mixed_tree", "free_tree"])
 def test_integrator_step_agrees(name, method, both):
     """One kernel call per substep (models whose joints all have kernels) or the Python
-    stages (the mixed tree) give the numpy integrator's trajectory."""
+    stages (the mixed tree) give the numpy integrator's trajectory (the implicit method on
+    stiff springs)."""
     rng = np.random.default_rng(7)
     m = MODELS[name](rng)
+    if method == "implicit":
+        stiff_springs(m)
     q0, v0, tau = _state(m, rng)
     fext = 0.1 * rng.normal(size=(m.nbodies, 6))
 
@@ -477,10 +499,10 @@ class _PythonCone:
         return self
 
 
-def _limited(kind, rng):
+def _limited(kind, rng, springs=False):
     """A chain with limits the compiled solver runs (reach cones on balls, coordinate
     limits on revolutes, an elliptic cone among the cones) or one it leaves to Python (a
-    limit of another class, "python")."""
+    limit of another class, "python"); with :func:`stiff_springs` when ``springs``."""
     from core.limits import CoordinateLimit, EllipticCone, LimitSolver, ReachCone
     if kind == "revolute":
         m = revolute_chain(5, rng)
@@ -493,23 +515,25 @@ def _limited(kind, rng):
             lims[2] = EllipticCone(2, (0, 0, 1), (1, 0, 0), 0.5, 0.3)
         if kind == "python":
             lims[2] = _PythonCone(lims[2])
+    if springs:
+        stiff_springs(m)
     return m, LimitSolver(m, lims, restitution=0.3)
 
 
-@pytest.mark.parametrize("method", ["semi_implicit", "rk4"])
+@pytest.mark.parametrize("method", ["semi_implicit", "rk4", "implicit"])
 @pytest.mark.parametrize("kind", ["revolute", "ball", "elliptic", "python"])
 def test_limits_agree(kind, method, both):
     """The limit solver compiled into the step kernel (coordinate limits, circular and
     elliptic reach cones) or applied in Python after each substep kernel (a limit of another
     class present) gives the numpy path's trajectory, the same engagement at every step and
-    the same distances.
+    the same distances (the implicit method on stiff springs).
 
     Tolerance: as the integrator test (:func:`_trajectory_tolerance` over the 300
     substeps), the impulses adding a Cholesky solve and 30 Gauss-Seidel sweeps on a W of
     condition below 1e2 per substep; engagement flips only where a distance is within
     rounding of zero, so it is compared exactly."""
     rng = np.random.default_rng(11)
-    m, solver = _limited(kind, rng)
+    m, solver = _limited(kind, rng, springs=method == "implicit")
     q0 = 0.3 * rng.normal(size=m.nq)
     v0 = (4.0 if kind != "revolute" else 2.0) * rng.normal(size=m.nv)
 

@@ -15,7 +15,8 @@ from core.integrators import METHODS, Drive, Integrator
 from core.joints.lower_pairs import Fixed, Revolute
 from core.model import Model
 from tests.core.test_backend_numba import (_add, _close, _closed_joint, _spline_joint,
-                                           _trajectory_tolerance, both)  # noqa: F401
+                                           _trajectory_tolerance, both,  # noqa: F401
+                                           stiff_springs)
 
 pytestmark = pytest.mark.skipif(not backend.available(), reason="numba is not installed")
 
@@ -41,9 +42,12 @@ def _spin(t):
 @pytest.mark.parametrize("method", METHODS)
 def test_driven_substep_agrees(method, both):
     """With a drive, one kernel call per substep gives the numpy integrator's trajectory
-    and the drive's work (its powers at the stages, the method's weights)."""
+    and the drive's work (its powers at the stages, the method's weights); the implicit
+    method on stiff springs, the driven coordinate's included."""
     rng = np.random.default_rng(11)
     m = driven_tree(rng)
+    if method == "implicit":
+        stiff_springs(m)
     q0 = m.neutral() + 0.3 * rng.normal(size=m.nq)
     v0 = rng.normal(size=m.nv)
     tau = 0.1 * rng.normal(size=m.nv)
@@ -189,10 +193,11 @@ def _sway(t):
     return q, v, a
 
 
-def driven_coned_chain(rng):
+def driven_coned_chain(rng, springs=False):
     """A free root prescribed by :func:`_sway` (a rig's kinematic bone) carrying a chain of
     five balls, each in a reach cone with a twist limit, then a hinge with a coordinate
-    range, damped; and the limit solver of those limits."""
+    range, damped (with springs on every joint when ``springs``, soft enough that the
+    limits still engage); and the limit solver of those limits."""
     from core.joints.spherical import Free, Spherical
     from core.limits import CoordinateLimit, LimitSolver, ReachCone, TwistLimit
     m = Model()
@@ -205,20 +210,23 @@ def driven_coned_chain(rng):
         ReachCone(i, rng.normal(size=3), 0.25 + 0.05 * i),
         TwistLimit(i, rng.normal(size=3), -0.15, 0.2))]
     lims.append(CoordinateLimit(6, -0.3, 0.35))
+    if springs:
+        stiff_springs(m, 20.0, 2.0)
     return m, LimitSolver(m, lims, restitution=0.2)
 
 
 @pytest.mark.parametrize("vectorized", [True, False])
-@pytest.mark.parametrize("method", ["semi_implicit", "rk4"])
+@pytest.mark.parametrize("method", ["semi_implicit", "rk4", "implicit"])
 def test_driven_limits_agree(method, vectorized, both):
     """A driven model with limits (reach cones, twist limits, a coordinate range) takes a
     run of steps in one kernel call on numba (limits, chart changes and the drive's motion
     inside): its trajectory, the drive's work, the engagement after every run and the
     distances equal the numpy path's, which applies the limits in Python after each
-    substep. Tolerance as :func:`test_driven_substep_agrees` over the 240 substeps;
+    substep (the implicit method with springs). Tolerance as
+    :func:`test_driven_substep_agrees` over the 240 substeps;
     engagement is compared exactly (as test_backend_numba's test_limits_agree)."""
     rng = np.random.default_rng(19)
-    m, solver = driven_coned_chain(rng)
+    m, solver = driven_coned_chain(rng, springs=method == "implicit")
     assert solver.compiled
     q0 = 0.2 * rng.normal(size=m.nq)
     v0 = 2.0 * rng.normal(size=m.nv)

@@ -9,8 +9,8 @@ Appendix A) after :func:`core.compiled.kernels.kinematics.kinematics`, one body 
 model's order (parents first):
 
 * aba (Appendix A): articulated inertias ``IA`` and bias wrenches ``pA = -ad_V^T J V -
-  f_ext`` backwards, ``IA_p += X^T (IA - U D^-1 U^T) X``, then the accelerations forwards
-  from the base acceleration ``[0; -g]``;
+  f_ext`` backwards, ``IA_p += X^T (IA - U D^-1 U^T) X`` (``D = S^T U`` plus the armature,
+  if any), then the accelerations forwards from the base acceleration ``[0; -g]``;
 * rnea: ``A_i = X_i A_p + S q_ddot + c_i``, ``f_i = J A_i - ad_V^T J V - f_ext``,
   ``tau = S^T f`` and ``f_p += X^T f`` backwards;
 * crba: composite inertias ``Ic_p += X^T Ic X`` backwards, then ``M_jl = S_j^T F`` with
@@ -28,7 +28,8 @@ None (:mod:`core.compiled.integrators`).
 
 Mirrors (reference -> twin; parity test):
 
-* ``dynamics.aba`` -> :func:`aba`, :func:`aba_free` (entries), :func:`aba_recursion`;
+* ``dynamics.aba`` (with its armature) -> :func:`aba`, :func:`aba_free` (entries),
+  :func:`aba_recursion`;
 * ``dynamics.rnea``, ``dynamics.nonlinear_effects`` -> :func:`rnea` (entry),
   :func:`rnea_recursion`;
 * ``dynamics.crba`` -> :func:`crba` (entry), :func:`crba_recursion`;
@@ -145,8 +146,12 @@ def _base(reals, buf, tmp):
 
 
 @jit
-def aba_recursion(ints, reals, buf, q, v, tau, fext):
+def aba_recursion(ints, reals, buf, q, v, tau, fext, arm):
+    """Forward dynamics into the buffer's ddq; ``arm`` the armature ``(nv,)`` added to each
+    joint's ``D = S^T IA S`` (``(M + diag(arm))^-1``, :func:`core.dynamics.aba`), or
+    ``(0,)`` for none."""
     nb = ints[H_NB]
+    armed = arm.size > 0
     ob, od, tmp, ddq = ints[H_BODY], ints[H_DOF], ints[H_TMP], ints[H_DDQ]
     kinematics(ints, reals, buf, q, v, bool(True))
     ext = _external(ints, reals, buf, fext)
@@ -168,6 +173,8 @@ def aba_recursion(ints, reals, buf, q, v, tau, fext):
             U = m6v(buf, oI, S)
             D = U[0] * S[0] + U[1] * S[1] + U[2] * S[2] + U[3] * S[3] + U[4] * S[4] + \
                 U[5] * S[5]
+            if armed:
+                D += arm[qs]
             if not D != 0.0:
                 return 1
             dinv = 1.0 / D
@@ -202,6 +209,8 @@ def aba_recursion(ints, reals, buf, q, v, tau, fext):
                         for k in range(6):
                             x += buf[s + k] * buf[dq + D_U + k]
                         buf[tmp + T_ROT + n * i + j] = x
+                    if armed:
+                        buf[tmp + T_ROT + (n + 1) * i] += arm[qs + i]
                 if not invert(buf, tmp + T_ROT, n, n, od + D_SIZE * qs + D_DINV, int(D_SIZE),
                                tmp + T_GJ):
                     return 1
@@ -378,10 +387,11 @@ def crba_recursion(ints, reals, buf, q):
 
 
 @inline
-def aba(ints, reals, buf, q, v, tau, fext, check):
-    """Forward dynamics into the buffer's ddq; ``fext (nb, 6)`` or ``(0, 6)``. With
-    ``check``, status 2 (and nothing computed) if ``q, v, tau`` are not all of length nv
-    and finite (or so large that their squares overflow)."""
+def aba(ints, reals, buf, q, v, tau, fext, arm, check):
+    """Forward dynamics into the buffer's ddq; ``fext (nb, 6)`` or ``(0, 6)``, ``arm`` the
+    armature ``(nv,)`` or ``(0,)`` (:func:`aba_recursion`). With ``check``, status 2 (and
+    nothing computed) if ``q, v, tau`` are not all of length nv and finite (or so large
+    that their squares overflow)."""
     if check:
         nv = ints[H_NV]
         if q.size != nv or v.size != nv or tau.size != nv:
@@ -391,17 +401,18 @@ def aba(ints, reals, buf, q, v, tau, fext, check):
             x += q[j] * q[j] + v[j] * v[j] + tau[j] * tau[j]
         if not x < math.inf:
             return 2
-    return aba_recursion(ints, reals, buf, q, v, tau, fext)
+    return aba_recursion(ints, reals, buf, q, v, tau, fext, arm)
 
 
 @jit
 def aba_free(ints, reals, buf, q, v, tau):
-    """:func:`aba` without external wrenches, with the finiteness test (status 2): two
-    arguments fewer to pass. Its "no external wrenches" is an empty view of the buffer, a
-    writable array like the ``fext`` of the other callers, so that :func:`aba_recursion` compiles
-    once for all of them. Compiled on request only (:func:`core.compiled.dynamics.aba`):
-    called with argument types it has no version for, it raises TypeError."""
-    return aba(ints, reals, buf, q, v, tau, buf[:0].reshape((0, 6)), True)
+    """:func:`aba` without external wrenches or armature, with the finiteness test (status
+    2): three arguments fewer to pass. Its "no external wrenches" and "no armature" are
+    empty views of the buffer, writable arrays like the ``fext`` and ``arm`` of the other
+    callers, so that :func:`aba_recursion` compiles once for all of them. Compiled on
+    request only (:func:`core.compiled.dynamics.aba`): called with argument types it has no
+    version for, it raises TypeError."""
+    return aba(ints, reals, buf, q, v, tau, buf[:0].reshape((0, 6)), buf[:0], True)
 
 
 @jit

@@ -4,8 +4,9 @@ in one kernel call.
 
 Mirrors (reference -> twin; parity test):
 
-* ``Integrator._substep`` (euler, semi-implicit, rk4) -> :func:`step`, :func:`_substep`,
-  :func:`_first_order`: ``tests/core/test_backend_numba.py::test_integrator_step_agrees``;
+* ``Integrator._substep`` (euler, semi-implicit, rk4, implicit) -> :func:`step`,
+  :func:`_substep`, :func:`_first_order`, :func:`_implicit_terms`:
+  ``tests/core/test_backend_numba.py::test_integrator_step_agrees``;
 * ``Integrator._driven_acceleration`` and the driven substep -> :func:`driven_step`,
   :func:`_driven`: ``tests/core/test_compiled_realtime.py::test_driven_substep_agrees``;
 * ``Integrator._step`` / ``Integrator.advance`` (substeps, divergence test, charts, limits,
@@ -22,8 +23,8 @@ differences adding up over the substeps.
 import math
 
 from .dynamics import aba_recursion, crba_recursion, rnea_recursion
-from ..layout import (HEADER, H_DDQ, H_M, H_NB, H_NLE, H_NV, I_CHART, I_Q, LI_C, LI_HEADER, NI,
-                     S_CHARTS, S_H, S_METHOD, S_NFEXT, S_NSUB, S_SIZE)
+from ..layout import (HEADER, H_DDQ, H_M, H_NB, H_NLE, H_NV, H_RSPRING, I_CHART, I_Q,
+                     LI_C, LI_HEADER, NI, S_CHARTS, S_H, S_METHOD, S_NFEXT, S_NSUB, S_SIZE)
 from .limits import limit_apply
 from .options import inline, jit
 
@@ -33,9 +34,9 @@ __all__ = ["step", "driven_step", "advance", "advance_unconstrained", "normalize
 @jit
 def step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn):
     """One (sub)step ``h`` of the model integrator (``method`` 0 euler, 1 semi-implicit,
-    2 rk4, as :meth:`core.integrators.Integrator._substep`) from ``(q, v)`` into ``(qn,
-    vn)``, the four RK4 stages in the scratch rows of ``qn``/``vn``: ``qn, vn`` are
-    ``(5, nv)``, row 0 the result."""
+    2 rk4, 3 implicit, as :meth:`core.integrators.Integrator._substep`) from ``(q, v)`` into
+    ``(qn, vn)``, the four RK4 stages (or the implicit step's armature and torques) in the
+    scratch rows of ``qn``/``vn``: ``qn, vn`` are ``(5, nv)``, row 0 the result."""
     return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None, None,
                     None, None)
 
@@ -55,11 +56,12 @@ def driven_step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, 
 
 
 @jit
-def _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, vp, ap, powers, s, chol):
+def _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, vp, ap, powers, s, chol, arm):
     """Accelerations into the buffer's ddq of a model whose coordinates ``dofs[nf:]`` are
-    prescribed (rates ``vp``, accelerations ``ap``): ``M_ff a_f = tau_f - h_f - M_fp a_p``
-    solved with the Cholesky factor of ``M_ff`` in ``chol (nf, nf + 1)`` (its last column
-    the right-hand side), M from crba and h from the nonlinear effects (as
+    prescribed (rates ``vp``, accelerations ``ap``): ``(M_ff + diag(arm_f)) a_f = tau_f - h_f
+    - M_fp a_p`` (``arm`` the armature ``(nv,)``, or ``(0,)`` for none) solved with the
+    Cholesky factor in ``chol (nf, nf + 1)`` (its last column the right-hand side), M from
+    crba and h from the nonlinear effects (as
     :meth:`core.integrators.Integrator._driven_acceleration`); the drive's power ``(M_p a +
     h_p - tau_p) . v_p`` into ``powers[s]``. Status 0, or 4 if ``M_ff`` is not positive
     definite (or not finite)."""
@@ -81,6 +83,8 @@ def _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, vp, ap, powers, s, chol
         chol[i, nf] = x
         for j in range(i + 1):
             x = buf[oM + nv * r + dofs[j]]
+            if j == i and arm.size:
+                x += arm[r]
             for l in range(j):
                 x -= chol[i, l] * chol[j, l]
             if i > j:
@@ -112,16 +116,34 @@ def _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, vp, ap, powers, s, chol
 
 
 @inline
-def _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, s, chol, powers):
-    """The accelerations of stage ``s`` into the buffer's ddq: :func:`aba_recursion` without a
-    drive (``dofs`` empty, or it and the other drive arguments None: numba then compiles this
-    branch only), else :func:`_driven` with the drive at the stage's time (rk4 stages 0, 1,
-    2, 3 at ``t``, ``t + h/2``, ``t + h/2``, ``t + h``)."""
+def _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, s, chol, powers, arm):
+    """The accelerations of stage ``s`` into the buffer's ddq with the armature ``arm``
+    (``(0,)`` for none): :func:`aba_recursion` without a drive (``dofs`` empty, or it and the
+    other drive arguments None: numba then compiles this branch only), else :func:`_driven`
+    with the drive at the stage's time (rk4 stages 0, 1, 2, 3 at ``t``, ``t + h/2``, ``t +
+    h/2``, ``t + h``)."""
     if dofs is None or dofs.size == 0:
-        return aba_recursion(ints, reals, buf, q, v, tau, fext)
+        return aba_recursion(ints, reals, buf, q, v, tau, fext, arm)
     t = (s + 1) // 2
     return _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, drive[t, 0], drive[t, 1],
-                   powers, s, chol)
+                   powers, s, chol, arm)
+
+
+@inline
+def _implicit_terms(ints, reals, h, v, tau, dofs, nf, arm, te):
+    """The implicit method's armature ``h C + h^2 K`` into ``arm (nv,)`` and its torques
+    ``tau - h K v`` into ``te (nv,)`` (``tau`` on the prescribed coordinates ``dofs[nf:]``,
+    whose springs the drive's power takes as they are), from the model's joint springs and
+    dampers (as :meth:`core.integrators.Integrator._substep`)."""
+    nv = ints[H_NV]
+    rs = ints[H_RSPRING]
+    for j in range(nv):
+        k, c = reals[rs + j], reals[rs + nv + j]
+        arm[j] = h * c + h * h * k
+        te[j] = tau[j] - h * k * v[j]
+    if dofs is not None:
+        for i in range(nf, dofs.size):
+            te[dofs[i]] = tau[dofs[i]]
 
 
 @inline
@@ -129,8 +151,18 @@ def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, dri
              chol):
     nv = ints[H_NV]
     ddq = ints[H_DDQ]
+    none = buf[:0]                                     # no armature
+    if method == 3:                                    # implicit: the scratch rows 1, 2 of vn
+        _implicit_terms(ints, reals, h, v, tau, dofs, nf, vn[1], vn[2])
+        st = _stage(ints, reals, buf, q, v, vn[2], fext, dofs, nf, drive, int(0), chol,
+                    powers, vn[1])
+        if st:
+            return st
+        _first_order(buf, ddq, h, int(1), q, v, qn[0], vn[0])
+        return 0
     if method != 2:
-        st = _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, int(0), chol, powers)
+        st = _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, int(0), chol, powers,
+                    none)
         if st:
             return st
         _first_order(buf, ddq, h, method, q, v, qn[0], vn[0])
@@ -142,7 +174,7 @@ def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, dri
     weights = (1.0, 2.0, 2.0, 1.0)
     for k in range(4):
         st = _stage(ints, reals, buf, qn[k + 1], vn[k + 1], tau, fext, dofs, nf, drive, k,
-                    chol, powers)
+                    chol, powers, none)
         if st:
             return st
         c = 0.5 * h if k < 2 else h
@@ -252,16 +284,16 @@ def advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, c
 @jit
 def advance_unconstrained(ints, reals, buf, q, v, sd):
     """:func:`advance` of a model without limits or a drive: six arguments instead of
-    fourteen (numba's dispatcher takes about 45 ns per array argument), and the Euler
-    methods step ``(q, v)`` in place, without the work rows of ``sd``."""
+    fourteen (numba's dispatcher takes about 45 ns per array argument), and the explicit
+    Euler methods step ``(q, v)`` in place, without the work rows of ``sd``."""
     method = int(sd[S_METHOD])
-    if method == 2:
+    if method >= 2:
         return _advance(ints, reals, buf, q, v, sd, None, None, None, int(0), None, None,
                         None, None)
     h, charts = sd[S_H], sd[S_CHARTS] != 0.0
     tau, fext = _step_forces(ints, sd)
     for _ in range(int(sd[S_NSUB])):
-        st = aba_recursion(ints, reals, buf, q, v, tau, fext)
+        st = aba_recursion(ints, reals, buf, q, v, tau, fext, buf[:0])
         if st:
             return st
         _first_order(buf, ints[H_DDQ], h, method, q, v, q, v)
