@@ -111,6 +111,15 @@ substep (:func:`~core.compiled.kernels.step` or :func:`~core.compiled.kernels.dr
 and the contact step in Python. A step the kernel reports as failed is taken again on the
 Python path, which raises the error above.
 
+Rate limit. An integrator given ``rate_limit`` (``(nv,)``, inf where none) clips each
+coordinate's rate to it after every substep's method step, before contacts and limits act
+(the compiled steps likewise, :func:`core.compiled.kernels.advance`). A rig bounds its
+rotation coordinates to :data:`core.rig.TURN_PER_SUBSTEP` radians per substep: a chain that
+ends in ever lighter bones whips its tip faster and faster (as a whip cracks), and its
+explicit velocity-product terms would then outrun any fixed step; the clip caps that motion
+where the step can no longer follow it, taking energy out, and the rig's report names the
+bodies it held back.
+
 Size. :func:`integrate` preallocates its records; :func:`check_record_size` refuses a run
 whose records would exceed :data:`MAX_RECORD_BYTES` before any work, with the figure.
 
@@ -332,7 +341,8 @@ class Integrator:
     """
 
     def __init__(self, model, dt, substeps=1, method="rk4", tau=None, fext=None, limits=None,
-                 energy_limit=None, aba_method="auto", drive=None, contacts=None):
+                 energy_limit=None, aba_method="auto", drive=None, contacts=None,
+                 rate_limit=None):
         if method not in METHODS:
             raise InvalidInputError(f"method must be one of {METHODS}, got {method!r}")
         dt = real_number(dt, "dt", 0.0, low_open=True, advice="give the step in seconds")
@@ -357,6 +367,15 @@ class Integrator:
             limits = contacts.limits
         self.tau, self.fext, self.limits = tau, fext, limits
         self.contacts = contacts
+        #: ``(nv,)`` the largest rate of each coordinate (inf: none), or None (module
+        #: docstring, *Rate limit*)
+        self.rate_limit = None
+        if rate_limit is not None:
+            limit = np.asarray(rate_limit, dtype=float)
+            if limit.shape != (model.nv,) or np.any(np.isnan(limit)) or np.any(limit <= 0.0):
+                raise InvalidInputError(f"rate_limit must be ({model.nv},) rates above 0 (inf: "
+                                        f"no limit), got shape {limit.shape}")
+            self.rate_limit = limit
         self.energy_limit = energy_limit
         self.aba_method = aba_method
         self.record_energy = True
@@ -553,6 +572,8 @@ class Integrator:
             try:
                 qn, vn = self._substep(ts, q, v)
                 self._check(ts + self.h, qn, vn)
+                if self.rate_limit is not None:
+                    vn = np.clip(vn, -self.rate_limit, self.rate_limit)
                 if self.contacts is not None:      # impulses at the substep's start pose
                     qn, vn = self.contacts.apply(self.data, q, v, qn, vn, ts, self.h,
                                                       IMPULSE_POSITION[self.method])

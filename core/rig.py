@@ -39,11 +39,18 @@ with ``self_collision`` (then every pair that is not parent and child), and a ki
 body's shapes are left out (nothing pushes a prescribed motion). :class:`PoseMotion`
 interpolates sampled rigid poses the way a kinematic body's motion is, for a
 :class:`core.contacts.MovingCollider` following an animated object.
-Contacts step with the rig's integrator ("rk4" by default, or "semi_implicit"; both keep a
-resting contact from sinking or creeping, :mod:`core.integrators`); a rig given "euler" is
-stepped with "rk4" and says so in its warnings. The result reports the contacts per frame,
-the deepest overlap and the most
-energy one contact step gained.
+Contacts step with the rig's integrator ("implicit" by default, "semi_implicit" or "rk4";
+each keeps a resting contact from sinking or creeping, :mod:`core.integrators`); a rig given
+"euler" is stepped with "implicit" and says so in its warnings. The result reports the
+contacts per frame, the deepest overlap and the most energy one contact step gained.
+
+Stability. The default integrator, "implicit", takes the joint springs and dampers
+implicitly, so no Stiffness, Damping or Frequency makes a rig diverge; a spring is given
+absolutely or as a frequency and damping ratio scaled by the inertia it moves
+(:func:`spring_from_frequency`). Rotation coordinates turn at most
+:data:`TURN_PER_SUBSTEP` per substep (a whipping chain of ever lighter bones is held there,
+and the result names those bodies), and a run that still diverges is run again with more
+substeps by itself (:func:`simulate_rig`).
 """
 
 from __future__ import annotations
@@ -407,6 +414,22 @@ def _stiff_spring_warning(name, inertia, k, c, fps, substeps, integrator):
             f"Damping {need:.3g} times")
 
 
+#: the most a simulated rotation coordinate turns per substep at its rate (rad): faster
+#: motion is not resolved by the step (fewer than 13 substeps a turn) and is held to it
+#: (:class:`core.integrators.Integrator`, *Rate limit*)
+TURN_PER_SUBSTEP = 0.5
+#: the rotation coordinates of each joint kind (the rest: translations, a spline joint's)
+_ROTATIONS = {"hinge": 1, "universal": 2, "ball": 3, "free": 3}
+
+
+def _turns(body, joint):
+    """``(nq,)`` the step limit of a body's coordinates: :data:`TURN_PER_SUBSTEP` on the
+    rotation coordinates of a simulated body, inf elsewhere."""
+    out = np.full(joint.nq, np.inf)
+    out[:_ROTATIONS.get(body.joint.kind, 0)] = TURN_PER_SUBSTEP
+    return out
+
+
 #: a start pose farther than this outside a limit (rad; m for a slider's range: a tenth of
 #: it) is named before the run: the limit solver's deadband (:class:`core.limits.LimitSolver`)
 START_EXCESS = 1e-3
@@ -471,8 +494,8 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
 
     gravity: ``(3,)`` m/s^2 in the world. fps, substeps, duration: output frames per
     second, integration steps per frame, seconds (the bake's frame range). integrator: one
-    of :data:`core.integrators.METHODS`; None: "rk4" ("euler" with contacts: "rk4", module
-    docstring). restitution: of the limits, and of contacts where neither
+    of :data:`core.integrators.METHODS`; None: "implicit" ("euler" with contacts:
+    "implicit", module docstring). restitution: of the limits, and of contacts where neither
     side has its own; colliders: the world's :class:`core.contacts.Plane` and collider
     objects; friction: of contacts where neither side has its own; self_collision: the
     simulated bodies' shapes also meet each other (pairs that are not parent and child),
@@ -497,13 +520,13 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     colliders = tuple(colliders)
     contacts = bool(shapes and (colliders or self_collision))
     asked = integrator
-    integrator = asked or "rk4"
+    integrator = asked or "implicit"
     model = Model(gravity=gravity, name=name)
     slices, limits, warnings, q0, v0, display = [], [], [], [], [], []
     if contacts and integrator not in IMPULSE_POSITION:
-        integrator = "rk4"
+        integrator = "implicit"
         warnings.append(f"contacts need a method whose positions follow the substep's "
-                        f"velocity changes, so the rig is stepped with rk4 instead of {asked}")
+                        f"velocity changes, so the rig is stepped with implicit instead of {asked}")
     splines, drive_dofs, springs = [], [], []
     names = set()
     start = 0
@@ -582,13 +605,16 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     if drive is not None:
         qp, vp, _ = drive.motion(0.0)
         q0[list(drive_dofs)], v0[list(drive_dofs)] = qp, vp
+    step_limit = np.concatenate([_turns(b, j) for b, j in zip(bodies, model.joints)]) \
+        if model.nv else None
     mech = Mechanism(name, name, model, q0, v0, fps=real_number(fps, "fps", 0.0, low_open=True),
                      substeps=whole_number(substeps, "substeps"), duration=duration,
                      integrator=integrator, drive=drive, display=tuple(display),
                      limits=tuple(flat), restitution=restitution, passive=passive,
                      shapes=tuple(shapes) if contacts else (),
                      colliders=colliders if contacts else (), friction=friction,
-                     self_collision=bool(self_collision) and contacts)
+                     self_collision=bool(self_collision) and contacts,
+                     step_limit=step_limit)
     return Rig(mech, bodies, slices, limits, warnings)
 
 
@@ -640,6 +666,17 @@ REFINEMENTS = 2
 REFINE_FACTOR = 4
 
 
+def _held_back(mech, v):
+    """Names of the bodies whose coordinate rates ``v (F, nv)`` reached the mechanism's rate
+    limit at a recorded frame (:attr:`core.mechanisms.Mechanism.step_limit`)."""
+    if mech.step_limit is None or not len(v):
+        return []
+    limit = np.asarray(mech.step_limit) / mech.dt
+    at = np.any(np.abs(v) >= limit * (1.0 - 1e-12), axis=0)
+    model = mech.model
+    return list(dict.fromkeys(model.names[int(model.dof_body[k])] for k in np.nonzero(at)[0]))
+
+
 def simulate_rig(rig, progress=None):
     """Simulate a :class:`Rig` (``progress(fraction) -> bool``, False cancels) and return a
     :class:`RigResult`. A run that diverges is run again with :data:`REFINE_FACTOR` times the
@@ -661,6 +698,12 @@ def simulate_rig(rig, progress=None):
                          f"it was run again at {finer.substeps}")
             mech = finer
     model = mech.model
+    held = _held_back(mech, res.v)
+    if held:
+        notes.append(f"{', '.join(held)} turned faster than {TURN_PER_SUBSTEP:g} rad per "
+                     f"substep ({TURN_PER_SUBSTEP / mech.dt:.3g} rad/s), more than the step "
+                     "follows, and were held to that speed: more Substeps let them turn "
+                     "faster")
     world = res.poses
     local = np.empty_like(world)
     parents = np.asarray(model.parents)

@@ -98,7 +98,7 @@ class IntegratorSteps:
         m = integ.model
         tau, fext, code = kernel[:3]
         sd = step_arrays(m.nv, m.nbodies, code, integ.substeps, integ.h, tau, fext,
-                         bool(integ.charts))
+                         bool(integ.charts), integ.rate_limit)
         li, lr = (None, None) if integ.limits is None else integ.limits.kernel_arrays
         # without a drive the kernel compiles without the drive's code
         driven = (None, 0, None) if self.drive_args is None else \

@@ -95,10 +95,12 @@ def buffer_offsets(nb, nv, one_dof_each):
 # -- the integrator step (one kernel call per step of substeps) ----------------------------
 #: the header of the step kernels' one float64 array ``sd``: method (0 euler, 1
 #: semi-implicit, 2 rk4, 3 implicit), substeps per step, number of fext rows (0 or nb), 1 if
-#: the state is normalized (spherical joints' charts) (these four are whole numbers, exact as
-#: floats), the substep h; then tau ``(nv,)``, fext ``(nfext, 6)`` and the work rows ``(10, nv)``
-S_METHOD, S_NSUB, S_NFEXT, S_CHARTS, S_H = range(5)
-S_SIZE = 5
+#: the state is normalized (spherical joints' charts), 1 if the rates are limited (these five
+#: are whole numbers, exact as floats), the substep h; then tau ``(nv,)``, fext ``(nfext, 6)``,
+#: the work rows ``(10, nv)`` and, with the rates limited, each coordinate's largest rate
+#: ``(nv,)`` (:class:`core.integrators.Integrator`'s ``rate_limit``)
+S_METHOD, S_NSUB, S_NFEXT, S_CHARTS, S_CLAMP, S_H = range(6)
+S_SIZE = 6
 
 
 # -- the limit solver (core.limits.LimitSolver) -----------------------------------------------

@@ -75,13 +75,15 @@ def pack(model):
                   tuple(multi_python), nv, mass_com)
 
 
-def step_arrays(nv, nb, method, substeps, h, tau, fext, charts):
+def step_arrays(nv, nb, method, substeps, h, tau, fext, charts, rate_limit=None):
     """The step kernels' array ``sd`` (:data:`core.compiled.layout.S_SIZE`): method code,
-    substeps, fext rows, charts flag, h, then tau ``(nv,)``, fext ``(nb * 6, if any)`` and
-    the work rows ``(10 nv)``: the result and the four RK4 stage states of q (rows 0-4) and
-    of v (rows 5-9)."""
-    header = [method, substeps, 0 if fext is None else nb, int(charts), h]
-    parts = [header, tau] + ([] if fext is None else [np.ravel(fext)]) + [np.zeros(10 * nv)]
+    substeps, fext rows, charts flag, rate-limit flag, h, then tau ``(nv,)``, fext ``(nb * 6,
+    if any)``, the work rows ``(10 nv)`` (the result and the four RK4 stage states of q
+    (rows 0-4) and of v (rows 5-9)) and the rate limit ``(nv,)`` when given."""
+    header = [method, substeps, 0 if fext is None else nb, int(charts),
+              int(rate_limit is not None), h]
+    parts = [header, tau] + ([] if fext is None else [np.ravel(fext)]) + [np.zeros(10 * nv)] + \
+        ([] if rate_limit is None else [rate_limit])
     return np.ascontiguousarray(np.concatenate(parts), dtype=np.float64)
 
 

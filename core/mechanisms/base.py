@@ -248,6 +248,9 @@ class Mechanism:
             are not parent and child also meet each other (then shapes alone make contacts).
         passive: True if nothing drives, damps or stops the motion (energy is conserved).
         info: free-form facts for the demo table (e.g. reference data used).
+        step_limit: None or ``(nv,)`` the most each coordinate may move per substep at its
+            rate (inf: no limit): the integrator's ``rate_limit`` is ``step_limit / dt``
+            (:class:`core.integrators.Integrator`, *Rate limit*).
     """
 
     name: str
@@ -275,6 +278,7 @@ class Mechanism:
     colliders: tuple = ()
     friction: float = 0.5
     self_collision: bool = False
+    step_limit: np.ndarray = None
 
     def __post_init__(self):
         if self.integrator not in INTEGRATORS:
@@ -438,7 +442,9 @@ class _ModelStepper(_BlowUpCheck, Integrator):
         if mech.limits:
             limits = LimitSolver(mech.model, list(mech.limits), restitution=mech.restitution)
         super().__init__(mech.model, mech.dt, 1, mech.integrator, limits=limits,
-                         drive=mech.drive, contacts=mech.contact_solver(limits))
+                         drive=mech.drive, contacts=mech.contact_solver(limits),
+                         rate_limit=None if mech.step_limit is None else
+                         np.asarray(mech.step_limit, dtype=float) / mech.dt)
         self.name = mech.name
         self.frame_data = mech.model.create_data()
         self.reset_energy()

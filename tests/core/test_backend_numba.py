@@ -253,6 +253,33 @@ def test_integrator_step_agrees(name, method, both):
     _close(v_np, v_nb, tol, scale, "v")
 
 
+@pytest.mark.parametrize("method", ["semi_implicit", "rk4", "implicit"])
+@pytest.mark.parametrize("name", ["ball6", "free_tree"])
+def test_rate_limit_agrees(name, method, both):
+    """The rate limit clipped inside the kernel's substeps gives the numpy integrator's
+    trajectory, with the limit reached: clipping is 1-Lipschitz, so the differences stay
+    those of the unclipped steps."""
+    rng = np.random.default_rng(11)
+    m = MODELS[name](rng)
+    if method == "implicit":
+        stiff_springs(m)
+    q0, v0, tau = _state(m, rng)
+    limit = np.full(m.nv, 0.5 * np.abs(v0).max())
+
+    def run():
+        integ = Integrator(m, 1e-3, 2, method, tau=tau, rate_limit=limit)
+        if backend.active() == "numba":
+            assert integ.compiled is not None and integ.compiled.advance_args is not None
+        tr = integ.run(q0, v0, 20, check_energy=False)
+        return tr.q[-1], tr.v[-1], np.abs(tr.v[1:]).max(axis=0)   # after the start
+    (q_np, v_np, top_np), (q_nb, v_nb, _) = both(run)
+    assert np.any(top_np == limit) and np.all(top_np <= limit)
+    scale = max(np.abs(q_np).max(), np.abs(v_np).max())
+    tol = _trajectory_tolerance(m, q0, 20 * 2)
+    _close(q_np, q_nb, tol, scale, "q")
+    _close(v_np, v_nb, tol, scale, "v")
+
+
 def _trajectory_tolerance(m, q0, substeps):
     """A trajectory's agreement after ``substeps`` substeps: each substep's accelerations
     carry ``tolerance(nb, cond(M))`` and the differences add up over the substeps (over 1e-3 s

@@ -24,7 +24,8 @@ import math
 
 from .dynamics import aba_recursion, crba_recursion, rnea_recursion
 from ..layout import (HEADER, H_DDQ, H_M, H_NB, H_NLE, H_NV, H_RSPRING, I_CHART, I_Q,
-                     LI_C, LI_HEADER, NI, S_CHARTS, S_H, S_METHOD, S_NFEXT, S_NSUB, S_SIZE)
+                     LI_C, LI_HEADER, NI, S_CHARTS, S_CLAMP, S_H, S_METHOD, S_NFEXT, S_NSUB,
+                     S_SIZE)
 from .limits import limit_apply
 from .options import inline, jit
 
@@ -260,7 +261,8 @@ def normalize(ints, q, v):
 def advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol):
     """Steps of the model integrator, in place on ``(q, v)``: ``sd[S_NSUB]`` substeps of
     ``h = sd[S_H]`` with the tau and fext of ``sd`` (:func:`core.compiled.pack.step_arrays`),
-    each followed by the divergence test, the spherical and free joints' chart change
+    each followed by the rate limit (when ``sd[S_CLAMP]``), the divergence test, the
+    spherical and free joints' chart change
     (``sd[S_CHARTS]``) and, when ``li`` has constraints, the limit solver
     (:func:`core.compiled.pack` layout of :meth:`core.limits.LimitSolver`) and again the test
     and the chart change.
@@ -290,13 +292,14 @@ def advance_unconstrained(ints, reals, buf, q, v, sd):
     if method >= 2:
         return _advance(ints, reals, buf, q, v, sd, None, None, None, int(0), None, None,
                         None, None)
-    h, charts = sd[S_H], sd[S_CHARTS] != 0.0
+    h, charts, nv = sd[S_H], sd[S_CHARTS] != 0.0, ints[H_NV]
     tau, fext = _step_forces(ints, sd)
     for _ in range(int(sd[S_NSUB])):
         st = aba_recursion(ints, reals, buf, q, v, tau, fext, buf[:0])
         if st:
             return st
         _first_order(buf, ints[H_DDQ], h, method, q, v, q, v)
+        _clamp(sd, nv, v)
         st = _settle(ints, q, v, charts)
         if st:
             return st
@@ -309,6 +312,16 @@ def _step_forces(ints, sd):
     nv = ints[H_NV]
     nfext = int(sd[S_NFEXT])
     return sd[S_SIZE:S_SIZE + nv], sd[S_SIZE + nv:S_SIZE + nv + 6 * nfext].reshape((nfext, 6))
+
+
+@inline
+def _clamp(sd, nv, v):
+    """Clip each rate to the rate limit at the end of ``sd`` when its flag is set (after the
+    method's step, as :meth:`core.integrators.Integrator._step`)."""
+    if sd[S_CLAMP] != 0.0:
+        limit = sd[sd.size - nv:]
+        for j in range(nv):
+            v[j] = min(max(v[j], -limit[j]), limit[j])
 
 
 @jit
@@ -339,6 +352,7 @@ def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, 
         for j in range(nv):
             q[j] = qn[0, j]
             v[j] = vn[0, j]
+        _clamp(sd, nv, v)
         st = _settle(ints, q, v, charts)
         if li is not None:
             if st == 0 and c:
