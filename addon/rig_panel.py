@@ -1,12 +1,16 @@
 """The "Simulate" sidebar panel: the active bone's (or object's) joint for simulating its
 rig, and the scene's simulation settings and buttons; its "Collider" subpanel: the active
-object as a collider of the simulated rigs. Drawing only: no scene changes."""
+object as a collider of the simulated rigs. Drawing only: no scene changes. A Joint choice
+that cannot work on the bone (one that moves a connected bone's head) is shown as an error
+under the Joint field, with what to do: a property update cannot refuse it."""
 
 from __future__ import annotations
 
 import bpy
 
+from .documents import joint_document
 from .panels import SidebarPanel
+from .rig_scene import connected_head_problem
 
 
 def _owner(context):
@@ -30,6 +34,23 @@ def _switched(layout, data, switch, *names):
     sub.active = getattr(data, switch)
     for name in names:
         sub.prop(data, name)
+
+
+def _connected_error(layout, pose_bone, kind):
+    """Two lines under the Joint field when ``kind`` moves the head of ``pose_bone``, connected
+    to its parent (:func:`.rig_scene.connected_head_problem`; a Fitted Joint judged by the
+    joint stored on the bone, none when it cannot be read): what is wrong, what to do."""
+    joint = None
+    if kind == "FITTED":
+        try:
+            joint = joint_document(pose_bone.spline_joints).joint
+        except ValueError:
+            pass                       # no joint stored yet: Bake says so
+    problem = connected_head_problem(pose_bone, kind, joint)
+    if problem is not None:
+        wrong, todo = problem
+        layout.label(text=wrong[0].upper() + wrong[1:], icon="ERROR")
+        layout.label(text=todo[0].upper() + todo[1:], icon="BLANK1")
 
 
 class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
@@ -79,6 +100,8 @@ class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
     def _joint(self, layout, context, s, is_bone):
         col = layout.column(align=True)
         col.prop(s, "kind")
+        if is_bone:
+            _connected_error(col, context.active_pose_bone, s.kind)
         if s.kind in ("HINGE", "SLIDER", "UNIVERSAL"):
             col.prop(s, "axis")
             if s.kind == "UNIVERSAL":

@@ -293,8 +293,10 @@ def joint_spec(body, rig_obj):
         extra.update(cone_axis=tuple(c.cone_axis))
         if c.twist_limit < np.pi:
             extra["twist"] = c.twist_limit
-    if body.kind == "BONE" and body.owner.bone.use_connect and body.owner.parent is not None:
-        _check_connected(body, kind, extra)
+    if body.kind == "BONE":
+        problem = connected_head_problem(body.owner, s.kind, extra.get("joint"))
+        if problem is not None:
+            raise ValueError("; ".join(problem))
     if s.spring_units == "RELATIVE":
         extra.update(frequency=s.frequency, damping_ratio=s.damping_ratio)
     else:
@@ -302,20 +304,27 @@ def joint_spec(body, rig_obj):
     return RigJoint(kind, **extra), q
 
 
-def _check_connected(body, kind, extra):
-    """A connected bone's head is glued to its parent's tail: refuse joints that move it."""
-    moves = kind in ("slider", "free")
-    if kind == "joint":
-        joint = extra["joint"]
+def connected_head_problem(pose_bone, kind, joint=None):
+    """Why a joint cannot sit on ``pose_bone``, or None: a connected bone's head is glued to
+    its parent's tail (Blender keeps it there), so a joint that moves the head cannot work.
+    ``kind``: the Joint choice ("SLIDER" and "FREE" move the head; "FITTED" moves it when
+    ``joint``, its core joint, does anywhere in its range or within 1 of its neutral
+    coordinates where it has none; a "FITTED" kind without ``joint`` is not judged).
+    Returns ``(what is wrong, what to do)``, two sentences for a report or two panel lines."""
+    if not (pose_bone.bone.use_connect and pose_bone.parent is not None):
+        return None
+    moves = kind in ("SLIDER", "FREE")
+    if kind == "FITTED" and joint is not None:
         qs = np.linspace(joint.lower, joint.upper, 9) if np.all(np.isfinite(joint.lower)) and \
             np.all(np.isfinite(joint.upper)) else joint.neutral()[None] + np.linspace(-1, 1, 9)[:, None]
         heads = joint.transforms(qs)[:, :3, 3]
         moves = float(np.ptp(heads, axis=0).max()) > 1e-6
-    if moves:
-        raise ValueError(f"bone '{body.name}' is connected to its parent, so Blender keeps its "
-                         f"head on the parent's tail, but its {body.settings.kind.lower()} joint "
-                         "moves the head; untick Connected (Bone Properties > Relations) or "
-                         "use a joint that only turns")
+    if not moves:
+        return None
+    what = "fitted" if kind == "FITTED" else kind.lower()
+    return (f"bone '{pose_bone.name}' is connected to its parent, so Blender keeps its head "
+            f"on the parent's tail, but its {what} joint moves the head",
+            "untick Connected (Bone Properties > Relations) or use a joint that only turns")
 
 
 #: how far (m) a bead's wire may leave the user's curve: control frames are added until the

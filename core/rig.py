@@ -35,7 +35,8 @@ Contacts. A body's collision ``shapes`` (:mod:`core.contacts.shapes`, in its fra
 the world's ``colliders`` (a ground :class:`core.contacts.Plane`, static or moving
 colliders) through a :class:`core.contacts.ContactSolver` that shares the limits' solver
 (:attr:`core.mechanisms.Mechanism.shapes`). Bodies of one rig collide with each other only
-with ``self_collision`` (then every pair that is not parent and child), and a kinematic
+with ``self_collision`` (then every pair that is not parent and child, but for the pairs
+overlapping in the start pose, which the report's notes name), and a kinematic
 body's shapes are left out (nothing pushes a prescribed motion). :class:`PoseMotion`
 interpolates sampled rigid poses the way a kinematic body's motion is, for a
 :class:`core.contacts.MovingCollider` following an animated object.
@@ -208,9 +209,10 @@ class RigResult:
     with contacts (else None, 0, 0, ()): contacts ``(F,)`` the most contacts of a substep in
     each frame (:meth:`core.contacts.ContactReport.per_frame`), worst_penetration (m, the
     deepest overlap of any substep), energy_gained (J, the most one contact step gained)
-    and contact_notes (:attr:`core.contacts.ContactReport.notes`: how shapes were made);
-    energy ``(F,)`` and kinetic ``(F,)`` the mechanical and kinetic energy per frame (J) and
-    drive_work ``(F,)`` the kinematic bodies' work since the start (J)."""
+    and contact_notes (:attr:`core.contacts.ContactReport.notes`: how shapes were made,
+    the self-collision pairs left out); energy ``(F,)`` and kinetic ``(F,)`` the mechanical
+    and kinetic energy per frame (J) and drive_work ``(F,)`` the kinematic bodies' work since
+    the start (J)."""
 
     status: str
     times: np.ndarray

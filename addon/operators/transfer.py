@@ -10,6 +10,7 @@ from bpy_extras.io_utils import ImportHelper
 
 from ..documents import rest_frames, store_document
 from ..paths import draw_joint_path, path_parent_name
+from ..rig_scene import connected_head_problem
 from ._common import BoneOperator
 
 SCALE_ITEMS = [
@@ -43,6 +44,8 @@ class _Transfer(BoneOperator):
                                         "the child bone's head goes) in the parent bone")
 
     def transfer(self, context, armature, pose_bone, s, doc):
+        """Refused (ValueError, nothing changed) when the mapped joint would move the head of
+        a bone connected to its parent (:func:`..rig_scene.connected_head_problem`)."""
         from ...core.display import joint_path
         from ...core.transfer import transfer_document
 
@@ -52,6 +55,10 @@ class _Transfer(BoneOperator):
         result = transfer_document(doc, rest_frames(pose_bone),
                                    "parent" if custom else self.scale_by.lower(),
                                    ratio=self.ratio if custom else None)
+        problem = connected_head_problem(pose_bone, "FITTED", result.document.joint)
+        if problem is not None:
+            raise ValueError(f"{problem[0]}: {doc.name or 'the joint'} was not applied; "
+                             f"{problem[1]}")
         path = joint_path(result.document) if self.draw_path else None
         store_document(s, result.document)
         if path is not None:

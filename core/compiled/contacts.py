@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from ..contacts import rules
+from ..contacts.rules import FREE_ROW_RTOL
 from .kernels.dynamics import crba_recursion
 from .kernels.kinematics import s_row
 from .kernels.options import jit
@@ -44,9 +45,11 @@ def contact_pgs(W, b, lam, n_lim, mu, blocks, tangent, iterations, rtol):
     n_lim)`` unilateral, then per contact c (rows ``k = n_lim + 3 c``) its normal row and its
     tangent pair on the disc ``|lam_t| <= mu[c] lam_n`` (:data:`disc` with ``blocks[c] = (w1,
     w2, q00, q01, q10, q11)``, the eigen-decomposition of the pair's 2x2 block of W, and
-    ``tangent[c] = (W_k+1,k+1, W_k+1,k+2, W_k+2,k+2, W_k+1,k, W_k+2,k)``); stops after a sweep
-    that changes no impulse by more than ``rtol`` times the largest. Returns the sweeps
-    taken.
+    ``tangent[c] = (W_k+1,k+1, W_k+1,k+2, W_k+2,k+2, W_k+1,k, W_k+2,k)``); a row or friction
+    direction whose diagonal or block eigenvalue is at most
+    :data:`core.contacts.rules.FREE_ROW_RTOL` of W's largest diagonal (no joint moves it)
+    keeps a zero impulse; stops after a sweep that changes no impulse by more than ``rtol``
+    times the largest. Returns the sweeps taken.
 
     The rows' residuals ``b + W lam`` are kept in a vector that each change of impulses
     updates (W symmetric: its row k for its column k): one pass over the m residuals per limit
@@ -55,8 +58,11 @@ def contact_pgs(W, b, lam, n_lim, mu, blocks, tangent, iterations, rtol):
     over the values the sweep sets (``m = n_lim + 3 len(mu)``: it sets every row once)."""
     m = b.shape[0]
     r = np.empty(m)
+    floor = 0.0
     for i in range(m):
         r[i] = b[i]
+        floor = max(floor, W[i, i])
+    floor *= FREE_ROW_RTOL
     for j in range(m):
         x = lam[j]
         if x != 0.0:
@@ -66,7 +72,7 @@ def contact_pgs(W, b, lam, n_lim, mu, blocks, tangent, iterations, rtol):
         change = size = 0.0
         for i in range(n_lim):
             old = lam[i]
-            new = max(0.0, old - r[i] / W[i, i])
+            new = max(0.0, old - r[i] / W[i, i]) if W[i, i] > floor else 0.0
             d = new - old
             change = max(change, abs(d))
             size = max(size, new)
@@ -77,11 +83,13 @@ def contact_pgs(W, b, lam, n_lim, mu, blocks, tangent, iterations, rtol):
         for c in range(mu.shape[0]):
             k = n_lim + 3 * c
             old, t1, t2 = lam[k], lam[k + 1], lam[k + 2]
-            new = max(0.0, old - r[k] / W[k, k])
+            new = max(0.0, old - r[k] / W[k, k]) if W[k, k] > floor else 0.0
             dn = new - old
             a11, a12, a22, c1, c2 = (tangent[c, 0], tangent[c, 1], tangent[c, 2], tangent[c, 3],
                                      tangent[c, 4])
-            u1, u2 = disc(blocks[c, 0], blocks[c, 1], blocks[c, 2], blocks[c, 3], blocks[c, 4],
+            w1 = blocks[c, 0] if blocks[c, 0] > floor else np.inf
+            w2 = blocks[c, 1] if blocks[c, 1] > floor else np.inf
+            u1, u2 = disc(w1, w2, blocks[c, 2], blocks[c, 3], blocks[c, 4],
                           blocks[c, 5], r[k + 1] + c1 * dn - a11 * t1 - a12 * t2,
                           r[k + 2] + c2 * dn - a12 * t1 - a22 * t2, mu[c] * new)
             lam[k], lam[k + 1], lam[k + 2] = new, u1, u2

@@ -1,8 +1,8 @@
 """Plain rules of the contact solver that both backends follow (the reference
 :mod:`core.contacts.solver` and its compiled twin :mod:`core.compiled.contact_solver`); this
-module imports neither: the Gauss-Seidel stopping tolerance, the contacts' warm-start keys,
-the friction impulse on the disc and the error of a mass matrix that is not positive
-definite."""
+module imports neither: the Gauss-Seidel stopping tolerance and its rule for rows that no
+joint moves, the contacts' warm-start keys, the friction impulse on the disc and the error
+of a mass matrix that is not positive definite."""
 
 import math
 
@@ -10,12 +10,23 @@ import numpy as np
 
 from ..errors import NonFiniteError
 
-__all__ = ["PGS_RTOL", "KEY_BITS", "contact_keys", "friction_disc", "disc",
+__all__ = ["PGS_RTOL", "FREE_ROW_RTOL", "KEY_BITS", "contact_keys", "friction_disc", "disc",
            "not_positive_definite"]
 
 #: Gauss-Seidel stops after a sweep that changes no impulse by more than this fraction of
 #: the largest
 PGS_RTOL = 1e-6
+
+#: Gauss-Seidel leaves at 0 the impulse of a row (and of a friction direction: an eigenvalue
+#: of a tangent pair's block) whose diagonal of ``W = J M^-1 J^T`` is at most this fraction
+#: of W's largest diagonal: a contact whose normal or tangent no joint of the rig moves (a
+#: contact point on the line through the joints between its two bodies, where a row of J
+#: vanishes and W is singular). An impulse there changes no velocity, so leaving it out is
+#: the least-norm solution of the singular problem. The fraction is where such an impulse
+#: could no longer be computed to :data:`PGS_RTOL`: the update ``r_k / W_kk`` takes the
+#: residual's rounding, ``eps W_max |lam|``, divided by ``W_kk``, which exceeds ``PGS_RTOL
+#: |lam|`` below ``W_kk = eps / PGS_RTOL * W_max``.
+FREE_ROW_RTOL = float(np.finfo(float).eps) / PGS_RTOL
 
 #: a contact's warm-start key packs four numbers below 2**KEY_BITS: its kind (0 plane, 1
 #: pair), then the plane and the shape and the vertex, or the two items and the feature

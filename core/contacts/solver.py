@@ -35,6 +35,14 @@ colliders. In a substep of length h from ``(q0, v0)``, given the integrator's en
    outside a curved limit). The deadband leaves a resting contact up to ``slop`` deep,
    engaged, without jitter.
 
+Self-collision collides the shapes of bodies that are not parent and child, but for the
+pairs of bodies whose shapes overlap more than ``slop`` in the start pose (the solver's
+``start``): rigs overlap there by design, and those pairs are left out for the whole run and
+named in the report's notes. A contact whose normal or tangent no joint moves (a point on
+the line through the joints between its bodies: a zero row of J, so a singular W) gets no
+impulse there (:data:`core.contacts.rules.FREE_ROW_RTOL`); an impulse there changes no
+velocity.
+
 A substep without contacts is the limit solver's own step
 (:meth:`core.limits.LimitSolver.apply`), exactly as without a contact solver.
 
@@ -129,7 +137,7 @@ class ContactReport:
     ``penetration (S,)`` the deepest overlap (m, 0 without one) at the substep's start
     pose (the previous substep's end), ``energy_change (S,)`` the mechanical energy the
     contact step changed (J; positive = gained), and ``notes`` (how shapes were made, e.g.
-    a hull used for a concave point set)."""
+    a hull used for a concave point set; the self-collision pairs left out)."""
 
     t: np.ndarray
     contacts: np.ndarray
@@ -208,6 +216,14 @@ class ContactSolver:
             contacts'.
         self_collision: also collide shapes of different bodies of the model that are not
             parent and child.
+        start: None, or the start pose ``q (nq,)`` of the runs: with self_collision, the
+            pairs of bodies whose shapes overlap more than ``slop`` there are left out of
+            self-collision (:attr:`excluded_pairs`, named in the report's notes), as
+            Bullet-based tools and Ragdoll do. Such bones overlap by design (a thick spine,
+            a hip capsule around the thigh's head); colliding them would push them apart
+            in the first substep, or, where their contact lies on the line through the
+            joints between them, not at all. A pair resting within ``slop`` is a contact
+            the solver holds without correcting it, so it stays in.
         friction, restitution: the defaults where neither side of a pair has its own.
         slop: the depth (m) a contact may keep (position correction deadband).
         margin: contacts are made this far (m) before the shapes touch, plus the distance
@@ -218,8 +234,8 @@ class ContactSolver:
     """
 
     def __init__(self, model, shapes, colliders=(), limits=None, self_collision=False,
-                 friction=0.5, restitution=0.0, slop=5e-4, margin=0.01, bounce_threshold=0.1,
-                 iterations=50):
+                 start=None, friction=0.5, restitution=0.0, slop=5e-4, margin=0.01,
+                 bounce_threshold=0.1, iterations=50):
         self.model = model.compile()
         self.bodies, self.shapes = [], []
         for item in shapes:
@@ -283,8 +299,22 @@ class ContactSolver:
         self.notes = tuple(s.note for s in self.shapes + world if s.note)
         # the statics' poses (their shapes are in the world frame)
         self.static_poses = np.tile(np.eye(4), (len(self.statics), 1, 1))
+        #: the pairs of bodies ``(i, j)``, i < j, left out of self-collision because their
+        #: shapes overlap more than ``slop`` at ``start`` (sorted)
+        self.excluded_pairs = ()
+        if self.self_collision and start is not None:
+            self.excluded_pairs = self._start_overlaps(model.check_state(start, name="start"))
         #: the body-body shape pairs that collide (shapes, shapes) bool
         self.pairs_allowed = np.ascontiguousarray(self._allowed & self.self_collision)
+        for i, j in self.excluded_pairs:
+            self.pairs_allowed[((b == i)[:, None] & (b == j)[None, :]) |
+                               ((b == j)[:, None] & (b == i)[None, :])] = False
+        if self.excluded_pairs:
+            n = len(self.excluded_pairs)
+            names = ", ".join(f"{self.model.names[i]}/{self.model.names[j]}" for i, j in self.excluded_pairs)
+            self.notes += (f"self-collision leaves out {n} pair{'s' if n > 1 else ''} that "
+                           f"overlap{'' if n > 1 else 's'} in the start pose: {names}; "
+                           f"{'they pass' if n > 1 else 'it passes'} through each other",)
         items = self.shapes + world
         if max([len(items), len(self.planes)] + [len(x.vertices) for x in items]) >= \
                 1 << KEY_BITS:
@@ -309,6 +339,23 @@ class ContactSolver:
         #: backend, else None
         self.compiled = None if twin is None else twin(self)
         self.reset()
+
+    def _start_overlaps(self, q):
+        """The pairs of bodies that self-collision may collide whose shapes overlap more than
+        ``slop`` at ``q (nq,)``: sorted ``(i, j)`` body indices, i < j. Found by the numpy
+        narrow phase (:func:`core.contacts.narrow.collide`) on either backend."""
+        data = self.model.create_data()
+        T = update_kinematics(self.model, data, q)
+        posed = [Posed(x, T[b]) for b, x in zip(self.bodies, self.shapes)]
+        if len(posed) < 2:
+            return ()
+        lo, hi = zip(*(x.bounds() for x in posed))
+        b, found = self.bodies, set()
+        for i, j in sweep_and_prune(np.array(lo), np.array(hi)):
+            if self._allowed[i, j] and any(c[2] < -self.slop
+                                           for c in collide(posed[i], posed[j])):
+                found.add((min(b[i], b[j]), max(b[i], b[j])))
+        return tuple((int(i), int(j)) for i, j in sorted(found))
 
     def reset(self):
         """Forget the warm starts and the report (call before a new run)."""
@@ -454,9 +501,12 @@ class ContactSolver:
         normal row and a tangent pair solved exactly on the disc ``|lam_t| <= mu[c] lam_n``
         (:func:`core.contacts.rules.friction_disc`, so a sliding contact's friction opposes
         its sliding); one product of the contact's three rows with lam per contact and
-        sweep. Stops when a sweep changes no impulse by more than
-        :data:`core.contacts.rules.PGS_RTOL` of the largest. A compiled stepper runs the same
-        sweeps (:meth:`core.compiled.contact_solver.ContactSteps.pgs`)."""
+        sweep. A row or friction direction that no joint moves (its diagonal or block
+        eigenvalue at most :data:`core.contacts.rules.FREE_ROW_RTOL` of W's largest
+        diagonal) keeps a zero impulse, so a singular W is solved. Stops when a sweep
+        changes no impulse by more than :data:`core.contacts.rules.PGS_RTOL` of the
+        largest. A compiled stepper runs the same sweeps
+        (:meth:`core.compiled.contact_solver.ContactSteps.pgs`)."""
         mu = np.asarray(mu, dtype=float)
         k0 = n_lim + 3 * np.arange(len(mu))
         blocks = np.zeros((len(mu), 6))                     # each tangent pair's eigh
@@ -468,19 +518,21 @@ class ContactSolver:
                             W[k0 + 1, k0], W[k0 + 2, k0]], axis=1)       # (c, 5)
         if self.compiled is not None:
             return self.compiled.pgs(W, b, lam, n_lim, mu, blocks, tangent)
-        diag = np.diag(W).tolist()
-        blocks, tangent, mu = blocks.tolist(), tangent.tolist(), mu.tolist()
+        diag = np.diag(W)
+        floor = rules.FREE_ROW_RTOL * diag.max(initial=0.0)
+        blocks[:, :2] = np.where(blocks[:, :2] > floor, blocks[:, :2], np.inf)
+        diag, blocks, tangent, mu = diag.tolist(), blocks.tolist(), tangent.tolist(), mu.tolist()
         for _ in range(self.iterations):
             change = 0.0
             for i in range(n_lim):
                 old = lam[i]
-                new = max(0.0, old - (b[i] + W[i] @ lam) / diag[i])
+                new = max(0.0, old - (b[i] + W[i] @ lam) / diag[i]) if diag[i] > floor else 0.0
                 change = max(change, abs(new - old))
                 lam[i] = new
             for c, k in enumerate(k0.tolist()):
                 r0, r1, r2 = (b[k:k + 3] + W[k:k + 3] @ lam).tolist()
                 old, t1, t2 = lam[k:k + 3].tolist()
-                new = max(0.0, old - r0 / diag[k])
+                new = max(0.0, old - r0 / diag[k]) if diag[k] > floor else 0.0
                 dn = new - old
                 a11, a12, a22, c1, c2 = tangent[c]
                 u1, u2 = disc(*blocks[c], r1 + c1 * dn - a11 * t1 - a12 * t2,

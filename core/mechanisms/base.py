@@ -245,7 +245,9 @@ class Mechanism:
             both, a :class:`core.contacts.ContactSolver` (``friction`` and ``restitution`` its
             defaults where a side has none) solves the contacts with the limits' impulses in
             every step (:meth:`contact_solver`). self_collision: the shapes of bodies that
-            are not parent and child also meet each other (then shapes alone make contacts).
+            are not parent and child also meet each other (then shapes alone make contacts),
+            except the pairs that overlap at q0 (the solver's ``start``; its report's notes
+            name them).
         passive: True if nothing drives, damps or stops the motion (energy is conserved).
         info: free-form facts for the demo table (e.g. reference data used).
         step_limit: None or ``(nv,)`` the most each coordinate may move per substep at its
@@ -313,12 +315,13 @@ class Mechanism:
     def contact_solver(self, limits):
         """The :class:`core.contacts.ContactSolver` of the mechanism's shapes and colliders
         sharing the :class:`core.limits.LimitSolver` ``limits`` (or None), or None when
-        nothing can touch: no shapes, or no colliders without self-collision."""
+        nothing can touch: no shapes, or no colliders without self-collision. Its start
+        pose is q0 (the self-collision pairs overlapping there are left out)."""
         if not (self.shapes and (self.colliders or self.self_collision)):
             return None
         return ContactSolver(self.model, list(self.shapes), list(self.colliders), limits=limits,
-                             self_collision=self.self_collision, friction=self.friction,
-                             restitution=self.restitution)
+                             self_collision=self.self_collision, start=self.q0,
+                             friction=self.friction, restitution=self.restitution)
 
     def record_floats(self):
         """Numbers recorded per output frame: ``q, v``, the body poses (16 each), energy,
