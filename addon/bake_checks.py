@@ -162,16 +162,17 @@ def _override(obj, body, overridden):
         drivers = owner.animation_data.drivers if owner.animation_data else ()
     constraints = [c for c in owner.constraints if not c.mute and c.influence > 0.0]
     if constraints:
-        c = constraints[-1]
+        labels = ", ".join(_constraint_label(c) for c in constraints)
         todo = f"mute the constraint or untick Simulate on '{body.name}'"
-        subtarget = getattr(c, "subtarget", "")
+        subtarget = getattr(constraints[0], "subtarget", "")
         if body.kind == "BONE" and body.name[:4] in ("DEF-", "ORG-") and obj.data.get("rig_id"):
             fk = _fk_control(obj, body.name[4:])
             todo = (f"a Rigify {body.name[:3]} bone follows its controls: untick Simulate on "
                     f"it and simulate the FK control{f' {fk!r}' if fk else 's'} instead")
         elif subtarget:
             todo = f"simulate '{subtarget}', which it follows, or mute the constraint"
-        return f"its {_constraint_label(c)} overrides the keys", todo
+        verb = "overrides" if len(constraints) == 1 else "override"
+        return f"its {labels} {verb} the keys", todo
     if body.kind == "BONE":
         for pb in obj.pose.bones:
             for c in pb.constraints:

@@ -251,10 +251,10 @@ def write_keys(job, result):
                                          interpolation="CONSTANT")
             notes.append(note)
         if job.target is not None and is_osim_armature(job.target):
-            notes.append(f"the OpenSim coordinates do not pose the {len(bodies)} simulated "
-                         f"bone(s) from frame {int(frames[0])} to {int(frames[-1])} while "
-                         f"'{action.name}' is the armature's action; the other bones follow "
-                         "them")
+            notes.append(f"the OpenSim coordinates leave the {len(bodies)} simulated bone(s) "
+                         f"to their keys from frame {int(frames[0])} to {int(frames[-1])} "
+                         f"while '{action.name}' is the armature's action (outside that range "
+                         "or with another action, the coordinates pose them again)")
     return names, notes
 
 
