@@ -572,15 +572,16 @@ def remove_simulation(id_data) -> dict:
     before = {}
     if ad is None:
         return before
-    for action in simulation_actions(id_data):
+    baked = simulation_actions(id_data)
+    for action in baked:
         before.update(simulation_record(action)["before"])
     if simulation_record(ad.action) is not None:
         ad.action = None
     for track in list(ad.nla_tracks):
         if len(track.strips) and all(simulation_record(s.action) is not None for s in track.strips):
             ad.nla_tracks.remove(track)
-    for action in list(bpy.data.actions):
-        if simulation_record(action) is not None and action.users == 0:
+    for action in baked:
+        if action.users == 0:
             bpy.data.actions.remove(action)
     for path, values in before.items():
         try:

@@ -67,6 +67,8 @@ def _tracks(obj):
 def scenario_rebakes(tmp):
     import bpy
 
+    from scenes import addon_module
+
     obj = _keyed_tail()
     scene = bpy.context.scene
     assert bpy.ops.spline_joints.bake_rig() == {"FINISHED"}
@@ -93,6 +95,18 @@ def scenario_rebakes(tmp):
     assert _simulation_actions() == ["Tail Simulation"]
     assert obj.animation_data.action.name == "Tail Simulation"
     assert "UserLayer" in bpy.data.actions and "TailAction" in bpy.data.actions
+
+    # A cancelled bake reads the rig with the bake off and changes nothing: the same action,
+    # keys, tracks and pose on screen.
+    rig_jobs = addon_module("addon.rig_jobs")
+    batch = rig_jobs.RigBatch([rig_jobs.RigJob(scene, obj)], "Bake", rig_jobs.bake_rigs)
+    batch.cancel()
+    batch.simulate()
+    assert batch.finish(scene)[0] == {"CANCELLED"}
+    assert obj.animation_data.action.name == "Tail Simulation" and _tracks(obj) == tracks
+    assert all(np.array_equal(_keys(obj.animation_data.action)[k], first[k]) for k in first)
+    np.testing.assert_array_equal(
+        np.array(obj.pose.bones[f"tail.{N_TAIL - 1:03d}"].matrix_basis), tip)
 
     # Undo takes a bake back: another damping's keys, then the previous keys again.
     bpy.ops.ed.undo_push(message="before the bake")
