@@ -141,8 +141,8 @@ def overridden_bodies(job, result) -> list[str]:
             continue
         _, moved, turned, frame = worst[b.name]
         cause, todo = _override(job.target, b, names)
-        out.append(f"warning: '{b.name}' does not show the simulation ({100 * moved:.3g} cm, "
-                   f"{np.degrees(turned):.3g} deg off at frame {frame}): {cause}; {todo}")
+        out.append(f"warning: '{b.name}' does not show the simulation ({100 * moved:.2f} cm, "
+                   f"{np.degrees(turned):.1f} deg off at frame {frame}): {cause}; {todo}")
     return out
 
 

@@ -51,10 +51,20 @@ def scenario_copy_transforms(tmp):
     result, printed = printed_reports(lambda: bpy.ops.spline_joints.bake_rig())
     assert result == {"FINISHED"}
     (line,) = [ln for ln in printed.splitlines() if "Baked into" in ln]
-    # without the constraint, the same bake is honest
+    # an IK constraint at the tip poses the bones of its chain
     con.mute = True
+    goal = bpy.data.objects.new("Goal", None)
+    scene.collection.objects.link(goal)
+    goal.location = (0.3, -0.1, 1.0)
+    ik = obj.pose.bones["tail.002"].constraints.new("IK")
+    ik.target, ik.chain_count = goal, 2
+    result, printed = printed_reports(lambda: bpy.ops.spline_joints.bake_rig())
+    (ik_line,) = [ln for ln in printed.splitlines() if "Baked into" in ln]
+    # without the constraints, the same bake is honest
+    ik.mute = True
     result, clean = printed_reports(lambda: bpy.ops.spline_joints.bake_rig())
-    return {"line": line, "clean": [ln for ln in clean.splitlines() if "Baked into" in ln]}
+    return {"line": line, "ik": ik_line,
+            "clean": [ln for ln in clean.splitlines() if "Baked into" in ln]}
 
 
 def test_copy_transforms_is_named(blender):
@@ -66,6 +76,11 @@ def test_copy_transforms_is_named(blender):
     assert "simulate 'hips', which it follows, or mute the constraint" in line, line
     assert "'tail.002' does not show the simulation" in line and "follows 'tail.001'" in line
     assert "'tail.000' does not" not in line, line
+    ik = out["ik"]
+    assert "'tail.001' does not show the simulation" in ik, ik
+    assert "the IK constraint 'IK' of 'tail.002' poses its chain; switch the limb to FK or mute " \
+           "the IK constraint" in ik, ik
+    assert "'tail.002' does not show the simulation" in ik and "its IK constraint 'IK'" in ik
     (clean,) = out["clean"]
     assert clean.startswith("Info:") and "does not show" not in clean, clean
 
