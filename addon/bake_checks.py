@@ -11,7 +11,8 @@ first, middle and last baked frames (constraints, drivers and the live drive app
 compares every simulated bone's and object's world pose with the simulated one. A body off by
 more than the float32 round-off of the matrices Blender evaluates is named with what
 overrides it (a constraint, an IK constraint further down its chain, a driver on its
-transform channels, the coordinate drive) and what to do, in the panel's terms.
+transform channels, the coordinate drive) and what to do, in the panel's terms; the bodies
+that are off only because they follow such a body are listed with it.
 """
 
 from __future__ import annotations
@@ -134,15 +135,29 @@ def overridden_bodies(job, result) -> list[str]:
                     worst[b.name] = (moved + reach * turned, moved, turned, int(frames[k]))
     finally:
         scene.frame_set(current)
-    out = []
-    names = set(worst)
-    for b in job.bodies:
+    entries, lead = {}, {}
+    for b in job.bodies:                      # parents first
         if b.name not in worst:
             continue
+        found = _override(job.target, b)
+        up = b.parent
+        while up >= 0 and job.bodies[up].name not in worst:
+            up = job.bodies[up].parent
+        if found is None and up >= 0:         # it only follows an overridden ancestor
+            lead[b.name] = lead.get(job.bodies[up].name, job.bodies[up].name)
+            entries[lead[b.name]][1].append(b.name)
+            continue
+        cause, todo = found or (
+            "something the bake cannot name (an NLA track above the simulation, a modifier, "
+            "a script)", "look at its NLA tracks and the scene's handlers")
         _, moved, turned, frame = worst[b.name]
-        cause, todo = _override(job.target, b, names)
-        out.append(f"warning: '{b.name}' does not show the simulation ({100 * moved:.2f} cm, "
-                   f"{np.degrees(turned):.1f} deg off at frame {frame}): {cause}; {todo}")
+        entries[b.name] = (f"warning: '{b.name}' does not show the simulation "
+                           f"({100 * moved:.2f} cm, {np.degrees(turned):.1f} deg off at frame "
+                           f"{frame}", [], f"{cause}; {todo}")
+    out = []
+    for head, followers, tail in entries.values():
+        also = f"; with it {', '.join(repr(n) for n in followers)}" if followers else ""
+        out.append(f"{head}{also}): {tail}")
     return out
 
 
@@ -151,8 +166,9 @@ def _constraint_label(c):
     return f"{kind} constraint '{c.name}'"
 
 
-def _override(obj, body, overridden):
-    """(what overrides a simulated body, what to do) for :func:`overridden_bodies`."""
+def _override(obj, body):
+    """(what overrides a simulated body, what to do) for :func:`overridden_bodies`; None when
+    nothing on the body itself does (it may follow an overridden parent)."""
     owner = body.owner
     if body.kind == "BONE":
         paths = [owner.path_from_id(c) for c in bridge.TRANSFORM_CHANNELS]
@@ -196,14 +212,7 @@ def _override(obj, body, overridden):
     if body.kind == "BONE" and is_osim_armature(obj):
         return ("the OpenSim coordinates pose it",
                 "make the simulation the armature's action (the NLA's active action)")
-    parent = owner.parent
-    while parent is not None and parent.name not in overridden:
-        parent = parent.parent
-    if parent is not None:
-        return f"it follows '{parent.name}', which does not show the simulation", \
-            f"fix '{parent.name}' first"
-    return ("something the bake cannot name (an NLA track above the simulation, a modifier, "
-            "a script)"), "look at its NLA tracks and the handlers of the scene"
+    return None
 
 
 def _fk_control(obj, name):
