@@ -499,6 +499,146 @@ def new_action(id_data, name: str):
     return action
 
 
+#: the custom property that marks an action as a bake of the simulation (:mod:`.rig_jobs`):
+#: a JSON text ``{"rig": "BONES" or "OBJECTS", "bodies": [names], "before": {data path:
+#: [values]}, "frames": [first, last]}``: the baked bones or objects, the values the keyed
+#: channels had before the first bake, and the baked frame range
+SIMULATION_MARK = "spline_joints_simulation"
+
+
+def simulation_record(action) -> dict | None:
+    """What :data:`SIMULATION_MARK` records on an action, or None for the user's own action."""
+    import json
+
+    text = None if action is None else action.get(SIMULATION_MARK)
+    return json.loads(text) if isinstance(text, str) else None
+
+
+def mark_simulation(action, rig: str, bodies, before: dict, frames) -> None:
+    """Mark ``action`` as a bake of the simulation (:data:`SIMULATION_MARK`) of the ``bodies``
+    (names) of a ``rig`` ("BONES" or "OBJECTS") over ``frames`` (first, last) whose channels
+    had the values ``before`` ({data path: [values]}) when they were first baked."""
+    import json
+
+    action[SIMULATION_MARK] = json.dumps({"rig": rig, "bodies": list(bodies), "before": before,
+                                          "frames": [float(frames[0]), float(frames[-1])]})
+
+
+def baked_bodies(id_data, frame: float) -> set[str]:
+    """The bones or objects whose simulation bake is the data-block's active action and
+    covers ``frame`` (empty when there is none)."""
+    ad = id_data.animation_data
+    record = None if ad is None else simulation_record(ad.action)
+    if record is None or not record["frames"][0] <= frame <= record["frames"][1]:
+        return set()
+    return set(record["bodies"])
+
+
+def read_channel(id_data, path: str) -> list[float]:
+    """The value(s) of an animatable property of a data-block (``pose.bones["a"].location``,
+    ``pose.bones["a"]["IK_FK"]``) as a list of floats."""
+    value = id_data.path_resolve(path)
+    return [float(v) for v in value] if hasattr(value, "__len__") else [float(value)]
+
+
+def write_channel(id_data, path: str, values) -> None:
+    """Set an animatable property of a data-block (see :func:`read_channel`)."""
+    if path.endswith('"]'):                                   # a custom property: ...["name"]
+        head, _, key = path[:-2].rpartition('["')
+        owner = id_data.path_resolve(head) if head else id_data
+        owner[key] = values[0] if isinstance(owner[key], float) else type(owner[key])(values[0])
+        return
+    head, _, attr = path.rpartition(".")
+    owner = id_data.path_resolve(head) if head else id_data
+    setattr(owner, attr, values if len(values) > 1 else values[0])
+
+
+def simulation_actions(id_data) -> list:
+    """The simulation bakes (:data:`SIMULATION_MARK`) on a data-block: its active action and
+    the actions of its NLA strips."""
+    ad = id_data.animation_data
+    if ad is None:
+        return []
+    actions = [ad.action] + [s.action for t in ad.nla_tracks for s in t.strips]
+    return list({a.name: a for a in actions if simulation_record(a) is not None}.values())
+
+
+def remove_simulation(id_data) -> dict:
+    """Take the simulation bake off a data-block: its marked active action and the NLA tracks
+    that play only marked actions are removed (the actions too when nothing else uses them),
+    and the baked channels get back the values they had before the first bake. The user's own
+    actions and tracks stay. Returns those values ({data path: [values]})."""
+    ad = id_data.animation_data
+    before = {}
+    if ad is None:
+        return before
+    baked = simulation_actions(id_data)
+    for action in baked:
+        before.update(simulation_record(action)["before"])
+    if simulation_record(ad.action) is not None:
+        ad.action = None
+    for track in list(ad.nla_tracks):
+        if len(track.strips) and all(simulation_record(s.action) is not None for s in track.strips):
+            ad.nla_tracks.remove(track)
+    for action in baked:
+        if action.users == 0:
+            bpy.data.actions.remove(action)
+    for path, values in before.items():
+        try:
+            write_channel(id_data, path, values)
+        except (ValueError, KeyError, AttributeError):   # a bone or property gone since
+            pass
+    return before
+
+
+class simulations_off:
+    """Context manager: the data-blocks' simulation bakes are not evaluated inside (their
+    active marked action and marked NLA tracks off, the baked channels at their values from
+    before the first bake), so the scene shows the user's own animation; everything is put
+    back on exit, also after an error."""
+
+    def __init__(self, ids):
+        self.ids = [i for i in ids if i.animation_data is not None]
+        self.saved = []
+
+    def __enter__(self):
+        for id_data in self.ids:
+            ad = id_data.animation_data
+            action, slot = ad.action, getattr(ad, "action_slot", None)
+            record = simulation_record(action)
+            tracks = [t for t in ad.nla_tracks if not t.mute and len(t.strips) and
+                      all(simulation_record(s.action) is not None for s in t.strips)]
+            values = {}
+            records = [simulation_record(s.action) for t in tracks for s in t.strips]
+            for r in [record] * (record is not None) + records:
+                for path, v in r["before"].items():
+                    try:
+                        values[path] = read_channel(id_data, path)
+                        write_channel(id_data, path, v)
+                    except (ValueError, KeyError, AttributeError):
+                        pass
+            self.saved.append((id_data, action if record is not None else None, slot, tracks,
+                               values))
+            if record is not None:
+                ad.action = None
+            for t in tracks:
+                t.mute = True
+        return self
+
+    def __exit__(self, *exc):
+        for id_data, action, slot, tracks, values in reversed(self.saved):
+            ad = id_data.animation_data
+            if action is not None:
+                ad.action = action
+                if slot is not None and hasattr(ad, "action_slot"):
+                    ad.action_slot = slot
+            for t in tracks:
+                t.mute = False
+            for path, v in values.items():
+                write_channel(id_data, path, v)
+        return False
+
+
 # --------------------------------------------------------------------------------------------
 # Armatures built from a model (OpenSim import) and posed from numbers
 # --------------------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ stored joint. For every armature holding an imported OpenSim model
 (:func:`documents.is_osim_armature`), the coordinate custom properties of the armature object
 (one per OpenSim coordinate, named as it) are read and every bone is posed at its body's pose
 ``body_poses(q)`` (:class:`core.osim_rig.OsimRig`) of the model with its fitted joints that
-are switched on (:func:`documents.osim_rig`). A bone is written only when its pose
+are switched on (:func:`documents.osim_rig`), except the bones whose simulation bake is the
+armature's action, inside the baked frame range (:func:`bridge.baked_bodies`): those play
+their keys. A bone is written only when its pose
 changes (by more than :data:`POSE_TOL`), so the handler's own write does not retrigger it
 endlessly. Bones with Hold Limits on are then held inside their limits (:mod:`.holding`: driven
 bones by their coordinates' ranges, others by their reach cone and twist limit). Linkages with
@@ -87,16 +89,17 @@ def osim_armatures(scene):
     return [obj for obj in scene.objects if is_osim_armature(obj) and obj.pose is not None]
 
 
-def pose_osim_armature(obj) -> int:
+def pose_osim_armature(obj, baked=frozenset()) -> int:
     """Pose every bone of an imported OpenSim armature at its body for the coordinate values
-    of the object's custom properties (missing ones at their defaults); returns how many bones
-    were written."""
+    of the object's custom properties (missing ones at their defaults), except the ``baked``
+    bones (names), which play their simulation keys; returns how many bones were written."""
     rig = osim_rig(obj.data)
     values = bridge.read_named_values(obj, rig.coordinate_names, rig.model.default_q())
     rests = bridge.read_bone_rests(obj, rig.bodies)
     bases = rig.bases(rests, rig.q(values))
     current = bridge.read_pose_bases(obj, rig.bodies)
     moved = ~np.all(np.isclose(current, bases, atol=POSE_TOL, rtol=POSE_TOL), axis=(1, 2))
+    moved &= np.array([b not in baked for b in rig.bodies], dtype=bool)
     if np.any(moved):
         bridge.write_pose_bases(obj, [b for b, m in zip(rig.bodies, moved) if m], bases[moved])
     return int(np.count_nonzero(moved))
@@ -114,7 +117,7 @@ def update_scene(scene) -> int:
         for obj in osim_armatures(scene):
             key = (obj.name, "")
             try:
-                changed += pose_osim_armature(obj)
+                changed += pose_osim_armature(obj, bridge.baked_bodies(obj, scene.frame_current))
                 _state["errors"].discard(key)
             except Exception as exc:  # said once; the armature stays as it is
                 _say_once(key, f"cannot pose OpenSim armature {obj.name}", exc)

@@ -11,10 +11,13 @@ kinematic root.
 
 Reading samples the scene at every frame of the scene's range (``scene.frame_set``, so
 keys, constraints and drivers are all evaluated) with the live drive and the preview
-suspended, and puts the frame back afterwards; nothing is written until the simulation is
-complete. A bake keeps the user's animation: each baked data-block's action (if any) is
-pushed onto an NLA track and the simulated channels are keyed in a new action above it, so
-the kinematic channels still play from the track. :class:`RigBatch` runs the rigs of one
+suspended and the rig's earlier simulation bakes off (:class:`bridge.simulations_off`), and
+puts the frame back afterwards; nothing is written until the simulation is complete. A bake
+keeps the user's animation: each baked data-block's earlier simulation bake is removed, its
+own action (if any) pushed onto an NLA track, and the simulated channels are keyed in a
+simulation action above it (marked, :data:`bridge.SIMULATION_MARK`), so the kinematic
+channels still play from the track; :func:`bake_rigs` then checks that the viewport shows
+what was simulated (:mod:`.bake_checks`). :class:`RigBatch` runs the rigs of one
 operator together; nothing is written unless every rig completed.
 """
 
@@ -23,7 +26,8 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from . import bridge, colliders, handlers, previews
+from . import bake_checks, bridge, colliders, handlers, previews
+from .documents import is_osim_armature
 from .jobs import Job
 from .rig_scene import (armature_bodies, body_mass, body_shapes, joint_spec, object_bodies,
                         sample_poses)
@@ -60,9 +64,11 @@ class RigJob(Job):
         def read_colliders(f):
             reader.sample(bpy.context.evaluated_depsgraph_get(), f == start)
 
+        baked = [target] if target is not None else _object_bakes(scene)
         with handlers.suspended(), previews.suspended_preview():
             try:
-                arm_world = sample_poses(scene, target, bodies, frames, read_colliders)
+                with bridge.simulations_off(baked):   # the user's animation, not a bake
+                    arm_world = sample_poses(scene, target, bodies, frames, read_colliders)
             finally:
                 scene.frame_set(current)
         times = (np.array(frames[1:], dtype=float) - start) / fps
@@ -203,18 +209,32 @@ class RigJob(Job):
 
 
 def write_keys(job, result):
-    """Key every simulated body in a new action per data-block (the old action pushed onto
-    the NLA); returns the actions' names."""
+    """Key every simulated body in a simulation action per data-block (:func:`bridge.
+    mark_simulation`): the data-block's previous simulation is removed (:func:`bridge.
+    remove_simulation`), its own action pushed onto the NLA. Limbs whose simulated FK controls
+    are in IK mode get their IK/FK switch keyed to FK in the same action (:func:`bake_checks.
+    limb_switches`). Returns (the actions' names, what the report says about them)."""
     poses = job.local_poses(result.world)
     frames = job.frames[:len(result.times)]
     owners = {}
     for b in job.bodies:
         if not b.kinematic:
             owners.setdefault(job.target if b.kind == "BONE" else b.owner, []).append(b)
-    names = []
+    if job.target is None:     # objects no longer simulated lose their bake
+        for obj in _object_bakes(job.scene):
+            if obj not in owners:
+                bridge.remove_simulation(obj)
+    names, notes = [], []
     for id_data, bodies in owners.items():
+        kept = bridge.remove_simulation(id_data)
         bridge.push_action_to_nla(id_data)
+        switches = bake_checks.limb_switches(id_data, [b.name for b in bodies]) \
+            if job.target is not None else []
+        paths = [p for b in bodies for p in _channel_paths(b)] + [p for p, _, _ in switches if p]
+        before = {p: kept[p] if p in kept else bridge.read_channel(id_data, p) for p in paths}
         action = bridge.new_action(id_data, f"{id_data.name} Simulation")
+        bridge.mark_simulation(action, "BONES" if job.target is not None else "OBJECTS",
+                               [b.name for b in bodies], before, frames)
         names.append(action.name)
         for b in bodies:
             if b.kind == "BONE":
@@ -225,7 +245,30 @@ def write_keys(job, result):
                                                  _unscaled(poses[b.name]))
             b.settings.shown_mass = getattr(b, "mass", 0.0)
             b.settings.shown_source = getattr(b, "source", "")
-    return names
+        for path, value, note in switches:
+            if path:
+                bridge.write_fcurve_keys(id_data, path, 0, frames[[0, -1]], np.full(2, value),
+                                         interpolation="CONSTANT")
+            notes.append(note)
+        if job.target is not None and is_osim_armature(job.target):
+            notes.append(f"the OpenSim coordinates leave the {len(bodies)} simulated bone(s) "
+                         f"to their keys from frame {int(frames[0])} to {int(frames[-1])} "
+                         f"while '{action.name}' is the armature's action (outside that range "
+                         "or with another action, the coordinates pose them again)")
+    return names, notes
+
+
+def _channel_paths(body):
+    """The data paths of a simulated body's transform channels (all rotation modes)."""
+    if body.kind == "BONE":
+        return [body.owner.path_from_id(c) for c in bridge.TRANSFORM_CHANNELS]
+    return list(bridge.TRANSFORM_CHANNELS)
+
+
+def _object_bakes(scene):
+    """The scene's objects that carry a simulation bake of the object rig."""
+    return [o for o in scene.objects if any(bridge.simulation_record(a)["rig"] == "OBJECTS"
+                                            for a in bridge.simulation_actions(o))]
 
 
 def _unscaled(M):
@@ -274,9 +317,21 @@ class RigBatch:
 
 
 def bake_rigs(scene, jobs, results):
-    """:class:`RigBatch`'s ``write`` of a bake: every rig keyed (:func:`write_keys`)."""
-    return [f"Baked into {', '.join(write_keys(job, result))}: {job.report(result)}"
-            for job, result in zip(jobs, results)]
+    """:class:`RigBatch`'s ``write`` of a bake: every rig keyed (:func:`write_keys`), then
+    checked in the evaluated scene (:func:`bake_checks.overridden_bodies`): a simulated body
+    the viewport does not show is a warning."""
+    messages = []
+    for job, result in zip(jobs, results):
+        names, notes = write_keys(job, result)
+        text = f"Baked into {', '.join(names)}: {job.report(result)}"
+        if notes:
+            text += "; " + "; ".join(notes)
+        messages.append(text)
+    for k, (job, result) in enumerate(zip(jobs, results)):   # every rig written first
+        warnings = bake_checks.overridden_bodies(job, result)
+        if warnings:
+            messages[k] += "; " + "; ".join(warnings)
+    return messages
 
 
 class LivePreviews(RigBatch):

@@ -440,7 +440,7 @@ def bake_rigs(scene) -> list[dict]:
         done.append((label, job, result))
     records = []
     for label, job, result in done:
-        actions = rig_jobs.write_keys(job, result)
+        actions, notes = rig_jobs.write_keys(job, result)
         records.append({"rig": label, "frames": len(result.times),
                         "bodies": sum(not b.kinematic for b in job.bodies), "wall": result.wall_time,
                         "worst_excess_deg": (math.degrees(result.worst_violation)
@@ -450,7 +450,7 @@ def bake_rigs(scene) -> list[dict]:
                                      else int(result.contacts.max(initial=0))),
                         "worst_penetration_mm": (None if result.contacts is None
                                                  else 1000.0 * result.worst_penetration),
-                        "report": job.report(result)})
+                        "report": "; ".join([job.report(result), *notes])})
     return records
 
 
