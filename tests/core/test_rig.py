@@ -223,3 +223,28 @@ def test_a_start_pose_outside_a_cone_is_named_with_its_excess_before_the_run():
     (warning,) = [w for w in rig(np.radians(80)).warnings if "outside" in w]
     assert warning.startswith("b starts 50 deg outside its reach cone")
     assert not [w for w in rig(np.radians(20)).warnings if "outside" in w]
+
+
+def test_light_bones_get_the_inertia_floor_and_are_named():
+    """A bone 10^6 times lighter to turn than the heaviest is raised to INERTIA_FLOOR of it
+    (its principal axes kept), named in the warnings; the heavy bone keeps its inertia."""
+    from core.rig import INERTIA_FLOOR
+
+    rest = np.eye(4)
+    rest[1, 3] = 1.0
+    heavy = np.diag([0.1, 0.01, 0.1])
+    bodies = [RigBody("big", -1, np.eye(4), RigJoint("ball"), mass=1.0, com=(0.0, 0.5, 0.0),
+                      inertia=heavy),
+              RigBody("tiny", 0, rest, RigJoint("ball"), mass=1e-3, com=(0.0, 0.005, 0.0),
+                      inertia=np.diag([1e-7, 1e-8, 1e-7]))]
+    rig = build_rig(bodies, duration=0.1)
+    (warning,) = [w for w in rig.warnings if "light bone" in w]
+    assert warning.startswith("1 light bone(s)") and warning.endswith(": tiny")
+    J = rig.mechanism.model.inertias
+    com_big = np.array([0.0, 0.5, 0.0])
+    np.testing.assert_allclose(J[0][:3, :3] - 1.0 * (com_big @ com_big * np.eye(3) -
+                                                     np.outer(com_big, com_big)), heavy,
+                               atol=1e-15)
+    com = np.array([0.0, 0.005, 0.0])
+    about_com = J[1][:3, :3] - 1e-3 * (com @ com * np.eye(3) - np.outer(com, com))
+    np.testing.assert_allclose(about_com, INERTIA_FLOOR * 0.1 * np.eye(3), rtol=1e-12)
