@@ -16,4 +16,11 @@ class NonFiniteError(InvalidInputError):
 
 
 class SimulationError(SplineJointsError):
-    """A simulation produced NaN or blew up; the message names the time and the body."""
+    """A simulation produced NaN or blew up; the message names the time and the body.
+
+    ``time`` (s), ``body`` (its name) and ``reason`` (what went wrong, in words) repeat
+    them for a caller that words its own message (None where unknown)."""
+
+    def __init__(self, message, time=None, body=None, reason=None):
+        super().__init__(message)
+        self.time, self.body, self.reason = time, body, reason

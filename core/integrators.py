@@ -212,6 +212,20 @@ def diverged(err):
     return isinstance(err, (ArithmeticError, ValueError))
 
 
+def _reason(cause):
+    """What a divergence's ``cause`` (None: a non-finite state) says, in words: the core's
+    own message, or what a numerical failure means, without the library's text."""
+    if cause is None:
+        return "the state became NaN or infinite"
+    if isinstance(cause, SplineJointsError):
+        return str(cause)
+    if isinstance(cause, np.linalg.LinAlgError):
+        return "the mass matrix stopped being positive definite"
+    if isinstance(cause, ArithmeticError):
+        return "a number overflowed"
+    return "a function was evaluated outside its domain"
+
+
 def integrate(stepper, state, dt, n_steps, t0=0.0, record_every=1, progress=None):
     """Step ``stepper`` (see the module docstring) ``n_steps`` times by ``dt`` from ``state``
     at time ``t0`` and return a :class:`Recording` of the initial state, of every
@@ -518,13 +532,12 @@ class Integrator:
         with np.errstate(over="ignore", invalid="ignore"):
             size = np.where(np.isfinite(q) & np.isfinite(v), np.abs(q) + np.abs(v), np.inf)
         name = self.model.names[int(self.model.dof_body[int(np.argmax(size))])]
-        what = f"diverged ({type(cause).__name__}: {cause})" if cause is not None else \
-            "became NaN/inf (diverged)"
-        raise SimulationError(f"the simulation {what} at t = {t:.6g} s on body {name!r}; "
-                              f"reduce the step: dt = {self.h:g} s per substep is too large "
-                              f"for this motion, try {self.h / 4:g} s or less (more "
+        reason = _reason(cause)
+        raise SimulationError(f"the simulation diverged ({reason}) at t = {t:.6g} s on body "
+                              f"{name!r}; reduce the step: dt = {self.h:g} s per substep is "
+                              f"too large for this motion, try {self.h / 4:g} s or less (more "
                               "substeps or a higher frame rate), or check that body's joint "
-                              "and forces") from cause
+                              "and forces", t, name, reason) from cause
 
     def _check_energy(self, t, q, v, work):
         """Mechanical energy at ``(q, v)``; raises SimulationError if it less ``work`` (the
@@ -543,7 +556,7 @@ class Integrator:
                                   f"{self._E0:.6g} J at the start, most kinetic energy in "
                                   f"body {name!r}; reduce the step: dt = {self.h:g} s per "
                                   f"substep is too large, try {self.h / 4:g} s or less, or "
-                                  "use rk4")
+                                  "use rk4", t, name, "its energy blew up")
         return E
 
     def step(self, t, q, v):

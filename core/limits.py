@@ -386,10 +386,10 @@ class LimitSolver:
         M = dynamics.crba(self.model, data, q)
         try:
             fac = cho_factor(M, check_finite=False)
-        except np.linalg.LinAlgError as err:
+        except np.linalg.LinAlgError:
             worst = int(self.constraint_body[engaged][np.argmin(d[engaged])])
             raise NonFiniteError(
-                f"limits: the mass matrix is not positive definite ({err}) while body "
+                f"limits: the mass matrix is not positive definite while body "
                 f"{self.model.names[worst]!r} is held at its limit, which only a diverged "
                 "state gives; reduce the time step") from None
         MinvNt = cho_solve(fac, Ne.T, check_finite=False)           # (nv, c)

@@ -717,6 +717,18 @@ REFINEMENTS = 2
 REFINE_FACTOR = 4
 
 
+def _diverged(err, substeps):
+    """The SimulationError of a rig that diverged at every refinement (the last at
+    ``substeps``), in the Simulate panel's terms."""
+    where = f" at t = {err.time:.3g} s" if err.time is not None else ""
+    body = f" on {err.body!r}" if err.body is not None else ""
+    reason = f" ({err.reason})" if err.reason else ""
+    return SimulationError(
+        f"the simulation diverged{where}{body}{reason} even at {substeps} substeps per "
+        f"frame: check that bone's Joint, limits and spring (Frequency or Stiffness and "
+        f"Damping), its Mass, and its start pose", err.time, err.body, err.reason)
+
+
 def _held_back(mech, v):
     """Names of the bodies whose coordinate rates ``v (F, nv)`` reached the mechanism's rate
     limit at a recorded frame (:attr:`core.mechanisms.Mechanism.step_limit`)."""
@@ -743,8 +755,7 @@ def simulate_rig(rig, progress=None):
         except SimulationError as err:
             finer = replace(mech, substeps=mech.substeps * REFINE_FACTOR)
             if attempt == REFINEMENTS:
-                raise SimulationError(f"the rig diverged even at {mech.substeps} substeps per "
-                                      f"frame: {err}") from err
+                raise _diverged(err, mech.substeps) from err
             notes.append(f"the run diverged at {mech.substeps} substeps per frame ({err}), so "
                          f"it was run again at {finer.substeps}")
             mech = finer

@@ -138,7 +138,7 @@ class ContactSteps:
                                 np.empty((nc, 6)), np.empty((nc, 5)), dv, gap,
                                 s.iterations, rules.PGS_RTOL)
         if kinetic != kinetic:
-            raise not_positive_definite("a leading minor is not positive")
+            raise not_positive_definite()
         return (M, True), dv, gap, kinetic
 
     def apply(self, data, q, v, q1, v1, t, h, c_h, log):

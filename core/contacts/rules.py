@@ -77,8 +77,7 @@ def disc(w1, w2, q00, q01, q10, q11, g1, g2, cap):
     return (q00 * l1 + q01 * l2) * scale, (q10 * l1 + q11 * l2) * scale
 
 
-def not_positive_definite(why):
-    """The NonFiniteError of a contact step whose mass matrix is not positive definite
-    (``why``: the factorization's complaint)."""
-    return NonFiniteError(f"contacts: the mass matrix is not positive definite ({why}), which "
-                          "only a diverged state gives; reduce the time step")
+def not_positive_definite():
+    """The NonFiniteError of a contact step whose mass matrix is not positive definite."""
+    return NonFiniteError("contacts: the mass matrix is not positive definite, which only a "
+                          "diverged state gives; reduce the time step")

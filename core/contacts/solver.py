@@ -570,7 +570,7 @@ class ContactSolver:
         try:
             fac = cho_factor(M, check_finite=False)
         except np.linalg.LinAlgError as err:
-            raise not_positive_definite(err) from None
+            raise not_positive_definite() from None
         MinvJt = cho_solve(fac, J.T, check_finite=False)                  # (nv, m)
         W = J @ MinvJt
         self._pgs(W, b, lam, nl, mu)

@@ -426,11 +426,13 @@ class _BlowUpCheck:
             self.first_energy = E
         elif not abs(E - self.first_energy - work) <= BLOWUP * max(abs(self.first_energy),
                                                                    self.kinetic_max, 1.0):
+            body = fastest()
             raise SimulationError(
                 f"{self.name}: the simulation diverged at t = {t:.4g} s: the energy went from "
-                f"{self.first_energy:.4g} J to {E:.4g} J (fastest body {fastest()!r}); reduce the "
+                f"{self.first_energy:.4g} J to {E:.4g} J (fastest body {body!r}); reduce the "
                 f"step: dt = {self.dt:.4g} s is too large for this motion, try "
-                f"{self.dt / 4:.4g} s or less (more substeps or a higher frame rate)")
+                f"{self.dt / 4:.4g} s or less (more substeps or a higher frame rate)", t, body,
+                f"the energy went from {self.first_energy:.4g} J to {E:.4g} J")
         self.kinetic_max = max(self.kinetic_max, K)
 
 
