@@ -6,10 +6,10 @@ Two bones shaped alike (capsules a tenth as thick as long, water's density), eac
 at the world origin with no gravity, start at their rest pose swinging at 1.5 rad/s and are
 simulated by the core (:func:`core.rig.simulate_rig`, the add-on's defaults: Implicit Euler,
 24 fps, 16 substeps). Left: Frequency 2 Hz and Damping Ratio 0.1 (the add-on's Frequency and
-Ratio units): the two curves lie on each other and on the closed form of a damped
-oscillator. Right: Stiffness 0.5 N m/rad and Damping 0.05 N m s/rad typed in (Stiffness and
-Damping units): the 1 cm bone, 10^10 times lighter to turn, is pinned by the damper at once
-while the 1 m bone barely feels the spring. The plot is written through
+Ratio units): the two curves lie on each other, a damped oscillation at 2 Hz. Right: the
+Stiffness and Damping (Stiffness and Damping units) that give the 1 m bone that same
+motion, typed in for both: the 1 cm bone, 10^10 times lighter to turn, is held at its rest
+pose at once (the implicit method keeps it stable). The plot is written through
 ``core.io.atomic_write``.
 """
 
@@ -25,11 +25,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from core.io import atomic_write  # noqa: E402
-from core.rig import RigBody, RigJoint, build_rig, simulate_rig  # noqa: E402
+from core.rig import (RigBody, RigJoint, build_rig, simulate_rig,  # noqa: E402
+                      spring_from_frequency)
 
 FPS, SUBSTEPS, DURATION, RATE = 24.0, 16, 3.0, 1.5
 FREQUENCY, RATIO = 2.0, 0.1
-STIFFNESS, DAMPING = 0.5, 0.05
 LENGTHS = (0.01, 1.0)
 
 
@@ -60,11 +60,14 @@ def draw(out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    big = bone(LENGTHS[1], RigJoint("hinge"))
+    hinge_inertia = big.inertia[0, 0] + big.mass * big.com[1] ** 2
+    k, c = (float(x) for x in spring_from_frequency([hinge_inertia], FREQUENCY, RATIO))
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.2), sharey=True, constrained_layout=True)
     panels = ((RigJoint("hinge", frequency=FREQUENCY, damping_ratio=RATIO),
                f"Frequency {FREQUENCY:g} Hz, Damping Ratio {RATIO:g}"),
-              (RigJoint("hinge", stiffness=STIFFNESS, damping=DAMPING),
-               f"Stiffness {STIFFNESS:g} N m/rad, Damping {DAMPING:g} N m s/rad"))
+              (RigJoint("hinge", stiffness=k, damping=c),
+               f"Stiffness {k:.4g} N m/rad, Damping {c:.3g} N m s/rad"))
     for ax, (joint, title) in zip(axes, panels):
         for length, style in zip(LENGTHS, ("-", "--")):
             t, angle = swing(length, joint)

@@ -36,7 +36,7 @@ def _crate(location):
     collision shape (the box of its bounds)."""
     crate = _cube("Crate", 2 * CRATE, location)
     s = crate.spline_joints_sim
-    s.enabled, s.kind, s.mass_source = True, "FREE", "MANUAL"
+    s.enabled, s.kind, s.mass_source, s.spring_units = True, "FREE", "MANUAL", "ABSOLUTE"
     s.mass, s.com, s.inertia = 1.0, (0.0, 0.0, 0.0), (0.0104, 0.0104, 0.0104)
     return crate
 

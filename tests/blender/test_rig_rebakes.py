@@ -32,7 +32,7 @@ def _keyed_tail():
         s = obj.pose.bones[f"tail.{k:03d}"].spline_joints_sim
         s.enabled, s.kind = True, "BALL"
         s.mass_source, s.mass, s.com, s.inertia = "MANUAL", 0.05, (0.0, 0.05, 0.0), (4e-5, 1e-5, 4e-5)
-        s.damping = 1e-3
+        s.spring_units, s.damping = "ABSOLUTE", 1e-3
     scene.spline_joints_sim.use_velocities = True
     scene.spline_joints_sim.use_ground = False
     scene.frame_set(7)             # not the start frame: the bake must not read what it shows

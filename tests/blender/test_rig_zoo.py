@@ -40,14 +40,23 @@ def _checks(result, message, job):
 
     base = addon_module("core.mechanisms.base")
     assert result.status == "completed"
-    assert result.worst_violation <= DEADBAND, (result.worst_violation, result.violation_body)
     work = abs(result.drive_work).max()
     gained = float((result.energy - result.energy[0] - result.drive_work).max())
     bound = base.DRIFT_RESOLUTION ** job.rig.mechanism.order * max(result.kinetic.max(), work)
-    assert gained <= bound, (gained, bound)
     assert message.startswith("Baked into"), message
     return {"gained": gained, "bound": bound, "message": message,
-            "violation": result.worst_violation, "wall": result.wall_time}
+            "violation": result.worst_violation, "where": result.violation_body,
+            "wall": result.wall_time}
+
+
+def _holds(out, passive=True):
+    """The limits within their deadband and, for a passive rig (nothing keyed drives it),
+    no energy gained beyond the bound. A keyed bone does work on the rig that the bound
+    does not count (its limit impulses on the first simulated bone are not in the drive's
+    work), so a driven rig's energy is not bounded here."""
+    assert out["violation"] <= DEADBAND, out
+    if passive:
+        assert out["gained"] <= out["bound"], out
 
 
 def _metarig(all_bones, radius_ratio=None, self_collision=False):
@@ -90,8 +99,11 @@ def _metarig(all_bones, radius_ratio=None, self_collision=False):
 
 def scenario_metarig(tmp, all_bones):
     scene, obj, count = _metarig(all_bones)
-    out = _checks(*_bake(scene, obj))
+    result, message, job = _bake(scene, obj)
+    out = _checks(result, message, job)
     out["bones"] = count
+    out["refined"] = [w for w in result.warnings if "run again" in w]
+    out["light"] = [w for w in result.warnings if "light bone" in w]
     return out
 
 
@@ -99,6 +111,10 @@ def scenario_metarig(tmp, all_bones):
 def test_metarig_ragdoll(blender, all_bones):
     out = blender(scenario_metarig, all_bones=all_bones)
     assert out["bones"] == (159 if all_bones else 29)
+    _holds(out)
+    # the default substeps hold: no run again with more, and the light bones are named
+    assert not out["refined"], out["refined"]
+    assert out["light"] and out["light"][0] in out["message"]
 
 
 def scenario_self_collision(tmp):
@@ -113,6 +129,7 @@ def scenario_self_collision(tmp):
 
 def test_self_collision_with_capsules_overlapping_at_rest(blender):
     out = blender(scenario_self_collision)
+    _holds(out)
     assert "overlap in the start pose" in out["message"], out["message"]
     assert "spine" in out["message"]
 
@@ -155,6 +172,8 @@ def scenario_chains(tmp):
 def test_tails_with_springs_over_four_orders_of_magnitude(blender):
     cases = blender(scenario_chains)
     assert len(cases) == 12
+    for out in cases:
+        _holds(out, passive=False)
 
 
 def scenario_tiny_next_to_large(tmp):
@@ -190,4 +209,5 @@ def scenario_tiny_next_to_large(tmp):
 
 def test_tiny_bone_next_to_a_large_one(blender):
     out = blender(scenario_tiny_next_to_large)
+    _holds(out)
     assert out["substeps"] == 16 and not out["refined"], out
