@@ -14,8 +14,9 @@ the scene and writing keys), on rigs built here as :class:`core.rig.RigBody` lis
 
 Each is simulated for :data:`SECONDS` at 24 frames per second with :data:`SUBSTEPS` steps
 per frame (the Simulate panel's default, as in the tail test), from rest, by each of
-:data:`INTEGRATORS` side by side (rk4, the default; semi-implicit Euler; the implicit
-method, semi-implicit Euler with the joint springs and dampers implicit). The figure is the
+:data:`INTEGRATORS` side by side (rk4, the rigs' default before the implicit method;
+semi-implicit Euler; the implicit method, the default: semi-implicit Euler with the joint
+springs and dampers implicit). The figure is the
 median wall time (over :data:`REPEATS` runs, ``quick``: 3) of build plus simulation per
 simulated second, and per substep, on both backends of :mod:`core.backend` (the numba
 backend where it imports); the limit solver's worst excess over the cones is given as a
