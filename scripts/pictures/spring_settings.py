@@ -10,13 +10,12 @@ Ratio units): the two curves lie on each other, a damped oscillation at 2 Hz. Ri
 Stiffness and Damping (Stiffness and Damping units) that give the 1 m bone that same
 motion, typed in for both: the 1 cm bone, 10^10 times lighter to turn, is held at its rest
 pose at once (the implicit method keeps it stable). The plot is written through
-``core.io.atomic_write``.
+``core.io.atomic_path``.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import math
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from core.io import atomic_write  # noqa: E402
+from core.io import atomic_path  # noqa: E402
 from core.rig import (RigBody, RigJoint, build_rig, simulate_rig,  # noqa: E402
                       spring_from_frequency)
 
@@ -62,7 +61,7 @@ def draw(out: Path) -> None:
 
     big = bone(LENGTHS[1], RigJoint("hinge"))
     hinge_inertia = big.inertia[0, 0] + big.mass * big.com[1] ** 2
-    k, c = (float(x) for x in spring_from_frequency([hinge_inertia], FREQUENCY, RATIO))
+    k, c = (float(x[0]) for x in spring_from_frequency([hinge_inertia], FREQUENCY, RATIO))
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.2), sharey=True, constrained_layout=True)
     panels = ((RigJoint("hinge", frequency=FREQUENCY, damping_ratio=RATIO),
                f"Frequency {FREQUENCY:g} Hz, Damping Ratio {RATIO:g}"),
@@ -77,10 +76,9 @@ def draw(out: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="upper right")
     axes[0].set_ylabel("swing (deg)")
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
     plt.close(fig)
-    atomic_write(out, buffer.getvalue())
 
 
 def main(argv=None):

@@ -199,7 +199,7 @@ def test_blow_up_raises_simulation_error_naming_time_and_body():
 
 def test_nonfinite_state_raises():
     m = pendulum(1)
-    with pytest.raises(SimulationError, match="NaN/inf .*'l0'"):
+    with pytest.raises(SimulationError, match="NaN or infinite.*'l0'"):
         simulate(m, [0.1], [0.0], 1e-3, 10, "euler",
                  tau=lambda t, q, v: np.array([1e200 if t > 0.004 else 0.0]),
                  check_energy=False)
