@@ -65,7 +65,7 @@ from scipy.interpolate import CubicSpline
 from . import expcoords
 from .bones import BONE_AXIS, REF_AXIS
 from .checks import real_number, whole_number
-from .contacts import Shape
+from .contacts import MovingCollider, Shape
 from .dynamics import crba
 from .errors import InvalidInputError, SimulationError
 from .fitting.ik import Chain, solve_ik
@@ -75,7 +75,7 @@ from .joints.lower_pairs import Fixed, Prismatic, Revolute, Universal
 from .joints.spherical import Free, Spherical
 from .lie import se3, so3
 from .limits import EllipticCone, ReachCone, TwistLimit, joint_limits
-from .mechanisms.base import BodyDisplay, Mechanism, simulate_mechanism
+from .mechanisms.base import DRIFT_RESOLUTION, BodyDisplay, Mechanism, simulate_mechanism
 from .model import Model
 
 __all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "Rig", "RigResult", "PoseMotion", "build_rig",
@@ -717,6 +717,29 @@ REFINEMENTS = 2
 REFINE_FACTOR = 4
 
 
+def _check_gain(mech, res):
+    """Raise SimulationError when a rig that nothing drives (no kinematic motion, no moving
+    collider) gained more mechanical energy than its method's bound: ``DRIFT_RESOLUTION **
+    order`` (:mod:`core.mechanisms.base`) of the larger of its start's kinetic energy and the
+    work of lifting it by 1 m. Springs, dampers, limits and contacts with still colliders
+    only keep or take energy, so such a gain is a diverging run (a ragdoll shot into the
+    air), which :func:`simulate_rig` runs again with more substeps."""
+    if mech.drive is not None or any(isinstance(c, MovingCollider) for c in mech.colliders) \
+            or res.status != "completed" or not len(res.energy):
+        return
+    model = mech.model
+    lift = float(model.masses.sum()) * float(np.linalg.norm(model.gravity)) * 1.0
+    bound = DRIFT_RESOLUTION ** mech.order * max(float(res.kinetic[0]), lift, 1.0)
+    gained = res.energy - res.energy[0]
+    k = int(np.argmax(gained))
+    if gained[k] > bound:
+        raise SimulationError(
+            f"the rig gained {gained[k]:.4g} J by t = {res.times[k]:.3g} s with nothing "
+            f"driving it, more than the {bound:.3g} J its method allows: the step did not "
+            "follow its motion", float(res.times[k]), None,
+            f"it gained {gained[k]:.3g} J of energy with nothing driving it")
+
+
 def _diverged(err, substeps):
     """The SimulationError of a rig that diverged at every refinement (the last at
     ``substeps``), in the Simulate panel's terms."""
@@ -742,8 +765,9 @@ def _held_back(mech, v):
 
 def simulate_rig(rig, progress=None):
     """Simulate a :class:`Rig` (``progress(fraction) -> bool``, False cancels) and return a
-    :class:`RigResult`. A run that diverges is run again with :data:`REFINE_FACTOR` times the
-    substeps, up to :data:`REFINEMENTS` times, and the result's warnings say so; a rig that
+    :class:`RigResult`. A run that diverges, or that gains energy with nothing driving it
+    (:func:`_check_gain`), is run again with :data:`REFINE_FACTOR` times the substeps, up to
+    :data:`REFINEMENTS` times, and the result's warnings say so; a rig that
     diverges even then raises :class:`core.errors.SimulationError` naming the time, the
     body and the substeps tried (:func:`core.mechanisms.simulate_mechanism`)."""
     mech = rig.mechanism
@@ -751,6 +775,7 @@ def simulate_rig(rig, progress=None):
     for attempt in range(REFINEMENTS + 1):
         try:
             res = simulate_mechanism(mech, progress)
+            _check_gain(mech, res)
             break
         except SimulationError as err:
             finer = replace(mech, substeps=mech.substeps * REFINE_FACTOR)
