@@ -650,7 +650,8 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         drive = Drive(tuple(drive_dofs), _KinematicMotion(splines),
                       "kinematic bodies following their animation", vectorized=True)
     flat = [lim for lims in limits for lim in lims]
-    passive = drive is None and not flat and not contacts and not np.any(model.spring_c)
+    passive = drive is None and not flat and not contacts and \
+        not np.any(model.compile().spring_c)          # compiled: the springs just added
     q0 = np.concatenate(q0) if q0 else np.zeros(0)
     v0 = np.concatenate(v0) if v0 else np.zeros(0)
     if drive is not None:

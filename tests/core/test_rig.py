@@ -270,3 +270,14 @@ def test_an_undriven_rig_that_gains_energy_is_run_again_with_more_substeps():
     assert len(notes) == 2 and "at 128" in notes[1], notes
     assert "gained" in notes[0] and "nothing driving it" in notes[0]
     assert result.steps == 128 * 24
+
+
+@pytest.mark.parametrize("joint", [RigJoint("hinge", damping=0.5),
+                                   RigJoint("hinge", frequency=0.0, damping_ratio=0.1)])
+def test_a_damped_rig_is_not_passive(joint):
+    """A damper takes energy out by design, in either spring form: the rig reports no energy
+    drift for it, and the undamped one does."""
+    body = RigBody("b", -1, np.eye(4), joint, mass=1.0, com=(0.0, 0.1, 0.0))
+    assert not build_rig([body], gravity=(0.0, 0.0, 0.0)).mechanism.passive
+    free = RigBody("b", -1, np.eye(4), RigJoint("hinge"), mass=1.0, com=(0.0, 0.1, 0.0))
+    assert build_rig([free], gravity=(0.0, 0.0, 0.0)).mechanism.passive
