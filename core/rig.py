@@ -412,8 +412,7 @@ def _stiff_spring_warning(name, inertia, k, c, fps, substeps, integrator):
     return (f"{name}'s spring or damper is too stiff for steps of {1000 * h:.3g} ms with the "
             f"{integrator} integrator, so the run will likely diverge: switch the Integrator "
             f"to Implicit Euler (stable at any stiffness and damping) or use at least "
-            f"{int(math.ceil(need * int(substeps)))} Substeps, or lower its Stiffness and "
-            f"Damping {need:.3g} times")
+            f"{int(math.ceil(need * int(substeps)))} Substeps")
 
 
 #: the most a simulated rotation coordinate turns per substep at its rate (rad): faster
@@ -741,16 +740,22 @@ def _check_gain(mech, res):
             f"it gained {gained[k]:.3g} J of energy with nothing driving it")
 
 
-def _diverged(err, substeps):
-    """The SimulationError of a rig that diverged at every refinement (the last at
-    ``substeps``), in the Simulate panel's terms."""
+def _divergence(err):
+    """``" at t = ... s on 'body' (reason)"``: what a SimulationError says of where and why,
+    without its advice on the step (the rig chooses its steps itself)."""
     where = f" at t = {err.time:.3g} s" if err.time is not None else ""
     body = f" on {err.body!r}" if err.body is not None else ""
     reason = f" ({err.reason})" if err.reason else ""
+    return where + body + reason
+
+
+def _diverged(err, substeps):
+    """The SimulationError of a rig that diverged at every refinement (the last at
+    ``substeps``), in the Simulate panel's terms."""
     return SimulationError(
-        f"the simulation diverged{where}{body}{reason} even at {substeps} substeps per "
-        f"frame: check that bone's Joint, limits and spring (Frequency or Stiffness and "
-        f"Damping), its Mass, and its start pose", err.time, err.body, err.reason)
+        f"the simulation diverged{_divergence(err)} even at {substeps} substeps per frame: "
+        f"check that bone's Joint, limits and spring (Frequency or Stiffness and Damping), "
+        f"its Mass, and its start pose", err.time, err.body, err.reason)
 
 
 def _held_back(mech, v):
@@ -782,8 +787,8 @@ def simulate_rig(rig, progress=None):
             finer = replace(mech, substeps=mech.substeps * REFINE_FACTOR)
             if attempt == REFINEMENTS:
                 raise _diverged(err, mech.substeps) from err
-            notes.append(f"the run diverged at {mech.substeps} substeps per frame ({err}), so "
-                         f"it was run again at {finer.substeps}")
+            notes.append(f"the run diverged{_divergence(err)} at {mech.substeps} substeps "
+                         f"per frame, so it was run again at {finer.substeps}")
             mech = finer
     model = mech.model
     held = _held_back(mech, res.v)
