@@ -2,7 +2,8 @@
 
     .venv/bin/python scripts/pictures/spring_settings.py [--out docs/images/spring_settings.png]
 
-Two bones shaped alike (capsules a tenth as thick as long, water's density), each on a hinge
+Two bones shaped alike (solid capsules of radius a tenth of their length, water's density,
+:func:`core.massprops.capsule_mass_properties`), each on a hinge
 at the world origin with no gravity, start at their rest pose swinging at 1.5 rad/s and are
 simulated by the core (:func:`core.rig.simulate_rig`, the add-on's defaults: Implicit Euler,
 24 fps, 16 substeps). Left: Frequency 2 Hz and Damping Ratio 0.1 (the add-on's Frequency and
@@ -16,7 +17,6 @@ pose at once (the implicit method keeps it stable). The plot is written through
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -24,6 +24,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from core.io import atomic_path  # noqa: E402
+from core.lie import so3  # noqa: E402
+from core.massprops import capsule_mass_properties  # noqa: E402
 from core.rig import (RigBody, RigJoint, build_rig, simulate_rig,  # noqa: E402
                       spring_from_frequency)
 
@@ -33,16 +35,14 @@ LENGTHS = (0.01, 1.0)
 
 
 def bone(length, joint):
-    """A capsule-like bone of ``length`` on a hinge about X at the origin, starting at its rest
+    """A capsule bone of ``length`` on a hinge about X at the origin, starting at its rest
     pose turning at :data:`RATE` rad/s (central differences of the frames around it)."""
-    mass = 1000.0 * math.pi * (0.1 * length) ** 2 * length
-    inertia = np.diag([mass * length ** 2 / 12, mass * (0.1 * length) ** 2 / 2,
-                       mass * length ** 2 / 12])
+    capsule = capsule_mass_properties(0.1 * length, length, 1000.0)
     turn = np.eye(4)
-    c, s = math.cos(RATE / FPS), math.sin(RATE / FPS)
-    turn[1:3, 1:3] = [[c, -s], [s, c]]
-    return RigBody("bone", -1, np.eye(4), joint, mass=mass, com=(0.0, 0.5 * length, 0.0),
-                   inertia=inertia, pose=np.eye(4), pose_before=turn.T, pose_after=turn)
+    turn[:3, :3] = so3.exp(np.array([RATE / FPS, 0.0, 0.0]))
+    return RigBody("bone", -1, np.eye(4), joint, mass=capsule.mass, com=capsule.com,
+                   inertia=capsule.inertia, pose=np.eye(4), pose_before=turn.T,
+                   pose_after=turn)
 
 
 def swing(length, joint):

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from core.errors import InvalidInputError
+from core.lie import so3
+from core.massprops import capsule_mass_properties
 from core.rig import (FREE_DAMPING_HZ, RigBody, RigJoint, build_rig, simulate_rig,
                       spring_from_frequency)
 
@@ -15,17 +17,15 @@ FREQUENCY, RATIO, RATE = 2.0, 0.1, 1.5
 
 
 def _bone(length, joint):
-    """A capsule-like bone of ``length`` (m) on a hinge about X at the world origin, mass and
-    inertia scaling with the length (a 1 cm bone is 10^-6 the mass of a 1 m bone), starting
-    at the joint's zero at RATE rad/s."""
-    mass = 1000.0 * math.pi * (0.1 * length) ** 2 * length
-    inertia = np.diag([mass * length ** 2 / 12, mass * (0.1 * length) ** 2 / 2,
-                       mass * length ** 2 / 12])
+    """A solid capsule bone of ``length`` (m), radius a tenth of it, water's density, on a
+    hinge about X at the world origin (a 1 cm bone is 10^-6 the mass of a 1 m bone and
+    10^-10 its inertia), starting at the joint's zero at RATE rad/s."""
+    capsule = capsule_mass_properties(0.1 * length, length, 1000.0)
     turn = np.eye(4)
-    c, s = math.cos(RATE / FPS), math.sin(RATE / FPS)
-    turn[1:3, 1:3] = [[c, -s], [s, c]]
-    return RigBody("bone", -1, np.eye(4), joint, mass=mass, com=(0.0, 0.5 * length, 0.0),
-                   inertia=inertia, pose=np.eye(4), pose_before=turn.T, pose_after=turn)
+    turn[:3, :3] = so3.exp(np.array([RATE / FPS, 0.0, 0.0]))
+    return RigBody("bone", -1, np.eye(4), joint, mass=capsule.mass, com=capsule.com,
+                   inertia=capsule.inertia, pose=np.eye(4), pose_before=turn.T,
+                   pose_after=turn)
 
 
 def _closed_form(t):
