@@ -22,9 +22,15 @@ from .joints.base import Joint
 from .joints.family import GenericFamily, dof_selector
 from .lie import se3, so3
 
-__all__ = ["Model", "spatial_inertia", "DEFAULT_GRAVITY"]
+__all__ = ["Model", "spatial_inertia", "default_inertia", "DEFAULT_GRAVITY"]
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+
+
+def default_inertia(mass):
+    """The rotational inertia about the centre of mass of a body given without one (kg m^2):
+    ``1e-3 * mass * I``."""
+    return 1e-3 * float(mass) * np.eye(3)
 
 
 def spatial_inertia(mass, com, inertia):
@@ -133,7 +139,7 @@ class Model:
             mass: kg (> 0). com: ``(3,)`` centre of mass in the body frame (m).
             inertia: ``(3, 3)`` rotational inertia about the centre of mass (kg m^2),
                 symmetric positive definite, principal moments obeying the triangle
-                inequality; default ``1e-3 * mass * I``.
+                inequality; default :func:`default_inertia`.
             physical: False accepts mass properties as OpenSim and Simbody do (mass >= 0,
                 any finite symmetric inertia, e.g. a point mass or a measured tensor with
                 a slightly negative principal moment); the model's mass matrix must then be
@@ -157,7 +163,7 @@ class Model:
             placement, f"placement of body {name!r}")
         mass, com, checked = _check_inertia(mass, com, np.eye(3) if inertia is None
                                             else inertia, name, physical)
-        inertia = 1e-3 * mass * np.eye(3) if inertia is None else checked   # the default
+        inertia = default_inertia(mass) if inertia is None else checked
         self.names.append(name)
         self.parents_list.append(parent)
         self.joints.append(joint)

@@ -76,7 +76,7 @@ from .joints.spherical import Free, Spherical
 from .lie import se3, so3
 from .limits import EllipticCone, ReachCone, TwistLimit, joint_limits
 from .mechanisms.base import DRIFT_RESOLUTION, BodyDisplay, Mechanism, simulate_mechanism
-from .model import Model
+from .model import Model, default_inertia
 
 __all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "Rig", "RigResult", "PoseMotion", "build_rig",
            "simulate_rig", "coordinates_from_pose", "limit_violation", "START_TOLERANCE"]
@@ -452,7 +452,7 @@ def _floored_inertias(bodies):
         if b.joint.kind == "kinematic":
             continue
         m = real_number(b.mass, f"body {b.name!r}: mass", 0.0)
-        out[b.name] = 1e-3 * m * np.eye(3) if b.inertia is None else \
+        out[b.name] = default_inertia(m) if b.inertia is None else \
             np.asarray(b.inertia, dtype=float)
     try:
         moments = {name: np.linalg.eigh(I) for name, I in out.items()}
