@@ -101,7 +101,6 @@ class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
                                description="How the spring and damper toward the rest pose "
                                            "are given")
     frequency: FloatProperty(name="Frequency", default=0.0, min=0.0, soft_max=20.0,
-                             unit="NONE", subtype="NONE",
                              description="Hertz: how fast the bone swings back toward its rest "
                                          "pose on its own (the bones below it held), the same "
                                          "on a finger and on a thigh; 0: no spring, the bone "

@@ -352,6 +352,8 @@ class Integrator:
         aba_method: passed to :func:`core.dynamics.aba` (with a drive the accelerations come
             from :func:`core.dynamics.crba_and_nle` instead).
         drive: None or a :class:`Drive` prescribing some coordinates (module docstring).
+        rate_limit: None or ``(nv,)`` the largest rate of each coordinate (inf: none),
+            clipped after every substep's method step (module docstring, *Rate limit*).
     """
 
     def __init__(self, model, dt, substeps=1, method="rk4", tau=None, fext=None, limits=None,

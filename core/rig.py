@@ -79,7 +79,8 @@ from .mechanisms.base import DRIFT_RESOLUTION, BodyDisplay, Mechanism, simulate_
 from .model import Model, default_inertia
 
 __all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "Rig", "RigResult", "PoseMotion", "build_rig",
-           "simulate_rig", "coordinates_from_pose", "limit_violation", "START_TOLERANCE"]
+           "simulate_rig", "coordinates_from_pose", "limit_violation", "spring_from_frequency",
+           "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP"]
 
 JOINT_KINDS = ("hinge", "slider", "universal", "ball", "free", "fixed", "joint", "kinematic")
 #: a body whose current pose is farther than this from its joint's closest pose (m, or rad
