@@ -21,8 +21,11 @@ X-Y-Z angles, translations in F), EllipsoidJoint and ScapulothoracicJoint -> the
 :mod:`core.joints.opensim`. Offsets are OpenSim's ``translation`` plus ``orientation`` as
 body-fixed X-Y-Z angles.
 
-What is not a body, joint, coordinate, coordinate coupler or geometry (muscles and other
-forces, markers, contact geometry, controllers, probes, wrap objects, other constraints) is
+Markers (the model's MarkerSet) are read into :attr:`OsimModel.markers`
+(:class:`core.io.markers.Marker`: body and location in the body frame, a marker on an offset
+frame carried into its body). What is not a body, joint, coordinate, coordinate coupler,
+marker or geometry (muscles and other forces, contact geometry, controllers, probes, wrap
+objects, other constraints) is
 listed by name in :attr:`OsimModel.skipped`, never silently dropped. Anything the reader
 cannot represent (an unknown joint type or function, a coordinate referenced but missing, a
 truncated file) raises :class:`~core.errors.InvalidInputError` naming the element, before
@@ -75,7 +78,7 @@ _PRIMITIVES = {"Sphere": ("radius",), "Cylinder": ("radius", "half_height"),
                "Cone": ("origin", "direction", "base_radius", "height")}
 
 #: model-level sets that hold nothing the reader imports; their objects are listed as skipped
-_SKIPPED_SETS = ("ForceSet", "MarkerSet", "ContactGeometrySet", "ControllerSet", "ProbeSet",
+_SKIPPED_SETS = ("ForceSet", "ContactGeometrySet", "ControllerSet", "ProbeSet",
                  "ComponentSet")
 
 
@@ -173,7 +176,8 @@ class OsimModel:
     parents before children), coordinates (dict name -> OsimCoordinate, in q order),
     couplers (list of OsimCoupler), skipped (list of ``"<tag> <name>"`` strings: what the
     file holds that the reader does not import), notes (list of remarks on what was
-    imported as given, e.g. non-physical inertias).
+    imported as given, e.g. non-physical inertias), markers (dict name ->
+    :class:`core.io.markers.Marker`).
     """
 
     name: str
@@ -186,6 +190,7 @@ class OsimModel:
     couplers: list
     skipped: list
     notes: list
+    markers: dict = dataclasses.field(default_factory=dict)
 
     # ------------------------------------------------------------------ coordinates
     @property
@@ -259,6 +264,39 @@ class OsimModel:
                 return j
         raise InvalidInputError(f"model {self.name!r} has no joint {name!r}; its joints are "
                                 f"{[j.name for j in self.joints]}")
+
+    # ------------------------------------------------------------------ markers
+    def marker_positions(self, q=None, names=None):
+        """World positions ``(M, 3)`` (m) of the markers ``names`` (default: all, in
+        :attr:`markers` order) at ``q`` (anything :meth:`q_from` takes)."""
+        names = list(self.markers) if names is None else list(names)
+        missing = [n for n in names if n not in self.markers]
+        if missing:
+            raise InvalidInputError(f"model {self.name!r} has no markers {missing}; its "
+                                    f"markers are {list(self.markers)}")
+        poses = self.body_poses(q)
+        out = np.empty((len(names), 3))
+        for k, n in enumerate(names):
+            m = self.markers[n]
+            T = poses[m.body]
+            out[k] = T[:3, :3] @ m.location + T[:3, 3]
+        return out
+
+    def with_markers(self, markers):
+        """A copy whose markers are ``markers`` (dict name -> Marker) merged into its own as
+        OpenSim's ``Model::updateMarkerSet`` does: a marker of the same name is replaced, a
+        new one added. Every marker must be on a body of the model."""
+        unknown = sorted({m.body for m in markers.values()} - set(self.bodies))
+        if unknown:
+            raise InvalidInputError(
+                f"model {self.name!r} has no bodies {unknown} that markers "
+                f"{[m.name for m in markers.values() if m.body in unknown]} are on; its "
+                f"bodies are {list(self.bodies)}: correct the marker set")
+        merged = {n: dataclasses.replace(m, location=m.location.copy())
+                  for n, m in self.markers.items()}
+        for n, m in markers.items():
+            merged[n] = dataclasses.replace(m, location=np.array(m.location, dtype=float))
+        return dataclasses.replace(self, markers=merged)
 
     # ------------------------------------------------------------------ dynamics
     def to_core_model(self, lock=None, ignore_couplers=False):
@@ -542,9 +580,18 @@ def parse_osim(data, source="<string>"):
     name = model_el.get("name", "model")
     gravity = r.numbers(model_el, "gravity", "Model", 3, default=[0.0, -9.80665, 0.0])
     if version >= 40000:
-        bodies, joints, coords = _read_v4(r, model_el)
+        bodies, joints, coords, frames = _read_v4(r, model_el)
+
+        def body_of(frame, name):
+            return frames.locate(frames.resolve(frame, f"/markerset/{name}"),
+                                 f"marker {name!r}")
     else:
         bodies, joints, coords = _read_v3(r, model_el)
+
+        def body_of(frame, name):
+            r.fail(f"marker {name!r}", "a marker of an OpenSim 3.x model names its <body>, "
+                                       "not a socket_parent_frame")
+    markers = _read_markers(r, model_el, bodies, body_of)
     joints = _tree_order(r, bodies, joints)
     ordered = {}
     for j in joints:
@@ -563,7 +610,25 @@ def parse_osim(data, source="<string>"):
             _note_inertia(r, b)
     return OsimModel(name=name, path=os.path.abspath(source) if os.path.isfile(source) else "",
                      version=version, gravity=gravity, bodies=bodies, joints=joints,
-                     coordinates=ordered, couplers=couplers, skipped=r.skipped, notes=r.notes)
+                     coordinates=ordered, couplers=couplers, skipped=r.skipped, notes=r.notes,
+                     markers=markers)
+
+
+def _read_markers(r, model_el, bodies, body_of):
+    from .markers import marker_elements
+
+    marker_set = model_el.find("MarkerSet")
+    if marker_set is None:
+        return {}
+    try:
+        markers = marker_elements(marker_set, r.source, body_of)
+    except InvalidInputError as exc:
+        r.fail("MarkerSet", str(exc).removeprefix(f"{r.source}: "))
+    for m in markers.values():
+        if m.body not in bodies:
+            r.fail(f"marker {m.name!r}", f"it is on body {m.body!r}, which the model does not "
+                                         "have; correct its body")
+    return markers
 
 
 def _note_inertia(r, body):
@@ -768,7 +833,7 @@ def _read_v4(r, model_el):
         clist = [_read_coordinate(r, c, jname) for c in (cel if cel is not None else [])
                  if c.tag == "Coordinate"]
         joints.append(_make_joint(r, el, jname, el.tag, pbody, cbody, P, C, clist, coords))
-    return bodies, joints, coords
+    return bodies, joints, coords, frames
 
 
 # -- OpenSim 3.3 -----------------------------------------------------------------------

@@ -48,8 +48,9 @@ along the samples. The sampling covers the spline joint's domain (its knot box) 
 coordinate's range: the range beyond the domain, where the spline joint extrapolates, is
 left to OpenSim's own extrapolation of the functions.
 
-What the file does not hold: the reader's skipped components (muscles, markers, other
-constraints), which the model no longer has; coordinates' ``motion_type`` (OpenSim 4 derives
+Markers are written as a 4.x MarkerSet (each on its body's frame). What the file does not
+hold: the reader's skipped components (muscles, other constraints), which the model no
+longer has; coordinates' ``motion_type`` (OpenSim 4 derives
 it from the joint); a ``NaturalCubicSpline`` is written under the name OpenSim 4.6 reads it
 as, ``SimmSpline``.
 """
@@ -158,6 +159,9 @@ def export_osim(model, *, tolerance=DEFAULT_TOLERANCE):
     constraints = _sub(_sub(m, "ConstraintSet", name="constraintset"), "objects")
     for c in model.couplers:
         _coupler(constraints, c)
+    markers = _sub(_sub(m, "MarkerSet", name="markerset"), "objects")
+    for marker in model.markers.values():
+        _marker(markers, marker)
     ET.indent(root, space="\t")
     text = '<?xml version="1.0" encoding="UTF-8" ?>\n' + ET.tostring(root, encoding="unicode")
     return OsimExport(text + "\n", tuple(conversions))
@@ -249,6 +253,14 @@ def _unique(name, used):
 
 
 # ----------------------------------------------------------------------------- bodies
+def _marker(parent, marker):
+    el = _sub(parent, "Marker", name=marker.name)
+    frame = "/ground" if marker.body == GROUND else f"/bodyset/{marker.body}"
+    _text(el, "socket_parent_frame", frame)
+    _text(el, "location", _numbers(marker.location))
+    _text(el, "fixed", _flag(marker.fixed))
+
+
 def _body(parent, body):
     el = _sub(parent, "Body", name=body.name)
     _geometry(el, body)

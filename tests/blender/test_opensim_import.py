@@ -171,7 +171,7 @@ def test_arm26_placeholders_for_missing_meshes(blender):
     assert "arm_r_humerus.vtp (missing)" in out["placeholders"]
     assert out["parents"] == ["base", "r_humerus", "r_ulna_radius_hand"]
     assert "36 mesh files not found (placeholders): ground_ribs.vtp" in out["report"]
-    assert "not imported: 6 Thelen2003Muscle, 3 Marker" in out["report"]
+    assert "not imported: 6 Thelen2003Muscle, 2 WrapCylinder" in out["report"]
 
 
 def scenario_errors_leave_nothing(tmp, gait, pendulum, walk):
