@@ -61,8 +61,13 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..io.fields import parse_float
-from ..io.files import atomic_write, read_input
-from ..io.osim import GROUND, OsimModel
+from ..io.files import atomic_write, check_writable_path, read_input
+from ..io.markers import read_marker_set, read_trc
+from ..io.motion import read_motion, write_motion
+from ..io.osim import GROUND, OsimModel, read_osim
+from ..io.osim_export import write_marker_set, write_osim
+from ..joints import opensim as osj
+from .ik import IKTaskSet, parse_task_set, place_markers
 
 __all__ = ["Measurement", "ManualScale", "ModelScalerSetup", "MarkerPlacerSetup",
            "ScaleSetup", "MeasurementResult", "ScaleResult", "read_scale_setup",
@@ -313,8 +318,6 @@ def _scaler(r, el):
 
 
 def _placer(r, el):
-    from .ik import IKTaskSet, parse_task_set
-
     where = "MarkerPlacer"
     tasks = r.set_element(el, "IKTaskSet", where)
     return MarkerPlacerSetup(apply=r.flag(el, "apply", True),
@@ -428,25 +431,21 @@ def _scaled_translation(T, s):
 
 
 def _is_identity(f):
-    from ..joints.opensim import LinearFunction
-    return type(f) is LinearFunction and f.slope == 1.0 and f.intercept == 0.0
+    return type(f) is osj.LinearFunction and f.slope == 1.0 and f.intercept == 0.0
 
 
 def _multiplied(f, k):
     """``f`` multiplied by ``k`` as ``SpatialTransform::scale`` does it."""
-    from ..joints.opensim import Constant, MultiplierFunction
-    if type(f) is Constant:
-        return Constant(f.c * k)
-    if type(f) is MultiplierFunction:
-        return MultiplierFunction(f.function, f.scale * k)
-    return MultiplierFunction(f, k)
+    if type(f) is osj.Constant:
+        return osj.Constant(f.c * k)
+    if type(f) is osj.MultiplierFunction:
+        return osj.MultiplierFunction(f.function, f.scale * k)
+    return osj.MultiplierFunction(f, k)
 
 
 def _scaled_joint(j, s_parent, s_child):
     """The core joint of OsimJoint ``j`` and its spec, scaled as OpenSim's joint of that
     kind scales itself."""
-    from ..joints import opensim as osj
-
     J, spec = j.joint, j.spec
     if j.kind == "CustomJoint":
         functions = list(J.functions)
@@ -558,8 +557,6 @@ def scale_model(model, factors, *, preserve_mass_distribution=False, mass=-1.0, 
 def _scaled_coupler(model, c, s):
     """``CoordinateCouplerConstraint::extendScale``: a coupler moving a translation scales
     its function by the (uniform) factor of the parent body of the dependent's joint."""
-    from ..joints.opensim import MultiplierFunction
-
     if model.is_rotational(c.dependent) or model.coordinates[c.dependent].motion_type \
             == "coupled":
         return c
@@ -571,7 +568,7 @@ def _scaled_coupler(model, c, s):
             f"coordinate coupler {c.name!r} moves translation {c.dependent!r} of a body scaled "
             f"unequally ({f.tolist()}), which OpenSim does not scale either: scale that body "
             "by equal factors")
-    function = MultiplierFunction(c.function, float(f[0]))
+    function = osj.MultiplierFunction(c.function, float(f[0]))
     return dataclasses.replace(c, function=function, spec=function.to_dict())
 
 
@@ -634,13 +631,10 @@ def scale_tool(setup, *, write=True, progress=None):
     ``ScaleTool::run`` does (module docstring); returns a :class:`ScaleResult`.
 
     write: write the files the setup names (scaled model, scale set, placed model, static
-        pose motion, marker set), each atomically and only after every step has succeeded.
+        pose motion, marker set), each atomically, only after every step has succeeded and
+        every file's folder is found.
     progress: ``progress(fraction) -> bool`` called between the steps; False cancels.
     """
-    from ..io.markers import read_marker_set, read_trc
-    from ..io.osim import read_osim
-    from ..io.osim_export import write_osim
-
     if not isinstance(setup, ScaleSetup):
         setup = read_scale_setup(setup)
     warnings = []
@@ -678,6 +672,8 @@ def scale_tool(setup, *, write=True, progress=None):
         return _cancelled(factors, measurements, warnings)
     written = []
     if write:
+        for _, path, *_ in writes:        # every folder checked before the first file
+            check_writable_path(path)
         for writer, path, *args in writes:
             writer(path, *args)
             written.append(path)
@@ -687,11 +683,6 @@ def scale_tool(setup, *, write=True, progress=None):
 
 def _place(model, placer, writes):
     """``MarkerPlacer::processModel``: the placement, with its files added to ``writes``."""
-    from ..io.markers import read_trc
-    from ..io.motion import read_motion, write_motion
-    from ..io.osim_export import write_marker_set, write_osim
-    from .ik import place_markers
-
     if not placer.marker_file:
         raise InvalidInputError("the setup's MarkerPlacer names no <marker_file>: name the "
                                 "static trial to place the markers in")

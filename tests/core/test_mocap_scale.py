@@ -17,7 +17,7 @@ from core.io.motion import read_motion
 from core.io.osim import read_osim
 from core.io.osim_export import write_osim
 from core.lie import se3
-from core.mocap.scale import (Measurement, read_scale_setup, scale_factors, scale_model,
+from core.mocap.scale import (ManualScale, Measurement, read_scale_setup, scale_factors, scale_model,
                               scale_set_document, scale_tool, take_measurement,
                               write_scale_set)
 
@@ -129,6 +129,21 @@ def test_setup_problems_name_the_field(folder):
             read_scale_setup(path)
 
 
+def test_a_set_kept_in_its_own_file_is_read_from_it(folder, generic):
+    def measurements_apart(tool):
+        _without_placer(tool)
+        scaler = tool.find("ModelScaler")
+        inline = scaler.find("MeasurementSet")
+        root = ET.Element("OpenSimDocument", Version="30000")
+        root.append(inline)
+        ET.ElementTree(root).write(os.path.join(folder, "measurements.xml"))
+        scaler.remove(inline)
+        ET.SubElement(scaler, "MeasurementSet", file="measurements.xml")
+
+    setup = read_scale_setup(_edited_setup(folder, "apart.xml", measurements_apart))
+    assert setup.scaler.measurements == generic[0].scaler.measurements
+
+
 # ----------------------------------------------------------------------------- measurements
 def test_the_frames_averaged_are_those_opensim_marker_data_picks():
     t = np.arange(10) * 0.1
@@ -195,6 +210,17 @@ def test_measurement_markers_missing_from_model_or_trial_are_named(generic):
     late = dataclasses.replace(setup.scaler, time_range=(50.0, 60.0))
     with pytest.raises(InvalidInputError, match="outside the trial"):
         scale_factors(model, late, trial)
+
+
+def test_a_manual_scale_of_a_missing_body_is_ignored_with_a_warning(generic):
+    setup, model, trial = generic
+    manual = setup.scaler.manual_scales + (ManualScale("patella_r", (2.0, 2.0, 2.0)),)
+    s = dataclasses.replace(setup.scaler, scaling_order=("manualScale",),
+                            manual_scales=manual)
+    factors, _, warnings = scale_factors(model, s, trial)
+    assert "patella_r" not in factors and np.all(factors["femur_r"] == 1.14724)
+    assert warnings == ["a manual scale scales body 'patella_r', which model "
+                        "'3DGaitModel2392' does not have: ignored"]
 
 
 def test_a_gap_in_the_range_skips_the_measurement_with_a_warning(generic):
@@ -352,6 +378,32 @@ def test_the_tool_places_the_markers_on_the_static_pose_and_writes_its_files(ful
     assert motion.time.tolist() == [1.0] and not motion.in_degrees
     column = motion.names.index("/jointset/knee_r/knee_angle_r/value")
     assert motion.values[0, column] == q[placed.coordinate_names.index("knee_angle_r")]
+
+
+def test_the_placed_markers_are_written_as_a_marker_set_when_asked(tmp_path):
+    f = _copy_pipeline(tmp_path)
+
+    def marker_file(tool):
+        tool.find("MarkerPlacer/output_marker_file").text = "placed_markers.xml"
+
+    result = scale_tool(_edited_setup(f, "s.xml", marker_file))
+    written = read_marker_set(os.path.join(f, "placed_markers.xml"))
+    assert list(written) == list(result.model.markers)
+    for name, marker in result.model.markers.items():
+        assert written[name].body == marker.body and written[name].fixed == marker.fixed
+        assert np.array_equal(written[name].location, marker.location)
+
+
+def test_a_placer_without_its_trial_is_refused_before_anything_is_written(tmp_path):
+    f = _copy_pipeline(tmp_path)
+    before = set(os.listdir(f))
+
+    def no_trial(tool):
+        tool.find("MarkerPlacer/marker_file").text = " Unassigned "
+
+    with pytest.raises(InvalidInputError, match="MarkerPlacer names no <marker_file>"):
+        scale_tool(_edited_setup(f, "s.xml", no_trial))
+    assert set(os.listdir(f)) == before | {"s.xml"}
 
 
 def test_a_cancelled_tool_writes_nothing(tmp_path):
