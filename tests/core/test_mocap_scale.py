@@ -545,3 +545,6 @@ def test_the_placed_model_equals_opensims(opensim_run, full_run):
         <= POSE_TOL
     _compare_with_opensim_bodies(opensim, ours.model, os.path.join(folder,
                                                                    "subject01_simbody.osim"))
+    # OpenSim reads the placed model we wrote: its markers sit where ours do
+    _compare_with_opensim(opensim, ours.model, os.path.join(full_run[0],
+                                                            "subject01_simbody.osim"))
