@@ -71,7 +71,8 @@ from .files import atomic_write
 from .osim import GROUND, pose_to_offset
 
 __all__ = ["export_osim", "osim_document", "write_osim", "write_marker_set",
-           "write_model_motion", "OsimExport", "JointConversion", "DEFAULT_TOLERANCE", "MAX_MIDDLE_ANGLE", "MAX_KNOTS",
+           "write_model_motion", "OsimExport", "JointConversion", "DEFAULT_TOLERANCE",
+           "MAX_MIDDLE_ANGLE", "MAX_KNOTS",
            "MAX_POLYNOMIAL_ORDER", "VERSION"]
 
 #: the document version written: OpenSim 4.0's layout, which every 4.x release reads
