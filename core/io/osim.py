@@ -245,6 +245,26 @@ class OsimModel:
             poses[j.child] = poses[j.parent] @ j.parent_offset @ X @ se3.inv(j.child_offset)
         return poses
 
+    def body_poses_along(self, qs, names=None):
+        """Poses of body frames in ground at every row of ``qs (N, nq)``, ``{name: (N, 4,
+        4)}``: those in ``names`` (default all), each joint evaluated once for all rows."""
+        qs = np.asarray(qs, dtype=float)
+        if qs.ndim != 2 or qs.shape[1] != self.nq or not np.all(np.isfinite(qs)):
+            raise InvalidInputError(f"model {self.name!r}: qs must be finite with shape "
+                                    f"(N, {self.nq}), got {qs.shape}")
+        wanted = set(self.bodies if names is None else names)
+        needed, parent = set(), {j.child: j.parent for j in self.joints}
+        for name in wanted:
+            while name in parent and name not in needed:
+                needed.add(name)
+                name = parent[name]
+        poses = {GROUND: np.broadcast_to(np.eye(4), (len(qs), 4, 4))}
+        for j, sl in zip(self.joints, self.joint_slices().values()):
+            if j.child in needed:
+                X = j.joint.transforms(qs[:, sl])
+                poses[j.child] = poses[j.parent] @ j.parent_offset @ X @ se3.inv(j.child_offset)
+        return {n: poses[n] for n in wanted}
+
     def pose_in_parent(self, joint, q=None):
         """Pose of the joint's child body in its parent body, ``(4, 4)``."""
         j = self.joint(joint)
