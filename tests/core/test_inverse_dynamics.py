@@ -72,6 +72,38 @@ def test_generalized_forces_match_opensims_inverse_dynamics_tool(pipeline, tmp_p
     assert written.name == "Inverse Dynamics Generalized Forces" and not written.in_degrees
 
 
+def test_locked_coordinates_report_the_force_the_motion_needs_as_opensim_does(pipeline):
+    """OpenSim's solver ignores constraints: a locked coordinate moves as the motion file
+    says and its generalized force is reported. Two coordinates of the scaled model locked,
+    one that the IK motion moves (knee_angle_l)."""
+    import xml.etree.ElementTree as ET
+
+    import opensim
+
+    tree = ET.parse(pipeline / "subject01_simbody.osim")
+    for c in tree.iter("Coordinate"):
+        if c.get("name") in ("knee_angle_l", "mtp_angle_r"):
+            c.find("locked").text = "true"
+    tree.write(pipeline / "locked.osim")
+    text = (pipeline / "subject01_Setup_InverseDynamics.xml").read_text()
+    text = text.replace("subject01_simbody.osim", "locked.osim").replace(
+        "InverseDynamicsOutput.sto", "locked.sto")
+    (pipeline / "locked_setup.xml").write_text(text)
+    cwd = os.getcwd()
+    os.chdir(pipeline)
+    try:
+        assert opensim.InverseDynamicsTool("locked_setup.xml").run()
+    finally:
+        os.chdir(cwd)
+    setup = read_inverse_dynamics_setup(pipeline / "locked_setup.xml")
+    assert read_osim(setup.model_file).coordinates["knee_angle_l"].locked
+    result = run_inverse_dynamics(setup, output=pipeline / "ours_locked.sto")
+    reference = read_motion(Path(setup.output))
+    assert result.names == reference.names
+    assert np.abs(result.forces - reference.values).max() <= AGREEMENT
+    assert np.abs(result.column("knee_angle_l")).max() > 1.0       # not held still
+
+
 def test_gcvspline_with_zero_error_variance_is_the_natural_interpolating_spline():
     osim = pytest.importorskip("opensim")
     rng = np.random.default_rng(3)
