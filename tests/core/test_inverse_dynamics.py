@@ -191,6 +191,17 @@ def test_lowpass_is_the_forward_backward_recursion_started_from_the_samples():
         lowpass_iir(x[:3], dt, fc)
 
 
+def test_a_cutoff_above_half_the_sampling_rate_is_lowered_with_a_warning():
+    time = np.arange(30) / 60.0                         # uniform: filtered as it is
+    values = np.sin(4 * time)[:, None]
+    t, filtered, dt, used, warnings = filter_coordinates(time, values, 40.0)
+    assert used == pytest.approx(0.49 * 60) and dt == pytest.approx(1 / 60)
+    assert len(warnings) == 1 and "40 Hz is not below half the sampling rate 30 Hz" in warnings[0]
+    assert len(t) == 30 + 2 * 15 and np.array_equal(t[15:45], time)
+    with pytest.raises(InvalidInputError, match="times must increase"):
+        filter_coordinates(np.r_[time[:5], time[4:]], np.zeros((31, 1)), 6.0)
+
+
 def test_natural_quintic_reproduces_quadratics_and_has_natural_ends():
     x = np.sort(np.random.default_rng(2).uniform(0, 1, 12))
     y = 3 * x ** 2 - x + 2
