@@ -43,6 +43,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidInputError
+from . import wrap
 
 __all__ = ["PathPoint", "ConditionalPathPoint", "MovingPathPoint", "PathWrap",
            "GeometryPath", "Muscle", "PathKinematics", "PathState", "MUSCLE_KINDS",
@@ -237,10 +238,13 @@ class PathState:
 @dataclasses.dataclass
 class _Node:
     body: str
-    p: np.ndarray                 # world position (3,)
+    p: np.ndarray                 # world position (3,): where its force acts
+    g: np.ndarray = None          # world position for lengths and directions (see _freeze)
     moving: tuple = ()            # ((coordinate index, world dp/dq (3,)), ...)
-    wrap: str = ""                # wrap object of a tangent point
-    arc: np.ndarray = None        # world arc samples ending at this tangent point
+    index: int = -1               # the path point's index in GeometryPath.points
+    wrap: str = ""                # a tangent point: its wrap object
+    owner: int = -1               # a tangent point: the index of its PathWrap
+    arc: np.ndarray = None        # the second tangent point: world arc from the first
     arc_length: float = 0.0
 
 
@@ -250,7 +254,8 @@ def _point_node(kin, point, where):
         raise InvalidInputError(f"{where}: path point {point.name!r} is on body {point.body!r}, "
                                 "which the model does not have")
     if not isinstance(point, MovingPathPoint):
-        return _Node(point.body, T[:3, :3] @ point.location + T[:3, 3])
+        p = T[:3, :3] @ point.location + T[:3, 3]
+        return _Node(point.body, p, p)
     local = point.location.copy()
     derivative = {}
     for k, item in enumerate(point.functions):
@@ -267,7 +272,7 @@ def _point_node(kin, point, where):
             derivative[i] = derivative.get(i, 0.0) + d
     R = T[:3, :3] @ point.frame[:3, :3]
     p = R @ local + T[:3, :3] @ point.frame[:3, 3] + T[:3, 3]
-    return _Node(point.body, p, tuple((i, R @ d) for i, d in derivative.items()))
+    return _Node(point.body, p, p, tuple((i, R @ d) for i, d in derivative.items()))
 
 
 def _is_active(kin, point, where):
@@ -285,30 +290,130 @@ def path_geometry(model, q, path, where="path"):
     if len(path.points) < 2:
         raise InvalidInputError(f"{where}: a path needs at least two points, it has "
                                 f"{len(path.points)}")
-    active = [i for i, pt in enumerate(path.points) if _is_active(kin, pt, where)]
-    nodes = [_point_node(kin, path.points[i], where) for i in active]
+    nodes = []
+    for i, pt in enumerate(path.points):
+        if _is_active(kin, pt, where):
+            nodes.append(_point_node(kin, pt, where))
+            nodes[-1].index = i
     if path.wraps:
-        nodes = _apply_wraps(kin, path, active, nodes, where)
+        nodes = _apply_wraps(kin, path, nodes, where)
     return _state(nodes)
 
 
-def _apply_wraps(kin, path, active, nodes, where):
-    raise InvalidInputError(f"{where}: wrapping is not computed yet")
-
-
-def _state(nodes):
-    points, bodies, length = [nodes[0].p], [nodes[0].body], 0.0
+def _length(nodes):
+    length = 0.0
     for a, b in zip(nodes[:-1], nodes[1:]):
         if b.wrap and a.wrap == b.wrap:
             length += b.arc_length
-            if b.arc is not None and len(b.arc):
-                points.extend(b.arc)
-                bodies.extend([b.body] * len(b.arc))
         else:
-            length += float(np.linalg.norm(b.p - a.p))
-        points.append(b.p)
+            length += math.sqrt(float((b.g - a.g) @ (b.g - a.g)))
+    return length
+
+
+def _freeze(frozen, *nodes):
+    """Give tangent points their ground location as OpenSim does: ``Point::
+    getLocationInGround`` caches a point's location the first time it is asked in a state,
+    and a tangent point moved by a later pass keeps it (its force still acts where the
+    point is). With one wrap nothing moves after the first ask; with several the length
+    and the force directions use the tangent points of the pass that first asked."""
+    for node in nodes:
+        if node.g is None:
+            key = (node.owner, node.arc is not None)
+            node.g = frozen.setdefault(key, node.p)
+
+
+def _apply_wraps(kin, path, nodes, where):
+    """Insert the wraps' tangent points as ``GeometryPath::applyWrapObjects`` does: each wrap
+    in turn (its old tangent points removed) tries the segments between the first and last
+    active points of its range, takes a mandatory wrap at once or else the wrap that
+    lengthens the path least; over several wraps up to 8 passes until the length changes by
+    less than 0.5 mm, the first two swapped after the first pass when the first did not
+    wrap and the second found a point inside its surface."""
+    wraps = path.wraps
+    objects = []
+    for w in wraps:
+        obj = kin.wrap_objects.get(w.wrap_object)
+        if obj is None:
+            raise InvalidInputError(f"{where}: path wrap {w.name!r} wraps over "
+                                    f"{w.wrap_object!r}, which the model does not have")
+        if obj.body not in kin.poses:
+            raise InvalidInputError(f"{where}: wrap object {obj.name!r} is on body "
+                                    f"{obj.body!r}, which the model does not have")
+        objects.append(obj)
+    n = len(wraps)
+    single = n == 1
+    order = list(range(n))
+    result = [wrap.NO_WRAP] * n
+    frozen = {}
+    last_length = math.inf
+    count = len(path.points)
+    for kk in range(1 if n < 2 else 8):
+        for i in range(n):
+            k = order[i]
+            ws, obj = wraps[k], objects[k]
+            result[i] = wrap.NO_WRAP
+            nodes = [node for node in nodes if node.owner != k]
+            if not obj.active:
+                continue
+            lo = 0 if ws.range[0] < 1 else ws.range[0] - 1
+            hi = count - 1 if ws.range[1] < 1 else ws.range[1] - 1
+            indices = [node.index for node in nodes if node.owner < 0 and lo <= node.index <= hi]
+            if not indices:
+                return nodes
+            start = next(j for j, node in enumerate(nodes) if node.index == indices[0] and
+                         node.owner < 0)
+            end = next(j for j, node in enumerate(nodes) if node.index == indices[-1] and
+                       node.owner < 0)
+            T = kin.poses[obj.body] @ obj.pose
+            Tinv = _inv(T)
+            best, best_at, least = None, -1, math.inf
+            for j in range(start, end):
+                a, b = nodes[j], nodes[j + 1]
+                if a.wrap and b.wrap and a.wrap == b.wrap:
+                    continue
+                pa = Tinv[:3, :3] @ a.p + Tinv[:3, 3]
+                pb = Tinv[:3, :3] @ b.p + Tinv[:3, 3]
+                wr = wrap.wrap_line(obj, pa, pb, ws.method, single)
+                result[i] = wr if isinstance(wr, int) else wr.code
+                if result[i] == wrap.MANDATORY_WRAP:
+                    best, best_at = wr, j
+                    break
+                if result[i] == wrap.WRAPPED:
+                    _freeze(frozen, a, b)
+                    R, o = T[:3, :3], T[:3, 3]
+                    change = (np.linalg.norm(a.g - R @ wr.r1 - o) + wr.length
+                              + np.linalg.norm(b.g - R @ wr.r2 - o) - np.linalg.norm(a.g - b.g))
+                    if change < least:
+                        best, best_at, least = wr, j, change
+            if best is not None:
+                R, o = T[:3, :3], T[:3, 3]
+                first = _Node(obj.body, R @ best.r1 + o, frozen.get((k, False)), wrap=obj.name,
+                              owner=k)
+                second = _Node(obj.body, R @ best.r2 + o, frozen.get((k, True)), wrap=obj.name,
+                               owner=k, arc=best.arc @ R.T + o, arc_length=best.length)
+                nodes[best_at + 1:best_at + 1] = [first, second]
+        _freeze(frozen, *nodes)
+        length = _length(nodes)
+        if abs(length - last_length) < 0.0005:
+            break
+        last_length = length
+        if kk == 0 and n > 1 and result[0] == wrap.NO_WRAP and \
+                result[1] == wrap.INSIDE_RADIUS:
+            order[0], order[1] = 1, 0
+            nodes = [node for node in nodes if node.owner != 0]
+    return nodes
+
+
+def _state(nodes):
+    points, bodies = [nodes[0].g], [nodes[0].body]
+    for a, b in zip(nodes[:-1], nodes[1:]):
+        if b.wrap and a.wrap == b.wrap:
+            inner = b.arc[1:-1]
+            points.extend(inner)
+            bodies.extend([b.body] * len(inner))
+        points.append(b.g)
         bodies.append(b.body)
-    return PathState(np.array(points), tuple(bodies), length, nodes)
+    return PathState(np.array(points), tuple(bodies), _length(nodes), nodes)
 
 
 def path_length(model, q, path, where="path"):
@@ -325,7 +430,7 @@ def _generalized(kin, state):
     for a, b in zip(nodes[:-1], nodes[1:]):
         if b.wrap and a.wrap == b.wrap:
             continue
-        d = b.p - a.p
+        d = b.g - a.g
         norm = float(np.linalg.norm(d))
         u = d / norm if norm > 0.0 else np.full(3, np.nan)
         if a.body != b.body:
