@@ -48,7 +48,8 @@ from . import wrap
 __all__ = ["PathPoint", "ConditionalPathPoint", "MovingPathPoint", "PathWrap",
            "GeometryPath", "Muscle", "PathKinematics", "PathState", "MUSCLE_KINDS",
            "WRAP_METHODS", "path_kinematics", "path_geometry", "path_length",
-           "lengthening_speed", "moment_arms", "path_generalized_forces"]
+           "lengthening_speed", "moment_arms", "path_generalized_forces",
+           "spanned_coordinates"]
 
 #: OpenSim muscle classes whose paths and parameters are read (older ones by name)
 MUSCLE_KINDS = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle",
@@ -465,6 +466,31 @@ def lengthening_speed(model, q, v, path, where="path"):
         raise InvalidInputError(f"{where}: the speeds must be {len(kin.q)} finite numbers, "
                                 f"got shape {v.shape}")
     return -float(_generalized(kin, path_geometry(kin, None, path, where)) @ v)
+
+
+def spanned_coordinates(model, path):
+    """Names (in q order) of the coordinates the path's length can depend on: those of the
+    joints between its bodies (its points' and wrap objects'), the coordinates moving its
+    points and those switching its conditional points (``model``: an OsimModel)."""
+    joint_of = {j.child: j for j in model.joints}
+    bodies = {pt.body for pt in path.points}
+    bodies |= {model.wrap_objects[w.wrap_object].body for w in path.wraps
+               if w.wrap_object in model.wrap_objects}
+    chains = []
+    for body in bodies:
+        chain = set()
+        while body in joint_of:
+            chain.add(joint_of[body].name)
+            body = joint_of[body].parent
+        chains.append(chain)
+    between = set.union(*chains) - set.intersection(*chains) if chains else set()
+    names = {c for j in model.joints if j.name in between for c in j.coordinates}
+    for pt in path.points:
+        if isinstance(pt, ConditionalPathPoint):
+            names.add(pt.coordinate)
+        if isinstance(pt, MovingPathPoint):
+            names |= {item[0] for item in pt.functions if item is not None}
+    return tuple(c for c in model.coordinate_names if c in names)
 
 
 def path_generalized_forces(model, q, path, tension, where="path"):
