@@ -436,3 +436,34 @@ def test_exported_muscles_load_in_opensim_with_the_same_lengths(models, tmp_path
         assert om.getMuscles().get(mname).getMaxIsometricForce() == \
             model.muscles[mname].max_isometric_force
     assert math.isfinite(om.getTotalMass(state))
+
+
+# ----------------------------------------------------------------------------- fitted knee
+def test_quadriceps_moment_arms_with_the_fitted_knee(models):
+    """gait2392's knee_r fitted by a spline curve over knee_angle_r: the comparison's exact
+    rows are the model's moment arms, its fitted rows -dL/dq of the path with the spline
+    knee (its S), and the two differ where the fitted knee's pose does."""
+    from core.fitting.osim import fitted_moment_arms, spline_joint_from_osim, with_joint
+
+    gait = models[GAIT]
+    quads = ["rect_fem_r", "vas_int_r", "vas_lat_r", "vas_med_r"]
+    fit = spline_joint_from_osim(gait, "knee_r")
+    c = fitted_moment_arms(gait, fit, quads, "knee_angle_r", samples=7)
+    assert c.values[0] == gait.coordinates["knee_angle_r"].range[0] and c.exact.shape == (4, 7)
+    fitted = with_joint(gait, fit.osim_joint)
+    k = fitted.coordinate_names.index("knee_angle_r")
+    for j, value in enumerate(c.values):
+        q = gait.q_from({"knee_angle_r": value})
+        qf = fitted.q_from({"knee_angle_r": value})
+        e = np.zeros(fitted.nq)
+        e[k] = H
+        for i, name in enumerate(quads):
+            p = gait.muscles[name].path
+            assert c.exact[i, j] == moment_arms(gait, q, p, ["knee_angle_r"])[0]
+            if 0 < j < len(c.values) - 1:      # the moving points stop at the range's ends
+                d = -(path_length(fitted, qf + e, p) - path_length(fitted, qf - e, p)) / (2 * H)
+                assert c.fitted[i, j] == pytest.approx(d, abs=FD_TOL)
+    assert np.array_equal(c.max_difference_mm, 1e3 * np.abs(c.fitted - c.exact).max(axis=1))
+    assert np.all(c.max_difference_mm > 0.0)
+    with pytest.raises(InvalidInputError, match="hip_flexion_r"):
+        fitted_moment_arms(gait, fit, quads, "hip_flexion_r")
