@@ -34,7 +34,7 @@ with ``dp/dq_k = w_k x p + v_k`` from the world twists of the joints' body Jacob
 stationary in them, so the derivative is exact. A conditional point switching makes the
 length kink; the moment arm is the one of the path active at the pose, as in OpenSim.
 Coordinates are independent here (a model's constraints do not couple them).
-The lengthening speed is ``dL/dt = -r . v``.
+The lengthening speed is ``dL/dt = -r . v`` (but see :func:`lengthening_speed`).
 """
 
 import dataclasses
@@ -61,6 +61,7 @@ MUSCLE_KINDS = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle",
 WRAP_METHODS = ("hybrid", "midpoint", "axial")
 #: a conditional point is active this far outside its range (ConditionalPathPoint::isActive)
 CONDITIONAL_SLACK = 1e-5
+_EPS = np.finfo(float).eps
 
 
 # ----------------------------------------------------------------------------- data model
@@ -181,12 +182,43 @@ class PathKinematics:
                                     f"its coordinates are {list(self.coordinates)}") from None
 
 
-def path_kinematics(model, q=None):
-    """:class:`PathKinematics` of an OpenSim model (:class:`core.io.osim.OsimModel`) at ``q``
-    (anything ``model.q_from`` takes; default values when None). Every path function takes
-    this in place of the model to share one evaluation among many paths."""
+def path_kinematics(model, q=None, coordinates=None, wrap_objects=None):
+    """:class:`PathKinematics` of a model at ``q``; every path function takes this in place
+    of the model to share one evaluation among many paths.
+
+    model: an OpenSim model (:class:`core.io.osim.OsimModel`; ``q`` anything its ``q_from``
+    takes, default values when None; points in its bodies' frames, its wrap objects), or a
+    core tree (:class:`core.model.Model`, e.g. a rig: ``q`` (nq,), neutral when None; points
+    in its bodies' frames, the world named ``"ground"``; ``coordinates`` names its q for
+    conditional and moving points, default ``"q0"``, ``"q1"``, ...; ``wrap_objects``
+    ``{name: WrapObject}`` on its bodies).
+    """
     if isinstance(model, PathKinematics):
         return model
+    if hasattr(model, "q_from"):
+        return _osim_kinematics(model, q)
+    from ..kinematics import body_jacobian, forward_kinematics
+
+    model.compile()
+    q = model.neutral() if q is None else model.check_state(q)
+    names = tuple(f"q{i}" for i in range(model.nq)) if coordinates is None else \
+        tuple(coordinates)
+    if len(names) != model.nq:
+        raise InvalidInputError(f"model {model.name!r}: name its {model.nq} coordinates, got "
+                                f"{len(names)} names")
+    data = model.create_data()
+    forward_kinematics(model, data, q)
+    poses = {"ground": np.eye(4)}
+    jac = {"ground": np.zeros((6, model.nq))}
+    for i, name in enumerate(model.names):
+        poses[name] = data.oMi[i].copy()
+        jac[name] = body_jacobian(model, data, name, frame="world")
+    return PathKinematics(q=np.array(q, dtype=float), coordinates=names,
+                          ranges=np.column_stack([model.lower, model.upper]), poses=poses,
+                          jacobians=jac, wrap_objects=dict(wrap_objects or {}))
+
+
+def _osim_kinematics(model, q):
     q = model.default_q() if q is None else model.q_from(q)
     nq = len(q)
     poses = {"ground": np.eye(4)}
@@ -208,8 +240,7 @@ def path_kinematics(model, q=None):
         start += n
     ranges = np.array([c.range for c in model.coordinates.values()], dtype=float).reshape(-1, 2)
     return PathKinematics(q=q, coordinates=tuple(model.coordinates), ranges=ranges,
-                          poses=poses, jacobians=jac,
-                          wrap_objects=getattr(model, "wrap_objects", {}))
+                          poses=poses, jacobians=jac, wrap_objects=model.wrap_objects)
 
 
 def _inv(T):
@@ -459,13 +490,35 @@ def moment_arms(model, q, path, coordinates=None, where="path"):
 
 
 def lengthening_speed(model, q, v, path, where="path"):
-    """``dL/dt`` (m/s) at coordinates ``q`` and speeds ``v`` (nq,)."""
+    """``dL/dt`` (m/s) at coordinates ``q`` and coordinate rates ``v`` (nq,), as
+    ``GeometryPath::getLengtheningSpeed``: over consecutive points, the rate of their distance
+    (the component of their relative velocity along the segment). It is ``-r . v`` except on
+    a path with several wraps, where OpenSim's segment directions come from the tangent
+    points it first located (:func:`_freeze`) and its length, moment arm and speed do not
+    agree; OpenSim's speed is the one given."""
     kin = path_kinematics(model, q)
     v = np.asarray(v, dtype=float)
     if v.shape != kin.q.shape or not np.all(np.isfinite(v)):
         raise InvalidInputError(f"{where}: the speeds must be {len(kin.q)} finite numbers, "
                                 f"got shape {v.shape}")
-    return -float(_generalized(kin, path_geometry(kin, None, path, where)) @ v)
+    nodes = path_geometry(kin, None, path, where).nodes
+    twists = {}
+    velocities = []
+    for node in nodes:
+        if node.body not in twists:
+            twists[node.body] = kin.jacobians[node.body] @ v
+        w, u = twists[node.body][:3], twists[node.body][3:]
+        velocity = np.cross(w, node.p) + u
+        for i, dp in node.moving:
+            velocity = velocity + dp * v[i]
+        velocities.append(velocity)
+    speed = 0.0
+    for a, b, va, vb in zip(nodes[:-1], nodes[1:], velocities[:-1], velocities[1:]):
+        d = b.g - a.g
+        norm = math.sqrt(float(d @ d))
+        rel = vb - va
+        speed += float(np.linalg.norm(rel)) if norm < _EPS else float(d @ rel) / norm
+    return speed
 
 
 def spanned_coordinates(model, path):

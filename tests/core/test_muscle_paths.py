@@ -376,6 +376,31 @@ def test_thoracoscapular_sweep_equals_opensim(models, opensim_models):
 
 
 @opensim_tests
+@pytest.mark.parametrize("name", [GAIT, ARM, THORAX])
+def test_lengthening_speeds_equal_opensim(models, opensim_models, name):
+    """``GeometryPath::getLengtheningSpeed`` at random poses and speeds (OpenSim's speeds u,
+    our coordinate rates N u); the same sums of segment directions times point velocities,
+    up to rounding on speeds of ~1 m/s (the bounds of the moment arms)."""
+    model, osim = models[name], opensim_models[name]
+    rng = np.random.default_rng(41)
+    for q in _random_poses(model, 3, 43):
+        osim.set(q)
+        N = osim.speed_map()
+        u = rng.uniform(-2.0, 2.0, model.nq)
+        for c, value in zip(osim.coords, u):
+            c.setSpeedValue(osim.state, float(value))
+        osim.om.realizeVelocity(osim.state)
+        kin = path_kinematics(model, q)
+        for mname, muscle in model.muscles.items():
+            theirs = osim.muscles[mname].getLengtheningSpeed(osim.state)
+            ours = lengthening_speed(kin, None, N @ u, muscle.path)
+            assert abs(ours - theirs) <= 10 * (ARM_TOL_WRAP if muscle.path.wraps else
+                                               ARM_TOL), (mname, q)
+        for c in osim.coords:
+            c.setSpeedValue(osim.state, 0.0)
+
+
+@opensim_tests
 def test_moving_points_on_one_body(models, opensim_models):
     """LatissimusDorsi's two moving points on the thorax follow shoulder_elv: our moment
     arm is -dL/dq of OpenSim's own length; OpenSim's computeMomentArm leaves out the points'
@@ -467,3 +492,37 @@ def test_quadriceps_moment_arms_with_the_fitted_knee(models):
     assert np.all(c.max_difference_mm > 0.0)
     with pytest.raises(InvalidInputError, match="hip_flexion_r"):
         fitted_moment_arms(gait, fit, quads, "hip_flexion_r")
+
+
+# ----------------------------------------------------------------------------- core trees
+def _in_core_frames(model, path):
+    """The path with its points moved into the core bodies' frames of
+    ``model.to_core_model()`` (each body's joint child frame)."""
+    import dataclasses
+
+    points = []
+    for pt in path.points:
+        T = model.core_to_body(pt.body)
+        if isinstance(pt, MovingPathPoint):
+            points.append(dataclasses.replace(pt, frame=T @ pt.frame))
+        else:
+            points.append(dataclasses.replace(pt, location=T[:3, :3] @ pt.location + T[:3, 3]))
+    return GeometryPath(points, path.wraps)
+
+
+def test_paths_on_a_core_tree(models):
+    """The same paths on gait2392 as a core tree (its bodies' frames are the joints' child
+    frames) have the same lengths and moment arms."""
+    gait = models[GAIT]
+    tree, names = gait.to_core_model(lock=())
+    assert names == gait.coordinate_names
+    q = _random_poses(gait, 1, 31)[0]
+    kin = path_kinematics(tree, q, coordinates=names)
+    for name in ("rect_fem_r", "vas_lat_l", "semimem_r", "glut_max2_l", "ext_hal_r"):
+        p = gait.muscles[name].path
+        core_path = _in_core_frames(gait, p)
+        assert path_length(kin, None, core_path) == pytest.approx(path_length(gait, q, p),
+                                                                 abs=1e-14)
+        assert np.abs(moment_arms(kin, None, core_path) - moment_arms(gait, q, p)).max() < 1e-14
+    with pytest.raises(InvalidInputError, match="name its 23 coordinates"):
+        path_kinematics(tree, q, coordinates=names[:3])
