@@ -43,6 +43,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..lie import so3
 from . import wrap
 
 __all__ = ["PathPoint", "ConditionalPathPoint", "MovingPathPoint", "PathWrap",
@@ -234,7 +235,7 @@ def _osim_kinematics(model, q):
             R, o = T_M[:3, :3], T_M[:3, 3]
             w = R @ S[:3]
             J[:3, start:start + n] = w
-            J[3:, start:start + n] = R @ S[3:] + np.cross(o, w.T).T
+            J[3:, start:start + n] = R @ S[3:] + so3.cross(o, w.T).T
         poses[j.child] = T_M @ _inv(j.child_offset)
         jac[j.child] = J
         start += n
@@ -296,11 +297,11 @@ def _point_node(kin, point, where):
         coordinate, f = item
         i = kin.index(coordinate, f"{where}: moving path point {point.name!r}")
         lo, hi = kin.ranges[i]
-        x = kin.q[i]
-        local[k] = float(f.value(min(max(x, lo), hi)))
+        x = float(kin.q[i])
+        local[k], slope, _ = f.at(min(max(x, lo), hi))
         if lo <= x <= hi:
             d = np.zeros(3)
-            d[k] = float(f.derivative(x))
+            d[k] = slope
             derivative[i] = derivative.get(i, 0.0) + d
     R = T[:3, :3] @ point.frame[:3, :3]
     p = R @ local + T[:3, :3] @ point.frame[:3, 3] + T[:3, 3]
@@ -468,7 +469,7 @@ def _generalized(kin, state):
         if a.body != b.body:
             for node, f in ((a, u), (b, -u)):
                 w = wrench.setdefault(node.body, np.zeros(6))
-                w[:3] += np.cross(node.p, f)
+                w[:3] += so3.cross(node.p, f)
                 w[3:] += f
         for node, f in ((a, u), (b, -u)):
             for i, dp in node.moving:
@@ -508,7 +509,7 @@ def lengthening_speed(model, q, v, path, where="path"):
         if node.body not in twists:
             twists[node.body] = kin.jacobians[node.body] @ v
         w, u = twists[node.body][:3], twists[node.body][3:]
-        velocity = np.cross(w, node.p) + u
+        velocity = so3.cross(w, node.p) + u
         for i, dp in node.moving:
             velocity = velocity + dp * v[i]
         velocities.append(velocity)

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..lie import so3
 
 __all__ = ["WrapObject", "WrapResult", "WRAP_KINDS", "QUADRANTS", "NO_WRAP", "INSIDE_RADIUS",
            "WRAPPED", "MANDATORY_WRAP", "wrap_line"]
@@ -144,7 +145,7 @@ def _intersect_lines(p1, p2, p3, p4):
     NaN parameters for parallel lines."""
     vec1, mag1 = _unit(p2 - p1)
     vec2, mag2 = _unit(p4 - p3)
-    cross = np.cross(vec1, vec2)
+    cross = so3.cross(vec1, vec2)
     denom = float(cross @ cross)
     if abs(denom) <= _ROUNDOFF:
         return np.full(3, np.nan), math.nan, np.full(3, np.nan), math.nan
@@ -210,7 +211,7 @@ def _cylinder(obj, P1, P2, single):
         dist = R * (R / p_dist)
         pp = pa + dist * vv
         dist = math.sqrt(r2 - dist * dist)
-        uu = np.cross(_AXIS, vv)
+        uu = so3.cross(_AXIS, vv)
         candidates.append((pp + dist * uu, pp - dist * uu, p_dist))
     (r1a, r1b, p11_dist), (r2a, r2b, p22_dist) = candidates
     far_side = long_wrap = False
@@ -265,9 +266,9 @@ def _cylinder(obj, P1, P2, single):
     axispt, _ = _closest_on_line(mpt, _AXIS_POINT, _AXIS)
     l1, _ = _unit(P1 - axispt)
     l2, _ = _unit(P2 - axispt)
-    normal, _ = _unit(_unit(np.cross(l1, l2))[0])
-    vert1, _ = _unit(np.cross(_AXIS, normal))
-    vert2, _ = _unit(np.cross(normal, _AXIS))
+    normal, _ = _unit(_unit(so3.cross(l1, l2))[0])
+    vert1, _ = _unit(so3.cross(_AXIS, normal))
+    vert2, _ = _unit(so3.cross(normal, _AXIS))
     apex1, apex2 = axispt + R * vert1, axispt + R * vert2
     dist1 = float((mpt - apex1) @ (mpt - apex1))
     dist2 = float((mpt - apex2) @ (mpt - apex2))
@@ -277,7 +278,7 @@ def _cylinder(obj, P1, P2, single):
         apex = apex1 if dist1 < dist2 else apex2
     uu, _ = _unit(P1 - apex)
     vv, _ = _unit(P2 - apex)
-    normal = _unit(np.cross(uu, vv))[0]
+    normal = _unit(so3.cross(uu, vv))[0]
     d = -float(P1 @ normal)
     r1p = _intersect_segment_plane(r1 - 10.0 * _AXIS, r1 + 10.0 * _AXIS, normal, d)
     r2p = _intersect_segment_plane(r2 - 10.0 * _AXIS, r2 + 10.0 * _AXIS, normal, d)
@@ -305,7 +306,7 @@ def _spiral(R, P1, P2, r1, r2, far_side, single):
         r2a, _ = _closest_on_line(r2, _AXIS_POINT, _AXIS)
         axial = float((r2a - r1a) @ _AXIS)
         uu, vv = r1 - r1a, r2 - r2a
-        theta = math.atan2(float(np.cross(uu, vv) @ _AXIS), float(uu @ vv))
+        theta = math.atan2(float(so3.cross(uu, vv) @ _AXIS), float(uu @ vv))
         if far_side:
             theta = 2.0 * math.pi - theta
         length = math.sqrt((R * theta) ** 2 + axial * axial)
@@ -364,7 +365,7 @@ def _sphere(obj, P1, P2):
         return NO_WRAP
     p1p2, _ = _unit(P1 - P2)
     np2, _ = _unit(P2)
-    hp2 = np.cross(p1p2, np2)
+    hp2 = so3.cross(p1p2, np2)
     far_side = False
     if float(np.linalg.norm(hp2)) < 1e-5:
         # the segment passes through the centre: OpenSim keeps its previous tangent points,
@@ -374,7 +375,7 @@ def _sphere(obj, P1, P2):
     tangents = []
     for P, norm in ((P1, n1), (P2, n2)):
         y, _ = _unit(-P)
-        ra = np.column_stack([n, y, np.cross(n, y)])
+        ra = np.column_stack([n, y, so3.cross(n, y)])
         angle = math.asin(R / norm)
         reach = norm * math.cos(angle)
         tangents.append((P + _rx_column(angle, ra) * reach, P + _rx_column(-angle, ra) * reach))
@@ -421,10 +422,10 @@ def _sphere(obj, P1, P2):
         angle = -(2.0 * math.pi - angle)
     length = R * angle
     # the arc drawn: the great circle from r1 to r2, the long way when far_side
-    axis3, _ = _unit(np.cross(r1n, r2n))
+    axis3, _ = _unit(so3.cross(r1n, r2n))
     k = max(int(abs(length) / 0.002), 1)
     phis = np.linspace(0.0, angle, k + 1)
-    arc = np.array([R * (math.cos(f) * r1n + math.sin(f) * np.cross(axis3, r1n))
+    arc = np.array([R * (math.cos(f) * r1n + math.sin(f) * so3.cross(axis3, r1n))
                     for f in phis])
     return WrapResult(code, r1.copy(), r2.copy(), length, arc)
 
@@ -517,7 +518,7 @@ def _ellipsoid(obj, P1, P2, method):
             bisection = (original[axis] + c1[axis]) / 2.0
             c1[axis] = c1[axis] + fan_weight * (bisection - c1[axis])
             c1 = _closest_point(a, dims, c1.copy(), c1)
-    vs, _ = _unit(np.cross(p1p2, p1 - c1))
+    vs, _ = _unit(so3.cross(p1p2, p1 - c1))
     vs4 = -float(vs @ c1)
     r1 = _tangent_point(p1e, r1.copy(), p1, m, a, vs, vs4)
     r2 = _tangent_point(p2e, r2.copy(), p2, m, a, vs, vs4)
@@ -727,8 +728,8 @@ def _ellipsoid_arc(r1, r2, m, a, vs, vs4, far_side, factor):
     ar2, _ = _unit(r2 - a0)
     phi0 = _acos(float(ar1 @ ar2))
     dphi = -(2.0 * math.pi - phi0) / n if far_side else phi0 / n
-    vsz, _ = _unit(np.cross(ar1, ar2))
-    vsy = np.cross(vsz, ar1)
+    vsz, _ = _unit(so3.cross(ar1, ar2))
+    vsy = so3.cross(vsz, ar1)
     phi = np.arange(1, n) * dphi
     r = np.cos(phi)[:, None] * ar1[None, :] + np.sin(phi)[:, None] * vsy[None, :]
     f1 = r / a
