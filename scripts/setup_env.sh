@@ -3,6 +3,7 @@
 #   bash scripts/setup_env.sh            -> .venv            (requirements.txt: Blender 5.0.1, Python 3.11, numpy 1.26)
 #   bash scripts/setup_env.sh py313      -> .venv-py313      (requirements-py313.txt: Blender 5.3.0, Python 3.13, numpy 2.5, OpenSim 4.6)
 #   bash scripts/setup_env.sh blender42  -> .venv-blender42  (requirements-blender42.txt: Blender 4.2.23 LTS, the smoke stage)
+#   bash scripts/setup_env.sh docs       -> .venv-docs       (requirements-docs.txt: MkDocs, Material, mkdocstrings; Python 3.11)
 # The interpreter is $PYTHON if set, else pythonX.Y on PATH, else pyenv's newest X.Y.
 # Re-running is cheap: nothing is installed when the requirements file is unchanged.
 set -euo pipefail
@@ -11,7 +12,8 @@ case "${1:-main}" in
   main) venv=.venv; req=requirements.txt; version=3.11 ;;
   py313) venv=.venv-py313; req=requirements-py313.txt; version=3.13 ;;
   blender42) venv=.venv-blender42; req=requirements-blender42.txt; version=3.11 ;;
-  *) echo "usage: $0 [main|py313|blender42]" >&2; exit 2 ;;
+  docs) venv=.venv-docs; req=requirements-docs.txt; version=3.11 ;;
+  *) echo "usage: $0 [main|py313|blender42|docs]" >&2; exit 2 ;;
 esac
 stamp="$venv/.requirements.sha256"
 want=$(sha256sum "$req" | cut -d' ' -f1)
