@@ -1,4 +1,4 @@
-"""The README's Getting started picture: the panel steps done by their operators on a pair of
+"""The documentation's Getting started picture: the panel steps done by their operators on a pair of
 legs built from scratch, rendered with Workbench.
 
     .venv/bin/python scripts/pictures/render_getting_started.py [--out docs/images]
