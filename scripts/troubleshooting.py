@@ -30,6 +30,7 @@ ERRORS = {"ValueError", "InvalidInputError", "SimulationError", "NonFiniteError"
 #: add-on module (path under addon/) -> (panel or place in Blender, guide page under docs/)
 PANELS = {
     "operators/_common.py": ("Every panel", "getting-started.md"),
+    "guides.py": ("Every panel (the help button)", "getting-started.md"),
     "operators/capture.py": ("Capture panel", "guides/knee.md"),
     "bridge.py": ("Capture, Fit and Drive panels (the active bone and its samples)", "guides/knee.md"),
     "operators/fit.py": ("Fit panel", "guides/knee.md"),
