@@ -36,6 +36,7 @@ def test_a_broken_link_fails_the_build(tmp_path, site):
     shutil.copytree(DOCS, copy / "docs")
     shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
     (copy / "core").symlink_to(ROOT / "core")
+    (copy / "scripts").symlink_to(ROOT / "scripts")
     with open(copy / "docs" / "changelog.md", "a") as f:
         f.write("\n[a page that is not there](nowhere.md) and [core.no_such_module][]\n")
     run = build_site(tmp_path / "out", root=copy)
