@@ -6,7 +6,7 @@
 
 A run that is not ``--quick`` also writes its sections into the documentation site's
 benchmarks page, docs/benchmarks.md (``--page PATH`` elsewhere, ``--no-page`` not at all;
-:mod:`scripts.benchmarks.page`), each with the command, the date and the machine.
+:mod:`scripts.run_pages`), each with the command, the date and the machine.
 
 Prints the machine description and one markdown table per measurement (every section runs
 in a process of its own, with :data:`SECTION_ENV`), each figure the median over timing runs
@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from scripts.benchmarks import page  # noqa: E402
+from scripts import run_pages as page  # noqa: E402
 from scripts.benchmarks.common import format_table, machine_description, table  # noqa: E402
 
 #: section name -> "module:function" of scripts/benchmarks/ (resolved when the section runs,

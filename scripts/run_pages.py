@@ -1,12 +1,13 @@
-"""The benchmarks page of the documentation site (docs/benchmarks.md), written by
-scripts/bench.py from a run: one block per section, each with the command, the date, the
-machine and its load average at the start of the run, then the section's tables.
+"""Pages of the documentation site written by runs, not by hand: the benchmarks page
+(docs/benchmarks.md, scripts/bench.py) and the main job's tables (docs/main-job.md,
+scripts/main.py). A page is an intro and one block per section, each with the command, the
+date, the machine and its load average at the start of the run, then the section's tables.
 
 A run replaces the blocks of the sections it ran and keeps the others, so
 ``bench.py --only linkages`` refreshes one section and leaves the rest as their last runs
 wrote them. Blocks are delimited by HTML comments (``<!-- bench:NAME -->`` ...
-``<!-- /bench:NAME -->``), kept in the order of scripts/bench.py's SECTIONS; the page is
-written atomically (:func:`core.io.atomic_write`)."""
+``<!-- /bench:NAME -->``), kept in the order the writer gives; the page is written
+atomically (:func:`core.io.atomic_write`)."""
 
 import datetime
 import os
@@ -14,9 +15,10 @@ import re
 
 from core.io import atomic_write
 
-#: the page the default run writes
-PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                    "docs", "benchmarks.md")
+DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                    "docs")
+#: the page a default run of scripts/bench.py writes
+PAGE = os.path.join(DOCS, "benchmarks.md")
 
 INTRO = """# Benchmarks
 
@@ -51,9 +53,9 @@ def read_blocks(text):
     return {m["name"]: m.group(0) for m in _BLOCK.finditer(text)}
 
 
-def update_page(path, blocks, order):
-    """Write ``path`` with ``blocks`` (name -> text of :func:`block`) replacing or adding
-    those sections and every other block of the page as it was; sections in ``order``
+def update_page(path, blocks, order, intro=INTRO):
+    """Write ``path``: ``intro``, then ``blocks`` (name -> text of :func:`block`) replacing or
+    adding those sections and every other block of the page as it was; sections in ``order``
     (names not in it last, in page order)."""
     old = {}
     if os.path.exists(path):
@@ -61,4 +63,4 @@ def update_page(path, blocks, order):
             old = read_blocks(f.read())
     merged = {**old, **blocks}
     names = [n for n in order if n in merged] + [n for n in merged if n not in order]
-    atomic_write(path, INTRO + "".join("\n" + merged[n] for n in names))
+    atomic_write(path, intro + "".join("\n" + merged[n] for n in names))
