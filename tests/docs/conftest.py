@@ -3,10 +3,8 @@
 environment the site's tests skip and say how to create it, except in CI (``CI`` set), where
 scripts/test.sh has created it and a missing one fails."""
 
-import os
-
 import pytest
-from _site import MKDOCS, build_site
+from _site import MKDOCS, build_site, missing
 
 
 @pytest.fixture(scope="session")
@@ -19,9 +17,3 @@ def site(tmp_path_factory):
     assert run.returncode == 0, f"the strict docs build failed:\n{run.stderr[-4000:]}"
     return site_dir
 
-
-def missing(reason):
-    """Skip a test whose tool is missing, or fail it in CI, where the setup installs it."""
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI: scripts/test.sh should have installed it)")
-    pytest.skip(reason)

@@ -5,8 +5,7 @@ for a person to look at."""
 
 import pytest
 from _browser import Browser, Site, chromium_path
-from _site import ROOT
-from conftest import missing
+from _site import ROOT, missing
 
 SHOTS = ROOT / "build" / "docs_check"
 PAGES = ["getting-started.html", "guides/rig.html", "reference/joints.html", "benchmarks.html"]
