@@ -64,3 +64,21 @@ def test_the_changelog_names_the_manifest_version():
     headings = re.findall(r"^## \[([^\]]+)\]", (DOCS / "changelog.md").read_text(), re.M)
     assert headings and headings[0] in (version, "Unreleased"), headings
     assert version in headings, f"the changelog has no entry for version {version}"
+
+
+def test_every_list_item_renders_as_one(site):
+    """Python-Markdown takes a list item for text when no blank line separates it from a
+    paragraph, or a step for part of the sub-list before it; the site must show every item of
+    a page's Markdown as a list item."""
+    item = re.compile(r"^ *(\d+\.|[-*]) \S")
+    for page in sorted(DOCS.rglob("*.md")):
+        if page.parent.name == "reference" or page.name in ("troubleshooting.md",):
+            continue
+        fence, items = False, 0
+        for line in page.read_text().splitlines():
+            if line.lstrip().startswith("```"):
+                fence = not fence
+            elif not fence and item.match(line):
+                items += 1
+        html = (site / page.relative_to(DOCS)).with_suffix(".html").read_text()
+        assert html.count("<li>") == items, page.relative_to(DOCS)
