@@ -45,6 +45,21 @@ each keeps a resting contact from sinking or creeping, :mod:`core.integrators`);
 "euler" is stepped with "implicit" and says so in its warnings. The result reports the
 contacts per frame, the deepest overlap and the most energy one contact step gained.
 
+Following the animation. A simulated body with a ``strength`` above 0 tracks its animated
+pose, ``motion`` (its target poses in the parent at ``motion_times``, what its keys,
+constraints and drivers give it), in joint space: each coordinate is pulled toward the
+target's coordinates ``q*(t)`` (a cubic spline in time of the coordinates closest to each
+target pose, :func:`coordinates_from_pose`, rotations continuous across charts) with the
+rates ``v*(t)`` of that spline by a spring and damper of
+``k = s(t) I w^2, c = 2 s(t) I w`` (:func:`spring_from_frequency` at
+:data:`TRACK_FREQUENCY` and the critical :data:`TRACK_DAMPING_RATIO`, ``I`` the coordinate's
+inertia), ``s(t)`` the strength interpolated linearly between its samples (one per motion
+time, or one for all), so a strength keyed down blends the pull out without a jump. The
+springs are taken implicitly with the joint springs (:class:`core.integrators.Tracking`):
+the integrator is "implicit" whatever was asked. Strength 1 follows a target within about
+``(a* + g / L) / w^2`` rad (a coordinate's load per inertia over ``w^2``): 1 mm on the
+tracked chains of ``tests/core/test_rig_tracking.py`` at the default substeps.
+
 Stability. The default integrator, "implicit", takes the joint springs and dampers
 implicitly, so no Stiffness, Damping or Frequency makes a rig diverge; a spring is given
 absolutely or as a frequency and damping ratio scaled by the inertia it moves
@@ -69,7 +84,7 @@ from .contacts import MovingCollider, Shape
 from .dynamics import crba
 from .errors import InvalidInputError, SimulationError
 from .fitting.ik import Chain, solve_ik
-from .integrators import IMPULSE_POSITION, Drive
+from .integrators import IMPULSE_POSITION, Drive, Tracking
 from .joints.base import Joint
 from .joints.lower_pairs import Fixed, Prismatic, Revolute, Universal
 from .joints.spherical import Free, Spherical
@@ -80,7 +95,8 @@ from .model import Model, default_inertia
 
 __all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "Rig", "RigResult", "PoseMotion", "build_rig",
            "simulate_rig", "coordinates_from_pose", "limit_violation", "spring_from_frequency",
-           "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP"]
+           "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP", "TRACK_FREQUENCY",
+           "TRACK_DAMPING_RATIO"]
 
 JOINT_KINDS = ("hinge", "slider", "universal", "ball", "free", "fixed", "joint", "kinematic")
 #: a body whose current pose is farther than this from its joint's closest pose (m, or rad
@@ -88,6 +104,14 @@ JOINT_KINDS = ("hinge", "slider", "universal", "ball", "free", "fixed", "joint",
 START_TOLERANCE = 1e-6
 #: a kinematic motion whose poses differ by less than this (per matrix entry) is constant
 _STILL = 1e-12
+#: the natural frequency (Hz) of a coordinate tracking its animated pose at strength 1, and
+#: its damping ratio (module docstring, *Following the animation*): at 60 Hz a uniform bone
+#: held out level under gravity lags by ``1.5 g / (L w^2)`` rad, 0.1 mm at its tip whatever
+#: its length L, and a chain of three 0.4 m bones swinging 0.5 rad at 1 Hz stays within
+#: 0.6 mm (``tests/core/test_rig_tracking.py``); implicit, so stable at the default 192
+#: substeps per second (``w h`` = 2)
+TRACK_FREQUENCY = 60.0
+TRACK_DAMPING_RATIO = 1.0
 
 
 @dataclass(frozen=True)
@@ -168,7 +192,10 @@ class RigBody:
     the parent (the initial state). pose_before, pose_after: the poses one frame before and
     after (central-difference velocities), or None (at rest). q: the initial coordinates
     when known exactly (a driven bone's coordinate sliders), else found from ``pose``.
-    motion_times ``(K,)`` (s) and motion ``(K, 4, 4)``: a kinematic body's poses.
+    motion_times ``(K,)`` (s) and motion ``(K, 4, 4)``: a kinematic body's poses, or the
+    animated poses a simulated body tracks. strength: a number or ``(K,)`` one per motion
+    time (0: limp), how strongly a simulated body follows its motion (module docstring,
+    *Following the animation*).
     shapes: the body's collision shapes (:class:`core.contacts.Shape`, body frame).
     """
 
@@ -186,6 +213,7 @@ class RigBody:
     motion_times: np.ndarray = None
     motion: np.ndarray = None
     shapes: tuple = ()
+    strength: object = 0.0
 
 
 @dataclass
@@ -337,19 +365,75 @@ class PoseMotion:
 def _kinematic(body, pose):
     """(joint, placement, spline or None) of a kinematic body from its motion (without one:
     fixed at ``pose``)."""
-    times = np.asarray(body.motion_times if body.motion is not None else [0.0], dtype=float)
-    motion = np.asarray(body.motion if body.motion is not None else [pose], dtype=float)
-    if motion.ndim != 3 or motion.shape[1:] != (4, 4) or len(times) != len(motion):
-        raise InvalidInputError(f"body {body.name!r}: a kinematic motion needs one (4, 4) pose "
-                                f"per time, got {motion.shape} poses for {len(times)} times")
-    for k, T in enumerate(motion):
-        _check_pose(T, f"body {body.name!r}: kinematic pose {k}")
-    if len(times) > 1 and not np.all(np.diff(times) > 0):
-        raise InvalidInputError(f"body {body.name!r}: the kinematic motion's times must "
-                                "increase")
+    if body.motion is None:
+        return Fixed(), pose, None
+    times, motion = _motion(body)
     if np.abs(motion - motion[0]).max() <= _STILL or len(motion) < 2:
         return Fixed(), motion[0], None
     return Free(), np.eye(4), PoseMotion(times, motion).spline
+
+
+def _motion(body):
+    """``(times (K,), poses (K, 4, 4))`` of a body's motion, checked."""
+    times = np.asarray(body.motion_times, dtype=float).ravel()
+    motion = np.asarray(body.motion, dtype=float)
+    if motion.ndim != 3 or motion.shape[1:] != (4, 4) or len(times) != len(motion):
+        raise InvalidInputError(f"body {body.name!r}: a motion needs one (4, 4) pose per time, "
+                                f"got {motion.shape} poses for {len(times)} times")
+    for k, T in enumerate(motion):
+        _check_pose(T, f"body {body.name!r}: pose {k} of its motion")
+    if len(times) > 1 and not np.all(np.diff(times) > 0):
+        raise InvalidInputError(f"body {body.name!r}: the motion's times must increase")
+    return times, motion
+
+
+def _strengths(body, count):
+    """``(count,)`` a simulated body's strength per motion time, checked: finite, >= 0."""
+    try:
+        s = np.asarray(body.strength, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"body {body.name!r}: Strength must be a number or one number "
+                                f"per frame, got {body.strength!r}") from None
+    if s.size == 1:
+        s = np.full(count, s[0])
+    if s.size != count:
+        raise InvalidInputError(f"body {body.name!r}: give one Strength per frame of its "
+                                f"animation ({count}), got {s.size}")
+    bad = np.nonzero(~(np.isfinite(s) & (s >= 0.0)))[0]
+    if bad.size:
+        raise InvalidInputError(f"body {body.name!r}: Strength must be a number at or above 0 "
+                                f"at every frame, got {s[bad[0]]:g} at sample {bad[0]}; key "
+                                "it to 0 (limp) or more")
+    return s
+
+
+class _Tracks:
+    """The tracking springs of a rig's tracked bodies as a
+    :class:`core.integrators.Tracking` motion: at times ``t (K,)`` the gains ``(K, nv)``
+    (strength interpolated linearly, clamped to its samples, times each coordinate's
+    :data:`TRACK_FREQUENCY` gains ``kw, cw``) and the target coordinates and rates (each
+    body's cubic spline in time, clamped: at rest outside its samples; one sample: that
+    pose). ``tracks``: ``(slice, times, strengths, target coordinates (K, nq), kw, cw)``."""
+
+    def __init__(self, nv, tracks):
+        self.nv = nv
+        self.tracks = [(s, times, strength, CubicSpline(times, q, axis=0) if len(times) > 1
+                        else q[0], kw, cw) for s, times, strength, q, kw, cw in tracks]
+
+    def __call__(self, t):
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        k, c, q, v = (np.zeros((t.size, self.nv)) for _ in range(4))
+        for s, times, strength, target, kw, cw in self.tracks:
+            a = np.interp(t, times, strength)[:, None]
+            k[:, s], c[:, s] = a * kw, a * cw
+            if not isinstance(target, CubicSpline):
+                q[:, s] = target
+                continue
+            tt = np.clip(t, target.x[0], target.x[-1])
+            q[:, s] = target(tt)
+            inside = (t >= target.x[0]) & (t <= target.x[-1])
+            v[:, s] = target(tt, 1) * inside[:, None]
+        return k, c, q, v
 
 
 def _limits(body, i, core):
@@ -510,17 +594,42 @@ def _spring_spec(body):
             real_number(j.damping_ratio, f"body {name!r}: damping ratio", 0.0), rest)
 
 
-def _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings):
+def _rest_diagonal(model):
+    """``(nv,)`` the mass matrix's diagonal at the rest pose (every joint at its neutral
+    coordinates: a coordinate's entry depends on the bodies below it only): the inertia
+    each coordinate moves, the joints below held."""
+    q_rest = np.concatenate([j.neutral() for j in model.joints])
+    return np.diag(crba(model, model.create_data(), q_rest)).copy()
+
+
+def _target(body, joint, T_rest, q):
+    """``(times (K,), strengths (K,), target coordinates (K, nq))`` of a simulated body
+    that follows its motion (module docstring, *Following the animation*; ``q`` its start
+    coordinates, the guess for the first pose), or None for one with no strength."""
+    if body.motion is None:
+        if np.ndim(body.strength) == 0 and body.strength == 0.0:
+            return None
+        _strengths(body, 1)
+        raise InvalidInputError(f"body {body.name!r} has a Strength but no animated pose to "
+                                "follow; key its pose, or set its Strength to 0")
+    times, motion = _motion(body)
+    strength = _strengths(body, len(times))
+    if not np.any(strength):
+        return None
+    target, guess = np.empty((len(times), joint.nq)), q
+    for k, T in enumerate(motion):
+        target[k], _ = coordinates_from_pose(joint, body.joint.kind, T_rest, T, q_guess=guess)
+        if body.joint.kind in ("ball", "free"):
+            target[k, :3] = _nearest_chart(target[k, :3], guess[:3])
+        guess = target[k]
+    return times, strength, target
+
+
+def _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings, diagonal):
     """Add the simulated bodies' springs and dampers ``springs [(body index, spec)]``
     (:func:`_spring_spec`) to the model: relative ones through
-    :func:`spring_from_frequency` on the mass matrix's diagonal at the rest pose (every
-    joint at its neutral coordinates: a coordinate's entry depends on the bodies below it
-    only); a warning per
+    :func:`spring_from_frequency` on ``diagonal`` (:func:`_rest_diagonal`); a warning per
     body an explicit method cannot follow (:func:`_stiff_spring_warning`)."""
-    if not springs:
-        return
-    q_rest = np.concatenate([j.neutral() for j in model.joints])
-    diagonal = np.diag(crba(model, model.create_data(), q_rest))
     for i, (absolute, a, b, rest) in springs:
         inertia = diagonal[slices[i]]
         k, c = (np.full(len(inertia), a), np.full(len(inertia), b)) if absolute else \
@@ -577,7 +686,7 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         warnings.append(f"{len(raised)} light bone(s) turn with at least {floor:.3g} kg m^2 of "
                         f"inertia ({INERTIA_FLOOR:g} of the heaviest bone's), so the step "
                         f"can follow them: {_listed(raised)}")
-    splines, drive_dofs, springs = [], [], []
+    splines, drive_dofs, springs, tracked = [], [], [], []
     names = set()
     start = 0
     for i, b in enumerate(bodies):
@@ -640,17 +749,33 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
                 qa[:3] = _nearest_chart(qa[:3], q[:3])
             v = (qa - qb) * (0.5 * fps)
         q0[-1], v0[-1] = q, v
+        target = _target(b, joint, T_rest, q)
+        if target is not None:
+            tracked.append((i,) + target)
         limits[-1] = _limits(b, i, joint)
         if limits[-1]:
             warnings.extend(_start_outside(b, joint, q))
         springs.append((i, _spring_spec(b)))
-    _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings)
+    if tracked and integrator != "implicit":
+        warnings.append(f"bones following the animation need the implicit integrator (stable "
+                        f"at any Strength), so the rig is stepped with it instead of "
+                        f"{integrator}")
+        integrator = "implicit"
+    diagonal = _rest_diagonal(model) if springs or tracked else None
+    _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings, diagonal)
+    tracking = None
+    if tracked:
+        kw, cw = spring_from_frequency(diagonal, TRACK_FREQUENCY, TRACK_DAMPING_RATIO)
+        tracking = Tracking(_Tracks(model.nv, [(slices[i], times, strength, q, kw[slices[i]],
+                                                cw[slices[i]])
+                                               for i, times, strength, q in tracked]),
+                            "bones following their animation", vectorized=True)
     drive = None
     if splines:
         drive = Drive(tuple(drive_dofs), _KinematicMotion(splines),
                       "kinematic bodies following their animation", vectorized=True)
     flat = [lim for lims in limits for lim in lims]
-    passive = drive is None and not flat and not contacts and \
+    passive = drive is None and tracking is None and not flat and not contacts and \
         not np.any(model.compile().spring_c)          # compiled: the springs just added
     q0 = np.concatenate(q0) if q0 else np.zeros(0)
     v0 = np.concatenate(v0) if v0 else np.zeros(0)
@@ -661,7 +786,8 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         if model.nv else None
     mech = Mechanism(name, name, model, q0, v0, fps=real_number(fps, "fps", 0.0, low_open=True),
                      substeps=whole_number(substeps, "substeps"), duration=duration,
-                     integrator=integrator, drive=drive, display=tuple(display),
+                     integrator=integrator, drive=drive, tracking=tracking,
+                     display=tuple(display),
                      limits=tuple(flat), restitution=restitution, passive=passive,
                      shapes=tuple(shapes) if contacts else (),
                      colliders=colliders if contacts else (), friction=friction,
@@ -719,13 +845,14 @@ REFINE_FACTOR = 4
 
 
 def _check_gain(mech, res):
-    """Raise SimulationError when a rig that nothing drives (no kinematic motion, no moving
-    collider) gained more mechanical energy than its method's bound: ``DRIFT_RESOLUTION **
-    order`` (:mod:`core.mechanisms.base`) of the larger of its start's kinetic energy and the
-    work of lifting it by 1 m. Springs, dampers, limits and contacts with still colliders
-    only keep or take energy, so such a gain is a diverging run (a ragdoll shot into the
-    air), which :func:`simulate_rig` runs again with more substeps."""
-    if mech.drive is not None or any(isinstance(c, MovingCollider) for c in mech.colliders) \
+    """Raise SimulationError when a rig that nothing drives (no kinematic motion, no tracked
+    animation, no moving collider) gained more mechanical energy than its method's bound:
+    ``DRIFT_RESOLUTION ** order`` (:mod:`core.mechanisms.base`) of the larger of its
+    start's kinetic energy and the work of lifting it by 1 m. Springs, dampers, limits and
+    contacts with still colliders only keep or take energy, so such a gain is a diverging
+    run (a ragdoll shot into the air), which :func:`simulate_rig` runs again with more substeps."""
+    if mech.drive is not None or mech.tracking is not None or \
+            any(isinstance(c, MovingCollider) for c in mech.colliders) \
             or res.status != "completed" or not len(res.energy):
         return
     model = mech.model

@@ -226,6 +226,8 @@ class Mechanism:
         integrator: one of :data:`INTEGRATORS` (reduced coordinates; a skeleton uses seed
             001's own update, ``skeleton_update``).
         drive: :class:`Drive` or None.
+        tracking: :class:`core.integrators.Tracking` or None: coordinates pulled toward a
+            moving target by springs the "implicit" integrator takes implicitly.
         display: one :class:`BodyDisplay` per body, in body order.
         constraint_error: None or ``(mechanism, times (F,), q (F, nq), poses (F, nb, 4, 4))
             -> (F,)`` metres: distance of the constrained bodies from the geometry they must
@@ -265,6 +267,7 @@ class Mechanism:
     duration: float = 2.0
     integrator: str = "rk4"
     drive: Drive = None
+    tracking: object = None
     display: tuple = ()
     constraint_error: object = None
     skeleton: object = None
@@ -448,6 +451,7 @@ class _ModelStepper(_BlowUpCheck, Integrator):
             limits = LimitSolver(mech.model, list(mech.limits), restitution=mech.restitution)
         super().__init__(mech.model, mech.dt, 1, mech.integrator, limits=limits,
                          drive=mech.drive, contacts=mech.contact_solver(limits),
+                         tracking=mech.tracking,
                          rate_limit=None if mech.step_limit is None else
                          np.asarray(mech.step_limit, dtype=float) / mech.dt)
         self.name = mech.name
