@@ -598,8 +598,8 @@ class MechanismRun:
     far as asked and kept.
 
     Attributes: ``n_frames``; ``ready`` (frames computed so far, from 0); ``poses``
-    ``(n_frames, nb, 4, 4)`` world poses and ``q`` ``(n_frames, nq)`` (a skeleton's: no
-    columns), valid for the first ``ready`` frames.
+    ``(n_frames, nb, 4, 4)`` world poses, ``q`` ``(n_frames, nq)`` and ``v`` ``(n_frames,
+    nv)`` (a skeleton's: no columns), valid for the first ``ready`` frames.
     """
 
     def __init__(self, mechanism):
@@ -609,6 +609,7 @@ class MechanismRun:
         nq = 0 if mechanism.model is None else mechanism.model.nq
         self.poses = np.empty((self.n_frames, mechanism.nbodies, 4, 4))
         self.q = np.empty((self.n_frames, nq))
+        self.v = np.empty((self.n_frames, nq))
         self.ready = 0
         self._keep(0.0)
 
@@ -617,7 +618,7 @@ class MechanismRun:
             out = self._stepper.record(t, self._state)
         self.poses[self.ready] = out["poses"]
         if self.q.shape[1]:
-            self.q[self.ready] = out["q"]
+            self.q[self.ready], self.v[self.ready] = out["q"], out["v"]
         self.ready += 1
 
     def advance_to(self, frame, seconds=None):

@@ -1,7 +1,8 @@
-"""Rigs that follow their animation (core.rig, *Following the animation*): a tracked chain
-follows a prescribed motion within 1 mm at strength 1 and the default substeps, a strength
-keyed down by half each frame blends to limp without a jump, and bad strengths are refused
-naming the bone."""
+"""Rigs that follow their animation (core.rig, *Following the animation* and *Switching from
+animated to simulated*): a tracked chain follows a prescribed motion within 1 mm at strength
+1 and the default substeps, a strength keyed down by half each frame blends to limp without
+a jump, bones switching from animated to simulated start with the animation's velocities,
+and bad strengths are refused naming the bone."""
 
 import numpy as np
 import pytest
@@ -123,3 +124,42 @@ def test_a_rig_asked_for_an_explicit_method_tracks_implicitly_and_says_so():
     rig = build_rig(_chain(1.0), integrator="rk4")
     assert rig.mechanism.integrator == "implicit"
     assert any("implicit integrator" in w for w in rig.warnings)
+
+
+def test_a_switch_to_simulated_starts_with_the_animations_velocities():
+    """Bones animated until frame 12 follow the animation exactly (double precision), then
+    start simulated with the centred difference of their animated coordinates one frame
+    either side, and fall from there; a second bone switching later keeps its animation
+    until its own frame."""
+    switch = {0: 12, 1: 12, 2: 18}
+    bodies = [RigBody(**{**b.__dict__, "strength": 0.0, "simulate_from": switch[i] / FPS})
+              for i, b in enumerate(_chain(1.0))]
+    res = simulate_rig(build_rig(bodies, fps=FPS, duration=TIMES[-1]))
+    assert np.abs(res.q[:13, :2] - ANGLES[:13, :2]).max() < 1e-12
+    assert np.abs(res.q[:19, 2] - ANGLES[:19, 2]).max() < 1e-12
+    centred = (ANGLES[13] - ANGLES[11]) * FPS / 2
+    assert res.v[12, :2] == pytest.approx(centred[:2], abs=1e-12)
+    assert res.v[18, 2] == pytest.approx((ANGLES[19, 2] - ANGLES[17, 2]) * FPS / 2, abs=1e-12)
+    assert np.abs(res.q[-1] - ANGLES[-1]).max() > 0.2          # fell from its animation
+
+
+def test_a_whole_rig_switching_equals_one_started_there_from_its_neighbouring_frames():
+    """Every bone switching at frame 12 runs on as a rig built at frame 12 from the poses of
+    frames 11, 12 and 13 (``pose_before``/``pose_after``: the same centred difference) does."""
+    switched = simulate_rig(build_rig(
+        [RigBody(**{**b.__dict__, "strength": 0.0, "simulate_from": 0.5})
+         for b in _chain(1.0)], fps=FPS, duration=TIMES[-1]))
+    started = simulate_rig(build_rig(
+        [RigBody(**{**b.__dict__, "strength": 0.0, "motion": None, "motion_times": None,
+                    "pose": b.motion[12], "pose_before": b.motion[11],
+                    "pose_after": b.motion[13]}) for b in _chain(1.0)],
+        fps=FPS, duration=TIMES[-1] - 0.5))
+    assert np.abs(switched.q[12:] - started.q).max() < 1e-12   # same start, same steps
+    assert np.abs(switched.q[-1] - ANGLES[-1]).max() > 0.2          # fell from its animation
+
+
+def test_a_switch_needs_an_animation():
+    bone = _chain(0.0)[0]
+    with pytest.raises(InvalidInputError, match="bone0.*no animation"):
+        build_rig([RigBody(**{**bone.__dict__, "motion": None, "motion_times": None,
+                              "simulate_from": 0.5})])
