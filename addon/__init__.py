@@ -15,7 +15,7 @@ from . import handlers, jit, panels, preferences, previews, properties, rig_pane
 from . import shape_overlay
 from . import linkage_panel, linkage_properties
 from .operators import classes as operator_classes
-from .operators import opensim
+from .operators import drag, opensim
 
 classes = (*preferences.classes, *properties.classes, *rig_properties.classes, *operator_classes, *panels.classes,
            *rig_panel.classes, *linkage_properties.classes, *linkage_panel.classes)
@@ -33,9 +33,11 @@ def register():
     handlers.register_frame_callback(previews.play_live_mechanisms)
     shape_overlay.register()
     opensim.register_menus()
+    drag.register_tools()
 
 
 def unregister():
+    drag.unregister_tools()
     opensim.unregister_menus()
     shape_overlay.unregister()
     handlers.unregister_frame_callback(previews.play_live_mechanisms)
