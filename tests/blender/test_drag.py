@@ -1,0 +1,339 @@
+"""The drag tool in Blender: a session of the add-on's drag engine (the object the modal
+operator holds) fed synthetic events (mouse pixels in a view built here, timer ticks, Enter,
+Esc) pulls a grabbed bone toward the mouse while the rig simulates, records the take to keys
+(the old action on an NLA track, one undo step), puts everything back on Esc, keeps a
+dragged linkage's loop closed, and refuses a click on nothing or on a kinematic bone with the
+scene unchanged. Record Preview keys a Simulate Preview.
+
+Blender cannot run a modal operator without a window, so the tests drive
+:class:`addon.drag.DragSession` with the events the operator's ``modal`` hands it, and the
+view is a perspective ``region``/``region_data`` pair made of mathutils matrices, read by
+``bpy_extras.view3d_utils`` as a viewport's.
+"""
+
+import numpy as np
+import pytest
+
+N_TAIL = 3
+BONE = 0.1
+ROOT = (0.0, 0.0, 1.0)
+#: the tip bone's grabbed point: its middle, and where the mouse pulls it (0.22 m from the
+#: tail's root: within the 0.25 m of chain before that point)
+GRAB = np.array([0.0, -0.25, 1.0])
+TARGET = np.array([0.0, -0.2, 1.1])
+#: frames of dragging (one per timer tick at 24 fps: a second)
+TICKS = 24
+#: a point through the view and back: mathutils matrices are single precision (eps 6e-8),
+#: the pixel-to-point round trip of a point 3 m away takes a few of their roundings times
+#: the projection's scale; 1e-5 m bounds it
+VIEW_TOL = 1e-5
+
+
+def fake_view(eye, look_at, up=(0.0, 0.0, 1.0), fov=0.8, size=(800, 600)):
+    """``(region, rv3d)`` of a perspective view from ``eye`` toward ``look_at``: the
+    attributes ``bpy_extras.view3d_utils`` reads of a viewport's region and region data."""
+    from types import SimpleNamespace
+
+    from mathutils import Matrix
+
+    eye, look_at, up = (np.array(v, dtype=float) for v in (eye, look_at, up))
+    f = (look_at - eye) / np.linalg.norm(look_at - eye)
+    r = np.cross(f, up)
+    r /= np.linalg.norm(r)
+    cam = np.eye(4)
+    cam[:3, 0], cam[:3, 1], cam[:3, 2], cam[:3, 3] = r, np.cross(r, f), -f, eye
+    view = np.linalg.inv(cam)
+    near, far, t = 0.01, 100.0, 1.0 / np.tan(0.5 * fov)
+    w, h = size
+    P = np.array([[t * h / w, 0, 0, 0], [0, t, 0, 0],
+                  [0, 0, (far + near) / (near - far), 2 * far * near / (near - far)],
+                  [0, 0, -1, 0]])
+    rv3d = SimpleNamespace(view_matrix=Matrix(view.tolist()),
+                           perspective_matrix=Matrix((P @ view).tolist()),
+                           is_perspective=True, view_perspective="PERSP")
+    return SimpleNamespace(width=w, height=h), rv3d
+
+
+def pixel(view, point):
+    """The region pixel ``(x, y)`` that shows the world ``point``."""
+    from bpy_extras import view3d_utils
+    from mathutils import Vector
+
+    xy = view3d_utils.location_3d_to_region_2d(*view, Vector(point))
+    return float(xy[0]), float(xy[1])
+
+
+def tail_rig():
+    """Armature 'Tail' at ROOT: 'hips' keyed (still) and a tail of N_TAIL ball-jointed
+    simulated bones along -Y, no gravity and no springs (left alone, nothing moves); the view
+    looks at it from +X."""
+    import bpy
+
+    from scenes import tail_armature
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 60
+    scene.render.fps = 24
+    scene.use_gravity = False
+    obj = tail_armature("Tail", N_TAIL, BONE, ROOT, ((1, 0.0), (60, 0.0)))
+    for k in range(N_TAIL):
+        s = obj.pose.bones[f"tail.{k:03d}"].spline_joints_sim
+        s.enabled, s.kind = True, "BALL"
+        s.mass_source, s.mass, s.com, s.inertia = "MANUAL", 0.1, (0.0, 0.05, 0.0), (1e-4, 2e-5, 1e-4)
+        s.spring_units, s.stiffness, s.damping = "ABSOLUTE", 0.0, 1e-3
+    scene.spline_joints_sim.use_ground = False
+    bpy.ops.object.mode_set(mode="OBJECT")     # undo steps are object mode's
+    scene.frame_set(1)
+    return obj, fake_view((3.0, -0.15, 1.0), (0.0, -0.15, 1.0))
+
+
+def grabbed_world(obj, bone, local):
+    W = np.array(obj.matrix_world) @ np.array(obj.pose.bones[bone].matrix)
+    return (W @ np.append(local, 1.0))[:3]
+
+
+def scenario_drag_and_record(tmp, hold):
+    import bpy
+
+    from scenes import action_fcurves, addon_module
+
+    drag = addon_module("addon.drag")
+    obj, view = tail_rig()
+    scene = bpy.context.scene
+    bpy.ops.ed.undo_push(message="before the drag")
+    session = drag.DragSession(scene, bpy.context.evaluated_depsgraph_get(), *view,
+                               pixel(view, GRAB), hold)
+    take = session.take
+    assert isinstance(take, drag.RigTake) and take.body == f"tail.{N_TAIL - 1:03d}"
+    assert np.linalg.norm(take.grabbed() - GRAB) < VIEW_TOL         # the bone's axis, there
+    assert session.event("MOUSEMOVE", "NOTHING", pixel(view, TARGET), hold)[0] == "RUNNING_MODAL"
+    assert np.linalg.norm(session.target - TARGET) < VIEW_TOL, session.target - TARGET
+    start = float(np.linalg.norm(take.grabbed() - TARGET))
+    for _ in range(TICKS):
+        assert session.event("TIMER", "NOTHING", pixel(view, TARGET), hold)[0] == "RUNNING_MODAL"
+    dragged = float(np.linalg.norm(take.grabbed() - TARGET))
+    # what the viewport shows is the run's last frame, at the scene's matching frame
+    bpy.context.view_layer.update()
+    shown = grabbed_world(obj, take.body, take.point)
+    assert scene.frame_current == 1 + take.run.ready - 1
+    assert np.linalg.norm(shown - take.grabbed()) < 1e-5
+    # let go (right click): the run goes on without the pull
+    assert session.event("RIGHTMOUSE", "PRESS", pixel(view, TARGET), hold)[0] == "RUNNING_MODAL"
+    for _ in range(4):
+        session.event("TIMER", "NOTHING", pixel(view, TARGET), hold)
+    old = obj.animation_data.action.name
+    frames = take.run.ready
+    state, message = session.event("RET", "PRESS", pixel(view, TARGET), hold)
+    assert state == "FINISHED", message
+    bpy.ops.ed.undo_push(message="Drag Simulation")     # what Blender does for the operator
+    ad = obj.animation_data
+    assert ad.action.name == "Tail Simulation" and [t.name for t in ad.nla_tracks] == [old]
+    assert not ad.nla_tracks[0].mute
+    curves = {(fc.data_path, fc.array_index): len(fc.keyframe_points)
+              for fc in action_fcurves(ad.action)}
+    tip = f'pose.bones["{take.body}"]'
+    assert curves[(f"{tip}.rotation_quaternion", 0)] == frames
+    # the keys play the take: the last frame shows where the drag left the tip
+    scene.frame_set(frames)
+    keyed = grabbed_world(obj, take.body, take.point)
+    last = take.run.poses[frames - 1, take.names.index(take.body)]
+    assert np.linalg.norm(keyed - (last[:3, :3] @ take.point + last[:3, 3])) < 1e-5
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["Tail"]
+    undone = (obj.animation_data.action.name == old and not obj.animation_data.nla_tracks)
+    return {"start": start, "dragged": dragged, "message": message, "undone": undone}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hold", [False, True])
+def test_a_dragged_bone_follows_the_mouse_and_the_take_is_recorded(blender, hold):
+    out = blender(scenario_drag_and_record, hold=hold)
+    assert out["start"] > 0.1
+    # a second of a 3 Hz critically damped pull (or the stiffest stable one) brings the
+    # grabbed point within a fifth of its start distance
+    assert out["dragged"] < 0.2 * out["start"], out
+    assert "Recorded frames 1-" in out["message"]
+    assert out["undone"], "one undo takes the recording back"
+
+
+def scenario_escape_restores(tmp):
+    import bpy
+
+    from scenes import addon_module
+
+    drag = addon_module("addon.drag")
+    obj, view = tail_rig()
+    scene = bpy.context.scene
+    scene.frame_set(5)
+    before = {pb.name: np.array(pb.matrix_basis) for pb in obj.pose.bones}
+    action = obj.animation_data.action.name
+    session = drag.DragSession(scene, bpy.context.evaluated_depsgraph_get(), *view,
+                               pixel(view, GRAB))
+    session.event("MOUSEMOVE", "NOTHING", pixel(view, TARGET))
+    for _ in range(10):
+        session.event("TIMER", "NOTHING", pixel(view, TARGET))
+    moved = max(np.abs(np.array(pb.matrix_basis) - before[pb.name]).max()
+                for pb in obj.pose.bones)
+    state, message = session.event("ESC", "PRESS", pixel(view, TARGET))
+    assert state == "CANCELLED" and "nothing recorded" in message
+    after = max(np.abs(np.array(pb.matrix_basis) - before[pb.name]).max()
+                for pb in obj.pose.bones)
+    return {"moved": float(moved), "after": float(after), "frame": scene.frame_current,
+            "action": obj.animation_data.action.name == action,
+            "tracks": len(obj.animation_data.nla_tracks)}
+
+
+def test_escape_puts_the_rig_back(blender):
+    out = blender(scenario_escape_restores)
+    assert out["moved"] > 1e-2
+    assert out["after"] == 0.0 and out["frame"] == 5
+    assert out["action"] and out["tracks"] == 0
+
+
+def scenario_bad_clicks(tmp):
+    import bpy
+
+    from scenes import addon_module
+
+    drag = addon_module("addon.drag")
+    obj, view = tail_rig()
+    obj.pose.bones["tail.000"].spline_joints_sim.kinematic = True
+    scene = bpy.context.scene
+    scene.frame_set(3)
+    before = {pb.name: np.array(pb.matrix_basis) for pb in obj.pose.bones}
+    messages = {}
+    for what, point in (("nothing", (0.0, 1.0, 1.5)), ("hips", (0.0, 0.0, 1.1)),
+                        ("kinematic", (0.0, -0.05, 1.0))):
+        try:
+            drag.DragSession(scene, bpy.context.evaluated_depsgraph_get(), *view,
+                             pixel(view, point))
+        except ValueError as exc:
+            messages[what] = str(exc)
+    changed = max(np.abs(np.array(pb.matrix_basis) - before[pb.name]).max()
+                  for pb in obj.pose.bones)
+    return {"messages": messages, "changed": float(changed), "frame": scene.frame_current,
+            "tracks": len(obj.animation_data.nla_tracks),
+            "actions": sorted(a.name for a in bpy.data.actions)}
+
+
+def test_a_click_on_nothing_or_on_a_kinematic_bone_is_refused(blender):
+    out = blender(scenario_bad_clicks)
+    msgs = out["messages"]
+    assert "nothing to drag under the mouse" in msgs["nothing"]
+    assert "'hips' follows its animation" in msgs["hips"]
+    assert "'tail.000' follows its animation" in msgs["kinematic"]
+    assert out["changed"] == 0.0 and out["frame"] == 3 and out["tracks"] == 0
+    assert out["actions"] == ["TailAction"]
+
+
+def scenario_drag_linkage(tmp):
+    import bpy
+
+    from scenes import addon_module
+    from test_linkages import FLOAT32_POSE, build_four_bar, closure_error
+
+    drag = addon_module("addon.drag")
+    demos = addon_module("core.linkage_demos")
+    linkage_bridge = addon_module("addon.linkage_bridge")
+    scene, item, objs = build_four_bar()
+    view = fake_view((1.0, -6.0, 0.8), (1.0, 0.0, 0.8))
+    coupler = objs["coupler"]
+    start_pose = linkage_bridge.object_pose(coupler)
+    grab = start_pose[:3, 3] + start_pose[:3, 0] * 0.2          # on the bar, off its centre
+    # where that point of the coupler is with the crank at 1.2 rad (a place it can reach)
+    session = drag.DragSession(scene, bpy.context.evaluated_depsgraph_get(), *view,
+                               pixel(view, grab))
+    take = session.take
+    assert isinstance(take, drag.LinkageTake)
+    assert take.drag.linkage.bodies[take.drag.body].name == "coupler"
+    # the grabbed point (on the box's face toward the viewer) with the crank at 1.2 rad
+    there = demos.four_bar(theta=1.2)[0]
+    target = (there.bodies[there.index("coupler")].T @ np.append(take.drag.point, 1.0))[:3]
+    before = {name: np.array(o.matrix_world) for name, o in objs.items()}
+    session.event("MOUSEMOVE", "NOTHING", pixel(view, target))
+    start = float(np.linalg.norm(take.grabbed() - target))
+    errors, closures = [], []
+    for _ in range(12):
+        session.event("TIMER", "NOTHING", pixel(view, target))
+        bpy.context.view_layer.update()
+        errors.append(take.error)
+        closures.append(closure_error(item, linkage_bridge))
+    dragged = float(np.linalg.norm(take.grabbed() - target))
+    n = len(take.poses)
+    state, message = session.event("RET", "PRESS", pixel(view, target))
+    assert state == "FINISHED", message
+    keyed = [name for name, o in objs.items() if o.animation_data and o.animation_data.action]
+    # the keys play the take, the scene at its last frame; Esc on a second drag puts the
+    # bodies back where the first left them
+    frame = scene.frame_current
+    left = {name: np.array(o.matrix_world) for name, o in objs.items()}
+    session = drag.DragSession(scene, bpy.context.evaluated_depsgraph_get(), *view,
+                               pixel(view, take.grabbed()))
+    session.event("MOUSEMOVE", "NOTHING", pixel(view, grab))
+    for _ in range(5):
+        session.event("TIMER", "NOTHING", pixel(view, grab))
+    assert session.event("ESC", "PRESS", pixel(view, grab))[0] == "CANCELLED"
+    bpy.context.view_layer.update()
+    back = max(np.abs(np.array(o.matrix_world) - left[name]).max() for name, o in objs.items())
+    moved = max(np.abs(left[name] - before[name]).max() for name in objs)
+    return {"start": start, "dragged": dragged, "errors": errors, "closures": closures,
+            "tolerance": item.tolerance, "float32": FLOAT32_POSE, "frames": n,
+            "keyed": sorted(keyed), "live": item.live, "back": float(back),
+            "moved": float(moved), "message": message, "frame": frame,
+            "after": scene.frame_current}
+
+
+@pytest.mark.slow
+def test_a_dragged_linkage_body_keeps_the_loop_closed(blender):
+    out = blender(scenario_drag_linkage)
+    assert out["start"] > 0.1
+    assert out["dragged"] < 1e-3, out
+    assert max(out["errors"]) <= out["tolerance"]
+    # the objects' own poses close the loop to their single precision
+    assert max(out["closures"]) <= out["float32"]
+    assert out["keyed"] == ["coupler", "crank", "rocker"] and not out["live"]
+    assert "Recorded linkage" in out["message"]
+    assert out["frame"] == 1 + out["frames"] - 1 and out["after"] == out["frame"]
+    assert out["moved"] > 0.1 and out["back"] < out["float32"]
+
+
+def scenario_record_preview(tmp):
+    import bpy
+
+    from scenes import action_fcurves, addon_module
+
+    previews = addon_module("addon.previews")
+    obj, view = tail_rig()
+    scene = bpy.context.scene
+    scene.use_gravity = True
+    old = obj.animation_data.action.name
+    assert bpy.ops.spline_joints.simulate_preview() == {"FINISHED"}
+    scene.frame_set(40)
+    shown = np.array(obj.pose.bones["tail.002"].matrix_basis)
+    bpy.ops.ed.undo_push(message="before recording")
+    assert bpy.ops.spline_joints.record_preview("EXEC_DEFAULT", True) == {"FINISHED"}
+    ad = obj.animation_data
+    recorded = (ad.action.name, [t.name for t in ad.nla_tracks], len(previews.PREVIEWS))
+    keys = max(len(fc.keyframe_points) for fc in action_fcurves(ad.action))
+    scene.frame_set(40)
+    keyed = np.array(obj.pose.bones["tail.002"].matrix_basis)
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["Tail"]
+    undone = obj.animation_data.action.name == old and not obj.animation_data.nla_tracks
+    refused = ""
+    try:
+        bpy.ops.spline_joints.record_preview()
+    except RuntimeError as exc:
+        refused = str(exc)
+    return {"recorded": recorded, "old": old, "keys": keys,
+            "diff": float(np.abs(keyed - shown).max()), "undone": undone, "refused": refused}
+
+
+def test_record_preview_keys_what_the_preview_shows(blender):
+    out = blender(scenario_record_preview)
+    assert out["recorded"] == ["Tail Simulation", [out["old"]], 0]
+    assert out["keys"] == 60
+    assert out["diff"] < 1e-5
+    assert out["undone"]
+    assert "no Simulate Preview to record" in out["refused"]
