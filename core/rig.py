@@ -334,9 +334,12 @@ class RigResult:
 
 
 def _hinge_angle(axis, R):
-    """The rotation about the unit ``axis`` closest to R (3, 3) (largest ``tr(R_a^T R)``)."""
-    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    return math.atan2(float(axis @ w), float(np.trace(R) - axis @ R @ axis))
+    """The rotation about the unit ``axis`` closest to each R ``(..., 3, 3)`` (largest
+    ``tr(R_a^T R)``): ``(...)``."""
+    w = np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0],
+                  R[..., 1, 0] - R[..., 0, 1]], axis=-1)
+    return np.arctan2(w @ axis, np.trace(R, axis1=-2, axis2=-1) -
+                      np.einsum("i,...ij,j->...", axis, R, axis))
 
 
 def coordinates_from_pose(joint, kind, T_rest, T, q_guess=None):
@@ -452,8 +455,7 @@ def _motion(body):
     if motion.ndim != 3 or motion.shape[1:] != (4, 4) or len(times) != len(motion):
         raise InvalidInputError(f"body {body.name!r}: a motion needs one (4, 4) pose per time, "
                                 f"got {motion.shape} poses for {len(times)} times")
-    for k, T in enumerate(motion):
-        _check_pose(T, f"body {body.name!r}: pose {k} of its motion")
+    _check_pose(motion, f"body {body.name!r}: a pose of its motion")
     if len(times) > 1 and not np.all(np.diff(times) > 0):
         raise InvalidInputError(f"body {body.name!r}: the motion's times must increase")
     return times, motion
@@ -483,35 +485,51 @@ class _Tracks:
     """The tracking springs of a rig's tracked bodies as a
     :class:`core.integrators.Tracking` motion: at times ``t (K,)`` the gains ``(K, nv)``
     (strength interpolated linearly, clamped to its samples, times each coordinate's
-    :data:`TRACK_FREQUENCY` gains ``kw, cw``) and the target coordinates and rates (each
-    body's cubic spline in time, clamped: at rest outside its samples; one sample: that
-    pose) in a run that starts ``offset`` s into the shot. ``tracks``: ``(slice, times,
-    strengths, target coordinates (K, nq), kw, cw)``."""
+    :data:`TRACK_FREQUENCY` gains ``kw, cw``) and the target coordinates and rates (a cubic
+    spline in time, clamped: at rest outside its samples; one sample: that pose) in a run
+    that starts ``offset`` s into the shot. ``tracks``: ``(slice, times, strengths, target
+    coordinates (K, nq), kw, cw)``; the bodies sampled at the same times share one spline
+    and one interpolation (a character's bones: one each per call)."""
 
     def __init__(self, nv, tracks, offset=0.0):
         self.nv, self.offset = nv, offset
-        self.tracks = [(s, times, strength, CubicSpline(times, q, axis=0) if len(times) > 1
-                        else q[0], kw, cw) for s, times, strength, q, kw, cw in tracks]
+        groups = {}
+        for s, times, strength, q, kw, cw in tracks:
+            n = s.stop - s.start
+            groups.setdefault(tuple(times), []).append(
+                (np.arange(s.start, s.stop), np.repeat(strength[:, None], n, axis=1), q, kw, cw))
+        self.groups = []
+        for key, members in groups.items():
+            times = np.array(key)
+            cols, strength, q, kw, cw = (np.concatenate(parts, axis=-1)
+                                         for parts in zip(*members))
+            target = CubicSpline(times, q, axis=0) if len(times) > 1 else q[0]
+            self.groups.append((cols, times, strength, target, kw, cw))
 
     def shifted(self, offset):
         """These springs in a run that starts ``offset`` s into the shot."""
         out = _Tracks.__new__(_Tracks)
-        out.nv, out.tracks, out.offset = self.nv, self.tracks, offset
+        out.nv, out.groups, out.offset = self.nv, self.groups, offset
         return out
 
     def __call__(self, t):
         t = np.atleast_1d(np.asarray(t, dtype=float)) + self.offset
         k, c, q, v = (np.zeros((t.size, self.nv)) for _ in range(4))
-        for s, times, strength, target, kw, cw in self.tracks:
-            a = np.interp(t, times, strength)[:, None]
-            k[:, s], c[:, s] = a * kw, a * cw
+        for cols, times, strength, target, kw, cw in self.groups:
+            if len(times) > 1:
+                i = np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 2)
+                w = np.clip((t - times[i]) / (times[i + 1] - times[i]), 0.0, 1.0)[:, None]
+                a = strength[i] * (1.0 - w) + strength[i + 1] * w
+            else:
+                a = strength[:1]
+            k[:, cols], c[:, cols] = a * kw, a * cw
             if not isinstance(target, CubicSpline):
-                q[:, s] = target
+                q[:, cols] = target
                 continue
-            tt = np.clip(t, target.x[0], target.x[-1])
-            q[:, s] = target(tt)
-            inside = (t >= target.x[0]) & (t <= target.x[-1])
-            v[:, s] = target(tt, 1) * inside[:, None]
+            tt = np.clip(t, times[0], times[-1])
+            q[:, cols] = target(tt)
+            inside = (t >= times[0]) & (t <= times[-1])
+            v[:, cols] = target(tt, 1) * inside[:, None]
         return k, c, q, v
 
 
@@ -700,13 +718,22 @@ def _target(body, joint, T_rest, q):
 
 def _motion_coordinates(body, joint, T_rest, motion, q):
     """``(K, nq)`` the coordinates of a simulated body's joint closest to each pose of its
-    motion ``(K, 4, 4)`` (:func:`coordinates_from_pose`, each from the one before, the first
-    from ``q``), rotations continuous across charts."""
+    motion ``(K, 4, 4)`` (:func:`coordinates_from_pose`; hinges, balls and free joints in
+    closed form for all poses at once, the others each from the one before, the first from
+    ``q``), rotations continuous across charts from ``q``'s."""
+    kind = body.joint.kind
+    B = se3.inv(T_rest) @ motion if kind != "joint" else motion
+    if kind == "hinge":
+        return _hinge_angle(joint.axis, B[:, :3, :3])[:, None]
+    if kind in ("ball", "free"):
+        r = so3.log(B[:, :3, :3])
+        r[0] = _nearest_chart(r[0], q[:3])
+        for k in range(1, len(r)):
+            r[k] = _nearest_chart(r[k], r[k - 1])
+        return r if kind == "ball" else np.concatenate([r, B[:, :3, 3]], axis=1)
     out, guess = np.empty((len(motion), joint.nq)), q
     for k, T in enumerate(motion):
-        out[k], _ = coordinates_from_pose(joint, body.joint.kind, T_rest, T, q_guess=guess)
-        if body.joint.kind in ("ball", "free"):
-            out[k, :3] = _nearest_chart(out[k, :3], guess[:3])
+        out[k], _ = coordinates_from_pose(joint, kind, T_rest, T, q_guess=guess)
         guess = out[k]
     return out
 
