@@ -3,8 +3,8 @@
 The drag tool (the operator ``spline_joints.drag`` and its viewport tool) holds a
 :class:`DragSession` between events. A click picks the body under the mouse (:func:`pick`):
 a bone of an armature with simulated bones (within :data:`BONE_REACH` of its length from
-its axis), an object with Simulate on (its mesh), or a body of a linkage (its mesh, or its
-bone). What was grabbed decides the *take*, the simulation that runs while the mouse moves:
+its axis), an object with Simulate on (its mesh), a body of a demo mechanism (its mesh), or a
+body of a linkage (its mesh, or its bone). What was grabbed decides the *take*, the simulation that runs while the mouse moves:
 
 * :class:`RigTake`: the rig (the armature, or the scene's object rig) read as a bake reads
   it (:class:`.rig_jobs.RigJob`) and run frame by frame from the scene's first frame by
@@ -13,6 +13,9 @@ bone). What was grabbed decides the *take*, the simulation that runs while the m
   target by :meth:`core.rig.RigRun.set_drag`'s spring at :data:`DRAG_FREQUENCY` on the
   body's mass, or held as stiff as the step keeps stable (Ctrl). The take ends at the
   frame range's end.
+* :class:`MechanismTake`: a demo mechanism (*Mechanisms* panel) built as its bake builds it
+  (:class:`.mechanism_bake.BakeJob`) and run the same way by :class:`core.rig.LiveRun` (its
+  live preview stops); its bodies are placed by their world matrices.
 * :class:`LinkageTake`: the linkage assembled with its grabbed point on the target at every
   tick (:class:`core.linkage.LinkageDrag`: the loops stay closed; the driver is released for
   the drag, the live handler held), from the scene's current frame, one frame per tick.
@@ -26,7 +29,9 @@ frame and the linkage's state back as they were.
 Recording (:meth:`RigTake.record`, :meth:`LinkageTake.record`, and
 :func:`record_previews` for a Simulate Preview): the frames the take computed are keyed
 into a new action per armature or object, as a bake keys them
-(:func:`.rig_jobs.write_keys`, :func:`.linkage_bake.write_keys`): the data-block's own
+(:func:`.rig_jobs.write_keys`; a mechanism's or linkage's bodies by
+:func:`.linkage_bake.key_bodies`, into *<object> Drag* or *<object> <linkage>*): the
+data-block's own
 action is pushed onto an NLA track, unmuted, as the base layer the recorded action plays
 over (its channels that were not simulated keep playing from there); a rig's earlier
 simulation bake is replaced. The operator makes the recording one undo step.
@@ -67,8 +72,8 @@ def view_point(region, rv3d, xy, depth):
 
 class Hit:
     """A body under the mouse: ``kind`` ``"RIG"`` (``target``: the armature, or None for
-    the object rig) or ``"LINKAGE"`` (``target``: the linkage's index); ``body``: its name in
-    the simulation; ``point``: the grabbed world point; ``local``: that point in the body's
+    the object rig), ``"MECHANISM"`` or ``"LINKAGE"`` (``target``: the mechanism's or
+    linkage's index); ``body``: its name (a bone's, an object's; a linkage's body name); ``point``: the grabbed world point; ``local``: that point in the body's
     frame; ``simulated``: False for a body that follows its animation; ``distance`` along the
     ray."""
 
@@ -120,7 +125,8 @@ def _bone_hit(arm, pb, origin, direction):
 
 def pick(scene, depsgraph, origin, direction):
     """The nearest :class:`Hit` on the ray ``origin + t direction`` (t > 0), or None: bones
-    of armatures with simulated bones, objects with Simulate on, bodies of linkages."""
+    of armatures with simulated bones, objects with Simulate on, bodies of demo mechanisms
+    and of linkages."""
     hits = []
     rigged = {a.name for a in simulated_armatures(scene)}
     for arm in scene.objects:
@@ -140,6 +146,12 @@ def pick(scene, depsgraph, origin, direction):
             if found:
                 hits.append(Hit("RIG", None, obj.name, found[1], linkage_bridge.object_pose(obj),
                                 obj.name in moving, found[0]))
+    for k, item in enumerate(scene.spline_joints_mechanisms):
+        for ref in item.bodies:
+            found = ref.object is not None and _mesh_hit(ref.object, origin, direction, depsgraph)
+            if found:
+                hits.append(Hit("MECHANISM", k, ref.object.name, found[1],
+                                linkage_bridge.object_pose(ref.object), True, found[0]))
     for k, item in enumerate(scene.spline_joints_linkages):
         try:
             refs = linkage_bridge.linkage_objects(scene, item)
@@ -163,31 +175,25 @@ class Recorded:
         self.times = np.arange(len(world)) / fps
 
 
-class RigTake:
-    """A rig run live from the scene's first frame with a drag (module docstring)."""
+class _LiveTake:
+    """A run of :class:`core.rig.LiveRun` (``run``) from the scene's first frame with a drag
+    on the body ``body`` (its name, ``names`` the run's bodies), one frame per tick, the
+    scene's frame following (module docstring); subclasses place the bodies (:meth:`show`),
+    put them back (:meth:`restore`) and key them (:meth:`record`)."""
 
-    def __init__(self, scene, hit):
-        from ..core.rig import RigRun
-        from .rig_jobs import RigJob
-
-        previews.clear_previews(scene, [hit.target])
-        self.scene, self.target, self.frame = scene, hit.target, scene.frame_current
-        self.job = RigJob(scene, hit.target)
-        self.run = RigRun(self.job.rig)
-        self.start = int(self.job.frames[0])
-        self.owners = {b.name: b.owner for b in self.job.bodies if not b.kinematic}
-        self.saved = {name: o.matrix_basis.copy() for name, o in self.owners.items()}
-        self.names = [b.name for b in self.job.rig.bodies]
+    def _start(self, scene, run, names, hit):
+        self.scene, self.run, self.names = scene, run, names
+        self.frame, self.start = scene.frame_current, scene.frame_start
         self.grab(hit)
 
-    def same(self, hit) -> bool:
-        return hit.kind == "RIG" and hit.target == self.target
-
     def grab(self, hit):
-        """Take hold of the hit's point from the next frame on (the pull comes with
-        :meth:`pull`)."""
-        self.body, self.point = hit.body, hit.local
-        self.mass = float(self.job.rig.mechanism.model.masses[self.names.index(hit.body)])
+        """Take hold of the hit's point (the pull comes with :meth:`pull`)."""
+        self.body, self.point = self._name(hit), hit.local
+        self.mass = float(self.run.mechanism.model.masses[self.names.index(self.body)]) \
+            if self.run.mechanism.model is not None else 0.0
+
+    def _name(self, hit):
+        return hit.body
 
     def grabbed(self) -> np.ndarray:
         """``(3,)`` the grabbed point's world position at the last computed frame."""
@@ -206,12 +212,30 @@ class RigTake:
         if self.run.ready >= self.run.n_frames:
             return False
         self.run.advance_to(self.run.ready)
-        self.show()
-        return True
-
-    def show(self):
         f = self.run.ready - 1
         self.scene.frame_set(self.start + f)
+        self.show(f)
+        return True
+
+
+class RigTake(_LiveTake):
+    """A rig run live with a drag (:class:`core.rig.RigRun`; module docstring)."""
+
+    def __init__(self, scene, hit):
+        from ..core.rig import RigRun
+        from .rig_jobs import RigJob
+
+        previews.clear_previews(scene, [hit.target])
+        self.target = hit.target
+        self.job = RigJob(scene, hit.target)
+        self.owners = {b.name: b.owner for b in self.job.bodies if not b.kinematic}
+        self.saved = {name: o.matrix_basis.copy() for name, o in self.owners.items()}
+        self._start(scene, RigRun(self.job.rig), [b.name for b in self.job.rig.bodies], hit)
+
+    def same(self, hit) -> bool:
+        return hit.kind == "RIG" and hit.target == self.target
+
+    def show(self, f):
         for name, M in self.job.local_poses(self.run.poses[f:f + 1]).items():
             self.owners[name].matrix_basis = bridge.array_to_matrix(M[0])
 
@@ -228,6 +252,51 @@ class RigTake:
         self.scene.frame_set(self.scene.frame_current)
         text = f"Recorded frames {self.start}-{self.start + n - 1} into {', '.join(names)}"
         return text + ("; " + "; ".join(notes) if notes else "")
+
+
+class MechanismTake(_LiveTake):
+    """A demo mechanism run live with a drag (:class:`core.rig.LiveRun`; module docstring);
+    its live preview, if playing, stops for the drag."""
+
+    def __init__(self, scene, hit):
+        from ..core.rig import LiveRun
+        from .mechanism_bake import BakeJob
+
+        job = BakeJob(scene, hit.target)
+        previews.stop_live_mechanisms(scene)
+        self.index, self.item = job.index, scene.spline_joints_mechanisms[job.index]
+        self.objects = [ref.object for ref in self.item.bodies]
+        self.saved = [o.matrix_world.copy() for o in self.objects]
+        model = job.mechanism.model
+        names = list(model.names) if model is not None else [o.name for o in self.objects]
+        self._start(scene, LiveRun(job.mechanism), names, hit)
+
+    def _name(self, hit):
+        return self.names[[o.name for o in self.objects].index(hit.body)]
+
+    def same(self, hit) -> bool:
+        return hit.kind == "MECHANISM" and hit.target == self.index
+
+    def show(self, f):
+        for obj, T in zip(self.objects, self.run.poses[f]):
+            obj.matrix_world = bridge.array_to_matrix(T)
+
+    def restore(self):
+        for obj, M in zip(self.objects, self.saved):
+            obj.matrix_world = M
+        self.scene.frame_set(self.frame)
+
+    def record(self) -> str:
+        from .linkage_bake import key_bodies
+
+        n = self.run.ready
+        frames = self.start + np.arange(n)
+        refs = [linkage_bridge.BodyRef(o) for o in self.objects]
+        kept = key_bodies(refs, frames, self.run.poses[:n], "Drag")
+        self.scene.frame_set(self.scene.frame_current)
+        text = (f"Recorded '{self.item.name}' at frames {int(frames[0])}-{int(frames[-1])} "
+                f"into actions '<object> Drag'")
+        return text + (f"; previous actions on NLA tracks ({', '.join(kept)})" if kept else "")
 
 
 class LinkageTake:
@@ -308,6 +377,10 @@ class LinkageTake:
         return text + (f"; previous actions on NLA tracks ({', '.join(kept)})" if kept else "")
 
 
+#: the take of each kind of :class:`Hit`
+TAKES = {"RIG": RigTake, "MECHANISM": MechanismTake, "LINKAGE": LinkageTake}
+
+
 class DragSession:
     """The drag tool between events: the take of what was grabbed at ``xy`` (region pixel)
     in the view ``region``/``rv3d``. Raises ValueError, the scene unchanged, when nothing
@@ -316,8 +389,12 @@ class DragSession:
     def __init__(self, scene, depsgraph, region, rv3d, xy, hold=False):
         self.scene, self.depsgraph, self.region, self.rv3d = scene, depsgraph, region, rv3d
         hit = self._hit(xy)
-        self.take = (RigTake if hit.kind == "RIG" else LinkageTake)(scene, hit)
-        self._hold(hit, xy, hold)
+        self.take = TAKES[hit.kind](scene, hit)
+        try:
+            self._hold(hit, xy, hold)
+        except ValueError:                   # a body the run cannot pull
+            self.take.restore()
+            raise
 
     def _hit(self, xy):
         hit = pick(self.scene, self.depsgraph, *view_ray(self.region, self.rv3d, xy))

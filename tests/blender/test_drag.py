@@ -3,7 +3,8 @@ operator holds) fed synthetic events (mouse pixels in a view built here, timer t
 Esc) pulls a grabbed bone toward the mouse while the rig simulates, records the take to keys
 (the old action on an NLA track, one undo step), puts everything back on Esc, keeps a
 dragged linkage's loop closed, and refuses a click on nothing or on a kinematic bone with the
-scene unchanged. Record Preview keys a Simulate Preview.
+scene unchanged, and drags a demo mechanism's body the same way. Record Preview keys a
+Simulate Preview.
 
 Blender cannot run a modal operator without a window, so the tests drive
 :class:`addon.drag.DragSession` with the events the operator's ``modal`` hands it, and the
@@ -337,3 +338,57 @@ def test_record_preview_keys_what_the_preview_shows(blender):
     assert out["diff"] < 1e-5
     assert out["undone"]
     assert "no Simulate Preview to record" in out["refused"]
+
+
+def scenario_drag_mechanism(tmp):
+    import bpy
+
+    from scenes import addon_module
+
+    from scenes import action_fcurves
+
+    drag = addon_module("addon.drag")
+    core_rig = addon_module("core.rig")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps = 24
+    assert bpy.ops.spline_joints.add_mechanism(demo="hinge_chain", duration=1.0) == {"FINISHED"}
+    item = scene.spline_joints_mechanisms[0]
+    last = item.bodies[len(item.bodies) - 1].object
+    bpy.context.view_layer.update()
+    centre = np.array(last.matrix_world)[:3, 3]
+    view = fake_view(centre + np.array([0.0, -4.0, 0.0]), centre)
+    session = drag.DragSession(scene, bpy.context.evaluated_depsgraph_get(), *view,
+                               pixel(view, centre))
+    take = session.take
+    assert isinstance(take, drag.MechanismTake) and take.body == take.names[-1]
+    grab = take.grabbed()
+    target = grab + np.array([0.0, 0.0, 0.3])
+    session.event("MOUSEMOVE", "NOTHING", pixel(view, target))
+    for _ in range(TICKS):
+        session.event("TIMER", "NOTHING", pixel(view, target))
+    n = take.run.ready
+    dragged = float(np.linalg.norm(take.grabbed() - target))
+    free = core_rig.LiveRun(take.run.mechanism)
+    free.advance_to(n - 1)
+    T = free.poses[n - 1, -1]
+    left = float(np.linalg.norm(T[:3, :3] @ take.point + T[:3, 3] - target))
+    bpy.context.view_layer.update()
+    shown = np.array(last.matrix_world)[:3, 3]
+    state, message = session.event("RET", "PRESS", pixel(view, target))
+    assert state == "FINISHED", message
+    ad = last.animation_data
+    keys = {fc.data_path: len(fc.keyframe_points) for fc in action_fcurves(ad.action)}
+    return {"dragged": dragged, "left": left, "frames": n, "action": ad.action.name,
+            "name": last.name, "keys": keys["location"],
+            "shown": float(np.abs(shown - take.run.poses[n - 1, -1, :3, 3]).max()),
+            "message": message}
+
+
+@pytest.mark.slow
+def test_a_dragged_mechanism_body_follows_the_mouse_and_is_recorded(blender):
+    out = blender(scenario_drag_mechanism)
+    assert out["dragged"] < 0.5 * out["left"], out
+    assert out["shown"] < 1e-5
+    assert out["action"] == f"{out['name']} Drag" and out["keys"] == out["frames"]
+    assert "Recorded 'hinge_chain' at frames 1-" in out["message"]
