@@ -7,8 +7,10 @@ scene unchanged, and drags a demo mechanism's body the same way. Record Preview 
 Simulate Preview.
 
 Blender cannot run a modal operator without a window, so the tests drive
-:class:`addon.drag.DragSession` with the events the operator's ``modal`` hands it, and the
-view is a perspective ``region``/``region_data`` pair made of mathutils matrices, read by
+:class:`addon.drag.DragSession` (what the operator's ``invoke`` makes) with the events the
+operator's ``modal`` hands it, and once through the registered operator's ``modal`` itself
+with its window parts (timer, status bar, redraw) stubbed; the view is a perspective
+``region``/``region_data`` pair made of mathutils matrices, read by
 ``bpy_extras.view3d_utils`` as a viewport's.
 """
 
@@ -159,6 +161,8 @@ def test_a_dragged_bone_follows_the_mouse_and_the_take_is_recorded(blender, hold
 
 
 def scenario_escape_restores(tmp):
+    from types import SimpleNamespace
+
     import bpy
 
     from scenes import addon_module
@@ -171,13 +175,31 @@ def scenario_escape_restores(tmp):
     action = obj.animation_data.action.name
     session = drag.DragSession(scene, bpy.context.evaluated_depsgraph_get(), *view,
                                pixel(view, GRAB))
-    session.event("MOUSEMOVE", "NOTHING", pixel(view, TARGET))
+    # the events go through the registered operator's own modal, its window parts stubbed
+    op_class = bpy.types.SPLINE_JOINTS_OT_drag
+    reports, calls = [], []
+    op = SimpleNamespace(_session=session, _timer="timer",
+                         report=lambda level, text: reports.append((sorted(level), text)))
+    op._end = lambda context: op_class._end(op, context)
+    context = SimpleNamespace(
+        area=SimpleNamespace(tag_redraw=lambda: calls.append("redraw")),
+        workspace=SimpleNamespace(status_text_set=lambda text: calls.append(text)),
+        window_manager=SimpleNamespace(event_timer_remove=lambda t: calls.append(t)))
+
+    def event(kind, value, point):
+        x, y = pixel(view, point)
+        return op_class.modal(op, context, SimpleNamespace(
+            type=kind, value=value, mouse_region_x=x, mouse_region_y=y, ctrl=False))
+
+    assert event("MOUSEMOVE", "NOTHING", TARGET) == {"RUNNING_MODAL"}
     for _ in range(10):
-        session.event("TIMER", "NOTHING", pixel(view, TARGET))
+        assert event("TIMER", "NOTHING", TARGET) == {"RUNNING_MODAL"}
+    assert event("MIDDLEMOUSE", "PRESS", TARGET) == {"PASS_THROUGH"}    # the view turns
     moved = max(np.abs(np.array(pb.matrix_basis) - before[pb.name]).max()
                 for pb in obj.pose.bones)
-    state, message = session.event("ESC", "PRESS", pixel(view, TARGET))
-    assert state == "CANCELLED" and "nothing recorded" in message
+    assert event("ESC", "PRESS", TARGET) == {"CANCELLED"}
+    assert reports and "nothing recorded" in reports[-1][1] and reports[-1][0] == ["INFO"]
+    assert "timer" in calls and calls[-2:] == [None, "redraw"]    # timer gone, status cleared
     after = max(np.abs(np.array(pb.matrix_basis) - before[pb.name]).max()
                 for pb in obj.pose.bones)
     return {"moved": float(moved), "after": float(after), "frame": scene.frame_current,
