@@ -70,6 +70,8 @@ class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
             row.prop(s, "kinematic")
             if s.enabled and not s.kinematic:
                 self._joint(layout, context, s, is_bone)
+            if s.enabled:
+                self._directed(layout, s)
         st = context.scene.spline_joints_sim
         box = layout.box()
         box.label(text=f"Scene: frames {context.scene.frame_start}-{context.scene.frame_end}")
@@ -99,6 +101,20 @@ class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
         row.operator("spline_joints.record_preview", icon="KEYINGSET")
         if context.active_object is not None and context.active_object.type == "CURVE":
             box.operator("spline_joints.add_beads", icon="CURVE_BEZCURVE")
+
+    def _directed(self, layout, s):
+        """Following the animation (Strength) and the pin, both keyable."""
+        col = layout.column(align=True)
+        col.prop(s, "strength")
+        row = col.row(align=True)
+        row.prop(s, "use_pin")
+        sub = row.row(align=True)
+        sub.active = s.use_pin
+        sub.prop(s, "pin_at", text="")
+        sub.prop(s, "pin_strength", text="Strength")
+        sub = col.column(align=True)
+        sub.active = s.use_pin
+        sub.prop(s, "pin_location")
 
     def _joint(self, layout, context, s, is_bone):
         col = layout.column(align=True)

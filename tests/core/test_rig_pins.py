@@ -7,8 +7,11 @@ import math
 import numpy as np
 import pytest
 
+from core.dynamics import crba
 from core.errors import InvalidInputError
-from core.rig import PIN_FREQUENCY, RigBody, RigJoint, RigPin, RigRun, build_rig, simulate_rig
+from core.kinematics import forward_kinematics
+from core.rig import (PIN_FREQUENCY, RigBody, RigJoint, RigPin, RigRun, _point_mass, build_rig,
+                      simulate_rig)
 
 FPS = 24.0
 G = 9.81
@@ -107,3 +110,31 @@ def test_a_drag_pulls_the_grabbed_point_toward_the_target_and_release_lets_go(st
     assert tip[2] < -0.2                                     # swung back down
     with pytest.raises(InvalidInputError, match="'nobody'"):
         run.set_drag("nobody", (0, 0, 0), target)
+
+
+def test_the_grabbed_points_mass_matches_central_differences():
+    """The drag's effective mass ``1 / lambda_max(J M^-1 J^T)`` from the point's analytic
+    Jacobian equals the one from the Jacobian by central differences of the point's world
+    position (step 1e-6: truncation 1e-12, rounding 1e-10 of the entries), on a hinge and a
+    ball joint in a bent pose; on the rod alone it is ``I_pivot / L^2 = m / 3``."""
+    rod = build_rig([_pendulum()]).mechanism.model
+    assert _point_mass(rod, np.array([0.3]), 0, np.array([0.0, 0.5, 0.0])) == \
+        pytest.approx(1.0 / 3.0, rel=1e-12)
+    child = RigBody("hand", 0, np.array([[1.0, 0, 0, 0], [0, 1.0, 0, 0.5], [0, 0, 1.0, 0],
+                                         [0, 0, 0, 1.0]]),
+                    RigJoint("ball"), mass=0.4, com=(0.0, 0.1, 0.0),
+                    inertia=np.diag([2e-3, 5e-4, 2e-3]))
+    model = build_rig([_pendulum(), child]).mechanism.model
+    q = np.array([0.4, 0.2, -0.3, 0.5])
+    point = np.array([0.02, 0.2, -0.01])
+    data = model.create_data()
+
+    def world(qq):
+        forward_kinematics(model, data, qq)
+        return data.oMi[1][:3, :3] @ point + data.oMi[1][:3, 3]
+    step = 1e-6
+    J = np.stack([(world(q + step * e) - world(q - step * e)) / (2 * step)
+                  for e in np.eye(4)], axis=1)
+    M = np.array(crba(model, model.create_data(), q))
+    expected = 1.0 / np.linalg.eigvalsh(J @ np.linalg.solve(M, J.T)).max()
+    assert _point_mass(model, q, 1, point) == pytest.approx(expected, rel=1e-8)
