@@ -3,7 +3,7 @@ operator holds) fed synthetic events (mouse pixels in a view built here, timer t
 Esc) pulls a grabbed bone toward the mouse while the rig simulates, records the take to keys
 (the old action on an NLA track, one undo step), puts everything back on Esc, keeps a
 dragged linkage's loop closed, and refuses a click on nothing or on a kinematic bone with the
-scene unchanged, and drags a demo mechanism's body the same way. Record Preview keys a
+scene unchanged, and drags a simulated object and a demo mechanism's body the same way. Record Preview keys a
 Simulate Preview.
 
 Blender cannot run a modal operator without a window, so the tests drive
@@ -414,3 +414,40 @@ def test_a_dragged_mechanism_body_follows_the_mouse_and_is_recorded(blender):
     assert out["shown"] < 1e-5
     assert out["action"] == f"{out['name']} Drag" and out["keys"] == out["frames"]
     assert "Recorded 'hinge_chain' at frames 1-" in out["message"]
+
+
+def scenario_drag_objects(tmp):
+    import bpy
+
+    from scenes import addon_module, hanging_links
+
+    drag = addon_module("addon.drag")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end, scene.render.fps = 1, 48, 24
+    links = hanging_links(scene)
+    scene.spline_joints_sim.use_ground = False
+    view = fake_view((3.0, 0.0, 1.05), (0.0, 0.0, 1.05))
+    session = drag.DragSession(scene, bpy.context.evaluated_depsgraph_get(), *view,
+                               pixel(view, (0.0, 0.0, 1.05)), True)
+    take = session.take
+    assert isinstance(take, drag.RigTake) and take.target is None and take.body == "link1"
+    grab = take.grabbed()
+    target = grab + np.array([0.0, 0.15, 0.1])
+    session.event("MOUSEMOVE", "NOTHING", pixel(view, target), True)
+    for _ in range(TICKS):
+        session.event("TIMER", "NOTHING", pixel(view, target), True)
+    dragged = float(np.linalg.norm(take.grabbed() - target))
+    state, message = session.event("RET", "PRESS", pixel(view, target), True)
+    assert state == "FINISHED", message
+    return {"grab_x": float(grab[0]), "start": float(np.linalg.norm(grab - target)),
+            "dragged": dragged,
+            "actions": [o.animation_data.action.name for o in links], "message": message}
+
+
+@pytest.mark.slow
+def test_a_simulated_object_is_dragged_and_recorded(blender):
+    out = blender(scenario_drag_objects)
+    assert abs(out["grab_x"] - 0.03) < VIEW_TOL          # on the cube's face toward the view
+    assert out["dragged"] < 0.2 * out["start"], out
+    assert out["actions"] == ["link0 Simulation", "link1 Simulation"], out
