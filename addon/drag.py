@@ -4,7 +4,8 @@ The drag tool (the operator ``spline_joints.drag`` and its viewport tool) holds 
 :class:`DragSession` between events. A click picks the body under the mouse (:func:`pick`):
 a bone of an armature with simulated bones (within :data:`BONE_REACH` of its length from
 its axis), an object with Simulate on (its mesh), a body of a demo mechanism (its mesh), or a
-body of a linkage (its mesh, or its bone). What was grabbed decides the *take*, the simulation that runs while the mouse moves:
+body of a linkage (its mesh, or its bone). What was grabbed decides the *take*, the
+simulation that runs while the mouse moves:
 
 * :class:`RigTake`: the rig (the armature, or the scene's object rig) read as a bake reads
   it (:class:`.rig_jobs.RigJob`) and run frame by frame from the scene's first frame by
@@ -26,15 +27,13 @@ or a right click lets go (the simulation keeps running); a click grabs again (a 
 same take); Enter records the take to keys and ends; Esc ends and puts every body, the
 frame and the linkage's state back as they were.
 
-Recording (:meth:`RigTake.record`, :meth:`LinkageTake.record`, and
-:func:`record_previews` for a Simulate Preview): the frames the take computed are keyed
-into a new action per armature or object, as a bake keys them
-(:func:`.rig_jobs.write_keys`; a mechanism's or linkage's bodies by
+Recording (each take's ``record``, and :func:`record_previews` for a Simulate Preview): the
+frames the take computed are keyed into a new action per armature or object, as a bake keys
+them (:func:`.rig_jobs.write_keys`; a mechanism's or linkage's bodies by
 :func:`.linkage_bake.key_bodies`, into *<object> Drag* or *<object> <linkage>*): the
-data-block's own
-action is pushed onto an NLA track, unmuted, as the base layer the recorded action plays
-over (its channels that were not simulated keep playing from there); a rig's earlier
-simulation bake is replaced. The operator makes the recording one undo step.
+data-block's own action is pushed onto an NLA track, unmuted, as the base layer the recorded
+action plays over (its channels that were not simulated keep playing from there); a rig's
+earlier simulation bake is replaced. The operator makes the recording one undo step.
 """
 
 from __future__ import annotations
@@ -73,9 +72,9 @@ def view_point(region, rv3d, xy, depth):
 class Hit:
     """A body under the mouse: ``kind`` ``"RIG"`` (``target``: the armature, or None for
     the object rig), ``"MECHANISM"`` or ``"LINKAGE"`` (``target``: the mechanism's or
-    linkage's index); ``body``: its name (a bone's, an object's; a linkage's body name); ``point``: the grabbed world point; ``local``: that point in the body's
-    frame; ``simulated``: False for a body that follows its animation; ``distance`` along the
-    ray."""
+    linkage's index); ``body``: its name (a bone's, an object's; a linkage's body name);
+    ``point``: the grabbed world point; ``local``: that point in the body's frame;
+    ``simulated``: False for a body that follows its animation; ``distance`` along the ray."""
 
     def __init__(self, kind, target, body, point, frame, simulated, distance):
         self.kind, self.target, self.body, self.simulated = kind, target, body, simulated

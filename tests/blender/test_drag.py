@@ -2,9 +2,9 @@
 operator holds) fed synthetic events (mouse pixels in a view built here, timer ticks, Enter,
 Esc) pulls a grabbed bone toward the mouse while the rig simulates, records the take to keys
 (the old action on an NLA track, one undo step), puts everything back on Esc, keeps a
-dragged linkage's loop closed, and refuses a click on nothing or on a kinematic bone with the
-scene unchanged, and drags a simulated object and a demo mechanism's body the same way. Record Preview keys a
-Simulate Preview.
+dragged linkage's loop closed, refuses a click on nothing or on a kinematic bone with the
+scene unchanged, and drags a simulated object and a demo mechanism's body the same way.
+Record Preview keys a Simulate Preview.
 
 Blender cannot run a modal operator without a window, so the tests drive
 :class:`addon.drag.DragSession` (what the operator's ``invoke`` makes) with the events the
@@ -83,7 +83,8 @@ def tail_rig():
     for k in range(N_TAIL):
         s = obj.pose.bones[f"tail.{k:03d}"].spline_joints_sim
         s.enabled, s.kind = True, "BALL"
-        s.mass_source, s.mass, s.com, s.inertia = "MANUAL", 0.1, (0.0, 0.05, 0.0), (1e-4, 2e-5, 1e-4)
+        s.mass_source, s.mass = "MANUAL", 0.1
+        s.com, s.inertia = (0.0, 0.05, 0.0), (1e-4, 2e-5, 1e-4)
         s.spring_units, s.stiffness, s.damping = "ABSOLUTE", 0.0, 1e-3
     scene.spline_joints_sim.use_ground = False
     bpy.ops.object.mode_set(mode="OBJECT")     # undo steps are object mode's
