@@ -300,7 +300,7 @@ class MechanismTake(_LiveTake):
 
 class LinkageTake:
     """A linkage assembled with its grabbed point on the target at every tick (module
-    docstring)."""
+    docstring); ``error`` is the largest constraint error the take's assemblies left."""
 
     def __init__(self, scene, hit):
         self.scene, self.index = scene, hit.target
@@ -341,7 +341,7 @@ class LinkageTake:
         P = self.poses[-1]
         if self.target is not None:
             res = self.drag.solve(self.target, P)
-            P, self.error = res.poses, res.error
+            P, self.error = res.poses, max(self.error, res.error)
         self.poses.append(P)
         self.scene.frame_set(self.frame + len(self.poses) - 1)
         self._place(P)

@@ -281,7 +281,7 @@ def scenario_drag_linkage(tmp):
     for _ in range(12):
         session.event("TIMER", "NOTHING", pixel(view, target))
         bpy.context.view_layer.update()
-        errors.append(take.error)
+        errors.append(take.error)          # the largest so far
         closures.append(closure_error(item, linkage_bridge))
     dragged = float(np.linalg.norm(take.grabbed() - target))
     n = len(take.poses)
