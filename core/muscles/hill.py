@@ -16,7 +16,8 @@ Curves (normalized fibre length ``l = l_M / l_opt``, normalized fibre velocity `
 * active force-length: ``f_L(l) = sum_i b1i exp(-(x - b2i)^2 / (2 (b3i + b4i x)^2))`` with
   ``x = (l - 1) / s + 1`` (``s`` the active force width scale), three Gaussian-like terms
   (:data:`ACTIVE_FL`);
-* force-velocity: ``f_V(v) = d1 ln(d2 v + d3 + sqrt((d2 v + d3)^2 + 1)) + d4`` and its
+* force-velocity: ``f_V(v) = d1 ln(d2 v + d3 + sqrt((d2 v + d3)^2 + 1)) + d4`` (evaluated as
+  ``d1 asinh(d2 v + d3) + d4``, which keeps its digits at fast lengthening) and its
   inverse ``v = (sinh((f - d4) / d1) - d3) / d2`` (:data:`FORCE_VELOCITY`; ``f_V(-1) = 0``,
   ``f_V(0) = 1``);
 * passive force-length: ``f_PE(l) = (exp(kPE (l - 1) / e0) - o) / (exp(kPE) - o)`` with
@@ -49,13 +50,15 @@ with the activation and deactivation time constants ``tau_a, tau_d`` and the smo
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import InvalidInputError
+from .paths import MUSCLE_KINDS
 
-__all__ = ["ACTIVE_FL", "FORCE_VELOCITY", "KPE", "MIN_NORM_FIBER_LENGTH", "MUSCLE_KINDS",
+__all__ = ["ACTIVE_FL", "FORCE_VELOCITY", "KPE", "MIN_NORM_FIBER_LENGTH",
            "active_force_length", "active_force_length_derivative", "force_velocity",
            "force_velocity_derivative", "force_velocity_inverse", "passive_force_length",
            "passive_force_length_derivative", "passive_force_length_integral",
@@ -76,12 +79,6 @@ FORCE_VELOCITY = (-0.3211346127989808, -8.149, -0.374, 0.8825327733249912)
 KPE = 4.0
 #: the normalized fibre length where the passive curve is zero
 MIN_NORM_FIBER_LENGTH = 0.2
-#: the OpenSim muscle classes whose parameters are read; every one is simulated with the
-#: DeGroote-Fregly 2016 curves (module docstring)
-MUSCLE_KINDS = ("DeGrooteFregly2016Muscle", "Thelen2003Muscle", "Millard2012EquilibriumMuscle",
-                "Millard2012AccelerationMuscle", "RigidTendonMuscle", "McKibbenActuator",
-                "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
-                "Thelen2003Muscle_Deprecated", "ActivationFiberLengthMuscle_Deprecated")
 
 
 # ---------------------------------------------------------------------------------- curves
@@ -109,8 +106,7 @@ def active_force_length_derivative(l, scale=1.0):
 def force_velocity(v):
     """``f_V(v)`` of normalized fibre velocities ``v`` (lengthening positive)."""
     d1, d2, d3, d4 = FORCE_VELOCITY
-    s = d2 * np.asarray(v, dtype=float) + d3
-    return d1 * np.log(s + np.sqrt(s * s + 1.0)) + d4
+    return d1 * np.arcsinh(d2 * np.asarray(v, dtype=float) + d3) + d4
 
 
 def force_velocity_derivative(v):
@@ -183,7 +179,7 @@ class HillParameters:
     ``max_contraction_velocity`` (optimal fibre lengths per second), the activation and
     deactivation time constants (s), ``activation_smoothing`` (the tanh steepness b),
     ``fiber_damping`` (normalized), ``passive_fiber_strain`` (e0), ``active_force_width_scale``
-    (>= 1) and ``default_activation``. ``kind`` is the OpenSim class the parameters were read
+    (>= 1). ``kind`` is the OpenSim class the parameters were read
     from. Constructing one checks every number and raises InvalidInputError naming the muscle
     (a NaN, a non-positive length or force, a pennation outside ``[0, pi/2)``)."""
 
@@ -199,7 +195,6 @@ class HillParameters:
     fiber_damping: float = 0.0
     passive_fiber_strain: float = 0.6
     active_force_width_scale: float = 1.0
-    default_activation: float = 0.5
     kind: str = "DeGrooteFregly2016Muscle"
 
     def __post_init__(self):
@@ -218,7 +213,6 @@ class HillParameters:
                 ("active_force_width_scale", 1.0, False, math.inf)):
             object.__setattr__(self, what, _positive(n, what, getattr(self, what), low,
                                                      open_low, high))
-        check_activation(n, self.default_activation, "default activation")
 
     @classmethod
     def from_muscle(cls, muscle):
@@ -243,9 +237,7 @@ class HillParameters:
                 raise InvalidInputError(f"muscle {muscle.name!r}: {key} is {value!r}, not a "
                                         "number: correct it in the model file") from None
 
-        known = {"activation_time_constant": 0.015, "deactivation_time_constant": 0.060,
-                 "default_activation": 0.5}
-        values = {k: number(k, d) for k, d in known.items()}
+        values = {k: number(k, d) for k, d in _DEFAULTS.get(kind, _DEFAULTS["Muscle"]).items()}
         if kind == "DeGrooteFregly2016Muscle":
             values.update(activation_smoothing=number("activation_dynamics_smoothing", 0.1),
                           fiber_damping=number("fiber_damping", 0.0),
@@ -255,14 +247,22 @@ class HillParameters:
         elif kind == "Thelen2003Muscle":
             values.update(passive_fiber_strain=number("FmaxMuscleStrain", 0.6))
         elif kind.startswith("Millard2012"):
-            values.update(fiber_damping=number("fiber_damping", 0.0),
-                          passive_fiber_strain=number(
-                              "FiberForceLengthCurve.strain_at_one_norm_force", 0.6))
-        if not 0.0 <= values["default_activation"] <= 1.0:
-            values["default_activation"] = min(max(values["default_activation"], 0.0), 1.0)
+            curve = extra.get("FiberForceLengthCurve", "")
+            found = re.search(r"<strain_at_one_norm_force>([^<]*)<", curve)
+            values.update(fiber_damping=number("fiber_damping", 0.1),
+                          passive_fiber_strain=float(found.group(1)) if found else 0.7)
         return cls(muscle.name, muscle.max_isometric_force, muscle.optimal_fiber_length,
                    muscle.tendon_slack_length, muscle.pennation_angle_at_optimal,
                    muscle.max_contraction_velocity, kind=kind, **values)
+
+
+#: kind -> OpenSim's default time constants (s), for a file that leaves them out
+_DEFAULTS = {
+    "Muscle": {"activation_time_constant": 0.015, "deactivation_time_constant": 0.060},
+    "Thelen2003Muscle": {"activation_time_constant": 0.015, "deactivation_time_constant": 0.050},
+    "Millard2012EquilibriumMuscle": {"activation_time_constant": 0.010,
+                                     "deactivation_time_constant": 0.040},
+}
 
 
 def check_activation(name, values, what="activation"):
@@ -284,7 +284,7 @@ class MuscleArrays:
               "pennation_angle_at_optimal", "max_contraction_velocity",
               "activation_time_constant", "deactivation_time_constant",
               "activation_smoothing", "fiber_damping", "passive_fiber_strain",
-              "active_force_width_scale", "default_activation")
+              "active_force_width_scale")
 
     def __init__(self, params):
         params = tuple(params)
