@@ -34,7 +34,7 @@ with ``dp/dq_k = w_k x p + v_k`` from the world twists of the joints' body Jacob
 stationary in them, so the derivative is exact. A conditional point switching makes the
 length kink; the moment arm is the one of the path active at the pose, as in OpenSim.
 Coordinates are independent here (a model's constraints do not couple them).
-The lengthening speed is ``dL/dt = -r . v``.
+The lengthening speed is ``dL/dt = -r . v`` (but see :func:`lengthening_speed`).
 """
 
 import dataclasses
@@ -43,11 +43,14 @@ import math
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..lie import so3
+from . import wrap
 
 __all__ = ["PathPoint", "ConditionalPathPoint", "MovingPathPoint", "PathWrap",
            "GeometryPath", "Muscle", "PathKinematics", "PathState", "MUSCLE_KINDS",
            "WRAP_METHODS", "path_kinematics", "path_geometry", "path_length",
-           "lengthening_speed", "moment_arms", "path_generalized_forces"]
+           "lengthening_speed", "moment_arms", "path_generalized_forces",
+           "spanned_coordinates"]
 
 #: OpenSim muscle classes whose paths and parameters are read (older ones by name)
 MUSCLE_KINDS = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle",
@@ -59,6 +62,7 @@ MUSCLE_KINDS = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle",
 WRAP_METHODS = ("hybrid", "midpoint", "axial")
 #: a conditional point is active this far outside its range (ConditionalPathPoint::isActive)
 CONDITIONAL_SLACK = 1e-5
+_EPS = np.finfo(float).eps
 
 
 # ----------------------------------------------------------------------------- data model
@@ -179,12 +183,43 @@ class PathKinematics:
                                     f"its coordinates are {list(self.coordinates)}") from None
 
 
-def path_kinematics(model, q=None):
-    """:class:`PathKinematics` of an OpenSim model (:class:`core.io.osim.OsimModel`) at ``q``
-    (anything ``model.q_from`` takes; default values when None). Every path function takes
-    this in place of the model to share one evaluation among many paths."""
+def path_kinematics(model, q=None, coordinates=None, wrap_objects=None):
+    """:class:`PathKinematics` of a model at ``q``; every path function takes this in place
+    of the model to share one evaluation among many paths.
+
+    model: an OpenSim model (:class:`core.io.osim.OsimModel`; ``q`` anything its ``q_from``
+    takes, default values when None; points in its bodies' frames, its wrap objects), or a
+    core tree (:class:`core.model.Model`, e.g. a rig: ``q`` (nq,), neutral when None; points
+    in its bodies' frames, the world named ``"ground"``; ``coordinates`` names its q for
+    conditional and moving points, default ``"q0"``, ``"q1"``, ...; ``wrap_objects``
+    ``{name: WrapObject}`` on its bodies).
+    """
     if isinstance(model, PathKinematics):
         return model
+    if hasattr(model, "q_from"):
+        return _osim_kinematics(model, q)
+    from ..kinematics import body_jacobian, forward_kinematics
+
+    model.compile()
+    q = model.neutral() if q is None else model.check_state(q)
+    names = tuple(f"q{i}" for i in range(model.nq)) if coordinates is None else \
+        tuple(coordinates)
+    if len(names) != model.nq:
+        raise InvalidInputError(f"model {model.name!r}: name its {model.nq} coordinates, got "
+                                f"{len(names)} names")
+    data = model.create_data()
+    forward_kinematics(model, data, q)
+    poses = {"ground": np.eye(4)}
+    jac = {"ground": np.zeros((6, model.nq))}
+    for i, name in enumerate(model.names):
+        poses[name] = data.oMi[i].copy()
+        jac[name] = body_jacobian(model, data, name, frame="world")
+    return PathKinematics(q=np.array(q, dtype=float), coordinates=names,
+                          ranges=np.column_stack([model.lower, model.upper]), poses=poses,
+                          jacobians=jac, wrap_objects=dict(wrap_objects or {}))
+
+
+def _osim_kinematics(model, q):
     q = model.default_q() if q is None else model.q_from(q)
     nq = len(q)
     poses = {"ground": np.eye(4)}
@@ -200,14 +235,13 @@ def path_kinematics(model, q=None):
             R, o = T_M[:3, :3], T_M[:3, 3]
             w = R @ S[:3]
             J[:3, start:start + n] = w
-            J[3:, start:start + n] = R @ S[3:] + np.cross(o, w.T).T
+            J[3:, start:start + n] = R @ S[3:] + so3.cross(o, w.T).T
         poses[j.child] = T_M @ _inv(j.child_offset)
         jac[j.child] = J
         start += n
     ranges = np.array([c.range for c in model.coordinates.values()], dtype=float).reshape(-1, 2)
     return PathKinematics(q=q, coordinates=tuple(model.coordinates), ranges=ranges,
-                          poses=poses, jacobians=jac,
-                          wrap_objects=getattr(model, "wrap_objects", {}))
+                          poses=poses, jacobians=jac, wrap_objects=model.wrap_objects)
 
 
 def _inv(T):
@@ -237,10 +271,13 @@ class PathState:
 @dataclasses.dataclass
 class _Node:
     body: str
-    p: np.ndarray                 # world position (3,)
+    p: np.ndarray                 # world position (3,): where its force acts
+    g: np.ndarray = None          # world position for lengths and directions (see _freeze)
     moving: tuple = ()            # ((coordinate index, world dp/dq (3,)), ...)
-    wrap: str = ""                # wrap object of a tangent point
-    arc: np.ndarray = None        # world arc samples ending at this tangent point
+    index: int = -1               # the path point's index in GeometryPath.points
+    wrap: str = ""                # a tangent point: its wrap object
+    owner: int = -1               # a tangent point: the index of its PathWrap
+    arc: np.ndarray = None        # the second tangent point: world arc from the first
     arc_length: float = 0.0
 
 
@@ -250,7 +287,8 @@ def _point_node(kin, point, where):
         raise InvalidInputError(f"{where}: path point {point.name!r} is on body {point.body!r}, "
                                 "which the model does not have")
     if not isinstance(point, MovingPathPoint):
-        return _Node(point.body, T[:3, :3] @ point.location + T[:3, 3])
+        p = T[:3, :3] @ point.location + T[:3, 3]
+        return _Node(point.body, p, p)
     local = point.location.copy()
     derivative = {}
     for k, item in enumerate(point.functions):
@@ -259,15 +297,15 @@ def _point_node(kin, point, where):
         coordinate, f = item
         i = kin.index(coordinate, f"{where}: moving path point {point.name!r}")
         lo, hi = kin.ranges[i]
-        x = kin.q[i]
-        local[k] = float(f.value(min(max(x, lo), hi)))
+        x = float(kin.q[i])
+        local[k], slope, _ = f.at(min(max(x, lo), hi))
         if lo <= x <= hi:
             d = np.zeros(3)
-            d[k] = float(f.derivative(x))
+            d[k] = slope
             derivative[i] = derivative.get(i, 0.0) + d
     R = T[:3, :3] @ point.frame[:3, :3]
     p = R @ local + T[:3, :3] @ point.frame[:3, 3] + T[:3, 3]
-    return _Node(point.body, p, tuple((i, R @ d) for i, d in derivative.items()))
+    return _Node(point.body, p, p, tuple((i, R @ d) for i, d in derivative.items()))
 
 
 def _is_active(kin, point, where):
@@ -285,30 +323,130 @@ def path_geometry(model, q, path, where="path"):
     if len(path.points) < 2:
         raise InvalidInputError(f"{where}: a path needs at least two points, it has "
                                 f"{len(path.points)}")
-    active = [i for i, pt in enumerate(path.points) if _is_active(kin, pt, where)]
-    nodes = [_point_node(kin, path.points[i], where) for i in active]
+    nodes = []
+    for i, pt in enumerate(path.points):
+        if _is_active(kin, pt, where):
+            nodes.append(_point_node(kin, pt, where))
+            nodes[-1].index = i
     if path.wraps:
-        nodes = _apply_wraps(kin, path, active, nodes, where)
+        nodes = _apply_wraps(kin, path, nodes, where)
     return _state(nodes)
 
 
-def _apply_wraps(kin, path, active, nodes, where):
-    raise InvalidInputError(f"{where}: wrapping is not computed yet")
-
-
-def _state(nodes):
-    points, bodies, length = [nodes[0].p], [nodes[0].body], 0.0
+def _length(nodes):
+    length = 0.0
     for a, b in zip(nodes[:-1], nodes[1:]):
         if b.wrap and a.wrap == b.wrap:
             length += b.arc_length
-            if b.arc is not None and len(b.arc):
-                points.extend(b.arc)
-                bodies.extend([b.body] * len(b.arc))
         else:
-            length += float(np.linalg.norm(b.p - a.p))
-        points.append(b.p)
+            length += math.sqrt(float((b.g - a.g) @ (b.g - a.g)))
+    return length
+
+
+def _freeze(frozen, *nodes):
+    """Give tangent points their ground location as OpenSim does: ``Point::
+    getLocationInGround`` caches a point's location the first time it is asked in a state,
+    and a tangent point moved by a later pass keeps it (its force still acts where the
+    point is). With one wrap nothing moves after the first ask; with several the length
+    and the force directions use the tangent points of the pass that first asked."""
+    for node in nodes:
+        if node.g is None:
+            key = (node.owner, node.arc is not None)
+            node.g = frozen.setdefault(key, node.p)
+
+
+def _apply_wraps(kin, path, nodes, where):
+    """Insert the wraps' tangent points as ``GeometryPath::applyWrapObjects`` does: each wrap
+    in turn (its old tangent points removed) tries the segments between the first and last
+    active points of its range, takes a mandatory wrap at once or else the wrap that
+    lengthens the path least; over several wraps up to 8 passes until the length changes by
+    less than 0.5 mm, the first two swapped after the first pass when the first did not
+    wrap and the second found a point inside its surface."""
+    wraps = path.wraps
+    objects = []
+    for w in wraps:
+        obj = kin.wrap_objects.get(w.wrap_object)
+        if obj is None:
+            raise InvalidInputError(f"{where}: path wrap {w.name!r} wraps over "
+                                    f"{w.wrap_object!r}, which the model does not have")
+        if obj.body not in kin.poses:
+            raise InvalidInputError(f"{where}: wrap object {obj.name!r} is on body "
+                                    f"{obj.body!r}, which the model does not have")
+        objects.append(obj)
+    n = len(wraps)
+    single = n == 1
+    order = list(range(n))
+    result = [wrap.NO_WRAP] * n
+    frozen = {}
+    last_length = math.inf
+    count = len(path.points)
+    for kk in range(1 if n < 2 else 8):
+        for i in range(n):
+            k = order[i]
+            ws, obj = wraps[k], objects[k]
+            result[i] = wrap.NO_WRAP
+            nodes = [node for node in nodes if node.owner != k]
+            if not obj.active:
+                continue
+            lo = 0 if ws.range[0] < 1 else ws.range[0] - 1
+            hi = count - 1 if ws.range[1] < 1 else ws.range[1] - 1
+            indices = [node.index for node in nodes if node.owner < 0 and lo <= node.index <= hi]
+            if not indices:
+                return nodes
+            start = next(j for j, node in enumerate(nodes) if node.index == indices[0] and
+                         node.owner < 0)
+            end = next(j for j, node in enumerate(nodes) if node.index == indices[-1] and
+                       node.owner < 0)
+            T = kin.poses[obj.body] @ obj.pose
+            Tinv = _inv(T)
+            best, best_at, least = None, -1, math.inf
+            for j in range(start, end):
+                a, b = nodes[j], nodes[j + 1]
+                if a.wrap and b.wrap and a.wrap == b.wrap:
+                    continue
+                pa = Tinv[:3, :3] @ a.p + Tinv[:3, 3]
+                pb = Tinv[:3, :3] @ b.p + Tinv[:3, 3]
+                wr = wrap.wrap_line(obj, pa, pb, ws.method, single)
+                result[i] = wr if isinstance(wr, int) else wr.code
+                if result[i] == wrap.MANDATORY_WRAP:
+                    best, best_at = wr, j
+                    break
+                if result[i] == wrap.WRAPPED:
+                    _freeze(frozen, a, b)
+                    R, o = T[:3, :3], T[:3, 3]
+                    change = (np.linalg.norm(a.g - R @ wr.r1 - o) + wr.length
+                              + np.linalg.norm(b.g - R @ wr.r2 - o) - np.linalg.norm(a.g - b.g))
+                    if change < least:
+                        best, best_at, least = wr, j, change
+            if best is not None:
+                R, o = T[:3, :3], T[:3, 3]
+                first = _Node(obj.body, R @ best.r1 + o, frozen.get((k, False)), wrap=obj.name,
+                              owner=k)
+                second = _Node(obj.body, R @ best.r2 + o, frozen.get((k, True)), wrap=obj.name,
+                               owner=k, arc=best.arc @ R.T + o, arc_length=best.length)
+                nodes[best_at + 1:best_at + 1] = [first, second]
+        _freeze(frozen, *nodes)
+        length = _length(nodes)
+        if abs(length - last_length) < 0.0005:
+            break
+        last_length = length
+        if kk == 0 and n > 1 and result[0] == wrap.NO_WRAP and \
+                result[1] == wrap.INSIDE_RADIUS:
+            order[0], order[1] = 1, 0
+            nodes = [node for node in nodes if node.owner != 0]
+    return nodes
+
+
+def _state(nodes):
+    points, bodies = [nodes[0].g], [nodes[0].body]
+    for a, b in zip(nodes[:-1], nodes[1:]):
+        if b.wrap and a.wrap == b.wrap:
+            inner = b.arc[1:-1]
+            points.extend(inner)
+            bodies.extend([b.body] * len(inner))
+        points.append(b.g)
         bodies.append(b.body)
-    return PathState(np.array(points), tuple(bodies), length, nodes)
+    return PathState(np.array(points), tuple(bodies), _length(nodes), nodes)
 
 
 def path_length(model, q, path, where="path"):
@@ -325,13 +463,13 @@ def _generalized(kin, state):
     for a, b in zip(nodes[:-1], nodes[1:]):
         if b.wrap and a.wrap == b.wrap:
             continue
-        d = b.p - a.p
+        d = b.g - a.g
         norm = float(np.linalg.norm(d))
         u = d / norm if norm > 0.0 else np.full(3, np.nan)
         if a.body != b.body:
             for node, f in ((a, u), (b, -u)):
                 w = wrench.setdefault(node.body, np.zeros(6))
-                w[:3] += np.cross(node.p, f)
+                w[:3] += so3.cross(node.p, f)
                 w[3:] += f
         for node, f in ((a, u), (b, -u)):
             for i, dp in node.moving:
@@ -353,13 +491,60 @@ def moment_arms(model, q, path, coordinates=None, where="path"):
 
 
 def lengthening_speed(model, q, v, path, where="path"):
-    """``dL/dt`` (m/s) at coordinates ``q`` and speeds ``v`` (nq,)."""
+    """``dL/dt`` (m/s) at coordinates ``q`` and coordinate rates ``v`` (nq,), as
+    ``GeometryPath::getLengtheningSpeed``: over consecutive points, the rate of their distance
+    (the component of their relative velocity along the segment). It is ``-r . v`` except on
+    a path with several wraps, where OpenSim's segment directions come from the tangent
+    points it first located (:func:`_freeze`) and its length, moment arm and speed do not
+    agree; OpenSim's speed is the one given."""
     kin = path_kinematics(model, q)
     v = np.asarray(v, dtype=float)
     if v.shape != kin.q.shape or not np.all(np.isfinite(v)):
         raise InvalidInputError(f"{where}: the speeds must be {len(kin.q)} finite numbers, "
                                 f"got shape {v.shape}")
-    return -float(_generalized(kin, path_geometry(kin, None, path, where)) @ v)
+    nodes = path_geometry(kin, None, path, where).nodes
+    twists = {}
+    velocities = []
+    for node in nodes:
+        if node.body not in twists:
+            twists[node.body] = kin.jacobians[node.body] @ v
+        w, u = twists[node.body][:3], twists[node.body][3:]
+        velocity = so3.cross(w, node.p) + u
+        for i, dp in node.moving:
+            velocity = velocity + dp * v[i]
+        velocities.append(velocity)
+    speed = 0.0
+    for a, b, va, vb in zip(nodes[:-1], nodes[1:], velocities[:-1], velocities[1:]):
+        d = b.g - a.g
+        norm = math.sqrt(float(d @ d))
+        rel = vb - va
+        speed += float(np.linalg.norm(rel)) if norm < _EPS else float(d @ rel) / norm
+    return speed
+
+
+def spanned_coordinates(model, path):
+    """Names (in q order) of the coordinates the path's length can depend on: those of the
+    joints between its bodies (its points' and wrap objects'), the coordinates moving its
+    points and those switching its conditional points (``model``: an OsimModel)."""
+    joint_of = {j.child: j for j in model.joints}
+    bodies = {pt.body for pt in path.points}
+    bodies |= {model.wrap_objects[w.wrap_object].body for w in path.wraps
+               if w.wrap_object in model.wrap_objects}
+    chains = []
+    for body in bodies:
+        chain = set()
+        while body in joint_of:
+            chain.add(joint_of[body].name)
+            body = joint_of[body].parent
+        chains.append(chain)
+    between = set.union(*chains) - set.intersection(*chains) if chains else set()
+    names = {c for j in model.joints if j.name in between for c in j.coordinates}
+    for pt in path.points:
+        if isinstance(pt, ConditionalPathPoint):
+            names.add(pt.coordinate)
+        if isinstance(pt, MovingPathPoint):
+            names |= {item[0] for item in pt.functions if item is not None}
+    return tuple(c for c in model.coordinate_names if c in names)
 
 
 def path_generalized_forces(model, q, path, tension, where="path"):
