@@ -9,7 +9,8 @@ X (OpenSim's Y up becomes Blender's Z up; armature space is OpenSim's ground), o
 (ground is the armature object), one mesh object per geometry parented to its bone (mesh
 data-blocks shared per file; geometry OpenSim hides is hidden), a placeholder empty for each
 mesh file not found (and each shape not drawn), and one float custom property per coordinate
-on the armature object. The model's text is stored on the
+on the armature object; each muscle a curve object and each wrap surface a mesh object
+(:mod:`addon.muscles`). The model's text is stored on the
 armature data (:func:`documents.store_osim_model`); :mod:`addon.handlers` poses the bones from
 the coordinate properties.
 
@@ -29,7 +30,7 @@ import numpy as np
 from bpy.props import BoolProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from .. import bridge, handlers
+from .. import bridge, handlers, muscles
 from ..documents import (is_osim_armature, osim_rig, remove_osim_fit, store_osim_fit,
                          store_osim_model)
 from ._common import reporting
@@ -83,6 +84,7 @@ def write_osim_import(context, plan):
         if not item.geometry.visible:
             obj.hide_render = True
             obj.hide_set(True)
+    muscles.write_muscles(arm, plan.rig)
     for obj in context.view_layer.objects:
         obj.select_set(obj == arm)
     context.view_layer.objects.active = arm
@@ -90,7 +92,7 @@ def write_osim_import(context, plan):
 
 
 #: the data-block kinds an import creates, removed in this order if writing fails half-way
-_CREATED = ("objects", "meshes", "armatures", "materials", "collections")
+_CREATED = ("objects", "meshes", "curves", "armatures", "materials", "collections")
 
 
 def _data_blocks() -> dict:
