@@ -39,6 +39,11 @@ settings; the globe's camera faces where its planes go, ``mechanisms.facing_view
   follows each pelvis, a ground plane lies under the feet, the camera frames the whole walk,
   and the text ``CREDITS`` gives the model's authors and licence (CC BY 3.0). The model,
   meshes and motion are read from ``OSIM_DATA``.
+* ``gait2392_muscles.blend`` (muscles.py): gait2392 with its 92 muscles drawn (curves through
+  their paths, coloured by length change) while it walks the same motion.
+* ``arm26_biceps.blend`` (muscles.py): arm26 with its six muscles wrapping over its wrap
+  surfaces, the biceps activated (keyed activation properties) and one second of the forward
+  simulation keyed by ``spline_joints.simulate_muscles``: the biceps flexes the elbow.
 * ``four_bar_linkage.blend``, ``scissor_lift.blend``, ``door_stop.blend`` (linkages.py): the
   demo linkages (``spline_joints.add_demo_linkage``), driven and released.
 * ``character_rig.blend``: a small character sitting on a ledge, swaying (keyed hips), whose
@@ -69,7 +74,8 @@ sys.path.insert(0, str(ROOT))
 from core.mechanisms import DEMOS  # noqa: E402
 from scripts import blender_kit as kit  # noqa: E402
 from scripts.demos import (chain_in_bowl, character_rig, gait2392_walk, knee_fit_rig, linkages,  # noqa: E402
-                           mechanisms, ragdoll_steps, scapulothoracic_fit_rig, shoulder_reach_cone)
+                           mechanisms, muscles, ragdoll_steps, scapulothoracic_fit_rig,
+                           shoulder_reach_cone)
 from scripts.demos.common import OUT  # noqa: E402
 
 #: the builder of each file that is not a core demo mechanism: ``build(out)``, or for the
@@ -80,7 +86,9 @@ RIGS = {"knee_fit_rig": knee_fit_rig.build_knee_rig,
         "gait2392_walk": gait2392_walk.build_gait_walk,
         "character_rig": character_rig.build_character_rig,
         "ragdoll_steps": ragdoll_steps.build_ragdoll_steps,
-        "chain_in_bowl": chain_in_bowl.build_chain_in_bowl}
+        "chain_in_bowl": chain_in_bowl.build_chain_in_bowl,
+        "gait2392_muscles": muscles.build_gait_muscles,
+        "arm26_biceps": muscles.build_arm26_biceps}
 LINKAGES = linkages.FILES
 
 

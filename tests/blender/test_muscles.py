@@ -362,3 +362,28 @@ def test_activated_biceps_flexes_the_elbow(blender):
     assert out["error"] < 1e-6  # float32 keys of the core's simulation
     assert out["elbow"][-1] - out["elbow"][0] > 0.3  # the elbow flexed
     assert out["drawn"] <= FLOAT32_TOL
+
+
+def scenario_demo_walk_scrubbed(tmp, demo, gait):
+    import bpy
+
+    from scenes import addon_module
+
+    model = addon_module("core.io.osim").read_osim(gait)
+    bridge = addon_module("addon.bridge")
+    bpy.ops.wm.open_mainfile(filepath=demo, load_ui=False)
+    arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
+    out = []
+    for frame in (40, 150):
+        bpy.context.scene.frame_set(frame)
+        bpy.context.view_layer.update()
+        values = bridge.read_named_values(arm, model.coordinate_names, model.default_q())
+        out.append(_check_drawn(arm, model, model.q_from(values))[0])
+    return out
+
+
+@pytest.mark.slow
+def test_demo_walk_muscles_follow_a_scrubbed_frame(blender):
+    demo = Path(__file__).resolve().parents[2] / "demo_blends" / "gait2392_muscles.blend"
+    for worst in blender(scenario_demo_walk_scrubbed, demo=str(demo), gait=GAIT):
+        assert worst <= FLOAT32_TOL
