@@ -17,7 +17,8 @@ on a locked coordinate is dropped, as OpenSim's ``AssemblySolver`` drops it).
 ``r = [sqrt(w_i / W) (x_i - o_i); sqrt(w_j) (q_j - v_j)]`` (``F = |r|^2 / 2``). Its Jacobian is
 analytic: a marker on body b moves with ``dx/dq_k = v_k + w_k x x`` for every coordinate k
 that moves b, ``[w_k; v_k]`` the world-frame joint Jacobian column
-(:func:`core.kinematics.update_kinematics` on :meth:`OsimModel.to_core_model`). Each frame is
+(:func:`core.dynamics.compute_joint_jacobians` on :meth:`OsimModel.to_core_model`: one kernel
+call on the numba backend). Each frame is
 solved by Levenberg-Marquardt steps from the previous frame's answer (the first from the
 model's default pose, as OpenSim assembles it), coordinates at a range end whose gradient
 points out of the range held for the step, steps clipped to the ranges. It stops when the
@@ -54,7 +55,7 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from ..errors import InvalidInputError
 from ..io.files import read_input
 from ..io.motion import write_motion
-from ..kinematics import update_kinematics
+from ..dynamics import compute_joint_jacobians
 
 __all__ = ["IKMarkerTask", "IKCoordinateTask", "IKTaskSet", "IKSetup", "IKResult",
            "MarkerPlacement", "MarkerKinematics", "parse_task_set", "read_ik_setup",
@@ -308,13 +309,12 @@ class MarkerKinematics:
         """``(x (M, 3), J (M, 3, nf))``: marker positions in ground (m) and their derivatives
         with respect to the free coordinates ``q_free (nf,)``."""
         data = self.data
-        update_kinematics(self.core, data, np.ascontiguousarray(q_free, dtype=float))
+        S = compute_joint_jacobians(self.core, data, q_free)
         x = self.local.copy()
         b = self.bodies[self._on_body]
         T = data.oMi[b]
         x[self._on_body] = np.einsum("mij,mj->mi", T[:, :3, :3], self.local[self._on_body]) \
             + T[:, :3, 3]
-        S = data.S_world
         J = S[None, :, 3:] + np.cross(S[None, :, :3], x[:, None, :])     # (M, nf, 3)
         J *= self._mask[:, :, None]
         return x, J.transpose(0, 2, 1)
