@@ -14,17 +14,21 @@ once. Clamped coordinates stay in their ranges, locked ones at their default val
 on a locked coordinate is dropped, as OpenSim's ``AssemblySolver`` drops it).
 
 **The solver.** ``F`` is a weighted least-squares problem with the residual
-``r = [sqrt(w_i / W) (x_i - o_i); sqrt(w_j) (q_j - v_j)]`` (``F = |r|^2 / 2``). Its Jacobian is
-analytic: a marker on body b moves with ``dx/dq_k = v_k + w_k x x`` for every coordinate k
-that moves b, ``[w_k; v_k]`` the world-frame joint Jacobian column
+``r = [sqrt(w_i / W) (x_i - o_i); sqrt(w_j) (q_j - v_j)]`` (``F = |r|^2 / 2``), solved with
+analytic first and second derivatives. A marker on body b moves with ``dx/dq_k = v_k + w_k x
+x`` for every coordinate k that moves b, ``[w_k; v_k]`` the world-frame joint Jacobian column
 (:func:`core.dynamics.compute_joint_jacobians` on :meth:`OsimModel.to_core_model`: one kernel
-call on the numba backend). Each frame is
-solved by Levenberg-Marquardt steps from the previous frame's answer (the first from the
-model's default pose, as OpenSim assembles it), coordinates at a range end whose gradient
-points out of the range held for the step, steps clipped to the ranges. It stops when the
-largest step is at most ``accuracy`` (radians or metres): the steps shrink by a factor of
-about 5 to 10 each (Gauss-Newton on residuals of a few centimetres), so the answer is then
-within about ``accuracy / 5`` of the minimum.
+call on the numba backend); the residuals' curvature ``sum_i r_i d^2 r_i / dq dq`` follows
+from the same columns and the joints' own ``dS/dq`` (:meth:`MarkerKinematics.curvature`).
+Each frame takes Newton steps on ``J^T J`` plus that curvature (residuals of centimetres make
+Gauss-Newton alone converge slowly, and not at all on a model far from the subject), damped
+as Levenberg-Marquardt's when a step fails to lower F; coordinates at a range end whose
+gradient points out of the range are held for the step, and steps are clipped to the ranges.
+The first frame starts from the model's default pose, as OpenSim assembles it, every other
+from the previous frame's answer moved on at its last rate. A frame stops when its largest
+step is at most ``accuracy`` (radians or metres); the steps converge quadratically, so the
+answer is then within about ``accuracy^2`` of the minimum (gait2392's walking trial: three
+to four steps a frame).
 
 OpenSim minimizes the same F with Simbody's L-BFGS (``Assembler``), which stops when the
 gradient norm, relative to ``max(1, |q|)``, is below the setup's ``accuracy``: at its default
@@ -55,6 +59,7 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from ..errors import InvalidInputError
 from ..io.files import read_input
 from ..io.motion import write_motion
+from ..lie import so3
 from ..dynamics import compute_joint_jacobians
 
 __all__ = ["IKMarkerTask", "IKCoordinateTask", "IKTaskSet", "IKSetup", "IKResult",
@@ -72,6 +77,10 @@ VALUE_TYPES = ("default_value", "manual_value", "from_file")
 #: how much larger than its diagonal's largest entry the step matrix may be made before the
 #: frame is given up (the damping of a step that kept failing to lower F)
 _MAX_DAMPING = 1e12
+#: how far (radians or metres) the pose may move in a frame's solve before the joints' own
+#: dS/dq (the curvature's within-joint term) are evaluated again: the Newton matrix is then
+#: within about this fraction of that term, so the steps still shrink some hundred times each
+_REFRESH = 0.05
 #: regularization of the step matrix relative to its largest diagonal entry: a coordinate
 #: that moves no marker and has no task keeps its value instead of making the matrix singular
 _RIDGE = 1e-12
@@ -304,6 +313,13 @@ class MarkerKinematics:
         self._on_body = on_body
         self._mask = np.zeros((len(self.names), core.nq))
         self._mask[on_body] = core.ancestry[self.bodies[on_body]][:, core.dof_body]
+        core.compile()
+        # proximal[a, k]: coordinate a's body is k's or one of its ancestors
+        self._proximal = core.ancestry[core.dof_body][:, core.dof_body].T > 0
+        one = core.q_count[core.dof_body] == 1
+        self._one_dof = np.nonzero(one)[0]
+        self._multi = [(int(b), slice(int(core.q_start[b]), int(core.q_start[b] + core.q_count[b])))
+                       for b in core.multi_bodies]
 
     def evaluate(self, q_free):
         """``(x (M, 3), J (M, 3, nf))``: marker positions in ground (m) and their derivatives
@@ -311,13 +327,44 @@ class MarkerKinematics:
         data = self.data
         S = compute_joint_jacobians(self.core, data, q_free)
         x = self.local.copy()
-        b = self.bodies[self._on_body]
-        T = data.oMi[b]
-        x[self._on_body] = np.einsum("mij,mj->mi", T[:, :3, :3], self.local[self._on_body]) \
+        T = data.oMi[self.bodies[self._on_body]]
+        x[self._on_body] = (T[:, :3, :3] @ self.local[self._on_body, :, None])[:, :, 0] \
             + T[:, :3, 3]
-        J = S[None, :, 3:] + np.cross(S[None, :, :3], x[:, None, :])     # (M, nf, 3)
-        J *= self._mask[:, :, None]
-        return x, J.transpose(0, 2, 1)
+        J = S[:, 3:].T - so3.hat(x) @ S[:, :3].T                          # v_a + w_a x x
+        J *= self._mask[:, None, :]
+        return x, J
+
+    def joint_derivatives(self, q_free):
+        """The body-frame ``dS/dq (n, 6, n)`` of each joint with several coordinates at
+        ``q_free``, for :meth:`curvature`."""
+        return [self.core.joints[b].evaluate(q_free[sl])[2] for b, sl in self._multi]
+
+    def curvature(self, x, J, c, derivatives):
+        """``(nf, nf)``: ``sum_m c_m . d^2 x_m / dq dq`` for weights ``c (M, 3)``, at the
+        pose of the last :meth:`evaluate` (which gave ``x``, ``J``), with the joints' own
+        ``derivatives`` (:meth:`joint_derivatives`).
+
+        With the world Jacobian columns ``s_a = [w_a; v_a]`` and the marker columns ``j_a =
+        v_a + w_a x x``: for coordinates a and k that both move the marker, a's body k's or
+        an ancestor of it, ``d j_k / dq_a = w_a x j_k`` (the column ``s_k`` moves with a:
+        ``ds_k/dq_a = ad_{s_a} s_k``; the Jacobi identity folds the terms), and when a and k
+        are coordinates of one joint the joint's own ``dS_k/dq_a`` adds its twist ``h =
+        Ad_T dS_k/dq_a`` acting on the marker: ``h_v + h_w x x``. Summed over the markers
+        that term is ``h`` paired with the wrench ``[sum x_m x c_m; sum c_m]`` of the markers
+        the joint moves.
+        """
+        data = self.data
+        nf = J.shape[2]
+        P = so3.hat(c) @ data.S_world[:, :3].T * self._mask[:, None, :]     # c_m x w_a
+        A = P.reshape(-1, nf).T @ J.reshape(-1, nf)
+        H = np.where(self._proximal, A, A.T)
+        torque = (so3.hat(x) @ c[:, :, None])[:, :, 0]
+        wrench = self._mask.T @ np.concatenate([torque, c], axis=1)             # (nf, 6)
+        one = self._one_dof
+        H[one, one] += np.einsum("ki,ki->k", data.W[self.core.dof_body[one], 1], wrench[one])
+        for (b, sl), dS in zip(self._multi, derivatives):
+            H[sl, sl] += np.einsum("ij,ajk,i->ak", data.Ad[b], dS, wrench[sl.start])
+        return H
 
     def positions(self, q_free):
         """``(M, 3)`` marker positions in ground at ``q_free``."""
@@ -339,9 +386,11 @@ class _Problem:
         self.accuracy = accuracy
         self.nf = len(kin.free)
 
-    def residual(self, q, obs, seen, sw, targets):
-        """``(r, J)`` at ``q (nf,)`` for observations ``obs (M, 3)`` (``seen`` the finite
-        ones), marker row weights ``sw (M,)`` and task targets."""
+    def residual(self, q, obs, seen, sw, targets, derivatives):
+        """``(r, J, C)`` at ``q (nf,)`` for observations ``obs (M, 3)`` (``seen`` the finite
+        ones), marker row weights ``sw (M,)`` and task targets: the residual, its Jacobian
+        and its curvature ``sum_i r_i d^2 r_i / dq dq`` (the coordinate tasks are linear),
+        with the joints' own ``derivatives`` (:meth:`MarkerKinematics.curvature`)."""
         x, Jx = self.kin.evaluate(q)
         e = np.where(seen[:, None], x - obs, 0.0)
         r = np.concatenate([(e * sw[:, None]).ravel(),
@@ -349,7 +398,7 @@ class _Problem:
         J = np.zeros((r.size, self.nf))
         J[:e.size] = (Jx * sw[:, None, None]).reshape(-1, self.nf)
         J[e.size + np.arange(len(self.task_rows)), self.task_rows] = self.task_sqrt_w
-        return r, J
+        return r, J, self.kin.curvature(x, Jx, e * (sw * sw)[:, None], derivatives)
 
     def solve(self, q, obs, targets):
         """Minimize F from ``q (nf,)`` (clipped into the bounds) for one frame: returns
@@ -360,12 +409,13 @@ class _Problem:
         total = w.sum()
         sw = np.sqrt(w / total) if total > 0 else w
         q = np.clip(q, lower, upper)
-        r, J = self.residual(q, obs, seen, sw, targets)
+        taken, derivatives = q, self.kin.joint_derivatives(q)
+        r, J, C = self.residual(q, obs, seen, sw, targets, derivatives)
         F = r @ r
         damping = 0.0
         for it in range(1, MAX_ITERATIONS + 1):
             g = J.T @ r
-            H = J.T @ J
+            H = J.T @ J + C
             scale = max(float(np.max(np.diag(H))), 1e-300)
             held = ((q <= lower) & (g > 0)) | ((q >= upper) & (g < 0))
             step = np.zeros(self.nf)
@@ -379,10 +429,12 @@ class _Problem:
                 continue
             qn = np.clip(q + step, lower, upper)
             moved = float(np.max(np.abs(qn - q))) if self.nf else 0.0
-            rn, Jn = self.residual(qn, obs, seen, sw, targets)
+            if np.max(np.abs(qn - taken), initial=0.0) > _REFRESH:
+                taken, derivatives = qn, self.kin.joint_derivatives(qn)
+            rn, Jn, Cn = self.residual(qn, obs, seen, sw, targets, derivatives)
             Fn = rn @ rn
             if Fn <= F:
-                q, r, J, F = qn, rn, Jn, Fn
+                q, r, J, C, F = qn, rn, Jn, Cn, Fn
                 damping *= 0.1
                 if damping < 1e-12:
                     damping = 0.0
@@ -606,7 +658,10 @@ def solve_ik(model, trial, tasks, *, time_range=None, coordinate_values=None,
         if np.all(~np.isfinite(obs[k])) and not kept:
             failed.append(time[row])
         else:
-            q, steps[k], converged = problem.solve(q, obs[k], targets(time[row]))
+            # the previous frame's pose moved on at its last rate (a start within the
+            # second difference of the motion, where Newton's steps converge quadratically)
+            start = q if k < 2 else 2 * q - Q[k - 2, kin.free]
+            q, steps[k], converged = problem.solve(start, obs[k], targets(time[row]))
             if not converged:
                 failed.append(time[row])
         Q[k, kin.free] = q
