@@ -527,6 +527,11 @@ def _nearest_row(time, t):
     return i if time[i] - t <= t - time[i - 1] else i - 1
 
 
+def _times(times):
+    """``t = a, b, c...``: the first five of ``times`` (s)."""
+    return f"t = {', '.join(f'{t:g}' for t in times[:5])}{'...' if len(times) > 5 else ''}"
+
+
 def _named(trial):
     """`` NAME`` of the trial's file, or "" for a trial not read from a file."""
     return f" {os.path.basename(trial.source)}" if trial.source else ""
@@ -653,10 +658,10 @@ def solve_ik(model, trial, tasks, *, time_range=None, coordinate_values=None,
     q = q_all[kin.free].copy()
     Q = np.tile(q_all, (len(rows), 1))
     errors = np.zeros((len(rows), 3))
-    worst, steps, failed = [], np.zeros(len(rows), dtype=int), []
+    worst, steps, failed, blind = [], np.zeros(len(rows), dtype=int), [], []
     for k, row in enumerate(rows):
         if np.all(~np.isfinite(obs[k])) and not kept:
-            failed.append(time[row])
+            blind.append(time[row])
         else:
             # the previous frame's pose moved on at its last rate (a start within the
             # second difference of the motion, where Newton's steps converge quadratically)
@@ -675,10 +680,13 @@ def solve_ik(model, trial, tasks, *, time_range=None, coordinate_values=None,
                             q=np.zeros((0, model.nq)), errors=np.zeros((0, 3)), worst=(),
                             markers=tuple(names), iterations=np.zeros(0, dtype=int),
                             warnings=tuple(warnings), status="cancelled")
+    if blind:
+        warnings.append(f"no tracked marker is seen at {len(blind)} frames ({_times(blind)}); "
+                        "they keep the pose of the frame before")
     if failed:
         warnings.append(f"the solve did not settle to the accuracy {accuracy:g} at "
-                        f"{len(failed)} frames (t = {', '.join(f'{t:g}' for t in failed[:5])}"
-                        f"{'...' if len(failed) > 5 else ''}); their poses are the best found")
+                        f"{len(failed)} frames ({_times(failed)}); their poses are the best "
+                        "found")
     return IKResult(time=time[rows].copy(), frames=rows, names=model.coordinate_names,
                     rotational=np.array([model.is_rotational(n) for n in model.coordinates]),
                     q=Q, errors=errors, worst=tuple(worst), markers=tuple(names),

@@ -469,3 +469,38 @@ def test_marker_placement_matches_opensim(opensim_run, static, scale_tasks):
         return value
 
     assert goal(ours.q) <= goal(q_theirs)
+
+
+def test_from_file_tasks_follow_the_coordinate_file(generic, walk, setup, tmp_path):
+    """A from_file task pulls its coordinate to the coordinate file's value at each frame:
+    the file in degrees (as OpenSim writes motions), rows every 0.1 s, read through the
+    setup's coordinate_file; a line of values is interpolated exactly."""
+    from core.io.motion import write_motion
+    times = np.linspace(0.4, 1.2, 9)
+    write_motion(tmp_path / "coordinates.mot", ("knee_angle_r", "pelvis_tx"), times,
+                 np.column_stack([-30.0 + 10.0 * times, 0 * times]), in_degrees=True)
+    shutil.copy(os.path.join(PIPELINE, "subject01_walk1.trc"), tmp_path / "subject01_walk1.trc")
+    text = open(os.path.join(PIPELINE, "subject01_Setup_IK.xml"), encoding="utf-8").read()
+    task = ("<IKCoordinateTask name='knee_angle_r'><weight>1000000</weight>"
+            "<value_type>from_file</value_type></IKCoordinateTask></objects>")
+    text = text.replace("</objects>", task).replace(
+        "<coordinate_file></coordinate_file>", "<coordinate_file>coordinates.mot"
+        "</coordinate_file>").replace("<time_range> 0.5 2.5</time_range>",
+                                      "<time_range> 0.5 1.0</time_range>")
+    res = run_ik(parse_ik_setup(text, str(tmp_path / "setup.xml")), model=generic)
+    knee = res.degrees()[:, res.names.index("knee_angle_r")]
+    assert np.abs(knee - (-30.0 + 10.0 * res.time)).max() < 1e-3
+    free = solve_ik(generic, walk, setup.tasks, time_range=(0.5, 1.0))
+    assert np.abs(free.degrees()[:, res.names.index("knee_angle_r")] - knee).max() > 5.0
+
+
+def test_a_frame_without_markers_keeps_the_pose_before(generic, walk):
+    positions = walk.positions.copy()
+    positions[40] = np.nan
+    holed = dataclasses.replace(walk, positions=positions)
+    tasks = IKTaskSet(markers=tuple(IKMarkerTask(n, 1.0) for n in walk.names))
+    res = solve_ik(generic, holed, tasks, time_range=(0.6, 0.7))
+    k = int(np.nonzero(res.frames == 40)[0][0])
+    assert any("no tracked marker is seen at 1 frames (t = 0.667)" in w for w in res.warnings)
+    np.testing.assert_array_equal(res.q[k], res.q[k - 1])
+    assert res.errors[k].tolist() == [0.0, 0.0, 0.0]
