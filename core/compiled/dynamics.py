@@ -1,8 +1,8 @@
 """The compiled twins of :mod:`core.dynamics` (reached through :data:`core.backend.twins`):
 :func:`aba`, :func:`rnea`, :func:`nonlinear_effects`, :func:`crba`, :func:`crba_and_nle`,
 :func:`kinetic_energy`, :func:`potential_energy`, :func:`mechanical_energy` and
-:func:`compute_joint_jacobians`, compared
-with the reference in ``tests/core/test_backend_numba.py``; and the calls the compiled
+:func:`compute_joint_jacobians`, compared with the reference in
+``tests/core/test_backend_numba.py``; and the calls the compiled
 integrator steps take (:func:`substep`, :func:`driven_substep`). Each takes the model's
 packed arrays (built once per :meth:`core.model.Model.compile`), evaluates the joints of
 families without a kernel in Python into ``data`` (:mod:`core.joints.family`), then makes
@@ -17,7 +17,8 @@ from .pack import pack
 
 __all__ = ["packed", "python_joints", "aba", "rnea", "nonlinear_effects", "crba",
            "crba_and_nle", "energies", "kinetic_energy", "potential_energy",
-           "mechanical_energy", "compute_joint_jacobians", "substep", "driven_substep", "NO_FEXT", "NO_ARMATURE"]
+           "mechanical_energy", "compute_joint_jacobians", "substep", "driven_substep",
+           "NO_FEXT", "NO_ARMATURE"]
 
 #: the kernels' "no external wrenches"
 NO_FEXT = np.zeros((0, 6))

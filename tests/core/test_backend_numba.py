@@ -1,6 +1,7 @@
 """The compiled (numba) backend against the numpy reference: aba, rnea, crba, the nonlinear
 effects, the joint Jacobians and the integrator's step on the same models, aba against
-Pinocchio, and the numpy fallback where numba cannot be imported. Never timed (scripts/benchmarks/dynamics.py times them).
+Pinocchio, and the numpy fallback where numba cannot be imported. Never timed
+(scripts/benchmarks/dynamics.py times them).
 
 Tolerance. Both backends evaluate the same formulas in different orders (world frame and
 batched in numpy, body frames one body at a time compiled), so they differ by rounding

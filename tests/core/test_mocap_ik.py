@@ -8,9 +8,10 @@ to 0.14 degrees (and the marker RMS up to 0.024 mm) from the minimum, more than 
 degrees and 0.01 mm compared here, so the module's OpenSim run tightens it to
 :data:`OPENSIM_ACCURACY` (1e-11: within 2.5e-4 degrees of the minimum; 1e-9 stops at 7e-4).
 Ours stops when its largest Newton step is below the setup's accuracy, 1e-5 rad or m,
-which leaves it within about 1e-10 of the minimum (the steps converge quadratically). OpenSim's MarkerPlacer solves at the AssemblySolver's fixed default accuracy 1e-4, so
-its static pose is compared through the goal (ours is at least as low) rather than
-coordinate by coordinate.
+which leaves it within about 1e-10 of the minimum (the steps converge quadratically).
+OpenSim's MarkerPlacer solves at the AssemblySolver's fixed default accuracy 1e-4, so its
+static pose is compared through the goal (ours is at least as low) rather than coordinate
+by coordinate.
 
 The comparisons with OpenSim skip where it is not importable; everything else runs on the
 shipped files (the generic gait2392 model with the scale marker set, the walking and static
