@@ -505,3 +505,16 @@ def test_a_frame_without_markers_keeps_the_pose_before(generic, walk):
     assert any("no tracked marker is seen at 1 frames (t = 0.667)" in w for w in res.warnings)
     np.testing.assert_array_equal(res.q[k], res.q[k - 1])
     assert res.errors[k].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_the_errors_go_to_the_results_directory_made_as_opensim_makes_it(generic, tmp_path):
+    shutil.copy(os.path.join(PIPELINE, "subject01_walk1.trc"), tmp_path / "subject01_walk1.trc")
+    text = open(os.path.join(PIPELINE, "subject01_Setup_IK.xml"), encoding="utf-8").read()
+    text = text.replace("<results_directory>./</results_directory>",
+                        "<results_directory>out/ik</results_directory>").replace(
+        "<output_motion_file>subject01_walk1_ik.mot</output_motion_file>",
+        "<output_motion_file />").replace("<time_range> 0.5 2.5</time_range>",
+                                          "<time_range> 0.5 0.6</time_range>")
+    run_ik(parse_ik_setup(text, str(tmp_path / "setup.xml")), model=generic)
+    assert sorted(os.listdir(tmp_path)) == ["out", "subject01_walk1.trc"]
+    assert os.listdir(tmp_path / "out" / "ik") == ["subject01_ik_marker_errors.sto"]
