@@ -644,6 +644,9 @@ def solve_ik(model, trial, tasks, *, time_range=None, coordinate_values=None,
     kept, targets = _coordinate_tasks(model, tasks, coordinate_values, warnings)
     time = np.asarray(trial.time, dtype=float)
     start, end = (time[0], time[-1]) if time_range is None else map(float, time_range)
+    if not end >= start:
+        raise InvalidInputError(f"the time range {start:g}..{end:g} s ends before it starts: "
+                                "give the start time first")
     lo, hi = max(time[0], start), min(time[-1], end)
     if not hi >= lo:
         raise InvalidInputError(

@@ -303,6 +303,8 @@ def test_time_ranges_are_clipped_to_the_trial_or_refused(generic, walk, setup):
     assert res.time[-1] == walk.time[-1] and any("clipped" in w for w in res.warnings)
     with pytest.raises(InvalidInputError, match="misses the trial.*0..2.5"):
         solve_ik(generic, walk, setup.tasks, time_range=(3.0, 4.0))
+    with pytest.raises(InvalidInputError, match="ends before it starts"):
+        solve_ik(generic, walk, setup.tasks, time_range=(1.0, 0.5))
 
 
 def test_nan_gaps_are_skipped_at_their_frames(generic, walk, setup):
