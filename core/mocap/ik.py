@@ -764,10 +764,7 @@ def _static_rows(trial, start, end):
     time = trial.time
     inside = (time >= start) & (time <= end)
     solve = trial.positions[inside].mean(axis=0)
-    before = np.nonzero(time <= start)[0]
-    first = int(before[-1]) if len(before) else 0
-    after = np.nonzero(time[first:] >= end)[0]
-    last = first + int(after[0]) if len(after) else len(time) - 1
+    first, last = trial.frame_range(start, end)
     rows = np.arange(first, last + 1)
     block = trial.positions[rows]
     seen = np.all(np.isfinite(block), axis=2)
