@@ -53,14 +53,17 @@ import os
 import xml.etree.ElementTree as ET
 
 import numpy as np
-from scipy.interpolate import make_interp_spline
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
 from ..dynamics import compute_joint_jacobians
 from ..errors import InvalidInputError
+from ..fitting.osim import model_with_fits
 from ..io.files import read_input
-from ..io.motion import write_motion
+from ..io.markers import UNITS, read_trc
+from ..io.motion import read_motion, write_motion
+from ..io.osim import read_osim
 from ..lie import so3
+from .inverse_dynamics import natural_spline
 
 __all__ = ["IKMarkerTask", "IKCoordinateTask", "IKTaskSet", "IKSetup", "IKResult",
            "MarkerPlacement", "MarkerKinematics", "parse_task_set", "read_ik_setup",
@@ -602,13 +605,10 @@ def _coordinate_tasks(model, tasks, coordinate_values, warnings):
         rotational = {n: n in model.coordinates and model.is_rotational(n)
                       for n in coordinate_values.names}
         values = coordinate_values.values_in_radians(rotational)
-        t = coordinate_values.time
-        k = max(0, min(5, len(t) - 1))
         for i, task in enumerate(kept):
             if task.value_type == "from_file":
                 column = values[:, coordinate_values.names.index(task.name)]
-                splines[i] = make_interp_spline(t, column, k=k) if k else \
-                    (lambda _t, v=column[0]: v)
+                splines[i] = natural_spline(coordinate_values.time, column, 5)
 
     def targets(time):
         out = constant.copy()
@@ -620,7 +620,7 @@ def _coordinate_tasks(model, tasks, coordinate_values, warnings):
 
 
 def solve_ik(model, trial, tasks, *, time_range=None, coordinate_values=None,
-             accuracy=DEFAULT_ACCURACY, progress=None):
+             accuracy=DEFAULT_ACCURACY, fits=None, progress=None):
     """Inverse kinematics of ``trial`` (a :class:`~core.io.markers.MarkerTrial`) on ``model``
     (an :class:`~core.io.osim.OsimModel` with markers) with ``tasks`` (:class:`IKTaskSet`),
     frame by frame as ``InverseKinematicsTool`` (module docstring).
@@ -628,13 +628,17 @@ def solve_ik(model, trial, tasks, *, time_range=None, coordinate_values=None,
     time_range: ``(start, end)`` s, clipped to the trial as OpenSim clips it (a warning says
     so); a range that misses the trial raises. The frames solved run from the row nearest
     ``start`` to the row nearest ``end``. coordinate_values: a :class:`~core.io.motion.Motion`
-    for ``from_file`` coordinate tasks, interpolated at the frames' times by a quintic spline
-    through its rows (OpenSim fits a smoothing GCV spline of the same degree, which for
-    smooth data comes close but does not pass through the rows). accuracy: the step, in
-    radians or metres, below which a frame's solve stops. progress: ``progress(fraction) ->
+    for ``from_file`` coordinate tasks, interpolated at the frames' times by the natural
+    quintic spline through its rows (OpenSim's ``GCVSplineSet(5, ...)`` with zero error
+    variance, :func:`core.mocap.inverse_dynamics.natural_spline`; at least 6 rows).
+    accuracy: the step, in radians or metres, below which a frame's solve stops. fits:
+    ``{joint name: JointDocument}`` of fitted spline joints that replace the model's exact
+    joints (:func:`core.fitting.osim.model_with_fits`). progress: ``progress(fraction) ->
     bool`` after each frame; False cancels (status ``"cancelled"``, no frames).
     Returns :class:`IKResult`.
     """
+    if fits:
+        model = model_with_fits(model, fits)
     accuracy = float(accuracy)
     if not (accuracy > 0 and math.isfinite(accuracy)):
         raise InvalidInputError(f"accuracy must be a positive number of radians or metres, got "
@@ -722,17 +726,14 @@ def write_ik_result(result, motion_path=None, errors_path=None):
                      in_degrees=True, name="Coordinates")
 
 
-def run_ik(setup, *, model=None, trial=None, progress=None):
+def run_ik(setup, *, model=None, trial=None, fits=None, progress=None):
     """Run an :class:`IKSetup` as ``InverseKinematicsTool.run`` does: read its model (unless
     ``model`` is given), marker file (unless ``trial``) and coordinate file, solve
-    (:func:`solve_ik` with the setup's time range, tasks and accuracy) and write the motion
-    to ``output_motion_file`` (if named) and, with ``report_errors``, the marker errors to
-    ``<results_directory>/<name>_ik_marker_errors.sto`` (the folder made if missing). Files are written only when every
-    frame is solved (a cancel or an error writes nothing). Returns the :class:`IKResult`."""
-    from ..io.markers import read_trc
-    from ..io.motion import read_motion
-    from ..io.osim import read_osim
-
+    (:func:`solve_ik` with the setup's time range, tasks and accuracy, and ``fits``) and write
+    the motion to ``output_motion_file`` (if named) and, with ``report_errors``, the marker
+    errors to ``<results_directory>/<name>_ik_marker_errors.sto`` (the folder made if
+    missing). Files are written only when every frame is solved (a cancel or an error writes
+    nothing). Returns the :class:`IKResult`."""
     for what, value, given in (("model_file", setup.model_file, model),
                                ("marker_file", setup.marker_file, trial)):
         if given is None and not value:
@@ -743,7 +744,8 @@ def run_ik(setup, *, model=None, trial=None, progress=None):
         trial = read_trc(setup.path(setup.marker_file))
     values = read_motion(setup.path(setup.coordinate_file)) if setup.coordinate_file else None
     result = solve_ik(model, trial, setup.tasks, time_range=setup.time_range,
-                      coordinate_values=values, accuracy=setup.accuracy, progress=progress)
+                      coordinate_values=values, accuracy=setup.accuracy, fits=fits,
+                      progress=progress)
     if result.status == "solved":
         errors = None
         if setup.report_errors:
@@ -799,8 +801,6 @@ def place_markers(model, trial, tasks, *, time_range, coordinate_values=None,
     which puts its placed markers up to 9 mm from these.
     Returns :class:`MarkerPlacement`.
     """
-    from ..io.markers import UNITS
-
     if time_range is None or len(time_range) != 2:
         raise InvalidInputError("place_markers needs a time_range (start, end) in seconds over "
                                 "which to average the static trial")

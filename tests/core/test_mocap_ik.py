@@ -229,9 +229,12 @@ def test_spline_knees_track_the_trial_as_the_exact_knees(generic, walk, setup):
     to trade; measured: 0.04 degrees, 0.01 mm)."""
     fits = {n: spline_joint_from_osim(generic, n) for n in ("knee_r", "knee_l")}
     assert max(f.max_position_mm for f in fits.values()) < 0.2
-    spline = model_with_fits(generic, {n: f.document for n, f in fits.items()})
+    documents = {n: f.document for n, f in fits.items()}
     exact = solve_ik(generic, walk, setup.tasks, time_range=(0.5, 1.5))
-    fitted = solve_ik(spline, walk, setup.tasks, time_range=(0.5, 1.5))
+    fitted = solve_ik(generic, walk, setup.tasks, time_range=(0.5, 1.5), fits=documents)
+    again = solve_ik(model_with_fits(generic, documents), walk, setup.tasks,
+                     time_range=(0.5, 1.5))
+    np.testing.assert_array_equal(fitted.q, again.q)
     assert fitted.names == exact.names
     diff = np.abs(fitted.degrees() - exact.degrees())
     assert diff[:, exact.rotational].max() < 0.1
@@ -495,6 +498,55 @@ def test_from_file_tasks_follow_the_coordinate_file(generic, walk, setup, tmp_pa
     assert np.abs(knee - (-30.0 + 10.0 * res.time)).max() < 1e-3
     free = solve_ik(generic, walk, setup.tasks, time_range=(0.5, 1.0))
     assert np.abs(free.degrees()[:, res.names.index("knee_angle_r")] - knee).max() > 5.0
+    short = read_motion(tmp_path / "coordinates.mot")
+    short = dataclasses.replace(short, time=short.time[:5], values=short.values[:5])
+    tasks = dataclasses.replace(setup.tasks, coordinates=(
+        IKCoordinateTask("knee_angle_r", 1.0, value_type="from_file"),))
+    with pytest.raises(InvalidInputError, match="at least 6 samples"):
+        solve_ik(generic, walk, tasks, coordinate_values=short)
+
+
+def test_from_file_tasks_match_opensim(opensim_run, tmp_path):
+    """A from_file task pulling the knee 10 degrees beyond OpenSim's own IK result, the file
+    (degrees) holding every fifth frame's value so that the values between come from the
+    spline: OpenSim splines the file (GCVSplineSet of degree 5, zero error variance) as we
+    do, so both solve the same problem (OpenSim at :data:`OPENSIM_ACCURACY`)."""
+    from core.io.motion import write_motion
+    osim = pytest.importorskip("opensim")
+    folder = str(opensim_run)
+    for name in ("subject01_Setup_IK.xml", "subject01_simbody.osim", "subject01_walk1.trc"):
+        shutil.copy(os.path.join(folder, name), tmp_path / name)
+    solved = read_motion(os.path.join(folder, "subject01_walk1_ik.mot"))
+    knee = solved.values[::5, solved.names.index("knee_angle_r")] - 10.0
+    write_motion(tmp_path / "knee.mot", ("knee_angle_r",), solved.time[::5], knee[:, None],
+                 in_degrees=True)
+    text = open(tmp_path / "subject01_Setup_IK.xml", encoding="utf-8").read()
+    task = ("<IKCoordinateTask name='knee_angle_r'><weight>10</weight>"
+            "<value_type>from_file</value_type></IKCoordinateTask></objects>")
+    text = text.replace("</objects>", task).replace(
+        "<coordinate_file></coordinate_file>",
+        "<coordinate_file>knee.mot</coordinate_file>").replace(
+        "<output_motion_file>subject01_walk1_ik.mot</output_motion_file>",
+        "<output_motion_file>from_file.mot</output_motion_file>").replace(
+        "<time_range> 0.5 2.5</time_range>", "<time_range> 0.6 1.2</time_range>")
+    (tmp_path / "setup.xml").write_text(text, encoding="utf-8")
+    with contextlib.chdir(tmp_path):
+        tool = osim.InverseKinematicsTool("setup.xml")
+        tool.set_accuracy(OPENSIM_ACCURACY)
+        tool.run()
+    ours = solve_ik(read_osim(tmp_path / "subject01_simbody.osim"),
+                    read_trc(tmp_path / "subject01_walk1.trc"),
+                    read_ik_setup(tmp_path / "setup.xml").tasks, time_range=(0.6, 1.2),
+                    coordinate_values=read_motion(tmp_path / "knee.mot"))
+    time, ref = _opensim_motion(tmp_path / "from_file.mot", ours.names)
+    np.testing.assert_allclose(ours.time, time, rtol=0, atol=1e-12)
+    pulled = ours.degrees()[:, ours.names.index("knee_angle_r")]
+    free = _opensim_motion(os.path.join(folder, "subject01_walk1_ik.mot"), ["knee_angle_r"])
+    inside = (free[0] >= 0.6 - 1e-9) & (free[0] <= 1.2 + 1e-9)
+    assert np.abs(pulled - free[1][inside, 0]).min() > 1.0    # the task moves the knee
+    diff = np.abs(ours.degrees() - ref)
+    assert diff[:, ours.rotational].max() < 1e-3
+    assert diff[:, ~ours.rotational].max() < 1e-6
 
 
 def test_a_frame_without_markers_keeps_the_pose_before(generic, walk):
