@@ -136,7 +136,9 @@ class IKSetup:
     name: the tool's name (it names ``<name>_ik_marker_errors.sto``); model_file,
     marker_file, coordinate_file, output_motion_file: as written ("" where empty or
     ``Unassigned``); time_range: ``(start, end)`` s or None (the whole trial); accuracy;
-    constraint_weight (``inf`` when absent or ``Infinity``); report_errors; results_directory
+    constraint_weight (``inf`` when absent or ``Infinity``; kept as written: OpenSim 4.6's
+    tool hands its solver an infinite weight whatever it says, and :class:`MarkerKinematics`
+    refuses the coupled coordinates it would weigh); report_errors; results_directory
     (default the setup's folder); tasks: :class:`IKTaskSet`; folder: the setup file's folder,
     against which relative paths are resolved (:meth:`path`).
     """

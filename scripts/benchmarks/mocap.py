@@ -10,7 +10,10 @@ timed at the setup's accuracy (1e-5) and at 1e-9 (where its answer comes within 
 of ours, see tests/core/test_mocap_ik.py); elsewhere ours runs on the generic model with the
 scale marker set. Ours: the whole tool (:func:`core.mocap.ik.run_ik`: read the model and the
 trial, solve, write the motion and the errors) and the solve alone, on both backends (numba
-after one warm-up run that compiles or loads its kernels). CPU time, median of 3 or 5 runs.
+after one warm-up run that compiles or loads its kernels), and the same problem solved by
+scipy's ``least_squares`` with the same analytic Jacobian (:func:`_scipy_ik`), which
+converges linearly where our Newton steps converge quadratically. CPU time, median of 3 or 5
+runs.
 
 Inverse dynamics (:func:`_id_tables`): OpenSim's gait2392 pipeline setup
 (subject01_Setup_InverseDynamics.xml: 0.4..1.6 s, coordinates low-pass filtered at 6 Hz, both
@@ -28,13 +31,15 @@ import shutil
 import sys
 import tempfile
 
+import numpy as np
+
 from core import backend
 from core.io.external_loads import read_external_loads
 from core.io.markers import read_marker_set, read_trc
 from core.io.motion import read_motion
 from core.io.osim import read_osim
 from core.io.osim_export import write_osim
-from core.mocap.ik import read_ik_setup, run_ik, solve_ik
+from core.mocap.ik import MarkerKinematics, read_ik_setup, run_ik, solve_ik
 from core.mocap.inverse_dynamics import (inverse_dynamics, read_inverse_dynamics_setup,
                                          run_inverse_dynamics)
 
@@ -155,6 +160,50 @@ def _ik_folder():
     return folder, opensim
 
 
+def _scipy_ik(model, trial, tasks, result):
+    """The frames of ``result`` solved again by :func:`scipy.optimize.least_squares` (trf,
+    the same residuals with their analytic Jacobian, the same bounds), each started from the
+    previous frame's answer and stopped at ``xtol`` 1e-10: ``(q_free (N, nf), evaluations)``.
+    The setup's coordinate tasks hold their coordinates at the default values."""
+    from scipy.optimize import least_squares
+
+    kin = MarkerKinematics(model, result.markers)
+    weights = tasks.marker_weights()
+    w = np.array([weights[n] for n in result.markers])
+    columns = [trial.names.index(n) for n in result.markers]
+    free = list(kin.free)
+    rows = [free.index(model.coordinate_names.index(t.name))
+            for t in tasks.applied_coordinates()]
+    root = np.sqrt([t.weight for t in tasks.applied_coordinates()])
+    target = model.default_q()[kin.free][rows]
+    bounds = (np.where(np.isfinite(kin.lower), kin.lower, -np.inf),
+              np.where(np.isfinite(kin.upper), kin.upper, np.inf))
+    q = model.default_q()[kin.free]
+    out, evaluations = [], 0
+    for frame in result.frames:
+        obs = trial.positions[frame, columns]
+        seen = np.all(np.isfinite(obs), axis=1)
+        sw = np.sqrt(np.where(seen, w, 0.0) / w[seen].sum())
+
+        def residual(p):
+            x = kin.positions(p)
+            e = np.where(seen[:, None], x - np.nan_to_num(obs), 0.0) * sw[:, None]
+            return np.concatenate([e.ravel(), root * (p[rows] - target)])
+
+        def jacobian(p):
+            J = kin.evaluate(p)[1] * sw[:, None, None]
+            extra = np.zeros((len(rows), len(p)))
+            extra[np.arange(len(rows)), rows] = root
+            return np.vstack([J.reshape(-1, len(p)), extra])
+
+        fit = least_squares(residual, q, jac=jacobian, bounds=bounds, method="trf",
+                            xtol=1e-10, ftol=None, gtol=None)
+        q = fit.x
+        out.append(q)
+        evaluations += fit.nfev
+    return np.array(out), evaluations
+
+
 def _ik_tables(quick):
     folder, opensim = _ik_folder()
     try:
@@ -185,10 +234,19 @@ def _ik_tables(quick):
                                                    accuracy=setup.accuracy),
                                   quick, repeat=3, cpu=True) / 1e3
                 frames = len(result.time)
-                rows.append([f"ours, whole tool, {name} backend", f"{tool:.4g}",
+                rows.append([f"ours, whole tool, {name} backend (Newton steps)", f"{tool:.4g}",
                              f"{tool / frames:.3g}", f"{steps / frames:.2f}"])
                 rows.append([f"ours, solve only, {name} backend", f"{solve:.4g}",
                              f"{solve / frames:.3g}", f"{steps / frames:.2f}"])
+            answer = []
+            ms = median_us(lambda: answer.append(_scipy_ik(model, trial, setup.tasks, result)),
+                           quick, repeat=3, cpu=True) / 1e3
+            q, evaluations = answer[-1]
+            off = np.abs(q - result.q[:, MarkerKinematics(model, result.markers).free])
+            rows.append([f"scipy least_squares (trf, analytic Jacobian, xtol 1e-10), "
+                         f"{backend.active()} backend: {np.rad2deg(off.max()):.2g} degrees "
+                         "from ours at most", f"{ms:.4g}", f"{ms / frames:.3g}",
+                         f"{evaluations / frames:.2f} (evaluations)"])
         finally:
             backend.use(previous)
         if opensim is not None:
@@ -203,7 +261,7 @@ def _ik_tables(quick):
                              f"{ms:.4g}", f"{ms / frames:.3g}", ""])
         return [table(f"Inverse kinematics of the gait2392 walking trial ({frames} frames, "
                       f"{len(result.markers)} markers)",
-                      ["what", "total, ms", "per frame, ms", "Newton steps per frame"], rows,
+                      ["what", "total, ms", "per frame, ms", "steps per frame"], rows,
                       note=f"on {which}; ours stops at the setup's accuracy "
                            f"{setup.accuracy:g} (largest step, radians or metres); CPU time")]
     finally:
