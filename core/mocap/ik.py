@@ -50,7 +50,6 @@ does not have are removed, as ``Model::deleteUnusedMarkers`` does.
 import dataclasses
 import math
 import os
-import xml.etree.ElementTree as ET
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
@@ -61,7 +60,7 @@ from ..fitting.osim import model_with_fits
 from ..io.files import read_input
 from ..io.markers import UNITS, read_trc
 from ..io.motion import read_motion, write_motion
-from ..io.osim import read_osim
+from ..io.osim import opensim_document, read_osim
 from ..lie import so3
 from .inverse_dynamics import natural_spline
 
@@ -229,12 +228,8 @@ def read_ik_setup(path):
 def parse_ik_setup(data, source="<string>"):
     """Parse the bytes or text of an ``InverseKinematicsTool`` setup file; relative paths in
     it are resolved against ``source``'s folder."""
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError as exc:
-        raise InvalidInputError(f"{source}: not a complete XML file ({exc}): the setup is "
-                                "truncated or not an OpenSim setup file") from None
-    tool = root if root.tag == "InverseKinematicsTool" else root.find("InverseKinematicsTool")
+    tool = opensim_document(data, source, "an inverse kinematics setup").find(
+        "InverseKinematicsTool")
     if tool is None:
         raise InvalidInputError(f"{source}: no <InverseKinematicsTool>: this is not an "
                                 "inverse kinematics setup file")
@@ -268,8 +263,8 @@ def parse_ik_setup(data, source="<string>"):
 
 # ----------------------------------------------------------------------------- kinematics
 class MarkerKinematics:
-    """The markers ``names`` of an :class:`~core.io.osim.OsimModel` in ground and their
-    Jacobian with respect to the model's free coordinates.
+    """The markers ``names`` of an :class:`~core.io.osim.OsimModel` in ground, their Jacobian
+    with respect to the model's free coordinates and the curvature of a weighted sum of them.
 
     Built on :meth:`OsimModel.to_core_model` with the locked coordinates held at their
     default values; ``free`` (nf,) are the indices of the free coordinates in the model's q,
