@@ -834,6 +834,28 @@ def move_to_collection(obj, collection) -> None:
             other.objects.unlink(obj)
 
 
+#: the data-block kinds an import creates, removed in this order if writing fails half-way
+CREATED_KINDS = ("objects", "meshes", "armatures", "curves", "materials", "actions", "images",
+                 "collections")
+
+
+class new_data_blocks_removed_on_error:
+    """Context manager: when its body raises, every data-block of the :data:`CREATED_KINDS`
+    made inside is removed (then the exception goes on), so a failed import leaves nothing."""
+
+    def __enter__(self):
+        self.before = {kind: set(getattr(bpy.data, kind)) for kind in CREATED_KINDS}
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is not None:
+            for name in CREATED_KINDS:
+                blocks = getattr(bpy.data, name)
+                for block in [b for b in blocks if b not in self.before[name]]:
+                    blocks.remove(block)
+        return False
+
+
 def remove_objects(prefix: str) -> int:
     """Delete the objects whose names start with ``prefix``; returns how many."""
     doomed = [obj for obj in bpy.data.objects if obj.name.startswith(prefix)]

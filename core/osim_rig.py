@@ -42,8 +42,8 @@ from .lie import se3
 
 __all__ = ["MIN_BONE_LENGTH", "DEFAULT_BONE_LENGTH", "PRIMITIVE_KINDS", "OsimRig",
            "geometry_transform", "geometry_extent", "primitive_mesh", "pose_bases",
-           "coordinate_property", "motion_frames", "motion_rate", "summarize_skipped",
-           "GeometryItem", "OsimImport", "read_osim_import"]
+           "coordinate_property", "motion_frames", "motion_rate", "trial_frames", "keying_rate",
+           "summarize_skipped", "GeometryItem", "OsimImport", "read_osim_import"]
 
 #: shortest bone (m): a tail target closer than this is not used, a body's extent is raised to it
 MIN_BONE_LENGTH = 0.01
@@ -156,15 +156,20 @@ class OsimRig:
             lengths.append(length)
         return (np.stack(rests) if rests else np.zeros((0, 4, 4))), np.array(lengths)
 
+    def body_in_bone(self, body: str, rest) -> np.ndarray:
+        """``R_b^-1 B_b(q0)`` (4, 4): the frame of ``body`` in its bone's rest frame ``rest``
+        (4, 4); the identity for ground (what hangs on ground hangs on the armature object,
+        whose space is ground)."""
+        if body not in self.bodies:
+            return np.eye(4)
+        return se3.inv(rest) @ self.default_poses[self.bodies.index(body)]
+
     def geometry_in_bone(self, body: str, rest, geometry, scaled: bool = True) -> np.ndarray:
         """Pose and scale ``(4, 4)`` of a geometry of ``body`` in its bone's rest frame
         ``rest`` (4, 4), or in ground for a geometry of ground; scaled=False leaves the
         geometry's scale out (the pose alone)."""
         G = geometry_transform(geometry) if scaled else np.asarray(geometry.pose, dtype=float)
-        if body not in self.bodies:
-            return G
-        B0 = self.default_poses[self.bodies.index(body)]
-        return se3.inv(rest) @ B0 @ G
+        return self.body_in_bone(body, rest) @ G
 
     # ---------------------------------------------------------------- posing
     def q(self, values) -> np.ndarray:
@@ -238,6 +243,31 @@ def motion_frames(time, fps: float, frame_start: int) -> np.ndarray:
     again keys the same frames)."""
     t = np.asarray(time, dtype=float)
     return frame_start + np.rint((t - t[0]) * fps).astype(int)
+
+
+def trial_frames(numbers, rate: float, fps: float, frame_start: int) -> np.ndarray:
+    """Scene frame of every row of a recording kept whole (a marker trial), from its frame
+    ``numbers (N,)`` sampled at ``rate`` (Hz), the first row on ``frame_start``:
+    ``frame_start + (numbers - numbers[0]) * fps / rate``, ``(N,)`` float, a frame within 1e-6
+    of a whole number made whole. Rows between frames are keyed there: no row is dropped.
+    (The frame numbers, not a time column that files round to the millisecond, so a trial
+    keyed at its own rate lands on whole frames.)"""
+    n = np.asarray(numbers, dtype=float)
+    frames = frame_start + (n - n[0]) * (fps / rate)
+    whole = np.rint(frames)
+    return np.where(np.abs(frames - whole) <= 1e-6, whole, frames)
+
+
+def keying_rate(scene_fps: int, scene_fps_base: float, rate: float | None):
+    """(fps, fps_base, frames per second) to key a recording with: its own ``rate`` (Hz; an
+    integer fps when the rate is one to 1 ppm, the time steps' round-off; else with the base
+    making it exact) or, for None, the scene's ``scene_fps / scene_fps_base``."""
+    if rate is None:
+        return scene_fps, scene_fps_base, scene_fps / scene_fps_base
+    fps = int(min(max(round(rate), 1), 32767))
+    if abs(rate - fps) <= 1e-6 * rate:
+        return fps, 1.0, float(fps)
+    return fps, fps / rate, float(rate)
 
 
 def summarize_skipped(skipped) -> str:

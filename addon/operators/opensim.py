@@ -89,22 +89,6 @@ def write_osim_import(context, plan):
     return arm
 
 
-#: the data-block kinds an import creates, removed in this order if writing fails half-way
-_CREATED = ("objects", "meshes", "armatures", "materials", "collections")
-
-
-def _data_blocks() -> dict:
-    return {kind: set(getattr(bpy.data, kind)) for kind in _CREATED}
-
-
-def _remove_new(before: dict) -> None:
-    """Remove every data-block of the :data:`_CREATED` kinds that is not in ``before``."""
-    for kind in _CREATED:
-        blocks = getattr(bpy.data, kind)
-        for block in [b for b in blocks if b not in before[kind]]:
-            blocks.remove(block)
-
-
 class SPLINE_JOINTS_OT_import_osim(bpy.types.Operator, ImportHelper):
     """Import an OpenSim model (.osim): one bone per body with its meshes, and one keyframable
     property per coordinate that poses the bones as OpenSim does"""
@@ -124,30 +108,11 @@ class SPLINE_JOINTS_OT_import_osim(bpy.types.Operator, ImportHelper):
 
         search = (bpy.path.abspath(self.mesh_folder),) if self.mesh_folder else ()
         plan = read_osim_import(self.filepath, search)  # every file read before anything is made
-        before = _data_blocks()
-        try:
+        with bridge.new_data_blocks_removed_on_error():  # not expected: all read and checked
             write_osim_import(context, plan)
-        except Exception:  # not expected: everything was read and checked; leave nothing
-            _remove_new(before)
-            raise
         level = {"WARNING"} if plan.missing or plan.rig.model.notes else {"INFO"}
         self.report(level, plan.summary())
         return {"FINISHED"}
-
-
-def _timing(scene, time, use_motion_rate: bool):
-    """(fps, fps_base, frames per second) to key a motion with: the motion's own rate (an
-    integer fps when the rate is one to 1 ppm, the time steps' round-off; else with the base
-    making it exact) or the scene's."""
-    from ...core.osim_rig import motion_rate
-
-    if not use_motion_rate:
-        return scene.render.fps, scene.render.fps_base, scene.render.fps / scene.render.fps_base
-    rate = motion_rate(time)
-    fps = int(min(max(round(rate), 1), 32767))
-    if abs(rate - fps) <= 1e-6 * rate:
-        return fps, 1.0, float(fps)
-    return fps, fps / rate, rate
 
 
 class SPLINE_JOINTS_OT_import_osim_motion(bpy.types.Operator, ImportHelper):
@@ -171,13 +136,14 @@ class SPLINE_JOINTS_OT_import_osim_motion(bpy.types.Operator, ImportHelper):
     def execute(self, context):
         from ...core.io.motion import read_motion
         from ...core.io.osim import motion_coordinates
-        from ...core.osim_rig import motion_frames
+        from ...core.osim_rig import keying_rate, motion_frames, motion_rate
 
         arm, scene = context.object, context.scene
         rig = osim_rig(arm.data)
         motion = read_motion(self.filepath)
         time, q, report = motion_coordinates(rig.model, motion)
-        fps, fps_base, rate = _timing(scene, time, self.use_motion_timing)
+        fps, fps_base, rate = keying_rate(scene.render.fps, scene.render.fps_base,
+                                          motion_rate(time) if self.use_motion_timing else None)
         frames = motion_frames(time, rate, scene.frame_start)
         _, rows = np.unique(frames, return_index=True)  # the first row on each frame
         frames, q = frames[rows], q[rows]

@@ -15,8 +15,8 @@ from core.io.osim import read_osim
 from core.io.vtp import Mesh, write_vtp
 from core.lie import se3
 from core.osim_rig import (MIN_BONE_LENGTH, OsimRig, coordinate_property, geometry_transform,
-                           motion_frames, motion_rate, pose_bases, primitive_mesh,
-                           read_osim_import, summarize_skipped)
+                           keying_rate, motion_frames, motion_rate, pose_bases, primitive_mesh,
+                           read_osim_import, summarize_skipped, trial_frames)
 
 OSIM = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "osim")
 GAIT = os.path.join(OSIM, "gait2392_thelen2003muscle.osim")
@@ -138,3 +138,18 @@ def test_primitives_and_motion_timing():
     assert motion_frames(t, 60.0, 7)[[0, -1]].tolist() == [7, 217]
     with pytest.raises(InvalidInputError, match="two rows"):
         motion_rate([0.0])
+
+
+def test_trial_frames_keep_every_row():
+    numbers = np.arange(5, 12)
+    np.testing.assert_array_equal(trial_frames(numbers, 60.0, 60.0, 1), np.arange(1, 8))
+    between = trial_frames(numbers, 60.0, 24.0, 1)   # 60 Hz rows at 24 fps: 0.4 frames apart
+    np.testing.assert_allclose(between, 1 + np.arange(7) * 0.4, rtol=0, atol=1e-12)
+    assert between[5] == 3.0 and between[1] != np.rint(between[1])
+
+
+def test_keying_rate_of_a_recording():
+    assert keying_rate(24, 1.0, None) == (24, 1.0, 24.0)
+    assert keying_rate(24, 1.0, 60.0 * (1 + 1e-8)) == (60, 1.0, 60.0)   # round-off of the steps
+    fps, base, rate = keying_rate(24, 1.0, 29.97)
+    assert (fps, rate) == (30, 29.97) and fps / base == pytest.approx(29.97, rel=1e-15)

@@ -1,0 +1,28 @@
+"""The "Motion Capture" sub-panel of the OpenSim panel: the marker trial and its import.
+Drawing only: no scene changes."""
+
+from __future__ import annotations
+
+import bpy
+
+from .panels import SidebarPanel
+
+
+class VIEW3D_PT_spline_joints_mocap(SidebarPanel, bpy.types.Panel):
+    bl_label = "Motion Capture"
+    bl_idname = "VIEW3D_PT_spline_joints_mocap"
+    bl_parent_id = "VIEW3D_PT_spline_joints_opensim"
+
+    def draw(self, context):
+        layout, settings = self.layout, context.scene.spline_joints_mocap
+        box = layout.box()
+        box.prop(settings, "marker_file")
+        row = box.row(align=True)
+        row.prop(settings, "up_axis", expand=True)
+        box.prop(settings, "use_trial_timing")
+        op = box.operator("spline_joints.import_markers", icon="EMPTY_DATA")
+        op.filepath, op.up_axis = settings.marker_file, settings.up_axis
+        op.use_trial_timing = settings.use_trial_timing
+
+
+classes = (VIEW3D_PT_spline_joints_mocap,)

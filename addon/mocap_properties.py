@@ -1,0 +1,37 @@
+"""Motion-capture settings stored in the .blend: ``Scene.spline_joints_mocap``
+(:class:`SPLINE_JOINTS_PG_mocap`), the files and options of the "Motion Capture" panel, saved
+with the file and restored by undo."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty, StringProperty
+from bpy.types import PropertyGroup
+
+UP_AXIS_ITEMS = [("Y", "Y Up", "The trial's Y axis points up (OpenSim's .trc files)"),
+                 ("Z", "Z Up", "The trial's Z axis points up (many labs' .c3d files)")]
+
+
+class SPLINE_JOINTS_PG_mocap(PropertyGroup):
+    """The Motion Capture panel's files and options (on the scene)."""
+
+    marker_file: StringProperty(name="Markers", subtype="FILE_PATH",
+                                description="The marker trial to import or solve (.trc or .c3d)")
+    up_axis: EnumProperty(name="Up Axis", items=UP_AXIS_ITEMS, default="Y",
+                          description="Which axis of the trial points up")
+    use_trial_timing: BoolProperty(
+        name="Use the Trial's Frame Rate and Range", default=True,
+        description="Set the scene's frame rate to the trial's and its frame range to the keyed "
+                    "frames (off: the scene's rate is kept and samples fall between frames)")
+
+
+def register_properties():
+    bpy.types.Scene.spline_joints_mocap = PointerProperty(
+        type=SPLINE_JOINTS_PG_mocap, description="Motion-capture files and options")
+
+
+def unregister_properties():
+    del bpy.types.Scene.spline_joints_mocap
+
+
+classes = (SPLINE_JOINTS_PG_mocap,)
