@@ -757,6 +757,18 @@ def parent_to_bone(obj, armature_obj, bone_name: str, T_bone_obj: np.ndarray) ->
     obj.matrix_basis = array_to_matrix(T_bone_obj)
 
 
+def read_parent_placement(obj) -> np.ndarray:
+    """The pose (4, 4) of ``obj`` in the frame it hangs from: its parent bone's head frame
+    (rest, the bone's ``matrix_local``; :func:`parent_to_bone` undone, whatever parent inverse
+    a re-parenting left) or its parent object's frame."""
+    T = matrix_to_array(obj.matrix_parent_inverse) @ matrix_to_array(obj.matrix_basis)
+    if obj.parent_type == "BONE" and obj.parent_bone:
+        tail = np.eye(4)
+        tail[1, 3] = obj.parent.data.bones[obj.parent_bone].length
+        T = tail @ T
+    return T
+
+
 def write_mesh_data(name: str, vertices: np.ndarray, faces, smooth: bool = False) -> bpy.types.Mesh:
     """A new mesh data-block from vertices (V, 3) and faces: an (F, k) integer array or lists
     of vertex indices of any lengths (written with ``foreach_set``). smooth: smooth shading."""

@@ -43,7 +43,7 @@ from .lie import se3
 __all__ = ["MIN_BONE_LENGTH", "DEFAULT_BONE_LENGTH", "PRIMITIVE_KINDS", "OsimRig",
            "geometry_transform", "geometry_extent", "primitive_mesh", "pose_bases",
            "coordinate_property", "motion_frames", "motion_rate", "trial_frames", "keying_rate",
-           "summarize_skipped", "GeometryItem", "OsimImport", "read_osim_import"]
+           "summarize_skipped", "GeometryItem", "MarkerItem", "OsimImport", "read_osim_import"]
 
 #: shortest bone (m): a tail target closer than this is not used, a body's extent is raised to it
 MIN_BONE_LENGTH = 0.01
@@ -170,6 +170,18 @@ class OsimRig:
         geometry's scale out (the pose alone)."""
         G = geometry_transform(geometry) if scaled else np.asarray(geometry.pose, dtype=float)
         return self.body_in_bone(body, rest) @ G
+
+    def point_in_bone(self, body: str, rest, point) -> np.ndarray:
+        """A point (3,) given in the frame of ``body``, in its bone's rest frame ``rest``
+        (in ground for ground): where a marker of the body hangs on the bone."""
+        T = self.body_in_bone(body, rest)
+        return T[:3, :3] @ np.asarray(point, dtype=float) + T[:3, 3]
+
+    def point_in_body(self, body: str, rest, point) -> np.ndarray:
+        """The inverse of :meth:`point_in_bone`: a point (3,) in the rest frame of the bone of
+        ``body`` (in ground for ground), in the body's frame."""
+        T = self.body_in_bone(body, rest)
+        return T[:3, :3].T @ (np.asarray(point, dtype=float) - T[:3, 3])
 
     # ---------------------------------------------------------------- posing
     def q(self, values) -> np.ndarray:
@@ -319,6 +331,16 @@ class GeometryItem:
 
 
 @dataclass(frozen=True, eq=False)
+class MarkerItem:
+    """A model marker as the armature shows it: ``marker`` (core.io.markers.Marker) and
+    ``placement`` (3,), its location in its body's bone rest frame (in ground for a marker on
+    ground), where its sphere hangs on the bone."""
+
+    marker: object
+    placement: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
 class OsimImport:
     """Everything the add-on writes for one imported model, computed before any of it is.
 
@@ -326,7 +348,8 @@ class OsimImport:
     rig: :class:`OsimRig`; rests (nb, 4, 4) and lengths (nb,): the bones (module docstring);
     meshes: ``{key: (vertices (V, 3), faces)}``, one entry per mesh file (shared by all its
     uses) or primitive; items: the :class:`GeometryItem` of every geometry, bodies in model
-    order; missing: the mesh files not found (in order, without repeats).
+    order; missing: the mesh files not found (in order, without repeats); markers: a
+    :class:`MarkerItem` per model marker, in the model's order.
     """
 
     text: str
@@ -337,6 +360,7 @@ class OsimImport:
     meshes: dict = field(default_factory=dict)
     items: tuple = ()
     missing: tuple = ()
+    markers: tuple = ()
 
     @property
     def mesh_files(self) -> int:
@@ -352,6 +376,8 @@ class OsimImport:
                 f"coordinates, {counts['mesh']} meshes from {self.mesh_files} files")
         if counts["primitive"]:
             text += f", {counts['primitive']} primitive shapes"
+        if self.markers:
+            text += f", {len(self.markers)} markers"
         if self.missing:
             shown = ", ".join(self.missing[:8]) + (f" and {len(self.missing) - 8} more"
                                                    if len(self.missing) > 8 else "")
@@ -427,5 +453,9 @@ def read_osim_import(path, search=()) -> OsimImport:
                                rig.geometry_in_bone(body, rest_of.get(body, np.eye(4)), g,
                                                     scaled=status in ("mesh", "primitive")))
                   for body, g, status, key in pending)
+    markers = tuple(MarkerItem(m, rig.point_in_bone(m.body, rest_of.get(m.body, np.eye(4)),
+                                                    m.location))
+                    for m in rig.model.markers.values())
     return OsimImport(text=text, path=os.path.abspath(path), rig=rig, rests=rests,
-                      lengths=lengths, meshes=meshes, items=items, missing=tuple(missing))
+                      lengths=lengths, meshes=meshes, items=items, missing=tuple(missing),
+                      markers=markers)

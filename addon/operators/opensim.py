@@ -8,10 +8,11 @@ written into one new collection named after the model: an armature object turned
 X (OpenSim's Y up becomes Blender's Z up; armature space is OpenSim's ground), one bone per body
 (ground is the armature object), one mesh object per geometry parented to its bone (mesh
 data-blocks shared per file; geometry OpenSim hides is hidden), a placeholder empty for each
-mesh file not found (and each shape not drawn), and one float custom property per coordinate
-on the armature object. The model's text is stored on the
-armature data (:func:`documents.store_osim_model`); :mod:`addon.handlers` poses the bones from
-the coordinate properties.
+mesh file not found (and each shape not drawn), one small sphere per marker of the model's
+MarkerSet on its bone (:func:`..mocap.write_model_markers`; moved, it moves the marker that the
+export writes), and one float custom property per coordinate on the armature object. The
+model's text is stored on the armature data (:func:`documents.store_osim_model`);
+:mod:`addon.handlers` poses the bones from the coordinate properties.
 
 Fitted joints (:class:`SPLINE_JOINTS_OT_fit_osim_joint`) are fitted to the exact joint of the
 model as imported (core.fitting.osim.spline_joint_from_osim) and stored on the armature data
@@ -32,6 +33,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 from .. import bridge, handlers
 from ..documents import (is_osim_armature, osim_rig, remove_osim_fit, store_osim_fit,
                          store_osim_model)
+from ..mocap import scene_model, write_model_markers
 from ._common import reporting
 
 #: the group the coordinate keys of an imported motion are filed under
@@ -83,6 +85,7 @@ def write_osim_import(context, plan):
         if not item.geometry.visible:
             obj.hide_render = True
             obj.hide_set(True)
+    write_model_markers(arm, collection, plan)
     for obj in context.view_layer.objects:
         obj.select_set(obj == arm)
     context.view_layer.objects.active = arm
@@ -265,14 +268,14 @@ class SPLINE_JOINTS_OT_export_osim(_OsimArmatureOperator, bpy.types.Operator, Ex
         from ...core.io.files import check_writable_path
         from ...core.io.osim_export import write_osim
 
-        rig = osim_rig(context.object.data)
+        model = scene_model(context.object)  # with the markers where the spheres are
         path = check_writable_path(self.filepath)
         try:  # the whole document is built first, then written atomically
-            conversions = write_osim(path, rig.model, tolerance=(1e-3 * self.tolerance_mm,
+            conversions = write_osim(path, model, tolerance=(1e-3 * self.tolerance_mm,
                                                                  math.radians(self.tolerance_deg)))
         except OSError as exc:
             raise _write_failed(path, exc) from None
-        text = f"Wrote {os.path.basename(path)} ({rig.model.name})"
+        text = f"Wrote {os.path.basename(path)} ({model.name})"
         text += ("; converted: " + "; ".join(conversion_text(c) for c in conversions)
                  if conversions else "; every joint written as itself")
         self.report({"INFO"}, text)

@@ -85,6 +85,29 @@ def test_geometry_placement(gait):
                                    atol=TOL)
 
 
+def test_markers_ride_on_their_bones(tmp_path):
+    """A marker sphere at its placement in the bone follows the posed bone to the marker's
+    world position (OsimModel.marker_positions); point_in_body undoes point_in_bone."""
+    from core.io.markers import read_marker_set
+    from core.io.osim_export import write_osim
+
+    markers = read_marker_set(os.path.join(OSIM, "gait2392_pipeline", "gait2392_Scale_MarkerSet.xml"))
+    write_osim(tmp_path / "gait_markers.osim", read_osim(GAIT).with_markers(markers))
+    plan = read_osim_import(tmp_path / "gait_markers.osim", search=(os.path.join(OSIM, "Geometry"),))
+    rig = plan.rig
+    assert [i.marker.name for i in plan.markers] == list(markers) and len(markers) == 39
+    assert ", 39 markers" in plan.summary()
+    q = rig.model.default_q() + np.random.default_rng(2).uniform(-0.4, 0.4, rig.model.nq)
+    poses = rig.bone_poses(plan.rests, rig.q(q))
+    want = rig.model.marker_positions(rig.q(q))
+    for k, item in enumerate(plan.markers):
+        b = rig.bodies.index(item.marker.body)
+        np.testing.assert_allclose(poses[b][:3, :3] @ item.placement + poses[b][:3, 3], want[k],
+                                   atol=TOL)
+        back = rig.point_in_body(item.marker.body, plan.rests[b], item.placement)
+        np.testing.assert_allclose(back, item.marker.location, atol=TOL)
+
+
 def test_pose_bases_root_and_child():
     rests = np.stack([se3.exp(np.array([0.1, 0.2, 0.3, 1.0, 2.0, 3.0])),
                       se3.exp(np.array([-0.3, 0.1, 0.2, 0.5, 0.0, -1.0]))])
