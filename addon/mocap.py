@@ -1,5 +1,4 @@
-"""Motion capture in the scene: a marker trial (.trc, .c3d) as animated empties, and the
-markers of an imported OpenSim model as spheres on its bones.
+"""Motion capture in the scene: a marker trial (.trc, .c3d) as animated empties.
 
 :class:`MarkerImportJob` reads a trial (:func:`core.io.markers.read_trc`,
 :func:`core.io.c3d.read_c3d`) and lays out its keys off the main thread; ``finish(scene)``
@@ -17,13 +16,6 @@ writes them into a new collection named after the trial:
 Rows map to frames by their frame numbers (:func:`core.osim_rig.trial_frames`):
 at the trial's own rate (the scene's rate set to it) every row is a whole frame; at another
 scene rate rows fall between frames and are keyed there, so every sample is kept.
-
-Model markers (:func:`write_model_markers`, called by the OpenSim import): one small sphere
-per marker of the model's MarkerSet, parented to its body's bone (to the armature object for a
-marker on ground), so posing the model carries it. Moving a sphere (or parenting it to another
-bone) moves the marker: :func:`read_model_markers` reads the spheres back as markers and
-:func:`scene_model` is the stored model with them, which the OpenSim export writes and the
-motion-capture tools use. A sphere that was not moved gives back the model's marker exactly.
 """
 
 from __future__ import annotations
@@ -36,7 +28,6 @@ import bpy
 import numpy as np
 
 from . import bridge
-from .documents import osim_rig
 from .jobs import Job
 
 #: display radius (m) of a marker's sphere
@@ -46,14 +37,6 @@ MARKER_GROUP = "Marker"
 #: custom property of a marker's empty: the marker's label in the trial (the object's name
 #: gets Blender's ".001" suffix when another trial's marker has the label)
 LABEL_KEY = "spline_joints_marker_label"
-#: custom property of a model marker's sphere: the marker's name
-MODEL_MARKER_KEY = "spline_joints_model_marker"
-#: custom property beside it: where the import put the sphere (3 doubles, in its bone's rest
-#: frame), so that an unmoved sphere gives back the model's exact location
-PLACED_KEY = "spline_joints_marker_placed"
-#: radius (m) and colour of a model marker's sphere
-MODEL_MARKER_RADIUS = 0.01
-MODEL_MARKER_RGBA = (1.0, 0.25, 0.7, 1.0)
 #: trial up axes: the root empty's rotation about X (radians)
 UP_AXES = {"Y": 0.5 * math.pi, "Z": 0.0}
 
@@ -183,69 +166,3 @@ def write_marker_trial(scene, name: str, keys, up_axis: str):
             bridge.write_fcurve_keys(obj, path, 0, k.hide_frames, k.hidden, group=MARKER_GROUP,
                                      interpolation="CONSTANT")
     return collection
-
-
-# ----------------------------------------------------------------------------- model markers
-def write_model_markers(arm, collection, plan) -> list:
-    """One sphere per :class:`core.osim_rig.MarkerItem` of an :class:`core.osim_rig.OsimImport`
-    (one shared mesh), parented to the marker's bone at its placement (to ``arm`` for a marker
-    on ground), in ``collection``; returns the spheres."""
-    from ..core.display import uv_sphere
-
-    if not plan.markers:
-        return []
-    vertices, faces = uv_sphere(np.full(3, MODEL_MARKER_RADIUS), 12, 6)
-    mesh = bridge.write_mesh_data("OpenSim marker", vertices, faces, smooth=True)
-    mesh.materials.append(bridge.ensure_material("OpenSim marker", MODEL_MARKER_RGBA))
-    spheres = []
-    for item in plan.markers:
-        obj = bridge.new_object(item.marker.name, mesh, collection)
-        obj[MODEL_MARKER_KEY] = item.marker.name
-        obj[PLACED_KEY] = [float(v) for v in item.placement]
-        T = np.eye(4)
-        T[:3, 3] = item.placement
-        if item.marker.body in plan.rig.bodies:
-            bridge.parent_to_bone(obj, arm, item.marker.body, T)
-        else:
-            bridge.parent_to_object(obj, arm, T)
-        spheres.append(obj)
-    return spheres
-
-
-def read_model_markers(arm, rig) -> dict:
-    """The markers the spheres of the OpenSim armature ``arm`` place (``{name: Marker}``):
-    each on the body of the bone it hangs from (ground when it hangs from the armature object),
-    at its location there; the model's own marker, exactly, for a sphere that was not moved.
-    ``rig``: the armature's :func:`documents.osim_rig`."""
-    import dataclasses
-
-    from ..core.io.markers import Marker
-
-    rests = dict(zip(rig.bodies, bridge.read_bone_rests(arm, rig.bodies)))
-    out = {}
-    for obj in arm.children:
-        name = obj.get(MODEL_MARKER_KEY)
-        if not isinstance(name, str):
-            continue
-        body = obj.parent_bone if obj.parent_type == "BONE" and obj.parent_bone in rests \
-            else "ground"
-        point = bridge.read_parent_placement(obj)[:3, 3]
-        original = rig.model.markers.get(name)
-        placed = np.array(obj.get(PLACED_KEY, [np.nan] * 3), dtype=float)
-        # float32 object channels hold the placement to ~1e-7 m: closer is "not moved"
-        if original is not None and original.body == body and \
-                np.all(np.abs(point - placed) <= 1e-6):
-            out[name] = original
-            continue
-        location = rig.point_in_body(body, rests.get(body, np.eye(4)), point)
-        out[name] = (dataclasses.replace(original, body=body, location=location)
-                     if original is not None else Marker(name, body, location))
-    return out
-
-
-def scene_model(arm):
-    """The OpenSim model of the armature ``arm`` as the scene has it: the stored model (with
-    its switched-on fitted joints) whose markers are where the spheres put them."""
-    rig = osim_rig(arm.data)
-    markers = read_model_markers(arm, rig)
-    return rig.model.with_markers(markers) if markers else rig.model

@@ -1,18 +1,7 @@
 """OpenSim import and export: a model (.osim) as an armature driven by its coordinates, a
 motion (.mot / .sto) as keys of those coordinates, spline joints fitted to the model's joints,
-and the model (with its fitted joints) and its animated coordinates written back.
-
-The model's armature, meshes and coordinate properties are laid out by
-:func:`core.osim_rig.read_osim_import` (every file read before anything is created) and
-written into one new collection named after the model: an armature object turned +90 deg about
-X (OpenSim's Y up becomes Blender's Z up; armature space is OpenSim's ground), one bone per body
-(ground is the armature object), one mesh object per geometry parented to its bone (mesh
-data-blocks shared per file; geometry OpenSim hides is hidden), a placeholder empty for each
-mesh file not found (and each shape not drawn), one small sphere per marker of the model's
-MarkerSet on its bone (:func:`..mocap.write_model_markers`; moved, it moves the marker that the
-export writes), and one float custom property per coordinate on the armature object. The
-model's text is stored on the armature data (:func:`documents.store_osim_model`);
-:mod:`addon.handlers` poses the bones from the coordinate properties.
+and the model (with its fitted joints) and its animated coordinates written back. What an
+import creates is laid out in :mod:`..osim_scene`.
 
 Fitted joints (:class:`SPLINE_JOINTS_OT_fit_osim_joint`) are fitted to the exact joint of the
 model as imported (core.fitting.osim.spline_joint_from_osim) and stored on the armature data
@@ -31,66 +20,9 @@ from bpy.props import BoolProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge, handlers
-from ..documents import (is_osim_armature, osim_rig, remove_osim_fit, store_osim_fit,
-                         store_osim_model)
-from ..mocap import scene_model, write_model_markers
+from ..documents import is_osim_armature, osim_rig, remove_osim_fit, store_osim_fit
+from ..osim_scene import key_coordinates, scene_model, write_osim_import
 from ._common import reporting
-
-#: the group the coordinate keys of an imported motion are filed under
-KEY_GROUP = "OpenSim coordinates"
-#: display size (m) of the empty standing in for a mesh file that was not found
-PLACEHOLDER_SIZE = 0.02
-
-
-def _material(geometry):
-    """The shared material of a geometry's colour and opacity."""
-    rgba = (*[float(c) for c in geometry.color], float(geometry.opacity))
-    name = "OpenSim " + " ".join(f"{c:.3g}" for c in rgba)
-    return bridge.ensure_material(name, rgba)
-
-
-def write_osim_import(context, plan):
-    """Create the collection, armature, coordinate properties, meshes and placeholders of a
-    :class:`core.osim_rig.OsimImport`; returns the armature object."""
-    from ...core.osim_rig import coordinate_property
-
-    model = plan.rig.model
-    collection = bpy.data.collections.new(model.name)
-    context.scene.collection.children.link(collection)
-    arm = bridge.write_armature(model.name, plan.rig.bodies, plan.rig.parents, plan.rests,
-                                plan.lengths, collection, context.view_layer)
-    arm.rotation_mode = "XYZ"
-    arm.rotation_euler = (0.5 * math.pi, 0.0, 0.0)
-    arm.show_in_front = True
-    arm.data.display_type = "STICK"
-    store_osim_model(arm.data, plan.text, plan.path)
-    for name, c in model.coordinates.items():
-        bridge.write_float_property(arm, name, c.default, **coordinate_property(c))
-    data = {key: bridge.write_mesh_data(os.path.splitext(os.path.basename(key))[0], v, f, smooth=True)
-            for key, (v, f) in plan.meshes.items()}
-    for item in plan.items:
-        obj = bridge.new_object(item.label, data.get(item.mesh_key), collection)
-        if obj.type == "EMPTY":
-            obj.empty_display_type = "SPHERE"
-            obj.empty_display_size = PLACEHOLDER_SIZE
-        else:  # the mesh data is shared per file, the colour is the geometry's: an object slot
-            if not obj.data.materials:
-                obj.data.materials.append(None)
-            obj.material_slots[0].link = "OBJECT"
-            obj.material_slots[0].material = _material(item.geometry)
-        if item.body in plan.rig.bodies:
-            bridge.parent_to_bone(obj, arm, item.body, item.placement)
-        else:
-            bridge.parent_to_object(obj, arm, item.placement)
-        if not item.geometry.visible:
-            obj.hide_render = True
-            obj.hide_set(True)
-    write_model_markers(arm, collection, plan)
-    for obj in context.view_layer.objects:
-        obj.select_set(obj == arm)
-    context.view_layer.objects.active = arm
-    return arm
-
 
 class SPLINE_JOINTS_OT_import_osim(bpy.types.Operator, ImportHelper):
     """Import an OpenSim model (.osim): one bone per body with its meshes, and one keyframable
@@ -112,7 +44,7 @@ class SPLINE_JOINTS_OT_import_osim(bpy.types.Operator, ImportHelper):
         search = (bpy.path.abspath(self.mesh_folder),) if self.mesh_folder else ()
         plan = read_osim_import(self.filepath, search)  # every file read before anything is made
         with bridge.new_data_blocks_removed_on_error():  # not expected: all read and checked
-            write_osim_import(context, plan)
+            write_osim_import(context.scene, context.view_layer, plan)
         level = {"WARNING"} if plan.missing or plan.rig.model.notes else {"INFO"}
         self.report(level, plan.summary())
         return {"FINISHED"}
@@ -155,10 +87,7 @@ class SPLINE_JOINTS_OT_import_osim_motion(bpy.types.Operator, ImportHelper):
         if self.use_motion_timing:
             scene.render.fps, scene.render.fps_base = fps, fps_base
             scene.frame_start, scene.frame_end = int(frames[0]), int(frames[-1])
-        kept = bridge.push_action_to_nla(arm)
-        action = bridge.new_action(arm, name)
-        for i, coordinate in enumerate(rig.coordinate_names):
-            bridge.write_fcurve_keys(arm, bridge.coordinate_path(coordinate), 0, frames, q[:, i], group=KEY_GROUP)
+        action, kept = key_coordinates(arm, rig.coordinate_names, name, frames, q)
         scene.frame_set(scene.frame_current)
         text = (f"Keyed {len(time)} rows of {os.path.basename(self.filepath)} on {len(frames)} frames "
                 f"({int(frames[0])}..{int(frames[-1])} at {rate:.4g} fps) in action '{action.name}'")
