@@ -162,6 +162,26 @@ class MarkerTrial:
         """``(N, 3)`` positions of marker ``name`` (a view)."""
         return self.positions[:, self.index(name)]
 
+    def frame_range(self, start, end):
+        """``(first, last)``: the rows OpenSim's ``MarkerData::findFrameRange`` takes for
+        ``start..end`` s, from the last frame at or before ``start`` (the first frame when none
+        is) to the first frame from there at or after ``end`` (the last frame when none is).
+        A range that ends before the trial starts, or starts after it ends, raises, naming
+        the trial's time span."""
+        time = self.time
+        if start > end:
+            raise InvalidInputError(f"{self.source or 'trial'}: the time range {start:g}..{end:g} "
+                                    "s starts after it ends; write the start time first")
+        if len(time) == 0 or end < time[0] or start > time[-1]:
+            span = f"{time[0]:g}..{time[-1]:g} s" if len(time) else "no frames"
+            raise InvalidInputError(
+                f"{self.source or 'trial'}: the time range {start:g}..{end:g} s lies outside "
+                f"the trial, which spans {span}; choose a range inside it")
+        before = np.flatnonzero(time <= start)
+        first = int(before[-1]) if len(before) else 0
+        after = np.flatnonzero(time[first:] >= end)
+        return first, (first + int(after[0]) if len(after) else len(time) - 1)
+
     def between(self, start, end):
         """The frames with ``start <= time <= end`` (a new trial). A range that holds no
         frame raises, naming the trial's time span."""

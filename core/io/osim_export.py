@@ -48,7 +48,8 @@ along the samples. The sampling covers the spline joint's domain (its knot box) 
 coordinate's range: the range beyond the domain, where the spline joint extrapolates, is
 left to OpenSim's own extrapolation of the functions.
 
-Markers are written as a 4.x MarkerSet (each on its body's frame). What the file does not
+Markers are written as a 4.x MarkerSet (each on its body's frame), inside the model or alone
+as a MarkerSet file (:func:`write_marker_set`). What the file does not
 hold: the reader's skipped components (muscles, other constraints), which the model no
 longer has; coordinates' ``motion_type`` (OpenSim 4 derives
 it from the joint); a ``NaturalCubicSpline`` is written under the name OpenSim 4.6 reads it
@@ -69,8 +70,8 @@ from ..lie import se3, so3
 from .files import atomic_write
 from .osim import GROUND, pose_to_offset
 
-__all__ = ["export_osim", "osim_document", "write_osim", "write_model_motion", "OsimExport",
-           "JointConversion", "DEFAULT_TOLERANCE", "MAX_MIDDLE_ANGLE", "MAX_KNOTS",
+__all__ = ["export_osim", "osim_document", "write_osim", "write_marker_set",
+           "write_model_motion", "OsimExport", "JointConversion", "DEFAULT_TOLERANCE", "MAX_MIDDLE_ANGLE", "MAX_KNOTS",
            "MAX_POLYNOMIAL_ORDER", "VERSION"]
 
 #: the document version written: OpenSim 4.0's layout, which every 4.x release reads
@@ -182,6 +183,19 @@ def write_osim(path, model, **kw):
     export = export_osim(model, **kw)
     atomic_write(path, export.text)
     return export.conversions
+
+
+def write_marker_set(path, markers, name="markerset"):
+    """Write ``markers`` (``{name: Marker}``) to ``path`` as an OpenSim 4.x MarkerSet file
+    (what ``Model::writeMarkerFile`` writes; :func:`core.io.markers.read_marker_set` and
+    OpenSim read it back), atomically."""
+    root = ET.Element("OpenSimDocument", Version=VERSION)
+    objects = _sub(_sub(root, "MarkerSet", name=name), "objects")
+    for marker in markers.values():
+        _marker(objects, marker)
+    ET.indent(root, space="\t")
+    atomic_write(path, '<?xml version="1.0" encoding="UTF-8" ?>\n'
+                 + ET.tostring(root, encoding="unicode") + "\n")
 
 
 def write_model_motion(path, model, time, q, name=None):
