@@ -166,3 +166,167 @@ def write_marker_trial(scene, name: str, keys, up_axis: str):
             bridge.write_fcurve_keys(obj, path, 0, k.hide_frames, k.hidden, group=MARKER_GROUP,
                                      interpolation="CONSTANT")
     return collection
+
+
+def _stem(path) -> str:
+    return os.path.splitext(os.path.basename(os.fspath(path)))[0]
+
+
+def _file(path: str, what: str) -> str:
+    """``path`` made absolute (Blender's ``//`` too); ValueError naming the panel's field when
+    it is empty."""
+    if not path:
+        raise ValueError(f"choose the {what} in the Motion Capture panel")
+    return os.path.abspath(bpy.path.abspath(path))
+
+
+class ScaleJob(Job):
+    """OpenSim's Scale tool on a setup file (:func:`core.mocap.scale.scale_tool`, which writes
+    the files the setup names), then the scaled model imported as a new armature
+    (:func:`.osim_scene.write_osim_import`). The setup must name the model file to write (the
+    MarkerPlacer's ``output_model_file``, or the ModelScaler's): it is what is imported."""
+
+    def __init__(self, setup_path: str):
+        self.setup_path = _file(setup_path, "Scale setup file (.xml)")
+        self.fraction, self.cancelled, self.result = 0.0, False, None
+
+    def simulate(self):
+        try:
+            self.result = self._run()
+        except ValueError as exc:  # handed to the main thread, reported there
+            self.result = exc
+
+    def _run(self):
+        from ..core.mocap.scale import read_scale_setup, scale_tool
+        from ..core.osim_rig import read_osim_import
+
+        setup = read_scale_setup(self.setup_path)
+        placer = setup.placer if setup.placer is not None and setup.placer.apply else None
+        scaler = setup.scaler if setup.scaler is not None and setup.scaler.apply else None
+        output = (placer.output_model_file if placer is not None else "") or \
+            (scaler.output_model_file if scaler is not None else "")
+        if not output:
+            raise ValueError(f"the Scale setup {os.path.basename(self.setup_path)} writes no "
+                             "model: name an <output_model_file> in its MarkerPlacer (or "
+                             "ModelScaler) so the scaled model can be imported")
+        result = scale_tool(setup, write=True, progress=lambda f: self.progress(0.9 * f))
+        if result.status != "done":
+            return None
+        generic = os.path.dirname(setup.model_file)
+        plan = read_osim_import(output, (generic, os.path.join(generic, "Geometry")))
+        self.progress(1.0)
+        return result, plan
+
+    def finish(self, scene):
+        from .osim_scene import write_osim_import
+
+        if isinstance(self.result, ValueError):
+            raise ValueError(f"Scale failed, nothing imported: {self.result}")
+        if self.result is None:
+            return {"CANCELLED"}, "WARNING", "Scale cancelled: nothing was written or imported"
+        result, plan = self.result
+        with bridge.new_data_blocks_removed_on_error():
+            arm = write_osim_import(scene, bpy.context.view_layer, plan)
+        factors = np.array([f for f in result.factors.values()])
+        text = (f"Scaled '{result.model.name}': factors {factors.min():.4g}..{factors.max():.4g} "
+                f"over {len(factors)} bodies")
+        if result.placement is not None:
+            p = result.placement
+            text += (f"; {len(p.moved)} markers placed on the static pose (marker error RMS "
+                     f"{1e3 * p.errors[1]:.3g} mm, largest {1e3 * p.errors[2]:.3g} mm at "
+                     f"{p.worst})")
+        text += f"; imported as '{arm.name}'; wrote {', '.join(map(os.path.basename, result.written))}"
+        if result.warnings:
+            text += "; " + "; ".join(result.warnings)
+        return {"FINISHED"}, "WARNING" if result.warnings else "INFO", text
+
+
+#: custom properties of an OpenSim armature keyed by Inverse Kinematics: the marker errors of
+#: every frame (mm)
+IK_ERROR_KEYS = ("ik_marker_error_rms_mm", "ik_marker_error_max_mm")
+
+
+class IKJob(Job):
+    """OpenSim's Inverse Kinematics (:func:`core.mocap.ik.solve_ik`) of a marker trial on the
+    OpenSim armature ``arm``'s model as the scene has it (:func:`.osim_scene.scene_model`:
+    markers where the spheres are), with the setup file's tasks, time range and accuracy;
+    the coordinates keyed on the armature in a new action (as Import OpenSim Motion keys
+    them) on the trial's frames as Import Markers maps them, with the per-frame marker error
+    RMS and maximum (:data:`IK_ERROR_KEYS`, mm) keyed beside them.
+
+    marker_path: the trial (.trc or .c3d); empty: the setup's ``marker_file``."""
+
+    def __init__(self, scene, arm, setup_path: str, marker_path: str = "",
+                 use_trial_timing: bool = True):
+        from .osim_scene import scene_model
+
+        self.setup_path = _file(setup_path, "Inverse Kinematics setup file (.xml)")
+        self.marker_path = os.path.abspath(bpy.path.abspath(marker_path)) if marker_path else ""
+        self.arm_name = arm.name
+        self.model = scene_model(arm)
+        self.use_trial_timing = use_trial_timing
+        self.scene_timing = (scene.render.fps, scene.render.fps_base)
+        self.frame_start = scene.frame_start
+        self.fraction, self.cancelled, self.result = 0.0, False, None
+
+    def simulate(self):
+        try:
+            self.result = self._run()
+        except ValueError as exc:  # handed to the main thread, reported there
+            self.result = exc
+
+    def _run(self):
+        from ..core.io.motion import read_motion
+        from ..core.mocap.ik import read_ik_setup, solve_ik
+
+        setup = read_ik_setup(self.setup_path)
+        path = self.marker_path or (setup.path(setup.marker_file) if setup.marker_file else "")
+        if not path:
+            raise ValueError("choose the marker trial in the Motion Capture panel (the setup "
+                             "names no <marker_file>)")
+        trial = read_trial(path)
+        values = read_motion(setup.path(setup.coordinate_file)) if setup.coordinate_file \
+            else None
+        result = solve_ik(self.model, trial, setup.tasks, time_range=setup.time_range,
+                          coordinate_values=values, accuracy=setup.accuracy,
+                          progress=self.progress)
+        return None if result.status != "solved" else (trial, path, result)
+
+    def finish(self, scene):
+        from ..core.osim_rig import keying_rate, trial_frames
+        from .osim_scene import key_coordinates
+
+        if isinstance(self.result, ValueError):
+            raise ValueError(f"Inverse Kinematics failed, nothing keyed: {self.result}")
+        if self.result is None:
+            return {"CANCELLED"}, "WARNING", "Inverse Kinematics cancelled: nothing was keyed"
+        arm = bpy.data.objects.get(self.arm_name)
+        if arm is None:
+            raise ValueError(f"the armature '{self.arm_name}' is gone; run Inverse Kinematics "
+                             "again")
+        trial, path, r = self.result
+        fps, fps_base, rate = keying_rate(*self.scene_timing,
+                                          trial.rate if self.use_trial_timing else None)
+        frames = trial_frames(trial.frames, trial.rate, rate, self.frame_start)[r.frames]
+        if self.use_trial_timing:
+            scene.render.fps, scene.render.fps_base = fps, fps_base
+            scene.frame_start = int(math.floor(frames[0]))
+            scene.frame_end = int(math.ceil(frames[-1]))
+        action, kept = key_coordinates(arm, r.names, f"{arm.name} IK {_stem(path)}", frames, r.q)
+        for key, column in zip(IK_ERROR_KEYS, (1, 2)):
+            bridge.write_float_property(arm, key, 1e3 * r.errors[0, column], min=0.0,
+                                        description="Inverse Kinematics marker error (mm) at "
+                                                    "this frame")
+            bridge.write_fcurve_keys(arm, bridge.coordinate_path(key), 0, frames,
+                                     1e3 * r.errors[:, column], group="Marker errors")
+        scene.frame_set(scene.frame_current)
+        worst = int(np.argmax(r.errors[:, 2]))
+        text = (f"Inverse Kinematics of {len(r.time)} frames of {os.path.basename(path)} keyed "
+                f"in action '{action.name}': marker error RMS {1e3 * r.errors[:, 1].mean():.3g} mm "
+                f"on average (at most {1e3 * r.errors[:, 1].max():.3g} mm), largest "
+                f"{1e3 * r.errors[worst, 2]:.3g} mm ({r.worst[worst]} at t = {r.time[worst]:.4g} s)")
+        if kept:
+            text += f"; the previous action is kept on NLA track '{kept}'"
+        if r.warnings:
+            text += "; " + "; ".join(r.warnings)
+        return {"FINISHED"}, "WARNING" if r.warnings else "INFO", text

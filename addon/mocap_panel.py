@@ -1,5 +1,5 @@
-"""The "Motion Capture" sub-panel of the OpenSim panel: the marker trial and its import.
-Drawing only: no scene changes."""
+"""The "Motion Capture" sub-panel of the OpenSim panel: the marker trial and its import, the
+Scale and Inverse Kinematics tools with their setup files. Drawing only: no scene changes."""
 
 from __future__ import annotations
 
@@ -23,6 +23,12 @@ class VIEW3D_PT_spline_joints_mocap(SidebarPanel, bpy.types.Panel):
         op = box.operator("spline_joints.import_markers", icon="EMPTY_DATA")
         op.filepath, op.up_axis = settings.marker_file, settings.up_axis
         op.use_trial_timing = settings.use_trial_timing
+        box = layout.box()
+        box.prop(settings, "scale_setup")
+        box.operator("spline_joints.scale_model", icon="FULLSCREEN_ENTER")
+        box = layout.box()
+        box.prop(settings, "ik_setup")
+        box.operator("spline_joints.inverse_kinematics", icon="CON_KINEMATIC")
 
 
 classes = (VIEW3D_PT_spline_joints_mocap,)

@@ -23,6 +23,13 @@ class SPLINE_JOINTS_PG_mocap(PropertyGroup):
         name="Use the Trial's Frame Rate and Range", default=True,
         description="Set the scene's frame rate to the trial's and its frame range to the keyed "
                     "frames (off: the scene's rate is kept and samples fall between frames)")
+    scale_setup: StringProperty(name="Scale Setup", subtype="FILE_PATH",
+                                description="OpenSim Scale tool setup (.xml): the generic model, "
+                                            "marker set, static trial and the files to write")
+    ik_setup: StringProperty(name="IK Setup", subtype="FILE_PATH",
+                             description="OpenSim Inverse Kinematics setup (.xml): marker "
+                                         "weights, time range and accuracy (the trial above, or "
+                                         "the setup's own when none is chosen)")
 
 
 def register_properties():

@@ -1,5 +1,7 @@
-"""Motion-capture operators: a marker trial (.trc, .c3d) imported as animated empties
-(:class:`..mocap.MarkerImportJob`)."""
+"""Motion-capture operators, thin wrappers around the jobs of :mod:`..mocap` (run headless, or
+in a worker thread with a progress bar where Esc cancels): a marker trial (.trc, .c3d)
+imported as animated empties, OpenSim's Scale tool (the scaled model imported) and Inverse
+Kinematics (the active OpenSim armature's coordinates keyed)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
-from ..mocap import MarkerImportJob
+from ..documents import is_osim_armature
+from ..mocap import IKJob, MarkerImportJob, ScaleJob
 from ..mocap_properties import UP_AXIS_ITEMS
 from ._common import ThreadedBake
 
@@ -42,6 +45,40 @@ class SPLINE_JOINTS_OT_import_markers(ThreadedBake, bpy.types.Operator, ImportHe
         return self._start(context)
 
 
+class SPLINE_JOINTS_OT_scale_model(ThreadedBake, bpy.types.Operator):
+    """Run OpenSim's Scale tool on the Scale setup (the files it names are written, as OpenSim
+    writes them) and import the scaled model as a new armature"""
+
+    bl_idname = "spline_joints.scale_model"
+    bl_label = "Scale"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def make_job(self, context):
+        return ScaleJob(context.scene.spline_joints_mocap.scale_setup)
+
+
+class SPLINE_JOINTS_OT_inverse_kinematics(ThreadedBake, bpy.types.Operator):
+    """Solve OpenSim's Inverse Kinematics of the marker trial on the active OpenSim armature
+    (its markers where the spheres are) and key its coordinates in a new action, with the
+    marker errors of every frame"""
+
+    bl_idname = "spline_joints.inverse_kinematics"
+    bl_label = "Inverse Kinematics"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        if is_osim_armature(context.object):
+            return True
+        cls.poll_message_set("Make an imported OpenSim armature the active object")
+        return False
+
+    def make_job(self, context):
+        settings = context.scene.spline_joints_mocap
+        return IKJob(context.scene, context.object, settings.ik_setup, settings.marker_file,
+                     settings.use_trial_timing)
+
+
 def menu_import(self, context):
     self.layout.operator(SPLINE_JOINTS_OT_import_markers.bl_idname, text="Marker Trial (.trc/.c3d)")
 
@@ -54,4 +91,5 @@ def unregister_menus():
     bpy.types.TOPBAR_MT_file_import.remove(menu_import)
 
 
-classes = (SPLINE_JOINTS_OT_import_markers,)
+classes = (SPLINE_JOINTS_OT_import_markers, SPLINE_JOINTS_OT_scale_model,
+           SPLINE_JOINTS_OT_inverse_kinematics)
