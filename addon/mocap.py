@@ -78,7 +78,66 @@ def marker_keys(name, frames, positions) -> MarkerKeys:
                       gap_rows=int(np.count_nonzero(~seen)))
 
 
-class MarkerImportJob(Job):
+def _stem(path) -> str:
+    return os.path.splitext(os.path.basename(os.fspath(path)))[0]
+
+
+def _file(path: str, what: str) -> str:
+    """``path`` made absolute (Blender's ``//`` too); ValueError naming the panel's field when
+    it is empty."""
+    if not path:
+        raise ValueError(f"choose the {what} in the Motion Capture panel")
+    return os.path.abspath(bpy.path.abspath(path))
+
+
+class ToolJob(Job):
+    """A job whose ``_run()`` (any thread) reads its files and computes; the result, None for
+    a cancelled run, or the ValueError that refused it is kept for ``finish`` (main thread),
+    which takes it through :meth:`checked`."""
+
+    def __init__(self):
+        self.fraction, self.cancelled, self.result = 0.0, False, None
+
+    def simulate(self):
+        try:
+            self.result = self._run()
+        except ValueError as exc:  # handed to the main thread, reported there
+            self.result = exc
+
+    def checked(self, refused: str):
+        """The result; ValueError ``"<refused>: <why>"`` for a refused run."""
+        if isinstance(self.result, ValueError):
+            raise ValueError(f"{refused}: {self.result}")
+        return self.result
+
+
+class TrialTiming:
+    """How a job keys a marker trial's rows: at the trial's rate (the scene's rate and frame
+    range then set to it, :meth:`apply`) or at the scene's, from the scene's first frame.
+    Read from the scene when the job is made."""
+
+    def __init__(self, scene, use_trial_timing: bool):
+        self.use_trial_timing = use_trial_timing
+        self.scene = (scene.render.fps, scene.render.fps_base)
+        self.frame_start = scene.frame_start
+
+    def frames(self, trial):
+        """((fps, fps_base, frames per second), the scene frame of every row (N,))."""
+        from ..core.osim_rig import keying_rate, trial_frames
+
+        timing = keying_rate(*self.scene, trial.rate if self.use_trial_timing else None)
+        return timing, trial_frames(trial.frames, trial.rate, timing[2], self.frame_start)
+
+    def apply(self, scene, timing, frames) -> None:
+        """Set the scene's rate and frame range to the keyed ``frames`` (with the trial's
+        timing only)."""
+        if self.use_trial_timing:
+            scene.render.fps, scene.render.fps_base = timing[:2]
+            scene.frame_start = int(math.floor(frames[0]))
+            scene.frame_end = int(math.ceil(frames[-1]))
+
+
+class MarkerImportJob(ToolJob):
     """A marker trial read and laid out as keys (``simulate``, any thread) and written into
     the scene (``finish``, main thread): see the module docstring.
 
@@ -88,24 +147,14 @@ class MarkerImportJob(Job):
     def __init__(self, scene, path: str, up_axis: str = "Y", use_trial_timing: bool = True):
         if up_axis not in UP_AXES:
             raise ValueError(f"up axis {up_axis!r}: choose one of {', '.join(UP_AXES)}")
-        self.path, self.up_axis, self.use_trial_timing = os.fspath(path), up_axis, use_trial_timing
-        self.scene_timing = (scene.render.fps, scene.render.fps_base)
-        self.frame_start = scene.frame_start
-        self.fraction, self.cancelled, self.result = 0.0, False, None
+        super().__init__()
+        self.path, self.up_axis = os.fspath(path), up_axis
+        self.timing = TrialTiming(scene, use_trial_timing)
 
-    def simulate(self):
-        try:
-            self.result = self._plan()
-        except ValueError as exc:  # handed to the main thread, reported there
-            self.result = exc
-
-    def _plan(self):
-        from ..core.osim_rig import keying_rate, trial_frames
-
+    def _run(self):
         trial = read_trial(self.path)
         self.progress(0.5)
-        timing = keying_rate(*self.scene_timing, trial.rate if self.use_trial_timing else None)
-        frames = trial_frames(trial.frames, trial.rate, timing[2], self.frame_start)
+        timing, frames = self.timing.frames(trial)
         keys = []
         for m, name in enumerate(trial.names):
             if not self.progress(0.5 + 0.5 * m / len(trial.names)):
@@ -116,23 +165,17 @@ class MarkerImportJob(Job):
     def finish(self, scene):
         """Write the keys (module docstring); returns (operator result, report level,
         message). Nothing is written for a cancelled run; a refused file raises ValueError."""
-        if isinstance(self.result, ValueError):
-            raise ValueError(f"Nothing imported: {self.result}")
-        if self.result is None:
+        if self.checked("Nothing imported") is None:
             return {"CANCELLED"}, "WARNING", "Marker import cancelled: nothing was imported"
-        trial, (fps, fps_base, rate), frames, keys = self.result
-        name = os.path.splitext(os.path.basename(self.path))[0]
+        trial, timing, frames, keys = self.result
         with bridge.new_data_blocks_removed_on_error():
-            collection = write_marker_trial(scene, name, keys, self.up_axis)
-            if self.use_trial_timing:
-                scene.render.fps, scene.render.fps_base = fps, fps_base
-                scene.frame_start = int(math.floor(frames[0]))
-                scene.frame_end = int(math.ceil(frames[-1]))
+            collection = write_marker_trial(scene, _stem(self.path), keys, self.up_axis)
+            self.timing.apply(scene, timing, frames)
         scene.frame_set(scene.frame_current)
         gaps = [k for k in keys if k.gap_rows]
         text = (f"Imported {len(keys)} markers of {os.path.basename(self.path)} "
                 f"({len(trial.time)} rows at {trial.rate:.4g} Hz, {trial.units}) on frames "
-                f"{frames[0]:.6g}..{frames[-1]:.6g} at {rate:.4g} fps in collection "
+                f"{frames[0]:.6g}..{frames[-1]:.6g} at {timing[2]:.4g} fps in collection "
                 f"'{collection.name}'")
         if gaps:
             shown = ", ".join(f"{k.name} ({k.gap_rows} rows)" for k in gaps[:6])
@@ -168,33 +211,15 @@ def write_marker_trial(scene, name: str, keys, up_axis: str):
     return collection
 
 
-def _stem(path) -> str:
-    return os.path.splitext(os.path.basename(os.fspath(path)))[0]
-
-
-def _file(path: str, what: str) -> str:
-    """``path`` made absolute (Blender's ``//`` too); ValueError naming the panel's field when
-    it is empty."""
-    if not path:
-        raise ValueError(f"choose the {what} in the Motion Capture panel")
-    return os.path.abspath(bpy.path.abspath(path))
-
-
-class ScaleJob(Job):
+class ScaleJob(ToolJob):
     """OpenSim's Scale tool on a setup file (:func:`core.mocap.scale.scale_tool`, which writes
     the files the setup names), then the scaled model imported as a new armature
     (:func:`.osim_scene.write_osim_import`). The setup must name the model file to write (the
     MarkerPlacer's ``output_model_file``, or the ModelScaler's): it is what is imported."""
 
     def __init__(self, setup_path: str):
+        super().__init__()
         self.setup_path = _file(setup_path, "Scale setup file (.xml)")
-        self.fraction, self.cancelled, self.result = 0.0, False, None
-
-    def simulate(self):
-        try:
-            self.result = self._run()
-        except ValueError as exc:  # handed to the main thread, reported there
-            self.result = exc
 
     def _run(self):
         from ..core.mocap.scale import read_scale_setup, scale_tool
@@ -220,9 +245,7 @@ class ScaleJob(Job):
     def finish(self, scene):
         from .osim_scene import write_osim_import
 
-        if isinstance(self.result, ValueError):
-            raise ValueError(f"Scale failed, nothing imported: {self.result}")
-        if self.result is None:
+        if self.checked("Scale failed, nothing imported") is None:
             return {"CANCELLED"}, "WARNING", "Scale cancelled: nothing was written or imported"
         result, plan = self.result
         with bridge.new_data_blocks_removed_on_error():
@@ -246,7 +269,7 @@ class ScaleJob(Job):
 IK_ERROR_KEYS = ("ik_marker_error_rms_mm", "ik_marker_error_max_mm")
 
 
-class IKJob(Job):
+class IKJob(ToolJob):
     """OpenSim's Inverse Kinematics (:func:`core.mocap.ik.solve_ik`) of a marker trial on the
     OpenSim armature ``arm``'s model as the scene has it (:func:`.osim_scene.scene_model`:
     markers where the spheres are), with the setup file's tasks, time range and accuracy;
@@ -260,20 +283,12 @@ class IKJob(Job):
                  use_trial_timing: bool = True):
         from .osim_scene import scene_model
 
+        super().__init__()
         self.setup_path = _file(setup_path, "Inverse Kinematics setup file (.xml)")
         self.marker_path = os.path.abspath(bpy.path.abspath(marker_path)) if marker_path else ""
         self.arm_name = arm.name
         self.model = scene_model(arm)
-        self.use_trial_timing = use_trial_timing
-        self.scene_timing = (scene.render.fps, scene.render.fps_base)
-        self.frame_start = scene.frame_start
-        self.fraction, self.cancelled, self.result = 0.0, False, None
-
-    def simulate(self):
-        try:
-            self.result = self._run()
-        except ValueError as exc:  # handed to the main thread, reported there
-            self.result = exc
+        self.timing = TrialTiming(scene, use_trial_timing)
 
     def _run(self):
         from ..core.io.motion import read_motion
@@ -293,25 +308,18 @@ class IKJob(Job):
         return None if result.status != "solved" else (trial, path, result)
 
     def finish(self, scene):
-        from ..core.osim_rig import keying_rate, trial_frames
         from .osim_scene import key_coordinates
 
-        if isinstance(self.result, ValueError):
-            raise ValueError(f"Inverse Kinematics failed, nothing keyed: {self.result}")
-        if self.result is None:
+        if self.checked("Inverse Kinematics failed, nothing keyed") is None:
             return {"CANCELLED"}, "WARNING", "Inverse Kinematics cancelled: nothing was keyed"
         arm = bpy.data.objects.get(self.arm_name)
         if arm is None:
             raise ValueError(f"the armature '{self.arm_name}' is gone; run Inverse Kinematics "
                              "again")
         trial, path, r = self.result
-        fps, fps_base, rate = keying_rate(*self.scene_timing,
-                                          trial.rate if self.use_trial_timing else None)
-        frames = trial_frames(trial.frames, trial.rate, rate, self.frame_start)[r.frames]
-        if self.use_trial_timing:
-            scene.render.fps, scene.render.fps_base = fps, fps_base
-            scene.frame_start = int(math.floor(frames[0]))
-            scene.frame_end = int(math.ceil(frames[-1]))
+        timing, frames = self.timing.frames(trial)
+        frames = frames[r.frames]
+        self.timing.apply(scene, timing, frames)
         action, kept = key_coordinates(arm, r.names, f"{arm.name} IK {_stem(path)}", frames, r.q)
         for key, column in zip(IK_ERROR_KEYS, (1, 2)):
             bridge.write_float_property(arm, key, 1e3 * r.errors[0, column], min=0.0,

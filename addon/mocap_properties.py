@@ -5,11 +5,20 @@ with the file and restored by undo."""
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, PointerProperty, StringProperty
 from bpy.types import PropertyGroup
 
 UP_AXIS_ITEMS = [("Y", "Y Up", "The trial's Y axis points up (OpenSim's .trc files)"),
                  ("Z", "Z Up", "The trial's Z axis points up (many labs' .c3d files)")]
+
+
+#: the keywords of the trial options, shared by the panel's settings and the import operator
+UP_AXIS = dict(name="Up Axis", items=UP_AXIS_ITEMS, default="Y",
+               description="Which axis of the trial points up")
+TRIAL_TIMING = dict(
+    name="Use the Trial's Frame Rate and Range", default=True,
+    description="Set the scene's frame rate to the trial's and its frame range to the keyed "
+                "frames (off: the scene's rate is kept and samples fall between frames)")
 
 
 class SPLINE_JOINTS_PG_mocap(PropertyGroup):
@@ -17,12 +26,8 @@ class SPLINE_JOINTS_PG_mocap(PropertyGroup):
 
     marker_file: StringProperty(name="Markers", subtype="FILE_PATH",
                                 description="The marker trial to import or solve (.trc or .c3d)")
-    up_axis: EnumProperty(name="Up Axis", items=UP_AXIS_ITEMS, default="Y",
-                          description="Which axis of the trial points up")
-    use_trial_timing: BoolProperty(
-        name="Use the Trial's Frame Rate and Range", default=True,
-        description="Set the scene's frame rate to the trial's and its frame range to the keyed "
-                    "frames (off: the scene's rate is kept and samples fall between frames)")
+    up_axis: EnumProperty(**UP_AXIS)
+    use_trial_timing: BoolProperty(**TRIAL_TIMING)
     scale_setup: StringProperty(name="Scale Setup", subtype="FILE_PATH",
                                 description="OpenSim Scale tool setup (.xml): the generic model, "
                                             "marker set, static trial and the files to write")

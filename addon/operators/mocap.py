@@ -11,7 +11,7 @@ from bpy_extras.io_utils import ImportHelper
 
 from ..documents import is_osim_armature
 from ..mocap import IKJob, MarkerImportJob, ScaleJob
-from ..mocap_properties import UP_AXIS_ITEMS
+from ..mocap_properties import TRIAL_TIMING, UP_AXIS
 from ._common import ThreadedBake
 
 
@@ -24,12 +24,8 @@ class SPLINE_JOINTS_OT_import_markers(ThreadedBake, bpy.types.Operator, ImportHe
     bl_options = {"REGISTER", "UNDO"}
     filename_ext = ".trc"
     filter_glob: StringProperty(default="*.trc;*.c3d", options={"HIDDEN"})
-    up_axis: EnumProperty(name="Up Axis", items=UP_AXIS_ITEMS, default="Y",
-                          description="Which axis of the trial points up")
-    use_trial_timing: BoolProperty(
-        name="Use the Trial's Frame Rate and Range", default=True,
-        description="Set the scene's frame rate to the trial's and its frame range to the keyed "
-                    "frames (off: the scene's rate is kept and samples fall between frames)")
+    up_axis: EnumProperty(**UP_AXIS)
+    use_trial_timing: BoolProperty(**TRIAL_TIMING)
 
     def make_job(self, context):
         if not self.filepath:
