@@ -48,7 +48,7 @@ from .files import read_input
 
 __all__ = ["OsimModel", "OsimBody", "OsimJoint", "OsimCoordinate", "OsimGeometry",
            "OsimCoupler", "read_osim", "parse_osim", "offset_pose", "pose_to_offset",
-           "find_mesh_file", "motion_coordinates", "JOINT_KINDS", "FUNCTION_KINDS",
+           "find_mesh_file", "motion_coordinates", "opensim_document", "JOINT_KINDS", "FUNCTION_KINDS",
            "MAX_MAGNITUDE", "MAX_FUNCTION_NESTING", "MAX_NAME_BYTES"]
 
 GROUND = "ground"
@@ -555,21 +555,30 @@ def read_osim(path):
     return parse_osim(read_input(path, "OpenSim model"), source=path)
 
 
-def parse_osim(data, source="<string>"):
-    """Parse the bytes or text of an .osim file (``source`` names it in messages)."""
+def opensim_document(data, source, what):
+    """The root ``<OpenSimDocument>`` element of the bytes or text of an OpenSim XML file
+    (a model, a tool's setup, external loads...); ``source`` names the file and ``what``
+    says what it should be (``"an OpenSim model"``) in the InvalidInputError raised when it
+    is not XML or not an OpenSim document."""
     try:
         root = ET.fromstring(data)
     except ET.ParseError as exc:
         raise InvalidInputError(f"{source}: not a complete XML file ({exc}); the file is "
-                                "truncated or not an OpenSim model") from None
+                                f"truncated or not {what}") from None
     except (LookupError, ValueError) as exc:  # an encoding Python lacks or expat cannot use
         raise InvalidInputError(f"{source}: the XML declaration names an encoding the reader "
-                                f"cannot use ({exc}); save the model as UTF-8 (OpenSim writes "
+                                f"cannot use ({exc}); save the file as UTF-8 (OpenSim writes "
                                 "UTF-8)") from None
-    r = _Reader(source)
     if root.tag != "OpenSimDocument":
-        r.fail("root", f"the root element is <{root.tag}>, not <OpenSimDocument>: not an "
-                       "OpenSim model file")
+        raise InvalidInputError(f"{source}: root: the root element is <{root.tag}>, not "
+                                f"<OpenSimDocument>: not {what} file")
+    return root
+
+
+def parse_osim(data, source="<string>"):
+    """Parse the bytes or text of an .osim file (``source`` names it in messages)."""
+    root = opensim_document(data, source, "an OpenSim model")
+    r = _Reader(source)
     try:
         version = parse_count(root.get("Version", "40000"), "Version")
     except InvalidInputError as exc:
