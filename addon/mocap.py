@@ -1,4 +1,6 @@
-"""Motion capture in the scene: a marker trial (.trc, .c3d) as animated empties.
+"""Motion capture in the scene: a marker trial (.trc, .c3d) as animated empties, the jobs of
+OpenSim's tools (Scale, Inverse Kinematics, Inverse Dynamics) on an imported model, and the
+ground reaction forces of an ExternalLoads file as animated arrows (:class:`ForceArrowsJob`).
 
 :class:`MarkerImportJob` reads a trial (:func:`core.io.markers.read_trc`,
 :func:`core.io.c3d.read_c3d`) and lays out its keys off the main thread; ``finish(scene)``
@@ -91,9 +93,14 @@ def _file(path: str, what: str) -> str:
 
 
 class ToolJob(Job):
-    """A job whose ``_run()`` (any thread) reads its files and computes; the result, None for
-    a cancelled run, or the ValueError that refused it is kept for ``finish`` (main thread),
-    which takes it through :meth:`checked`."""
+    """A job whose ``_run()`` (any thread) reads its files and computes, and whose
+    ``write(scene, result)`` (main thread) writes its result into the scene and returns
+    (operator result, report level, message). ``finish`` writes nothing for a cancelled run
+    (:attr:`cancelled_text` is reported) and raises ValueError ``"<refused_text>: <why>"``
+    for a refused one."""
+
+    refused_text = "Nothing done"
+    cancelled_text = "Cancelled: nothing was changed"
 
     def __init__(self):
         self.fraction, self.cancelled, self.result = 0.0, False, None
@@ -104,29 +111,43 @@ class ToolJob(Job):
         except ValueError as exc:  # handed to the main thread, reported there
             self.result = exc
 
-    def checked(self, refused: str):
-        """The result; ValueError ``"<refused>: <why>"`` for a refused run."""
+    def finish(self, scene):
         if isinstance(self.result, ValueError):
-            raise ValueError(f"{refused}: {self.result}")
-        return self.result
+            raise ValueError(f"{self.refused_text}: {self.result}")
+        if self.result is None:
+            return {"CANCELLED"}, "WARNING", self.cancelled_text
+        return self.write(scene, self.result)
 
 
 class TrialTiming:
-    """How a job keys a marker trial's rows: at the trial's rate (the scene's rate and frame
-    range then set to it, :meth:`apply`) or at the scene's, from the scene's first frame.
-    Read from the scene when the job is made."""
+    """How a job keys a recording's rows: at the trial's rate (the scene's rate and frame range
+    then set to it, :meth:`apply`) or at the scene's. Frame number ``n`` of a trial is at
+    ``(n - 1) / rate`` s (:mod:`core.io.c3d`), and time ``t`` on scene frame
+    ``zero_frame + t * fps``: ``zero_frame`` is the scene's setting "Frame at 0 s"
+    (``Scene.spline_joints_mocap.zero_frame``, which Import Markers sets so that the trial's
+    first row is on the scene's first frame), so that the markers, the solved coordinates
+    and the forces of one trial line up. Read from the scene when the job is made;
+    zero_frame None: the trial's first row on the scene's first frame."""
 
-    def __init__(self, scene, use_trial_timing: bool):
+    def __init__(self, scene, use_trial_timing: bool, zero_frame: float | None = None):
         self.use_trial_timing = use_trial_timing
         self.scene = (scene.render.fps, scene.render.fps_base)
         self.frame_start = scene.frame_start
+        self.zero_frame = zero_frame
 
     def frames(self, trial):
         """((fps, fps_base, frames per second), the scene frame of every row (N,))."""
         from ..core.osim_rig import keying_rate, trial_frames
 
         timing = keying_rate(*self.scene, trial.rate if self.use_trial_timing else None)
-        return timing, trial_frames(trial.frames, trial.rate, timing[2], self.frame_start)
+        first = self.frame_start if self.zero_frame is None else \
+            self.zero_frame + (trial.frames[0] - 1) * timing[2] / trial.rate
+        return timing, trial_frames(trial.frames, trial.rate, timing[2], first)
+
+    @staticmethod
+    def zero_of(trial, timing, frames) -> float:
+        """The scene frame of time 0 for a trial keyed on ``frames``."""
+        return float(frames[0] - (trial.frames[0] - 1) * timing[2] / trial.rate)
 
     def apply(self, scene, timing, frames) -> None:
         """Set the scene's rate and frame range to the keyed ``frames`` (with the trial's
@@ -143,6 +164,9 @@ class MarkerImportJob(ToolJob):
 
     up_axis: a key of :data:`UP_AXES`; use_trial_timing: set the scene's rate to the trial's
     and its frame range to the keyed frames (else the scene's rate is kept)."""
+
+    refused_text = "Nothing imported"
+    cancelled_text = "Marker import cancelled: nothing was imported"
 
     def __init__(self, scene, path: str, up_axis: str = "Y", use_trial_timing: bool = True):
         if up_axis not in UP_AXES:
@@ -162,15 +186,13 @@ class MarkerImportJob(ToolJob):
             keys.append(marker_keys(name, frames, trial.positions[:, m]))
         return trial, timing, frames, keys
 
-    def finish(self, scene):
-        """Write the keys (module docstring); returns (operator result, report level,
-        message). Nothing is written for a cancelled run; a refused file raises ValueError."""
-        if self.checked("Nothing imported") is None:
-            return {"CANCELLED"}, "WARNING", "Marker import cancelled: nothing was imported"
-        trial, timing, frames, keys = self.result
+    def write(self, scene, result):
+        """Write the keys (module docstring)."""
+        trial, timing, frames, keys = result
         with bridge.new_data_blocks_removed_on_error():
             collection = write_marker_trial(scene, _stem(self.path), keys, self.up_axis)
             self.timing.apply(scene, timing, frames)
+            scene.spline_joints_mocap.zero_frame = TrialTiming.zero_of(trial, timing, frames)
         scene.frame_set(scene.frame_current)
         gaps = [k for k in keys if k.gap_rows]
         text = (f"Imported {len(keys)} markers of {os.path.basename(self.path)} "
@@ -184,15 +206,22 @@ class MarkerImportJob(ToolJob):
         return {"FINISHED"}, "INFO", text
 
 
-def write_marker_trial(scene, name: str, keys, up_axis: str):
-    """A new collection ``name`` in the scene with the trial's root empty and one keyed
-    empty per :class:`MarkerKeys` (module docstring); returns the collection."""
+def _lab(scene, name: str, up_axis: str):
+    """A new collection ``name`` in the scene and its root empty ``<name> lab`` holding the
+    lab frame (turned for a Y-up recording, :data:`UP_AXES`): (collection, root)."""
     collection = bpy.data.collections.new(name)
     scene.collection.children.link(collection)
     root = bridge.new_object(f"{name} lab", None, collection)
     root.empty_display_type = "ARROWS"
     root.empty_display_size = 0.1
     root.rotation_euler = (UP_AXES[up_axis], 0.0, 0.0)
+    return collection, root
+
+
+def write_marker_trial(scene, name: str, keys, up_axis: str):
+    """A new collection ``name`` in the scene with the trial's root empty and one keyed
+    empty per :class:`MarkerKeys` (module docstring); returns the collection."""
+    collection, root = _lab(scene, name, up_axis)
     for k in keys:
         obj = bridge.new_object(k.name, None, collection)
         obj.empty_display_type = "SPHERE"
@@ -216,6 +245,9 @@ class ScaleJob(ToolJob):
     the files the setup names), then the scaled model imported as a new armature
     (:func:`.osim_scene.write_osim_import`). The setup must name the model file to write (the
     MarkerPlacer's ``output_model_file``, or the ModelScaler's): it is what is imported."""
+
+    refused_text = "Scale failed, nothing imported"
+    cancelled_text = "Scale cancelled: nothing was written or imported"
 
     def __init__(self, setup_path: str):
         super().__init__()
@@ -242,12 +274,10 @@ class ScaleJob(ToolJob):
         self.progress(1.0)
         return result, plan
 
-    def finish(self, scene):
+    def write(self, scene, result):
         from .osim_scene import write_osim_import
 
-        if self.checked("Scale failed, nothing imported") is None:
-            return {"CANCELLED"}, "WARNING", "Scale cancelled: nothing was written or imported"
-        result, plan = self.result
+        result, plan = result
         with bridge.new_data_blocks_removed_on_error():
             arm = write_osim_import(scene, bpy.context.view_layer, plan)
         factors = np.array([f for f in result.factors.values()])
@@ -279,8 +309,11 @@ class IKJob(ToolJob):
 
     marker_path: the trial (.trc or .c3d); empty: the setup's ``marker_file``."""
 
+    refused_text = "Inverse Kinematics failed, nothing keyed"
+    cancelled_text = "Inverse Kinematics cancelled: nothing was keyed"
+
     def __init__(self, scene, arm, setup_path: str, marker_path: str = "",
-                 use_trial_timing: bool = True):
+                 use_trial_timing: bool = True, zero_frame: float = 1.0):
         from .osim_scene import scene_model
 
         super().__init__()
@@ -288,7 +321,7 @@ class IKJob(ToolJob):
         self.marker_path = os.path.abspath(bpy.path.abspath(marker_path)) if marker_path else ""
         self.arm_name = arm.name
         self.model = scene_model(arm)
-        self.timing = TrialTiming(scene, use_trial_timing)
+        self.timing = TrialTiming(scene, use_trial_timing, zero_frame)
 
     def _run(self):
         from ..core.io.motion import read_motion
@@ -307,16 +340,14 @@ class IKJob(ToolJob):
                           progress=self.progress)
         return None if result.status != "solved" else (trial, path, result)
 
-    def finish(self, scene):
+    def write(self, scene, result):
         from .osim_scene import key_coordinates
 
-        if self.checked("Inverse Kinematics failed, nothing keyed") is None:
-            return {"CANCELLED"}, "WARNING", "Inverse Kinematics cancelled: nothing was keyed"
         arm = bpy.data.objects.get(self.arm_name)
         if arm is None:
             raise ValueError(f"the armature '{self.arm_name}' is gone; run Inverse Kinematics "
                              "again")
-        trial, path, r = self.result
+        trial, path, r = result
         timing, frames = self.timing.frames(trial)
         frames = frames[r.frames]
         self.timing.apply(scene, timing, frames)
@@ -338,3 +369,144 @@ class IKJob(ToolJob):
         if r.warnings:
             text += "; " + "; ".join(r.warnings)
         return {"FINISHED"}, "WARNING" if r.warnings else "INFO", text
+
+
+# ----------------------------------------------------------------------------- force arrows
+#: custom property of a force arrow: its force's magnitude (N), keyed per frame
+FORCE_KEY = "force_N"
+#: custom property of the forces' root empty: arrow length per newton (m/N), which the arrows'
+#: drivers read, so changing it resizes every arrow at once
+LENGTH_KEY = "metres_per_newton"
+#: arrow colour, shaft radius (m) and the share of its unit length taken by the head
+ARROW_RGBA = (0.95, 0.55, 0.1, 1.0)
+ARROW_RADIUS = 0.008
+ARROW_HEAD = 0.15
+
+
+@dataclass(frozen=True, eq=False)
+class ArrowKeys:
+    """One external force sampled on scene frames: ``frames (F,)``, ``points (F, 3)`` (the
+    centre of pressure, m) and ``forces (F, 3)`` (N), in the lab frame."""
+
+    name: str
+    frames: np.ndarray
+    points: np.ndarray
+    forces: np.ndarray
+
+
+def _z_to(directions) -> np.ndarray:
+    """Quaternions (F, 4) w x y z turning +Z onto each of the ``directions (F, 3)`` (any
+    length; a zero one gives the identity)."""
+    d = np.asarray(directions, dtype=float)
+    n = np.linalg.norm(d, axis=1)
+    d = np.divide(d, n[:, None], out=np.tile([0.0, 0.0, 1.0], (len(d), 1)), where=n[:, None] > 0)
+    q = np.column_stack([1.0 + d[:, 2], -d[:, 1], d[:, 0], np.zeros(len(d))])
+    down = q[:, 0] < 1e-12  # straight down: half a turn about x
+    q[down] = (0.0, 1.0, 0.0, 0.0)
+    return q / np.linalg.norm(q, axis=1)[:, None]
+
+
+class ForceArrowsJob(ToolJob):
+    """The forces of an OpenSim ExternalLoads file (:func:`core.io.external_loads.
+    read_external_loads`, with its data file) as arrows: one per force, in a new collection
+    named after the file under a lab-frame empty (Y or Z up, as a trial), each keyed on every
+    scene frame the data cover (time ``t`` on frame ``zero_frame + t * fps``, linear between
+    the data's rows) with its centre of pressure (location), direction (rotation) and
+    magnitude (:data:`FORCE_KEY`); its length is the magnitude times the root's
+    :data:`LENGTH_KEY` through a driver. Forces and points must be expressed in ground, as
+    force plates record them."""
+
+    refused_text = "No forces drawn"
+    cancelled_text = "Drawing forces cancelled: nothing was drawn"
+
+    def __init__(self, scene, path: str, metres_per_newton: float, up_axis: str = "Y",
+                 zero_frame: float = 1.0):
+        super().__init__()
+        self.path = _file(path, "external loads file (.xml)")
+        self.metres_per_newton, self.up_axis = float(metres_per_newton), up_axis
+        self.fps = scene.render.fps / scene.render.fps_base
+        self.zero_frame = float(zero_frame)
+
+    def _run(self):
+        from ..core.io.external_loads import GROUND, read_external_loads
+
+        loads = read_external_loads(self.path)
+        time, values = loads.data.time, loads.data.values
+        first = math.ceil(self.zero_frame + time[0] * self.fps - 1e-9)
+        last = math.floor(self.zero_frame + time[-1] * self.fps + 1e-9)
+        if last < first:
+            raise ValueError(f"{os.path.basename(self.path)}: its data span less than a frame")
+        frames = np.arange(first, last + 1, dtype=float)
+        t = (frames - self.zero_frame) / self.fps
+        arrows = []
+        for k, f in enumerate(loads.forces):
+            if f.force_columns is None or f.point_columns is None:
+                raise ValueError(f"ExternalForce {f.name!r} gives no "
+                                 f"{'force' if f.force_columns is None else 'point'}: an arrow "
+                                 "needs both (force_identifier and point_identifier)")
+            if GROUND not in (f.force_frame, f.point_frame) or f.force_frame != f.point_frame:
+                raise ValueError(f"ExternalForce {f.name!r} is expressed in {f.force_frame!r} "
+                                 f"(point in {f.point_frame!r}); arrows are drawn for forces "
+                                 "and points in ground, as force plates record them")
+            sample = [np.column_stack([np.interp(t, time, values[:, c]) for c in cols])
+                      for cols in (f.point_columns, f.force_columns)]
+            arrows.append(ArrowKeys(f.name, frames, *sample))
+            if not self.progress((k + 1) / len(loads.forces)):
+                return None
+        if not arrows:
+            raise ValueError(f"{os.path.basename(self.path)} has no enabled ExternalForce")
+        return loads, arrows
+
+    def write(self, scene, result):
+        loads, arrows = result
+        with bridge.new_data_blocks_removed_on_error():
+            collection = write_force_arrows(scene, _stem(self.path), arrows, self.up_axis,
+                                            self.metres_per_newton)
+        scene.frame_set(scene.frame_current)
+        peak = max(float(np.linalg.norm(a.forces, axis=1).max()) for a in arrows)
+        frames = arrows[0].frames
+        return {"FINISHED"}, "INFO", (
+            f"Drew {len(arrows)} forces of {os.path.basename(self.path)} "
+            f"({', '.join(a.name for a in arrows)}) on frames {int(frames[0])}..{int(frames[-1])} "
+            f"in collection '{collection.name}': largest {peak:.4g} N, drawn "
+            f"{peak * self.metres_per_newton:.3g} m long (change '{LENGTH_KEY}' on "
+            f"'{collection.name} lab' to resize)")
+
+
+def write_force_arrows(scene, name: str, arrows, up_axis: str, metres_per_newton: float):
+    """A new collection ``name`` with the lab-frame root (holding :data:`LENGTH_KEY`) and one
+    keyed, driven arrow per :class:`ArrowKeys` (:class:`ForceArrowsJob`); returns the
+    collection."""
+    from ..core.display import lathe
+
+    collection, root = _lab(scene, name, up_axis)
+    bridge.write_float_property(root, LENGTH_KEY, metres_per_newton, min=0.0,
+                                description="Force arrow length per newton (m/N)")
+    r, h = ARROW_RADIUS, 1.0 - ARROW_HEAD
+    mesh = bridge.write_mesh_data(f"{name} arrow", *lathe(
+        [(0.0, 0.0), (r, 0.0), (r, h), (2.5 * r, h), (0.0, 1.0)], n=12))
+    mesh.materials.append(bridge.ensure_material("Force arrow", ARROW_RGBA))
+    for a in arrows:
+        obj = bridge.new_object(a.name, mesh, collection)
+        obj.rotation_mode = "QUATERNION"
+        bridge.parent_to_object(obj, root, np.eye(4))
+        magnitude = np.linalg.norm(a.forces, axis=1)
+        bridge.write_float_property(obj, FORCE_KEY, float(magnitude[0]), min=0.0,
+                                    description="The force's magnitude (N) at this frame")
+        bridge.write_fcurve_keys(obj, bridge.coordinate_path(FORCE_KEY), 0, a.frames, magnitude,
+                                 group="Force")
+        turns = _z_to(a.forces)
+        for axis in range(3):
+            bridge.write_fcurve_keys(obj, "location", axis, a.frames, a.points[:, axis],
+                                     group="Force")
+        for axis in range(4):
+            bridge.write_fcurve_keys(obj, "rotation_quaternion", axis, a.frames, turns[:, axis],
+                                     group="Force")
+        driver = obj.driver_add("scale", 2).driver
+        driver.type, driver.expression = "SCRIPTED", "force * length"
+        for var_name, owner, key in (("force", obj, FORCE_KEY), ("length", root, LENGTH_KEY)):
+            var = driver.variables.new()
+            var.name, var.type = var_name, "SINGLE_PROP"
+            var.targets[0].id = owner
+            var.targets[0].data_path = bridge.coordinate_path(key)
+    return collection

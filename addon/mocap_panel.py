@@ -1,5 +1,5 @@
 """The "Motion Capture" sub-panel of the OpenSim panel: the marker trial and its import, the
-Scale and Inverse Kinematics tools with their setup files. Drawing only: no scene changes."""
+Scale and Inverse Kinematics tools with their setup files, the forces drawn as arrows. Drawing only: no scene changes."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ class VIEW3D_PT_spline_joints_mocap(SidebarPanel, bpy.types.Panel):
         row = box.row(align=True)
         row.prop(settings, "up_axis", expand=True)
         box.prop(settings, "use_trial_timing")
+        box.prop(settings, "zero_frame")
         op = box.operator("spline_joints.import_markers", icon="EMPTY_DATA")
         op.filepath, op.up_axis = settings.marker_file, settings.up_axis
         op.use_trial_timing = settings.use_trial_timing
@@ -29,6 +30,10 @@ class VIEW3D_PT_spline_joints_mocap(SidebarPanel, bpy.types.Panel):
         box = layout.box()
         box.prop(settings, "ik_setup")
         box.operator("spline_joints.inverse_kinematics", icon="CON_KINEMATIC")
+        box = layout.box()
+        box.prop(settings, "loads_file")
+        box.prop(settings, "metres_per_newton")
+        box.operator("spline_joints.draw_forces", icon="FORCE_FORCE")
 
 
 classes = (VIEW3D_PT_spline_joints_mocap,)

@@ -5,7 +5,8 @@ with the file and restored by undo."""
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, PointerProperty, StringProperty
+from bpy.props import (BoolProperty, EnumProperty, FloatProperty, PointerProperty,
+                       StringProperty)
 from bpy.types import PropertyGroup
 
 UP_AXIS_ITEMS = [("Y", "Y Up", "The trial's Y axis points up (OpenSim's .trc files)"),
@@ -28,6 +29,18 @@ class SPLINE_JOINTS_PG_mocap(PropertyGroup):
                                 description="The marker trial to import or solve (.trc or .c3d)")
     up_axis: EnumProperty(**UP_AXIS)
     use_trial_timing: BoolProperty(**TRIAL_TIMING)
+    zero_frame: FloatProperty(
+        name="Frame at 0 s", default=1.0,
+        description="The scene frame of the trial's time 0, where Inverse Kinematics keys and "
+                    "forces are drawn (Import Markers sets it: the trial's first row on the "
+                    "scene's first frame)")
+    loads_file: StringProperty(name="Forces", subtype="FILE_PATH",
+                               description="OpenSim external loads (.xml) naming their data file "
+                                           "(.mot): the ground reaction forces to draw and to "
+                                           "apply in Inverse Dynamics")
+    metres_per_newton: FloatProperty(
+        name="Arrow Length (m/N)", default=1e-3, min=0.0, soft_max=0.01, precision=5,
+        description="Length of a force arrow per newton of force (1 mm/N: body weight ~0.7 m)")
     scale_setup: StringProperty(name="Scale Setup", subtype="FILE_PATH",
                                 description="OpenSim Scale tool setup (.xml): the generic model, "
                                             "marker set, static trial and the files to write")

@@ -1,7 +1,8 @@
 """Motion-capture operators, thin wrappers around the jobs of :mod:`..mocap` (run headless, or
 in a worker thread with a progress bar where Esc cancels): a marker trial (.trc, .c3d)
-imported as animated empties, OpenSim's Scale tool (the scaled model imported) and Inverse
-Kinematics (the active OpenSim armature's coordinates keyed)."""
+imported as animated empties, OpenSim's Scale tool (the scaled model imported), Inverse
+Kinematics (the active OpenSim armature's coordinates keyed) and ground reaction forces drawn
+as arrows."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
 from ..documents import is_osim_armature
-from ..mocap import IKJob, MarkerImportJob, ScaleJob
+from ..mocap import ForceArrowsJob, IKJob, MarkerImportJob, ScaleJob
 from ..mocap_properties import TRIAL_TIMING, UP_AXIS
 from ._common import ThreadedBake
 
@@ -72,7 +73,21 @@ class SPLINE_JOINTS_OT_inverse_kinematics(ThreadedBake, bpy.types.Operator):
     def make_job(self, context):
         settings = context.scene.spline_joints_mocap
         return IKJob(context.scene, context.object, settings.ik_setup, settings.marker_file,
-                     settings.use_trial_timing)
+                     settings.use_trial_timing, settings.zero_frame)
+
+
+class SPLINE_JOINTS_OT_draw_forces(ThreadedBake, bpy.types.Operator):
+    """Draw the external loads' forces (ground reaction forces) as arrows at their centres of
+    pressure, keyed on every frame, their length proportional to the force"""
+
+    bl_idname = "spline_joints.draw_forces"
+    bl_label = "Draw Forces"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def make_job(self, context):
+        s = context.scene.spline_joints_mocap
+        return ForceArrowsJob(context.scene, s.loads_file, s.metres_per_newton, s.up_axis,
+                              s.zero_frame)
 
 
 def menu_import(self, context):
@@ -88,4 +103,4 @@ def unregister_menus():
 
 
 classes = (SPLINE_JOINTS_OT_import_markers, SPLINE_JOINTS_OT_scale_model,
-           SPLINE_JOINTS_OT_inverse_kinematics)
+           SPLINE_JOINTS_OT_inverse_kinematics, SPLINE_JOINTS_OT_draw_forces)
