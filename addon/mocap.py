@@ -30,6 +30,7 @@ import bpy
 import numpy as np
 
 from . import bridge
+from .documents import osim_rig
 from .jobs import Job
 
 #: display radius (m) of a marker's sphere
@@ -358,6 +359,7 @@ class IKJob(ToolJob):
                                                     "this frame")
             bridge.write_fcurve_keys(arm, bridge.coordinate_path(key), 0, frames,
                                      1e3 * r.errors[:, column], group="Marker errors")
+        arm.update_tag()  # new ID properties tag nothing: the evaluated copy must get them
         scene.frame_set(scene.frame_current)
         worst = int(np.argmax(r.errors[:, 2]))
         text = (f"Inverse Kinematics of {len(r.time)} frames of {os.path.basename(path)} keyed "
@@ -510,3 +512,148 @@ def write_force_arrows(scene, name: str, arrows, up_axis: str, metres_per_newton
             var.targets[0].id = owner
             var.targets[0].data_path = bridge.coordinate_path(key)
     return collection
+
+
+# ----------------------------------------------------------------------------- inverse dynamics
+#: the coordinates a moment plot shows when the model has them (gait models' sagittal joints)
+PLOTTED = ("hip_flexion_r", "knee_angle_r", "ankle_angle_r", "hip_flexion_l", "knee_angle_l",
+           "ankle_angle_l")
+
+
+def armature_motion(arm, names, zero_frame: float, fps: float):
+    """The coordinates ``names`` of the OpenSim armature ``arm`` as its active action keys
+    them, on every whole frame from its first key to its last: a
+    :class:`core.io.motion.Motion` (radians and metres; time ``(frame - zero_frame) / fps``).
+    A coordinate without keys keeps its property's value. ValueError when nothing is keyed."""
+    from ..core.io.motion import Motion
+
+    curves = {n: bridge.find_fcurve(arm, bridge.coordinate_path(n), 0) for n in names}
+    keyed = [c for c in curves.values() if c is not None and len(c.keyframe_points)]
+    if not keyed:
+        raise ValueError(f"'{arm.name}' has no keyed coordinates: run Inverse Kinematics (or "
+                         "import a motion) first, or use the setup's coordinates file")
+    first = math.ceil(min(c.range()[0] for c in keyed))
+    last = math.floor(max(c.range()[1] for c in keyed))
+    frames = np.arange(first, last + 1)
+    values = np.column_stack([
+        [c.evaluate(f) for f in frames] if c is not None and len(c.keyframe_points)
+        else np.full(len(frames), float(arm.get(n, 0.0))) for n, c in curves.items()])
+    return Motion(names=tuple(names), time=(frames - zero_frame) / fps, values=values,
+                  in_degrees=False, name=f"{arm.name} keys")
+
+
+def write_moment_plot(path, result) -> str:
+    """A PNG of the generalized forces of an inverse dynamics result (the coordinates of
+    :data:`PLOTTED` the result has, else its first six) against time, written atomically to
+    ``path``; returns "" or, when matplotlib is not installed, why no plot was written."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        return "matplotlib is not installed, so no plot was written (pip install matplotlib)"
+    from ..core.io.files import atomic_path
+
+    shown = [c for c in PLOTTED if c in result.coordinates] or list(result.coordinates[:6])
+    figure = Figure(figsize=(8, 4.5), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for c in shown:
+        axes.plot(result.time, result.column(c), label=result.names[result.coordinates.index(c)])
+    axes.set_xlabel("time (s)")
+    axes.set_ylabel("generalized force (N m, N)")
+    axes.set_title("Inverse dynamics")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8, ncol=2)
+    figure.tight_layout()
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, format="png")
+    return ""
+
+
+class IDJob(ToolJob):
+    """OpenSim's Inverse Dynamics (:func:`core.mocap.inverse_dynamics.inverse_dynamics`) of
+    the OpenSim armature ``arm``'s model (its switched-on fitted joints in place) with the
+    setup's external loads, time range and low-pass filter, along the armature's keyed
+    coordinates (:func:`armature_motion`; ``use_keys`` False: the setup's coordinates file).
+    Writes the setup's .sto and a PNG plot beside it (:func:`write_moment_plot`), keys every
+    generalized force as a custom property of the armature (``<coordinate>_moment`` /
+    ``_force``, OpenSim's column names) and loads the plot as an image, shown in any open
+    Image Editor."""
+
+    refused_text = "Inverse Dynamics failed, nothing keyed or written"
+    cancelled_text = "Inverse Dynamics cancelled: nothing was keyed or written"
+
+    def __init__(self, scene, arm, setup_path: str, use_keys: bool = True,
+                 zero_frame: float = 1.0):
+        super().__init__()
+        self.setup_path = _file(setup_path, "Inverse Dynamics setup file (.xml)")
+        self.arm_name = arm.name
+        rig = osim_rig(arm.data)
+        self.model = rig.model
+        self.fps = scene.render.fps / scene.render.fps_base
+        self.zero_frame = float(zero_frame)
+        self.motion = armature_motion(arm, rig.coordinate_names, self.zero_frame, self.fps) \
+            if use_keys else None
+
+    def _run(self):
+        from ..core.io.external_loads import read_external_loads
+        from ..core.io.files import check_writable_path
+        from ..core.io.motion import read_motion, write_motion
+        from ..core.mocap.inverse_dynamics import (OUTPUT_TITLE, inverse_dynamics,
+                                                   read_inverse_dynamics_setup)
+
+        setup = read_inverse_dynamics_setup(self.setup_path)
+        motion = self.motion if self.motion is not None else read_motion(setup.coordinates_file)
+        loads = read_external_loads(setup.external_loads_file) \
+            if setup.external_loads_file else None
+        result = inverse_dynamics(self.model, motion, loads, time_range=setup.time_range,
+                                  lowpass_cutoff=setup.lowpass_cutoff,
+                                  forces_to_exclude=setup.forces_to_exclude,
+                                  progress=self.progress)
+        if result.status != "done":
+            return None
+        os.makedirs(setup.results_directory, exist_ok=True)
+        output = check_writable_path(setup.output)
+        write_motion(output, result.names, result.time, result.forces, in_degrees=False,
+                     name=OUTPUT_TITLE)
+        plot = os.path.splitext(output)[0] + ".png"
+        missing = write_moment_plot(plot, result)
+        return result, output, ("" if missing else plot), missing
+
+    def write(self, scene, result):
+        result, output, plot, missing = result
+        arm = bpy.data.objects.get(self.arm_name)
+        if arm is None:
+            raise ValueError(f"the armature '{self.arm_name}' is gone; run Inverse Dynamics "
+                             "again")
+        frames = self.zero_frame + result.time * self.fps
+        for name, column in zip(result.names, result.forces.T):
+            bridge.write_float_property(arm, name, float(column[0]),
+                                        description="Inverse Dynamics generalized force (N m "
+                                                    "or N) at this frame")
+            bridge.write_fcurve_keys(arm, bridge.coordinate_path(name), 0, frames, column,
+                                     group="Inverse Dynamics")
+        arm.update_tag()  # new ID properties tag nothing: the evaluated copy must get them
+        scene.frame_set(scene.frame_current)
+        if plot:
+            show_image(bpy.data.images.load(plot, check_existing=True))
+        peak = np.unravel_index(np.argmax(np.abs(result.forces)), result.forces.shape)
+        text = (f"Inverse Dynamics of {len(result.time)} frames ({result.time[0]:.4g}.."
+                f"{result.time[-1]:.4g} s) keyed on '{arm.name}' as {len(result.names)} "
+                f"properties; largest {result.names[peak[1]]} "
+                f"{result.forces[peak]:.4g} at t = {result.time[peak[0]]:.4g} s; wrote "
+                f"{os.path.basename(output)}" + (f" and {os.path.basename(plot)}" if plot else ""))
+        warnings = list(result.warnings) + ([missing] if missing else [])
+        if warnings:
+            text += "; " + "; ".join(warnings)
+        return {"FINISHED"}, "WARNING" if warnings else "INFO", text
+
+
+def show_image(image) -> None:
+    """Reload ``image`` from its file and show it in every open Image Editor."""
+    image.reload()
+    window_manager = bpy.context.window_manager
+    for window in (window_manager.windows if window_manager else ()):
+        for area in window.screen.areas:
+            if area.type == "IMAGE_EDITOR":
+                area.spaces.active.image = image

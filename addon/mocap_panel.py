@@ -1,5 +1,6 @@
 """The "Motion Capture" sub-panel of the OpenSim panel: the marker trial and its import, the
-Scale and Inverse Kinematics tools with their setup files, the forces drawn as arrows. Drawing only: no scene changes."""
+Scale, Inverse Kinematics and Inverse Dynamics tools with their setup files, the forces
+drawn as arrows. Drawing only: no scene changes."""
 
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ class VIEW3D_PT_spline_joints_mocap(SidebarPanel, bpy.types.Panel):
         box = layout.box()
         box.prop(settings, "ik_setup")
         box.operator("spline_joints.inverse_kinematics", icon="CON_KINEMATIC")
+        box = layout.box()
+        box.prop(settings, "id_setup")
+        box.prop(settings, "id_use_keys")
+        box.operator("spline_joints.inverse_dynamics", icon="FORCE_TORQUE")
         box = layout.box()
         box.prop(settings, "loads_file")
         box.prop(settings, "metres_per_newton")

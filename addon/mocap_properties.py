@@ -41,6 +41,13 @@ class SPLINE_JOINTS_PG_mocap(PropertyGroup):
     metres_per_newton: FloatProperty(
         name="Arrow Length (m/N)", default=1e-3, min=0.0, soft_max=0.01, precision=5,
         description="Length of a force arrow per newton of force (1 mm/N: body weight ~0.7 m)")
+    id_setup: StringProperty(name="ID Setup", subtype="FILE_PATH",
+                             description="OpenSim Inverse Dynamics setup (.xml): external loads, "
+                                         "time range, low-pass filter and the .sto to write")
+    id_use_keys: BoolProperty(
+        name="Coordinates from the Armature's Keys", default=True,
+        description="Use the active armature's keyed coordinates (from Inverse Kinematics); "
+                    "off: the setup's coordinates file, as OpenSim does")
     scale_setup: StringProperty(name="Scale Setup", subtype="FILE_PATH",
                                 description="OpenSim Scale tool setup (.xml): the generic model, "
                                             "marker set, static trial and the files to write")

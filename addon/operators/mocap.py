@@ -1,8 +1,8 @@
 """Motion-capture operators, thin wrappers around the jobs of :mod:`..mocap` (run headless, or
 in a worker thread with a progress bar where Esc cancels): a marker trial (.trc, .c3d)
 imported as animated empties, OpenSim's Scale tool (the scaled model imported), Inverse
-Kinematics (the active OpenSim armature's coordinates keyed) and ground reaction forces drawn
-as arrows."""
+Kinematics (the active OpenSim armature's coordinates keyed), Inverse Dynamics (its joint
+moments keyed and plotted) and ground reaction forces drawn as arrows."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
-from ..documents import is_osim_armature
-from ..mocap import ForceArrowsJob, IKJob, MarkerImportJob, ScaleJob
+from ..mocap import ForceArrowsJob, IDJob, IKJob, MarkerImportJob, ScaleJob
 from ..mocap_properties import TRIAL_TIMING, UP_AXIS
-from ._common import ThreadedBake
+from ._common import OsimArmatureOperator, ThreadedBake
 
 
 class SPLINE_JOINTS_OT_import_markers(ThreadedBake, bpy.types.Operator, ImportHelper):
@@ -54,7 +53,7 @@ class SPLINE_JOINTS_OT_scale_model(ThreadedBake, bpy.types.Operator):
         return ScaleJob(context.scene.spline_joints_mocap.scale_setup)
 
 
-class SPLINE_JOINTS_OT_inverse_kinematics(ThreadedBake, bpy.types.Operator):
+class SPLINE_JOINTS_OT_inverse_kinematics(OsimArmatureOperator, ThreadedBake, bpy.types.Operator):
     """Solve OpenSim's Inverse Kinematics of the marker trial on the active OpenSim armature
     (its markers where the spheres are) and key its coordinates in a new action, with the
     marker errors of every frame"""
@@ -63,17 +62,24 @@ class SPLINE_JOINTS_OT_inverse_kinematics(ThreadedBake, bpy.types.Operator):
     bl_label = "Inverse Kinematics"
     bl_options = {"REGISTER", "UNDO"}
 
-    @classmethod
-    def poll(cls, context):
-        if is_osim_armature(context.object):
-            return True
-        cls.poll_message_set("Make an imported OpenSim armature the active object")
-        return False
-
     def make_job(self, context):
         settings = context.scene.spline_joints_mocap
         return IKJob(context.scene, context.object, settings.ik_setup, settings.marker_file,
                      settings.use_trial_timing, settings.zero_frame)
+
+
+class SPLINE_JOINTS_OT_inverse_dynamics(OsimArmatureOperator, ThreadedBake, bpy.types.Operator):
+    """Solve OpenSim's Inverse Dynamics of the active OpenSim armature's keyed motion with the
+    setup's external loads: the generalized forces keyed as properties of the armature, the
+    setup's .sto written with a PNG plot beside it"""
+
+    bl_idname = "spline_joints.inverse_dynamics"
+    bl_label = "Inverse Dynamics"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def make_job(self, context):
+        s = context.scene.spline_joints_mocap
+        return IDJob(context.scene, context.object, s.id_setup, s.id_use_keys, s.zero_frame)
 
 
 class SPLINE_JOINTS_OT_draw_forces(ThreadedBake, bpy.types.Operator):
@@ -103,4 +109,5 @@ def unregister_menus():
 
 
 classes = (SPLINE_JOINTS_OT_import_markers, SPLINE_JOINTS_OT_scale_model,
-           SPLINE_JOINTS_OT_inverse_kinematics, SPLINE_JOINTS_OT_draw_forces)
+           SPLINE_JOINTS_OT_inverse_kinematics, SPLINE_JOINTS_OT_inverse_dynamics,
+           SPLINE_JOINTS_OT_draw_forces)

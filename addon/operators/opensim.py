@@ -22,7 +22,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 from .. import bridge, handlers
 from ..documents import is_osim_armature, osim_rig, remove_osim_fit, store_osim_fit
 from ..osim_scene import key_coordinates, scene_model, write_osim_import
-from ._common import reporting
+from ._common import OsimArmatureOperator, reporting
 
 class SPLINE_JOINTS_OT_import_osim(bpy.types.Operator, ImportHelper):
     """Import an OpenSim model (.osim): one bone per body with its meshes, and one keyframable
@@ -102,19 +102,7 @@ class SPLINE_JOINTS_OT_import_osim_motion(bpy.types.Operator, ImportHelper):
         return {"FINISHED"}
 
 
-class _OsimArmatureOperator:
-    """Mixin: the active object must be an imported OpenSim armature (else the poll says so)."""
-
-    @classmethod
-    def poll(cls, context):
-        if is_osim_armature(context.object):
-            return True
-        cls.poll_message_set("Make an imported OpenSim armature the active object "
-                             "(File > Import > OpenSim Model)")
-        return False
-
-
-class SPLINE_JOINTS_OT_fit_osim_joint(_OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_fit_osim_joint(OsimArmatureOperator, bpy.types.Operator):
     """Fit a spline joint to one of the model's joints (1 or 2 coordinates; the joint's other
     coordinates at the model's defaults) and use it in place of the exact joint"""
 
@@ -143,7 +131,7 @@ class SPLINE_JOINTS_OT_fit_osim_joint(_OsimArmatureOperator, bpy.types.Operator)
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_remove_osim_fit(_OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_remove_osim_fit(OsimArmatureOperator, bpy.types.Operator):
     """Remove a fitted spline joint: the model's exact OpenSim joint poses the bones again"""
 
     bl_idname = "spline_joints.remove_osim_fit"
@@ -174,7 +162,7 @@ def conversion_text(c) -> str:
             f"{math.degrees(c.max_angle_error):.2g} deg over {c.points} poses")
 
 
-class SPLINE_JOINTS_OT_export_osim(_OsimArmatureOperator, bpy.types.Operator, ExportHelper):
+class SPLINE_JOINTS_OT_export_osim(OsimArmatureOperator, bpy.types.Operator, ExportHelper):
     """Write the active imported armature's OpenSim model (.osim), with the fitted spline joints
     that are switched on as CustomJoints of sampled functions"""
 
@@ -211,7 +199,7 @@ class SPLINE_JOINTS_OT_export_osim(_OsimArmatureOperator, bpy.types.Operator, Ex
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_export_osim_motion(_OsimArmatureOperator, bpy.types.Operator, ExportHelper):
+class SPLINE_JOINTS_OT_export_osim_motion(OsimArmatureOperator, bpy.types.Operator, ExportHelper):
     """Write the active imported armature's coordinates on every frame of the scene's range as
     an OpenSim motion (.mot; angles in degrees)"""
 

@@ -31,6 +31,21 @@ def pipeline_folder(tmp):
     return folder
 
 
+def scaled_subject(tmp):
+    """An empty scene with the example's subject scaled and imported by the Scale operator:
+    (pipeline folder, scene, the Motion Capture settings, the armature, the Scale report)."""
+    import bpy
+
+    folder = pipeline_folder(tmp)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    settings = scene.spline_joints_mocap
+    settings.scale_setup = str(folder / "subject01_Setup_Scale.xml")
+    result, report = printed_reports(lambda: bpy.ops.spline_joints.scale_model())
+    assert result == {"FINISHED"}
+    return folder, scene, settings, bpy.context.object, report
+
+
 def _counts():
     import bpy
 
@@ -46,14 +61,7 @@ def scenario_scale_and_ik(tmp, rows):
     osim = addon_module("core.io.osim")
     markers_io = addon_module("core.io.markers")
     ik = addon_module("core.mocap.ik")
-    folder = pipeline_folder(tmp)
-    bpy.ops.wm.read_homefile(use_empty=True)
-    scene = bpy.context.scene
-    settings = scene.spline_joints_mocap
-    settings.scale_setup = str(folder / "subject01_Setup_Scale.xml")
-    result, scale_report = printed_reports(lambda: bpy.ops.spline_joints.scale_model())
-    assert result == {"FINISHED"}
-    arm = bpy.context.object
+    folder, scene, settings, arm, scale_report = scaled_subject(tmp)
     assert arm.name == "subject01" and (folder / "subject01_simbody.osim").is_file()
     spheres = {o["spline_joints_model_marker"]: o for o in arm.children
                if "spline_joints_model_marker" in o}
@@ -169,3 +177,74 @@ def test_refusals_leave_the_scene_and_undo(blender):
     # a marker of the setup missing from the trial is skipped with a warning, as OpenSim does
     assert "R.ASIS" in out["renamed_report"]
     assert out["keyed"] and out["undone"]
+
+
+def scenario_inverse_dynamics(tmp, frames):
+    import bpy
+
+    from scenes import addon_module
+
+    loads_io = addon_module("core.io.external_loads")
+    id_mod = addon_module("core.mocap.inverse_dynamics")
+    mocap = addon_module("addon.mocap")
+    osim = addon_module("core.io.osim")
+    folder, scene, settings, arm, _ = scaled_subject(tmp)
+    settings.marker_file = str(folder / "subject01_walk1.trc")
+    assert bpy.ops.spline_joints.import_markers(filepath=settings.marker_file) == {"FINISHED"}
+    bpy.context.view_layer.objects.active = arm
+    settings.ik_setup = str(folder / "subject01_Setup_IK.xml")
+    assert bpy.ops.spline_joints.inverse_kinematics() == {"FINISHED"}
+
+    # Loads on a body the model lacks: refused, nothing keyed or written.
+    text = (folder / "subject01_walk1_grf.xml").read_text()
+    (folder / "bad_grf.xml").write_text(text.replace("<applied_to_body> calcn_r", "<applied_to_body> calcn_x"))
+    setup = (folder / "subject01_Setup_InverseDynamics.xml").read_text()
+    (folder / "bad_id.xml").write_text(setup.replace("subject01_walk1_grf.xml", "bad_grf.xml"))
+    settings.id_setup = str(folder / "bad_id.xml")
+    keys_before = set(arm.keys())
+    try:
+        bpy.ops.spline_joints.inverse_dynamics()
+        refused = "FINISHED"
+    except RuntimeError as exc:
+        refused = str(exc)
+    unchanged = set(arm.keys()) == keys_before and not (folder / "ResultsInverseDynamics").exists()
+
+    settings.id_setup = str(folder / "subject01_Setup_InverseDynamics.xml")
+    bpy.ops.ed.undo_push(message="before ID")
+    result, printed = printed_reports(lambda: bpy.ops.spline_joints.inverse_dynamics("EXEC_DEFAULT", True))
+    assert result == {"FINISHED"}
+    arm = bpy.data.objects["subject01"]
+    # the same solve in the core, on the motion the keys hold
+    model = osim.read_osim(folder / "subject01_simbody.osim")
+    motion = mocap.armature_motion(arm, model.coordinate_names, 1.0, 60.0)
+    s = id_mod.read_inverse_dynamics_setup(settings.id_setup)
+    core = id_mod.inverse_dynamics(model, motion, loads_io.read_external_loads(s.external_loads_file),
+                                   time_range=s.time_range, lowpass_cutoff=s.lowpass_cutoff,
+                                   forces_to_exclude=s.forces_to_exclude)
+    worst = 0.0
+    for row in frames:
+        scene.frame_set(int(round(1 + 60.0 * core.time[row])))
+        for name, value in zip(core.names, core.forces[row]):
+            worst = max(worst, abs(arm[name] - value) / max(1.0, abs(value)))
+    sto = folder / "ResultsInverseDynamics" / "InverseDynamicsOutput.sto"
+    png = sto.with_suffix(".png")
+    images = [i.name for i in bpy.data.images]
+    bpy.ops.ed.undo()
+    undone = "knee_angle_r_moment" not in bpy.data.objects["subject01"].keys()
+    return {"refused": refused, "unchanged": unchanged, "report": printed, "worst": worst,
+            "sto": sto.is_file(), "png": png.read_bytes()[:8].hex() if png.is_file() else "",
+            "images": images, "undone": undone, "rows": len(core.time)}
+
+
+@pytest.mark.slow
+def test_inverse_dynamics_keys_moments_and_plots(blender):
+    out = blender(scenario_inverse_dynamics, frames=[0, 30, 70])
+    assert "Inverse Dynamics failed, nothing keyed or written" in out["refused"]
+    assert "calcn_x" in out["refused"] and out["unchanged"]
+    assert f"Inverse Dynamics of {out['rows']} frames" in out["report"]
+    assert "wrote InverseDynamicsOutput.sto and InverseDynamicsOutput.png" in out["report"]
+    # keyed float32 values: one rounding, relative to the value (or 1 N m)
+    assert out["worst"] <= 2 * float(np.finfo(np.float32).eps), out["worst"]
+    assert out["sto"] and out["png"] == "89504e470d0a1a0a"
+    assert "InverseDynamicsOutput.png" in out["images"]
+    assert out["undone"]
