@@ -28,6 +28,9 @@ Stills (8-bit PNG, each well under 300 kB):
   baked contact demos (the ragdoll down the steps, the chain into the bowl), 8 frames each.
 * ``gait2392_walk.png``: the two gait2392 models of gait2392_walk.blend (exact OpenSim knees,
   fitted spline knees) at mid-stride (:data:`GAIT_FRAME`), through the demo's own camera.
+* ``gait2392_mocap.png`` (``mocap``): the scaled gait2392 subject of gait2392_mocap.blend
+  solved through the walking trial's markers (blue; its own markers pink), with the ground
+  reaction force arrows, at :data:`MOCAP_FRAME`, through the demo's own camera.
 
 Animations (``animations``): ``<demo>.gif`` for every file of demo_blends/, through the file's
 own camera at :data:`ANIMATION_SIZE`, about :data:`ANIMATION_FPS` frames per second over the
@@ -180,6 +183,17 @@ def gait(bpy, out: Path, baked=None) -> Path:
     return target
 
 
+#: the motion-capture demo's frame shown: double support, both feet on the force plates
+MOCAP_FRAME = 80
+
+
+def mocap(bpy, out: Path, baked=None) -> Path:
+    scene = open_demo(bpy, "gait2392_mocap", baked)
+    target = out / "gait2392_mocap.png"
+    kit.save_png(kit.render_frame(scene, MOCAP_FRAME, (720, 450)), target)
+    return target
+
+
 def animation(bpy, name: str, out: Path, baked=None) -> Path:
     """``<name>.gif``: the demo through its own camera, every frame time-labelled, with trails."""
     scene = open_demo(bpy, name, baked)
@@ -202,7 +216,7 @@ def animations(bpy, out: Path, baked=None, names=None) -> list[Path]:
 
 
 MAKERS = {"knee": knee, "reach_cone": reach_cone, "beads": beads, "character": character, "scapula": scapula,
-          "gait": gait, "linkages": linkages, "contacts": contacts, "animations": animations}
+          "gait": gait, "mocap": mocap, "linkages": linkages, "contacts": contacts, "animations": animations}
 
 
 def main(argv: list[str]) -> int:
