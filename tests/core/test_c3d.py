@@ -88,3 +88,22 @@ def test_damaged_header_is_refused(tmp_path, positions):
     junk.write_bytes(b"not a c3d file at all")
     with pytest.raises(InvalidInputError, match=r"junk\.c3d"):
         read_c3d(junk)
+
+
+def test_damaged_bytes_give_a_trial_or_a_clear_refusal(tmp_path, positions):
+    """Bytes of a valid file overwritten at random (header, parameters, data): the reader
+    returns a trial or raises InvalidInputError naming the file, never anything else."""
+    data = bytearray(write_trial(tmp_path / "walk.c3d", positions).read_bytes())
+    rng = np.random.default_rng(11)
+    path = tmp_path / "damaged.c3d"
+    for _ in range(60):
+        damaged = bytearray(data)
+        where = rng.integers(0, len(data), size=rng.integers(1, 8))
+        damaged[where] = rng.integers(0, 256, size=len(where), dtype=np.uint8)
+        path.write_bytes(bytes(damaged))
+        try:
+            trial = read_c3d(path)
+        except InvalidInputError as exc:
+            assert "damaged.c3d" in str(exc)
+        else:
+            assert trial.positions.shape[1:] == (len(trial.names), 3)
