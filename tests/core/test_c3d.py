@@ -98,8 +98,8 @@ def test_damaged_bytes_give_a_trial_or_a_clear_refusal(tmp_path, positions):
     path = tmp_path / "damaged.c3d"
     for _ in range(60):
         damaged = bytearray(data)
-        where = rng.integers(0, len(data), size=rng.integers(1, 8))
-        damaged[where] = rng.integers(0, 256, size=len(where), dtype=np.uint8)
+        for where in rng.integers(0, len(data), size=rng.integers(1, 8)):
+            damaged[int(where)] = int(rng.integers(0, 256))
         path.write_bytes(bytes(damaged))
         try:
             trial = read_c3d(path)
