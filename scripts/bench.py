@@ -48,6 +48,8 @@ SECTIONS = {
     "playback": "playback:bench_playback",
     "contacts": "contacts:bench_contacts",
     "contact_demos": "contact_demos:bench_contact_demos",
+    "mocap": "mocap:bench_mocap",
+    "muscles": "muscles:bench_muscles",
 }
 
 #: environment of a section's process where it differs from the caller's: the dynamics,

@@ -12,7 +12,7 @@ from .scale import (ScaleResult, ScaleSetup, read_scale_setup, scale_factors, sc
 
 __all__ = ["IKMarkerTask", "IKCoordinateTask", "IKTaskSet", "IKSetup", "IKResult",
            "MarkerPlacement", "parse_task_set", "read_ik_setup", "run_ik", "solve_ik",
-           "write_ik_result", "place_markers", "ScaleResult", "ScaleSetup", "read_scale_setup",
-           "scale_factors", "scale_model", "scale_tool", "write_scale_set",
-           "InverseDynamicsResult", "InverseDynamicsSetup", "inverse_dynamics",
-           "read_inverse_dynamics_setup", "run_inverse_dynamics"]
+           "write_ik_result", "place_markers", "InverseDynamicsResult", "InverseDynamicsSetup",
+           "inverse_dynamics", "read_inverse_dynamics_setup", "run_inverse_dynamics",
+           "ScaleResult", "ScaleSetup", "read_scale_setup", "scale_factors", "scale_model",
+           "scale_tool", "write_scale_set"]

@@ -60,7 +60,7 @@ from ..io.files import check_writable_path, read_input
 from ..io.fields import parse_float
 from ..io.motion import read_motion, write_motion
 from ..io.osim import opensim_document, read_osim
-from ..kinematics import update_kinematics
+from ..lie import se3
 
 __all__ = ["InverseDynamicsSetup", "InverseDynamicsResult", "read_inverse_dynamics_setup",
            "parse_inverse_dynamics_setup", "inverse_dynamics", "run_inverse_dynamics",
@@ -289,30 +289,30 @@ def _load_functions(loads):
     return lambda x: np.repeat(y[:1], len(np.atleast_1d(x)), axis=0)
 
 
-def load_wrenches(osim_model, core_model, data, loads, values):
-    """The external wrenches ``fext (nb, 6)`` of ``loads`` on ``core_model``'s bodies
-    (:meth:`~core.io.osim.OsimModel.to_core_model` of ``osim_model``) for one frame:
-    ``values (C,)`` the loads' data columns at its time; ``data.oMi`` must hold the frame's
-    body poses (:func:`core.kinematics.update_kinematics`)."""
-    fext = np.zeros((core_model.nbodies, 6))
+def load_wrenches(osim_model, core_model, loads, qs, values):
+    """The external wrenches ``fext (N, nb, 6)`` of ``loads`` on the bodies of
+    ``core_model`` (:meth:`~core.io.osim.OsimModel.to_core_model` of ``osim_model``, whose
+    body frames are the joints' child frames) at N frames: ``qs (N, nq)`` the coordinates of
+    ``osim_model`` and ``values (N, C)`` the loads' data columns at the frames' times."""
+    frames = {n for f in loads.forces for n in (f.body, f.force_frame, f.point_frame)}
+    poses = osim_model.body_poses_along(qs, frames - {GROUND})
+    poses[GROUND] = np.broadcast_to(np.eye(4), (len(qs), 4, 4))
+    fext = np.zeros((len(qs), core_model.nbodies, 6))
+    zero = np.zeros((len(qs), 3))
 
-    def frame(name):                    # the pose of an OpenSim body frame in ground
-        if name == GROUND:
-            return np.eye(4)
-        return data.oMi[core_model.body_index(name)] @ osim_model.core_to_body(name)
+    def turned(R, columns):
+        return zero if not columns else (R @ values[:, list(columns), None])[..., 0]
 
-    zero = np.zeros(3)
     for f in loads.forces:
-        i = core_model.body_index(f.body)
-        R = frame(f.force_frame)[:3, :3]
-        force = R @ values[list(f.force_columns)] if f.force_columns else zero
-        torque = R @ values[list(f.torque_columns)] if f.torque_columns else zero
+        R = poses[f.force_frame][:, :3, :3]
+        force, torque = turned(R, f.force_columns), turned(R, f.torque_columns)
         if f.point_columns:
-            P = frame(f.point_frame)
-            point = P[:3, :3] @ values[list(f.point_columns)] + P[:3, 3]
+            P = poses[f.point_frame]
+            point = turned(P[:, :3, :3], f.point_columns) + P[:, :3, 3]
         else:
-            point = frame(f.body)[:3, 3]
-        fext[i] += body_wrench(data.oMi[i], point, force, torque)
+            point = poses[f.body][:, :3, 3]
+        M = poses[f.body] @ se3.inv(osim_model.core_to_body(f.body))
+        fext[:, core_model.body_index(f.body)] += body_wrench(M, point, force, torque)
     return fext
 
 
@@ -442,10 +442,11 @@ def inverse_dynamics(model, motion, loads=None, *, time_range=(-math.inf, math.i
     index = {n: i for i, n in enumerate(order)}
     cols = [index[n] for n in present]
     n_frames = len(times)
-    Q = np.tile(model.q_from({}), (n_frames, 1))
+    Q = np.tile(model.default_q()[[model.coordinate_names.index(n) for n in order]],
+                (n_frames, 1))
     V, A = np.zeros_like(Q), np.zeros_like(Q)
     Q[:, cols], V[:, cols], A[:, cols] = spline(times), spline(times, 1), spline(times, 2)
-    load_values = None
+    fext = [None] * n_frames
     if loads is not None:
         loads, notes = check_external_loads(loads, model)
         warnings += list(loads.notes) + notes
@@ -455,17 +456,15 @@ def inverse_dynamics(model, motion, loads=None, *, time_range=(-math.inf, math.i
                 f"the external loads in {loads.datafile or loads.source} cover "
                 f"{lt[0]:g}..{lt[-1]:g} s but inverse dynamics runs over "
                 f"{times[0]:g}..{times[-1]:g} s: choose a time range the forces cover")
-        load_values = _load_functions(loads)(times)
+        in_model_order = Q[:, [index[n] for n in model.coordinate_names]]
+        fext = load_wrenches(model, core, loads, in_model_order,
+                             _load_functions(loads)(times))
     data = core.create_data()
     out = np.empty((n_frames, len(order)))
     for k in range(n_frames):
         if progress is not None and not progress(k / n_frames):
             return _cancelled(model, warnings, used)
-        fext = None
-        if load_values is not None:
-            update_kinematics(core, data, Q[k])
-            fext = load_wrenches(model, core, data, loads, load_values[k])
-        out[k] = rnea(core, data, Q[k], V[k], A[k], fext)
+        out[k] = rnea(core, data, Q[k], V[k], A[k], fext[k])
     if progress is not None and not progress(1.0):
         return _cancelled(model, warnings, used)
     coordinates, names = _columns(model)

@@ -72,6 +72,38 @@ def test_generalized_forces_match_opensims_inverse_dynamics_tool(pipeline, tmp_p
     assert written.name == "Inverse Dynamics Generalized Forces" and not written.in_degrees
 
 
+def test_locked_coordinates_report_the_force_the_motion_needs_as_opensim_does(pipeline):
+    """OpenSim's solver ignores constraints: a locked coordinate moves as the motion file
+    says and its generalized force is reported. Two coordinates of the scaled model locked,
+    one that the IK motion moves (knee_angle_l)."""
+    import xml.etree.ElementTree as ET
+
+    import opensim
+
+    tree = ET.parse(pipeline / "subject01_simbody.osim")
+    for c in tree.iter("Coordinate"):
+        if c.get("name") in ("knee_angle_l", "mtp_angle_r"):
+            c.find("locked").text = "true"
+    tree.write(pipeline / "locked.osim")
+    text = (pipeline / "subject01_Setup_InverseDynamics.xml").read_text()
+    text = text.replace("subject01_simbody.osim", "locked.osim").replace(
+        "InverseDynamicsOutput.sto", "locked.sto")
+    (pipeline / "locked_setup.xml").write_text(text)
+    cwd = os.getcwd()
+    os.chdir(pipeline)
+    try:
+        assert opensim.InverseDynamicsTool("locked_setup.xml").run()
+    finally:
+        os.chdir(cwd)
+    setup = read_inverse_dynamics_setup(pipeline / "locked_setup.xml")
+    assert read_osim(setup.model_file).coordinates["knee_angle_l"].locked
+    result = run_inverse_dynamics(setup, output=pipeline / "ours_locked.sto")
+    reference = read_motion(Path(setup.output))
+    assert result.names == reference.names
+    assert np.abs(result.forces - reference.values).max() <= AGREEMENT
+    assert np.abs(result.column("knee_angle_l")).max() > 1.0       # not held still
+
+
 def test_gcvspline_with_zero_error_variance_is_the_natural_interpolating_spline():
     osim = pytest.importorskip("opensim")
     rng = np.random.default_rng(3)
@@ -157,6 +189,17 @@ def test_lowpass_is_the_forward_backward_recursion_started_from_the_samples():
     assert np.allclose(constant, 2.5, rtol=0, atol=1e-12)
     with pytest.raises(InvalidInputError, match="too few"):
         lowpass_iir(x[:3], dt, fc)
+
+
+def test_a_cutoff_above_half_the_sampling_rate_is_lowered_with_a_warning():
+    time = np.arange(30) / 60.0                         # uniform: filtered as it is
+    values = np.sin(4 * time)[:, None]
+    t, filtered, dt, used, warnings = filter_coordinates(time, values, 40.0)
+    assert used == pytest.approx(0.49 * 60) and dt == pytest.approx(1 / 60)
+    assert len(warnings) == 1 and "40 Hz is not below half the sampling rate 30 Hz" in warnings[0]
+    assert len(t) == 30 + 2 * 15 and np.array_equal(t[15:45], time)
+    with pytest.raises(InvalidInputError, match="times must increase"):
+        filter_coordinates(np.r_[time[:5], time[4:]], np.zeros((31, 1)), 6.0)
 
 
 def test_natural_quintic_reproduces_quadratics_and_has_natural_ends():

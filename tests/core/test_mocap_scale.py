@@ -17,9 +17,9 @@ from core.io.motion import read_motion
 from core.io.osim import read_osim
 from core.io.osim_export import write_osim
 from core.lie import se3
-from core.mocap.scale import (ManualScale, Measurement, read_scale_setup, scale_factors, scale_model,
-                              scale_set_document, scale_tool, take_measurement,
-                              write_scale_set)
+from core.mocap.scale import (ManualScale, Measurement, parse_scale_setup, read_scale_setup,
+                              scale_factors, scale_model, scale_set_document, scale_tool,
+                              take_measurement, write_scale_set)
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "osim")
 PIPELINE = os.path.join(DATA, "gait2392_pipeline")
@@ -127,6 +127,12 @@ def test_setup_problems_name_the_field(folder):
         path = _edited_setup(folder, "bad.xml", lambda t: (_without_placer(t), edit(t)))
         with pytest.raises(InvalidInputError, match=words):
             read_scale_setup(path)
+    for text, words in (("<OpenSimDocument><ScaleTool name='s'>", "not a complete XML"),
+                        ("<OpenSimDocument><IKTool/></OpenSimDocument>", "no <ScaleTool>"),
+                        ("<OpenSimDocument><ScaleTool/></OpenSimDocument>",
+                         "name the generic model")):
+        with pytest.raises(InvalidInputError, match=words):
+            parse_scale_setup(text)
 
 
 def test_a_set_kept_in_its_own_file_is_read_from_it(folder, generic):

@@ -72,10 +72,10 @@ def test_gait2392_structure(gait):
     femur = gait.bodies["femur_r"]
     assert femur.mass == 9.3013999999999992
     assert [g.mesh_file for g in femur.geometry] == ["femur_r.vtp"]
-    # muscles and markers are listed, not dropped
-    assert any(s.startswith("Thelen2003Muscle ") for s in gait.skipped)
-    assert len([s for s in gait.skipped if s.startswith("Thelen2003Muscle ")]) == \
-        len(re.findall(r"<Thelen2003Muscle name=", text("gait2392_thelen2003muscle.osim")))
+    # muscles are read, none skipped
+    assert not any(s.startswith("Thelen2003Muscle ") for s in gait.skipped)
+    assert list(gait.muscles) == \
+        re.findall(r'<Thelen2003Muscle name="([^"]+)"', text("gait2392_thelen2003muscle.osim"))
 
 
 def m_counts(m):
@@ -107,6 +107,22 @@ def test_knee_pose_equals_the_reference_oracle(gait):
     angles = np.linspace(-2.5, 0.5, 61)       # inside and beyond the range
     got = np.array([gait.pose_in_parent("knee_r", {"knee_angle_r": a}) for a in angles])
     assert np.abs(got - ref.poses(angles)).max() <= POSE_TOL
+
+
+@pytest.mark.parametrize("name", ["gait2392_thelen2003muscle.osim", "arm26.osim",
+                                  "ThoracoscapularShoulderModel.osim"])
+def test_body_poses_along_frames_are_the_poses_of_each_frame(name):
+    m = read_osim(path(name))
+    qs = m.default_q() + np.random.default_rng(4).uniform(-0.3, 0.3, (5, m.nq))
+    along = m.body_poses_along(qs)
+    assert set(along) == set(m.bodies)
+    for k, q in enumerate(qs):
+        single = m.body_poses(q)
+        assert max(np.abs(along[b][k] - single[b]).max() for b in single) <= 1e-15
+    leaf = m.joints[-1].child
+    assert set(m.body_poses_along(qs, [leaf])) == {leaf}
+    with pytest.raises(InvalidInputError, match=rf"qs must be finite with shape \(N, {m.nq}\)"):
+        m.body_poses_along(qs[:, 1:])
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -133,7 +133,7 @@ def test_missing_and_unreadable_meshes(tmp_path):
     assert len(arm.missing) == 36 and all(i.status == "missing" for i in arm.items)
     assert "36 mesh files not found (placeholders): ground_ribs.vtp" in arm.summary()
     assert "and 28 more" in arm.summary()
-    assert summarize_skipped(arm.rig.model.skipped).startswith("6 Thelen2003Muscle, 2 WrapCylinder")
+    assert summarize_skipped(arm.rig.model.skipped) == ""
     shutil.copy(PENDULUM, tmp_path / "p.osim")
     (tmp_path / "Geometry").mkdir()
     (tmp_path / "Geometry" / "sphere.vtp").write_text("<VTKFile")
