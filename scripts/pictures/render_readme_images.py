@@ -176,11 +176,16 @@ def scapula(bpy, out: Path, baked=None) -> Path:
 GAIT_FRAME = 90
 
 
-def gait(bpy, out: Path, baked=None) -> Path:
-    scene = open_demo(bpy, "gait2392_walk", baked)
-    target = out / "gait2392_walk.png"
-    kit.save_png(kit.render_frame(scene, GAIT_FRAME, (720, 450)), target)
+def still(bpy, name: str, frame: int, out: Path, baked=None) -> Path:
+    """``<name>.png``: frame ``frame`` of demo ``name`` through its own camera, 720 x 450."""
+    scene = open_demo(bpy, name, baked)
+    target = out / f"{name}.png"
+    kit.save_png(kit.render_frame(scene, frame, (720, 450)), target)
     return target
+
+
+def gait(bpy, out: Path, baked=None) -> Path:
+    return still(bpy, "gait2392_walk", GAIT_FRAME, out, baked)
 
 
 #: the motion-capture demo's frame shown: double support, both feet on the force plates
@@ -188,10 +193,7 @@ MOCAP_FRAME = 80
 
 
 def mocap(bpy, out: Path, baked=None) -> Path:
-    scene = open_demo(bpy, "gait2392_mocap", baked)
-    target = out / "gait2392_mocap.png"
-    kit.save_png(kit.render_frame(scene, MOCAP_FRAME, (720, 450)), target)
-    return target
+    return still(bpy, "gait2392_mocap", MOCAP_FRAME, out, baked)
 
 
 def animation(bpy, name: str, out: Path, baked=None) -> Path:
