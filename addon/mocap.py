@@ -185,6 +185,7 @@ class MarkerImportJob(ToolJob):
             if not self.progress(0.5 + 0.5 * m / len(trial.names)):
                 return None
             keys.append(marker_keys(name, frames, trial.positions[:, m]))
+        self.progress(1.0)
         return trial, timing, frames, keys
 
     def write(self, scene, result):

@@ -179,3 +179,34 @@ def test_refused_files_leave_nothing_and_undo(blender):
     assert "Nothing imported" in out["messages"]["ragged"] and "ragged.trc" in out["messages"]["ragged"]
     assert "none.trc" in out["messages"]["missing"]
     assert out["after"] == out["before"] + 42 and out["undone"] == out["before"]
+
+
+def scenario_cancelled_jobs_write_nothing(tmp, walk, loads):
+    import bpy
+
+    from scenes import addon_module
+
+    mocap = addon_module("addon.mocap")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    before = _counts(), scene.render.fps, scene.frame_end
+    out = {}
+    for name, job in (("markers", mocap.MarkerImportJob(scene, walk)),
+                      ("forces", mocap.ForceArrowsJob(scene, loads, 1e-3))):
+        job.cancel()                                   # what Esc does while the worker runs
+        job.simulate()
+        status, level, message = job.finish(scene)
+        out[name] = [sorted(status), level, message, job.fraction]
+        assert (_counts(), scene.render.fps, scene.frame_end) == before, name
+    job = mocap.MarkerImportJob(scene, walk)           # run to the end: the bar reaches the end
+    job.simulate()
+    out["fraction"] = job.fraction
+    return out
+
+
+def test_cancelled_jobs_write_nothing(blender):
+    out = blender(scenario_cancelled_jobs_write_nothing, walk=WALK,
+                  loads=str(PIPELINE / "subject01_walk1_grf.xml"))
+    assert out["markers"][:3] == [["CANCELLED"], "WARNING", "Marker import cancelled: nothing was imported"]
+    assert out["forces"][:3] == [["CANCELLED"], "WARNING", "Drawing forces cancelled: nothing was drawn"]
+    assert out["fraction"] > 0.99

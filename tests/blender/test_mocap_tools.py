@@ -157,6 +157,17 @@ def scenario_refusals_and_undo(tmp):
 
     settings.ik_setup = str(folder / "subject01_Setup_IK.xml")
     settings.marker_file = str(folder / "renamed.trc")
+    # Esc while the worker solves: the job stops at its next frame and writes nothing.
+    from scenes import addon_module
+
+    job = addon_module("addon.mocap").IKJob(bpy.context.scene, arm, settings.ik_setup,
+                                            settings.marker_file)
+    job.cancel()
+    job.simulate()
+    before = _counts()
+    cancelled = list(job.finish(bpy.context.scene))
+    assert _counts() == before and arm.animation_data is None
+    messages["cancelled"] = [sorted(cancelled[0]), *cancelled[1:]]
     bpy.ops.ed.undo_push(message="before IK")
     result, printed = printed_reports(
         lambda: bpy.ops.spline_joints.inverse_kinematics("EXEC_DEFAULT", True))
@@ -173,6 +184,7 @@ def test_refusals_leave_the_scene_and_undo(blender):
     m = out["messages"]
     assert "Scale failed, nothing imported" in m["scale"] and "output_model_file" in m["scale"]
     assert "none.trc" in m["missing trial"] and "nothing keyed" in m["missing trial"]
+    assert m["cancelled"] == [["CANCELLED"], "WARNING", "Inverse Kinematics cancelled: nothing was keyed"]
     assert "choose the Inverse Kinematics setup file" in m["no setup"]
     # a marker of the setup missing from the trial is skipped with a warning, as OpenSim does
     assert "R.ASIS" in out["renamed_report"]
