@@ -260,3 +260,40 @@ def test_inverse_dynamics_keys_moments_and_plots(blender):
     assert out["sto"] and out["png"] == "89504e470d0a1a0a"
     assert "InverseDynamicsOutput.png" in out["images"]
     assert out["undone"]
+
+
+def scenario_fitted_knees(tmp):
+    import re
+
+    import bpy
+
+    folder, scene, settings, arm, _ = scaled_subject(tmp)
+    settings.marker_file = str(folder / "subject01_walk1.trc")
+    assert bpy.ops.spline_joints.import_markers(filepath=settings.marker_file) == {"FINISHED"}
+    settings.ik_setup = str(folder / "subject01_Setup_IK.xml")
+    settings.id_setup = str(folder / "subject01_Setup_InverseDynamics.xml")
+    runs = {}
+    for knees in ("exact", "fitted"):
+        if knees == "fitted":
+            for joint in ("knee_r", "knee_l"):
+                assert bpy.ops.spline_joints.fit_osim_joint(joint=joint) == {"FINISHED"}
+        bpy.context.view_layer.objects.active = arm
+        result, ik_report = printed_reports(lambda: bpy.ops.spline_joints.inverse_kinematics())
+        assert result == {"FINISHED"}
+        result, id_report = printed_reports(lambda: bpy.ops.spline_joints.inverse_dynamics())
+        assert result == {"FINISHED"}
+        scene.frame_set(60)
+        rms = float(re.search(r"marker error RMS ([0-9.]+) mm on average", ik_report).group(1))
+        runs[knees] = {"rms_mm": rms, "knee": float(arm["knee_angle_r_moment"]), "id": id_report}
+    return runs
+
+
+@pytest.mark.slow
+def test_the_tools_run_on_fitted_spline_knees(blender):
+    """IK and ID of the walk with both knees replaced by spline joints fitted to them: the
+    marker errors stay those of the exact knees (the fits follow the knee to ~0.1 mm) and the
+    knee moment stays close; the difference itself is a result, not a tolerance."""
+    out = blender(scenario_fitted_knees)
+    assert abs(out["fitted"]["rms_mm"] - out["exact"]["rms_mm"]) < 0.2, out
+    assert "Inverse Dynamics of" in out["fitted"]["id"]
+    assert abs(out["fitted"]["knee"] - out["exact"]["knee"]) < 0.05 * max(1.0, abs(out["exact"]["knee"])), out
