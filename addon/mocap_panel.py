@@ -13,6 +13,7 @@ class VIEW3D_PT_spline_joints_mocap(SidebarPanel, bpy.types.Panel):
     bl_label = "Motion Capture"
     bl_idname = "VIEW3D_PT_spline_joints_mocap"
     bl_parent_id = "VIEW3D_PT_spline_joints_opensim"
+    guide = "guides/motion-capture.md"
 
     def draw(self, context):
         layout, settings = self.layout, context.scene.spline_joints_mocap
