@@ -13,12 +13,13 @@ import bpy
 
 from . import handlers, jit, panels, preferences, previews, properties, rig_panel, rig_properties
 from . import shape_overlay
-from . import linkage_panel, linkage_properties
+from . import linkage_panel, linkage_properties, mocap_panel, mocap_properties
 from .operators import classes as operator_classes
-from .operators import opensim
+from .operators import mocap, opensim
 
-classes = (*preferences.classes, *properties.classes, *rig_properties.classes, *operator_classes, *panels.classes,
-           *rig_panel.classes, *linkage_properties.classes, *linkage_panel.classes)
+classes = (*preferences.classes, *properties.classes, *rig_properties.classes, *operator_classes,
+           *panels.classes, *rig_panel.classes, *linkage_properties.classes,
+           *linkage_panel.classes, *mocap_properties.classes, *mocap_panel.classes)
 
 
 def register():
@@ -28,19 +29,23 @@ def register():
     properties.register_properties()
     rig_properties.register_properties()
     linkage_properties.register_properties()
+    mocap_properties.register_properties()
     handlers.register()
     handlers.register_frame_callback(previews.play_previews)
     handlers.register_frame_callback(previews.play_live_mechanisms)
     shape_overlay.register()
     opensim.register_menus()
+    mocap.register_menus()
 
 
 def unregister():
+    mocap.unregister_menus()
     opensim.unregister_menus()
     shape_overlay.unregister()
     handlers.unregister_frame_callback(previews.play_live_mechanisms)
     handlers.unregister_frame_callback(previews.play_previews)
     handlers.unregister()
+    mocap_properties.unregister_properties()
     linkage_properties.unregister_properties()
     rig_properties.unregister_properties()
     properties.unregister_properties()

@@ -107,4 +107,4 @@ def scenario_draw_panels(tmp, osim):
 def test_panels_draw_with_existing_names(blender):
     out = blender(scenario_draw_panels, osim=PENDULUM)
     assert out["problems"] == []
-    assert out["panels"] == 9 and out["calls"] > 100
+    assert out["panels"] == 10 and out["calls"] > 100
