@@ -369,13 +369,18 @@ class OsimImport:
 
     def summary(self) -> str:
         """One line on what is imported: bodies, coordinates, meshes found and missing,
-        what the file holds that is not imported, and the reader's notes."""
+        muscles, wrap surfaces and markers, what the file holds that is not imported, and the
+        reader's notes."""
         m = self.rig.model
         counts = collections.Counter(i.status for i in self.items)
         text = (f"Imported '{m.name}': {len(self.rig.bodies)} bodies as bones, {m.nq} "
                 f"coordinates, {counts['mesh']} meshes from {self.mesh_files} files")
         if counts["primitive"]:
             text += f", {counts['primitive']} primitive shapes"
+        if m.muscles:
+            text += f", {len(m.muscles)} muscles"
+        if m.wrap_objects:
+            text += f", {len(m.wrap_objects)} wrap surfaces"
         if self.markers:
             text += f", {len(self.markers)} markers"
         if self.missing:

@@ -68,7 +68,7 @@ numbers a biomechanist reports? This page answers with two comparisons, both wri
 
 - **Joint moments** of OpenSim's gait2392 walking example (subject01): the core's Scale tool
   makes the subject's model, both knees are fitted, and inverse kinematics and inverse dynamics
-  ([motion capture](mocap.md)) run once with the exact knees and once with the fitted ones.
+  ([motion capture](motion-capture.md)) run once with the exact knees and once with the fitted ones.
 - **Moment arms** of the quadriceps about the knee over its range, exact against fitted
   ([muscles](muscles.md)).
 
