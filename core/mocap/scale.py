@@ -67,6 +67,7 @@ from ..io.motion import read_motion, write_motion
 from ..io.osim import GROUND, OsimModel, read_osim
 from ..io.osim_export import write_marker_set, write_osim
 from ..joints import opensim as osj
+from ..muscles import paths as mp
 from .ik import IKTaskSet, parse_task_set, place_markers
 
 __all__ = ["Measurement", "ManualScale", "ModelScalerSetup", "MarkerPlacerSetup",
@@ -83,6 +84,8 @@ _SIGNIFICANT = np.finfo(float).eps ** 0.875
 #: a body lighter than this (kg) has its inertia set to zero (``SimTK::Eps``)
 _EPS = np.finfo(float).eps
 _UNSET = ("", "Unassigned")
+#: muscle classes whose ``extendPostScale`` leaves the fibre and tendon lengths as they are
+_UNSCALED_MUSCLES = ("RigidTendonMuscle",)
 
 
 # ----------------------------------------------------------------------------- setup
@@ -435,7 +438,9 @@ def _is_identity(f):
 
 
 def _multiplied(f, k):
-    """``f`` multiplied by ``k`` as ``SpatialTransform::scale`` does it."""
+    """``f`` multiplied by ``k`` as ``SpatialTransform::scale`` does it (and
+    ``MovingPathPoint::extendScale``, but for a constant, which it wraps in a
+    ``MultiplierFunction``: the same values)."""
     if type(f) is osj.Constant:
         return osj.Constant(f.c * k)
     if type(f) is osj.MultiplierFunction:
@@ -548,10 +553,55 @@ def scale_model(model, factors, *, preserve_mass_distribution=False, mass=-1.0, 
     couplers = [_scaled_coupler(model, c, s) for c in model.couplers]
     markers = {n: dataclasses.replace(m, location=m.location * s[m.body])
                for n, m in model.markers.items()}
-    return dataclasses.replace(model, name=model.name if name is None else name, path="",
-                               bodies=bodies, joints=joints, couplers=couplers,
-                               markers=markers, skipped=list(model.skipped),
-                               notes=list(model.notes))
+    wrap_objects = {n: _scaled_wrap_object(w, s[w.body]) for n, w in model.wrap_objects.items()}
+    muscles = {n: dataclasses.replace(m, path=mp.GeometryPath(
+        [_scaled_point(p, s[p.body]) for p in m.path.points], list(m.path.wraps)))
+        for n, m in model.muscles.items()}
+    scaled = dataclasses.replace(model, name=model.name if name is None else name, path="",
+                                 bodies=bodies, joints=joints, couplers=couplers,
+                                 markers=markers, muscles=muscles, wrap_objects=wrap_objects,
+                                 skipped=list(model.skipped), notes=list(model.notes))
+    rescaled = [n for n, m in model.muscles.items() if m.kind not in _UNSCALED_MUSCLES]
+    if rescaled:
+        before, after = mp.path_kinematics(model), mp.path_kinematics(scaled)
+        for n in rescaled:
+            length = mp.path_length(before, None, model.muscles[n].path, f"muscle {n!r}")
+            if length > 0.0:
+                k = mp.path_length(after, None, scaled.muscles[n].path, f"muscle {n!r}") \
+                    / length
+                m = scaled.muscles[n]
+                scaled.muscles[n] = dataclasses.replace(
+                    m, optimal_fiber_length=m.optimal_fiber_length * k,
+                    tendon_slack_length=m.tendon_slack_length * k)
+    return scaled
+
+
+def _scaled_point(point, s):
+    """``PathPoint::extendScale`` (a conditional point's too) and
+    ``MovingPathPoint::extendScale``."""
+    if not isinstance(point, mp.MovingPathPoint):
+        return dataclasses.replace(point, location=point.location * s)
+    functions = tuple(None if item is None else (item[0], _multiplied(item[1], float(s[k])))
+                      for k, item in enumerate(point.functions))
+    return dataclasses.replace(point, functions=functions,
+                               frame=_scaled_translation(point.frame, s))
+
+
+def _scaled_wrap_object(w, s):
+    """``WrapObject::extendScale`` and its subclasses' (module docstring)."""
+    along = np.linalg.norm(w.pose[:3, :3] * s[:, None], axis=0)
+    pose = _scaled_translation(w.pose, s)
+    if w.kind == "WrapCylinder":
+        return dataclasses.replace(w, pose=pose, radius=w.radius * ((along[0] + along[1]) * 0.5),
+                                   length=w.length * along[2])
+    if w.kind == "WrapEllipsoid":
+        return dataclasses.replace(w, pose=pose, radii=w.radii * along)
+    mean = s.sum() / 3.0
+    if not mean > 0.0:
+        raise InvalidInputError(
+            f"wrap sphere {w.name!r} on body {w.body!r} would get a radius of {mean:g} times "
+            f"its own: the body's scale factors {s.tolist()} must have a positive mean")
+    return dataclasses.replace(w, pose=pose, radius=w.radius * mean)
 
 
 def _scaled_coupler(model, c, s):
