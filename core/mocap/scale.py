@@ -39,8 +39,28 @@ Masses and inertias follow ``Body::scaleInertialProperties``: with
 without it the masses are also multiplied by ``|s_x s_y s_z|``. A subject mass > 0 then
 multiplies every mass and inertia by (subject mass / model mass) (``Body::scaleMass``).
 
+Muscles and wrap objects, with the factors ``s`` of the body each is on: a path point's
+location (a conditional point's too; its range stays) elementwise by ``s``
+(``PathPoint::extendScale``); a moving point's function of each axis k that has a
+coordinate multiplied by ``s[k]`` (``MovingPathPoint::extendScale``: a
+``MultiplierFunction`` has its scale multiplied, any other function is wrapped in one),
+its components without a coordinate left as they are, and the translation of the frame
+it is given in by ``s``. A wrap object's translation by ``s`` (``WrapObject::extendScale``);
+its sizes along its own axes, with ``a_i`` the wrap frame's axis i in the body (a column of
+its rotation) and ``|a_i * s|`` the factor along it: a cylinder's radius by the mean of
+those of x and y and its length by that of z (``WrapCylinder``), an ellipsoid's dimension
+i by that of axis i (``WrapEllipsoid``), a sphere's radius by the mean of ``s``
+(``WrapSphere``; refused if that mean is not positive). Each muscle's optimal fibre length
+and tendon slack length are multiplied by (its path's length on the scaled model) / (its
+length on the unscaled one), both at the coordinates' default values (``Model::scale``
+stores the lengths in the default pose before scaling, ``GeometryPath::extendPreScale``, and
+each muscle's ``extendPostScale`` rescales after); a RigidTendonMuscle, which has no such
+step, keeps its two lengths. OpenSim assembles the default pose first: a model whose
+default values break one of its constraints gets other lengths there.
+
 The model holds each frame as its pose in its body (:mod:`core.io.osim`), so a chain of
-offset frames is scaled as one frame: OpenSim scales each link of the chain in its own
+offset frames is scaled as one frame, and so is a path point or wrap object given in an
+offset frame together with that frame: OpenSim scales each link of the chain in its own
 parent frame, which agrees unless a link is rotated and the factors are unequal.
 
 Where OpenSim goes on silently or with a line in its log, this module refuses, naming the
@@ -516,8 +536,9 @@ def _numerically_equal(a, b):
 
 def scale_model(model, factors, *, preserve_mass_distribution=False, mass=-1.0, name=None):
     """``model`` scaled by ``factors`` ``{body: (3,)}`` as ``Model::scale`` does (module
-    docstring); bodies not named keep their size. ``mass`` > 0: the total mass the scaled
-    model has. Returns a new :class:`~core.io.osim.OsimModel` (named ``name`` if given)."""
+    docstring), its muscles and wrap objects included; bodies not named keep their size.
+    ``mass`` > 0: the total mass the scaled model has. Returns a new
+    :class:`~core.io.osim.OsimModel` (named ``name`` if given)."""
     s = {b: np.ones(3) for b in model.bodies}
     for body, f in factors.items():
         if body not in model.bodies:

@@ -22,6 +22,8 @@ from core.mocap.scale import (ManualScale, Measurement, parse_scale_setup, read_
                               take_measurement, write_scale_set)
 from core.muscles.paths import MovingPathPoint, path_kinematics, path_length
 
+from test_muscle_paths import LENGTH_TOL, LENGTH_TOL_WRAP, _OpenSim, _random_poses
+
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "osim")
 PIPELINE = os.path.join(DATA, "gait2392_pipeline")
 GAIT = os.path.join(DATA, "gait2392_thelen2003muscle.osim")
@@ -557,6 +559,9 @@ def test_the_placed_model_equals_opensims(opensim_run, full_run):
     # OpenSim reads the placed model we wrote: its markers sit where ours do
     _compare_with_opensim(opensim, ours.model, os.path.join(full_run[0],
                                                             "subject01_simbody.osim"))
+    # the marker placer leaves the scaled muscles as they are
+    _compare_muscles_with_opensim(opensim, ours.model, os.path.join(folder,
+                                                                     "subject01_simbody.osim"))
 
 
 # ----------------------------------------------------------------------------- muscles
@@ -613,15 +618,25 @@ def test_equal_factors_make_every_muscle_and_wrap_k_times_as_long(generic):
 
 
 def test_moving_point_functions_are_multiplied_by_their_axis_factor(generic):
+    """Each function with a coordinate, and the translation of the frame it is given in."""
     model = generic[1]
+    muscle = model.muscles["vas_med_r"]
+    framed = dataclasses.replace(muscle.path.points[-1], frame=se3.exp([0.0, 0.0, 0.3, 0.01,
+                                                                         -0.02, 0.005]))
+    muscle = dataclasses.replace(muscle, path=dataclasses.replace(
+        muscle.path, points=[*muscle.path.points[:-1], framed]))
+    model = dataclasses.replace(model, muscles={**model.muscles, "vas_med_r": muscle})
     s = np.array([1.1, 0.9, 1.05])
     scaled = scale_model(model, {"tibia_r": s})
-    point, moved = model.muscles["vas_med_r"].path.points[-1], \
-        scaled.muscles["vas_med_r"].path.points[-1]
-    assert isinstance(moved, MovingPathPoint)
+    point, moved = framed, scaled.muscles["vas_med_r"].path.points[-1]
+    np.testing.assert_array_equal(moved.frame[:3, :3], point.frame[:3, :3])
+    np.testing.assert_allclose(moved.frame[:3, 3], s * point.frame[:3, 3], rtol=1e-15)
     for q in _random_poses(model, 5, 9):
-        np.testing.assert_allclose(_local_location(scaled, q, moved),
-                                   s * _local_location(model, q, point), rtol=1e-15)
+        local = [f[1].value(min(max(q[model.coordinate_names.index(f[0])],
+                                    model.coordinates[f[0]].range[0]),
+                                model.coordinates[f[0]].range[1])) for f in point.functions]
+        np.testing.assert_allclose(_local_location(scaled, q, moved), s * point.frame[:3, 3]
+                                   + point.frame[:3, :3] @ (s * local), rtol=1e-14)
     # scaled twice: one multiplier, its scale the product
     twice = scale_model(scaled, {"tibia_r": s}).muscles["vas_med_r"].path.points[-1]
     assert type(twice.functions[0][1].function) is type(point.functions[0][1])
@@ -653,18 +668,10 @@ def test_a_wrap_sphere_needs_factors_of_positive_mean():
     assert model.wrap_objects["ball"].radius == 0.02
 
 
-def _random_poses(model, n, seed):
-    rng = np.random.default_rng(seed)
-    lo = np.array([c.range[0] for c in model.coordinates.values()])
-    hi = np.array([c.range[1] for c in model.coordinates.values()])
-    return lo + rng.random((n, model.nq)) * (hi - lo)
-
-
 def _compare_muscles_with_opensim(opensim, ours, file):
     """Muscles and wrap objects of ``ours`` against OpenSim's model in ``file``: parameters,
     every path point in its body (moving points at 10 random poses), wrap objects' poses and
     sizes, and every path's length at those poses."""
-    from test_muscle_paths import LENGTH_TOL, LENGTH_TOL_WRAP, _OpenSim
     osim = _OpenSim(ours, file)
     om, state = osim.om, osim.state
     for n, m in ours.muscles.items():
