@@ -176,9 +176,10 @@ class OsimPaths:
     """The geometry of an imported model's muscles for :class:`MuscleForces` on the core model
     of :meth:`core.io.osim.OsimModel.to_core_model`: ``model`` the OsimModel, ``names`` the
     core model's coordinate names (its q, in order), ``muscles`` the muscle names. Each call
-    takes every path's length and moment arms about the free coordinates
-    (:func:`core.muscles.paths.path_length`, :func:`core.muscles.paths.moment_arms`; the
-    locked coordinates at their defaults); the lengthening speed is ``-r . v``."""
+    takes one :func:`core.muscles.paths.path_kinematics` of the pose (the locked coordinates
+    at their defaults) and every path's length, lengthening speed (OpenSim's
+    ``getLengtheningSpeed``) and moment arms about the free coordinates
+    (:mod:`core.muscles.paths`)."""
 
     def __init__(self, model, names, muscles):
         self.model = model
@@ -190,13 +191,15 @@ class OsimPaths:
         self.arms = np.zeros((len(self.paths), len(names)))
 
     def lengths_and_speeds(self, q, v):
-        qf = self.q_full.copy()
-        qf[self.free] = q
-        lengths = np.empty(len(self.paths))
+        qf, vf = self.q_full.copy(), np.zeros_like(self.q_full)
+        qf[self.free], vf[self.free] = q, v
+        kin = paths.path_kinematics(self.model, qf)
+        lengths, speeds = np.empty(len(self.paths)), np.empty(len(self.paths))
         for i, path in enumerate(self.paths):
-            lengths[i] = paths.path_length(self.model, qf, path)
-            self.arms[i] = paths.moment_arms(self.model, qf, path, self.names)
-        return lengths, -(self.arms @ v)
+            lengths[i] = paths.path_length(kin, None, path)
+            speeds[i] = paths.lengthening_speed(kin, None, vf, path)
+            self.arms[i] = paths.moment_arms(kin, None, path, self.names)
+        return lengths, speeds
 
     def generalized_forces(self, tension):
         return self.arms.T @ tension

@@ -377,3 +377,74 @@ def test_an_imported_muscle_with_a_nan_parameter_is_refused_by_name():
         osim_muscle_forces(model, names, 1e-3, 1.0)
     with pytest.raises(InvalidInputError, match="'TRIlat'.*2"):
         osim_muscle_forces(model, names, 1e-3, 1.0, {"TRIlat": 2.0}, muscles=["TRIlat"])
+
+
+# ---------------------------------------------------------------------------- rigs
+def _arm_rig(control, elbow=0.0, optimal=0.1, **kwargs):
+    """An upper arm fixed to the world and a forearm on an elbow hinge (bones along Y), a
+    biceps from the front of the upper arm to the forearm: at ``elbow = 0`` its fibre is at
+    its ``optimal`` length (m)."""
+    from core.rig import RigBody, RigJoint, RigMuscle, build_rig
+    from core.lie import so3
+    at_elbow = np.eye(4)
+    at_elbow[1, 3] = 0.3
+    pose = at_elbow.copy()
+    pose[:3, :3] = so3.exp(np.array([elbow, 0.0, 0.0]))
+    bodies = [RigBody("upper", -1, np.eye(4), RigJoint("fixed"), mass=2.0),
+              RigBody("fore", 0, at_elbow, RigJoint("hinge", axis=(1.0, 0.0, 0.0)), mass=1.0,
+                      com=(0.0, 0.15, 0.0), pose=pose)]
+    length = 0.29
+    biceps = RigMuscle("biceps", (("upper", (0.0, 0.05, 0.03)), ("fore", (0.0, 0.04, 0.03))),
+                       hill.HillParameters("biceps", 600.0, optimal, length - optimal), control)
+    return build_rig(bodies, gravity=(0.0, 0.0, 0.0), duration=0.5, muscles=[biceps], **kwargs)
+
+
+def test_an_activated_biceps_flexes_a_rig_elbow():
+    from core.rig import simulate_rig
+    active = simulate_rig(_arm_rig(1.0))
+    relaxed = simulate_rig(_arm_rig(0.0))
+    assert active.muscles == ("biceps",) and active.tension.shape == (len(active.times), 1)
+    np.testing.assert_array_equal(active.activation, 1.0)
+    assert active.tension[0, 0] > 500.0                       # near Fmax at optimal length
+    assert abs(active.q[-1, 0]) > 0.5                         # the elbow flexed
+    # DeGroote's passive fibre pulls a little at the optimal length (1.8 % of Fmax): the
+    # relaxed elbow turns the same way, much slower
+    assert 0.0 < relaxed.q[2, 0] / active.q[2, 0] < 0.1
+    assert active.energy_drift is None                         # muscles do work
+
+
+def test_a_relaxed_stretched_muscle_pulls_the_joint_back():
+    """No activation, the elbow opened so that the biceps' fibre is stretched: its passive
+    force alone turns the elbow back (towards flexion)."""
+    from core.rig import simulate_rig
+    opened, closed = sorted((simulate_rig(_arm_rig(0.0, elbow=sign * 1.0, optimal=0.03))
+                             for sign in (1, -1)), key=lambda r: r.tension[0, 0])[::-1]
+    assert opened.tension[0, 0] > 100.0 and opened.tension[0, 0] > 5.0 * closed.tension[0, 0]
+    rig = _arm_rig(0.0, elbow=opened.q[0, 0], optimal=0.03)
+    lengths = [rig.muscles.geometry.lengths_and_speeds(q, np.zeros(1))[0][0]
+               for q in opened.q[:3]]
+    assert abs(opened.q[1, 0] - opened.q[0, 0]) > 0.01 and lengths[2] < lengths[1] < lengths[0]
+
+
+def test_rig_muscles_with_excitation_activate_with_their_time_constants():
+    from core.rig import simulate_rig
+    result = simulate_rig(_arm_rig(([0.0, 0.1], [0.0, 1.0]), muscle_control="excitation"))
+    assert result.activation[0, 0] == 0.0
+    assert 0.5 < result.activation[-1, 0] <= 1.0
+    assert np.all(np.diff(result.activation[:, 0]) >= 0.0)
+
+
+def test_bad_rig_muscles_are_refused_by_name_before_anything_is_simulated():
+    from core.rig import RigMuscle, build_rig
+    from core.rig import RigBody, RigJoint
+    with pytest.raises(InvalidInputError, match="'biceps'.*1.5"):
+        _arm_rig(1.5)
+    with pytest.raises(InvalidInputError, match="'biceps'.*-0.2"):
+        _arm_rig(([0.0, 1.0], [0.5, -0.2]), muscle_control="excitation")
+    bodies = [RigBody("upper", -1, np.eye(4), RigJoint("hinge"), mass=1.0)]
+    p = hill.HillParameters("tri", 100.0, 0.1, 0.2)
+    with pytest.raises(InvalidInputError, match="'tri'.*'radius'"):
+        build_rig(bodies, muscles=[RigMuscle("tri", (("upper", (0, 0, 0)),
+                                                     ("radius", (0, 0, 0))), p)])
+    with pytest.raises(InvalidInputError, match="'tri'.*one"):
+        build_rig(bodies, muscles=[RigMuscle("tri", (("upper", (0, 0, 0)),), p)])
