@@ -92,7 +92,8 @@ from .model import Model, default_inertia
 from .muscles.actuation import CONTROL_KINDS, MuscleForces, PointPaths, activation_table
 from .muscles.hill import HillParameters, MuscleArrays
 
-__all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "RigMuscle", "Rig", "RigResult", "PoseMotion", "build_rig",
+__all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "RigMuscle", "Rig", "RigResult", "PoseMotion",
+           "build_rig",
            "simulate_rig", "coordinates_from_pose", "limit_violation", "spring_from_frequency",
            "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP"]
 
@@ -800,9 +801,9 @@ REFINE_FACTOR = 4
 
 def _check_gain(mech, res):
     """Raise SimulationError when a rig that nothing drives (no kinematic motion, no
-    muscles, no moving collider) gained more mechanical energy than its method's bound: ``DRIFT_RESOLUTION **
-    order`` (:mod:`core.mechanisms.base`) of the larger of its start's kinetic energy and the
-    work of lifting it by 1 m. Springs, dampers, limits and contacts with still colliders
+    muscles, no moving collider) gained more mechanical energy than its method's bound:
+    ``DRIFT_RESOLUTION ** order`` (:mod:`core.mechanisms.base`) of the larger of its start's
+    kinetic energy and the work of lifting it by 1 m. Springs, dampers, limits and contacts with still colliders
     only keep or take energy, so such a gain is a diverging run (a ragdoll shot into the
     air), which :func:`simulate_rig` runs again with more substeps."""
     if mech.drive is not None or mech.tau is not None \

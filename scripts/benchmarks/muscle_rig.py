@@ -18,7 +18,6 @@ its inverse, the real-time factor, on both backends.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import replace
 
 import numpy as np
@@ -28,7 +27,7 @@ from core.muscles.hill import HillParameters
 from core.rig import RigBody, RigJoint, RigMuscle, build_rig, simulate_rig
 
 from .common import table
-from .maximal import on_backend
+from .rigs import timed_bake
 
 #: muscles of the arm, simulated seconds, frames per second, steps per frame, timed runs
 MUSCLES = 40
@@ -93,16 +92,7 @@ def _row(backend_name, substeps, repeats):
                         muscle_control="excitation")
         return simulate_rig(rig)
 
-    def timed():
-        result = run()                 # compiles (or loads) the kernels, checks the run
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - t)
-        return result, float(np.median(times))
-
-    out = on_backend(backend_name, timed)
+    out = timed_bake(run, backend_name, repeats)
     if out is None:
         return None
     result, seconds = out
@@ -124,5 +114,6 @@ def bench_muscle_rig(quick=False):
             "muscle forces are computed in numpy every substep and passed to the dynamics as "
             "tau (compiled aba on numba).")
     return [table(f"A {MUSCLES}-muscle arm rig: wall time per simulated second",
-                  ["backend", "steps per frame", "muscles", "simulated bones", "frames", "s per simulated s",
+                  ["backend", "steps per frame", "muscles", "simulated bones", "frames",
+                   "s per simulated s",
                    "real-time factor", "us per substep", "largest tension (N)"], rows, note)]

@@ -203,14 +203,12 @@ def character_rig():
                      duration=(dc.FRAMES - 1) / dc.FPS)
 
 
-def _row(name, bodies, integrator, backend_name, repeats):
-    def run():
-        rig = build_rig(bodies, fps=FPS, substeps=SUBSTEPS, duration=SECONDS,
-                        integrator=integrator)
-        return simulate_rig(rig)
-
+def timed_bake(run, backend_name, repeats):
+    """``(result, median wall time (s))`` of ``run()`` (a bake) on backend ``backend_name``
+    over ``repeats`` runs after one that compiles (or loads) the kernels and gives the
+    result; None where that backend is not available."""
     def timed():
-        result = run()                       # compiles (or loads) the kernels, checks the run
+        result = run()
         times = []
         for _ in range(repeats):
             t = time.perf_counter()
@@ -218,7 +216,16 @@ def _row(name, bodies, integrator, backend_name, repeats):
             times.append(time.perf_counter() - t)
         return result, float(np.median(times))
 
-    out = on_backend(backend_name, timed)
+    return on_backend(backend_name, timed)
+
+
+def _row(name, bodies, integrator, backend_name, repeats):
+    def run():
+        rig = build_rig(bodies, fps=FPS, substeps=SUBSTEPS, duration=SECONDS,
+                        integrator=integrator)
+        return simulate_rig(rig)
+
+    out = timed_bake(run, backend_name, repeats)
     if out is None:
         return None
     result, seconds = out

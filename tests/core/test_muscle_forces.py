@@ -191,7 +191,8 @@ def test_rigid_tendon_force_equals_opensims_degroote_muscle():
                           ("set_tendon_slack_length", 0.2), ("set_pennation_angle_at_optimal", 0.3),
                           ("set_fiber_damping", 0.05),
                           ("set_passive_fiber_strain_at_one_norm_force", 0.55),
-                          ("set_active_force_width_scale", 1.3), ("set_max_contraction_velocity", 8.0),
+                          ("set_active_force_width_scale", 1.3),
+                          ("set_max_contraction_velocity", 8.0),
                           ("set_ignore_tendon_compliance", True),
                           ("set_ignore_activation_dynamics", True)):
         getattr(mus, setter)(value)
