@@ -11,12 +11,13 @@ add-on, wrappers around the engine modules beside this one (tests/core/test_addo
 
 import bpy
 
-from . import handlers, jit, panels, previews, properties, rig_panel, rig_properties, shape_overlay
+from . import handlers, jit, panels, preferences, previews, properties, rig_panel, rig_properties
+from . import shape_overlay
 from . import linkage_panel, linkage_properties
 from .operators import classes as operator_classes
 from .operators import opensim
 
-classes = (*properties.classes, *rig_properties.classes, *operator_classes, *panels.classes,
+classes = (*preferences.classes, *properties.classes, *rig_properties.classes, *operator_classes, *panels.classes,
            *rig_panel.classes, *linkage_properties.classes, *linkage_panel.classes)
 
 

@@ -40,16 +40,23 @@ class SPLINE_JOINTS_UL_samples(bpy.types.UIList):
 
 
 class SidebarPanel:
-    """Mixin of every panel: the "Spline Joints" tab of the 3D view's sidebar."""
+    """Mixin of every panel: the "Spline Joints" tab of the 3D view's sidebar, and a help button
+    in the header that opens the panel's guide (``guide``: its page under docs/)."""
 
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = CATEGORY
+    guide = "getting-started.md"
+
+    def draw_header_preset(self, context):
+        op = self.layout.operator("spline_joints.open_guide", text="", icon="HELP", emboss=False)
+        op.page = self.guide
 
 
 class VIEW3D_PT_spline_joints_capture(SidebarPanel, bpy.types.Panel):
     bl_label = "Capture"
     bl_idname = "VIEW3D_PT_spline_joints_capture"
+    guide = "guides/knee.md"
 
     def draw(self, context):
         layout = self.layout
@@ -86,6 +93,7 @@ class VIEW3D_PT_spline_joints_capture(SidebarPanel, bpy.types.Panel):
 class VIEW3D_PT_spline_joints_fit(SidebarPanel, bpy.types.Panel):
     bl_label = "Fit"
     bl_idname = "VIEW3D_PT_spline_joints_fit"
+    guide = "guides/knee.md"
 
     def draw(self, context):
         layout = self.layout
@@ -142,6 +150,7 @@ def _draw_heldout(layout, settings):
 class VIEW3D_PT_spline_joints_drive(SidebarPanel, bpy.types.Panel):
     bl_label = "Drive"
     bl_idname = "VIEW3D_PT_spline_joints_drive"
+    guide = "guides/knee.md"
 
     def draw(self, context):
         layout = self.layout
@@ -165,6 +174,7 @@ class VIEW3D_PT_spline_joints_drive(SidebarPanel, bpy.types.Panel):
 class VIEW3D_PT_spline_joints_reach_cone(SidebarPanel, bpy.types.Panel):
     bl_label = "Reach Cone"
     bl_idname = "VIEW3D_PT_spline_joints_reach_cone"
+    guide = "guides/reach-cones.md"
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
@@ -221,6 +231,7 @@ class SPLINE_JOINTS_UL_mechanisms(bpy.types.UIList):
 class VIEW3D_PT_spline_joints_mechanisms(SidebarPanel, bpy.types.Panel):
     bl_label = "Mechanisms"
     bl_idname = "VIEW3D_PT_spline_joints_mechanisms"
+    guide = "guides/mechanisms.md"
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
@@ -247,6 +258,7 @@ class VIEW3D_PT_spline_joints_mechanisms(SidebarPanel, bpy.types.Panel):
 class VIEW3D_PT_spline_joints_opensim(SidebarPanel, bpy.types.Panel):
     bl_label = "OpenSim"
     bl_idname = "VIEW3D_PT_spline_joints_opensim"
+    guide = "guides/opensim.md"
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):

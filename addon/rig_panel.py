@@ -56,6 +56,7 @@ def _connected_error(layout, pose_bone, kind):
 class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
     bl_label = "Simulate"
     bl_idname = "VIEW3D_PT_spline_joints_simulate"
+    guide = "guides/rig.md"
 
     def draw(self, context):
         layout = self.layout
@@ -144,6 +145,7 @@ class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
 class VIEW3D_PT_spline_joints_collider(SidebarPanel, bpy.types.Panel):
     bl_label = "Collider"
     bl_idname = "VIEW3D_PT_spline_joints_collider"
+    guide = "guides/rig.md"
     bl_parent_id = "VIEW3D_PT_spline_joints_simulate"
     bl_options = {"DEFAULT_CLOSED"}
 

@@ -36,7 +36,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE = "bl_ext.user_default.spline_joints"
-#: render size of every demo camera (16:9; the main job's tiles and the README animations are
+#: render size of every demo camera (16:9; the main job's tiles and the documentation's animations are
 #: rendered at fractions of it)
 RESOLUTION = (640, 360)
 BACKGROUND = (0.93, 0.94, 0.96)

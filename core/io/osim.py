@@ -53,7 +53,7 @@ from .files import read_input
 
 __all__ = ["OsimModel", "OsimBody", "OsimJoint", "OsimCoordinate", "OsimGeometry",
            "OsimCoupler", "read_osim", "parse_osim", "offset_pose", "pose_to_offset",
-           "find_mesh_file", "motion_coordinates", "JOINT_KINDS", "FUNCTION_KINDS",
+           "find_mesh_file", "motion_coordinates", "opensim_document", "JOINT_KINDS", "FUNCTION_KINDS",
            "MAX_MAGNITUDE", "MAX_FUNCTION_NESTING", "MAX_NAME_BYTES"]
 
 GROUND = "ground"
@@ -256,6 +256,26 @@ class OsimModel:
             X = j.joint.transform(q[sl]) if j.joint.nq else j.joint.transform(np.zeros(0))
             poses[j.child] = poses[j.parent] @ j.parent_offset @ X @ se3.inv(j.child_offset)
         return poses
+
+    def body_poses_along(self, qs, names=None):
+        """Poses of body frames in ground at every row of ``qs (N, nq)``, ``{name: (N, 4,
+        4)}``: those in ``names`` (default all), each joint evaluated once for all rows."""
+        qs = np.asarray(qs, dtype=float)
+        if qs.ndim != 2 or qs.shape[1] != self.nq or not np.all(np.isfinite(qs)):
+            raise InvalidInputError(f"model {self.name!r}: qs must be finite with shape "
+                                    f"(N, {self.nq}), got {qs.shape}")
+        wanted = set(self.bodies if names is None else names)
+        needed, parent = set(), {j.child: j.parent for j in self.joints}
+        for name in wanted:
+            while name in parent and name not in needed:
+                needed.add(name)
+                name = parent[name]
+        poses = {GROUND: np.broadcast_to(np.eye(4), (len(qs), 4, 4))}
+        for j, sl in zip(self.joints, self.joint_slices().values()):
+            if j.child in needed:
+                X = j.joint.transforms(qs[:, sl])
+                poses[j.child] = poses[j.parent] @ j.parent_offset @ X @ se3.inv(j.child_offset)
+        return {n: poses[n] for n in wanted}
 
     def pose_in_parent(self, joint, q=None):
         """Pose of the joint's child body in its parent body, ``(4, 4)``."""
@@ -562,21 +582,30 @@ def read_osim(path):
     return parse_osim(read_input(path, "OpenSim model"), source=path)
 
 
-def parse_osim(data, source="<string>"):
-    """Parse the bytes or text of an .osim file (``source`` names it in messages)."""
+def opensim_document(data, source, what):
+    """The root ``<OpenSimDocument>`` element of the bytes or text of an OpenSim XML file
+    (a model, a tool's setup, external loads...); ``source`` names the file and ``what``
+    says what it should be (``"an OpenSim model"``) in the InvalidInputError raised when it
+    is not XML or not an OpenSim document."""
     try:
         root = ET.fromstring(data)
     except ET.ParseError as exc:
         raise InvalidInputError(f"{source}: not a complete XML file ({exc}); the file is "
-                                "truncated or not an OpenSim model") from None
+                                f"truncated or not {what}") from None
     except (LookupError, ValueError) as exc:  # an encoding Python lacks or expat cannot use
         raise InvalidInputError(f"{source}: the XML declaration names an encoding the reader "
-                                f"cannot use ({exc}); save the model as UTF-8 (OpenSim writes "
+                                f"cannot use ({exc}); save the file as UTF-8 (OpenSim writes "
                                 "UTF-8)") from None
-    r = _Reader(source)
     if root.tag != "OpenSimDocument":
-        r.fail("root", f"the root element is <{root.tag}>, not <OpenSimDocument>: not an "
-                       "OpenSim model file")
+        raise InvalidInputError(f"{source}: root: the root element is <{root.tag}>, not "
+                                f"<OpenSimDocument>: not {what} file")
+    return root
+
+
+def parse_osim(data, source="<string>"):
+    """Parse the bytes or text of an .osim file (``source`` names it in messages)."""
+    root = opensim_document(data, source, "an OpenSim model")
+    r = _Reader(source)
     try:
         version = parse_count(root.get("Version", "40000"), "Version")
     except InvalidInputError as exc:

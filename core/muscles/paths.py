@@ -33,7 +33,10 @@ with ``dp/dq_k = w_k x p + v_k`` from the world twists of the joints' body Jacob
 (``f . R df/dq``). Tangent points on a wrap surface are held fixed on it: the length is
 stationary in them, so the derivative is exact. A conditional point switching makes the
 length kink; the moment arm is the one of the path active at the pose, as in OpenSim.
-Coordinates are independent here (a model's constraints do not couple them).
+Coordinates are independent here (a model's constraints do not couple them, where
+OpenSim's solver moves the coupled coordinates along), and ``r`` is per unit rate of each
+coordinate; OpenSim's is per unit of its generalized speed ``u``, which differs for an
+ellipsoid mobilizer (the scapulothoracic joint: ``r_OpenSim = N^T r``, ``q' = N u``).
 The lengthening speed is ``dL/dt = -r . v`` (but see :func:`lengthening_speed`).
 """
 

@@ -1,4 +1,4 @@
-"""Render every README picture into docs/images/ from the demo files (Workbench): one command.
+"""Render every picture of the docs (docs/images/) from the demo files (Workbench): one command.
 
     .venv/bin/python scripts/pictures/render_readme_images.py [--out docs/images] [--baked out/blends]
                                                      [--only knee beads animations ...]

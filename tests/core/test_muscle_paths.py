@@ -526,3 +526,18 @@ def test_paths_on_a_core_tree(models):
         assert np.abs(moment_arms(kin, None, core_path) - moment_arms(gait, q, p)).max() < 1e-14
     with pytest.raises(InvalidInputError, match="name its 23 coordinates"):
         path_kinematics(tree, q, coordinates=names[:3])
+
+
+def test_export_refuses_a_moving_point_in_an_offset_frame(models):
+    import dataclasses
+
+    gait = models[GAIT]
+    muscle = gait.muscles["vas_med_r"]
+    points = list(muscle.path.points)
+    moved = np.eye(4)
+    moved[:3, 3] = [0.0, 0.01, 0.0]
+    points[-1] = dataclasses.replace(points[-1], frame=moved)
+    changed = dataclasses.replace(muscle, path=GeometryPath(points, muscle.path.wraps))
+    model = dataclasses.replace(gait, muscles={**gait.muscles, "vas_med_r": changed})
+    with pytest.raises(InvalidInputError, match="vas_med_r.*offset from its body"):
+        osim_document(model)

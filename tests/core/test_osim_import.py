@@ -109,6 +109,22 @@ def test_knee_pose_equals_the_reference_oracle(gait):
     assert np.abs(got - ref.poses(angles)).max() <= POSE_TOL
 
 
+@pytest.mark.parametrize("name", ["gait2392_thelen2003muscle.osim", "arm26.osim",
+                                  "ThoracoscapularShoulderModel.osim"])
+def test_body_poses_along_frames_are_the_poses_of_each_frame(name):
+    m = read_osim(path(name))
+    qs = m.default_q() + np.random.default_rng(4).uniform(-0.3, 0.3, (5, m.nq))
+    along = m.body_poses_along(qs)
+    assert set(along) == set(m.bodies)
+    for k, q in enumerate(qs):
+        single = m.body_poses(q)
+        assert max(np.abs(along[b][k] - single[b]).max() for b in single) <= 1e-15
+    leaf = m.joints[-1].child
+    assert set(m.body_poses_along(qs, [leaf])) == {leaf}
+    with pytest.raises(InvalidInputError, match=rf"qs must be finite with shape \(N, {m.nq}\)"):
+        m.body_poses_along(qs[:, 1:])
+
+
 # ----------------------------------------------------------------------------- bad input
 def test_truncated_file_names_the_problem():
     data = text("double_pendulum.osim")
