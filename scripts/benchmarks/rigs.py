@@ -204,17 +204,18 @@ def character_rig():
 
 
 def timed_bake(run, backend_name, repeats):
-    """``(result, median wall time (s))`` of ``run()`` (a bake) on backend ``backend_name``
-    over ``repeats`` runs after one that compiles (or loads) the kernels and gives the
-    result; None where that backend is not available."""
+    """``(result, median wall time (s), median CPU time (s))`` of ``run()`` (a bake) on
+    backend ``backend_name`` over ``repeats`` runs after one that compiles (or loads) the
+    kernels and gives the result; None where that backend is not available."""
     def timed():
         result = run()
-        times = []
+        times, cpu = [], []
         for _ in range(repeats):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             run()
             times.append(time.perf_counter() - t)
-        return result, float(np.median(times))
+            cpu.append(time.process_time() - c)
+        return result, float(np.median(times)), float(np.median(cpu))
 
     return on_backend(backend_name, timed)
 
@@ -228,7 +229,7 @@ def _row(name, bodies, integrator, backend_name, repeats):
     out = timed_bake(run, backend_name, repeats)
     if out is None:
         return None
-    result, seconds = out
+    result, seconds, _ = out
     return [name, integrator, backend_name, len(bodies) - 1, len(result.times),
             seconds / SECONDS, 1e6 * seconds / (SECONDS * FPS * SUBSTEPS),
             math.degrees(result.worst_violation)]
