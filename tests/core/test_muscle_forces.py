@@ -464,3 +464,23 @@ def test_a_live_preview_of_a_rig_with_muscles_matches_its_bake():
     run.advance_to(len(baked.times) - 1)
     np.testing.assert_allclose(run.q, baked.q, rtol=0.0, atol=1e-12)
     assert abs(baked.q[-1, 0]) > 0.5
+
+
+def test_gait2392s_relaxed_muscles_resist_knee_hyperextension_and_deep_flexion():
+    """Every muscle of gait2392 at zero activation, at rest: the passive fibres alone turn the
+    knee back from hyperextension (flexing torque, growing past straight) and from deep
+    flexion (the quadriceps stretched)."""
+    from core.io.osim import read_osim
+    from core.muscles.actuation import osim_muscle_forces
+    model = read_osim("/work/shared/data/osim/gait2392_thelen2003muscle.osim")
+    _, names = model.to_core_model(lock=())
+    forces = osim_muscle_forces(model, names, 1e-3, 0.1)
+    order = [model.coordinate_names.index(n) for n in names]
+    knee = names.index("knee_angle_r")
+
+    def torque(angle):
+        q = model.q_from({"knee_angle_r": angle})[order]
+        return forces(0.0, q, np.zeros(len(q)))[knee]
+
+    assert torque(0.17) < torque(0.0) < 0.0                  # 10 degrees hyperextended
+    assert torque(-2.0) > 10.0                                # 115 degrees flexed
