@@ -52,7 +52,10 @@ the joint torques (:class:`core.muscles.actuation.MuscleForces` as the mechanism
 :class:`core.muscles.actuation.PointPaths` for the paths), their activations given per
 muscle over time or integrated from excitations (:func:`core.muscles.actuation.
 activation_table`). A muscle's passive fibres pull by themselves when stretched, so a relaxed
-muscle across a joint still resists its stretching. On the numba backend a rig with muscles
+muscle across a joint still resists its stretching. The muscle forces are explicit in the
+step (the implicit method takes the joint springs and dampers only): a strong muscle on a
+light bone needs small substeps, which :func:`simulate_rig` adds when a run diverges. On the
+numba backend a rig with muscles
 steps substep by substep: the forces in numpy, the dynamics compiled (:mod:`core.muscles.
 actuation`, *Numba*). The result gives each muscle's tension and activation per frame; a
 rig with muscles is not passive (its muscles do work), so it reports no energy drift.
