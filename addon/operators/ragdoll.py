@@ -1,0 +1,206 @@
+"""Set up a rig's simulation in one step: Make Ragdoll (:mod:`core.ragdoll`'s plan written to
+every bone's Simulate and Reach Cone settings, masses by de Leva or from the skinned meshes,
+capsules from the skin or the bone lengths, the gait2392 knee on request)."""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, EnumProperty, FloatProperty
+
+from .. import bridge
+from ..documents import rest_frames, store_document
+from ..rig_scene import connected_head_problem, normalized
+from ._common import reporting
+
+#: bones listed by name in a report before "and N more"
+LISTED = 12
+
+
+def _listed(names):
+    shown = ", ".join(names[:LISTED])
+    return shown + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
+
+
+def rest_bones(obj):
+    """The armature's bones at rest as :class:`core.ragdoll.RestBone` (armature space,
+    parents first); ValueError for a scaled armature or one in Edit Mode."""
+    from ...core.ragdoll import RestBone
+
+    if obj.data.is_editmode:
+        raise ValueError(f"armature '{obj.name}' is in Edit Mode; leave Edit Mode (Tab) so its "
+                         "bones' rest poses are read")
+    scale = normalized(obj.matrix_world)[1]
+    if np.abs(scale - 1.0).max() > 1e-6:
+        raise ValueError(f"armature '{obj.name}' is scaled by {np.round(scale, 4).tolist()}; a "
+                         "ragdoll is measured in metres: apply its scale (Ctrl+A > Scale) first")
+    out = []
+    for b in obj.data.bones:
+        M = bridge.rigid(bridge.matrix_to_array(b.matrix_local))
+        out.append(RestBone(b.name, b.parent.name if b.parent else None, tuple(b.head_local),
+                            tuple(b.tail_local), tuple(M[:3, :3].ravel())))
+    return out
+
+
+def _knee_documents(obj, plan):
+    """``{shin bone: transferred gait2392 knee document}`` for the plan's knees; ValueError
+    (nothing written) for a knee the preset cannot sit on."""
+    from ...core.transfer import preset_document, transfer_document
+
+    out = {}
+    for name, setup in plan.setups.items():
+        if setup.segment != "shank" or setup.kind != "HINGE":
+            continue
+        pb = obj.pose.bones[name]
+        right = np.dot(np.array(pb.bone.head_local), plan.left) < 0.0
+        doc = preset_document("KNEE_R" if right else "KNEE_L")
+        result = transfer_document(doc, rest_frames(pb), "parent")
+        problem = connected_head_problem(pb, "FITTED", result.document.joint)
+        if problem is not None:
+            raise ValueError(f"{problem[0]}: the gait2392 knee slides the shin; {problem[1]}, "
+                             "or untick Knee Preset")
+        out[name] = result.document
+    return out
+
+
+def _capsules(obj, plan, use_mesh):
+    """``({bone: capsule radius}, sized from the skin: [bones])``: the skin's median distance
+    from each bone (:func:`core.ragdoll.capsule_radius`) where a skinned mesh covers it,
+    else the plan's radius from the bone's length."""
+    from ...core.ragdoll import capsule_radius
+    from ..massprops import skin_points
+
+    radii = {n: s.radius for n, s in plan.setups.items()}
+    skinned = []
+    if use_mesh:
+        points = skin_points(obj)
+        for name in plan.setups:
+            if name in points:
+                b = obj.data.bones[name]
+                radii[name] = capsule_radius(points[name], b.head_local, b.tail_local)
+                skinned.append(name)
+    return radii, skinned
+
+
+def write_setup(pb, setup, radius, mass_source, knee=None):
+    """One bone's plan into its Simulate (``spline_joints_sim``) and Reach Cone
+    (``spline_joints``) settings."""
+    s, c = pb.spline_joints_sim, pb.spline_joints
+    s.enabled, s.kinematic = True, False
+    s.kind = setup.kind
+    s.use_range = setup.range is not None
+    s.use_cone = setup.cone is not None
+    if setup.kind == "HINGE":
+        s.axis = setup.axis
+        s.range_min, s.range_max = setup.range
+    if setup.cone is not None:
+        c.cone_shape, c.cone_axis = "ELLIPTICAL", (0.0, 1.0, 0.0)
+        c.cone_half_angle_x, c.cone_half_angle_z = setup.cone
+        c.twist_limit = setup.twist if setup.twist is not None else math.pi
+    if knee is not None:
+        stored = store_document(c, knee)
+        c.n_coordinates = stored.joint.nq
+        s.kind, s.use_range = "FITTED", True
+        s.range_min, s.range_max = (float(v) for v in stored.ranges[0])
+    s.mass_source = mass_source
+    if mass_source == "MANUAL":
+        s.mass, s.com, s.inertia = setup.mass, setup.com, setup.inertia
+    s.collision, s.collision_radius = "CAPSULE", radius
+    s.capsule_radius = radius
+
+
+class SPLINE_JOINTS_OT_make_ragdoll(bpy.types.Operator):
+    """Make the active armature a ragdoll in one step: joints, hinge ranges, reach cones and
+    twist limits by the bones' names (meta-rig, Rigify DEF, Mixamo, Unreal, .L/.R, _l/_r),
+    masses and collision capsules; unknown bones are listed"""
+
+    bl_idname = "spline_joints.make_ragdoll"
+    bl_label = "Make Ragdoll"
+    bl_options = {"REGISTER", "UNDO"}
+
+    total_mass: FloatProperty(name="Body Mass", default=75.0, min=1.0, soft_max=200.0,
+                              unit="MASS", description="The character's mass, spread over the "
+                                                       "bones by de Leva's segment fractions")
+    sex: EnumProperty(name="Tables", default="male", items=[
+        ("male", "Male", "de Leva (1996) male segment parameters"),
+        ("female", "Female", "de Leva (1996) female segment parameters")],
+        description="Which of de Leva's segment tables")
+    masses: EnumProperty(name="Masses", default="DE_LEVA", items=[
+        ("DE_LEVA", "Body Mass", "Segment fractions of the Body Mass (de Leva 1996): mass, "
+                                 "centre of mass and inertia typed into each bone"),
+        ("MESH", "Mesh Volumes", "From the volumes of the meshes skinned or parented to each "
+                                 "bone at the density below (a capsule where none is)")],
+        description="Where the bones' masses come from")
+    density: FloatProperty(name="Density", default=1000.0, min=1e-3,
+                           description="kg/m^3 of the meshes when Masses is Mesh Volumes")
+    shapes_from_mesh: BoolProperty(name="Capsules from Skin", default=True,
+                                   description="Size each collision capsule by the skinned "
+                                               "mesh around its bone (else, or without a "
+                                               "mesh, by the bone's length)")
+    knee_preset: BoolProperty(name="gait2392 Knees", default=False,
+                              description="Put the OpenSim gait2392 knee (it rolls and slides) "
+                                          "on the shins instead of a hinge; a connected shin "
+                                          "must be disconnected first")
+    selected_only: BoolProperty(name="Selected Bones", default=False,
+                                description="Set up only the selected bones (Pose Mode); "
+                                            "off: every bone of the armature")
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        return obj is not None and obj.type == "ARMATURE"
+
+    @reporting
+    def execute(self, context):
+        from ...core.ragdoll import plan_ragdoll
+
+        obj = context.active_object
+        if obj is None or obj.type != "ARMATURE":
+            raise ValueError("make an armature active to make it a ragdoll")
+        bones = rest_bones(obj)
+        only = None
+        if self.selected_only:
+            only = [b.name for b in obj.data.bones if b.select]
+            if not only:
+                raise ValueError("no bone is selected: select the bones in Pose Mode or untick "
+                                 "Selected Bones")
+        plan = plan_ragdoll(bones, self.total_mass, self.sex, only)
+        knees = _knee_documents(obj, plan) if self.knee_preset else {}
+        radii, skinned = _capsules(obj, plan, self.shapes_from_mesh)
+        if self.masses == "MESH":
+            from ..massprops import armature_mass_properties
+
+            armature_mass_properties(obj, self.density, bone_names=list(plan.setups))
+        # everything is computed: write
+        source = "MANUAL" if self.masses == "DE_LEVA" else "AUTO"
+        for name, setup in plan.setups.items():
+            pb = obj.pose.bones[name]
+            write_setup(pb, setup, radii[name], source, knees.get(name))
+            if source == "AUTO":
+                pb.spline_joints_sim.density = self.density
+        for name in plan.left_alone:
+            obj.pose.bones[name].spline_joints_sim.enabled = False
+        mass = sum(s.mass for s in plan.setups.values())
+        parts = [f"'{obj.name}' is a ragdoll ({plan.scheme} names): {len(plan.setups)} bones",
+                 f"{mass:.1f} kg by de Leva ({self.sex})" if source == "MANUAL"
+                 else f"masses from the meshes at {self.density:g} kg/m^3",
+                 f"capsules from the skin on {len(skinned)}, from bone lengths on "
+                 f"{len(plan.setups) - len(skinned)}"]
+        if knees:
+            parts.append(f"gait2392 knees on {', '.join(knees)}")
+        text = "; ".join(parts)
+        if plan.unknown:
+            welded = len(plan.unknown) - len(plan.left_alone)
+            text += (f"; {len(plan.unknown)} unknown bone(s), not simulated: "
+                     f"{_listed(plan.unknown)}" if not welded else
+                     f"; {len(plan.unknown)} unknown bone(s): {_listed(plan.unknown)} ("
+                     f"{welded} welded to their parents, the others not simulated)")
+            self.report({"WARNING"}, text)
+        else:
+            self.report({"INFO"}, text)
+        return {"FINISHED"}
+
+
+classes = (SPLINE_JOINTS_OT_make_ragdoll,)
