@@ -14,7 +14,7 @@ import bpy
 from . import handlers, jit, panels, previews, properties, rig_panel, rig_properties, shape_overlay
 from . import linkage_panel, linkage_properties
 from .operators import classes as operator_classes
-from .operators import opensim
+from .operators import opensim, ragdoll
 
 classes = (*properties.classes, *rig_properties.classes, *operator_classes, *panels.classes,
            *rig_panel.classes, *linkage_properties.classes, *linkage_panel.classes)
@@ -32,9 +32,11 @@ def register():
     handlers.register_frame_callback(previews.play_live_mechanisms)
     shape_overlay.register()
     opensim.register_menus()
+    ragdoll.register_menus()
 
 
 def unregister():
+    ragdoll.unregister_menus()
     opensim.unregister_menus()
     shape_overlay.unregister()
     handlers.unregister_frame_callback(previews.play_live_mechanisms)

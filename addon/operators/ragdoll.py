@@ -1,6 +1,13 @@
 """Set up a rig's simulation in one step: Make Ragdoll (:mod:`core.ragdoll`'s plan written to
 every bone's Simulate and Reach Cone settings, masses by de Leva or from the skinned meshes,
-capsules from the skin or the bone lengths, the gait2392 knee on request)."""
+capsules from the skin or the bone lengths, the gait2392 knee on request); Copy to Selected
+(the active bone's settings onto the other selected bones) and Mirror (the selected bones'
+settings onto their other-side bones, axes mirrored across the armature's X = 0 plane, as
+Blender's own X-Axis Mirror), both in the Pose menu's Spline Joints entries.
+
+Editing several bones at once: Blender's Alt+edit (and right-click > Copy to Selected) of a
+Simulate field copies the field to the selected bones through the pose bones' RNA paths;
+Copy Simulation to Selected copies every setting at once, the reach cone included."""
 
 from __future__ import annotations
 
@@ -162,7 +169,7 @@ class SPLINE_JOINTS_OT_make_ragdoll(bpy.types.Operator):
         bones = rest_bones(obj)
         only = None
         if self.selected_only:
-            only = [b.name for b in obj.data.bones if b.select]
+            only = [pb.name for pb in obj.pose.bones if _is_selected(pb)]
             if not only:
                 raise ValueError("no bone is selected: select the bones in Pose Mode or untick "
                                  "Selected Bones")
@@ -203,4 +210,135 @@ class SPLINE_JOINTS_OT_make_ragdoll(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (SPLINE_JOINTS_OT_make_ragdoll,)
+#: settings that are results of the last run, not set-up: never copied
+_RESULTS = {"rna_type", "shown_mass", "shown_source"}
+#: the Reach Cone settings a simulated ball joint uses
+CONE_SETTINGS = ("cone_shape", "cone_axis", "cone_half_angle", "cone_half_angle_x",
+                 "cone_half_angle_z", "twist_limit", "cone_margin")
+
+
+def copy_simulation(source, target):
+    """Every simulation setting of pose bone ``source`` onto pose bone ``target``: its
+    Simulate settings (``spline_joints_sim``) and its reach cone (``spline_joints``)."""
+    src, dst = source.spline_joints_sim, target.spline_joints_sim
+    for prop in src.bl_rna.properties:
+        if prop.identifier not in _RESULTS and not prop.is_readonly:
+            setattr(dst, prop.identifier, getattr(src, prop.identifier))
+    for name in CONE_SETTINGS:
+        setattr(target.spline_joints, name, getattr(source.spline_joints, name))
+
+
+def _is_selected(pb):
+    """Whether a pose bone is selected (Blender 5 keeps it on the pose bone, 4.x on the
+    bone)."""
+    return pb.select if hasattr(pb, "select") else pb.bone.select
+
+
+def _selected_bones(context):
+    obj = context.active_object
+    if obj is None or obj.type != "ARMATURE" or obj.pose is None:
+        raise ValueError("make an armature active and select its bones in Pose Mode")
+    return obj, [pb for pb in obj.pose.bones if _is_selected(pb)]
+
+
+class SPLINE_JOINTS_OT_copy_simulation(bpy.types.Operator):
+    """Copy every simulation setting of the active bone (joint, range, reach cone and twist,
+    spring, mass, collision) to the other selected bones"""
+
+    bl_idname = "spline_joints.copy_simulation"
+    bl_label = "Copy Simulation to Selected"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return context.active_pose_bone is not None
+
+    @reporting
+    def execute(self, context):
+        obj, selected = _selected_bones(context)
+        active = context.active_pose_bone
+        targets = [pb for pb in selected if pb != active]
+        if not targets:
+            raise ValueError("select the bones to copy to, then the bone to copy from last "
+                             "(active)")
+        for pb in targets:
+            copy_simulation(active, pb)
+        self.report({"INFO"}, f"'{active.name}''s simulation settings copied to "
+                              f"{len(targets)} bone(s)")
+        return {"FINISHED"}
+
+
+class SPLINE_JOINTS_OT_mirror_simulation(bpy.types.Operator):
+    """Copy the selected bones' simulation settings to their other-side bones (.L/.R, _l/_r,
+    Left/Right), hinge axes, centres of mass, inertias and cones mirrored across the
+    armature's X = 0 plane"""
+
+    bl_idname = "spline_joints.mirror_simulation"
+    bl_label = "Mirror Simulation"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return context.active_pose_bone is not None
+
+    @reporting
+    def execute(self, context):
+        from ...core.ragdoll import mirror_name, mirror_setup
+
+        obj, selected = _selected_bones(context)
+        pairs, missing = [], []
+        for pb in selected:
+            other = mirror_name(pb.name)
+            if other is None:
+                continue
+            if other not in obj.pose.bones:
+                missing.append(f"'{other}'")
+            elif not _is_selected(obj.pose.bones[other]):
+                pairs.append((pb, obj.pose.bones[other]))
+        if missing:
+            raise ValueError(f"no bone {', '.join(missing)} to mirror to: rename the other "
+                             "side's bones to match (.L/.R, _l/_r, Left/Right)")
+        if not pairs:
+            raise ValueError("select the bones of one side (.L/.R, _l/_r, Left/Right) whose "
+                             "settings go to the other side's (not selected)")
+        mirrored = []
+        for pb, other in pairs:
+            frames = [bridge.rigid(bridge.matrix_to_array(b.bone.matrix_local))[:3, :3]
+                      for b in (pb, other)]
+            s, c = pb.spline_joints_sim, pb.spline_joints
+            flips = mirror_setup(*frames, (1.0, 0.0, 0.0), axis=s.axis, com=s.com,
+                                 inertia=s.inertia,
+                                 halves=(c.cone_half_angle_x, c.cone_half_angle_z))
+            axis2 = mirror_setup(*frames, (1.0, 0.0, 0.0), axis=s.axis2)["axis"]
+            cone_axis = mirror_setup(*frames, (1.0, 0.0, 0.0), com=c.cone_axis)["com"]
+            mirrored.append((other, flips, axis2, cone_axis, pb))
+        for other, flips, axis2, cone_axis, pb in mirrored:
+            copy_simulation(pb, other)
+            s, c = other.spline_joints_sim, other.spline_joints
+            s.axis, s.axis2, s.com, s.inertia = flips["axis"], axis2, flips["com"], \
+                flips["inertia"]
+            c.cone_axis = cone_axis
+            c.cone_half_angle_x, c.cone_half_angle_z = flips["halves"]
+        self.report({"INFO"}, f"{len(mirrored)} bone(s) mirrored: "
+                              + _listed([f"{pb.name} -> {o.name}" for o, _, _, _, pb in mirrored]))
+        return {"FINISHED"}
+
+
+def menu_pose(self, context):
+    layout = self.layout
+    layout.separator()
+    layout.operator(SPLINE_JOINTS_OT_make_ragdoll.bl_idname, icon="ARMATURE_DATA")
+    layout.operator(SPLINE_JOINTS_OT_copy_simulation.bl_idname, icon="COPYDOWN")
+    layout.operator(SPLINE_JOINTS_OT_mirror_simulation.bl_idname, icon="MOD_MIRROR")
+
+
+def register_menus():
+    bpy.types.VIEW3D_MT_pose.append(menu_pose)
+
+
+def unregister_menus():
+    bpy.types.VIEW3D_MT_pose.remove(menu_pose)
+
+
+classes = (SPLINE_JOINTS_OT_make_ragdoll, SPLINE_JOINTS_OT_copy_simulation,
+           SPLINE_JOINTS_OT_mirror_simulation)

@@ -35,12 +35,12 @@ def _settings(obj):
     """Every simulation and reach-cone setting of every bone, as plain values."""
     out = {}
     for pb in obj.pose.bones:
-        for group in (pb.spline_joints_sim, pb.spline_joints):
+        for label, group in (("sim", pb.spline_joints_sim), ("joint", pb.spline_joints)):
             for prop in group.bl_rna.properties:
                 if prop.identifier == "rna_type" or prop.type in ("POINTER", "COLLECTION"):
                     continue
                 value = getattr(group, prop.identifier)
-                out[f"{pb.name}.{prop.identifier}"] = list(value) if hasattr(value, "__len__") \
+                out[f"{pb.name}.{label}.{prop.identifier}"] = list(value) if hasattr(value, "__len__") \
                     and not isinstance(value, str) else value
     return out
 
@@ -229,3 +229,59 @@ def scenario_undo(tmp):
 def test_undo_takes_the_whole_set_up_back(blender):
     out = blender(scenario_undo)
     assert out["made_differs"] and out["undone"], out
+
+
+def scenario_copy_and_mirror(tmp):
+    import bpy
+
+    scene, obj = _metarig()
+    assert bpy.ops.spline_joints.make_ragdoll() == {"FINISHED"}
+    bones = obj.pose.bones
+    planned = {n: _settings(obj) for n in ("x",)}["x"]
+    # Mirror: the left forearm and thigh, edited, go to the right side mirrored
+    for pb in bones:
+        pb.select = pb.name in ("forearm.L", "thigh.L")
+    obj.data.bones.active = obj.data.bones["forearm.L"]
+    bones["forearm.L"].spline_joints_sim.range_max = 2.0
+    bones["thigh.L"].spline_joints_sim.collision_radius = 0.09
+    assert bpy.ops.spline_joints.mirror_simulation() == {"FINISHED"}
+    after = _settings(obj)
+    out = {"mirror": {k: (planned[k], after[k]) for k in after
+                      if k.startswith(("forearm.R.", "thigh.R.")) and planned[k] != after[k]}}
+    out["right_axis"] = list(bones["forearm.R"].spline_joints_sim.axis)
+    out["planned_axis"] = planned["forearm.R.sim.axis"]
+    out["right_com"] = list(bones["thigh.R"].spline_joints_sim.com)
+    out["left_com"] = list(bones["thigh.L"].spline_joints_sim.com)
+    # Copy to Selected: the active hand's settings onto both feet
+    for pb in bones:
+        pb.select = pb.name in ("hand.L", "foot.L", "foot.R")
+    obj.data.bones.active = obj.data.bones["hand.L"]
+    bones["hand.L"].spline_joints_sim.collision_radius = 0.05
+    bones["hand.L"].spline_joints.twist_limit = 0.5
+    assert bpy.ops.spline_joints.copy_simulation() == {"FINISHED"}
+    after = _settings(obj)
+    out["copied"] = [k.split(".", 2)[-1] for k in after if k.startswith("foot.R.sim.")
+                     and after[k] != after["hand.L." + k.split(".", 2)[-1]]]
+    out["cone"] = [after[f"{n}.joint.{c}"] for n in ("hand.L", "foot.L", "foot.R")
+                   for c in ("twist_limit", "cone_half_angle_x")]
+    return out
+
+
+def test_copy_to_selected_and_mirror(blender):
+    import numpy as np
+
+    out = blender(scenario_copy_and_mirror)
+    # the mirrored edits, and nothing else, differ from what Make Ragdoll gave the right
+    # side (the unused second axis turns the other way: an axis is mirrored as a turn is)
+    changed = {k for k, (was, now) in out["mirror"].items()
+               if not np.allclose(np.array(was, dtype=float), np.array(now, dtype=float),
+                                  atol=1e-6)}
+    assert changed == {"forearm.R.sim.range_max", "forearm.R.sim.axis2", "thigh.R.sim.axis2",
+                       "thigh.R.sim.collision_radius"}, out["mirror"]
+    assert out["mirror"]["forearm.R.sim.range_max"][1] == pytest.approx(2.0)
+    assert out["mirror"]["thigh.R.sim.collision_radius"][1] == pytest.approx(0.09)
+    np.testing.assert_allclose(out["right_axis"], out["planned_axis"], atol=1e-5)
+    np.testing.assert_allclose(out["right_com"], out["left_com"], atol=1e-6)  # along the bone
+    # everything the hand had is on the foot, but the results of the last run
+    assert set(out["copied"]) <= {"sim.shown_mass", "sim.shown_source"}, out["copied"]
+    assert out["cone"][0::2] == [0.5] * 3 and len(set(out["cone"][1::2])) == 1, out["cone"]
