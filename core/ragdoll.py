@@ -29,8 +29,8 @@ Motion: Method of Measuring and Recording* (AAOS, Chicago, 1965; the "AAOS" colu
 Norkin & White, *Measurement of Joint Motion*, 2016), :data:`AAOS_ROM`. The core's reach
 cones and twist limits are symmetric about the rest pose, so a ball joint's half-angle in a
 plane is the mean of the two opposite motions (hip flexion 120 and extension 30: 75 deg in
-the sagittal plane), the elliptical half-angles capped at 90 deg (what the Reach Cone panel
-takes), and the spine's and neck's motions are shared equally by their bones. Where the
+the sagittal plane), the elliptical half-angles capped at 90 deg (what the reach-cone settings
+take), and the spine's and neck's motions are shared equally by their bones. Where the
 table has no figure the value is a modelling choice and says so (:data:`MODELLING`).
 
 Masses. Segment mass fractions, centre-of-mass positions and radii of gyration of
@@ -135,7 +135,7 @@ RADIUS_RATIO = {"pelvis": 0.8, "abdomen": 0.6, "thorax": 0.5, "neck": 0.4, "head
 TISSUE_DENSITY = 1000.0
 #: a limb bent less than this at rest (rad) takes its hinge axis from the bend direction
 STRAIGHT = math.radians(2.0)
-#: the largest elliptical half-angle the Reach Cone panel takes
+#: the largest elliptical half-angle the reach-cone settings take
 ELLIPSE_MAX = 0.5 * math.pi
 
 SEGMENTS = ("pelvis", "abdomen", "thorax", "neck", "head", "clavicle", "upper_arm", "forearm",
