@@ -126,6 +126,15 @@ class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
     parent: PointerProperty(name="Joint Parent", type=bpy.types.Object,
                             description="Object this object's joint connects to (empty: its "
                                         "Blender parent, or the world)")
+    parent_bone: bpy.props.StringProperty(
+        name="Joint Parent Bone",
+        description="The bone this bone's joint connects to (empty: its parent in the "
+                    "armature); Make Ragdoll sets it on a Rigify rig's deforming bones, whose "
+                    "armature parents are ORG bones. Needs Keys On")
+    key_bone: bpy.props.StringProperty(
+        name="Keys On",
+        description="The control bone a bake keys so that this bone shows the simulation "
+                    "(empty: this bone itself), e.g. the FK control a Rigify DEF bone follows")
     rest: FloatVectorProperty(name="Rest Pose", size=16, default=(0.0,) * 16,
                               description="The object's rest pose in its joint parent, row-major "
                                           "4x4 (all zero: the pose at the start frame)")

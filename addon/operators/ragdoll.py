@@ -12,6 +12,7 @@ Copy Simulation to Selected copies every setting at once, the reach cone include
 from __future__ import annotations
 
 import math
+import re
 
 import bpy
 import numpy as np
@@ -31,9 +32,48 @@ def _listed(names):
     return shown + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
 
 
+#: the Rigify controls that carry a deforming trunk bone rigidly (the chest and hips
+#: controls bend the spine through its tweaks, so the bones between are welded)
+RIGIFY_TRUNK = {"spine": "torso", "spine.004": "neck", "spine.006": "head"}
+
+
+def is_rigify(obj):
+    """Whether ``obj`` is a rig Rigify generated (its deforming bones are DEF-)."""
+    return bool(obj.data.get("rig_id")) and any(b.name.startswith("DEF-") for b in obj.data.bones)
+
+
+def rigify_parent(obj, bone):
+    """The deforming bone a Rigify DEF bone hangs from in the body: its first ancestor that
+    is a DEF bone or an ORG bone with a DEF twin other than itself; None at the root."""
+    b = bone.parent
+    while b is not None:
+        if b.name.startswith("DEF-"):
+            return b.name
+        twin = "DEF-" + b.name[4:]
+        if b.name.startswith("ORG-") and twin != bone.name and twin in obj.data.bones:
+            return twin
+        b = b.parent
+    return None
+
+
+def rigify_control(obj, def_name):
+    """The control a Rigify DEF bone follows rigidly (its FK control, the shoulder, the
+    torso, neck or head), or None."""
+    from ..bake_checks import fk_control
+
+    base = def_name[4:]
+    if base in RIGIFY_TRUNK:
+        return RIGIFY_TRUNK[base] if RIGIFY_TRUNK[base] in obj.pose.bones else None
+    fk = fk_control(obj, base)
+    if fk is not None and re.search(r"\.\d{3}$", base) is None:    # not a limb's piece
+        return fk
+    return base if base.startswith("shoulder.") and base in obj.pose.bones else None
+
+
 def rest_bones(obj):
     """The armature's bones at rest as :class:`core.ragdoll.RestBone` (armature space,
-    parents first); ValueError for a scaled armature or one in Edit Mode."""
+    parents first; a Rigify rig's DEF bones hang from each other, :func:`rigify_parent`);
+    ValueError for a scaled armature or one in Edit Mode."""
     from ...core.ragdoll import RestBone
 
     if obj.data.is_editmode:
@@ -43,12 +83,23 @@ def rest_bones(obj):
     if np.abs(scale - 1.0).max() > 1e-6:
         raise ValueError(f"armature '{obj.name}' is scaled by {np.round(scale, 4).tolist()}; a "
                          "ragdoll is measured in metres: apply its scale (Ctrl+A > Scale) first")
+    rigify = is_rigify(obj)
     out = []
     for b in obj.data.bones:
         M = bridge.rigid(bridge.matrix_to_array(b.matrix_local))
-        out.append(RestBone(b.name, b.parent.name if b.parent else None, tuple(b.head_local),
-                            tuple(b.tail_local), tuple(M[:3, :3].ravel())))
-    return out
+        parent = rigify_parent(obj, b) if rigify and b.name.startswith("DEF-") else \
+            b.parent.name if b.parent else None
+        out.append(RestBone(b.name, parent, tuple(b.head_local), tuple(b.tail_local),
+                            tuple(M[:3, :3].ravel())))
+    order = {b.name: k for k, b in enumerate(out)}
+    depth = {}
+
+    def level(b):                 # DEF parents may come after their children in Blender
+        if b.name not in depth:
+            depth[b.name] = 0 if b.parent is None else 1 + level(out[order[b.parent]])
+        return depth[b.name]
+
+    return sorted(out, key=level)
 
 
 def _knee_documents(obj, plan):
@@ -91,11 +142,31 @@ def _capsules(obj, plan, use_mesh):
     return radii, skinned
 
 
-def write_setup(pb, setup, radius, mass_source, knee=None):
+def rigify_setups(obj, bones, plan):
+    """A Rigify rig's plan simulated on its DEF bones, keyed on their controls: ``{bone:
+    (joint parent bone, keys-on control)}``; a bone without a control of its own is welded
+    (``FIXED``) and keyed through its parent's control."""
+    parents = {b.name: b.parent for b in bones}
+    out = {}
+    for name, setup in plan.setups.items():            # parents first
+        control = rigify_control(obj, name)
+        if control is None or setup.kind == "FIXED":
+            up = parents[name]
+            if up is None or up not in out:
+                raise ValueError(f"Rigify bone '{name}' follows no control this ragdoll keys; "
+                                 "simulate the DEF bones from the torso down")
+            setup.kind, setup.range, setup.cone, setup.twist = "FIXED", None, None, None
+            control = out[up][1]
+        out[name] = (parents[name] or "", control)
+    return out
+
+
+def write_setup(pb, setup, radius, mass_source, knee=None, rigify=None):
     """One bone's plan into its Simulate (``spline_joints_sim``) and Reach Cone
-    (``spline_joints``) settings."""
+    (``spline_joints``) settings; ``rigify``: its (joint parent bone, keys-on control)."""
     s, c = pb.spline_joints_sim, pb.spline_joints
     s.enabled, s.kinematic = True, False
+    s.parent_bone, s.key_bone = rigify if rigify is not None else ("", "")
     s.kind = setup.kind
     s.use_range = setup.range is not None
     s.use_cone = setup.cone is not None
@@ -167,13 +238,20 @@ class SPLINE_JOINTS_OT_make_ragdoll(bpy.types.Operator):
         if obj is None or obj.type != "ARMATURE":
             raise ValueError("make an armature active to make it a ragdoll")
         bones = rest_bones(obj)
-        only = None
+        rigify = is_rigify(obj)
+        only = [b.name for b in bones if b.name.startswith("DEF-")] if rigify else None
         if self.selected_only:
-            only = [pb.name for pb in obj.pose.bones if _is_selected(pb)]
+            only = [pb.name for pb in obj.pose.bones if _is_selected(pb)
+                    and (only is None or pb.name in only)]
             if not only:
                 raise ValueError("no bone is selected: select the bones in Pose Mode or untick "
-                                 "Selected Bones")
+                                 "Selected Bones" + (" (a Rigify rig: its DEF bones)" if rigify
+                                                     else ""))
         plan = plan_ragdoll(bones, self.total_mass, self.sex, only)
+        keyed = rigify_setups(obj, bones, plan) if rigify else {}
+        if rigify and self.knee_preset:
+            raise ValueError("the gait2392 knee slides the shin, which a Rigify FK control "
+                             "cannot follow: untick Knee Preset")
         knees = _knee_documents(obj, plan) if self.knee_preset else {}
         radii, skinned = _capsules(obj, plan, self.shapes_from_mesh)
         if self.masses == "MESH":
@@ -184,7 +262,7 @@ class SPLINE_JOINTS_OT_make_ragdoll(bpy.types.Operator):
         source = "MANUAL" if self.masses == "DE_LEVA" else "AUTO"
         for name, setup in plan.setups.items():
             pb = obj.pose.bones[name]
-            write_setup(pb, setup, radii[name], source, knees.get(name))
+            write_setup(pb, setup, radii[name], source, knees.get(name), keyed.get(name))
             if source == "AUTO":
                 pb.spline_joints_sim.density = self.density
         for name in plan.left_alone:
@@ -197,6 +275,9 @@ class SPLINE_JOINTS_OT_make_ragdoll(bpy.types.Operator):
                  f"{len(plan.setups) - len(skinned)}"]
         if knees:
             parts.append(f"gait2392 knees on {', '.join(knees)}")
+        if keyed:
+            controls = sorted({c for _, c in keyed.values()})
+            parts.append(f"a bake keys {len(controls)} Rigify controls ({_listed(controls)})")
         text = "; ".join(parts)
         if plan.unknown:
             welded = len(plan.unknown) - len(plan.left_alone)

@@ -15,7 +15,7 @@ DEADBAND = 1e-3 / math.sin(math.radians(35.0 / 3.0))
 GROUND_TOL = 2e-3
 
 
-def _metarig(lift=1.0, frames=61):
+def _metarig(lift=1.0, frames=37):
     """Blender's human meta-rig, its object lifted by ``lift`` m, active in Pose Mode."""
     import bpy
 
@@ -285,3 +285,82 @@ def test_copy_to_selected_and_mirror(blender):
     # everything the hand had is on the foot, but the results of the last run
     assert set(out["copied"]) <= {"sim.shown_mass", "sim.shown_source"}, out["copied"]
     assert out["cone"][0::2] == [0.5] * 3 and len(set(out["cone"][1::2])) == 1, out["cone"]
+
+
+def scenario_rigify(tmp):
+    """A generated Rigify rig lifted 1 m: Make Ragdoll simulates its DEF bones and the bake
+    keys its FK controls (the limbs switched to FK), which carry the DEF bones where the
+    simulation put them."""
+    import bpy
+    import numpy as np
+
+    from scenes import action_fcurves, printed_reports
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.preferences.addon_enable(module="rigify")
+    bpy.ops.object.armature_human_metarig_add()
+    bpy.ops.pose.rigify_generate()
+    rig = bpy.data.objects["rig"]
+    rig.location = (0.0, 0.0, 1.0)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="POSE")
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 37
+    scene.frame_set(1)
+    result, printed = printed_reports(lambda: bpy.ops.spline_joints.make_ragdoll())
+    assert result == {"FINISHED"}, printed
+    report = next(ln for ln in printed.splitlines() if "is a ragdoll" in ln)
+    simulated = [pb.name for pb in rig.pose.bones if pb.spline_joints_sim.enabled]
+    result, message, job = _bake(scene, rig)
+    lowest, start, end = _lowest_rigify(result, job)
+    action = rig.animation_data.action
+    keyed = sorted({fc.data_path.split('"')[1] for fc in action_fcurves(action)
+                    if fc.data_path.startswith("pose.bones")})
+    # the evaluated DEF bones against the simulation: heads and directions
+    off, turned = 0.0, 0.0
+    for frame in (19, 37):
+        scene.frame_set(frame)
+        W = np.array(rig.matrix_world)
+        for k, b in enumerate(job.bodies):
+            if b.kinematic:
+                continue
+            E, S = W @ np.array(b.owner.matrix), result.world[frame - 1, k + job.offset]
+            off = max(off, float(np.linalg.norm(E[:3, 3] - S[:3, 3])))
+            y = E[:3, 1] / np.linalg.norm(E[:3, 1])       # a Stretch To scales the bone
+            turned = max(turned, float(np.degrees(np.arctan2(np.linalg.norm(np.cross(y, S[:3, 1])),
+                                                             y @ S[:3, 1]))))
+    return {"report": report, "simulated": simulated, "status": result.status,
+            "violation": result.worst_violation, "lowest": lowest, "start": start, "end": end,
+            "message": message, "keyed": keyed, "head_off": off, "turned": turned,
+            "switch": rig.pose.bones["thigh_parent.L"]["IK_FK"]}
+
+
+def _lowest_rigify(result, job):
+    import numpy as np
+
+    lowest = np.inf
+    for k, b in enumerate(job.bodies):
+        if b.kinematic:
+            continue
+        W = result.world[:, k + job.offset]
+        tail = W[:, :3, :3] @ np.array([0.0, b.owner.bone.length, 0.0]) + W[:, :3, 3]
+        lowest = min(lowest, float(W[:, 2, 3].min()), float(tail[:, 2].min()))
+    root = next(k for k, b in enumerate(job.bodies) if b.name == "DEF-spine") + job.offset
+    return lowest, float(result.world[0, root, 2, 3]), float(result.world[-1, root, 2, 3])
+
+
+@pytest.mark.slow
+def test_rigify_ragdoll_keys_its_fk_controls(blender):
+    out = blender(scenario_rigify)
+    assert "Rigify DEF names" in out["report"] and "keys 19 Rigify controls" in out["report"], \
+        out["report"]
+    for control in ("torso", "thigh_fk.L", "shin_fk.R", "upper_arm_fk.L", "hand_fk.R", "head"):
+        assert control in out["keyed"], out["keyed"]
+    assert not any(n.startswith(("DEF-", "ORG-")) for n in out["keyed"]), out["keyed"]
+    assert "does not show the simulation" not in out["message"], out["message"]
+    assert out["status"] == "completed" and out["violation"] <= DEADBAND, out
+    assert out["start"] > 1.9 and out["end"] < 0.5 and out["lowest"] >= -GROUND_TOL, out
+    assert out["switch"] == 1.0
+    # the controls carry the DEF bones: heads within float32 round-off of the armature
+    # (1e-7 of 2 m, many products deep), directions within a hundredth of a degree
+    assert out["head_off"] < 1e-4 and out["turned"] < 1e-2, out
