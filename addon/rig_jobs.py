@@ -212,9 +212,11 @@ class RigJob(Job):
 def write_keys(job, result):
     """Key every simulated body in a simulation action per data-block (:func:`bridge.
     mark_simulation`): the data-block's previous simulation is removed (:func:`bridge.
-    remove_simulation`), its own action pushed onto the NLA. Limbs whose simulated FK controls
-    are in IK mode get their IK/FK switch keyed to FK in the same action (:func:`bake_checks.
-    limb_switches`). Returns (the actions' names, what the report says about them)."""
+    remove_simulation`), its own action pushed onto the NLA. A bone with Keys On is keyed
+    through its control (:func:`land_on_controls`: a Rigify DEF bone's FK control). Limbs
+    whose simulated or keyed FK controls are in IK mode get their IK/FK switch keyed to FK in
+    the same action (:func:`bake_checks.limb_switches`). Returns (the actions' names, what
+    the report says about them)."""
     poses = job.local_poses(result.world)
     frames = job.frames[:len(result.times)]
     owners = {}

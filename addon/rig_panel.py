@@ -77,6 +77,10 @@ def _joint(layout, context, s, is_bone):
         _switched(col, s, "use_range", "range_min", "range_max")
     if s.kind in ("BALL", "FREE") and is_bone:
         col.prop(s, "use_cone", text="Reach Cone and Twist Limit (below)")
+    if is_bone:
+        arm = context.active_object.data
+        col.prop_search(s, "parent_bone", arm, "bones")
+        col.prop_search(s, "key_bone", arm, "bones")
     col = layout.column(align=True)
     col.prop(s, "spring_units", text="")
     if s.spring_units == "RELATIVE":

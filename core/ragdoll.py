@@ -138,9 +138,6 @@ STRAIGHT = math.radians(2.0)
 #: the largest elliptical half-angle the reach-cone settings take
 ELLIPSE_MAX = 0.5 * math.pi
 
-SEGMENTS = ("pelvis", "abdomen", "thorax", "neck", "head", "clavicle", "upper_arm", "forearm",
-            "hand", "thigh", "shank", "foot", "toe", "attachment")
-
 # -- naming schemes -----------------------------------------------------------------------
 
 _META_TRUNK = {"spine": "pelvis", "spine.001": "abdomen", "spine.002": "abdomen",

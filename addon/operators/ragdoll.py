@@ -5,9 +5,13 @@ capsules from the skin or the bone lengths, the gait2392 knee on request); Copy 
 settings onto their other-side bones, axes mirrored across the armature's X = 0 plane, as
 Blender's own X-Axis Mirror), both in the Pose menu's Spline Joints entries.
 
-Editing several bones at once: Blender's Alt+edit (and right-click > Copy to Selected) of a
-Simulate field copies the field to the selected bones through the pose bones' RNA paths;
-Copy Simulation to Selected copies every setting at once, the reach cone included."""
+Editing several bones at once: Alt+edit of a field in the Simulate panel (or right-click >
+Copy to Selected) is Blender's own: for a property group registered on pose bones, Blender's
+``UI_context_copy_to_selected_list`` (editors/interface/interface_ops.cc) finds the group
+under the active pose bone and applies the edit through that path to every selected pose
+bone; the panel draws the active pose bone's groups, so this holds for every Simulate and
+Reach Cone field (a window's button context is needed, so the headless tests exercise
+Copy Simulation to Selected, which copies every setting at once)."""
 
 from __future__ import annotations
 
