@@ -15,7 +15,7 @@ from . import handlers, jit, panels, preferences, previews, properties, rig_pane
 from . import shape_overlay
 from . import linkage_panel, linkage_properties, mocap_panel, mocap_properties
 from .operators import classes as operator_classes
-from .operators import mocap, opensim
+from .operators import mocap, opensim, ragdoll
 
 classes = (*preferences.classes, *properties.classes, *rig_properties.classes, *operator_classes,
            *panels.classes, *rig_panel.classes, *linkage_properties.classes,
@@ -36,9 +36,11 @@ def register():
     shape_overlay.register()
     opensim.register_menus()
     mocap.register_menus()
+    ragdoll.register_menus()
 
 
 def unregister():
+    ragdoll.unregister_menus()
     mocap.unregister_menus()
     opensim.unregister_menus()
     shape_overlay.unregister()

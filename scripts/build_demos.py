@@ -58,6 +58,10 @@ settings; the globe's camera faces where its planes go, ``mechanisms.facing_view
 * ``chain_in_bowl.blend``: a chain of 12 capsule links (free first link, ball joints in reach
   cones) dropped into a bowl of nine box colliders, with self-collision on
   (chain_in_bowl.py); unbaked.
+* ``metarig_ragdoll.blend``: Blender's human meta-rig made a ragdoll by one call of Make
+  Ragdoll (joints, ranges, masses and capsules from the bones' names and rest pose), lifted
+  and tipped over the ground, a capsule mesh on each simulated bone (metarig_ragdoll.py);
+  unbaked.
 
 Every scene carries ``scene["spline_joints_demo_build"] = BUILD_VERSION``
 (scripts/demos/common.py) so the tests can tell a stale file.
@@ -75,7 +79,7 @@ sys.path.insert(0, str(ROOT))
 from core.mechanisms import DEMOS  # noqa: E402
 from scripts import blender_kit as kit  # noqa: E402
 from scripts.demos import (chain_in_bowl, character_rig, gait2392_mocap, gait2392_walk,  # noqa: E402
-                           knee_fit_rig, linkages, mechanisms, ragdoll_steps,
+                           knee_fit_rig, linkages, mechanisms, metarig_ragdoll, ragdoll_steps,
                            scapulothoracic_fit_rig, shoulder_reach_cone)
 from scripts.demos.common import OUT  # noqa: E402
 
@@ -88,7 +92,8 @@ RIGS = {"knee_fit_rig": knee_fit_rig.build_knee_rig,
         "gait2392_mocap": gait2392_mocap.build_gait_mocap,
         "character_rig": character_rig.build_character_rig,
         "ragdoll_steps": ragdoll_steps.build_ragdoll_steps,
-        "chain_in_bowl": chain_in_bowl.build_chain_in_bowl}
+        "chain_in_bowl": chain_in_bowl.build_chain_in_bowl,
+        "metarig_ragdoll": metarig_ragdoll.build_metarig_ragdoll}
 LINKAGES = linkages.FILES
 
 
