@@ -70,7 +70,7 @@ numbers a biomechanist reports? This page answers with two comparisons, both wri
   makes the subject's model, both knees are fitted, and inverse kinematics and inverse dynamics
   ([motion capture](motion-capture.md)) run once with the exact knees and once with the fitted ones.
 - **Moment arms** of the quadriceps about the knee over its range, exact against fitted
-  ([muscles](muscles.md)).
+  ([muscle paths](../reference/biomechanics.md)).
 
 ![Knee and hip moments over the walking trial, exact and fitted knees, and their difference](../images/fitted_knee_moments.png)
 
