@@ -45,6 +45,21 @@ each keeps a resting contact from sinking or creeping, :mod:`core.integrators`);
 "euler" is stepped with "implicit" and says so in its warnings. The result reports the
 contacts per frame, the deepest overlap and the most energy one contact step gained.
 
+Muscles. A rig's :class:`RigMuscle` entries pull along straight paths through points on its
+bodies (or the world) with OpenSim's DeGrooteFregly2016 muscle, rigid tendon
+(:mod:`core.muscles.hill`): each substep their tensions times their moment arms are added to
+the joint torques (:class:`core.muscles.actuation.MuscleForces` as the mechanism's ``tau``,
+:class:`core.muscles.actuation.PointPaths` for the paths), their activations given per
+muscle over time or integrated from excitations (:func:`core.muscles.actuation.
+activation_table`). A muscle's passive fibres pull by themselves when stretched, so a relaxed
+muscle across a joint still resists its stretching. The muscle forces are explicit in the
+step (the implicit method takes the joint springs and dampers only): a strong muscle on a
+light bone needs small substeps, which :func:`simulate_rig` adds when a run diverges. On the
+numba backend a rig with muscles
+steps substep by substep: the forces in numpy, the dynamics compiled (:mod:`core.muscles.
+actuation`, *Numba*). The result gives each muscle's tension and activation per frame; a
+rig with muscles is not passive (its muscles do work), so it reports no energy drift.
+
 Stability. The default integrator, "implicit", takes the joint springs and dampers
 implicitly, so no Stiffness, Damping or Frequency makes a rig diverge; a spring is given
 absolutely or as a frequency and damping ratio scaled by the inertia it moves
@@ -77,8 +92,11 @@ from .lie import se3, so3
 from .limits import EllipticCone, ReachCone, TwistLimit, joint_limits
 from .mechanisms.base import DRIFT_RESOLUTION, BodyDisplay, Mechanism, simulate_mechanism
 from .model import Model, default_inertia
+from .muscles.actuation import CONTROL_KINDS, MuscleForces, PointPaths, activation_table
+from .muscles.hill import HillParameters, MuscleArrays
 
-__all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "Rig", "RigResult", "PoseMotion", "build_rig",
+__all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "RigMuscle", "Rig", "RigResult", "PoseMotion",
+           "build_rig",
            "simulate_rig", "coordinates_from_pose", "limit_violation", "spring_from_frequency",
            "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP"]
 
@@ -188,16 +206,33 @@ class RigBody:
     shapes: tuple = ()
 
 
+@dataclass(frozen=True)
+class RigMuscle:
+    """A muscle of a rig (module docstring, *Muscles*): ``name`` (unique), ``points`` its path,
+    at least two ``(body name, (3,) point in that body's frame)`` pairs in order (the body
+    ``""``: the world), ``parameters`` its :class:`core.muscles.hill.HillParameters` and
+    ``control`` its activation (or excitation, as the rig's ``muscle_control`` says): a
+    number in ``[0, 1]`` or ``(times (s), values)`` sampled over the run."""
+
+    name: str
+    points: tuple
+    parameters: HillParameters
+    control: object = 0.0
+
+
 @dataclass
 class Rig:
     """A built rig: the :class:`core.mechanisms.Mechanism` to simulate, the bodies, each
-    body's coordinate slice, the limit objects per body and the start warnings."""
+    body's coordinate slice, the limit objects per body, the start warnings and the muscles'
+    forces (:class:`core.muscles.actuation.MuscleForces`, the mechanism's ``tau``; None
+    without muscles)."""
 
     mechanism: Mechanism
     bodies: tuple
     slices: list
     limits: list
     warnings: list = field(default_factory=list)
+    muscles: MuscleForces = None
 
 
 @dataclass(frozen=True)
@@ -213,7 +248,8 @@ class RigResult:
     and contact_notes (:attr:`core.contacts.ContactReport.notes`: how shapes were made,
     the self-collision pairs left out); energy ``(F,)`` and kinetic ``(F,)`` the mechanical
     and kinetic energy per frame (J) and drive_work ``(F,)`` the kinematic bodies' work since
-    the start (J)."""
+    the start (J); with muscles (else ``()``, None, None): muscles their names, tension
+    ``(F, m)`` each muscle's tension along its path (N) and activation ``(F, m)`` per frame."""
 
     status: str
     times: np.ndarray
@@ -233,6 +269,9 @@ class RigResult:
     energy: np.ndarray = None
     kinetic: np.ndarray = None
     drive_work: np.ndarray = None
+    muscles: tuple = ()
+    tension: np.ndarray = None
+    activation: np.ndarray = None
 
 
 def _hinge_angle(axis, R):
@@ -534,7 +573,7 @@ def _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warn
 
 def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=1.0,
               integrator=None, restitution=0.0, name="rig", colliders=(), friction=0.5,
-              self_collision=False):
+              self_collision=False, muscles=(), muscle_control="activation"):
     """A :class:`Rig` from ``bodies`` (a sequence of :class:`RigBody`, parents first).
 
     gravity: ``(3,)`` m/s^2 in the world. fps, substeps, duration: output frames per
@@ -544,10 +583,14 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     side has its own; colliders: the world's :class:`core.contacts.Plane` and collider
     objects; friction: of contacts where neither side has its own; self_collision: the
     simulated bodies' shapes also meet each other (pairs that are not parent and child),
-    which makes contacts without colliders. Raises
+    which makes contacts without colliders. muscles: :class:`RigMuscle` entries whose
+    ``control`` is each one's activation, or its excitation with ``muscle_control =
+    "excitation"`` (module docstring, *Muscles*). Raises
     InvalidInputError naming the body for an empty rig, a parent that is not an earlier body,
     a simulated body without mass, a joint kind or limit that does not fit, a shape that is
-    not a :class:`core.contacts.Shape`, and a motion or pose that is not rigid.
+    not a :class:`core.contacts.Shape`, and a motion or pose that is not rigid; naming the
+    muscle for a path point on a body the rig does not have, a path of fewer than two
+    points, parameters that are not HillParameters and a control outside ``[0, 1]``.
     """
     bodies = tuple(bodies)
     if not bodies:
@@ -649,8 +692,9 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     if splines:
         drive = Drive(tuple(drive_dofs), _KinematicMotion(splines),
                       "kinematic bodies following their animation", vectorized=True)
+    forces = _muscle_forces(model, muscles, muscle_control, duration, fps, substeps)
     flat = [lim for lims in limits for lim in lims]
-    passive = drive is None and not flat and not contacts and \
+    passive = drive is None and not flat and not contacts and forces is None and \
         not np.any(model.compile().spring_c)          # compiled: the springs just added
     q0 = np.concatenate(q0) if q0 else np.zeros(0)
     v0 = np.concatenate(v0) if v0 else np.zeros(0)
@@ -666,8 +710,48 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
                      shapes=tuple(shapes) if contacts else (),
                      colliders=colliders if contacts else (), friction=friction,
                      self_collision=bool(self_collision) and contacts,
-                     step_limit=step_limit)
-    return Rig(mech, bodies, slices, limits, warnings)
+                     step_limit=step_limit, tau=forces)
+    return Rig(mech, bodies, slices, limits, warnings, forces)
+
+
+def _muscle_forces(model, muscles, control, duration, fps, substeps):
+    """The :class:`core.muscles.actuation.MuscleForces` of the rig's :class:`RigMuscle`
+    entries on its model (straight paths, :class:`core.muscles.actuation.PointPaths`), or
+    None without muscles; InvalidInputError naming the muscle for what does not fit."""
+    muscles = tuple(muscles)
+    if not muscles:
+        return None
+    if control not in CONTROL_KINDS:
+        raise InvalidInputError(f"muscle_control must be one of {CONTROL_KINDS}, got "
+                                f"{control!r}")
+    names, paths = set(), []
+    for m in muscles:
+        if not isinstance(m, RigMuscle) or not isinstance(m.parameters, HillParameters):
+            raise InvalidInputError(f"muscle {getattr(m, 'name', m)!r}: give each muscle as a "
+                                    "RigMuscle with HillParameters")
+        if m.name in names:
+            raise InvalidInputError(f"two muscles are called {m.name!r}; give them unique names")
+        names.add(m.name)
+        if len(m.points) < 2:
+            raise InvalidInputError(f"muscle {m.name!r} has {len(m.points)} path point(s); "
+                                    "give it at least two, on different bones")
+        path = []
+        for body, point in m.points:
+            if body and body not in model.names:
+                raise InvalidInputError(f"muscle {m.name!r}: path point on {body!r}, which is "
+                                        "not a body of the rig; attach it to one of "
+                                        f"{list(model.names)}")
+            p = np.asarray(point, dtype=float)
+            if p.shape != (3,) or not np.all(np.isfinite(p)):
+                where = repr(body) if body else "the world"
+                raise InvalidInputError(f"muscle {m.name!r}: a path point on {where} must be "
+                                        "3 finite numbers")
+            path.append((model.body_index(body) if body else -1, p))
+        paths.append(path)
+    arrays = MuscleArrays([m.parameters for m in muscles])
+    table = activation_table(arrays, {m.name: m.control for m in muscles}, control, duration,
+                             1.0 / (fps * substeps))
+    return MuscleForces(arrays, PointPaths(model, paths), table)
 
 
 def _swing(R, axis):
@@ -719,13 +803,14 @@ REFINE_FACTOR = 4
 
 
 def _check_gain(mech, res):
-    """Raise SimulationError when a rig that nothing drives (no kinematic motion, no moving
-    collider) gained more mechanical energy than its method's bound: ``DRIFT_RESOLUTION **
-    order`` (:mod:`core.mechanisms.base`) of the larger of its start's kinetic energy and the
-    work of lifting it by 1 m. Springs, dampers, limits and contacts with still colliders
+    """Raise SimulationError when a rig that nothing drives (no kinematic motion, no
+    muscles, no moving collider) gained more mechanical energy than its method's bound:
+    ``DRIFT_RESOLUTION ** order`` (:mod:`core.mechanisms.base`) of the larger of its start's
+    kinetic energy and the work of lifting it by 1 m. Springs, dampers, limits and contacts with still colliders
     only keep or take energy, so such a gain is a diverging run (a ragdoll shot into the
     air), which :func:`simulate_rig` runs again with more substeps."""
-    if mech.drive is not None or any(isinstance(c, MovingCollider) for c in mech.colliders) \
+    if mech.drive is not None or mech.tau is not None \
+            or any(isinstance(c, MovingCollider) for c in mech.colliders) \
             or res.status != "completed" or not len(res.energy):
         return
     model = mech.model
@@ -822,6 +907,14 @@ def simulate_rig(rig, progress=None):
         touch = report.per_frame(res.times)
         deepest, gained = report.worst_penetration, report.energy_gained
         contact_notes = report.notes
+    names, tension, activation = (), None, None
+    if rig.muscles is not None:
+        names = rig.muscles.muscles.names
+        states = [rig.muscles.state(t, q, v) for t, q, v in zip(res.times, res.q, res.v)]
+        tension = np.array([st.tendon_force for st in states]).reshape(len(states), -1)
+        activation = np.array([rig.muscles.activation(t) for t in res.times]).reshape(
+            len(states), -1)
     return RigResult(res.status, res.times, local, world, res.q, drift, worst, where,
                      res.wall_time, res.steps, tuple(rig.warnings) + tuple(notes), touch,
-                     deepest, gained, contact_notes, res.energy, res.kinetic, res.drive_work)
+                     deepest, gained, contact_notes, res.energy, res.kinetic, res.drive_work,
+                     names, tension, activation)

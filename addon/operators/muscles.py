@@ -17,8 +17,7 @@ from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorPro
 
 from .. import bridge, muscles
 from ..documents import enabled_osim_fits, osim_rig
-from ._common import reporting
-from .opensim import _OsimArmatureOperator
+from ._common import OsimArmatureOperator, reporting
 
 #: the name of the image a moment-arm plot is loaded as
 PLOT_IMAGE = "Moment Arm Plot"
@@ -54,7 +53,7 @@ def _show_image(context, path):
     return image
 
 
-class SPLINE_JOINTS_OT_plot_moment_arm(_OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_plot_moment_arm(OsimArmatureOperator, bpy.types.Operator):
     """Plot the chosen muscle's moment arm and length against the chosen coordinate over its
     range (with the fitted spline joint beside the exact joint when the coordinate's joint has
     a fit in use); writes a PNG and a CSV to the Plot Folder and shows the PNG in Blender"""
@@ -137,7 +136,7 @@ def _picked_points(context, arm, source: str) -> np.ndarray:
     return world @ to_arm[:3, :3].T + to_arm[:3, 3]
 
 
-class SPLINE_JOINTS_OT_add_muscle_point(_OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_add_muscle_point(OsimArmatureOperator, bpy.types.Operator):
     """Add path points for the next muscle at the 3D cursor or at the selected vertices,
     moving with the active bone's body (or the body named)"""
 
@@ -168,7 +167,7 @@ class SPLINE_JOINTS_OT_add_muscle_point(_OsimArmatureOperator, bpy.types.Operato
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_clear_muscle_points(_OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_clear_muscle_points(OsimArmatureOperator, bpy.types.Operator):
     """Remove the path points placed for the next muscle"""
 
     bl_idname = "spline_joints.clear_muscle_points"
@@ -186,7 +185,7 @@ NEW_MUSCLE_KINDS = (("DeGrooteFregly2016Muscle", "DeGroote-Fregly 2016", ""),
                     ("Millard2012EquilibriumMuscle", "Millard 2012 Equilibrium", ""))
 
 
-class SPLINE_JOINTS_OT_add_muscle(_OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_add_muscle(OsimArmatureOperator, bpy.types.Operator):
     """Make a muscle through the placed path points, with its parameters, in the armature's
     model (drawn at once, listed, and written by the OpenSim export)"""
 
@@ -243,7 +242,7 @@ class SPLINE_JOINTS_OT_add_muscle(_OsimArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_add_wrap_object(_OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_add_wrap_object(OsimArmatureOperator, bpy.types.Operator):
     """Add a wrap surface at the 3D cursor on the active bone's body (or the body named), and
     let the muscle chosen in the list wrap over it"""
 
@@ -314,7 +313,7 @@ def _activation_curves(arm, names, frames) -> dict:
     return out
 
 
-class SPLINE_JOINTS_OT_simulate_muscles(_OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_simulate_muscles(OsimArmatureOperator, bpy.types.Operator):
     """Simulate the model over the scene's frame range, moved by its muscles (activations from
     the armature's keyed '<muscle> activation' properties) and gravity from the pose at the
     first frame, at rest, and key the coordinates with the result"""
@@ -326,7 +325,7 @@ class SPLINE_JOINTS_OT_simulate_muscles(_OsimArmatureOperator, bpy.types.Operato
     @reporting
     def execute(self, context):
         from ...core.osim_rig import simulate_muscles
-        from .opensim import KEY_GROUP
+        from ..osim_scene import KEY_GROUP
 
         arm, scene = context.object, context.scene
         rig = osim_rig(arm.data, fitted=False)

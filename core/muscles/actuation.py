@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..kinematics import update_kinematics
+from ..lie import so3
+from ..dynamics import compute_joint_jacobians
 from . import hill, paths
 
 __all__ = ["CONTROL_KINDS", "ActivationTable", "activation_table", "MuscleForces", "OsimPaths",
@@ -176,9 +177,10 @@ class OsimPaths:
     """The geometry of an imported model's muscles for :class:`MuscleForces` on the core model
     of :meth:`core.io.osim.OsimModel.to_core_model`: ``model`` the OsimModel, ``names`` the
     core model's coordinate names (its q, in order), ``muscles`` the muscle names. Each call
-    takes every path's length and moment arms about the free coordinates
-    (:func:`core.muscles.paths.path_length`, :func:`core.muscles.paths.moment_arms`; the
-    locked coordinates at their defaults); the lengthening speed is ``-r . v``."""
+    takes one :func:`core.muscles.paths.path_kinematics` of the pose (the locked coordinates
+    at their defaults) and every path's length, lengthening speed (OpenSim's
+    ``getLengtheningSpeed``) and moment arms about the free coordinates
+    (:mod:`core.muscles.paths`)."""
 
     def __init__(self, model, names, muscles):
         self.model = model
@@ -190,13 +192,15 @@ class OsimPaths:
         self.arms = np.zeros((len(self.paths), len(names)))
 
     def lengths_and_speeds(self, q, v):
-        qf = self.q_full.copy()
-        qf[self.free] = q
-        lengths = np.empty(len(self.paths))
+        qf, vf = self.q_full.copy(), np.zeros_like(self.q_full)
+        qf[self.free], vf[self.free] = q, v
+        kin = paths.path_kinematics(self.model, qf)
+        lengths, speeds = np.empty(len(self.paths)), np.empty(len(self.paths))
         for i, path in enumerate(self.paths):
-            lengths[i] = paths.path_length(self.model, qf, path)
-            self.arms[i] = paths.moment_arms(self.model, qf, path, self.names)
-        return lengths, -(self.arms @ v)
+            lengths[i] = paths.path_length(kin, None, path)
+            speeds[i] = paths.lengthening_speed(kin, None, vf, path)
+            self.arms[i] = paths.moment_arms(kin, None, path, self.names)
+        return lengths, speeds
 
     def generalized_forces(self, tension):
         return self.arms.T @ tension
@@ -207,9 +211,9 @@ class PointPaths:
     every muscle at once: ``paths`` a sequence, one per muscle, of ``(body index, point (3,))``
     pairs in path order (a body of -1 is the world; points in body frames).
 
-    Each call takes the world poses and the bodies' world Jacobian columns ``S_w``
-    (:func:`core.kinematics.update_kinematics`); a path's length is the sum of its segments'
-    lengths and its lengthening speed the sum of ``e . (v_b - v_a)`` over its segments (``e``
+    Each call takes the world poses and the joints' world Jacobian columns ``S_w``
+    (:func:`core.dynamics.compute_joint_jacobians`, one kernel call on the numba backend); a
+    path's length is the sum of its segments' lengths and its lengthening speed the sum of ``e . (v_b - v_a)`` over its segments (``e``
     the unit vector from a segment's first point to its second, ``v = V_w x p`` the points'
     velocities from the bodies' world twists ``V_w = sum S_w v``). A tension T pulls each
     segment's ends together: ``T e`` on the first point, ``-T e`` on the second, as world
@@ -254,23 +258,24 @@ class PointPaths:
 
     def lengths_and_speeds(self, q, v):
         model, data = self.model, self.data
-        self._poses[:-1] = update_kinematics(model, data, q)
+        S_world = compute_joint_jacobians(model, data, q)
+        self._poses[:-1] = data.oMi
         T = self._poses[self.body]
         P = np.einsum("kij,kj->ki", T[:, :3, :3], self.local) + T[:, :3, 3]
         d = P[self.seg_b] - P[self.seg_a]
         length = np.sqrt(np.einsum("si,si->s", d, d))
         e = d / length[:, None]
         self.points, self.unit = P, e
-        self._twists[:-1] = model.ancestry @ (model.dof_incidence @ (data.S_world * v[:, None]))
+        self._twists[:-1] = model.ancestry @ (model.dof_incidence @ (S_world * v[:, None]))
         V = self._twists[self.body]
-        vp = V[:, 3:] + np.cross(V[:, :3], P)
+        vp = V[:, 3:] + so3.cross(V[:, :3], P)
         rate = np.einsum("si,si->s", e, vp[self.seg_b] - vp[self.seg_a])
         return (np.bincount(self.seg_m, length, minlength=self.m),
                 np.bincount(self.seg_m, rate, minlength=self.m))
 
     def generalized_forces(self, tension):
         f = self.incidence @ (tension[self.seg_m][:, None] * self.unit)      # (K, 3)
-        wrench = np.concatenate([np.cross(self.points, f), f], axis=1)
+        wrench = np.concatenate([so3.cross(self.points, f), f], axis=1)
         subtree = self.model.ancestry_T @ (self.on_body @ wrench)
         return np.einsum("ki,ki->k", self.data.S_world, subtree[self.model.dof_body])
 

@@ -88,8 +88,8 @@ def _gaussian_like(x, b1, b2, b3, b4):
 
 def active_force_length(l, scale=1.0):
     """``f_L(l)`` of normalized fibre lengths ``l`` (any shape), width ``scale`` >= 1."""
-    x = (np.asarray(l, dtype=float) - 1.0) / scale + 1.0
-    return sum(_gaussian_like(x, *b) for b in ACTIVE_FL)
+    x = ((np.asarray(l, dtype=float) - 1.0) / scale + 1.0)[..., None]
+    return _gaussian_like(x, *ACTIVE_FL.T).sum(axis=-1)
 
 
 def active_force_length_derivative(l, scale=1.0):

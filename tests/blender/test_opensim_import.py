@@ -162,19 +162,25 @@ def scenario_arm26_placeholders(tmp, arm26):
     return {"bones": sorted(b.name for b in arm.data.bones), "report": printed,
             "placeholders": sorted(o.name for o in empties),
             "parents": sorted({o.parent_bone or o.parent.name for o in empties}),
-            "meshes": len([o for o in collection.objects if o.type == "MESH"]),
-            "wraps": len([o for o in collection.objects if "spline_joints_wrap" in o.keys()])}
+            "meshes": len([o for o in collection.objects if o.type == "MESH"
+                           and "spline_joints_model_marker" not in o
+                           and "spline_joints_wrap" not in o]),
+            "wraps": len([o for o in collection.objects if "spline_joints_wrap" in o]),
+            "markers": sorted((o.name, o.parent_bone) for o in collection.objects
+                              if "spline_joints_model_marker" in o)}
 
 
 def test_arm26_placeholders_for_missing_meshes(blender):
     out = blender(scenario_arm26_placeholders, arm26=ARM26)
     assert out["bones"] == ["base", "r_humerus", "r_ulna_radius_hand"]
-    # the only meshes are the wrap surfaces (two cylinders, two ellipsoids)
-    assert out["meshes"] == out["wraps"] == 4 and len(out["placeholders"]) == 36
+    # besides the wrap surfaces (two cylinders, two ellipsoids) no mesh is found
+    assert out["meshes"] == 0 and out["wraps"] == 4 and len(out["placeholders"]) == 36
+    assert out["markers"] == [["r_acromion", "base"], ["r_humerus_epicondyle", "r_humerus"],
+                              ["r_radius_styloid", "r_ulna_radius_hand"]], out["markers"]
     assert "arm_r_humerus.vtp (missing)" in out["placeholders"]
     assert out["parents"] == ["base", "r_humerus", "r_ulna_radius_hand"]
     assert "36 mesh files not found (placeholders): ground_ribs.vtp" in out["report"]
-    assert "6 muscles, 4 wrap objects" in out["report"] and "not imported" not in out["report"]
+    assert "0 meshes from 0 files, 6 muscles, 4 wrap surfaces, 3 markers; 36 mesh files not found" in out["report"]
 
 
 def scenario_errors_leave_nothing(tmp, gait, pendulum, walk):

@@ -191,7 +191,8 @@ def test_rigid_tendon_force_equals_opensims_degroote_muscle():
                           ("set_tendon_slack_length", 0.2), ("set_pennation_angle_at_optimal", 0.3),
                           ("set_fiber_damping", 0.05),
                           ("set_passive_fiber_strain_at_one_norm_force", 0.55),
-                          ("set_active_force_width_scale", 1.3), ("set_max_contraction_velocity", 8.0),
+                          ("set_active_force_width_scale", 1.3),
+                          ("set_max_contraction_velocity", 8.0),
                           ("set_ignore_tendon_compliance", True),
                           ("set_ignore_activation_dynamics", True)):
         getattr(mus, setter)(value)
@@ -323,17 +324,19 @@ ARM26 = "/work/shared/data/osim/arm26.osim"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("muscle", ["BICshort"])
-def test_arm26_biceps_flexes_the_elbow_as_opensims_forward_simulation(muscle):
+@pytest.mark.parametrize("muscle,activation", [("BICshort", 0.3), ("BIClong", 0.08)])
+def test_arm26_biceps_flexes_the_elbow_as_opensims_forward_simulation(muscle, activation):
     """arm26 with its muscles replaced by DeGrooteFregly2016Muscle (rigid tendons, activation
-    given), only the biceps applying force at a constant activation of 0.3, shoulder and elbow
-    free under gravity from (0.2, 0.4) rad: OpenSim's Manager (RungeKuttaMerson, accuracy
-    1e-10) and our rk4 at dt = 1 ms agree within 1e-4 rad at every 10 ms for 1 s."""
+    given), only one head of the biceps applying force at a constant activation, shoulder and
+    elbow free under gravity from (0.2, 0.4) rad: OpenSim's Manager (RungeKuttaMerson,
+    accuracy 1e-10) and our rk4 at dt = 1 ms agree within 1e-4 rad at every 10 ms for 1 s.
+    The long head wraps over the humeral head's ellipsoid; its activation keeps the elbow
+    inside its range (beyond 3.7 rad OpenSim's run turns NaN)."""
     osim = pytest.importorskip("opensim")
     from core.integrators import simulate
     from core.io.osim import read_osim
     from core.muscles.actuation import osim_muscle_forces
-    activation, start = 0.3, {"r_shoulder_elev": 0.2, "r_elbow_flex": 0.4}
+    start = {"r_shoulder_elev": 0.2, "r_elbow_flex": 0.4}
     model = osim.Model(ARM26)
     osim.DeGrooteFregly2016Muscle.replaceMuscles(model)
     for i in range(model.getMuscles().getSize()):
@@ -377,3 +380,107 @@ def test_an_imported_muscle_with_a_nan_parameter_is_refused_by_name():
         osim_muscle_forces(model, names, 1e-3, 1.0)
     with pytest.raises(InvalidInputError, match="'TRIlat'.*2"):
         osim_muscle_forces(model, names, 1e-3, 1.0, {"TRIlat": 2.0}, muscles=["TRIlat"])
+
+
+# ---------------------------------------------------------------------------- rigs
+def _arm_rig(control, elbow=0.0, optimal=0.1, **kwargs):
+    """An upper arm fixed to the world and a forearm on an elbow hinge (bones along Y), a
+    biceps from the front of the upper arm to the forearm: at ``elbow = 0`` its fibre is at
+    its ``optimal`` length (m)."""
+    from core.rig import RigBody, RigJoint, RigMuscle, build_rig
+    from core.lie import so3
+    at_elbow = np.eye(4)
+    at_elbow[1, 3] = 0.3
+    pose = at_elbow.copy()
+    pose[:3, :3] = so3.exp(np.array([elbow, 0.0, 0.0]))
+    bodies = [RigBody("upper", -1, np.eye(4), RigJoint("fixed"), mass=2.0),
+              RigBody("fore", 0, at_elbow, RigJoint("hinge", axis=(1.0, 0.0, 0.0)), mass=1.0,
+                      com=(0.0, 0.15, 0.0), pose=pose)]
+    length = 0.29
+    biceps = RigMuscle("biceps", (("upper", (0.0, 0.05, 0.03)), ("fore", (0.0, 0.04, 0.03))),
+                       hill.HillParameters("biceps", 600.0, optimal, length - optimal), control)
+    return build_rig(bodies, gravity=(0.0, 0.0, 0.0), duration=0.5, muscles=[biceps], **kwargs)
+
+
+def test_an_activated_biceps_flexes_a_rig_elbow():
+    from core.rig import simulate_rig
+    active = simulate_rig(_arm_rig(1.0))
+    relaxed = simulate_rig(_arm_rig(0.0))
+    assert active.muscles == ("biceps",) and active.tension.shape == (len(active.times), 1)
+    np.testing.assert_array_equal(active.activation, 1.0)
+    assert active.tension[0, 0] > 500.0                       # near Fmax at optimal length
+    assert abs(active.q[-1, 0]) > 0.5                         # the elbow flexed
+    # DeGroote's passive fibre pulls a little at the optimal length (1.8 % of Fmax): the
+    # relaxed elbow turns the same way, much slower
+    assert 0.0 < relaxed.q[2, 0] / active.q[2, 0] < 0.1
+    assert active.energy_drift is None                         # muscles do work
+
+
+def test_a_relaxed_stretched_muscle_pulls_the_joint_back():
+    """No activation, the elbow opened so that the biceps' fibre is stretched: its passive
+    force alone turns the elbow back (towards flexion)."""
+    from core.rig import simulate_rig
+    opened, closed = sorted((simulate_rig(_arm_rig(0.0, elbow=sign * 1.0, optimal=0.03))
+                             for sign in (1, -1)), key=lambda r: r.tension[0, 0])[::-1]
+    assert opened.tension[0, 0] > 100.0 and opened.tension[0, 0] > 5.0 * closed.tension[0, 0]
+    rig = _arm_rig(0.0, elbow=opened.q[0, 0], optimal=0.03)
+    lengths = [rig.muscles.geometry.lengths_and_speeds(q, np.zeros(1))[0][0]
+               for q in opened.q[:3]]
+    assert abs(opened.q[1, 0] - opened.q[0, 0]) > 0.01 and lengths[2] < lengths[1] < lengths[0]
+
+
+def test_rig_muscles_with_excitation_activate_with_their_time_constants():
+    from core.rig import simulate_rig
+    result = simulate_rig(_arm_rig(([0.0, 0.1], [0.0, 1.0]), muscle_control="excitation"))
+    assert result.activation[0, 0] == 0.0
+    assert 0.5 < result.activation[-1, 0] <= 1.0
+    assert np.all(np.diff(result.activation[:, 0]) >= 0.0)
+
+
+def test_bad_rig_muscles_are_refused_by_name_before_anything_is_simulated():
+    from core.rig import RigMuscle, build_rig
+    from core.rig import RigBody, RigJoint
+    with pytest.raises(InvalidInputError, match="'biceps'.*1.5"):
+        _arm_rig(1.5)
+    with pytest.raises(InvalidInputError, match="'biceps'.*-0.2"):
+        _arm_rig(([0.0, 1.0], [0.5, -0.2]), muscle_control="excitation")
+    bodies = [RigBody("upper", -1, np.eye(4), RigJoint("hinge"), mass=1.0)]
+    p = hill.HillParameters("tri", 100.0, 0.1, 0.2)
+    with pytest.raises(InvalidInputError, match="'tri'.*'radius'"):
+        build_rig(bodies, muscles=[RigMuscle("tri", (("upper", (0, 0, 0)),
+                                                     ("radius", (0, 0, 0))), p)])
+    with pytest.raises(InvalidInputError, match="'tri'.*one"):
+        build_rig(bodies, muscles=[RigMuscle("tri", (("upper", (0, 0, 0)),), p)])
+
+
+def test_a_live_preview_of_a_rig_with_muscles_matches_its_bake():
+    """The Simulate panel's live playback steps the same mechanism frame by frame: the muscle
+    forces (the mechanism's tau) act there as in the bake."""
+    from core.mechanisms import MechanismRun
+    from core.rig import simulate_rig
+    rig = _arm_rig(([0.0, 0.3], [0.2, 1.0]))
+    baked = simulate_rig(rig)
+    run = MechanismRun(rig.mechanism)
+    run.advance_to(len(baked.times) - 1)
+    np.testing.assert_allclose(run.q, baked.q, rtol=0.0, atol=1e-12)
+    assert abs(baked.q[-1, 0]) > 0.5
+
+
+def test_gait2392s_relaxed_muscles_resist_knee_hyperextension_and_deep_flexion():
+    """Every muscle of gait2392 at zero activation, at rest: the passive fibres alone turn the
+    knee back from hyperextension (flexing torque, growing past straight) and from deep
+    flexion (the quadriceps stretched)."""
+    from core.io.osim import read_osim
+    from core.muscles.actuation import osim_muscle_forces
+    model = read_osim("/work/shared/data/osim/gait2392_thelen2003muscle.osim")
+    _, names = model.to_core_model(lock=())
+    forces = osim_muscle_forces(model, names, 1e-3, 0.1)
+    order = [model.coordinate_names.index(n) for n in names]
+    knee = names.index("knee_angle_r")
+
+    def torque(angle):
+        q = model.q_from({"knee_angle_r": angle})[order]
+        return forces(0.0, q, np.zeros(len(q)))[knee]
+
+    assert torque(0.17) < torque(0.0) < 0.0                  # 10 degrees hyperextended
+    assert torque(-2.0) > 10.0                                # 115 degrees flexed
