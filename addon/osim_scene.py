@@ -8,8 +8,9 @@ X (OpenSim's Y up becomes Blender's Z up; armature space is OpenSim's ground), o
 (ground is the armature object), one mesh object per geometry parented to its bone (mesh
 data-blocks shared per file; geometry OpenSim hides is hidden), a placeholder empty for each
 mesh file not found (and each shape not drawn), one small sphere per marker of the model's
-MarkerSet on its bone, and one float custom property per coordinate on the armature object.
-The model's text is stored on the armature data (:func:`documents.store_osim_model`);
+MarkerSet on its bone, one float custom property per coordinate on the armature object, and
+each muscle as a curve and each wrap surface as a mesh (:mod:`addon.muscles`). The model's
+text is stored on the armature data (:func:`documents.store_osim_model`);
 :mod:`addon.handlers` poses the bones from the coordinate properties, and a motion is keyed on
 them (:func:`key_coordinates`).
 
@@ -29,7 +30,7 @@ import os
 import bpy
 import numpy as np
 
-from . import bridge
+from . import bridge, muscles
 from .documents import osim_rig, store_osim_model
 
 #: the group the coordinate keys of an imported motion are filed under
@@ -82,6 +83,7 @@ def write_osim_import(scene, view_layer, plan):
             obj.hide_render = True
             obj.hide_set(True)
     write_model_markers(arm, collection, plan)
+    muscles.write_muscles(arm, plan.rig)
     for obj in view_layer.objects:
         obj.select_set(obj == arm)
     view_layer.objects.active = arm

@@ -45,6 +45,11 @@ settings; the globe's camera faces where its planes go, ``mechanisms.facing_view
   each also showing an instanced sphere so that it renders), the scaled model solved through
   them (``spline_joints.inverse_kinematics``) and the ground reaction forces as arrows
   (``spline_joints.draw_forces``); ground plane, camera framing the walk, ``CREDITS``.
+* ``gait2392_muscles.blend`` (muscles.py): gait2392 with its 92 muscles drawn (curves through
+  their paths, coloured by length change) while it walks the same motion.
+* ``arm26_biceps.blend`` (muscles.py): arm26 with its six muscles wrapping over its wrap
+  surfaces, the biceps activated (keyed activation properties) and one second of the forward
+  simulation keyed by ``spline_joints.simulate_muscles``: the biceps flexes the elbow.
 * ``four_bar_linkage.blend``, ``scissor_lift.blend``, ``door_stop.blend`` (linkages.py): the
   demo linkages (``spline_joints.add_demo_linkage``), driven and released.
 * ``character_rig.blend``: a small character sitting on a ledge, swaying (keyed hips), whose
@@ -79,7 +84,8 @@ sys.path.insert(0, str(ROOT))
 from core.mechanisms import DEMOS  # noqa: E402
 from scripts import blender_kit as kit  # noqa: E402
 from scripts.demos import (chain_in_bowl, character_rig, gait2392_mocap, gait2392_walk,  # noqa: E402
-                           knee_fit_rig, linkages, mechanisms, metarig_ragdoll, ragdoll_steps,
+                           knee_fit_rig, linkages, mechanisms, metarig_ragdoll, muscles,
+                           ragdoll_steps,
                            scapulothoracic_fit_rig, shoulder_reach_cone)
 from scripts.demos.common import OUT  # noqa: E402
 
@@ -93,7 +99,9 @@ RIGS = {"knee_fit_rig": knee_fit_rig.build_knee_rig,
         "character_rig": character_rig.build_character_rig,
         "ragdoll_steps": ragdoll_steps.build_ragdoll_steps,
         "chain_in_bowl": chain_in_bowl.build_chain_in_bowl,
-        "metarig_ragdoll": metarig_ragdoll.build_metarig_ragdoll}
+        "metarig_ragdoll": metarig_ragdoll.build_metarig_ragdoll,
+        "gait2392_muscles": muscles.build_gait_muscles,
+        "arm26_biceps": muscles.build_arm26_biceps}
 LINKAGES = linkages.FILES
 
 

@@ -33,6 +33,8 @@ VIEWS = {
     "skeleton_chain": (0.9, -1.0, 0.55),
     "gait2392_walk": (0.75, -1.0, 0.2),
     "gait2392_mocap": (0.6, -1.0, 0.3),
+    "gait2392_muscles": (0.75, -1.0, 0.2),
+    "arm26_biceps": (0.2, -1.0, 0.15),
     "four_bar_linkage": (0.25, -1.0, 0.3),
     "scissor_lift": (0.35, -1.0, 0.3),
     "door_stop": (0.3, -0.6, 1.2),

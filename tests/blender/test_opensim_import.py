@@ -163,7 +163,9 @@ def scenario_arm26_placeholders(tmp, arm26):
             "placeholders": sorted(o.name for o in empties),
             "parents": sorted({o.parent_bone or o.parent.name for o in empties}),
             "meshes": len([o for o in collection.objects if o.type == "MESH"
-                           and "spline_joints_model_marker" not in o]),
+                           and "spline_joints_model_marker" not in o
+                           and "spline_joints_wrap" not in o]),
+            "wraps": len([o for o in collection.objects if "spline_joints_wrap" in o]),
             "markers": sorted((o.name, o.parent_bone) for o in collection.objects
                               if "spline_joints_model_marker" in o)}
 
@@ -171,7 +173,8 @@ def scenario_arm26_placeholders(tmp, arm26):
 def test_arm26_placeholders_for_missing_meshes(blender):
     out = blender(scenario_arm26_placeholders, arm26=ARM26)
     assert out["bones"] == ["base", "r_humerus", "r_ulna_radius_hand"]
-    assert out["meshes"] == 0 and len(out["placeholders"]) == 36
+    # besides the wrap surfaces (two cylinders, two ellipsoids) no mesh is found
+    assert out["meshes"] == 0 and out["wraps"] == 4 and len(out["placeholders"]) == 36
     assert out["markers"] == [["r_acromion", "base"], ["r_humerus_epicondyle", "r_humerus"],
                               ["r_radius_styloid", "r_ulna_radius_hand"]], out["markers"]
     assert "arm_r_humerus.vtp (missing)" in out["placeholders"]
@@ -287,7 +290,8 @@ def scenario_undo_import(tmp, gait):
 
 def test_undo_removes_the_import(blender):
     out = blender(scenario_undo_import, gait=GAIT)
-    assert out["after"]["objects"] == out["before"]["objects"] + 21  # armature + 20 meshes
+    # armature + 20 meshes + 92 muscle curves
+    assert out["after"]["objects"] == out["before"]["objects"] + 21 + 92
     assert out["after"]["armatures"] == 1 and out["after"]["collections"] == 1
     assert out["undone"] == out["before"]
     assert out["redone"] == out["after"]
