@@ -75,6 +75,8 @@ class Twins:
     skeleton_accelerations: object = None
     skeleton_step: object = None
     project_cg: object = None
+    point_path_forces: object = None
+    activation_steps: object = None
 
 
 _NO_TWINS = Twins()

@@ -56,8 +56,8 @@ muscle across a joint still resists its stretching. The muscle forces are explic
 step (the implicit method takes the joint springs and dampers only): a strong muscle on a
 light bone needs small substeps, which :func:`simulate_rig` adds when a run diverges. On the
 numba backend a rig with muscles
-steps substep by substep: the forces in numpy, the dynamics compiled (:mod:`core.muscles.
-actuation`, *Numba*). The result gives each muscle's tension and activation per frame; a
+steps substep by substep, its muscle forces and its dynamics each one compiled call
+(:mod:`core.muscles.actuation`, *Numba*). The result gives each muscle's tension and activation per frame; a
 rig with muscles is not passive (its muscles do work), so it reports no energy drift.
 
 Stability. The default integrator, "implicit", takes the joint springs and dampers

@@ -14,10 +14,12 @@ contact_solver             :func:`core.compiled.contact_solver.stepper`
 skeleton_accelerations     :func:`core.compiled.skeleton.accelerations`
 skeleton_step              :func:`core.compiled.skeleton.step`
 project_cg                 :func:`core.compiled.projection.cg`
+point_path_forces          :func:`core.compiled.actuation.point_path_forces`
+activation_steps           :func:`core.compiled.actuation.activation_steps`
 =========================  ==========================================================
 """
 
-from . import contact_solver, dynamics, integrators, limits, projection, skeleton
+from . import actuation, contact_solver, dynamics, integrators, limits, projection, skeleton
 
 __all__ = ["TWINS"]
 
@@ -40,4 +42,6 @@ TWINS = {
     "skeleton_accelerations": skeleton.accelerations,
     "skeleton_step": skeleton.step,
     "project_cg": projection.cg,
+    "point_path_forces": actuation.point_path_forces,
+    "activation_steps": actuation.activation_steps,
 }

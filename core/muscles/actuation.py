@@ -24,8 +24,12 @@ refused naming the muscle before anything is simulated.
 
 Numba. The compiled stepper takes constant forces only (:mod:`core.compiled.integrators`), so
 with muscles every substep goes through the reference integrator's stages, the muscle forces
-computed in numpy and passed as ``tau`` to the compiled articulated-body algorithm
-(:data:`core.backend.twins` ``aba``).
+passed as ``tau`` to the compiled articulated-body algorithm (:data:`core.backend.twins`
+``aba``). The forces of straight paths (:class:`PointPaths`) are one compiled call
+(:data:`core.backend.twins` ``point_path_forces``: the joint Jacobians' kernel, then every
+path's length and speed, tension and generalized force in one kernel); those of an imported
+model's paths (:class:`OsimPaths`) are computed in numpy. The activations' RK4 is one kernel
+call (``activation_steps``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import backend as _backend
 from ..errors import InvalidInputError
 from ..lie import so3
 from ..dynamics import compute_joint_jacobians
@@ -128,6 +133,9 @@ def activation_table(muscles, controls, kind, duration, substep, t0=0.0, initial
         u[:, i] = np.interp(grid, times, vals)
     a = np.array([initial.get(name, u[0, i]) for i, name in enumerate(muscles.names)],
                  dtype=float)
+    twin = _backend.twins.activation_steps
+    if twin is not None:
+        return ActivationTable(float(t0), step, twin(muscles, u, a, step))
     values = np.empty((n + 1, m))
     values[0] = a
     rate = (lambda a, u: hill.activation_rate(a, u, muscles.activation_time_constant,
@@ -150,20 +158,21 @@ class MuscleForces:
     docstring). muscles: :class:`core.muscles.hill.MuscleArrays`; geometry: an object with
     ``lengths_and_speeds(q, v) -> ((m,), (m,))`` and ``generalized_forces(tension (m,)) ->
     (nv,)`` (at the ``(q, v)`` of the last ``lengths_and_speeds``); activation: an
-    :class:`ActivationTable`. ``last`` holds the :class:`core.muscles.hill.RigidTendonState`
-    of the latest call."""
+    :class:`ActivationTable`. With :class:`PointPaths` on the numba backend a call is one
+    compiled call (module docstring, *Numba*)."""
 
     def __init__(self, muscles, geometry, activation):
         self.muscles, self.geometry, self.activation = muscles, geometry, activation
-        self.last = None
 
     def state(self, t, q, v):
         """The :class:`core.muscles.hill.RigidTendonState` of every muscle at ``(t, q, v)``."""
         lengths, speeds = self.geometry.lengths_and_speeds(q, v)
-        self.last = hill.rigid_tendon(self.muscles, lengths, speeds, self.activation(t))
-        return self.last
+        return hill.rigid_tendon(self.muscles, lengths, speeds, self.activation(t))
 
     def __call__(self, t, q, v):
+        twin = _backend.twins.point_path_forces
+        if twin is not None and isinstance(self.geometry, PointPaths):
+            return twin(self.geometry, self.muscles, self.activation(t), q, v)
         return self.geometry.generalized_forces(self.state(t, q, v).tendon_force)
 
     def elastic_energy(self, q):

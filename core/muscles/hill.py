@@ -298,6 +298,9 @@ class MuscleArrays:
         self.width = self.optimal_fiber_length * np.sin(self.pennation_angle_at_optimal)
         #: ``(m,)`` max contraction velocities in m/s
         self.speed_scale = self.max_contraction_velocity * self.optimal_fiber_length
+        #: the compiled backend's parameter rows (:mod:`core.compiled.actuation`), built on
+        #: first use
+        self.packed = None
 
     def __len__(self):
         return len(self.params)

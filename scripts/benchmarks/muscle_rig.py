@@ -110,8 +110,9 @@ def bench_muscle_rig(quick=False):
             f"{SECONDS:g} s at {FPS:g} frames/s ({SUBSTEPS} steps per frame: the Simulate "
             f"panel's default; {SUBSTEPS // 2}: build_rig's), implicit "
             "integrator, excitations as sine curves (activation dynamics integrated); the "
-            "muscle forces are computed in numpy every substep and passed to the dynamics as "
-            "tau (compiled aba on numba). On a loaded machine the wall time exceeds the CPU "
+            "muscle forces are passed to the dynamics as tau every substep (on numba both "
+            "compiled: the muscles' paths, tensions and generalized forces in one call, then "
+            "aba). On a loaded machine the wall time exceeds the CPU "
             "time by the other processes' share.")
     return [table(f"A {MUSCLES}-muscle arm rig: wall time per simulated second",
                   ["backend", "steps per frame", "muscles", "simulated bones", "frames",

@@ -10,7 +10,9 @@ is active). Each is defined in the file that mirrors its reference module:
   :func:`driven_step`, :func:`advance`, :func:`advance_unconstrained`, :func:`normalize`;
 * :mod:`core.compiled.limits` (:class:`core.limits.LimitSolver`): :func:`limit_hold`,
   :func:`limit_constraints`, :func:`pgs`;
-* :mod:`core.compiled.kernels.cg` (:func:`core.maximal.solver.project`): :func:`cg`.
+* :mod:`core.compiled.kernels.cg` (:func:`core.maximal.solver.project`): :func:`cg`;
+* :mod:`core.compiled.kernels.actuation` (:mod:`core.muscles.actuation`):
+  :func:`point_path_forces`, :func:`activation_steps`.
 
 The other compiled files (:mod:`core.compiled.kernels.options` for the numba options,
 :mod:`core.compiled.kernels.expcoords`, :mod:`core.compiled.kernels.spatial`, :mod:`core.compiled.kernels.joints`,
@@ -18,6 +20,7 @@ The other compiled files (:mod:`core.compiled.kernels.options` for the numba opt
 :mod:`core.compiled.kernels.custom` and :mod:`core.compiled.kernels.surface`) hold what these call.
 """
 
+from .actuation import activation_steps, point_path_forces
 from .cg import cg
 from .dynamics import aba, aba_free, crba, energies, rnea
 from .kinematics import kinematics
@@ -26,4 +29,4 @@ from .limits import limit_constraints, limit_hold, pgs
 
 __all__ = ["aba", "aba_free", "rnea", "crba", "energies", "kinematics", "step", "driven_step",
            "advance", "advance_unconstrained", "normalize", "limit_hold", "limit_constraints",
-           "pgs", "cg"]
+           "pgs", "cg", "point_path_forces", "activation_steps"]
