@@ -31,7 +31,7 @@ import numpy as np
 
 from . import bridge
 from .documents import osim_rig
-from .jobs import Job
+from .jobs import ToolJob
 
 #: display radius (m) of a marker's sphere
 MARKER_SIZE = 0.012
@@ -91,33 +91,6 @@ def _file(path: str, what: str) -> str:
     if not path:
         raise ValueError(f"choose the {what} in the Motion Capture panel")
     return os.path.abspath(bpy.path.abspath(path))
-
-
-class ToolJob(Job):
-    """A job whose ``_run()`` (any thread) reads its files and computes, and whose
-    ``write(scene, result)`` (main thread) writes its result into the scene and returns
-    (operator result, report level, message). ``finish`` writes nothing for a cancelled run
-    (:attr:`cancelled_text` is reported) and raises ValueError ``"<refused_text>: <why>"``
-    for a refused one."""
-
-    refused_text = "Nothing done"
-    cancelled_text = "Cancelled: nothing was changed"
-
-    def __init__(self):
-        self.fraction, self.cancelled, self.result = 0.0, False, None
-
-    def simulate(self):
-        try:
-            self.result = self._run()
-        except ValueError as exc:  # handed to the main thread, reported there
-            self.result = exc
-
-    def finish(self, scene):
-        if isinstance(self.result, ValueError):
-            raise ValueError(f"{self.refused_text}: {self.result}")
-        if self.result is None:
-            return {"CANCELLED"}, "WARNING", self.cancelled_text
-        return self.write(scene, self.result)
 
 
 class TrialTiming:

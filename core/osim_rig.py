@@ -44,7 +44,7 @@ __all__ = ["MIN_BONE_LENGTH", "DEFAULT_BONE_LENGTH", "PRIMITIVE_KINDS", "OsimRig
            "geometry_transform", "geometry_extent", "primitive_mesh", "pose_bases",
            "coordinate_property", "motion_frames", "motion_rate", "trial_frames", "keying_rate",
            "summarize_skipped", "GeometryItem", "MarkerItem", "OsimImport", "read_osim_import",
-           "simulate_muscles"]
+           "MuscleSimulation", "simulate_muscles"]
 
 #: shortest bone (m): a tail target closer than this is not used, a body's extent is raised to it
 MIN_BONE_LENGTH = 0.01
@@ -258,16 +258,30 @@ def motion_frames(time, fps: float, frame_start: int) -> np.ndarray:
     return frame_start + np.rint((t - t[0]) * fps).astype(int)
 
 
-def simulate_muscles(model, q0, times, activations, max_step=5e-3):
+@dataclass(frozen=True, eq=False)
+class MuscleSimulation:
+    """What :func:`simulate_muscles` did: ``status`` (``"completed"`` or ``"cancelled"``, then
+    no frames), ``q`` (N, nq) the model's coordinates at the simulated times (``q[0] = q0``),
+    ``steps`` (RK4 steps taken) and ``wall_time`` (s)."""
+
+    status: str
+    q: np.ndarray
+    steps: int
+    wall_time: float
+
+
+def simulate_muscles(model, q0, times, activations, max_step=5e-3, progress=None):
     """Forward simulation of an imported model (:class:`core.io.osim.OsimModel`) moved by its
     muscles' rigid-tendon forces and gravity from ``q0`` (nq,) at rest, the coordinates the
-    file locks held; returns ``q`` (N, nq) at ``times`` (N,) (s, uniform, ``q[0] = q0``).
+    file locks held, over ``times`` (N,) (s, uniform); returns a :class:`MuscleSimulation`.
 
     activations: ``{muscle: number or (times, values)}`` in [0, 1] (piecewise linear; a
     muscle not named is relaxed, its passive force still acting). RK4 with the largest step
     at most ``max_step`` (s) that divides the frame interval (arm26's biceps at 0.3: 5 ms
-    steps follow 1 ms steps within 1e-4 rad). InvalidInputError names a muscle
-    the model does not have, an activation outside [0, 1] or a bad parameter, before
+    steps follow 1 ms steps within 1e-4 rad), stepped by :func:`core.integrators.simulate`
+    with the muscle forces as its ``tau``. progress: None or ``fraction -> bool`` called after
+    every frame; False cancels (status ``"cancelled"``, no frames). InvalidInputError names a
+    muscle the model does not have, an activation outside [0, 1] or a bad parameter, before
     anything is simulated."""
     from .integrators import simulate
     from .muscles.actuation import osim_muscle_forces
@@ -286,10 +300,11 @@ def simulate_muscles(model, q0, times, activations, max_step=5e-3):
     q0 = model.q_from(q0)
     index = [model.coordinate_names.index(n) for n in names]
     trajectory = simulate(core, q0[index], np.zeros(core.nv), dt, per_frame * (len(t) - 1),
-                          "rk4", tau=forces, record_every=per_frame, check_energy=False)
-    q = np.repeat(q0[None, :], len(t), axis=0)
-    q[:, index] = trajectory.q[:len(t)]
-    return q
+                          "rk4", tau=forces, record_every=per_frame, check_energy=False,
+                          progress=progress)
+    q = np.repeat(q0[None, :], len(trajectory.q), axis=0)
+    q[:, index] = trajectory.q
+    return MuscleSimulation(trajectory.status, q, trajectory.steps, trajectory.wall_time)
 
 
 def trial_frames(numbers, rate: float, fps: float, frame_start: int) -> np.ndarray:

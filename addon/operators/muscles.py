@@ -1,6 +1,7 @@
 """Muscles of an imported OpenSim armature: the moment-arm plot of the muscle chosen in the
 OpenSim panel's list (PNG and CSV, shown in Blender), a simulation driven by the keyed
-activations (the coordinates keyed with its result), and authoring: path points placed at
+activations (:class:`..muscle_jobs.MuscleSimulationJob`, run in a worker thread with a progress
+bar, the coordinates keyed with its result), and authoring: path points placed at
 the 3D cursor or at selected vertices, a muscle made of them, and wrap objects on bones, all
 written into the model stored on the armature (so the export writes them too).
 """
@@ -17,7 +18,8 @@ from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorPro
 
 from .. import bridge, muscles
 from ..documents import enabled_osim_fits, osim_rig
-from ._common import OsimArmatureOperator, reporting
+from ..muscle_jobs import MuscleSimulationJob
+from ._common import OsimArmatureOperator, ThreadedBake, reporting
 
 #: the name of the image a moment-arm plot is loaded as
 PLOT_IMAGE = "Moment Arm Plot"
@@ -299,54 +301,18 @@ class SPLINE_JOINTS_OT_add_wrap_object(OsimArmatureOperator, bpy.types.Operator)
         return {"FINISHED"}
 
 
-def _activation_curves(arm, names, frames) -> dict:
-    """``{muscle: values (N,)}`` of the muscles whose activation property is keyed or not 0:
-    the property's F-curve at ``frames``, or its value."""
-    out = {}
-    for name in names:
-        prop = muscles.activation_property(name)
-        fc = bridge.find_fcurve(arm, bridge.coordinate_path(prop), 0)
-        if fc is not None:
-            out[name] = np.array([fc.evaluate(float(f)) for f in frames])
-        elif float(arm.get(prop, 0.0) or 0.0) != 0.0:
-            out[name] = np.full(len(frames), float(arm[prop]))
-    return out
-
-
-class SPLINE_JOINTS_OT_simulate_muscles(OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_simulate_muscles(OsimArmatureOperator, ThreadedBake, bpy.types.Operator):
     """Simulate the model over the scene's frame range, moved by its muscles (activations from
     the armature's keyed '<muscle> activation' properties) and gravity from the pose at the
-    first frame, at rest, and key the coordinates with the result"""
+    first frame, at rest, and key the coordinates with the result (a progress bar; Esc
+    cancels and keys nothing)"""
 
     bl_idname = "spline_joints.simulate_muscles"
     bl_label = "Simulate Muscles"
     bl_options = {"REGISTER", "UNDO"}
 
-    @reporting
-    def execute(self, context):
-        from ...core.osim_rig import simulate_muscles
-        from ..osim_scene import KEY_GROUP
-
-        arm, scene = context.object, context.scene
-        rig = osim_rig(arm.data, fitted=False)
-        model = rig.model
-        frames = np.arange(scene.frame_start, scene.frame_end + 1)
-        fps = scene.render.fps / scene.render.fps_base
-        controls = _activation_curves(arm, model.muscles, frames)
-        times = (frames - frames[0]) / fps
-        current = scene.frame_current
-        scene.frame_set(int(frames[0]))
-        q0 = rig.q(bridge.read_named_values(arm, rig.coordinate_names, model.default_q()))
-        scene.frame_set(current)
-        q = simulate_muscles(model, q0, times, {n: (times, v) for n, v in controls.items()})
-        for i, coordinate in enumerate(rig.coordinate_names):  # everything computed; write
-            bridge.write_fcurve_keys(arm, bridge.coordinate_path(coordinate), 0, frames,
-                                     q[:, i], group=KEY_GROUP)
-        scene.frame_set(current)
-        active = ", ".join(controls) or "none (passive forces only)"
-        self.report({"INFO"}, f"Simulated {times[-1]:.3g} s on frames {frames[0]}..{frames[-1]}"
-                              f"; active muscles: {active}")
-        return {"FINISHED"}
+    def make_job(self, context):
+        return MuscleSimulationJob(context.scene, context.object)
 
 
 classes = (SPLINE_JOINTS_OT_plot_moment_arm, SPLINE_JOINTS_OT_simulate_muscles, SPLINE_JOINTS_OT_add_muscle_point,

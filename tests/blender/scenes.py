@@ -120,3 +120,19 @@ def expected_T_parent_child(obj, child="shin"):
     """Child-in-parent pose computed with mathutils only (independent of the bridge)."""
     pb = obj.pose.bones[child]
     return np.array(pb.parent.matrix.inverted() @ pb.matrix)
+
+
+def cancelling_at(job_class, fraction: float = 0.5):
+    """A subclass of a bake job class whose progress presses the modal's Esc (``cancel``) once
+    the core reports ``fraction`` done; its ``seen`` lists every fraction reported."""
+
+    class EscAt(job_class):
+        seen = []
+
+        def progress(self, done):
+            self.seen.append(done)
+            if done >= fraction:
+                self.cancel()
+            return super().progress(done)
+
+    return EscAt

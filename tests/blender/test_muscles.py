@@ -317,13 +317,25 @@ def test_author_muscle_and_wrap_then_export(blender):
     assert out["undone_same"] and out["undone_objects"] == out["placed_objects"]
 
 
+def _keyed(arm):
+    """The armature's F-curves: ``{data path: [(frame, value), ...]}``."""
+    action = arm.animation_data.action if arm.animation_data else None
+    if action is None:
+        return {}
+    from scenes import action_fcurves
+
+    return {fc.data_path: [tuple(k.co) for k in fc.keyframe_points]
+            for fc in action_fcurves(action)}
+
+
 def scenario_biceps_flexes_the_elbow(tmp, arm26):
     import bpy
 
-    from scenes import addon_module
+    from scenes import addon_module, cancelling_at
 
     bridge = addon_module("addon.bridge")
     muscles = addon_module("addon.muscles")
+    jobs = addon_module("addon.muscle_jobs")
     rig_mod = addon_module("core.osim_rig")
     model, arm = _imported(arm26)
     scene = bpy.context.scene
@@ -341,17 +353,36 @@ def scenario_biceps_flexes_the_elbow(tmp, arm26):
     for f, a in ((1, 0.3), (13, 0.3)):
         arm[muscles.activation_property("BICshort")] = a
         arm.keyframe_insert(prop, frame=f)
-    assert bpy.ops.spline_joints.simulate_muscles() == {"FINISHED"}
+    scene.frame_set(5)
+    before = (_keyed(arm), {n: arm[n] for n in model.coordinate_names}, scene.frame_current,
+              len(bpy.data.actions))
+
+    EscAtHalf = cancelling_at(jobs.MuscleSimulationJob)  # the modal's Esc at half the frames
+    esc = EscAtHalf(scene, arm)
+    esc.simulate()                                     # what the modal's worker thread runs
+    cancelled = esc.finish(scene)
+    after = (_keyed(arm), {n: arm[n] for n in model.coordinate_names}, scene.frame_current,
+             len(bpy.data.actions))
+    full = jobs.MuscleSimulationJob(scene, arm)        # run to the end, not written
+    full.simulate()
     frames = np.arange(1, 14)
+    want = rig_mod.simulate_muscles(model, start, (frames - 1) / 24.0, {"BICshort": 0.3}).q
+    bpy.ops.ed.undo_push(message="before the simulation")
+    assert bpy.ops.spline_joints.simulate_muscles("EXEC_DEFAULT", True) == {"FINISHED"}
     got = np.array([[bridge.find_fcurve(arm, bridge.coordinate_path(n), 0).evaluate(float(f))
                      for n in model.coordinate_names] for f in frames])
-    want = rig_mod.simulate_muscles(model, start, (frames - 1) / 24.0, {"BICshort": 0.3})
     scene.frame_set(13)
     bpy.context.view_layer.update()
     worst, _, _ = _check_drawn(arm, model, model.q_from(got[-1]))
+    message, name = full.finish(scene), arm.name
+    bpy.ops.ed.undo()
+    undone = _keyed(bpy.data.objects[name])
     return {"refused": refused, "keyed_before": keyed is not None,
             "error": float(np.abs(got - want).max()), "elbow": got[:, 1].tolist(),
-            "drawn": worst}
+            "drawn": worst, "cancelled": [sorted(cancelled[0]), *cancelled[1:]],
+            "unchanged": repr(after) == repr(before), "seen": EscAtHalf.seen,
+            "fraction": full.fraction, "job_error": float(np.abs(full.result.q - want).max()),
+            "message": message[2], "undone": repr(undone) == repr(before[0])}
 
 
 @pytest.mark.slow
@@ -362,6 +393,16 @@ def test_activated_biceps_flexes_the_elbow(blender):
     assert out["error"] < 1e-6  # float32 keys of the core's simulation
     assert out["elbow"][-1] - out["elbow"][0] > 0.3  # the elbow flexed
     assert out["drawn"] <= FLOAT32_TOL
+    # Esc at half: nothing keyed, the coordinates and the frame as they were
+    assert out["cancelled"] == [["CANCELLED"], "WARNING",
+                                "Simulate Muscles cancelled: nothing was keyed"]
+    assert out["unchanged"]
+    assert 0.5 <= out["seen"][-1] < 1.0 and len(out["seen"]) < 12, out["seen"]
+    # the job run to the end: the bar reaches the end, the result is the core's (with the
+    # activation read from float32 keys)
+    assert out["fraction"] == 1.0 and out["job_error"] < 1e-6
+    assert "frames 1..13" in out["message"] and "6 muscles (active: BICshort)" in out["message"]
+    assert out["undone"]  # one undo step takes the keys away
 
 
 def scenario_demo_walk_scrubbed(tmp, demo, gait):

@@ -370,6 +370,29 @@ def test_arm26_biceps_flexes_the_elbow_as_opensims_forward_simulation(muscle, ac
     np.testing.assert_allclose(tr.q[1:], np.array(reference), atol=1e-4, rtol=0.0)
 
 
+def test_an_imported_models_muscle_simulation_reports_progress_and_cancels():
+    """simulate_muscles calls progress once per frame up to 1; False cancels at once (no
+    frames), and a run that is not cancelled gives the same coordinates as one without
+    progress."""
+    from core.io.osim import read_osim
+    from core.osim_rig import simulate_muscles
+    model = read_osim(ARM26)
+    start = {"r_shoulder_elev": 0.2, "r_elbow_flex": 0.4}
+    times = np.linspace(0.0, 0.1, 5)
+    seen = []
+    done = simulate_muscles(model, start, times, {"BICshort": 0.3},
+                            progress=lambda f: seen.append(f) is None)
+    assert done.status == "completed" and seen == pytest.approx([0.25, 0.5, 0.75, 1.0])
+    plain = simulate_muscles(model, start, times, {"BICshort": 0.3})
+    np.testing.assert_array_equal(done.q, plain.q)
+    assert done.q.shape == (5, model.nq) and done.q[-1, 1] > done.q[0, 1]  # the elbow flexes
+    asked = []
+    stopped = simulate_muscles(model, start, times, {"BICshort": 0.3},
+                               progress=lambda f: asked.append(f) or False)
+    assert stopped.status == "cancelled" and stopped.q.shape == (0, model.nq)
+    assert asked == [0.25] and stopped.steps < done.steps
+
+
 def test_an_imported_muscle_with_a_nan_parameter_is_refused_by_name():
     from core.io.osim import read_osim
     from core.muscles.actuation import osim_muscle_forces
