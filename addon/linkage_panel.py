@@ -35,6 +35,7 @@ class VIEW3D_PT_spline_joints_linkages(SidebarPanel, bpy.types.Panel):
 
     bl_label = "Linkages"
     bl_idname = "VIEW3D_PT_spline_joints_linkages"
+    guide = "guides/linkages.md"
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):

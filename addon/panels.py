@@ -40,16 +40,23 @@ class SPLINE_JOINTS_UL_samples(bpy.types.UIList):
 
 
 class SidebarPanel:
-    """Mixin of every panel: the "Spline Joints" tab of the 3D view's sidebar."""
+    """Mixin of every panel: the "Spline Joints" tab of the 3D view's sidebar, and a help button
+    in the header that opens the panel's guide (``guide``: its page under docs/)."""
 
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = CATEGORY
+    guide = "getting-started.md"
+
+    def draw_header_preset(self, context):
+        op = self.layout.operator("spline_joints.open_guide", text="", icon="HELP", emboss=False)
+        op.page = self.guide
 
 
 class VIEW3D_PT_spline_joints_capture(SidebarPanel, bpy.types.Panel):
     bl_label = "Capture"
     bl_idname = "VIEW3D_PT_spline_joints_capture"
+    guide = "guides/knee.md"
 
     def draw(self, context):
         layout = self.layout
@@ -86,6 +93,7 @@ class VIEW3D_PT_spline_joints_capture(SidebarPanel, bpy.types.Panel):
 class VIEW3D_PT_spline_joints_fit(SidebarPanel, bpy.types.Panel):
     bl_label = "Fit"
     bl_idname = "VIEW3D_PT_spline_joints_fit"
+    guide = "guides/knee.md"
 
     def draw(self, context):
         layout = self.layout
@@ -142,6 +150,7 @@ def _draw_heldout(layout, settings):
 class VIEW3D_PT_spline_joints_drive(SidebarPanel, bpy.types.Panel):
     bl_label = "Drive"
     bl_idname = "VIEW3D_PT_spline_joints_drive"
+    guide = "guides/knee.md"
 
     def draw(self, context):
         layout = self.layout
@@ -162,52 +171,6 @@ class VIEW3D_PT_spline_joints_drive(SidebarPanel, bpy.types.Panel):
         layout.operator("spline_joints.bake_joint", icon="KEYINGSET")
 
 
-class VIEW3D_PT_spline_joints_reach_cone(SidebarPanel, bpy.types.Panel):
-    bl_label = "Reach Cone"
-    bl_idname = "VIEW3D_PT_spline_joints_reach_cone"
-    bl_options = {"DEFAULT_CLOSED"}
-
-    def draw(self, context):
-        layout = self.layout
-        _, pose_bone = _bone_or_hint(layout, context, "Make a child bone active in Pose Mode",
-                                     lambda pb: pb.parent is not None)
-        if pose_bone is None:
-            return
-        s = pose_bone.spline_joints
-        col = layout.column(align=True)
-        col.prop(s, "cone_shape", expand=True)
-        col.prop(s, "cone_axis", text="")
-        if s.cone_shape == "CIRCULAR":
-            col.prop(s, "cone_half_angle")
-        else:
-            col.prop(s, "cone_half_angle_x")
-            col.prop(s, "cone_half_angle_z")
-        col.prop(s, "twist_limit")
-        col.prop(s, "cone_margin")
-        col.prop(s, "cone_length")
-        row = layout.row(align=True)
-        row.operator("spline_joints.fit_reach_cone", icon="CON_ROTLIMIT")
-        row.operator("spline_joints.draw_reach_cone", icon="MESH_CONE")
-        row = layout.row(align=True)
-        row.prop(s, "hold_limits", toggle=True, icon="LOCKED")
-        row.operator("spline_joints.add_limit_constraints", icon="CONSTRAINT_BONE")
-        from ..core.bones import cone_status
-        from . import bridge
-        from .cones import cone_options
-
-        try:
-            status = cone_status(cone_options(s), bridge.read_rest_T_parent_child(pose_bone),
-                                 bridge.read_pose_T_parent_child(pose_bone))
-        except ValueError as exc:
-            layout.label(text=str(exc), icon="ERROR")
-            return
-        box = layout.box()
-        box.label(text="Pose inside the limits" if status.inside else "Pose OUTSIDE the limits",
-                  icon="CHECKMARK" if status.inside else "ERROR")
-        box.label(text=f"Cone margin {status.swing_value:+.3f} (below 0: outside)   twist "
-                       f"{math.degrees(status.twist):+.1f} deg")
-
-
 class SPLINE_JOINTS_UL_mechanisms(bpy.types.UIList):
     """One row per mechanism placed in the scene."""
 
@@ -221,6 +184,7 @@ class SPLINE_JOINTS_UL_mechanisms(bpy.types.UIList):
 class VIEW3D_PT_spline_joints_mechanisms(SidebarPanel, bpy.types.Panel):
     bl_label = "Mechanisms"
     bl_idname = "VIEW3D_PT_spline_joints_mechanisms"
+    guide = "guides/mechanisms.md"
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
@@ -247,6 +211,7 @@ class VIEW3D_PT_spline_joints_mechanisms(SidebarPanel, bpy.types.Panel):
 class VIEW3D_PT_spline_joints_opensim(SidebarPanel, bpy.types.Panel):
     bl_label = "OpenSim"
     bl_idname = "VIEW3D_PT_spline_joints_opensim"
+    guide = "guides/opensim.md"
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
@@ -299,5 +264,5 @@ def _draw_osim_fits(layout, data, rig):
 
 
 classes = (SPLINE_JOINTS_UL_samples, SPLINE_JOINTS_UL_mechanisms, VIEW3D_PT_spline_joints_capture,
-           VIEW3D_PT_spline_joints_fit, VIEW3D_PT_spline_joints_drive, VIEW3D_PT_spline_joints_reach_cone,
+           VIEW3D_PT_spline_joints_fit, VIEW3D_PT_spline_joints_drive,
            VIEW3D_PT_spline_joints_mechanisms, VIEW3D_PT_spline_joints_opensim)

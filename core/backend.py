@@ -66,6 +66,7 @@ class Twins:
     kinetic_energy: object = None
     potential_energy: object = None
     mechanical_energy: object = None
+    compute_joint_jacobians: object = None
     limit_constraints: object = None
     limit_hold: object = None
     limit_pgs: object = None

@@ -259,15 +259,6 @@ def _bcast(*arrays):
     return np.broadcast_arrays(*arrays)
 
 
-def _cross(a, b):
-    """a x b for (..., 3) arrays; one pair of (3,) vectors without np.cross's overhead."""
-    if a.ndim == 1 and b.ndim == 1:
-        ax, ay, az = a.tolist()
-        bx, by, bz = b.tolist()
-        return np.array([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx])
-    return np.cross(a, b)
-
-
 def _col(k):
     """Scalar or (...) coefficient -> broadcastable against (..., 3)."""
     return k if isinstance(k, float) else k[..., None]
@@ -356,7 +347,7 @@ def body_velocity(r, r_dot):
     r, rd = _bcast(_vec(r, "r"), _vec(r_dot, "r_dot"))
     th, t = _angle(r)
     a, b, g = _abg(th, t)
-    return _col(a) * rd + _col(b) * _cross(rd, r) + _col(g * _dot(r, rd)) * r
+    return _col(a) * rd + _col(b) * so3.cross(rd, r) + _col(g * _dot(r, rd)) * r
 
 
 def spatial_velocity(r, r_dot):
@@ -367,7 +358,7 @@ def spatial_velocity(r, r_dot):
     r, rd = _bcast(_vec(r, "r"), _vec(r_dot, "r_dot"))
     th, t = _angle(r)
     a, b, g = _abg(th, t)
-    return _col(a) * rd - _col(b) * _cross(rd, r) + _col(g * _dot(r, rd)) * r
+    return _col(a) * rd - _col(b) * so3.cross(rd, r) + _col(g * _dot(r, rd)) * r
 
 
 def rdot_from_body(r, w_b):
@@ -377,7 +368,7 @@ def rdot_from_body(r, w_b):
     """
     r, w = _bcast(_vec(r, "r"), _vec(w_b, "w_b"))
     d, z = _delta_zeta(r, "rdot_from_body")
-    return _col(d) * w + 0.5 * _cross(r, w) + _col(z * _dot(r, w)) * r
+    return _col(d) * w + 0.5 * so3.cross(r, w) + _col(z * _dot(r, w)) * r
 
 
 def rdot_from_spatial(r, w_s):
@@ -387,7 +378,7 @@ def rdot_from_spatial(r, w_s):
     """
     r, w = _bcast(_vec(r, "r"), _vec(w_s, "w_s"))
     d, z = _delta_zeta(r, "rdot_from_spatial")
-    return _col(d) * w - 0.5 * _cross(r, w) + _col(z * _dot(r, w)) * r
+    return _col(d) * w - 0.5 * so3.cross(r, w) + _col(z * _dot(r, w)) * r
 
 
 # --------------------------------------------------------------------------------------
@@ -566,7 +557,7 @@ def _acc(r, rd, rdd, sign):
     a_dot, b_dot, g_dot = (g - b) * s, b1 * s, g1 * s
     # eq. 35 (sign = -1 for the spatial form, eqs. 42-43)
     return (_col(a) * rdd + _col(g * s + a_dot) * rd
-            - sign * _cross(_col(b_dot) * rd + _col(b) * rdd, r)
+            - sign * so3.cross(_col(b_dot) * rd + _col(b) * rdd, r)
             + _col(g_dot * s + g * (_dot(rd, rd) + _dot(r, rdd))) * r)
 
 
@@ -593,10 +584,10 @@ def _racc(r, w, wd, sign, what):
     d, z = a / (2.0 * b), -_f("b1", th, t) / (2.0 * b)
     d1, z1 = -g / (2.0 * b), _f("q", th, t) / (2.0 * b)
     rw = _dot(r, w)
-    rd = _col(d) * w + (0.5 * sign) * _cross(r, w) + _col(z * rw) * r  # eqs. 15/16
+    rd = _col(d) * w + (0.5 * sign) * so3.cross(r, w) + _col(z * rw) * r  # eqs. 15/16
     s = _dot(r, rd)  # = <r, w> (eq. 18)
     return (_col(d1 * s) * w + _col(d) * wd
-            + (0.5 * sign) * (_cross(rd, w) + _cross(r, wd))
+            + (0.5 * sign) * (so3.cross(rd, w) + so3.cross(r, wd))
             + _col(z1 * s * rw + z * (_dot(rd, w) + _dot(r, wd))) * r + _col(z * rw) * rd)
 
 
@@ -765,7 +756,7 @@ def _pprime_and_chain(r, p):
     pp = R @ p
 
     def chain(c):
-        v = _cross(p, np.einsum("...ji,...j->...i", R, c))
+        v = so3.cross(p, np.einsum("...ji,...j->...i", R, c))
         return np.einsum("...ji,...j->...i", Jb, v)
     return pp, chain
 
@@ -781,7 +772,7 @@ def ellipse_frame(axis, ref_axis):
         raise InvalidInputError("ref_axis is parallel to axis; pass a direction orthogonal to "
                                 "the cone axis (it is projected onto the plane normal to axis)")
     u = u / nu
-    return p, u, _cross(p, u)
+    return p, u, so3.cross(p, u)
 
 
 #: below this x^2 + y^2 the swing is treated as exactly pi (p' = -p) by the elliptic cone

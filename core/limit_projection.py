@@ -54,7 +54,6 @@ from scipy.optimize import brentq
 from . import expcoords
 from .checks import real_number
 from .errors import InvalidInputError
-from .expcoords import _cross  # a x b of two (3,) vectors without np.cross's overhead
 from .lie import so3
 
 __all__ = ["LimitProjection", "project_to_limits", "BOUNDARY_SAMPLES"]
@@ -113,7 +112,7 @@ def _swing_twist(r, p):
         return 0.0, v / np.linalg.norm(v), 0.0
     n = math.sqrt(n2)
     c, s = W / n, Y / n              # twist quaternion (c, s p); swing = q * conj(twist)
-    v_s = c * V - s * W * p - s * _cross(V, p)
+    v_s = c * V - s * W * p - s * so3.cross(V, p)
     return n, v_s - float(v_s @ p) * p, 2.0 * math.atan2(Y, W)
 
 
@@ -125,7 +124,7 @@ def _direction(n, m, p):
 
 def _angle_between(a, b):
     """Geodesic angle between unit vectors a, b (3,), accurate at 0 and pi."""
-    return math.atan2(float(np.linalg.norm(_cross(a, b))), float(a @ b))
+    return math.atan2(float(np.linalg.norm(so3.cross(a, b))), float(a @ b))
 
 
 def _boundary_dot(t, m, n, a_u, a_w):
@@ -225,7 +224,7 @@ def project_to_limits(r, axis, half_angle_1, half_angle_2=None, ref_axis=(1.0, 0
         inside_cone = float(expcoords.reach_cone_value(r, p, phi1)) >= 0.0
 
     n, v_s, tau = _swing_twist(r, p)
-    m = _cross(v_s, p)                                 # Lambert coordinates, |m| = sin(s/2)
+    m = so3.cross(v_s, p)                             # Lambert coordinates, |m| = sin(s/2)
     d = _direction(n, m, p)
     if elliptical:
         a_u, a_w = math.sin(0.5 * phi1), math.sin(0.5 * phi2)
@@ -246,10 +245,10 @@ def project_to_limits(r, axis, half_angle_1, half_angle_2=None, ref_axis=(1.0, 0
         m_b, n_b, swing_gap = m, n, 0.0
     twist_moved = 0.0 if twist_gap >= 0.0 else -twist_gap
     # q* = swing(n_b, p x ... ) * twist(tau_b): swing vector p x m_b (|.| = sin(s*/2))
-    a = _cross(p, m_b)
+    a = so3.cross(p, m_b)
     ct, st = math.cos(0.5 * tau_b), math.sin(0.5 * tau_b)
     Wq = n_b * ct
-    Vq = n_b * st * p + ct * a + st * _cross(a, p)
+    Vq = n_b * st * p + ct * a + st * so3.cross(a, p)
     if Wq < 0.0:
         Wq, Vq = -Wq, -Vq
     nv = float(np.linalg.norm(Vq))

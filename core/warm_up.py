@@ -37,7 +37,7 @@ def warm_up():
        every method's steps are the same kernels, the method a run-time code);
     2. the same with the revolute joint driven, with and without the cone (a rig's
        kinematic body: the driven substep, the limits' Gauss-Seidel);
-    3. rnea, crba and the nonlinear effects;
+    3. rnea, crba, the nonlinear effects and the joint Jacobians;
     4. a free sphere on a ground plane beside a static box (the contact solver: the
        substep kernels, its Gauss-Seidel, the contact-free check's kinematics and the
        compiled narrow phase, :mod:`core.compiled.narrow`);
@@ -88,6 +88,7 @@ def warm_up():
     dynamics.rnea(chain3, data, q, v, a)
     dynamics.crba(chain3, data, q)
     dynamics.nonlinear_effects(chain3, data, q, v)
+    dynamics.compute_joint_jacobians(chain3, data, q)
     ball = model_of((Free(),))
     q = ball.neutral()
     q[5] = 0.2                                    # resting on the plane at z = -0.2
@@ -104,4 +105,5 @@ def warm_up():
     data, v, a = dynamics_of(large, q, None, None)
     dynamics.rnea(large, data, q, v, a)
     dynamics.crba(large, data, q)
+    dynamics.compute_joint_jacobians(large, data, q)
     return time.perf_counter() - t0

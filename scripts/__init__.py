@@ -9,7 +9,7 @@ repository on ``sys.path``, once each, and that nothing imports):
 * ``build_demos.py``: every file of demo_blends/, from the builders in ``demos/``;
 * ``bench.py``: every benchmark section, from the modules in ``benchmarks/``;
 * ``pictures/render_readme_images.py`` and ``pictures/render_getting_started.py``: the
-  README's pictures.
+  documentation's pictures (docs/images/).
 
 Modules they import (as ``scripts.<module>``):
 

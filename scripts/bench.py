@@ -4,6 +4,10 @@
     python scripts/bench.py --only joints        # one section (repeat --only for more)
     python scripts/bench.py --quick              # fewer repeats and smaller batches
 
+A run that is not ``--quick`` also writes its sections into the documentation site's
+benchmarks page, docs/benchmarks.md (``--page PATH`` elsewhere, ``--no-page`` not at all;
+:mod:`scripts.run_pages`), each with the command, the date and the machine.
+
 Prints the machine description and one markdown table per measurement (every section runs
 in a process of its own, with :data:`SECTION_ENV`), each figure the median over timing runs
 (``median_us``: ``timeit`` runs of >= 0.1 s, 5 of them) in microseconds per call unless
@@ -23,6 +27,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from scripts import run_pages as page  # noqa: E402
 from scripts.benchmarks.common import format_table, machine_description, table  # noqa: E402
 
 #: section name -> "module:function" of scripts/benchmarks/ (resolved when the section runs,
@@ -49,6 +54,7 @@ SECTIONS = {
     "contacts": "contacts:bench_contacts",
     "contact_demos": "contact_demos:bench_contact_demos",
     "mocap": "mocap:bench_mocap",
+    "muscles": "muscles:bench_muscles",
 }
 
 #: environment of a section's process where it differs from the caller's: the dynamics,
@@ -68,9 +74,9 @@ def _module(name):
 
 
 def run_section(name, quick=False):
-    """Run one section of :data:`SECTIONS` and return its markdown."""
+    """Run one section of :data:`SECTIONS` and return its tables' markdown."""
     func = getattr(_module(name), SECTIONS[name].split(":")[1])
-    return f"## {name}\n\n" + "\n".join(format_table(t) for t in _as_tables(name, func(quick)))
+    return "\n".join(format_table(t) for t in _as_tables(name, func(quick)))
 
 
 def _as_tables(name, result):
@@ -94,6 +100,10 @@ def main(argv=None):
                         help="run only this section (may be repeated)")
     parser.add_argument("--quick", action="store_true",
                         help="3 repeats of >= 20 ms and small batches (a smoke run)")
+    parser.add_argument("--page", metavar="PATH",
+                        help=f"the benchmarks page to write the sections into (default {page.PAGE}; "
+                             "a --quick run writes none unless given)")
+    parser.add_argument("--no-page", action="store_true", help="print the tables only")
     parser.add_argument("--section", choices=sorted(SECTIONS), help=argparse.SUPPRESS)
     parser.add_argument("--worker", metavar="OUT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -103,15 +113,28 @@ def main(argv=None):
     if args.section:                          # a child of the loop below: the tables only
         print(run_section(args.section, args.quick), flush=True)
         return
+    machine = machine_description() + ("; --quick" if args.quick else "")
+    target = None if args.no_page else args.page or (None if args.quick else page.PAGE)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    python = os.path.relpath(sys.executable, root)
+    command = " ".join([python if not python.startswith("..") else "python", "scripts/bench.py"]
+                       + (argv if argv is not None else sys.argv[1:]))
     print("# Spline Joints benchmarks\n")
-    print(machine_description() + ("; --quick" if args.quick else "") + "\n", flush=True)
+    print(machine + "\n", flush=True)
     # every section in a fresh process (with SECTION_ENV): OpenBLAS threads busy-wait after
     # a threaded product, and left spinning by one section they doubled the CPU time of the
     # next one's small calls and slowed the dynamics section's N = 128 chain tenfold
     for name in args.only or list(SECTIONS):
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--section", name]
-                       + (["--quick"] if args.quick else []),
-                       env={**os.environ, **SECTION_ENV.get(name, {})}, check=True)
+        tables = subprocess.run([sys.executable, os.path.abspath(__file__), "--section", name]
+                                + (["--quick"] if args.quick else []), stdout=subprocess.PIPE,
+                                text=True, env={**os.environ, **SECTION_ENV.get(name, {})},
+                                check=True).stdout
+        print(f"## {name}\n\n{tables}", flush=True)
+        if target:                            # after every section: a later failure keeps it
+            page.update_page(target, {name: page.block(name, page.stamp(command, machine), tables)},
+                             list(SECTIONS))
+    if target:
+        print(f"wrote {target}")
 
 
 if __name__ == "__main__":

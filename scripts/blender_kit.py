@@ -36,7 +36,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE = "bl_ext.user_default.spline_joints"
-#: render size of every demo camera (16:9; the main job's tiles and the README animations are
+#: render size of every demo camera (16:9; the main job's tiles and the documentation's animations are
 #: rendered at fractions of it)
 RESOLUTION = (640, 360)
 BACKGROUND = (0.93, 0.94, 0.96)
@@ -218,6 +218,16 @@ def ground_quad(scene, quad: np.ndarray):
     ground = bridge.write_mesh_object("Ground", quad, np.array([[0, 1, 2, 3]]), scene.collection)
     ground.data.materials.append(bridge.ensure_material("SJ ground", (0.86, 0.87, 0.84, 1.0)))
     return ground
+
+
+def ground_under(scene, points: np.ndarray, margin: float):
+    """:func:`ground_quad` under ``points (M, 3)``: level with the lowest point, reaching
+    ``margin`` (m) beyond them in x and y; returns its corners (4, 3)."""
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    quad = np.array([[lo[0] - margin, lo[1] - margin, lo[2]], [hi[0] + margin, lo[1] - margin, lo[2]],
+                     [hi[0] + margin, hi[1] + margin, lo[2]], [lo[0] - margin, hi[1] + margin, lo[2]]])
+    ground_quad(scene, quad)
+    return quad
 
 
 def box_corners(obj) -> np.ndarray:

@@ -30,7 +30,10 @@
    baked by ``bake_open_file`` as ``spline_joints.bake_rig`` does) a third gives the simulated
    bodies, frames, wall time, worst limit excess, for a passive rig the energy drift and for
    a rig with contacts the most contacts in a frame and the worst penetration. They
-   are also written to OUT/summary.json.
+   are also written to OUT/summary.json and, when every file baked, into the documentation
+   site's page docs/main-job.md (``--page PATH`` elsewhere, ``--no-page`` not at all;
+   :mod:`scripts.run_pages`: each table replaced by the run that printed it, stamped with
+   the command, the date and the machine).
 
 Exit status 0 when every file baked and rendered, 1 otherwise (``error: FILE: reason`` lines).
 """
@@ -53,9 +56,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from core.io import atomic_write  # noqa: E402
 from scripts import blender_kit as kit  # noqa: E402
+from scripts import run_pages  # noqa: E402
+from scripts.benchmarks.common import machine_description  # noqa: E402
 
 DEMOS_DIR = ROOT / "demo_blends"
 TILE = (320, 180)  # half of blender_kit.RESOLUTION
+#: the page a run writes its tables into
+PAGE = Path(run_pages.DOCS) / "main-job.md"
+#: the page's sections, in page order
+SECTIONS = ("mechanisms", "linkages", "simulated_rigs", "fitted_joints")
+PAGE_INTRO = """# Main job
+
+The tables of the main job (`bash scripts/main.sh`, which runs `scripts/main.py`): every demo of
+`demo_blends/` baked headless. Each section was written by the run that printed it, with its
+command, date and machine; nothing here is edited by hand. What the columns mean:
+[Batch baking and sweeps](guides/batch.md#the-main-job). A run with `--only` rewrites the
+tables it printed, with its files only.
+"""
 
 
 # ------------------------------------------------------------------------------------------
@@ -219,6 +236,16 @@ def rig_table(rigs: list[dict]) -> str:
     return "\n".join(out)
 
 
+def write_page(path, argv: list[str], machine: str, tables: dict) -> None:
+    """Write the run's tables (section -> text, None for a table the run did not print) into
+    the page ``path``; the other sections keep their last run's."""
+    command = " ".join(["python", "scripts/main.py", *argv])
+    stamp = run_pages.stamp(command, machine)
+    blocks = {name: run_pages.block(name, stamp, f"```text\n{text}\n```")
+              for name, text in tables.items() if text is not None}
+    run_pages.update_page(str(path), blocks, SECTIONS, intro=PAGE_INTRO)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "out"), help="output folder (created)")
@@ -228,6 +255,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--frames", type=int, default=8, help="frames per contact sheet")
     parser.add_argument("--duration", type=float, help="cap every mechanism's duration (s)")
     parser.add_argument("--zip", help="extension zip (default: scripts/build_extension.py --platform linux-x64)")
+    parser.add_argument("--page", default=str(PAGE), help="documentation page the tables are written into")
+    parser.add_argument("--no-page", action="store_true", help="print the tables only")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -238,6 +267,7 @@ def main(argv: list[str]) -> int:
         print("error: --frames and --jobs must be at least 1", file=sys.stderr)
         return 1
     t_start = time.perf_counter()
+    machine = machine_description()
     demos_dir = Path(args.demos)
     files = sorted(demos_dir.glob("*.blend"))
     if args.only:
@@ -304,6 +334,12 @@ def main(argv: list[str]) -> int:
                                                   "wall": total,
                                                   "failed": [[str(p), r] for p, r in failed]},
                                                  indent=1))
+    if not failed and not args.no_page:
+        write_page(args.page, argv, machine, {"mechanisms": table(rows) if rows else None,
+                                              "linkages": linkage_table(links) if links else None,
+                                              "simulated_rigs": rig_bake_table(rig_bakes) if rig_bakes else None,
+                                              "fitted_joints": rig_table(rigs) if rigs else None})
+        print(f"wrote {args.page}")
     if failed:
         print(f"error: {len(failed)} of {len(files)} file(s) failed: "
               f"{', '.join(p.name for p, _ in failed)}", file=sys.stderr)

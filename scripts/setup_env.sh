@@ -3,6 +3,8 @@
 #   bash scripts/setup_env.sh            -> .venv            (requirements.txt: Blender 5.0.1, Python 3.11, numpy 1.26)
 #   bash scripts/setup_env.sh py313      -> .venv-py313      (requirements-py313.txt: Blender 5.3.0, Python 3.13, numpy 2.5, OpenSim 4.6)
 #   bash scripts/setup_env.sh blender42  -> .venv-blender42  (requirements-blender42.txt: Blender 4.2.23 LTS, the smoke stage)
+#   bash scripts/setup_env.sh docs       -> .venv-docs       (requirements-docs.txt: MkDocs, Material, mkdocstrings; Python 3.11)
+#                                           and Debian's chromium, for the docs' browser check, when missing
 # The interpreter is $PYTHON if set, else pythonX.Y on PATH, else pyenv's newest X.Y.
 # Re-running is cheap: nothing is installed when the requirements file is unchanged.
 set -euo pipefail
@@ -11,8 +13,18 @@ case "${1:-main}" in
   main) venv=.venv; req=requirements.txt; version=3.11 ;;
   py313) venv=.venv-py313; req=requirements-py313.txt; version=3.13 ;;
   blender42) venv=.venv-blender42; req=requirements-blender42.txt; version=3.11 ;;
-  *) echo "usage: $0 [main|py313|blender42]" >&2; exit 2 ;;
+  docs) venv=.venv-docs; req=requirements-docs.txt; version=3.11 ;;
+  *) echo "usage: $0 [main|py313|blender42|docs]" >&2; exit 2 ;;
 esac
+if [ "$venv" = .venv-docs ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's chromium (tests/docs/test_docs_browser.py opens the built site in it)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "warning: no chromium on PATH: install Debian's chromium package for the docs' browser check" >&2
+  fi
+fi
 stamp="$venv/.requirements.sha256"
 want=$(sha256sum "$req" | cut -d' ' -f1)
 if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then

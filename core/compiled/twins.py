@@ -5,6 +5,7 @@ the numba backend (:class:`core.backend.Twins` names each entry's operation):
 entry                      compiled twin
 =========================  ==========================================================
 aba ... mechanical_energy  :mod:`core.compiled.dynamics` (same names)
+compute_joint_jacobians    :func:`core.compiled.dynamics.compute_joint_jacobians`
 limit_constraints          :func:`core.compiled.limits.constraints`
 limit_hold                 :func:`core.compiled.limits.hold`
 limit_pgs                  :func:`core.compiled.limits.pgs`
@@ -30,6 +31,7 @@ TWINS = {
     "kinetic_energy": dynamics.kinetic_energy,
     "potential_energy": dynamics.potential_energy,
     "mechanical_energy": dynamics.mechanical_energy,
+    "compute_joint_jacobians": dynamics.compute_joint_jacobians,
     "limit_constraints": limits.constraints,
     "limit_hold": limits.hold,
     "limit_pgs": limits.pgs,

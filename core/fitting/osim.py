@@ -32,12 +32,13 @@ from ..checks import whole_number
 from ..errors import InvalidInputError
 from ..io.osim import OsimModel
 from ..lie import se3
+from ..muscles.paths import moment_arms, path_kinematics
 from .document import JointFitOptions, fit_joint_document
 from .metric import pose_errors
 from .report import _rms_max
 
 __all__ = ["spline_joint_from_osim", "with_joint", "fitted_osim_joint", "model_with_fits",
-           "OsimSplineFit", "MAX_SPAN", "BEYOND"]
+           "fitted_moment_arms", "OsimSplineFit", "MomentArmComparison", "MAX_SPAN", "BEYOND"]
 
 #: widest sampled span (rad for a rotational coordinate, m for a translational one) by the
 #: number of fitted coordinates (module docstring)
@@ -275,3 +276,53 @@ def model_with_fits(model, documents):
     for name, document in documents.items():
         model = with_joint(model, fitted_osim_joint(model, name, document))
     return model
+
+
+@dataclasses.dataclass(frozen=True)
+class MomentArmComparison:
+    """Moment arms of muscles about one coordinate with the exact joint and the fitted one.
+
+    coordinate: its name; values (N,): the coordinate's values (rad or m); muscles: names;
+    exact, fitted (M, N): moment arms (m, OpenSim's sign) of each muscle at each value, the
+    model's other coordinates at their defaults; max_difference_mm: the largest
+    ``|fitted - exact|`` in millimetres, per muscle (M,).
+    """
+
+    coordinate: str
+    values: np.ndarray
+    muscles: tuple
+    exact: np.ndarray
+    fitted: np.ndarray
+    max_difference_mm: np.ndarray
+
+
+def fitted_moment_arms(model, fit, muscles, coordinate, samples=201):
+    """Moment arms of ``muscles`` (names of ``model.muscles``) about ``coordinate`` over its
+    range (``samples`` values; the model's other coordinates at their defaults), with the
+    model's exact joint and with the spline joint of ``fit`` (:class:`OsimSplineFit`, e.g.
+    gait2392's knee_r fitted over knee_angle_r, which its quadriceps' moving points follow).
+    ``coordinate`` must be one the fitted joint keeps. Returns :class:`MomentArmComparison`.
+    """
+    if coordinate not in fit.coordinates:
+        raise InvalidInputError(f"the fitted joint {fit.osim_joint.name!r} keeps "
+                                f"{list(fit.coordinates)}, not {coordinate!r}; compare moment "
+                                "arms about one of those")
+    missing = [m for m in muscles if m not in model.muscles]
+    if missing:
+        raise InvalidInputError(f"model {model.name!r} has no muscles {missing}")
+    samples = whole_number(samples, "samples", minimum=2, advice="give a whole count >= 2")
+    fitted_model = with_joint(model, fit.osim_joint)
+    lo, hi = model.coordinates[coordinate].range
+    values = np.linspace(lo, hi, samples)
+    out = []
+    for m in (model, fitted_model):
+        k = m.coordinate_names.index(coordinate)
+        table = np.empty((len(muscles), samples))
+        for j, value in enumerate(values):
+            kin = path_kinematics(m, m.q_from({coordinate: value}))
+            for i, name in enumerate(muscles):
+                table[i, j] = moment_arms(kin, None, model.muscles[name].path)[k]
+        out.append(table)
+    exact, fitted = out
+    return MomentArmComparison(coordinate, values, tuple(muscles), exact, fitted,
+                               1e3 * np.abs(fitted - exact).max(axis=1))

@@ -24,8 +24,13 @@ body-fixed X-Y-Z angles.
 Markers (the model's MarkerSet) are read into :attr:`OsimModel.markers`
 (:class:`core.io.markers.Marker`: body and location in the body frame, a marker on an offset
 frame carried into its body). What is not a body, joint, coordinate, coordinate coupler,
-marker or geometry (muscles and other forces, contact geometry, controllers, probes, wrap
-objects, other constraints) is
+Muscles of a 4.x file (the classes of
+:data:`core.muscles.paths.MUSCLE_KINDS` in the ForceSet: their GeometryPath, Hill parameters and
+other properties) are read into :attr:`OsimModel.muscles`, and the bodies' wrap objects
+(WrapCylinder, WrapSphere, WrapEllipsoid, WrapTorus) into :attr:`OsimModel.wrap_objects`.
+What is not a body, joint, coordinate, coordinate coupler,
+marker, geometry, muscle or wrap object (other forces, contact geometry, controllers, probes,
+other constraints; a 3.x file's muscles and wrap objects) is
 listed by name in :attr:`OsimModel.skipped`, never silently dropped. Anything the reader
 cannot represent (an unknown joint type or function, a coordinate referenced but missing, a
 truncated file) raises :class:`~core.errors.InvalidInputError` naming the element, before
@@ -78,8 +83,7 @@ _PRIMITIVES = {"Sphere": ("radius",), "Cylinder": ("radius", "half_height"),
                "Cone": ("origin", "direction", "base_radius", "height")}
 
 #: model-level sets that hold nothing the reader imports; their objects are listed as skipped
-_SKIPPED_SETS = ("ForceSet", "ContactGeometrySet", "ControllerSet", "ProbeSet",
-                 "ComponentSet")
+_SKIPPED_SETS = ("ContactGeometrySet", "ControllerSet", "ProbeSet", "ComponentSet")
 
 
 # ----------------------------------------------------------------------------- records
@@ -177,7 +181,8 @@ class OsimModel:
     couplers (list of OsimCoupler), skipped (list of ``"<tag> <name>"`` strings: what the
     file holds that the reader does not import), notes (list of remarks on what was
     imported as given, e.g. non-physical inertias), markers (dict name ->
-    :class:`core.io.markers.Marker`).
+    :class:`core.io.markers.Marker`), muscles (dict name -> :class:`core.muscles.paths.Muscle`)
+    and wrap_objects (dict name -> :class:`core.muscles.wrap.WrapObject`).
     """
 
     name: str
@@ -191,6 +196,8 @@ class OsimModel:
     skipped: list
     notes: list
     markers: dict = dataclasses.field(default_factory=dict)
+    muscles: dict = dataclasses.field(default_factory=dict)
+    wrap_objects: dict = dataclasses.field(default_factory=dict)
 
     # ------------------------------------------------------------------ coordinates
     @property
@@ -609,13 +616,14 @@ def parse_osim(data, source="<string>"):
     name = model_el.get("name", "model")
     gravity = r.numbers(model_el, "gravity", "Model", 3, default=[0.0, -9.80665, 0.0])
     if version >= 40000:
-        bodies, joints, coords, frames = _read_v4(r, model_el)
+        bodies, joints, coords, frames, wrap_objects = _read_v4(r, model_el)
 
         def body_of(frame, name):
             return frames.locate(frames.resolve(frame, f"/markerset/{name}"),
                                  f"marker {name!r}")
     else:
         bodies, joints, coords = _read_v3(r, model_el)
+        wrap_objects = {}
 
         def body_of(frame, name):
             r.fail(f"marker {name!r}", "a marker of an OpenSim 3.x model names its <body>, "
@@ -627,20 +635,35 @@ def parse_osim(data, source="<string>"):
         for c in j.coordinates:
             ordered[c] = coords[c]
     couplers = _read_constraints(r, model_el, ordered)
+    muscles = {}
+    if version >= 40000:
+        muscles = _read_muscles(r, model_el, frames, ordered, wrap_objects)
+    else:
+        _skip_set(r, model_el, "ForceSet")
     for set_tag in _SKIPPED_SETS:
-        s = model_el.find(set_tag)
-        if s is not None:
-            objects = s.find("objects")
-            for obj in (objects if objects is not None else s):
-                if obj.tag not in ("objects", "groups"):
-                    r.skipped.append(f"{obj.tag} {obj.get('name', '')}".strip())
+        _skip_set(r, model_el, set_tag)
     for b in bodies.values():
         if b.name != GROUND:
             _note_inertia(r, b)
     return OsimModel(name=name, path=os.path.abspath(source) if os.path.isfile(source) else "",
                      version=version, gravity=gravity, bodies=bodies, joints=joints,
                      coordinates=ordered, couplers=couplers, skipped=r.skipped, notes=r.notes,
-                     markers=markers)
+                     markers=markers, muscles=muscles, wrap_objects=wrap_objects)
+
+
+def _skip_set(r, model_el, set_tag, keep=()):
+    """List the objects of a model-level set as skipped, except those of the classes
+    ``keep``; returns the kept elements."""
+    kept = []
+    s = model_el.find(set_tag)
+    if s is not None:
+        objects = s.find("objects")
+        for obj in (objects if objects is not None else s):
+            if obj.tag in keep:
+                kept.append(obj)
+            elif obj.tag not in ("objects", "groups"):
+                r.skipped.append(f"{obj.tag} {obj.get('name', '')}".strip())
+    return kept
 
 
 def _read_markers(r, model_el, bodies, body_of):
@@ -824,7 +847,8 @@ def _read_v4(r, model_el):
             if f.tag == "PhysicalOffsetFrame":
                 frames.add_offset(f"{jpath}/{f.get('name')}", f,
                                   f"joint {el.get('name')!r} frame {f.get('name')!r}")
-    # geometry on bodies and on their offset frames
+    # geometry and wrap objects on bodies and on their offset frames
+    wrap_objects = {}
     for path, name, el in body_els:
         comps = el.find("components")
         for owner_path, owner in [(path, el)] + [
@@ -845,7 +869,7 @@ def _read_v4(r, model_el):
         wraps = el.find("WrapObjectSet")
         objs = wraps.find("objects") if wraps is not None else None
         for w in (objs if objs is not None else []):
-            r.skipped.append(f"{w.tag} {w.get('name', '')} (wrap object on {name})")
+            _read_wrap_object(r, w, name, wrap_objects)
     coords, joints = {}, []
     for el in joint_els:
         jname = el.get("name")
@@ -862,7 +886,154 @@ def _read_v4(r, model_el):
         clist = [_read_coordinate(r, c, jname) for c in (cel if cel is not None else [])
                  if c.tag == "Coordinate"]
         joints.append(_make_joint(r, el, jname, el.tag, pbody, cbody, P, C, clist, coords))
-    return bodies, joints, coords, frames
+    return bodies, joints, coords, frames, wrap_objects
+
+
+# -- muscles and wrap objects (4.x) ----------------------------------------------------
+#: the Hill parameters every muscle class names the same way, with OpenSim's defaults
+_MUSCLE_PARAMETERS = {"max_isometric_force": 1000.0, "optimal_fiber_length": 0.1,
+                      "tendon_slack_length": 0.2, "pennation_angle_at_optimal": 0.0,
+                      "max_contraction_velocity": 10.0}
+
+
+def _read_wrap_object(r, el, body, wrap_objects):
+    from ..muscles.wrap import WRAP_KINDS, WrapObject
+
+    name = el.get("name", "")
+    where = f"wrap object {name!r} ({el.tag} on body {body!r})"
+    if el.tag not in WRAP_KINDS:
+        r.skipped.append(f"{el.tag} {name} (wrap object on {body})")
+        return
+    if not name or name in wrap_objects:
+        r.fail(where, "a wrap object needs a name no other wrap object of the model has")
+    pose = offset_pose(r.numbers(el, "translation", where, 3, default=[0, 0, 0]),
+                       r.numbers(el, "xyz_body_rotation", where, 3, default=[0, 0, 0]))
+    sizes = {}
+    if el.tag in ("WrapCylinder", "WrapSphere"):
+        sizes["radius"] = r.number(el, "radius", where)
+    if el.tag == "WrapCylinder":
+        sizes["length"] = r.number(el, "length", where, 1.0)
+    if el.tag == "WrapEllipsoid":
+        sizes["radii"] = r.numbers(el, "dimensions", where, 3)
+    if el.tag == "WrapTorus":
+        sizes["radii"] = np.array([r.number(el, "inner_radius", where),
+                                   r.number(el, "outer_radius", where)])
+    try:
+        wrap_objects[name] = WrapObject(
+            name=name, kind=el.tag, body=body, pose=pose,
+            quadrant=(el.findtext("quadrant") or "all").strip(),
+            active=r.flag(el, "active", True), **sizes)
+    except InvalidInputError as exc:
+        r.fail(where, str(exc))
+
+
+def _read_muscles(r, model_el, frames, coords, wrap_objects):
+    from ..muscles.paths import MUSCLE_KINDS, GeometryPath, Muscle
+
+    muscles = {}
+    for el in _skip_set(r, model_el, "ForceSet", keep=MUSCLE_KINDS):
+        name = el.get("name", "")
+        where = f"muscle {name!r} ({el.tag})"
+        if not name or name in muscles:
+            r.fail(where, "a muscle needs a name no other muscle of the model has")
+        path_el = el.find("GeometryPath")
+        if path_el is None:
+            r.fail(where, "has no <GeometryPath>")
+        values, extra = {}, {}
+        for child in el:
+            if child.tag in _MUSCLE_PARAMETERS:
+                values[child.tag] = r.number(el, child.tag, where)
+            elif child.tag != "GeometryPath":
+                extra[child.tag] = (ET.tostring(child, encoding="unicode").strip()
+                                    if len(child) else (child.text or "").strip())
+        for key, value in values.items():
+            if value < 0.0:
+                r.fail(where, f"<{key}> is {value:g}; it must be >= 0")
+        path = GeometryPath(_read_path_points(r, path_el, where, frames, coords),
+                            _read_path_wraps(r, path_el, where, wrap_objects))
+        muscles[name] = Muscle(name=name, kind=el.tag, path=path,
+                               **{k: values.get(k, d) for k, d in _MUSCLE_PARAMETERS.items()},
+                               extra=extra)
+    return muscles
+
+
+def _socket_coordinate(r, el, tag, where, coords):
+    ref = (el.findtext(tag) or "").strip()
+    if not ref:
+        return None
+    name = posixpath.basename(ref)
+    if name not in coords:
+        r.fail(where, f"<{tag}> names coordinate {ref!r}, which the model does not have")
+    return name
+
+
+def _read_path_points(r, path_el, muscle_where, frames, coords):
+    from ..muscles import paths as mp
+
+    point_set = path_el.find("PathPointSet")
+    objects = point_set.find("objects") if point_set is not None else None
+    points = []
+    for el in (objects if objects is not None else []):
+        pname = el.get("name", "")
+        where = f"{muscle_where} path point {pname!r} ({el.tag})"
+        if el.tag not in ("PathPoint", "ConditionalPathPoint", "MovingPathPoint"):
+            r.fail(where, "is not a PathPoint, ConditionalPathPoint or MovingPathPoint")
+        ref = r.text(el, "socket_parent_frame", where)
+        body, T = frames.locate(frames.resolve(ref, "/forceset"), where)
+        location = r.numbers(el, "location", where, 3, default=[0, 0, 0])
+        try:
+            if el.tag == "MovingPathPoint":
+                functions, fixed = [], np.zeros(3)
+                for k, axis in enumerate("xyz"):
+                    coordinate = _socket_coordinate(r, el, f"socket_{axis}_coordinate", where,
+                                                    coords)
+                    fel = el.find(f"{axis}_location")
+                    spec = r.function(fel[0], where) if fel is not None and len(fel) else \
+                        {"type": "Constant", "value": 0.0}
+                    f = _function_object(spec)
+                    if coordinate is None:
+                        fixed[k] = float(f.value(0.0))
+                        functions.append(None)
+                    else:
+                        functions.append((coordinate, f))
+                points.append(mp.MovingPathPoint(body, fixed, pname, functions=functions,
+                                                 frame=T))
+                continue
+            location = T[:3, :3] @ location + T[:3, 3]
+            if el.tag == "ConditionalPathPoint":
+                coordinate = _socket_coordinate(r, el, "socket_coordinate", where, coords)
+                if coordinate is None:
+                    r.fail(where, "names no <socket_coordinate>")
+                rng = r.numbers(el, "range", where, 2)
+                points.append(mp.ConditionalPathPoint(body, location, pname,
+                                                      coordinate=coordinate, range=tuple(rng)))
+            else:
+                points.append(mp.PathPoint(body, location, pname))
+        except InvalidInputError as exc:
+            r.fail(where, str(exc))
+    if len(points) < 2:
+        r.fail(muscle_where, f"its path has {len(points)} points; a path needs at least two")
+    return points
+
+
+def _read_path_wraps(r, path_el, muscle_where, wrap_objects):
+    from ..muscles.paths import PathWrap
+
+    wrap_set = path_el.find("PathWrapSet")
+    objects = wrap_set.find("objects") if wrap_set is not None else None
+    wraps = []
+    for el in (objects if objects is not None else []):
+        where = f"{muscle_where} path wrap {el.get('name', '')!r}"
+        obj = r.text(el, "wrap_object", where)
+        if obj not in wrap_objects:
+            r.fail(where, f"wraps over {obj!r}, which no body of the model has")
+        rng = r.numbers(el, "range", where, 2, default=[-1, -1])
+        try:
+            wraps.append(PathWrap(obj, (el.findtext("method") or "hybrid").strip(),
+                                  (int(rng[0]), int(rng[1])), el.get("name", "")))
+        except InvalidInputError as exc:
+            r.fail(where, str(exc))
+    return wraps
 
 
 # -- OpenSim 3.3 -----------------------------------------------------------------------

@@ -49,9 +49,12 @@ coordinate's range: the range beyond the domain, where the spline joint extrapol
 left to OpenSim's own extrapolation of the functions.
 
 Markers are written as a 4.x MarkerSet (each on its body's frame), inside the model or alone
-as a MarkerSet file (:func:`write_marker_set`). What the file does not
-hold: the reader's skipped components (muscles, other constraints), which the model no
-longer has; coordinates' ``motion_type`` (OpenSim 4 derives
+as a MarkerSet file (:func:`write_marker_set`). Muscles (:attr:`OsimModel.muscles`) are
+written to the ForceSet under their class, with their GeometryPath (PathPoint,
+ConditionalPathPoint, MovingPathPoint on body frames; PathWrap), their Hill parameters and
+their other properties as read; wrap objects to their bodies' WrapObjectSet. What the file
+does not hold: the reader's skipped components (other forces and constraints), which the
+model no longer has; coordinates' ``motion_type`` (OpenSim 4 derives
 it from the joint); a ``NaturalCubicSpline`` is written under the name OpenSim 4.6 reads it
 as, ``SimmSpline``.
 """
@@ -144,6 +147,7 @@ def export_osim(model, *, tolerance=DEFAULT_TOLERANCE):
     ground = _sub(m, "Ground", name=GROUND)
     if GROUND in model.bodies:
         _geometry(ground, model.bodies[GROUND])
+    _wrap_objects(ground, model, GROUND)
     _text(m, "gravity", _numbers(model.gravity))
     _text(m, "credits", f"{_CREDITS} from the model {model.name}")
     _text(m, "length_units", "meters")
@@ -151,7 +155,7 @@ def export_osim(model, *, tolerance=DEFAULT_TOLERANCE):
     bodies = _sub(_sub(m, "BodySet", name="bodyset"), "objects")
     for body in model.bodies.values():
         if body.name != GROUND:
-            _body(bodies, body)
+            _wrap_objects(_body(bodies, body), model, body.name)
     joints = _sub(_sub(m, "JointSet", name="jointset"), "objects")
     conversions = []
     for j in model.joints:
@@ -161,6 +165,9 @@ def export_osim(model, *, tolerance=DEFAULT_TOLERANCE):
     constraints = _sub(_sub(m, "ConstraintSet", name="constraintset"), "objects")
     for c in model.couplers:
         _coupler(constraints, c)
+    forces = _sub(_sub(m, "ForceSet", name="forceset"), "objects")
+    for muscle in model.muscles.values():
+        _muscle(forces, model, muscle)
     markers = _sub(_sub(m, "MarkerSet", name="markerset"), "objects")
     for marker in model.markers.values():
         _marker(markers, marker)
@@ -283,6 +290,80 @@ def _body(parent, body):
     _text(el, "mass_center", _numbers(body.com))
     I = body.inertia
     _text(el, "inertia", _numbers([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]]))
+    return el
+
+
+# ----------------------------------------------------------------------------- muscles
+def _frame_path(body):
+    return "/ground" if body == GROUND else f"/bodyset/{body}"
+
+
+def _wrap_objects(el, model, body):
+    objects = [w for w in model.wrap_objects.values() if w.body == body]
+    if not objects:
+        return
+    parent = _sub(_sub(el, "WrapObjectSet", name="wrapobjectset"), "objects")
+    for w in objects:
+        wel = _sub(parent, w.kind, name=w.name)
+        translation, rotation = pose_to_offset(w.pose)
+        _text(wel, "active", _flag(w.active))
+        _text(wel, "xyz_body_rotation", _numbers(rotation))
+        _text(wel, "translation", _numbers(translation))
+        _text(wel, "quadrant", w.quadrant)
+        if w.kind == "WrapEllipsoid":
+            _text(wel, "dimensions", _numbers(w.radii))
+        else:
+            _text(wel, "radius", repr(float(w.radius)))
+        if w.kind == "WrapCylinder":
+            _text(wel, "length", repr(float(w.length)))
+
+
+def _coordinate_path(model, name):
+    return f"/jointset/{model.coordinates[name].joint}/{name}"
+
+
+def _muscle(parent, model, muscle):
+    from ..muscles.paths import ConditionalPathPoint, MovingPathPoint
+
+    el = _sub(parent, muscle.kind, name=muscle.name)
+    gp = _sub(el, "GeometryPath", name="geometrypath")
+    points = _sub(_sub(gp, "PathPointSet"), "objects")
+    for k, point in enumerate(muscle.path.points):
+        name = point.name or f"{muscle.name}-P{k + 1}"
+        pel = _sub(points, type(point).__name__, name=name)
+        _text(pel, "socket_parent_frame", _frame_path(point.body))
+        if isinstance(point, MovingPathPoint):
+            if not np.array_equal(point.frame, np.eye(4)):
+                raise InvalidInputError(
+                    f"muscle {muscle.name!r}: moving path point {name!r} is placed in a frame "
+                    "offset from its body, which the export does not write; express its "
+                    "functions in the body frame")
+            for axis, item, value in zip("xyz", point.functions, point.location):
+                if item is not None:
+                    _text(pel, f"socket_{axis}_coordinate", _coordinate_path(model, item[0]))
+            for axis, item, value in zip("xyz", point.functions, point.location):
+                spec = {"type": "Constant", "value": float(value)} if item is None else \
+                    item[1].to_dict()
+                _function(_sub(pel, f"{axis}_location"), spec, name=None)
+            continue
+        _text(pel, "location", _numbers(point.location))
+        if isinstance(point, ConditionalPathPoint):
+            _text(pel, "socket_coordinate", _coordinate_path(model, point.coordinate))
+            _text(pel, "range", _numbers(point.range))
+    wraps = _sub(_sub(gp, "PathWrapSet"), "objects")
+    for k, w in enumerate(muscle.path.wraps):
+        wel = _sub(wraps, "PathWrap", name=w.name or f"{muscle.name}-wrap{k + 1}")
+        _text(wel, "wrap_object", w.wrap_object)
+        _text(wel, "method", w.method)
+        _text(wel, "range", " ".join(str(int(v)) for v in w.range))
+    for key in ("max_isometric_force", "optimal_fiber_length", "tendon_slack_length",
+                "pennation_angle_at_optimal", "max_contraction_velocity"):
+        _text(el, key, repr(float(getattr(muscle, key))))
+    for key, value in muscle.extra.items():
+        if value.startswith("<"):
+            el.append(ET.fromstring(value))
+        else:
+            _text(el, key, value)
 
 
 def _geometry(el, body):

@@ -694,13 +694,6 @@ def _axis_rotation(K, K2, angle):
     return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K2
 
 
-def _cross(a, b):
-    """``a x b`` of two (3,) arrays."""
-    a0, a1, a2 = a.tolist()
-    b0, b1, b2 = b.tolist()
-    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
-
-
 def _rotation_chain(axes, theta, J, d2theta):
     """``R = exp([a_0] t_0) exp([a_1] t_1) exp([a_2] t_2)`` and its body-frame angular
     Jacobian (module docstring).
@@ -918,7 +911,7 @@ class CustomJoint(_OpenSimJoint):
             for m in range(k + 1, 3):
                 Jm = axis[m][1]
                 if J and Jm:
-                    c = _cross(w[k], w[m])
+                    c = so3.cross(w[k], w[m])
                     for i, dm in Jm.items():
                         for j, dk in J.items():
                             dW[i, :, j] += (dm * dk) * c

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import InvalidInputError, NonFiniteError
 from . import series
 
-__all__ = ["hat", "vee", "exp", "log", "left_jacobian", "right_jacobian",
+__all__ = ["cross", "hat", "vee", "exp", "log", "left_jacobian", "right_jacobian",
            "left_jacobian_inv", "right_jacobian_inv", "check_rotation", "check_vector"]
 
 #: tolerance of check_rotation on ||R^T R - I|| and |det R - 1|
@@ -45,6 +45,17 @@ def check_rotation(R, name="R", tol=ORTHONORMAL_TOL):
             f"{np.min(det):.6g}); pass an orthonormal matrix with det +1 (remove scale and "
             f"shear, e.g. orthonormalize with scipy.spatial.transform.Rotation.from_matrix)")
     return R
+
+
+def cross(a, b):
+    """``a x b`` for (..., 3) arrays (broadcast), without np.cross's overhead."""
+    if a.ndim == 1 and b.ndim == 1:
+        ax, ay, az = a.tolist()
+        bx, by, bz = b.tolist()
+        return np.array([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx])
+    ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
+    bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], axis=-1)
 
 
 def hat(w):

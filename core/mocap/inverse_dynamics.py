@@ -34,9 +34,9 @@ OpenSim 4.6's (``InverseDynamicsTool::run``), so the results agree with it to ro
    (``calcResidualForceIgnoringConstraints``) ignores constraints, so a locked coordinate
    reports the force that would be needed to move it as the motion file says.
 
-Only gravity and the external loads act: the model's other forces (muscles, springs...) are
-not imported by :mod:`core.io.osim`; a warning names those the setup's ``forces_to_exclude``
-does not exclude. The output columns are OpenSim's: coordinates in the model's tree order
+Only gravity and the external loads act: the model's other forces (its muscles, and the
+springs and other forces :mod:`core.io.osim` does not import) are not applied; a warning
+names those the setup's ``forces_to_exclude`` does not exclude. The output columns are OpenSim's: coordinates in the model's tree order
 (level by level from ground), ``<coordinate>_moment`` for a rotational one, ``_force``
 otherwise.
 
@@ -355,8 +355,9 @@ def _columns(model):
                               for c in coordinates)
 
 
-#: force classes of the model (as :attr:`OsimModel.skipped` names them by tag) that only
-#: ``forces_to_exclude`` ``All`` excludes, by the word their class name ends with
+#: force classes of the model (a muscle's kind, or the tag :attr:`OsimModel.skipped` names a
+#: force by) that only ``forces_to_exclude`` ``All`` excludes, by the word their class name
+#: ends with
 _FORCE_WORDS = ("Force", "Actuator", "Spring", "Damper", "Ligament", "Bushing", "Muscle")
 
 
@@ -367,8 +368,9 @@ def _unapplied_forces(model, excluded):
         return []
     names = set(excluded)
     left = []
-    for item in model.skipped:
-        tag, _, name = item.partition(" ")
+    forces = [(m.kind, m.name) for m in model.muscles.values()]
+    forces += [item.partition(" ")[::2] for item in model.skipped]
+    for tag, name in forces:
         if not tag.endswith(_FORCE_WORDS) or name in names:
             continue
         if tag.endswith("Muscle") and groups & {"muscles", "actuators"}:

@@ -29,9 +29,10 @@ GAIT = os.path.join(OSIM, "gait2392_thelen2003muscle.osim")
 WALK = os.path.join(OSIM, "subject01_walk1_ik.mot")
 
 
-def _opensim_forward(q, v):
-    """A callable timing OpenSim's forward dynamics of gait2392 without muscles at (q, v)
-    (coordinates in the reader's order), or None where OpenSim does not import."""
+def opensim_gait(q, v=None, muscles=True):
+    """OpenSim 4.6's gait2392 (without its muscles unless ``muscles``) and a state at
+    coordinates ``q`` and speeds ``v`` (the reader's order; zero speeds when None), or None
+    where OpenSim does not import."""
     try:
         import opensim
     except ImportError:
@@ -39,15 +40,26 @@ def _opensim_forward(q, v):
     opensim.Logger.removeFileSink()
     opensim.Logger.setLevelString("error")
     m = opensim.Model(GAIT)
-    m.updForceSet().clearAndDestroy()
+    if not muscles:
+        m.updForceSet().clearAndDestroy()
     state = m.initSystem()
     cs = m.getCoordinateSet()
     names = read_osim(GAIT).coordinate_names
-    for name, qi, vi in zip(names, q, v):
+    for name, qi, vi in zip(names, q, np.zeros(len(q)) if v is None else v):
         c = cs.get(name)
         c.setLocked(state, False)
         c.setValue(state, float(qi), False)
         c.setSpeedValue(state, float(vi))
+    return m, state
+
+
+def _opensim_forward(q, v):
+    """A callable timing OpenSim's forward dynamics of gait2392 without muscles at (q, v)
+    (coordinates in the reader's order), or None where OpenSim does not import."""
+    loaded = opensim_gait(q, v, muscles=False)
+    if loaded is None:
+        return None
+    m, state = loaded
     t = [state.getTime()]
 
     def forward():

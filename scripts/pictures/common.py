@@ -1,7 +1,7 @@
 """How the demos are seen in pictures: fading motion trails, titled and time-labelled frames,
 contact sheets and animated images (bpy for rendering, Pillow for text and files).
 
-Used by scripts/main.py (contact sheets) and the picture scripts beside this module (README
+Used by scripts/main.py (contact sheets) and the picture scripts beside this module (the documentation's
 stills and animations); the demos' cameras are set by their builders
 (:func:`scripts.blender_kit.setup_render`), and :func:`close_up` points one at a detail.
 

@@ -1,4 +1,4 @@
-"""The README's Getting started picture: the panel steps done by their operators on a pair of
+"""The documentation's Getting started picture: the panel steps done by their operators on a pair of
 legs built from scratch, rendered with Workbench.
 
     .venv/bin/python scripts/pictures/render_getting_started.py [--out docs/images]
@@ -10,8 +10,9 @@ femurs' lengths, with each knee's path drawn; *Drive from Joint* adds the slider
 keyed for a stride; *Bake Joint* writes the right tibia's keys into a new action. Capsules
 parented to the bones show them in the render. ``getting_started.png``: three frames of the
 stride side by side and a close-up of the right knee (bones translucent) with the tibia's path
-(red) drawn in the femur. Prints the operators'
-figures (length ratio, rest-pose distance, baked keys).
+(red) drawn in the femur. ``getting_started_capture.png``: step 1 before them, *Capture Pose*
+with the right tibia turned to four knee angles, a tile per sample. Prints the operators'
+figures (samples captured, length ratio, rest-pose distance, baked keys).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from scripts import blender_kit as kit  # noqa: E402
-from scripts.pictures.common import close_up  # noqa: E402
+from scripts.pictures.common import close_up, titled_sheet  # noqa: E402
 
 #: the rig's size against the gait2392 leg
 SIZE = 1.1
@@ -33,6 +34,8 @@ M = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
 #: the stride: (frame, right knee angle, left knee angle), radians (flexion negative)
 STRIDE = [(1, -0.05, -1.1), (13, -0.6, -0.3), (25, -1.2, -0.05), (37, -0.3, -0.6), (49, -0.05, -1.1)]
 FRAMES = (1, 13, 25)
+#: the right tibia's X rotation (rad) at each sample of the capture picture (the knee flexing)
+CAPTURE_ANGLES = (0.0, 0.4, 0.8, 1.2)
 BONE = (0.93, 0.9, 0.82, 1.0)
 #: the camera looks from the rig's left side, a little from the front and above; square tiles
 VIEW = (1.0, -0.35, 0.25)
@@ -76,12 +79,46 @@ def build_legs(bpy):
     return scene, obj
 
 
+def frame_legs(scene, obj) -> None:
+    """Point the camera at the legs from :data:`VIEW`, room left for the swinging shins."""
+    points = np.array([list(obj.matrix_world @ b.head_local) for b in obj.data.bones] +
+                      [list(obj.matrix_world @ b.tail_local) for b in obj.data.bones])
+    points = np.vstack([points, points + [0.0, -0.25, 0.0], points + [0.0, 0.12, 0.0]])
+    kit.setup_render(scene, points, view=VIEW, resolution=TILE)
+
+
+def capture_sheet(bpy, scene, obj) -> np.ndarray:
+    """Step 1: *Capture Pose* on the right tibia turned about its X axis to each of
+    :data:`CAPTURE_ANGLES` (the default source, this bone's X rotation, is the coordinate), a
+    labelled tile per sample; the tibia goes back to rest and its samples are cleared."""
+    tibia = obj.pose.bones["tibia_R"]
+    obj.data.bones.active = obj.data.bones["tibia_R"]
+    tibia.rotation_mode = "XYZ"
+    frame_legs(scene, obj)
+    tiles = []
+    for angle in CAPTURE_ANGLES:
+        tibia.rotation_euler = (angle, 0.0, 0.0)
+        bpy.context.view_layer.update()
+        kit.check(bpy.ops.spline_joints.capture_pose(), "capture_pose")
+        tiles.append(kit.render_frame(scene, FRAMES[0]))
+    print(f"captured {len(tibia.spline_joints.samples)} samples on tibia_R")
+    tibia.rotation_euler = (0.0, 0.0, 0.0)
+    tibia.rotation_mode = "QUATERNION"
+    kit.check(bpy.ops.spline_joints.clear_samples(), "clear_samples")
+    labels = [f"sample {i + 1}: q = {a:.1f} rad" for i, a in enumerate(CAPTURE_ANGLES)]
+    return titled_sheet(tiles, len(tiles), "Capture Pose: tibia_R at four knee angles", labels)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(kit.ROOT / "docs" / "images"))
     args = parser.parse_args(argv)
     bpy = kit.start_blender()
     scene, obj = build_legs(bpy)
+    kit.smooth_meshes(scene)
+    target = Path(args.out) / "getting_started_capture.png"
+    kit.save_png(capture_sheet(bpy, scene, obj), target)
+    print(f"wrote {target} ({target.stat().st_size / 1024:.0f} kB)")
     core_io = kit.addon_module("core.io")
     for side in "RL":
         obj.data.bones.active = obj.data.bones[f"tibia_{side}"]
@@ -100,10 +137,7 @@ def main(argv: list[str]) -> int:
     print(f"baked into '{obj.animation_data.action.name}', previous action on NLA track "
           f"'{obj.animation_data.nla_tracks[0].name}'")
     kit.smooth_meshes(scene)
-    points = np.array([list(obj.matrix_world @ b.head_local) for b in obj.data.bones] +
-                      [list(obj.matrix_world @ b.tail_local) for b in obj.data.bones])
-    points = np.vstack([points, points + [0.0, -0.25, 0.0], points + [0.0, 0.12, 0.0]])
-    kit.setup_render(scene, points, view=VIEW, resolution=TILE)
+    frame_legs(scene, obj)
     tiles = [kit.render_frame(scene, f) for f in FRAMES]
     # a close-up of the right knee, bones translucent: the tibia's path in the femur (red)
     for name in ("femur_R_mesh", "tibia_R_mesh"):
