@@ -27,15 +27,15 @@ LOOKAHEAD = 0.01
 
 class RigPreview:
     """A rig's simulated motion held for playback: all frames of a completed simulation, or
-    a live :class:`core.mechanisms.MechanismRun` that computes frames as the playhead
-    reaches them."""
+    a live :class:`core.rig.RigRun` that computes frames as the playhead reaches them (its
+    switches to simulated and its pins included)."""
 
     def __init__(self, job, result=None):
-        from ..core.mechanisms import MechanismRun
+        from ..core.rig import RigRun
 
         self.job = job
         self.start = int(job.frames[0])
-        self.run = MechanismRun(job.rig.mechanism) if result is None else None
+        self.run = RigRun(job.rig) if result is None else None
         self.n_frames = len(job.frames) if result is None else len(result.times)
         self.poses = None if result is None else job.local_poses(result.world)
         self.target = job.target
@@ -103,7 +103,8 @@ def rig_signature(scene, target):
 _SIGNED = ("enabled", "kinematic", "kind", "axis", "axis2", "use_range", "range_min",
            "range_max", "use_cone", "spring_units", "frequency", "damping_ratio", "stiffness",
            "damping", "mass_source", "density",
-           "capsule_radius", "mass", "com", "inertia", "collision", "collision_radius")
+           "capsule_radius", "mass", "com", "inertia", "collision", "collision_radius",
+           "strength", "use_pin", "pin_at", "pin_location", "pin_strength")
 _COLLIDER_SIGNED = ("shape", "use_friction", "friction", "use_restitution", "restitution")
 
 

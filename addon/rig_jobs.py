@@ -33,6 +33,45 @@ from .rig_scene import (armature_bodies, body_mass, body_shapes, joint_spec, nor
                         object_bodies, sample_poses)
 
 
+def _directed(body, frames, times):
+    """``{strength, simulate_from}`` of a simulated body from its animated Strength and
+    Kinematic at ``frames`` (the times ``times``, s from the start frame): the strength per
+    frame (or 0), and the time its keyed Kinematic turns off (the end when it stays on).
+    Raises ValueError for a Kinematic keyed on while the bone is simulated."""
+    kinematic = np.array([body.animated[f][0] for f in frames])
+    strength = np.array([body.animated[f][1] for f in frames])
+    out = {"strength": strength if np.any(strength != 0.0) else 0.0}
+    if not kinematic.any():
+        return out if np.any(strength != 0.0) else {}
+    off = np.nonzero(~kinematic)[0]
+    if not kinematic[0] or (off.size and kinematic[off[0]:].any()):
+        frame = frames[int(np.nonzero(kinematic)[0][0] if not kinematic[0]
+                           else off[0] + np.nonzero(kinematic[off[0]:])[0][0])]
+        raise ValueError(f"'{body.name}': Kinematic is keyed on at frame {frame} after the "
+                         "bone is simulated; a bone can switch from its animation to the "
+                         "simulation once, so key Kinematic on from the start and off once")
+    out["simulate_from"] = float(times[off[0]] if off.size else times[-1])
+    return out
+
+
+def _pins(body, frames, times):
+    """The :class:`core.rig.RigPin` of a bone (object) with Pin ticked or keyed at
+    ``frames`` (a kinematic body's, always on: the core refuses it naming the bone)."""
+    from ..core.rig import RigPin
+
+    s = body.settings
+    if s is None or not s.enabled:
+        return []
+    active = np.array([body.animated[f][2] for f in frames]) if body.animated else \
+        np.full(len(frames), bool(s.use_pin))
+    if not active.any():
+        return []
+    tail = body.kind == "BONE" and s.pin_at == "TAIL"
+    point = (0.0, body.owner.bone.length if tail else 0.0, 0.0)
+    return [RigPin(body.name, point, tuple(s.pin_location), s.pin_strength, times=tuple(times),
+                   active=tuple(bool(a) for a in active))]
+
+
 class RigJob(Job):
     """Read one rig, simulate it (maybe in a worker thread), write it back.
 
@@ -75,7 +114,7 @@ class RigJob(Job):
         objects, self.collider_summary = reader.colliders(
             (np.array(frames, dtype=float) - start) / fps)
         touching = settings.use_ground or bool(objects) or settings.use_self_collision
-        core_bodies = []
+        core_bodies, pins = [], []
         arm_index = None
         if target is not None:
             W = np.stack([arm_world[f] for f in frames[1:]])
@@ -89,8 +128,10 @@ class RigJob(Job):
         for b in bodies:
             rest = self._rest(b, target, arm_index is None, arm_world, start)
             joint, q = specs[b.name]
+            directed = {} if b.kinematic else _directed(b, frames[1:], times)
+            pins.extend(_pins(b, frames[1:], times))
             motion = None
-            if joint.kind == "kinematic":
+            if joint.kind == "kinematic" or directed:
                 motion = np.stack([b.poses[f] for f in frames[1:]])
                 if target is not None and b.parent < 0 and arm_index is None:
                     motion = arm_world[start][None] @ motion
@@ -110,7 +151,7 @@ class RigJob(Job):
                                        pose_before=before if use_v else None,
                                        pose_after=after if use_v else None, q=q,
                                        motion_times=times if motion is not None else None,
-                                       motion=motion, shapes=shapes))
+                                       motion=motion, shapes=shapes, **directed))
         self.offset = 1 if arm_index is not None else 0
         gravity = np.array(scene.gravity) if scene.use_gravity else np.zeros(3)
         ground = ()
@@ -122,7 +163,7 @@ class RigJob(Job):
                              restitution=settings.restitution, colliders=ground + objects,
                              friction=settings.friction,
                              self_collision=settings.use_self_collision,
-                             name=target.name if target is not None else "objects")
+                             name=target.name if target is not None else "objects", pins=pins)
         self.frames = np.arange(start, end + 1, dtype=float)
         self.fraction, self.cancelled, self.result = 0.0, False, None
 

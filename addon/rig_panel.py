@@ -1,5 +1,6 @@
 """The "Simulate" sidebar panel: everything the active bone's (or object's) simulation uses in
-one place (joint, axes and range, reach cone and twist limit, spring, mass, collision shape),
+one place (joint, axes and range, reach cone and twist limit, spring, mass, collision shape,
+strength toward the animation, pin),
 the bone's reach-cone tools (fit, draw, hold the pose inside the limits), and the scene's
 simulation settings and buttons; its "Collider" subpanel: the active object as a collider of
 the simulated rigs. Drawing only: no scene changes. A Joint choice that cannot work on the
@@ -107,6 +108,21 @@ def _joint(layout, context, s, is_bone):
         layout.label(text=f"Last run: {s.shown_mass:.4g} kg from {s.shown_source}")
 
 
+def _directed(layout, s):
+    """Following the animation (Strength) and the pin of ``s``, both keyable."""
+    col = layout.column(align=True)
+    col.prop(s, "strength")
+    row = col.row(align=True)
+    row.prop(s, "use_pin")
+    sub = row.row(align=True)
+    sub.active = s.use_pin
+    sub.prop(s, "pin_at", text="")
+    sub.prop(s, "pin_strength", text="Strength")
+    sub = col.column(align=True)
+    sub.active = s.use_pin
+    sub.prop(s, "pin_location")
+
+
 def _reach_cone(layout, pose_bone, ball):
     """The bone's reach cone and twist limit (what a simulated ball joint with Reach Cone on
     is held in, and what Hold Limits holds an animated pose in), its tools and whether the
@@ -171,6 +187,8 @@ class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
             row.prop(s, "kinematic")
             if s.enabled and not s.kinematic:
                 _joint(layout, context, s, is_bone)
+            if s.enabled:
+                _directed(layout, s)
             if is_bone and context.active_pose_bone.parent is not None:
                 _reach_cone(layout, context.active_pose_bone,
                             s.enabled and not s.kinematic and s.kind in ("BALL", "FREE"))

@@ -78,7 +78,29 @@ class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
     kinematic: BoolProperty(name="Kinematic", default=False,
                             description="Follow the keyframed or constrained animation exactly "
                                         "and drive the simulated bones below (a swinging hip "
-                                        "carrying a tail)")
+                                        "carrying a tail); key it off at a frame to simulate "
+                                        "the bone from there, starting with the animation's "
+                                        "velocities (a hit at frame 40)")
+    strength: FloatProperty(name="Strength", default=0.0, min=0.0, soft_max=2.0,
+                            description="How strongly the simulated bone follows its animation "
+                                        "(keys, constraints, drivers) in its joint: 1 follows "
+                                        "it within about a millimetre, 0 is limp; key it to "
+                                        "blend in and out")
+    use_pin: BoolProperty(name="Pin", default=False,
+                          description="Hold the bone's Pin At point to Pin Location by a spring "
+                                      "of Pin Strength; key it on and off (a hand grabs a bar "
+                                      "at frame 20 and lets go at frame 50)")
+    pin_at: EnumProperty(name="Pin At", default="TAIL",
+                         items=[("HEAD", "Head", "The bone's head (an object's origin)"),
+                                ("TAIL", "Tail", "The bone's tail (an object's origin)")],
+                         description="The point of the bone that is pinned")
+    pin_location: FloatVectorProperty(name="Pin Location", size=3, default=(0.0, 0.0, 0.0),
+                                      subtype="TRANSLATION", unit="LENGTH",
+                                      description="The world point the pin holds the bone to")
+    pin_strength: FloatProperty(name="Pin Strength", default=1.0, min=1e-3, soft_max=5.0,
+                                description="How stiffly the pin holds: 1 lets the bone hang "
+                                            "about 1 cm below the pin under its own weight "
+                                            "(a 5 Hz spring), 4 a quarter of that")
     kind: EnumProperty(name="Joint", items=JOINT_ITEMS, default="BALL",
                        description="How the bone moves relative to its parent")
     axis: FloatVectorProperty(name="Axis", size=3, default=(1.0, 0.0, 0.0), subtype="DIRECTION",

@@ -15,6 +15,7 @@ builds the core rig from all of this.
 
 from __future__ import annotations
 
+import bpy
 import numpy as np
 
 from . import bridge, colliders
@@ -28,8 +29,11 @@ class Body:
 
     def __init__(self, name, owner, kind, parent, settings):
         self.name, self.owner, self.kind, self.parent, self.settings = name, owner, kind, parent, settings
-        self.kinematic = settings is None or not settings.enabled or settings.kinematic
+        self.kinematic = settings is None or not settings.enabled or (
+            settings.kinematic and not keyed_kinematic(owner))
         self.poses = {}          # frame -> (4, 4) pose in the parent body (or the world)
+        #: frame -> (Kinematic, Strength, Pin) as animated at that frame (simulated bodies)
+        self.animated = {}
         self.warnings = []       # said in the report (a wire fitted above its tolerance)
         self.scale = np.ones(3)  # an object's world scale (written back with its keys)
 
@@ -51,15 +55,35 @@ def normalized(matrix):
     return T, np.array(scale)
 
 
+def settings_path(owner, prop):
+    """``(ID, data path)`` of the simulation setting ``prop`` of a pose bone or an object
+    (what its keys are stored under)."""
+    if isinstance(owner, bpy.types.PoseBone):
+        name = bpy.utils.escape_identifier(owner.name)
+        return owner.id_data, f'pose.bones["{name}"].spline_joints_sim.{prop}'
+    return owner, f"spline_joints_sim.{prop}"
+
+
+def keyed_kinematic(owner):
+    """True if a pose bone's (object's) Kinematic switch is keyed, so it may turn off during
+    the shot and the body is simulated from there."""
+    return bridge.find_fcurve(*settings_path(owner, "kinematic"), 0) is not None
+
+
+def simulates(owner):
+    """True if a pose bone (object) is simulated during the shot: Simulate on and Kinematic
+    off or keyed."""
+    s = owner.spline_joints_sim
+    return s.enabled and (not s.kinematic or keyed_kinematic(owner))
+
+
 def simulated_armatures(scene):
     return [obj for obj in scene.objects if obj.type == "ARMATURE" and obj.pose is not None
-            and any(pb.spline_joints_sim.enabled and not pb.spline_joints_sim.kinematic
-                    for pb in obj.pose.bones)]
+            and any(simulates(pb) for pb in obj.pose.bones)]
 
 
 def simulated_objects(scene):
-    return [obj for obj in scene.objects if obj.spline_joints_sim.enabled
-            and not obj.spline_joints_sim.kinematic]
+    return [obj for obj in scene.objects if simulates(obj)]
 
 
 def joint_parent(obj):
@@ -100,8 +124,7 @@ def armature_bodies(obj):
     _unit_scale(obj, "armature")
     parent = {}
     for pb in obj.pose.bones:
-        s = pb.spline_joints_sim
-        if s.enabled and not s.kinematic:
+        if simulates(pb):
             b = pb
             while b is not None and b.name not in parent:
                 parent[b.name] = bone_parent(b)
@@ -154,7 +177,7 @@ def object_bodies(scene):
     bodies = []
     for o in order:
         parent = joint_parent(o) if o.spline_joints_sim.enabled else o.parent
-        if o.spline_joints_sim.enabled and not o.spline_joints_sim.kinematic:
+        if simulates(o):
             if o.parent is not None and o.parent != parent:
                 raise ValueError(f"'{o.name}' is a child of '{o.parent.name}' in Blender but its "
                                  f"joint connects it to '{getattr(parent, 'name', 'the world')}'; "
@@ -166,12 +189,17 @@ def object_bodies(scene):
 
 def sample_poses(scene, rig_obj, bodies, frames, each_frame=None):
     """Read every body's pose in its parent at ``frames`` (sets the scene's frame; the
-    caller puts it back), calling ``each_frame(frame)`` at each one when given."""
+    caller puts it back), and each simulated body's animated Kinematic, Strength and Pin
+    (:attr:`Body.animated`), calling ``each_frame(frame)`` at each one when given."""
     arm_world = {}
     for f in frames:
         scene.frame_set(int(f))
         if each_frame is not None:
             each_frame(f)
+        for b in bodies:
+            if not b.kinematic:
+                s = b.settings
+                b.animated[f] = (bool(s.kinematic), float(s.strength), bool(s.use_pin))
         if rig_obj is not None:
             arm_world[f] = normalized(rig_obj.matrix_world)[0]
             for b in bodies:

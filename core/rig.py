@@ -45,6 +45,56 @@ each keeps a resting contact from sinking or creeping, :mod:`core.integrators`);
 "euler" is stepped with "implicit" and says so in its warnings. The result reports the
 contacts per frame, the deepest overlap and the most energy one contact step gained.
 
+Following the animation. A simulated body with a ``strength`` above 0 tracks its animated
+pose, ``motion`` (its target poses in the parent at ``motion_times``, what its keys,
+constraints and drivers give it), in joint space: each coordinate is pulled toward the
+target's coordinates ``q*(t)`` (a cubic spline in time of the coordinates closest to each
+target pose, :func:`coordinates_from_pose`, rotations continuous across charts) with the
+rates ``v*(t)`` of that spline by a spring and damper of
+``k = s(t) I w^2, c = 2 s(t) I w`` (:func:`spring_from_frequency` at
+:data:`TRACK_FREQUENCY` and the critical :data:`TRACK_DAMPING_RATIO`, ``I`` the coordinate's
+inertia), ``s(t)`` the strength interpolated linearly between its samples (one per motion
+time, or one for all), so a strength keyed down blends the pull out without a jump. The
+springs are taken implicitly with the joint springs (:class:`core.integrators.Tracking`):
+the integrator is "implicit" whatever was asked. Strength 1 follows a target within about
+``(a* + g / L) / w^2`` rad (a coordinate's load per inertia over ``w^2``): 1 mm on the
+tracked chains of ``tests/core/test_rig_tracking.py`` at the default substeps.
+
+Switching from animated to simulated. A simulated body given ``simulate_from`` (s, snapped
+to the nearest frame) follows its motion exactly until then, its coordinates (those closest
+to each pose, as a tracked body's targets) prescribed by a cubic spline in time like a
+kinematic body's, and is simulated from then on, starting on its motion with the
+animation's velocities: the centred finite difference of its coordinates one frame either
+side, ``(q(t + 1/fps) - q(t - 1/fps)) fps / 2`` (the velocities :func:`build_rig` gives a
+body from ``pose_before``/``pose_after``). :func:`simulate_rig` runs the shot in segments
+between the switch frames, each starting from the state the one before ended in (the
+coordinates are the same throughout); a body's limits act from its switch on.
+
+Pins. A :class:`RigPin` holds a point of a simulated body to a world point by a spring
+(soft): ``k = s m w^2`` N/m and ``c = 2 s m w`` N s/m along the line between them (a
+:meth:`core.model.Model.add_point_spring` of rest length 0), ``m`` the body's mass, ``w = 2
+pi`` :data:`PIN_FREQUENCY` and ``s`` the pin's strength, so a pinned body of mass m hangs
+``g / (s w^2)`` below its pin. The spring is explicit: its frequency on the pinned point,
+``w sqrt(s m / m_eff)`` (``m_eff`` the mass the point moves with), stays under the
+explicit step's bounds while its damping's ``h c / m_eff = 2 w h s m / m_eff`` stays under 2,
+``s m / m_eff < 1 / (w h)``: 6 at the default 192 substeps per second (a strength above that
+on a point that moves light, say the tip of a rod of a third of its mass, diverges; a
+drag's spring, below, is bounded by the point's mass instead). A pin keyed on and off (``times``/``active``) acts from each frame it
+is on to the next it is off: :func:`simulate_rig` runs the shot in segments between those
+frames, each with the pins that are on. Pins on kinematic bodies are refused (nothing moves
+a prescribed motion).
+
+Live runs and dragging. :class:`RigRun` simulates a rig frame by frame as a playhead asks
+(the frames :func:`simulate_rig` gives, segments included, without its reruns at more
+substeps) and takes a drag: :meth:`RigRun.set_drag` pulls a point of a simulated body toward
+a world point by a critically damped spring from the next frame on (:meth:`RigRun.
+release` lets go), given as a stiffness or, None, as the stiffest the explicit spring keeps
+stable (a hard hold to within the step's bound, not a constraint): ``k = m_eff (d / h)^2``
+with ``d`` = :data:`DRAG_STEP` and ``m_eff`` the least mass the grabbed point moves with at the
+grab (:func:`_point_mass`); a stiffer one given is held there. Critically damped, its
+semi-implicit step stays stable while ``2 w h + (w h)^2 / 2 < 2``, ``w h`` = 0.5 giving
+1.13.
+
 Muscles. A rig's :class:`RigMuscle` entries pull along straight paths through points on its
 bodies (or the world) with OpenSim's DeGrooteFregly2016 muscle, rigid tendon
 (:mod:`core.muscles.hill`): each substep their tensions times their moment arms are added to
@@ -53,11 +103,14 @@ the joint torques (:class:`core.muscles.actuation.MuscleForces` as the mechanism
 muscle over time or integrated from excitations (:func:`core.muscles.actuation.
 activation_table`). A muscle's passive fibres pull by themselves when stretched, so a relaxed
 muscle across a joint still resists its stretching. The muscle forces are explicit in the
-step (the implicit method takes the joint springs and dampers only): a strong muscle on a
-light bone needs small substeps, which :func:`simulate_rig` adds when a run diverges. On the
-numba backend a rig with muscles
-steps substep by substep, its muscle forces and its dynamics each one compiled call
-(:mod:`core.muscles.actuation`, *Numba*). The result gives each muscle's tension and activation per frame; a
+step (the implicit method takes the joint springs and dampers and the tracking springs
+only): a strong muscle on a light bone needs small substeps, which :func:`simulate_rig` adds
+when a run diverges. On the numba backend a rig with muscles steps substep by substep, its
+muscle forces and its dynamics each one compiled call (:mod:`core.muscles.actuation`,
+*Numba*). The activations are tabulated over the whole shot and read at the shot's time, so
+the muscles act in every segment of a run that switches bodies or pins and in a
+:class:`RigRun`, dragged or not, as in one run. The result gives each muscle's tension and
+activation per frame; a
 rig with muscles is not passive (its muscles do work), so it reports no energy drift.
 
 Stability. The default integrator, "implicit", takes the joint springs and dampers
@@ -71,7 +124,9 @@ substeps by itself (:func:`simulate_rig`).
 
 from __future__ import annotations
 
+import copy
 import math
+import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -84,13 +139,15 @@ from .contacts import MovingCollider, Shape
 from .dynamics import crba
 from .errors import InvalidInputError, SimulationError
 from .fitting.ik import Chain, solve_ik
-from .integrators import IMPULSE_POSITION, Drive
+from .integrators import IMPULSE_POSITION, Drive, Tracking
 from .joints.base import Joint
 from .joints.lower_pairs import Fixed, Prismatic, Revolute, Universal
 from .joints.spherical import Free, Spherical
+from .kinematics import body_jacobian, forward_kinematics
 from .lie import se3, so3
 from .limits import EllipticCone, ReachCone, TwistLimit, joint_limits
-from .mechanisms.base import DRIFT_RESOLUTION, BodyDisplay, Mechanism, simulate_mechanism
+from .mechanisms.base import (DRIFT_RESOLUTION, BodyDisplay, Mechanism, MechanismRun,
+                              simulate_mechanism)
 from .model import Model, default_inertia
 from .muscles.actuation import CONTROL_KINDS, MuscleForces, PointPaths, activation_table
 from .muscles.hill import HillParameters, MuscleArrays
@@ -98,7 +155,8 @@ from .muscles.hill import HillParameters, MuscleArrays
 __all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "RigMuscle", "Rig", "RigResult", "PoseMotion",
            "build_rig",
            "simulate_rig", "coordinates_from_pose", "limit_violation", "spring_from_frequency",
-           "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP"]
+           "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP", "TRACK_FREQUENCY",
+           "TRACK_DAMPING_RATIO", "RigPin", "PIN_FREQUENCY", "RigRun"]
 
 JOINT_KINDS = ("hinge", "slider", "universal", "ball", "free", "fixed", "joint", "kinematic")
 #: a body whose current pose is farther than this from its joint's closest pose (m, or rad
@@ -106,6 +164,17 @@ JOINT_KINDS = ("hinge", "slider", "universal", "ball", "free", "fixed", "joint",
 START_TOLERANCE = 1e-6
 #: a kinematic motion whose poses differ by less than this (per matrix entry) is constant
 _STILL = 1e-12
+#: the natural frequency (Hz) of a coordinate tracking its animated pose at strength 1, and
+#: its damping ratio (module docstring, *Following the animation*): at 60 Hz a uniform bone
+#: held out level under gravity lags by ``1.5 g / (L w^2)`` rad, 0.1 mm at its tip whatever
+#: its length L, and a chain of three 0.4 m bones swinging 0.5 rad at 1 Hz stays within
+#: 0.6 mm (``tests/core/test_rig_tracking.py``); implicit, so stable at the default 192
+#: substeps per second (``w h`` = 2)
+TRACK_FREQUENCY = 60.0
+TRACK_DAMPING_RATIO = 1.0
+#: the frequency (Hz) of a pinned body of the pin's strength 1 on its pin (module docstring,
+#: *Pins*)
+PIN_FREQUENCY = 5.0
 
 
 @dataclass(frozen=True)
@@ -186,7 +255,12 @@ class RigBody:
     the parent (the initial state). pose_before, pose_after: the poses one frame before and
     after (central-difference velocities), or None (at rest). q: the initial coordinates
     when known exactly (a driven bone's coordinate sliders), else found from ``pose``.
-    motion_times ``(K,)`` (s) and motion ``(K, 4, 4)``: a kinematic body's poses.
+    motion_times ``(K,)`` (s) and motion ``(K, 4, 4)``: a kinematic body's poses, or the
+    animated poses a simulated body tracks. strength: a number or ``(K,)`` one per motion
+    time (0: limp), how strongly a simulated body follows its motion (module docstring,
+    *Following the animation*). simulate_from: None, or the time (s) until which a simulated
+    body follows its motion exactly (module docstring, *Switching from animated to
+    simulated*).
     shapes: the body's collision shapes (:class:`core.contacts.Shape`, body frame).
     """
 
@@ -204,6 +278,24 @@ class RigBody:
     motion_times: np.ndarray = None
     motion: np.ndarray = None
     shapes: tuple = ()
+    strength: object = 0.0
+    simulate_from: float = None
+
+
+@dataclass(frozen=True)
+class RigPin:
+    """A point of a simulated body held to a world point by a spring (module docstring,
+    *Pins*). body: the body's name; point ``(3,)`` in its frame (m); target ``(3,)`` the
+    world point (m); strength: above 0, the spring's stiffness relative to the body's mass;
+    times ``(K,)`` (s) and active ``(K,)`` (bool): the pin is on from each time whose
+    ``active`` is True to the next time (None: on throughout)."""
+
+    body: str
+    point: tuple
+    target: tuple
+    strength: float = 1.0
+    times: tuple = None
+    active: tuple = None
 
 
 @dataclass(frozen=True)
@@ -222,16 +314,24 @@ class RigMuscle:
 
 @dataclass
 class Rig:
-    """A built rig: the :class:`core.mechanisms.Mechanism` to simulate, the bodies, each
-    body's coordinate slice, the limit objects per body, the start warnings and the muscles'
-    forces (:class:`core.muscles.actuation.MuscleForces`, the mechanism's ``tau``; None
-    without muscles)."""
+    """A built rig: the :class:`core.mechanisms.Mechanism` to simulate (its first segment:
+    module docstring, *Switching from animated to simulated*), the bodies, each body's
+    coordinate slice, the limit objects per body, the start warnings, the prescribed
+    coordinates ``[(until (s; inf: throughout), coordinates, cubic spline)]`` of the
+    kinematic bodies and of those that switch to simulated, the pins ``[(point spring
+    (:meth:`core.model.Model.add_point_spring`'s arguments), on ``[(from, until)]`` (s))]``
+    over the model's own point springs ``springs``, and the muscles' forces
+    (:class:`core.muscles.actuation.MuscleForces` on the shot's time, which each segment's
+    ``tau`` reads from its start; None without muscles)."""
 
     mechanism: Mechanism
     bodies: tuple
     slices: list
     limits: list
     warnings: list = field(default_factory=list)
+    prescribed: list = field(default_factory=list)
+    pins: list = field(default_factory=list)
+    springs: tuple = ()
     muscles: MuscleForces = None
 
 
@@ -247,9 +347,10 @@ class RigResult:
     deepest overlap of any substep), energy_gained (J, the most one contact step gained)
     and contact_notes (:attr:`core.contacts.ContactReport.notes`: how shapes were made,
     the self-collision pairs left out); energy ``(F,)`` and kinetic ``(F,)`` the mechanical
-    and kinetic energy per frame (J) and drive_work ``(F,)`` the kinematic bodies' work since
-    the start (J); with muscles (else ``()``, None, None): muscles their names, tension
-    ``(F, m)`` each muscle's tension along its path (N) and activation ``(F, m)`` per frame."""
+    and kinetic energy per frame (J), drive_work ``(F,)`` the kinematic bodies' work since
+    the start (J) and v ``(F, nv)`` the coordinates' rates; with muscles (else ``()``, None,
+    None): muscles their names, tension ``(F, m)`` each muscle's tension along its path (N)
+    and activation ``(F, m)`` per frame."""
 
     status: str
     times: np.ndarray
@@ -269,15 +370,19 @@ class RigResult:
     energy: np.ndarray = None
     kinetic: np.ndarray = None
     drive_work: np.ndarray = None
+    v: np.ndarray = None
     muscles: tuple = ()
     tension: np.ndarray = None
     activation: np.ndarray = None
 
 
 def _hinge_angle(axis, R):
-    """The rotation about the unit ``axis`` closest to R (3, 3) (largest ``tr(R_a^T R)``)."""
-    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    return math.atan2(float(axis @ w), float(np.trace(R) - axis @ R @ axis))
+    """The rotation about the unit ``axis`` closest to each R ``(..., 3, 3)`` (largest
+    ``tr(R_a^T R)``): ``(...)``."""
+    w = np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0],
+                  R[..., 1, 0] - R[..., 0, 1]], axis=-1)
+    return np.arctan2(w @ axis, np.trace(R, axis1=-2, axis2=-1) -
+                      np.einsum("i,...ij,j->...", axis, R, axis))
 
 
 def coordinates_from_pose(joint, kind, T_rest, T, q_guess=None):
@@ -331,14 +436,16 @@ def _continuous_logs(R):
 
 
 class _KinematicMotion:
-    """The prescribed coordinates of the kinematic bodies: a cubic spline of each body's
-    free-joint coordinates in time (clamped to the sampled times), at a time t (s) or at
-    times ``(K,)`` (then ``(K, k)`` arrays)."""
+    """The prescribed coordinates of the kinematic bodies (and of those not yet switched to
+    simulated): a cubic spline of each body's coordinates in time (clamped to the sampled
+    times), at a time t (s) or at times ``(K,)`` (then ``(K, k)`` arrays) of a run that
+    starts ``offset`` s into the shot."""
 
-    def __init__(self, splines):
-        self.splines = splines
+    def __init__(self, splines, offset=0.0):
+        self.splines, self.offset = splines, offset
 
     def __call__(self, t):
+        t = np.asarray(t, dtype=float) + self.offset
         q, v, a = [], [], []
         for s in self.splines:
             tt = np.clip(t, s.x[0], s.x[-1])
@@ -376,19 +483,97 @@ class PoseMotion:
 def _kinematic(body, pose):
     """(joint, placement, spline or None) of a kinematic body from its motion (without one:
     fixed at ``pose``)."""
-    times = np.asarray(body.motion_times if body.motion is not None else [0.0], dtype=float)
-    motion = np.asarray(body.motion if body.motion is not None else [pose], dtype=float)
-    if motion.ndim != 3 or motion.shape[1:] != (4, 4) or len(times) != len(motion):
-        raise InvalidInputError(f"body {body.name!r}: a kinematic motion needs one (4, 4) pose "
-                                f"per time, got {motion.shape} poses for {len(times)} times")
-    for k, T in enumerate(motion):
-        _check_pose(T, f"body {body.name!r}: kinematic pose {k}")
-    if len(times) > 1 and not np.all(np.diff(times) > 0):
-        raise InvalidInputError(f"body {body.name!r}: the kinematic motion's times must "
-                                "increase")
+    if body.motion is None:
+        return Fixed(), pose, None
+    times, motion = _motion(body)
     if np.abs(motion - motion[0]).max() <= _STILL or len(motion) < 2:
         return Fixed(), motion[0], None
     return Free(), np.eye(4), PoseMotion(times, motion).spline
+
+
+def _motion(body):
+    """``(times (K,), poses (K, 4, 4))`` of a body's motion, checked."""
+    times = np.asarray(body.motion_times, dtype=float).ravel()
+    motion = np.asarray(body.motion, dtype=float)
+    if motion.ndim != 3 or motion.shape[1:] != (4, 4) or len(times) != len(motion):
+        raise InvalidInputError(f"body {body.name!r}: a motion needs one (4, 4) pose per time, "
+                                f"got {motion.shape} poses for {len(times)} times")
+    _check_pose(motion, f"body {body.name!r}: a pose of its motion")
+    if len(times) > 1 and not np.all(np.diff(times) > 0):
+        raise InvalidInputError(f"body {body.name!r}: the motion's times must increase")
+    return times, motion
+
+
+def _strengths(body, count):
+    """``(count,)`` a simulated body's strength per motion time, checked: finite, >= 0."""
+    try:
+        s = np.asarray(body.strength, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"body {body.name!r}: Strength must be a number or one number "
+                                f"per frame, got {body.strength!r}") from None
+    if s.size == 1:
+        s = np.full(count, s[0])
+    if s.size != count:
+        raise InvalidInputError(f"body {body.name!r}: give one Strength per frame of its "
+                                f"animation ({count}), got {s.size}")
+    bad = np.nonzero(~(np.isfinite(s) & (s >= 0.0)))[0]
+    if bad.size:
+        raise InvalidInputError(f"body {body.name!r}: Strength must be a number at or above 0 "
+                                f"at every frame, got {s[bad[0]]:g} at sample {bad[0]}; key "
+                                "it to 0 (limp) or more")
+    return s
+
+
+class _Tracks:
+    """The tracking springs of a rig's tracked bodies as a
+    :class:`core.integrators.Tracking` motion: at times ``t (K,)`` the gains ``(K, nv)``
+    (strength interpolated linearly, clamped to its samples, times each coordinate's
+    :data:`TRACK_FREQUENCY` gains ``kw, cw``) and the target coordinates and rates (a cubic
+    spline in time, clamped: at rest outside its samples; one sample: that pose) in a run
+    that starts ``offset`` s into the shot. ``tracks``: ``(slice, times, strengths, target
+    coordinates (K, nq), kw, cw)``; the bodies sampled at the same times share one spline
+    and one interpolation (a character's bones: one each per call)."""
+
+    def __init__(self, nv, tracks, offset=0.0):
+        self.nv, self.offset = nv, offset
+        groups = {}
+        for s, times, strength, q, kw, cw in tracks:
+            n = s.stop - s.start
+            groups.setdefault(tuple(times), []).append(
+                (np.arange(s.start, s.stop), np.repeat(strength[:, None], n, axis=1), q, kw, cw))
+        self.groups = []
+        for key, members in groups.items():
+            times = np.array(key)
+            cols, strength, q, kw, cw = (np.concatenate(parts, axis=-1)
+                                         for parts in zip(*members))
+            target = CubicSpline(times, q, axis=0) if len(times) > 1 else q[0]
+            self.groups.append((cols, times, strength, target, kw, cw))
+
+    def shifted(self, offset):
+        """These springs in a run that starts ``offset`` s into the shot."""
+        out = _Tracks.__new__(_Tracks)
+        out.nv, out.groups, out.offset = self.nv, self.groups, offset
+        return out
+
+    def __call__(self, t):
+        t = np.atleast_1d(np.asarray(t, dtype=float)) + self.offset
+        k, c, q, v = (np.zeros((t.size, self.nv)) for _ in range(4))
+        for cols, times, strength, target, kw, cw in self.groups:
+            if len(times) > 1:
+                i = np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 2)
+                w = np.clip((t - times[i]) / (times[i + 1] - times[i]), 0.0, 1.0)[:, None]
+                a = strength[i] * (1.0 - w) + strength[i + 1] * w
+            else:
+                a = strength[:1]
+            k[:, cols], c[:, cols] = a * kw, a * cw
+            if not isinstance(target, CubicSpline):
+                q[:, cols] = target
+                continue
+            tt = np.clip(t, times[0], times[-1])
+            q[:, cols] = target(tt)
+            inside = (t >= times[0]) & (t <= times[-1])
+            v[:, cols] = target(tt, 1) * inside[:, None]
+        return k, c, q, v
 
 
 def _limits(body, i, core):
@@ -549,17 +734,71 @@ def _spring_spec(body):
             real_number(j.damping_ratio, f"body {name!r}: damping ratio", 0.0), rest)
 
 
-def _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings):
+def _rest_diagonal(model):
+    """``(nv,)`` the mass matrix's diagonal at the rest pose (every joint at its neutral
+    coordinates: a coordinate's entry depends on the bodies below it only): the inertia
+    each coordinate moves, the joints below held."""
+    q_rest = np.concatenate([j.neutral() for j in model.joints])
+    return np.diag(crba(model, model.create_data(), q_rest)).copy()
+
+
+def _target(body, joint, T_rest, q):
+    """``(times (K,), strengths (K,), target coordinates (K, nq))`` of a simulated body
+    that follows its motion (module docstring, *Following the animation*; ``q`` its start
+    coordinates, the guess for the first pose), or None for one with no strength."""
+    if body.motion is None:
+        if np.ndim(body.strength) == 0 and body.strength == 0.0:
+            return None
+        _strengths(body, 1)
+        raise InvalidInputError(f"body {body.name!r} has a Strength but no animated pose to "
+                                "follow; key its pose, or set its Strength to 0")
+    times, motion = _motion(body)
+    strength = _strengths(body, len(times))
+    if not np.any(strength):
+        return None
+    return times, strength, _motion_coordinates(body, joint, T_rest, motion, q)
+
+
+def _motion_coordinates(body, joint, T_rest, motion, q):
+    """``(K, nq)`` the coordinates of a simulated body's joint closest to each pose of its
+    motion ``(K, 4, 4)`` (:func:`coordinates_from_pose`; hinges, balls and free joints in
+    closed form for all poses at once, the others each from the one before, the first from
+    ``q``), rotations continuous across charts from ``q``'s."""
+    kind = body.joint.kind
+    B = se3.inv(T_rest) @ motion if kind != "joint" else motion
+    if kind == "hinge":
+        return _hinge_angle(joint.axis, B[:, :3, :3])[:, None]
+    if kind in ("ball", "free"):
+        r = so3.log(B[:, :3, :3])
+        r[0] = _nearest_chart(r[0], q[:3])
+        for k in range(1, len(r)):
+            r[k] = _nearest_chart(r[k], r[k - 1])
+        return r if kind == "ball" else np.concatenate([r, B[:, :3, 3]], axis=1)
+    out, guess = np.empty((len(motion), joint.nq)), q
+    for k, T in enumerate(motion):
+        out[k], _ = coordinates_from_pose(joint, kind, T_rest, T, q_guess=guess)
+        guess = out[k]
+    return out
+
+
+def _switch(body, fps):
+    """The time (s, snapped to a frame) a simulated body switches from its motion to
+    simulated (module docstring), or None."""
+    if body.simulate_from is None:
+        return None
+    t = real_number(body.simulate_from, f"body {body.name!r}: simulate from (s)")
+    if body.motion is None or len(body.motion) < 2:
+        raise InvalidInputError(f"body {body.name!r} switches from animated to simulated but "
+                                "has no animation to follow before; key its pose over at "
+                                "least two frames, or untick Kinematic")
+    return round(t * fps) / fps
+
+
+def _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings, diagonal):
     """Add the simulated bodies' springs and dampers ``springs [(body index, spec)]``
     (:func:`_spring_spec`) to the model: relative ones through
-    :func:`spring_from_frequency` on the mass matrix's diagonal at the rest pose (every
-    joint at its neutral coordinates: a coordinate's entry depends on the bodies below it
-    only); a warning per
+    :func:`spring_from_frequency` on ``diagonal`` (:func:`_rest_diagonal`); a warning per
     body an explicit method cannot follow (:func:`_stiff_spring_warning`)."""
-    if not springs:
-        return
-    q_rest = np.concatenate([j.neutral() for j in model.joints])
-    diagonal = np.diag(crba(model, model.create_data(), q_rest))
     for i, (absolute, a, b, rest) in springs:
         inertia = diagonal[slices[i]]
         k, c = (np.full(len(inertia), a), np.full(len(inertia), b)) if absolute else \
@@ -573,7 +812,7 @@ def _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warn
 
 def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=1.0,
               integrator=None, restitution=0.0, name="rig", colliders=(), friction=0.5,
-              self_collision=False, muscles=(), muscle_control="activation"):
+              self_collision=False, pins=(), muscles=(), muscle_control="activation"):
     """A :class:`Rig` from ``bodies`` (a sequence of :class:`RigBody`, parents first).
 
     gravity: ``(3,)`` m/s^2 in the world. fps, substeps, duration: output frames per
@@ -583,12 +822,13 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     side has its own; colliders: the world's :class:`core.contacts.Plane` and collider
     objects; friction: of contacts where neither side has its own; self_collision: the
     simulated bodies' shapes also meet each other (pairs that are not parent and child),
-    which makes contacts without colliders. muscles: :class:`RigMuscle` entries whose
-    ``control`` is each one's activation, or its excitation with ``muscle_control =
-    "excitation"`` (module docstring, *Muscles*). Raises
+    which makes contacts without colliders; pins: :class:`RigPin` objects; muscles:
+    :class:`RigMuscle` entries whose ``control`` is each one's activation, or its excitation
+    with ``muscle_control = "excitation"`` (module docstring, *Muscles*). Raises
     InvalidInputError naming the body for an empty rig, a parent that is not an earlier body,
     a simulated body without mass, a joint kind or limit that does not fit, a shape that is
-    not a :class:`core.contacts.Shape`, and a motion or pose that is not rigid; naming the
+    not a :class:`core.contacts.Shape`, a motion or pose that is not rigid, a Strength that
+    is not a number at or above 0, and a pin on a kinematic or unknown body; naming the
     muscle for a path point on a body the rig does not have, a path of fewer than two
     points, parameters that are not HillParameters and a control outside ``[0, 1]``.
     """
@@ -620,7 +860,7 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         warnings.append(f"{len(raised)} light bone(s) turn with at least {floor:.3g} kg m^2 of "
                         f"inertia ({INERTIA_FLOOR:g} of the heaviest bone's), so the step "
                         f"can follow them: {_listed(raised)}")
-    splines, drive_dofs, springs = [], [], []
+    springs, tracked, prescribed = [], [], []
     names = set()
     start = 0
     for i, b in enumerate(bodies):
@@ -657,8 +897,7 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         v0.append(np.zeros(joint.nq))
         limits.append([])
         if spline is not None:
-            splines.append(spline)
-            drive_dofs.extend(range(s.start, s.stop))
+            prescribed.append((math.inf, list(range(s.start, s.stop)), spline))
         if kinematic or joint.nq == 0:
             continue
         if b.q is not None:
@@ -683,35 +922,150 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
                 qa[:3] = _nearest_chart(qa[:3], q[:3])
             v = (qa - qb) * (0.5 * fps)
         q0[-1], v0[-1] = q, v
+        target = _target(b, joint, T_rest, q)
+        if target is not None:
+            tracked.append((i,) + target)
+        switch = _switch(b, fps)
+        if switch is not None:
+            times, motion = _motion(b)
+            prescribed.append((switch, list(range(s.start, s.stop)), CubicSpline(
+                times, _motion_coordinates(b, joint, T_rest, motion, q), axis=0)))
         limits[-1] = _limits(b, i, joint)
         if limits[-1]:
             warnings.extend(_start_outside(b, joint, q))
         springs.append((i, _spring_spec(b)))
-    _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings)
-    drive = None
-    if splines:
-        drive = Drive(tuple(drive_dofs), _KinematicMotion(splines),
-                      "kinematic bodies following their animation", vectorized=True)
+    if tracked and integrator != "implicit":
+        warnings.append(f"bones following the animation need the implicit integrator (stable "
+                        f"at any Strength), so the rig is stepped with it instead of "
+                        f"{integrator}")
+        integrator = "implicit"
+    diagonal = _rest_diagonal(model) if springs or tracked else None
+    _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings, diagonal)
+    tracking = None
+    if tracked:
+        kw, cw = spring_from_frequency(diagonal, TRACK_FREQUENCY, TRACK_DAMPING_RATIO)
+        tracking = Tracking(_Tracks(model.nv, [(slices[i], times, strength, q, kw[slices[i]],
+                                                cw[slices[i]])
+                                               for i, times, strength, q in tracked]),
+                            "bones following their animation", vectorized=True)
+    drive = _drive(prescribed, 0.0)
     forces = _muscle_forces(model, muscles, muscle_control, duration, fps, substeps)
     flat = [lim for lims in limits for lim in lims]
-    passive = drive is None and not flat and not contacts and forces is None and \
-        not np.any(model.compile().spring_c)          # compiled: the springs just added
+    passive = not prescribed and tracking is None and forces is None and not flat and \
+        not contacts and not np.any(model.compile().spring_c)  # compiled: the springs added
     q0 = np.concatenate(q0) if q0 else np.zeros(0)
     v0 = np.concatenate(v0) if v0 else np.zeros(0)
     if drive is not None:
         qp, vp, _ = drive.motion(0.0)
-        q0[list(drive_dofs)], v0[list(drive_dofs)] = qp, vp
+        q0[list(drive.dofs)], v0[list(drive.dofs)] = qp, vp
     step_limit = np.concatenate([_turns(b, j) for b, j in zip(bodies, model.joints)]) \
         if model.nv else None
     mech = Mechanism(name, name, model, q0, v0, fps=real_number(fps, "fps", 0.0, low_open=True),
                      substeps=whole_number(substeps, "substeps"), duration=duration,
-                     integrator=integrator, drive=drive, display=tuple(display),
+                     integrator=integrator, drive=drive, tracking=tracking,
+                     display=tuple(display),
                      limits=tuple(flat), restitution=restitution, passive=passive,
                      shapes=tuple(shapes) if contacts else (),
                      colliders=colliders if contacts else (), friction=friction,
                      self_collision=bool(self_collision) and contacts,
                      step_limit=step_limit, tau=forces)
-    return Rig(mech, bodies, slices, limits, warnings, forces)
+    rig = Rig(mech, bodies, slices, limits, warnings, prescribed,
+              _pins(pins, bodies, model, fps), tuple(model.point_springs), forces)
+    if rig.pins or any(until < math.inf for until, _, _ in prescribed):
+        rig.mechanism = _segment(rig, 0.0, q0, v0)
+    return rig
+
+
+def _pins(pins, bodies, model, fps):
+    """The rig's pins ``[(point spring, on [(from, until)])]`` (:class:`Rig`), checked,
+    their switch times snapped to frames."""
+    index = {b.name: i for i, b in enumerate(bodies)}
+    out = []
+    for pin in pins:
+        if not isinstance(pin, RigPin) or pin.body not in index:
+            raise InvalidInputError(f"pin on {getattr(pin, 'body', pin)!r}: pins must be RigPin "
+                                    "objects on a body of the rig; pick one of its bones")
+        i = index[pin.body]
+        if bodies[i].joint.kind == "kinematic":
+            raise InvalidInputError(f"pin on {pin.body!r}: that bone is kinematic, and nothing "
+                                    "moves a bone that follows its animation; untick "
+                                    "Kinematic or pin a simulated bone")
+        s = real_number(pin.strength, f"pin on {pin.body!r}: strength", 0.0, low_open=True)
+        try:
+            point = np.asarray(pin.point, dtype=float).reshape(3)
+            target = np.asarray(pin.target, dtype=float).reshape(3)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"pin on {pin.body!r}: point and target must be 3 numbers "
+                                    "each") from None
+        if not np.all(np.isfinite(np.r_[point, target])):
+            raise InvalidInputError(f"pin on {pin.body!r}: point and target must be finite")
+        w = 2.0 * math.pi * PIN_FREQUENCY
+        m = float(model.masses[i])
+        spans = [(-math.inf, math.inf)]
+        if pin.times is not None:
+            times = np.round(np.asarray(pin.times, dtype=float).ravel() * fps) / fps
+            active = np.asarray(pin.active, dtype=bool).ravel()
+            if active.size != times.size or (times.size > 1 and np.any(np.diff(times) <= 0)):
+                raise InvalidInputError(f"pin on {pin.body!r}: give one on/off state per "
+                                        "time, at increasing frames")
+            ends = list(times[1:]) + [math.inf]
+            spans = [(a if k else -math.inf, b) for k, (a, b, on) in
+                     enumerate(zip(times, ends, active)) if on]
+        out.append(((i, point, -1, target, s * m * w * w, 2.0 * s * m * w, 0.0), spans))
+    return out
+
+
+def _drive(prescribed, t0):
+    """The :class:`core.integrators.Drive` of the coordinates still prescribed at ``t0``
+    (``until > t0``) in a run that starts ``t0`` s into the shot, or None."""
+    live = [(dofs, spline) for until, dofs, spline in prescribed if until > t0]
+    if not live:
+        return None
+    return Drive(tuple(d for dofs, _ in live for d in dofs),
+                 _KinematicMotion([spline for _, spline in live], t0),
+                 "kinematic bodies following their animation", vectorized=True)
+
+
+def _segment(rig, t0, q, v, extra=()):
+    """The mechanism of the rig's segment from ``t0`` (s into the shot) to the shot's end
+    starting at ``(q, v)``: the coordinates prescribed then driven (their motion shifted to
+    the segment's start), those switching at ``t0`` placed on their motion with the centred
+    finite-difference rates of it one frame either side, the limits of the bodies simulated
+    in it, the tracking and the muscles' activations shifted (module docstring, *Switching
+    from animated to simulated*, *Muscles*), and the pins on at ``t0`` (*Pins*) with the
+    point springs ``extra`` (a drag)."""
+    mech, limits, slices, prescribed = rig.mechanism, rig.limits, rig.slices, rig.prescribed
+    q, v = np.array(q, dtype=float), np.array(v, dtype=float)
+    driven = set()
+    for until, dofs, spline in prescribed:
+        if until > t0:
+            driven.update(dofs)
+        elif until == t0:
+            def at(t):
+                return spline(min(max(t, spline.x[0]), spline.x[-1]))
+            step = 1.0 / mech.fps
+            q[dofs] = at(t0)
+            v[dofs] = (at(t0 + step) - at(t0 - step)) * (0.5 * mech.fps)
+    live = [lim for i, lims in enumerate(limits) for lim in lims
+            if not driven.intersection(range(slices[i].start, slices[i].stop))]
+    tracking = mech.tracking
+    if tracking is not None:
+        tracking = replace(tracking, motion=tracking.motion.shifted(t0))
+    model = mech.model
+    if rig.pins or extra:
+        model = copy.copy(model)
+        model.point_springs = list(rig.springs) + [spring for spring, spans in rig.pins
+                                                   if any(a <= t0 < b for a, b in spans)]
+        model.point_springs += list(extra)
+        model._compiled, model.packed = False, None
+    forces = rig.muscles
+    if forces is not None:
+        forces = MuscleForces(forces.muscles, forces.geometry, replace(
+            forces.activation, start=forces.activation.start - t0))
+    return replace(mech, model=model, q0=q, v0=v, drive=_drive(prescribed, t0),
+                   tracking=tracking, tau=forces, limits=tuple(live),
+                   passive=mech.passive and not rig.pins and not extra,
+                   duration=mech.duration - t0)
 
 
 def _muscle_forces(model, muscles, control, duration, fps, substeps):
@@ -803,14 +1157,14 @@ REFINE_FACTOR = 4
 
 
 def _check_gain(mech, res):
-    """Raise SimulationError when a rig that nothing drives (no kinematic motion, no
-    muscles, no moving collider) gained more mechanical energy than its method's bound:
-    ``DRIFT_RESOLUTION ** order`` (:mod:`core.mechanisms.base`) of the larger of its start's
-    kinetic energy and the work of lifting it by 1 m. Springs, dampers, limits and contacts with still colliders
-    only keep or take energy, so such a gain is a diverging run (a ragdoll shot into the
-    air), which :func:`simulate_rig` runs again with more substeps."""
-    if mech.drive is not None or mech.tau is not None \
-            or any(isinstance(c, MovingCollider) for c in mech.colliders) \
+    """Raise SimulationError when a rig that nothing drives (no kinematic motion, no tracked
+    animation, no muscles, no moving collider) gained more mechanical energy than its
+    method's bound: ``DRIFT_RESOLUTION ** order`` (:mod:`core.mechanisms.base`) of the larger
+    of its start's kinetic energy and the work of lifting it by 1 m. Springs, dampers, limits
+    and contacts with still colliders only keep or take energy, so such a gain is a diverging
+    run (a ragdoll shot into the air), which :func:`simulate_rig` runs again with more substeps."""
+    if mech.drive is not None or mech.tracking is not None or mech.tau is not None or \
+            any(isinstance(c, MovingCollider) for c in mech.colliders) \
             or res.status != "completed" or not len(res.energy):
         return
     model = mech.model
@@ -855,20 +1209,16 @@ def _held_back(mech, v):
     return list(dict.fromkeys(model.names[int(model.dof_body[k])] for k in np.nonzero(at)[0]))
 
 
-def simulate_rig(rig, progress=None):
-    """Simulate a :class:`Rig` (``progress(fraction) -> bool``, False cancels) and return a
-    :class:`RigResult`. A run that diverges, or that gains energy with nothing driving it
-    (:func:`_check_gain`), is run again with :data:`REFINE_FACTOR` times the substeps, up to
-    :data:`REFINEMENTS` times, and the result's warnings say so; a rig that
-    diverges even then raises :class:`core.errors.SimulationError` naming the time, the
-    body and the substeps tried (:func:`core.mechanisms.simulate_mechanism`)."""
-    mech = rig.mechanism
+def _run(mech, progress):
+    """``(BakeResult, the mechanism run, notes)``: :func:`core.mechanisms.simulate_mechanism`
+    of one segment, run again with :data:`REFINE_FACTOR` times the substeps when it diverges
+    or gains energy with nothing driving it (:func:`simulate_rig`)."""
     notes = []
     for attempt in range(REFINEMENTS + 1):
         try:
             res = simulate_mechanism(mech, progress)
             _check_gain(mech, res)
-            break
+            return res, mech, notes
         except SimulationError as err:
             finer = replace(mech, substeps=mech.substeps * REFINE_FACTOR)
             if attempt == REFINEMENTS:
@@ -876,14 +1226,170 @@ def simulate_rig(rig, progress=None):
             notes.append(f"the run diverged{_divergence(err)} at {mech.substeps} substeps "
                          f"per frame, so it was run again at {finer.substeps}")
             mech = finer
-    model = mech.model
-    held = _held_back(mech, res.v)
+
+
+#: ``w h`` of a drag's spring at its stiffest (module docstring, *Live runs and dragging*)
+DRAG_STEP = 0.5
+
+
+def _point_mass(model, q, body, point):
+    """The least mass (kg) the point ``point (3,)`` (body frame) of ``body`` (index) moves
+    with at ``q``: ``1 / lambda_max(J M^-1 J^T)``, J the point's ``(3, nv)`` world Jacobian
+    ``R (J_v - [p]x J_w)`` (the body Jacobian's angular rows ``J_w`` and linear ``J_v``)."""
+    data = model.create_data()
+    forward_kinematics(model, data, q)
+    Jb = body_jacobian(model, data, body, "body")
+    J = data.oMi[body][:3, :3] @ (Jb[3:] - so3.hat(point) @ Jb[:3])
+    M = np.array(crba(model, data, q))
+    return 1.0 / float(np.linalg.eigvalsh(J @ np.linalg.solve(M, J.T)).max())
+
+
+def _cuts(rig):
+    """The times (s, on frames) inside the shot where a rig's segments start: its bodies'
+    switches to simulated and its pins' switches on and off."""
+    duration = rig.mechanism.duration
+    return sorted({until for until, _, _ in rig.prescribed if 0.0 < until < duration} |
+                  {t for _, spans in rig.pins for span in spans for t in span
+                   if 0.0 < t < duration})
+
+
+class RigRun:
+    """A rig simulated frame by frame on demand, with a drag (module docstring, *Live runs
+    and dragging*). Attributes as :class:`core.mechanisms.MechanismRun`'s: ``n_frames``,
+    ``ready``, ``poses`` ``(n_frames, nb, 4, 4)`` world poses and ``q`` ``(n_frames, nq)``,
+    valid for the first ``ready`` frames."""
+
+    def __init__(self, rig):
+        mech = rig.mechanism
+        self.rig, self.fps = rig, mech.fps
+        self.n_frames = mech.n_frames
+        self.poses = np.empty((self.n_frames, mech.nbodies, 4, 4))
+        self.q = np.empty((self.n_frames, mech.model.nq))
+        self._cuts = [int(round(t * self.fps)) for t in _cuts(rig)]
+        self._drag = ()
+        self._restart(0, mech)
+
+    def _restart(self, frame, mech):
+        """Go on from ``frame`` (computed) with the mechanism ``mech`` of the shot's rest."""
+        self._run, self._first = MechanismRun(mech), frame
+        self.ready = frame
+        self._take()
+
+    def _take(self):
+        run, k = self._run, self._first
+        n = run.ready - (self.ready - k)
+        self.poses[self.ready:self.ready + n] = run.poses[self.ready - k:run.ready]
+        self.q[self.ready:self.ready + n] = run.q[self.ready - k:run.ready]
+        self.ready += n
+
+    def _resume(self):
+        """Restart the run from the last computed frame: its segment's mechanism there, with
+        the drag."""
+        k = self.ready - 1
+        run = self._run
+        mech = _segment(self.rig, k / self.fps, run.q[k - self._first], run.v[k - self._first],
+                        self._drag)
+        self.ready = k
+        self._restart(k, mech)
+
+    def advance_to(self, frame, seconds=None):
+        """Compute frames until ``frame`` (index from 0, clipped to the last) is ready, then
+        on while the wall time since the call stays under ``seconds`` (None: no look-ahead);
+        returns ``ready``. Divergence raises :class:`core.errors.SimulationError`."""
+        frame = min(whole_number(frame, "frame", 0), self.n_frames - 1)
+        start = time.perf_counter()
+        while self.ready < self.n_frames and (
+                self.ready <= frame or (seconds is not None
+                                        and time.perf_counter() - start < seconds)):
+            if self.ready - 1 in self._cuts and self.ready - 1 > self._first:
+                self._resume()
+                continue
+            self._run.advance_to(self.ready - self._first)
+            self._take()
+        return self.ready
+
+    def set_drag(self, body, point_in_body, target_world, stiffness=None):
+        """Pull ``point_in_body (3,)`` of the simulated body ``body`` (its name) toward
+        ``target_world (3,)`` from the next frame on: a spring of ``stiffness`` N/m (None:
+        the stiffest the step keeps stable, which also bounds a stiffness given; module
+        docstring) critically damped on the least mass the point moves with. Raises
+        InvalidInputError for an unknown or kinematic body or a bad point, target or
+        stiffness."""
+        names = [b.name for b in self.rig.bodies]
+        if body not in names or self.rig.bodies[names.index(body)].joint.kind == "kinematic":
+            raise InvalidInputError(f"cannot drag {body!r}: pick a simulated bone or object of "
+                                    "the rig")
+        i = names.index(body)
+        pin = _pins([RigPin(body, point_in_body, target_world)], self.rig.bodies,
+                    self.rig.mechanism.model, self.fps)[0][0]
+        mech = self._run.mechanism
+        m = _point_mass(mech.model, self.q[self.ready - 1], i, pin[1])
+        k = m * (DRAG_STEP / mech.dt) ** 2
+        if stiffness is not None:
+            k = min(k, real_number(stiffness, f"drag on {body!r}: stiffness (N/m)", 0.0,
+                                   low_open=True))
+        self._drag = (pin[:4] + (k, 2.0 * math.sqrt(k * m), 0.0),)
+        self._resume()
+
+    def release(self):
+        """Let go of the drag from the next frame on."""
+        if self._drag:
+            self._drag = ()
+            self._resume()
+
+
+def _segments(rig, progress):
+    """The rig's run in segments between its switch frames (module docstring, *Switching
+    from animated to simulated*): ``(segment results, their mechanisms, notes)``, each
+    segment from the state the one before ended in; ``progress`` sees the shot's fraction."""
+    mech = rig.mechanism
+    duration = mech.duration
+    bounds = [0.0] + _cuts(rig) + [duration]
+    results, mechs, notes = [], [], []
+    for t0, t1 in zip(bounds[:-1], bounds[1:]):
+        if results:
+            last = results[-1]
+            mech = _segment(rig, t0, last.q[-1], last.v[-1])
+        mech = replace(mech, duration=t1 - t0)
+
+        def part(fraction, t0=t0, t1=t1):
+            return progress((t0 + fraction * (t1 - t0)) / duration)
+        res, run, more = _run(mech, None if progress is None else part)
+        results.append(res)
+        mechs.append(run)
+        notes.extend(more)
+        if res.status != "completed":
+            break
+    return results, mechs, notes
+
+
+def simulate_rig(rig, progress=None):
+    """Simulate a :class:`Rig` (``progress(fraction) -> bool``, False cancels) and return a
+    :class:`RigResult`. A run that diverges, or that gains energy with nothing driving it
+    (:func:`_check_gain`), is run again with :data:`REFINE_FACTOR` times the substeps, up to
+    :data:`REFINEMENTS` times, and the result's warnings say so; a rig that
+    diverges even then raises :class:`core.errors.SimulationError` naming the time, the
+    body and the substeps tried (:func:`core.mechanisms.simulate_mechanism`). A rig whose
+    bodies switch from animated to simulated runs in segments between the switch frames,
+    the result's frames joined (module docstring)."""
+    parts, mechs, notes = _segments(rig, progress)
+    model = mechs[0].model
+    held = list(dict.fromkeys(n for m, r in zip(mechs, parts) for n in _held_back(m, r.v)))
     if held:
         notes.append(f"{', '.join(held)} turned faster than {TURN_PER_SUBSTEP:g} rad per "
-                     f"substep ({TURN_PER_SUBSTEP / mech.dt:.3g} rad/s), more than the step "
-                     "follows, and were held to that speed: more Substeps let them turn "
+                     f"substep ({TURN_PER_SUBSTEP / mechs[-1].dt:.3g} rad/s), more than the "
+                     "step follows, and were held to that speed: more Substeps let them turn "
                      "faster")
-    world = res.poses
+    if parts[-1].status != "completed":
+        parts = parts[-1:]                       # cancelled: no records
+    status = parts[-1].status
+    offsets = np.cumsum([0.0] + [r.times[-1] if len(r.times) else 0.0 for r in parts[:-1]])
+    works = np.cumsum([0.0] + [r.drive_work[-1] if len(r.times) else 0.0 for r in parts[:-1]])
+
+    def joined(values):            # a switch frame's record: the state its segment starts in
+        return np.concatenate([x[:-1] for x in values[:-1]] + [values[-1]])
+    times = joined([r.times + t0 for r, t0 in zip(parts, offsets)])
+    world, q = joined([r.poses for r in parts]), joined([r.q for r in parts])
     local = np.empty_like(world)
     parents = np.asarray(model.parents)
     roots = parents < 0
@@ -892,29 +1398,33 @@ def simulate_rig(rig, progress=None):
         local[:, ~roots] = se3.inv(world[:, parents[~roots]]) @ world[:, ~roots]
     worst, where = 0.0, ""
     for i, b in enumerate(rig.bodies):
-        if not rig.limits[i] or len(res.q) == 0:
+        if not rig.limits[i] or len(q) == 0:
             continue
-        excess = float(limit_violation(b.joint, model.joints[i], res.q[:, rig.slices[i]]).max())
+        excess = float(limit_violation(b.joint, model.joints[i], q[:, rig.slices[i]]).max())
         if excess > worst:
             worst, where = excess, b.name
     drift = None
-    if mech.passive and len(res.times):
-        drift = res.energy_drift
-    report = res.contacts
-    if report is None:
+    if mechs[0].passive and len(times):
+        drift = parts[0].energy_drift
+    reports = [r.contacts for r in parts]
+    if reports[0] is None:
         touch, deepest, gained, contact_notes = None, 0.0, 0.0, ()
     else:
-        touch = report.per_frame(res.times)
-        deepest, gained = report.worst_penetration, report.energy_gained
-        contact_notes = report.notes
+        touch = joined([rep.per_frame(r.times) for rep, r in zip(reports, parts)])
+        deepest = max(rep.worst_penetration for rep in reports)
+        gained = max(rep.energy_gained for rep in reports)
+        contact_notes = tuple(dict.fromkeys(n for rep in reports for n in rep.notes))
+    v = joined([r.v for r in parts])
     names, tension, activation = (), None, None
     if rig.muscles is not None:
         names = rig.muscles.muscles.names
-        states = [rig.muscles.state(t, q, v) for t, q, v in zip(res.times, res.q, res.v)]
-        tension = np.array([st.tendon_force for st in states]).reshape(len(states), -1)
-        activation = np.array([rig.muscles.activation(t) for t in res.times]).reshape(
-            len(states), -1)
-    return RigResult(res.status, res.times, local, world, res.q, drift, worst, where,
-                     res.wall_time, res.steps, tuple(rig.warnings) + tuple(notes), touch,
-                     deepest, gained, contact_notes, res.energy, res.kinetic, res.drive_work,
+        states = [rig.muscles.state(t, qk, vk) for t, qk, vk in zip(times, q, v)]
+        tension = np.array([st.tendon_force for st in states]).reshape(len(times), len(names))
+        activation = np.array([rig.muscles.activation(t) for t in times]).reshape(
+            len(times), len(names))
+    return RigResult(status, times, local, world, q, drift, worst, where,
+                     sum(r.wall_time for r in parts), sum(r.steps for r in parts),
+                     tuple(rig.warnings) + tuple(notes), touch, deepest, gained, contact_notes,
+                     joined([r.energy for r in parts]), joined([r.kinetic for r in parts]),
+                     joined([r.drive_work + w for r, w in zip(parts, works)]), v,
                      names, tension, activation)

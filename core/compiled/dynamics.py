@@ -196,31 +196,34 @@ def compute_joint_jacobians(model, data, q):
     return data.S_world
 
 
-def substep(model, data, q, v, tau, fext, h, method, rows):
+def substep(model, data, q, v, tau, fext, h, method, rows, track=None):
     """One integrator substep ``(q, v) -> (qn, vn)`` in one kernel call, for models whose
     joints all have kernels; ``method`` 0 euler, 1 semi-implicit, 2 rk4, 3 implicit;
-    ``rows`` a pair of ``(5, nv)`` work arrays. Returns fresh arrays ``(qn, vn)``."""
+    ``rows`` a pair of ``(5, nv)`` work arrays; ``track`` None or the implicit step's
+    tracking rows ``(3, nv)`` (:func:`core.compiled.kernels.step`). Returns fresh arrays
+    ``(qn, vn)``."""
     p = model.packed or packed(model)
     qn, vn = rows
     if kernels.step(p.ints, p.reals, data.buffer, q, v, tau,
-                            NO_FEXT if fext is None else fext, h, method, qn, vn):
+                    NO_FEXT if fext is None else fext, h, method, qn, vn, track):
         _failed(model, "the integrator step")
     return qn[0].copy(), vn[0].copy()
 
 
 def driven_substep(model, data, q, v, tau, fext, h, method, rows, dofs, nf, drive, powers,
-                   chol):
+                   chol, track=None):
     """:func:`substep` of a model with prescribed coordinates
     (:func:`core.compiled.kernels.driven_step`: ``dofs (nv,)`` free then prescribed,
     ``nf`` free ones, ``drive (3, 2, k)`` their ``(v_p, a_p)`` at ``t, t + h/2, t + h``,
-    the stages' drive powers into ``powers (4,)``, ``chol (nf, nf + 1)`` scratch). Returns
+    the stages' drive powers into ``powers (4,)``, ``chol (nf, nf + 1)`` scratch, ``track``
+    as :func:`substep`'s). Returns
     fresh arrays ``(qn, vn)``, or None when the kernel reports a failure (a mass matrix
     ``M_ff`` that is not positive definite: the caller takes the substep on the Python path,
     which raises the error naming the cause)."""
     p = model.packed or packed(model)
     qn, vn = rows
     if kernels.driven_step(p.ints, p.reals, data.buffer, q, v, tau,
-                                   NO_FEXT if fext is None else fext, h, method, qn, vn, dofs,
-                                   nf, drive, powers, chol):
+                           NO_FEXT if fext is None else fext, h, method, qn, vn, dofs,
+                           nf, drive, powers, chol, track):
         return None
     return qn[0].copy(), vn[0].copy()

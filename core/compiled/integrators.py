@@ -71,7 +71,8 @@ class IntegratorSteps:
         self.advance_args = self._advance_arguments()
         self.unconstrained = None if (self.advance_args is None or integ.drive is not None
                                       or self.advance_args[1] is not None
-                                      or integ.contacts is not None) else self.advance_args[0]
+                                      or integ.contacts is not None
+                                      or integ.tracking is not None) else self.advance_args[0]
 
     def _forces(self):
         """``(tau, fext)`` as a kernel takes them, or None (module docstring)."""
@@ -108,18 +109,20 @@ class IntegratorSteps:
     def substep(self, t, q, v, powers):
         """One substep from ``(q, v)`` at time t in one kernel call: ``(qn, vn)``, with a
         drive its stages' powers appended to ``powers`` (a list); None when the driven
-        kernel reports a failure (the reference substep then names the cause)."""
+        kernel reports a failure (the reference substep then names the cause); with a
+        tracking, its rows at the substep's end."""
         integ = self.integ
+        track = None if integ.tracking is None else integ.tracking_rows([t + integ.h])[0]
         if self.step_args is not None:
             tau, fext, code, rows = self.step_args
             return dynamics.substep(integ.model, integ.data, q, v, tau, fext, integ.h, code,
-                                    rows)
+                                    rows, track)
         tau, fext, code, rows, dofs, nf, drive, stage_powers, chol = self.drive_args
         h = integ.h
         for i, ts in enumerate((t, t + 0.5 * h, t + h) if code == 2 else (t,)):
             _, drive[i, 0], drive[i, 1] = integ.drive.evaluate(ts)
         out = dynamics.driven_substep(integ.model, integ.data, q, v, tau, fext, h, code, rows,
-                                      dofs, nf, drive, stage_powers, chol)
+                                      dofs, nf, drive, stage_powers, chol, track)
         if out is not None:
             powers.extend(stage_powers[:len(self.weights)].tolist())
         return out
@@ -181,7 +184,9 @@ class IntegratorSteps:
     def _steps(self, t, q, v, count):
         """``count`` steps from time t in one call of :func:`core.compiled.kernels.advance`
         (with a drive, its motion at every substep's start, middle and end from one
-        :meth:`core.integrators.Drive.evaluate_many`): ``(q, v, drive work of each step
+        :meth:`core.integrators.Drive.evaluate_many`; with a tracking, its rows at every
+        substep's end from one :meth:`core.integrators.Integrator.tracking_rows`): ``(q, v,
+        drive work of each step
         (count,))``, or None when the kernel reports a failure (the limit solver's
         engagement then as before the call)."""
         integ = self.integ
@@ -199,12 +204,17 @@ class IntegratorSteps:
             drive = np.stack([vp, ap], axis=1).reshape(n, 3, 2, -1)
             qend = np.ascontiguousarray(qp.reshape(n, 3, -1)[:, 2])
             powers = np.zeros((n, 4))
-        if li is None and integ.drive is None:
+        track = None
+        if integ.tracking is not None:
+            ends = ((t + integ.dt * np.arange(count))[:, None] +
+                    h * np.arange(1, integ.substeps + 1)[None, :]).ravel()
+            track = integ.tracking_rows(ends)
+        if li is None and integ.drive is None and track is None:
             failed = kernels.advance_unconstrained(p.ints, p.reals, integ.data.buffer, qn, vn,
                                                    sd)
         else:
             failed = kernels.advance(p.ints, p.reals, integ.data.buffer, qn, vn, sd, li, lr,
-                                     dofs, nf, drive, qend, powers, chol)
+                                     dofs, nf, drive, qend, powers, chol, track)
         if failed:
             return None
         work = np.zeros(count)

@@ -226,6 +226,8 @@ class Mechanism:
         integrator: one of :data:`INTEGRATORS` (reduced coordinates; a skeleton uses seed
             001's own update, ``skeleton_update``).
         drive: :class:`Drive` or None.
+        tracking: :class:`core.integrators.Tracking` or None: coordinates pulled toward a
+            moving target by springs the "implicit" integrator takes implicitly.
         display: one :class:`BodyDisplay` per body, in body order.
         constraint_error: None or ``(mechanism, times (F,), q (F, nq), poses (F, nb, 4, 4))
             -> (F,)`` metres: distance of the constrained bodies from the geometry they must
@@ -268,6 +270,7 @@ class Mechanism:
     duration: float = 2.0
     integrator: str = "rk4"
     drive: Drive = None
+    tracking: object = None
     display: tuple = ()
     constraint_error: object = None
     skeleton: object = None
@@ -452,6 +455,7 @@ class _ModelStepper(_BlowUpCheck, Integrator):
             limits = LimitSolver(mech.model, list(mech.limits), restitution=mech.restitution)
         super().__init__(mech.model, mech.dt, 1, mech.integrator, tau=mech.tau, limits=limits,
                          drive=mech.drive, contacts=mech.contact_solver(limits),
+                         tracking=mech.tracking,
                          rate_limit=None if mech.step_limit is None else
                          np.asarray(mech.step_limit, dtype=float) / mech.dt)
         self.name = mech.name
@@ -598,8 +602,8 @@ class MechanismRun:
     far as asked and kept.
 
     Attributes: ``n_frames``; ``ready`` (frames computed so far, from 0); ``poses``
-    ``(n_frames, nb, 4, 4)`` world poses and ``q`` ``(n_frames, nq)`` (a skeleton's: no
-    columns), valid for the first ``ready`` frames.
+    ``(n_frames, nb, 4, 4)`` world poses, ``q`` ``(n_frames, nq)`` and ``v`` ``(n_frames,
+    nv)`` (a skeleton's: no columns), valid for the first ``ready`` frames.
     """
 
     def __init__(self, mechanism):
@@ -609,6 +613,7 @@ class MechanismRun:
         nq = 0 if mechanism.model is None else mechanism.model.nq
         self.poses = np.empty((self.n_frames, mechanism.nbodies, 4, 4))
         self.q = np.empty((self.n_frames, nq))
+        self.v = np.empty((self.n_frames, nq))
         self.ready = 0
         self._keep(0.0)
 
@@ -617,7 +622,7 @@ class MechanismRun:
             out = self._stepper.record(t, self._state)
         self.poses[self.ready] = out["poses"]
         if self.q.shape[1]:
-            self.q[self.ready] = out["q"]
+            self.q[self.ready], self.v[self.ready] = out["q"], out["v"]
         self.ready += 1
 
     def advance_to(self, frame, seconds=None):

@@ -24,7 +24,7 @@ import pytest
 
 from core import backend
 from core import dynamics as dyn
-from core.integrators import Integrator
+from core.integrators import Integrator, Tracking
 from core.joints.lower_pairs import (Cylindrical, Fixed, Helical, Prismatic, Revolute,
                                      Universal)
 from core.joints.spherical import Free, Spherical
@@ -288,6 +288,47 @@ def test_rate_limit_agrees(name, method, both):
         return tr.q[-1], tr.v[-1], np.abs(tr.v[1:]).max(axis=0)   # after the start
     (q_np, v_np, top_np), (q_nb, v_nb, _) = both(run)
     assert np.any(top_np == limit) and np.all(top_np <= limit)
+    scale = max(np.abs(q_np).max(), np.abs(v_np).max())
+    tol = _trajectory_tolerance(m, q0, 20 * 2)
+    _close(q_np, q_nb, tol, scale, "q")
+    _close(v_np, v_nb, tol, scale, "v")
+
+
+def _tracking(m, q0):
+    """A :class:`Tracking` of every coordinate of ``m`` toward ``q0 + 0.3 sin(5 t)`` with
+    gains that change in time and are as stiff as :func:`stiff_springs` (so the armature and
+    the tracking torques change every substep)."""
+    def motion(t):
+        t = np.asarray(t, dtype=float)[..., None]
+        k = 2e4 * (1.0 + 0.5 * np.sin(3.0 * t)) + 0.0 * q0
+        return k, 40.0 + 0.0 * k, q0 + 0.3 * np.sin(5.0 * t), 1.5 * np.cos(5.0 * t) + 0.0 * q0
+    return Tracking(motion, "test tracking", vectorized=True)
+
+
+@pytest.mark.parametrize("path", ["steps", "substeps"])
+@pytest.mark.parametrize("name", ["revolute8", "ball6", "free_tree"])
+def test_tracking_agrees(name, path, both):
+    """The tracking springs taken in the kernels (a table of every substep's gains in one
+    call of the step kernel, or one row per substep kernel) give the numpy integrator's
+    trajectory: the same linearized backward Euler, so the differences are those of the
+    accelerations, adding up over the substeps."""
+    rng = np.random.default_rng(13)
+    m = stiff_springs(MODELS[name](rng))
+    q0, v0, tau = _state(m, rng)
+    tracking = _tracking(m, q0)
+
+    def run():
+        integ = Integrator(m, 1e-3, 2, "implicit", tau=tau, tracking=tracking)
+        if backend.active() == "numba":
+            assert integ.compiled is not None and integ.compiled.advance_args is not None
+        if path == "steps":
+            tr = integ.run(q0, v0, 20, check_energy=False)
+            return tr.q[-1], tr.v[-1]
+        q, v = q0.copy(), v0.copy()
+        for k in range(40):
+            q, v = integ._substep(k * integ.h, q, v)
+        return q, v
+    (q_np, v_np), (q_nb, v_nb) = both(run)
     scale = max(np.abs(q_np).max(), np.abs(v_np).max())
     tol = _trajectory_tolerance(m, q0, 20 * 2)
     _close(q_np, q_nb, tol, scale, "q")

@@ -406,23 +406,28 @@ def test_an_imported_muscle_with_a_nan_parameter_is_refused_by_name():
 
 
 # ---------------------------------------------------------------------------- rigs
-def _arm_rig(control, elbow=0.0, optimal=0.1, **kwargs):
+def _arm_rig(control, elbow=0.0, optimal=0.1, duration=0.5, simulate_from=None, **kwargs):
     """An upper arm fixed to the world and a forearm on an elbow hinge (bones along Y), a
     biceps from the front of the upper arm to the forearm: at ``elbow = 0`` its fibre is at
-    its ``optimal`` length (m)."""
+    its ``optimal`` length (m). With ``simulate_from`` (s) the forearm is animated, held
+    still at its start pose, and switches to simulated then."""
     from core.rig import RigBody, RigJoint, RigMuscle, build_rig
     from core.lie import so3
     at_elbow = np.eye(4)
     at_elbow[1, 3] = 0.3
     pose = at_elbow.copy()
     pose[:3, :3] = so3.exp(np.array([elbow, 0.0, 0.0]))
+    animation = {} if simulate_from is None else {
+        "motion_times": np.linspace(0.0, duration, 13),
+        "motion": np.repeat(pose[None], 13, axis=0), "simulate_from": simulate_from}
     bodies = [RigBody("upper", -1, np.eye(4), RigJoint("fixed"), mass=2.0),
               RigBody("fore", 0, at_elbow, RigJoint("hinge", axis=(1.0, 0.0, 0.0)), mass=1.0,
-                      com=(0.0, 0.15, 0.0), pose=pose)]
+                      com=(0.0, 0.15, 0.0), pose=pose, **animation)]
     length = 0.29
     biceps = RigMuscle("biceps", (("upper", (0.0, 0.05, 0.03)), ("fore", (0.0, 0.04, 0.03))),
                        hill.HillParameters("biceps", 600.0, optimal, length - optimal), control)
-    return build_rig(bodies, gravity=(0.0, 0.0, 0.0), duration=0.5, muscles=[biceps], **kwargs)
+    return build_rig(bodies, gravity=(0.0, 0.0, 0.0), duration=duration, muscles=[biceps],
+                     **kwargs)
 
 
 def test_an_activated_biceps_flexes_a_rig_elbow():
@@ -477,16 +482,52 @@ def test_bad_rig_muscles_are_refused_by_name_before_anything_is_simulated():
 
 
 def test_a_live_preview_of_a_rig_with_muscles_matches_its_bake():
-    """The Simulate panel's live playback steps the same mechanism frame by frame: the muscle
-    forces (the mechanism's tau) act there as in the bake."""
-    from core.mechanisms import MechanismRun
-    from core.rig import simulate_rig
+    """The Simulate panel's live playback (:class:`core.rig.RigRun`) steps the rig frame by
+    frame: the muscle forces (the mechanism's tau) act there as in the bake."""
+    from core.rig import RigRun, simulate_rig
     rig = _arm_rig(([0.0, 0.3], [0.2, 1.0]))
     baked = simulate_rig(rig)
-    run = MechanismRun(rig.mechanism)
+    run = RigRun(rig)
     run.advance_to(len(baked.times) - 1)
     np.testing.assert_allclose(run.q, baked.q, rtol=0.0, atol=1e-12)
     assert abs(baked.q[-1, 0]) > 0.5
+
+
+def test_a_muscle_acts_across_a_switch_from_animated_to_simulated():
+    """A forearm held on its (still) animation for 0.25 s, then simulated, its biceps
+    activated on a ramp over the whole shot: the tension and activation are recorded on every
+    frame, the activation the ramp's at the shot's time; the muscle cannot move the elbow
+    while it is animated and flexes it after the switch (a relaxed one far less) exactly as a
+    rig that starts at the switch with the rest of the ramp does (the activations read at the
+    shot's time in the second segment, not from 0), in the bake and in the live run."""
+    from core.rig import RigRun, simulate_rig
+    ramp = ([0.0, 0.5], [0.2, 1.0])
+    rig = _arm_rig(ramp, simulate_from=0.25)
+    switched = simulate_rig(rig)
+    times, k = switched.times, 6                        # frame 6 at 24 fps: the switch
+    assert len(times) == 13 and times[k] == pytest.approx(0.25)
+    assert switched.tension.shape == switched.activation.shape == (13, 1)
+    np.testing.assert_allclose(switched.activation[:, 0], np.interp(times, *ramp),
+                               rtol=0.0, atol=1e-12)
+    assert np.all(switched.tension[:k + 1, 0] > 100.0)  # pulling while held on the animation
+    np.testing.assert_array_equal(switched.q[:k + 1, 0], 0.0)
+    later = simulate_rig(_arm_rig(([-0.25, 0.25], ramp[1]), duration=0.25))
+    np.testing.assert_allclose(switched.q[k:], later.q, rtol=0.0, atol=1e-12)
+    np.testing.assert_allclose(switched.tension[k:], later.tension, rtol=1e-12)
+    relaxed = simulate_rig(_arm_rig(0.0, simulate_from=0.25))
+    assert abs(switched.q[-1, 0]) > 5.0 * abs(relaxed.q[-1, 0]) > 0.0   # passive: a little
+    run = RigRun(rig)
+    run.advance_to(len(times) - 1)
+    np.testing.assert_allclose(run.q, switched.q, rtol=0.0, atol=1e-12)
+
+
+def test_a_cancelled_run_of_a_rig_with_muscles_has_no_frames():
+    """Cancelled in its second segment (after the switch): no frames, the muscles' records
+    empty with a column per muscle."""
+    from core.rig import simulate_rig
+    result = simulate_rig(_arm_rig(1.0, simulate_from=0.25), progress=lambda f: f < 0.7)
+    assert result.status == "cancelled" and result.muscles == ("biceps",)
+    assert result.tension.shape == result.activation.shape == (0, 1)
 
 
 def test_gait2392s_relaxed_muscles_resist_knee_hyperextension_and_deep_flexion():

@@ -33,27 +33,29 @@ __all__ = ["step", "driven_step", "advance", "advance_unconstrained", "normalize
 
 
 @jit
-def step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn):
+def step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, track):
     """One (sub)step ``h`` of the model integrator (``method`` 0 euler, 1 semi-implicit,
     2 rk4, 3 implicit, as :meth:`core.integrators.Integrator._substep`) from ``(q, v)`` into
     ``(qn, vn)``, the four RK4 stages (or the implicit step's armature and torques) in the
-    scratch rows of ``qn``/``vn``: ``qn, vn`` are ``(5, nv)``, row 0 the result."""
+    scratch rows of ``qn``/``vn``: ``qn, vn`` are ``(5, nv)``, row 0 the result; ``track``
+    None or the implicit step's tracking rows ``(3, nv)`` ``K*, C*, b`` at the substep's end
+    (:meth:`core.integrators.Integrator.tracking_rows`)."""
     return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None, None,
-                    None, None)
+                    None, None, track)
 
 
 @jit
 def driven_step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive, powers,
-                chol):
+                chol, track):
     """:func:`step` of a model with prescribed coordinates (:class:`core.integrators.Drive`):
     ``dofs (nv,)`` the free coordinates (the first ``nf``) then the prescribed ones,
     ``drive (3, 2, k)`` their rates and accelerations ``(v_p, a_p)`` at ``t``, ``t + h/2``
     and ``t + h``; each stage's accelerations from :func:`_driven`, its drive power into
     ``powers`` (one per stage: 1, or 4 for rk4); ``chol (nf, nf + 1)`` scratch. Status 0,
     1 (a singular ``S^T IA S`` cannot occur: no aba) or 4 (``M_ff`` not positive
-    definite)."""
+    definite). ``track`` as :func:`step`'s."""
     return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive,
-                    powers, chol)
+                    powers, chol, track)
 
 
 @jit
@@ -131,17 +133,24 @@ def _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, s, chol, powers, 
 
 
 @inline
-def _implicit_terms(ints, reals, h, v, tau, dofs, nf, arm, te):
+def _implicit_terms(ints, reals, h, q, v, tau, dofs, nf, arm, te, track):
     """The implicit method's armature ``h C + h^2 K`` into ``arm (nv,)`` and its torques
     ``tau - h K v`` into ``te (nv,)`` (``tau`` on the prescribed coordinates ``dofs[nf:]``,
     whose springs the drive's power takes as they are), from the model's joint springs and
-    dampers (as :meth:`core.integrators.Integrator._substep`)."""
+    dampers, with the tracking rows ``track (3, nv)`` (``K*, C*, b``; None: none) adding
+    ``h C* + h^2 K*`` and ``b - K* q - (C* + h K*) v`` (as
+    :meth:`core.integrators.Integrator._substep` and ``Integrator._tracked``)."""
     nv = ints[H_NV]
     rs = ints[H_RSPRING]
     for j in range(nv):
         k, c = reals[rs + j], reals[rs + nv + j]
         arm[j] = h * c + h * h * k
         te[j] = tau[j] - h * k * v[j]
+    if track is not None:
+        for j in range(nv):
+            k, c = track[0, j], track[1, j]
+            arm[j] += h * c + h * h * k
+            te[j] += track[2, j] - k * q[j] - (c + h * k) * v[j]
     if dofs is not None:
         for i in range(nf, dofs.size):
             te[dofs[i]] = tau[dofs[i]]
@@ -149,12 +158,12 @@ def _implicit_terms(ints, reals, h, v, tau, dofs, nf, arm, te):
 
 @inline
 def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive, powers,
-             chol):
+             chol, track):
     nv = ints[H_NV]
     ddq = ints[H_DDQ]
     none = buf[:0]                                     # no armature
     if method == 3:                                    # implicit: the scratch rows 1, 2 of vn
-        _implicit_terms(ints, reals, h, v, tau, dofs, nf, vn[1], vn[2])
+        _implicit_terms(ints, reals, h, q, v, tau, dofs, nf, vn[1], vn[2], track)
         st = _stage(ints, reals, buf, q, v, vn[2], fext, dofs, nf, drive, int(0), chol,
                     powers, vn[1])
         if st:
@@ -195,6 +204,19 @@ def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, dri
         qn[0, j] = q[j] + (h / 6.0) * qn[0, j]
         vn[0, j] = v[j] + (h / 6.0) * vn[0, j]
     return 0
+
+
+@inline
+def _undriven_or_driven(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive,
+                        powers, chol, s, track):
+    """Substep ``s`` of :func:`_advance`: without a drive (``dofs`` None), or with the
+    drive's tables' row ``s`` (row 0 when the model has no prescribed coordinates)."""
+    if dofs is None:
+        return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None,
+                        None, None, None, track)
+    r = s if dofs.size else 0
+    return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf,
+                    drive[r], powers[r], chol, track)
 
 
 @inline
@@ -258,7 +280,7 @@ def normalize(ints, q, v):
 
 
 @jit
-def advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol):
+def advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol, track):
     """Steps of the model integrator, in place on ``(q, v)``: ``sd[S_NSUB]`` substeps of
     ``h = sd[S_H]`` with the tau and fext of ``sd`` (:func:`core.compiled.pack.step_arrays`),
     each followed by the rate limit (when ``sd[S_CLAMP]``), the divergence test, the
@@ -276,11 +298,13 @@ def advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, c
     the rows of ``powers (n, 4)``, and after the limits of each substep the prescribed
     coordinates and rates are set to the drive's at its end (as
     :meth:`core.integrators.Integrator._step`); without, those tables have one row, unused.
+    ``track`` None, or ``(n, 3, nv)`` each substep's tracking rows (:func:`step`).
 
     Status 0, or nonzero with the limit solver's engagement state as before the call
     (``(q, v)`` then hold a partial step): 1 a singular ``S^T IA S``, 3 a non-finite state,
     4 a mass matrix (or ``M_ff``) not positive definite, 5 an undefined twist limit."""
-    return _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol)
+    return _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol,
+                    track)
 
 
 @jit
@@ -291,7 +315,7 @@ def advance_unconstrained(ints, reals, buf, q, v, sd):
     method = int(sd[S_METHOD])
     if method >= 2:
         return _advance(ints, reals, buf, q, v, sd, None, None, None, int(0), None, None,
-                        None, None)
+                        None, None, None)
     h, charts, nv = sd[S_H], sd[S_CHARTS] != 0.0, ints[H_NV]
     tau, fext = _step_forces(ints, sd)
     for _ in range(int(sd[S_NSUB])):
@@ -325,7 +349,7 @@ def _clamp(sd, nv, v):
 
 
 @jit
-def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol):
+def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol, track):
     nv = ints[H_NV]
     method, h, charts = int(sd[S_METHOD]), sd[S_H], sd[S_CHARTS] != 0.0
     tau, fext = _step_forces(ints, sd)
@@ -340,13 +364,12 @@ def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, 
             li[E + 2 * c + k] = li[E + k]
     st = 0
     for s in range(int(sd[S_NSUB])):
-        if dofs is None:
-            st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None,
-                          None, None, None)
+        if track is None:
+            st = _undriven_or_driven(ints, reals, buf, q, v, tau, fext, h, method, qn, vn,
+                                     dofs, nf, drive, powers, chol, s, None)
         else:
-            r = s if dofs.size else 0
-            st = _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf,
-                          drive[r], powers[r], chol)
+            st = _undriven_or_driven(ints, reals, buf, q, v, tau, fext, h, method, qn, vn,
+                                     dofs, nf, drive, powers, chol, s, track[s])
         if st:
             break
         for j in range(nv):
