@@ -13,12 +13,13 @@ import bpy
 
 from . import handlers, jit, panels, preferences, previews, properties, rig_panel, rig_properties
 from . import shape_overlay
-from . import linkage_panel, linkage_properties
+from . import linkage_panel, linkage_properties, mocap_panel, mocap_properties
 from .operators import classes as operator_classes
-from .operators import drag, opensim
+from .operators import drag, mocap, opensim, ragdoll
 
-classes = (*preferences.classes, *properties.classes, *rig_properties.classes, *operator_classes, *panels.classes,
-           *rig_panel.classes, *linkage_properties.classes, *linkage_panel.classes)
+classes = (*preferences.classes, *properties.classes, *rig_properties.classes, *operator_classes,
+           *panels.classes, *rig_panel.classes, *linkage_properties.classes,
+           *linkage_panel.classes, *mocap_properties.classes, *mocap_panel.classes)
 
 
 def register():
@@ -28,21 +29,27 @@ def register():
     properties.register_properties()
     rig_properties.register_properties()
     linkage_properties.register_properties()
+    mocap_properties.register_properties()
     handlers.register()
     handlers.register_frame_callback(previews.play_previews)
     handlers.register_frame_callback(previews.play_live_mechanisms)
     shape_overlay.register()
     opensim.register_menus()
+    mocap.register_menus()
+    ragdoll.register_menus()
     drag.register_tools()
 
 
 def unregister():
     drag.unregister_tools()
+    ragdoll.unregister_menus()
+    mocap.unregister_menus()
     opensim.unregister_menus()
     shape_overlay.unregister()
     handlers.unregister_frame_callback(previews.play_live_mechanisms)
     handlers.unregister_frame_callback(previews.play_previews)
     handlers.unregister()
+    mocap_properties.unregister_properties()
     linkage_properties.unregister_properties()
     rig_properties.unregister_properties()
     properties.unregister_properties()

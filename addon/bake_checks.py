@@ -8,7 +8,9 @@ bake keys that property to the value that gives the overriding constraint no inf
 
 :func:`overridden_bodies` runs after the keys are written: it evaluates the scene at the
 first, middle and last baked frames (constraints, drivers and the live drive applied) and
-compares every simulated bone's and object's world pose with the simulated one. A body off by
+compares every simulated bone's and object's world pose with the simulated one (a bone keyed
+through a control, Keys On, by its head and direction: a Rigify limb spreads the twist over
+its segments). A body off by
 more than the float32 round-off of the matrices Blender evaluates is named with what
 overrides it (a constraint, an IK constraint further down its chain, a driver on its
 transform channels, the coordinate drive) and what to do, in the panel's terms; the bodies
@@ -126,9 +128,15 @@ def overridden_bodies(job, result) -> list[str]:
                     E = normalized(b.owner.matrix_world)[0]
                 S = result.world[k, i]
                 moved = float(np.linalg.norm(E[:3, 3] - S[:3, 3]))
-                R = E[:3, :3].T @ S[:3, :3]
-                sine = np.linalg.norm([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-                turned = float(np.arctan2(sine / 2.0, (np.trace(R) - 1.0) / 2.0))
+                if b.kind == "BONE" and b.settings.key_bone:
+                    # keyed through a control (a Rigify limb spreads the twist over its
+                    # segments): the bone's direction, not its twist, must show
+                    turned = float(np.arccos(np.clip(E[:3, 1] @ S[:3, 1], -1.0, 1.0)))
+                else:
+                    R = E[:3, :3].T @ S[:3, :3]
+                    sine = np.linalg.norm([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0],
+                                           R[1, 0] - R[0, 1]])
+                    turned = float(np.arctan2(sine / 2.0, (np.trace(R) - 1.0) / 2.0))
                 tol = OPS_PER_BONE * depth[i] * EPS32
                 if (moved > tol * reach or turned > tol) and \
                         moved + reach * turned > worst.get(b.name, (0.0,))[0]:
@@ -182,7 +190,7 @@ def _override(obj, body):
         todo = f"mute the constraint or untick Simulate on '{body.name}'"
         subtarget = getattr(constraints[0], "subtarget", "")
         if body.kind == "BONE" and body.name[:4] in ("DEF-", "ORG-") and obj.data.get("rig_id"):
-            fk = _fk_control(obj, body.name[4:])
+            fk = fk_control(obj, body.name[4:])
             todo = (f"a Rigify {body.name[:3]} bone follows its controls: untick Simulate on "
                     f"it and simulate the FK control{f' {fk!r}' if fk else 's'} instead")
         elif subtarget:
@@ -215,7 +223,7 @@ def _override(obj, body):
     return None
 
 
-def _fk_control(obj, name):
+def fk_control(obj, name):
     """The FK control of a Rigify ORG/DEF bone named ``name`` (without the prefix), e.g.
     'upper_arm_fk.L' for 'upper_arm.L' or 'upper_arm.L.001'; None when there is none."""
     base = name

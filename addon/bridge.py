@@ -757,6 +757,18 @@ def parent_to_bone(obj, armature_obj, bone_name: str, T_bone_obj: np.ndarray) ->
     obj.matrix_basis = array_to_matrix(T_bone_obj)
 
 
+def read_parent_placement(obj) -> np.ndarray:
+    """The pose (4, 4) of ``obj`` in the frame it hangs from: its parent bone's head frame
+    (rest, the bone's ``matrix_local``; :func:`parent_to_bone` undone, whatever parent inverse
+    a re-parenting left) or its parent object's frame."""
+    T = matrix_to_array(obj.matrix_parent_inverse) @ matrix_to_array(obj.matrix_basis)
+    if obj.parent_type == "BONE" and obj.parent_bone:
+        tail = np.eye(4)
+        tail[1, 3] = obj.parent.data.bones[obj.parent_bone].length
+        T = tail @ T
+    return T
+
+
 def write_mesh_data(name: str, vertices: np.ndarray, faces, smooth: bool = False) -> bpy.types.Mesh:
     """A new mesh data-block from vertices (V, 3) and faces: an (F, k) integer array or lists
     of vertex indices of any lengths (written with ``foreach_set``). smooth: smooth shading."""
@@ -832,6 +844,28 @@ def move_to_collection(obj, collection) -> None:
     for other in list(obj.users_collection):
         if other != collection:
             other.objects.unlink(obj)
+
+
+#: the data-block kinds an import creates, removed in this order if writing fails half-way
+CREATED_KINDS = ("objects", "meshes", "armatures", "curves", "materials", "actions", "images",
+                 "collections")
+
+
+class new_data_blocks_removed_on_error:
+    """Context manager: when its body raises, every data-block of the :data:`CREATED_KINDS`
+    made inside is removed (then the exception goes on), so a failed import leaves nothing."""
+
+    def __enter__(self):
+        self.before = {kind: set(getattr(bpy.data, kind)) for kind in CREATED_KINDS}
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is not None:
+            for name in CREATED_KINDS:
+                blocks = getattr(bpy.data, name)
+                for block in [b for b in blocks if b not in self.before[name]]:
+                    blocks.remove(block)
+        return False
 
 
 def remove_objects(prefix: str) -> int:

@@ -10,7 +10,8 @@ stored joint. For every armature holding an imported OpenSim model
 ``body_poses(q)`` (:class:`core.osim_rig.OsimRig`) of the model with its fitted joints that
 are switched on (:func:`documents.osim_rig`), except the bones whose simulation bake is the
 armature's action, inside the baked frame range (:func:`bridge.baked_bodies`): those play
-their keys. A bone is written only when its pose
+their keys; then the armature's drawn muscles follow its coordinates
+(:func:`.muscles.follow_pose`). A bone is written only when its pose
 changes (by more than :data:`POSE_TOL`), so the handler's own write does not retrigger it
 endlessly. Bones with Hold Limits on are then held inside their limits (:mod:`.holding`: driven
 bones by their coordinates' ranges, others by their reach cone and twist limit). Linkages with
@@ -46,6 +47,7 @@ from . import bridge
 from .documents import fit_status, is_osim_armature, joint_document, osim_rig
 from .holding import hold_bone, held_bones
 from .linkage_handlers import follow_driver
+from .muscles import follow_pose
 
 #: how far (m or, for rotations, per matrix entry) a bone's basis must move to be written again;
 #: above the float32 round-off of Blender's stored location, rotation and scale (~1e-7)
@@ -121,6 +123,12 @@ def update_scene(scene) -> int:
                 _state["errors"].discard(key)
             except Exception as exc:  # said once; the armature stays as it is
                 _say_once(key, f"cannot pose OpenSim armature {obj.name}", exc)
+            key = (obj.name, "muscles")
+            try:
+                changed += follow_pose(obj, osim_rig(obj.data))
+                _state["errors"].discard(key)
+            except Exception as exc:  # said once; the muscles stay as they are
+                _say_once(key, f"cannot draw the muscles of {obj.name}", exc)
         for obj, pb in driven_bones(scene):
             key = (obj.name, pb.name)
             try:

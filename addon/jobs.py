@@ -7,7 +7,8 @@ is numpy only and may run in a worker thread, handing the core :meth:`Job.progre
 report level, message), writes nothing for a cancelled one and raises ValueError for a failed
 one. :meth:`Job.cancel` (Esc) makes the next progress call return False, so the core stops.
 :class:`.mechanism_bake.BakeJob`, :class:`.linkage_bake.LinkageBakeJob` and
-:class:`.rig_jobs.RigJob` are jobs; the operators' ``ThreadedBake`` runs them.
+:class:`.rig_jobs.RigJob` are jobs, and so are the :class:`ToolJob` of :mod:`.mocap` and
+:mod:`.muscle_jobs`; the operators' ``ThreadedBake`` runs them.
 """
 
 from __future__ import annotations
@@ -24,3 +25,30 @@ class Job:
 
     def cancel(self) -> None:
         self.cancelled = True
+
+
+class ToolJob(Job):
+    """A job whose ``_run()`` (any thread) reads its files and computes, and whose
+    ``write(scene, result)`` (main thread) writes its result into the scene and returns
+    (operator result, report level, message). ``finish`` writes nothing for a cancelled run
+    (:attr:`cancelled_text` is reported) and raises ValueError ``"<refused_text>: <why>"``
+    for a refused one."""
+
+    refused_text = "Nothing done"
+    cancelled_text = "Cancelled: nothing was changed"
+
+    def __init__(self):
+        self.fraction, self.cancelled, self.result = 0.0, False, None
+
+    def simulate(self):
+        try:
+            self.result = self._run()
+        except ValueError as exc:  # handed to the main thread, reported there
+            self.result = exc
+
+    def finish(self, scene):
+        if isinstance(self.result, ValueError):
+            raise ValueError(f"{self.refused_text}: {self.result}")
+        if self.result is None:
+            return {"CANCELLED"}, "WARNING", self.cancelled_text
+        return self.write(scene, self.result)

@@ -31,7 +31,7 @@ from ..core.massprops import (capsule_mass_properties, combine, mesh_mass_proper
 from .bridge import BridgeError, matrix_to_array, rigid
 
 __all__ = ["bone_mass_properties", "armature_mass_properties", "object_mass_properties",
-           "bone_capsule", "CAPSULE_RADIUS_FRACTION"]
+           "bone_capsule", "skin_points", "CAPSULE_RADIUS_FRACTION"]
 
 #: radius of the stand-in capsule as a fraction of the bone's length when ``capsule_radius``
 #: is 0: a limb segment's radius is roughly 0.08-0.15 of its length (a thigh about 0.07 m on
@@ -236,3 +236,33 @@ def bone_mass_properties(armature_obj, bone_name, density, capsule_radius=0.0):
     several bones while reading each skinned mesh once."""
     return armature_mass_properties(armature_obj, density, capsule_radius,
                                     bone_names=[bone_name])[bone_name]
+
+
+def skin_points(armature_obj):
+    """``{bone name: (N, 3) points}``: the vertices of the meshes skinned to ``armature_obj``
+    (the module docstring's meshes, at rest, in armature space, metres) by the deforming
+    bone whose vertex group weighs most on each; bones no vertex belongs to are absent."""
+    scale = _armature_scale(armature_obj)
+    deforming = {b.name for b in armature_obj.data.bones if b.use_deform}
+    out = {}
+    for obj in _scene_meshes(armature_obj):
+        if not _skinned(obj, armature_obj):
+            continue
+        groups = [g for g in obj.vertex_groups if g.name in deforming]
+        if not groups:
+            continue
+        v, _ = _read_mesh(obj)
+        columns = {g.index: k for k, g in enumerate(groups)}
+        weights = np.zeros((len(v), len(groups)))
+        for vert in obj.data.vertices:
+            for g in vert.groups:
+                if g.group in columns:
+                    weights[vert.index, columns[g.group]] += g.weight
+        v = scale * _apply(_rest_T_armature_object(obj, armature_obj), v)
+        best = weights.argmax(axis=1)
+        has = weights.max(axis=1) > 0.0
+        for k, g in enumerate(groups):
+            mine = v[has & (best == k)]
+            if len(mine):
+                out[g.name] = np.concatenate([out[g.name], mine]) if g.name in out else mine
+    return out

@@ -8,6 +8,7 @@ import bpy
 
 from .bridge import target_bone
 from .documents import OSIM_PATH_KEY, is_osim_armature, osim_rig, status_words
+from .muscles import activation_property
 
 CATEGORY = "Spline Joints"
 
@@ -171,53 +172,6 @@ class VIEW3D_PT_spline_joints_drive(SidebarPanel, bpy.types.Panel):
         layout.operator("spline_joints.bake_joint", icon="KEYINGSET")
 
 
-class VIEW3D_PT_spline_joints_reach_cone(SidebarPanel, bpy.types.Panel):
-    bl_label = "Reach Cone"
-    bl_idname = "VIEW3D_PT_spline_joints_reach_cone"
-    guide = "guides/reach-cones.md"
-    bl_options = {"DEFAULT_CLOSED"}
-
-    def draw(self, context):
-        layout = self.layout
-        _, pose_bone = _bone_or_hint(layout, context, "Make a child bone active in Pose Mode",
-                                     lambda pb: pb.parent is not None)
-        if pose_bone is None:
-            return
-        s = pose_bone.spline_joints
-        col = layout.column(align=True)
-        col.prop(s, "cone_shape", expand=True)
-        col.prop(s, "cone_axis", text="")
-        if s.cone_shape == "CIRCULAR":
-            col.prop(s, "cone_half_angle")
-        else:
-            col.prop(s, "cone_half_angle_x")
-            col.prop(s, "cone_half_angle_z")
-        col.prop(s, "twist_limit")
-        col.prop(s, "cone_margin")
-        col.prop(s, "cone_length")
-        row = layout.row(align=True)
-        row.operator("spline_joints.fit_reach_cone", icon="CON_ROTLIMIT")
-        row.operator("spline_joints.draw_reach_cone", icon="MESH_CONE")
-        row = layout.row(align=True)
-        row.prop(s, "hold_limits", toggle=True, icon="LOCKED")
-        row.operator("spline_joints.add_limit_constraints", icon="CONSTRAINT_BONE")
-        from ..core.bones import cone_status
-        from . import bridge
-        from .cones import cone_options
-
-        try:
-            status = cone_status(cone_options(s), bridge.read_rest_T_parent_child(pose_bone),
-                                 bridge.read_pose_T_parent_child(pose_bone))
-        except ValueError as exc:
-            layout.label(text=str(exc), icon="ERROR")
-            return
-        box = layout.box()
-        box.label(text="Pose inside the limits" if status.inside else "Pose OUTSIDE the limits",
-                  icon="CHECKMARK" if status.inside else "ERROR")
-        box.label(text=f"Cone margin {status.swing_value:+.3f} (below 0: outside)   twist "
-                       f"{math.degrees(status.twist):+.1f} deg")
-
-
 class SPLINE_JOINTS_UL_mechanisms(bpy.types.UIList):
     """One row per mechanism placed in the scene."""
 
@@ -278,6 +232,7 @@ class VIEW3D_PT_spline_joints_opensim(SidebarPanel, bpy.types.Panel):
         box.label(text=str(obj.data.get(OSIM_PATH_KEY, "")))
         layout.operator("spline_joints.import_osim_motion", icon="ANIM", text="Import Motion")
         _draw_osim_fits(layout, obj.data, rig)
+        _draw_osim_muscles(layout, obj)
         row = layout.row(align=True)
         row.operator("spline_joints.export_osim", icon="EXPORT", text="Export Model")
         row.operator("spline_joints.export_osim_motion", icon="EXPORT", text="Export Motion")
@@ -287,6 +242,60 @@ class VIEW3D_PT_spline_joints_opensim(SidebarPanel, bpy.types.Panel):
         for name in rig.coordinate_names:
             if name in obj.keys():
                 col.prop(obj, coordinate_path(name), text=name)
+
+
+class SPLINE_JOINTS_UL_muscles(bpy.types.UIList):
+    """The imported model's muscles, filtered by name (the list's own filter) and by the
+    coordinate or joint they span (the OpenSim panel's Spans field)."""
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
+        row = layout.row()
+        row.label(text=item.name, icon="FORCE_CURVE")
+        row.label(text=item.joints)
+
+    def filter_items(self, context, data, propname):
+        from ..core.muscles.display import filter_muscles
+
+        items = getattr(data, propname)
+        keep = filter_muscles([i.name for i in items],
+                              [(i.coordinates.split(), i.joints.split()) for i in items],
+                              self.filter_name, data.muscle_span_filter)
+        if self.use_filter_invert:
+            keep = ~keep
+        flags = [self.bitflag_filter_item if k else 0 for k in keep]
+        return flags, []
+
+
+def _draw_osim_muscles(layout, arm):
+    """The muscle list with its filter, the colour setting, the moment-arm plot, and the
+    authoring of muscles (path points, the muscle, wrap objects)."""
+    from .bridge import coordinate_path
+
+    settings = arm.data.spline_joints_osim
+    box = layout.box()
+    box.label(text=f"Muscles ({len(settings.muscles)})", icon="FORCE_CURVE")
+    box.prop(settings, "muscle_span_filter", icon="FILTER")
+    box.template_list("SPLINE_JOINTS_UL_muscles", "", settings, "muscles", settings,
+                      "active_muscle", rows=4)
+    box.prop(settings, "muscle_color")
+    if 0 <= settings.active_muscle < len(settings.muscles):
+        prop = activation_property(settings.muscles[settings.active_muscle].name)
+        if prop in arm.keys():
+            box.prop(arm, coordinate_path(prop), text="Activation", slider=True)
+    box.operator("spline_joints.simulate_muscles", icon="PLAY")
+    col = box.column(align=True)
+    col.prop(settings, "plot_coordinate")
+    col.prop(settings, "plot_folder")
+    col.operator("spline_joints.plot_moment_arm", icon="GRAPH")
+    col = box.column(align=True)
+    col.label(text=f"New muscle: {len(settings.draft_points)} path points placed")
+    row = col.row(align=True)
+    row.operator("spline_joints.add_muscle_point", text="Point at Cursor").source = "CURSOR"
+    row.operator("spline_joints.add_muscle_point", text="At Vertices").source = "VERTICES"
+    row.operator("spline_joints.clear_muscle_points", text="", icon="X")
+    row = col.row(align=True)
+    row.operator("spline_joints.add_muscle", icon="ADD")
+    row.operator("spline_joints.add_wrap_object", icon="MESH_CYLINDER")
 
 
 def _draw_osim_fits(layout, data, rig):
@@ -310,6 +319,7 @@ def _draw_osim_fits(layout, data, rig):
                        f"it up to {fit.beyond_mm:.3g} mm")
 
 
-classes = (SPLINE_JOINTS_UL_samples, SPLINE_JOINTS_UL_mechanisms, VIEW3D_PT_spline_joints_capture,
-           VIEW3D_PT_spline_joints_fit, VIEW3D_PT_spline_joints_drive, VIEW3D_PT_spline_joints_reach_cone,
+classes = (SPLINE_JOINTS_UL_samples, SPLINE_JOINTS_UL_mechanisms, SPLINE_JOINTS_UL_muscles,
+           VIEW3D_PT_spline_joints_capture,
+           VIEW3D_PT_spline_joints_fit, VIEW3D_PT_spline_joints_drive,
            VIEW3D_PT_spline_joints_mechanisms, VIEW3D_PT_spline_joints_opensim)

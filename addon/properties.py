@@ -227,7 +227,8 @@ class SPLINE_JOINTS_PG_mechanism(PropertyGroup):
 
 
 def _retag(self, context):
-    """A fitted joint switched on or off: tag the armature so the live drive poses it again."""
+    """A setting the live drive uses changed (a fitted joint switched, the muscles' colour):
+    tag the armature so the live drive poses and draws it again."""
     self.id_data.update_tag()
 
 
@@ -274,6 +275,37 @@ def _fit_joint_items(self, context):
     return _JOINT_ITEMS
 
 
+class SPLINE_JOINTS_PG_osim_muscle(PropertyGroup):
+    """A muscle of the imported OpenSim model (``name``) with the coordinates and joints it
+    spans (space-separated names), for the OpenSim panel's muscle list."""
+
+    coordinates: StringProperty(name="Coordinates", description="The coordinates the muscle's "
+                                                                "length depends on")
+    joints: StringProperty(name="Joints", description="The joints the muscle spans")
+
+
+class SPLINE_JOINTS_PG_osim_point(PropertyGroup):
+    """A path point placed for the next muscle: ``body`` and ``location`` in its frame (m)."""
+
+    body: StringProperty(name="Body", description="The body the point moves with")
+    location: FloatVectorProperty(name="Location", size=3, subtype="TRANSLATION",
+                                  description="The point in the body's frame (m)")
+
+
+#: the plot's coordinate items, kept alive while Blender shows them
+_PLOT_ITEMS: list = []
+
+
+def _plot_coordinate_items(self, context):
+    """The coordinates the active muscle spans (those its moment arm can be plotted about)."""
+    muscles = self.muscles
+    item = muscles[self.active_muscle] if 0 <= self.active_muscle < len(muscles) else None
+    names = item.coordinates.split() if item is not None else []
+    _PLOT_ITEMS[:] = [(n, n, f"Plot the muscle's moment arm and length against {n}")
+                      for n in names] or [("", "(the muscle spans no coordinate)", "")]
+    return _PLOT_ITEMS
+
+
 class SPLINE_JOINTS_PG_osim_settings(PropertyGroup):
     """On an imported OpenSim armature's data: the spline joints fitted to its joints and the
     settings of the next fit."""
@@ -289,10 +321,35 @@ class SPLINE_JOINTS_PG_osim_settings(PropertyGroup):
     grid: IntVectorProperty(name="Control Grid", size=2, default=(8, 6), min=4, max=24,
                             description="Control points along each coordinate of a 2-coordinate "
                                         "joint: more points follow the joint more closely")
+    muscles: CollectionProperty(type=SPLINE_JOINTS_PG_osim_muscle,
+                                description="The model's muscles")
+    active_muscle: IntProperty(name="Active Muscle", default=0,
+                               description="The muscle chosen in the muscle list")
+    muscle_span_filter: StringProperty(
+        name="Spans", description="List only the muscles spanning a coordinate or joint whose "
+                                  "name contains this text (e.g. knee)")
+    muscle_color: EnumProperty(
+        name="Colour", update=_retag, default="LENGTH",
+        items=(("LENGTH", "Length Change", "Colour by the length's change from the rest length: "
+                                           "shorter blue, at rest red, longer yellow"),
+               ("FORCE", "Force", "Colour by the muscle's tension (rigid tendon, at the "
+                                  "activations of the armature's '<muscle> activation' "
+                                  "properties, 0 when missing) relative to its maximum "
+                                  "isometric force")),
+        description="What the muscles' colour shows")
+    plot_coordinate: EnumProperty(name="Coordinate", items=_plot_coordinate_items,
+                                  description="The coordinate the moment-arm plot sweeps over "
+                                              "its range (the other coordinates as posed)")
+    draft_points: CollectionProperty(type=SPLINE_JOINTS_PG_osim_point,
+                                     description="The path points of the next muscle, in order")
+    plot_folder: StringProperty(name="Plot Folder", subtype="DIR_PATH", default="//",
+                                description="Folder the moment-arm plot (PNG) and its table "
+                                            "(CSV) are written to")
 
 
 classes = (SPLINE_JOINTS_PG_sample, SPLINE_JOINTS_PG_bone_settings, SPLINE_JOINTS_PG_body_ref,
-           SPLINE_JOINTS_PG_mechanism, SPLINE_JOINTS_PG_osim_fit, SPLINE_JOINTS_PG_osim_settings)
+           SPLINE_JOINTS_PG_mechanism, SPLINE_JOINTS_PG_osim_fit, SPLINE_JOINTS_PG_osim_muscle,
+           SPLINE_JOINTS_PG_osim_point, SPLINE_JOINTS_PG_osim_settings)
 
 
 def register_properties():

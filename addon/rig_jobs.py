@@ -29,8 +29,8 @@ import numpy as np
 from . import bake_checks, bridge, colliders, handlers, previews
 from .documents import is_osim_armature
 from .jobs import Job
-from .rig_scene import (armature_bodies, body_mass, body_shapes, joint_spec, object_bodies,
-                        sample_poses)
+from .rig_scene import (armature_bodies, body_mass, body_shapes, joint_spec, normalized,
+                        object_bodies, sample_poses)
 
 
 def _directed(body, frames, times):
@@ -171,9 +171,10 @@ class RigJob(Job):
         """A body's rest pose in its parent (bones: the rest matrices; objects: the stored
         rest or the pose at the start frame)."""
         if b.kind == "BONE":
-            if b.owner.parent is not None:
-                return bridge.read_rest_T_parent_child(b.owner)
             T = bridge.matrix_to_array(b.owner.bone.matrix_local)
+            if b.parent >= 0:
+                parent = bridge.matrix_to_array(self.bodies[b.parent].owner.bone.matrix_local)
+                return bridge.rigid(np.linalg.solve(parent, T))
             return bridge.rigid(arm_world[start] @ T if static_armature else T)
         rest = np.array(b.settings.rest).reshape(4, 4) if b.settings is not None else np.zeros((4, 4))
         return bridge.rigid(rest) if np.any(rest) else b.poses[start]
@@ -252,9 +253,11 @@ class RigJob(Job):
 def write_keys(job, result):
     """Key every simulated body in a simulation action per data-block (:func:`bridge.
     mark_simulation`): the data-block's previous simulation is removed (:func:`bridge.
-    remove_simulation`), its own action pushed onto the NLA. Limbs whose simulated FK controls
-    are in IK mode get their IK/FK switch keyed to FK in the same action (:func:`bake_checks.
-    limb_switches`). Returns (the actions' names, what the report says about them)."""
+    remove_simulation`), its own action pushed onto the NLA. A bone with Keys On is keyed
+    through its control (:func:`land_on_controls`: a Rigify DEF bone's FK control). Limbs
+    whose simulated or keyed FK controls are in IK mode get their IK/FK switch keyed to FK in
+    the same action (:func:`bake_checks.limb_switches`). Returns (the actions' names, what
+    the report says about them)."""
     poses = job.local_poses(result.world)
     frames = job.frames[:len(result.times)]
     owners = {}
@@ -269,16 +272,31 @@ def write_keys(job, result):
     for id_data, bodies in owners.items():
         kept = bridge.remove_simulation(id_data)
         bridge.push_action_to_nla(id_data)
-        switches = bake_checks.limb_switches(id_data, [b.name for b in bodies]) \
+        controls = list({b.settings.key_bone: id_data.pose.bones[b.settings.key_bone]
+                         for b in bodies if b.kind == "BONE" and b.settings.key_bone}.values())
+        keyed = [b.owner for b in bodies if not (b.kind == "BONE" and b.settings.key_bone)]
+        switches = bake_checks.limb_switches(id_data, [pb.name for pb in keyed + controls]) \
             if job.target is not None else []
-        paths = [p for b in bodies for p in _channel_paths(b)] + [p for p, _, _ in switches if p]
+        landed = {}
+        if controls:
+            for path, value, _ in switches:     # the limbs in FK while the controls are posed
+                if path:
+                    head, _, key = path[:-2].rpartition('["')
+                    id_data.path_resolve(head)[key] = value
+            landed = land_on_controls(job, result, frames)
+        paths = [p for pb in keyed + controls for p in _channel_paths_of(pb)] + \
+            [p for p, _, _ in switches if p]
         before = {p: kept[p] if p in kept else bridge.read_channel(id_data, p) for p in paths}
         action = bridge.new_action(id_data, f"{id_data.name} Simulation")
         bridge.mark_simulation(action, "BONES" if job.target is not None else "OBJECTS",
                                [b.name for b in bodies], before, frames)
         names.append(action.name)
+        for pb in controls:
+            bridge.write_bone_keyframes(id_data, pb, frames, landed[pb.name])
         for b in bodies:
-            if b.kind == "BONE":
+            if b.kind == "BONE" and b.settings.key_bone:
+                pass                                  # its control is keyed above
+            elif b.kind == "BONE":
                 b.owner.spline_joints.drive = False   # the keys play, not the coordinate slider
                 bridge.write_bone_keyframes(id_data, b.owner, frames, poses[b.name])
             else:
@@ -299,11 +317,48 @@ def write_keys(job, result):
     return names, notes
 
 
-def _channel_paths(body):
-    """The data paths of a simulated body's transform channels (all rotation modes)."""
-    if body.kind == "BONE":
-        return [body.owner.path_from_id(c) for c in bridge.TRANSFORM_CHANNELS]
+def _channel_paths_of(owner):
+    """The data paths of a keyed bone's or object's transform channels (all rotation
+    modes)."""
+    if isinstance(owner, bpy.types.PoseBone):
+        return [owner.path_from_id(c) for c in bridge.TRANSFORM_CHANNELS]
     return list(bridge.TRANSFORM_CHANNELS)
+
+
+def land_on_controls(job, result, frames):
+    """``{control name: (F, 4, 4) matrix_basis}``: the Keys On controls of the simulated
+    bones (a control several bones share led by the first, the others welded to it) posed
+    frame by frame so that each carries its bone where the simulation put it
+    (the control keeps its rest offset to the bone: ``C = D_sim D_rest^-1 C_rest`` in
+    armature space), parents first, the scene evaluated after each (a control's parent may
+    follow another control through constraints). Sets the scene's frame and puts it back;
+    the controls keep the last frame's pose until their keys are written."""
+    import mathutils
+
+    obj, scene = job.target, job.scene
+    pairs, seen = [], set()
+    for k, b in enumerate(job.bodies):         # parents first: a control's first bone leads
+        if not b.kinematic and b.settings.key_bone and b.settings.key_bone not in seen:
+            seen.add(b.settings.key_bone)
+            pairs.append((k + job.offset, b, obj.pose.bones[b.settings.key_bone]))
+    pairs.sort(key=lambda p: len(p[2].parent_recursive))
+    offsets = {C.name: np.linalg.solve(bridge.rigid(bridge.matrix_to_array(b.owner.bone.matrix_local)),
+                                       bridge.rigid(bridge.matrix_to_array(C.bone.matrix_local)))
+               for _, b, C in pairs}
+    out = {C.name: np.empty((len(frames), 4, 4)) for _, _, C in pairs}
+    current = scene.frame_current
+    try:
+        for k, f in enumerate(frames):
+            scene.frame_set(int(f))
+            W = normalized(obj.matrix_world)[0]
+            for i, b, C in pairs:
+                target = np.linalg.solve(W, result.world[k, i]) @ offsets[C.name]
+                C.matrix = mathutils.Matrix(target.tolist())
+                bpy.context.view_layer.update()
+                out[C.name][k] = bridge.matrix_to_array(C.matrix_basis)
+    finally:
+        scene.frame_set(current)
+    return out
 
 
 def _object_bakes(scene):

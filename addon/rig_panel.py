@@ -1,13 +1,19 @@
-"""The "Simulate" sidebar panel: the active bone's (or object's) joint for simulating its
-rig, and the scene's simulation settings and buttons; its "Collider" subpanel: the active
-object as a collider of the simulated rigs. Drawing only: no scene changes. A Joint choice
-that cannot work on the bone (one that moves a connected bone's head) is shown as an error
-under the Joint field, with what to do: a property update cannot refuse it."""
+"""The "Simulate" sidebar panel: everything the active bone's (or object's) simulation uses in
+one place (joint, axes and range, reach cone and twist limit, spring, mass, collision shape,
+strength toward the animation, pin),
+the bone's reach-cone tools (fit, draw, hold the pose inside the limits), and the scene's
+simulation settings and buttons; its "Collider" subpanel: the active object as a collider of
+the simulated rigs. Drawing only: no scene changes. A Joint choice that cannot work on the
+bone (one that moves a connected bone's head) is shown as an error under the Joint field,
+with what to do: a property update cannot refuse it."""
 
 from __future__ import annotations
 
+import math
+
 import bpy
 
+from . import bridge
 from .documents import joint_document
 from .panels import SidebarPanel
 from .rig_scene import connected_head_problem
@@ -53,6 +59,111 @@ def _connected_error(layout, pose_bone, kind):
         layout.label(text=todo[0].upper() + todo[1:], icon="BLANK1")
 
 
+def _joint(layout, context, s, is_bone):
+    """The joint, its axes, range and cone switch, spring, mass and collision shape of ``s``."""
+    col = layout.column(align=True)
+    col.prop(s, "kind")
+    if is_bone:
+        _connected_error(col, context.active_pose_bone, s.kind)
+    if s.kind in ("HINGE", "SLIDER", "UNIVERSAL"):
+        col.prop(s, "axis")
+        if s.kind == "UNIVERSAL":
+            col.prop(s, "axis2")
+    if s.kind == "WIRE":
+        col.prop(s, "wire")
+    if not is_bone and s.kind != "WIRE":
+        col.prop(s, "parent")
+        col.operator("spline_joints.set_object_rest")
+    if s.kind in ("HINGE", "SLIDER", "UNIVERSAL", "FITTED"):
+        _switched(col, s, "use_range", "range_min", "range_max")
+    if s.kind in ("BALL", "FREE") and is_bone:
+        col.prop(s, "use_cone", text="Reach Cone and Twist Limit (below)")
+    if is_bone:
+        arm = context.active_object.data
+        col.prop_search(s, "parent_bone", arm, "bones")
+        col.prop_search(s, "key_bone", arm, "bones")
+    col = layout.column(align=True)
+    col.prop(s, "spring_units", text="")
+    if s.spring_units == "RELATIVE":
+        col.prop(s, "frequency", text="Frequency (Hz)")
+        col.prop(s, "damping_ratio")
+    else:
+        col.prop(s, "stiffness")
+        col.prop(s, "damping")
+    col = layout.column(align=True)
+    col.prop(s, "mass_source")
+    if s.mass_source == "MANUAL":
+        col.prop(s, "mass")
+        col.prop(s, "com")
+        col.prop(s, "inertia")
+    else:
+        col.prop(s, "density")
+        if is_bone:
+            col.prop(s, "capsule_radius")
+    col = layout.column(align=True)
+    col.prop(s, "collision")
+    if s.collision in ("CAPSULE", "SPHERE", "BOX") or (s.collision == "AUTO" and is_bone):
+        col.prop(s, "collision_radius")
+    if s.shown_source:
+        layout.label(text=f"Last run: {s.shown_mass:.4g} kg from {s.shown_source}")
+
+
+def _directed(layout, s):
+    """Following the animation (Strength) and the pin of ``s``, both keyable."""
+    col = layout.column(align=True)
+    col.prop(s, "strength")
+    row = col.row(align=True)
+    row.prop(s, "use_pin")
+    sub = row.row(align=True)
+    sub.active = s.use_pin
+    sub.prop(s, "pin_at", text="")
+    sub.prop(s, "pin_strength", text="Strength")
+    sub = col.column(align=True)
+    sub.active = s.use_pin
+    sub.prop(s, "pin_location")
+
+
+def _reach_cone(layout, pose_bone, ball):
+    """The bone's reach cone and twist limit (what a simulated ball joint with Reach Cone on
+    is held in, and what Hold Limits holds an animated pose in), its tools and whether the
+    current pose is inside."""
+    from ..core.bones import cone_status
+    from .cones import cone_options
+
+    c = pose_bone.spline_joints
+    box = layout.box()
+    box.label(text="Reach Cone" + (" (the ball joint's limits)" if ball and
+                                   pose_bone.spline_joints_sim.use_cone else ""),
+              icon="MESH_CONE")
+    col = box.column(align=True)
+    col.prop(c, "cone_shape", expand=True)
+    col.prop(c, "cone_axis", text="")
+    if c.cone_shape == "CIRCULAR":
+        col.prop(c, "cone_half_angle")
+    else:
+        col.prop(c, "cone_half_angle_x")
+        col.prop(c, "cone_half_angle_z")
+    col.prop(c, "twist_limit")
+    col.prop(c, "cone_margin")
+    col.prop(c, "cone_length")
+    row = box.row(align=True)
+    row.operator("spline_joints.fit_reach_cone", icon="CON_ROTLIMIT")
+    row.operator("spline_joints.draw_reach_cone", icon="MESH_CONE")
+    row = box.row(align=True)
+    row.prop(c, "hold_limits", toggle=True, icon="LOCKED")
+    row.operator("spline_joints.add_limit_constraints", icon="CONSTRAINT_BONE")
+    try:
+        status = cone_status(cone_options(c), bridge.read_rest_T_parent_child(pose_bone),
+                             bridge.read_pose_T_parent_child(pose_bone))
+    except ValueError as exc:
+        box.label(text=str(exc), icon="ERROR")
+        return
+    box.label(text="Pose inside the limits" if status.inside else "Pose OUTSIDE the limits",
+              icon="CHECKMARK" if status.inside else "ERROR")
+    box.label(text=f"Cone margin {status.swing_value:+.3f} (below 0: outside)   twist "
+                   f"{math.degrees(status.twist):+.1f} deg")
+
+
 class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
     bl_label = "Simulate"
     bl_idname = "VIEW3D_PT_spline_joints_simulate"
@@ -61,6 +172,12 @@ class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         s, name, is_bone = _owner(context)
+        obj = context.active_object
+        if obj is not None and obj.type == "ARMATURE":
+            row = layout.row(align=True)
+            row.operator("spline_joints.make_ragdoll", icon="ARMATURE_DATA")
+            row.operator("spline_joints.copy_simulation", text="", icon="COPYDOWN")
+            row.operator("spline_joints.mirror_simulation", text="", icon="MOD_MIRROR")
         if s is None:
             layout.label(text="Select a bone (Pose Mode) or an object", icon="INFO")
         else:
@@ -69,9 +186,12 @@ class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
             row.prop(s, "enabled")
             row.prop(s, "kinematic")
             if s.enabled and not s.kinematic:
-                self._joint(layout, context, s, is_bone)
+                _joint(layout, context, s, is_bone)
             if s.enabled:
-                self._directed(layout, s)
+                _directed(layout, s)
+            if is_bone and context.active_pose_bone.parent is not None:
+                _reach_cone(layout, context.active_pose_bone,
+                            s.enabled and not s.kinematic and s.kind in ("BALL", "FREE"))
         st = context.scene.spline_joints_sim
         box = layout.box()
         box.label(text=f"Scene: frames {context.scene.frame_start}-{context.scene.frame_end}")
@@ -101,63 +221,6 @@ class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
         row.operator("spline_joints.record_preview", icon="KEYINGSET")
         if context.active_object is not None and context.active_object.type == "CURVE":
             box.operator("spline_joints.add_beads", icon="CURVE_BEZCURVE")
-
-    def _directed(self, layout, s):
-        """Following the animation (Strength) and the pin, both keyable."""
-        col = layout.column(align=True)
-        col.prop(s, "strength")
-        row = col.row(align=True)
-        row.prop(s, "use_pin")
-        sub = row.row(align=True)
-        sub.active = s.use_pin
-        sub.prop(s, "pin_at", text="")
-        sub.prop(s, "pin_strength", text="Strength")
-        sub = col.column(align=True)
-        sub.active = s.use_pin
-        sub.prop(s, "pin_location")
-
-    def _joint(self, layout, context, s, is_bone):
-        col = layout.column(align=True)
-        col.prop(s, "kind")
-        if is_bone:
-            _connected_error(col, context.active_pose_bone, s.kind)
-        if s.kind in ("HINGE", "SLIDER", "UNIVERSAL"):
-            col.prop(s, "axis")
-            if s.kind == "UNIVERSAL":
-                col.prop(s, "axis2")
-        if s.kind == "WIRE":
-            col.prop(s, "wire")
-        if not is_bone and s.kind != "WIRE":
-            col.prop(s, "parent")
-            col.operator("spline_joints.set_object_rest")
-        if s.kind in ("HINGE", "SLIDER", "UNIVERSAL", "FITTED"):
-            _switched(col, s, "use_range", "range_min", "range_max")
-        if s.kind in ("BALL", "FREE") and is_bone:
-            col.prop(s, "use_cone")
-        col = layout.column(align=True)
-        col.prop(s, "spring_units", text="")
-        if s.spring_units == "RELATIVE":
-            col.prop(s, "frequency", text="Frequency (Hz)")
-            col.prop(s, "damping_ratio")
-        else:
-            col.prop(s, "stiffness")
-            col.prop(s, "damping")
-        col = layout.column(align=True)
-        col.prop(s, "mass_source")
-        if s.mass_source == "MANUAL":
-            col.prop(s, "mass")
-            col.prop(s, "com")
-            col.prop(s, "inertia")
-        else:
-            col.prop(s, "density")
-            if is_bone:
-                col.prop(s, "capsule_radius")
-        col = layout.column(align=True)
-        col.prop(s, "collision")
-        if s.collision in ("CAPSULE", "SPHERE", "BOX") or (s.collision == "AUTO" and is_bone):
-            col.prop(s, "collision_radius")
-        if s.shown_source:
-            layout.label(text=f"Last run: {s.shown_mass:.4g} kg from {s.shown_source}")
 
 
 class VIEW3D_PT_spline_joints_collider(SidebarPanel, bpy.types.Panel):

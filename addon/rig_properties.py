@@ -6,8 +6,9 @@ switch, mass and collision shape), ``Object.spline_joints_collider`` a
 :class:`SPLINE_JOINTS_PG_collider` (the object as a collider the simulated bodies meet,
 :mod:`.colliders`), ``Scene.spline_joints_sim`` a :class:`SPLINE_JOINTS_PG_sim_settings`
 (steps, integrator, initial velocities, the ground, contact defaults, self-collision, the
-shape overlay). Bones take their reach cone and twist limit from the Reach Cone panel's
-settings (``PoseBone.spline_joints``) and a fitted joint from the Fit panel.
+shape overlay). Bones take their reach cone and twist limit from the reach-cone settings
+(``PoseBone.spline_joints``, drawn in the Simulate panel) and a fitted joint from the Fit
+panel.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ JOINT_ITEMS = [
     ("SLIDER", "Slider", "Slides along one axis (a prismatic joint), like a piston"),
     ("UNIVERSAL", "Universal", "Turns about two axes, first Axis then Second Axis (a Cardan joint)"),
     ("BALL", "Ball", "Turns freely about its centre (exponential coordinates); limit it with "
-                     "the Reach Cone panel's cone and twist limit"),
+                     "the bone's reach cone and twist limit"),
     ("FREE", "Free", "Moves and turns freely: a free-floating body"),
     ("FIXED", "Fixed", "Welded to its parent: moves with it and never relative to it"),
     ("FITTED", "Fitted Joint", "The spline joint fitted in the Fit panel (a knee that rolls "
@@ -117,8 +118,8 @@ class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
     range_max: FloatProperty(name="Max", default=math.radians(60.0),
                              description="Upper end-stop: radians for hinges, metres for sliders")
     use_cone: BoolProperty(name="Reach Cone", default=False,
-                           description="Hold a ball joint inside the reach cone and twist limit "
-                                       "of the Reach Cone panel")
+                           description="Hold a ball joint inside the bone's reach cone and "
+                                       "twist limit (the Reach Cone box below)")
     spring_units: EnumProperty(name="Spring", items=SPRING_ITEMS, default="RELATIVE",
                                description="How the spring and damper toward the rest pose "
                                            "are given")
@@ -147,6 +148,15 @@ class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
     parent: PointerProperty(name="Joint Parent", type=bpy.types.Object,
                             description="Object this object's joint connects to (empty: its "
                                         "Blender parent, or the world)")
+    parent_bone: bpy.props.StringProperty(
+        name="Joint Parent Bone",
+        description="The bone this bone's joint connects to (empty: its parent in the "
+                    "armature); Make Ragdoll sets it on a Rigify rig's deforming bones, whose "
+                    "armature parents are ORG bones. Needs Keys On")
+    key_bone: bpy.props.StringProperty(
+        name="Keys On",
+        description="The control bone a bake keys so that this bone shows the simulation "
+                    "(empty: this bone itself), e.g. the FK control a Rigify DEF bone follows")
     rest: FloatVectorProperty(name="Rest Pose", size=16, default=(0.0,) * 16,
                               description="The object's rest pose in its joint parent, row-major "
                                           "4x4 (all zero: the pose at the start frame)")

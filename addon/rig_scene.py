@@ -93,23 +93,57 @@ def joint_parent(obj):
     return s.parent if s.parent is not None else obj.parent
 
 
+def bone_parent(pb):
+    """The pose bone a bone's joint connects to: its Joint Parent Bone when set, else its
+    parent in the armature (None at a root); ValueError for a name the armature lacks or a
+    Joint Parent Bone without Keys On (its keys could not be written in the armature's
+    hierarchy)."""
+    s = pb.spline_joints_sim
+    if not s.parent_bone:
+        return pb.parent
+    bones = pb.id_data.pose.bones
+    if s.parent_bone not in bones:
+        raise ValueError(f"bone '{pb.name}': its Joint Parent Bone '{s.parent_bone}' is not a "
+                         "bone of the armature; pick one or clear it")
+    if not s.key_bone and (pb.parent is None or pb.parent.name != s.parent_bone):
+        raise ValueError(f"bone '{pb.name}' has Joint Parent Bone '{s.parent_bone}', not its "
+                         "armature parent, so its own keys cannot show the simulation: set "
+                         "Keys On to the control it follows, or clear the Joint Parent Bone")
+    if s.key_bone and s.key_bone not in bones:
+        raise ValueError(f"bone '{pb.name}': its Keys On bone '{s.key_bone}' is not a bone of "
+                         "the armature; pick one or clear it")
+    return bones[s.parent_bone]
+
+
 def armature_bodies(obj):
-    """The bodies of an armature rig: simulated bones and their ancestors, parents first;
-    the armature object itself first when it is animated (decided after sampling)."""
+    """The bodies of an armature rig: simulated bones and their ancestors (through
+    :func:`bone_parent`), parents first; the armature object itself first when it is
+    animated (decided after sampling). ValueError for joint parents in a loop."""
     if obj.pose is None:
         raise ValueError(f"'{obj.name}' is not an armature with a pose")
     _unit_scale(obj, "armature")
-    keep = set()
+    parent = {}
     for pb in obj.pose.bones:
         if simulates(pb):
             b = pb
-            while b is not None:
-                keep.add(b.name)
-                b = b.parent
-    order = [pb for pb in obj.pose.bones if pb.name in keep]   # Blender lists parents first
+            while b is not None and b.name not in parent:
+                parent[b.name] = bone_parent(b)
+                b = parent[b.name]
+    order, placed = [], set()
+    for pb in obj.pose.bones:              # Blender lists parents first; joint parents may not
+        chain, b = [], pb
+        while b is not None and b.name in parent and b.name not in placed:
+            if b.name in chain:
+                raise ValueError(f"the joint parents of '{pb.name}' form a loop; clear a "
+                                 "Joint Parent Bone")
+            chain.append(b.name)
+            b = parent[b.name]
+        for name in reversed(chain):
+            placed.add(name)
+            order.append(obj.pose.bones[name])
     names = [pb.name for pb in order]
-    return [Body(pb.name, pb, "BONE", -1 if pb.parent is None else names.index(pb.parent.name),
-                  pb.spline_joints_sim) for pb in order]
+    return [Body(pb.name, pb, "BONE", -1 if parent[pb.name] is None
+                 else names.index(parent[pb.name].name), pb.spline_joints_sim) for pb in order]
 
 
 def object_bodies(scene):
@@ -169,9 +203,10 @@ def sample_poses(scene, rig_obj, bodies, frames, each_frame=None):
         if rig_obj is not None:
             arm_world[f] = normalized(rig_obj.matrix_world)[0]
             for b in bodies:
-                pb = b.owner
-                b.poses[f] = bridge.rigid(bridge.matrix_to_array(pb.matrix)) if pb.parent is None \
-                    else bridge.read_pose_T_parent_child(pb)
+                M = bridge.matrix_to_array(b.owner.matrix)
+                if b.parent >= 0:
+                    M = np.linalg.solve(bridge.matrix_to_array(bodies[b.parent].owner.matrix), M)
+                b.poses[f] = bridge.rigid(M)
         else:
             worlds = {}
             for b in bodies:

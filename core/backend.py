@@ -66,6 +66,7 @@ class Twins:
     kinetic_energy: object = None
     potential_energy: object = None
     mechanical_energy: object = None
+    compute_joint_jacobians: object = None
     limit_constraints: object = None
     limit_hold: object = None
     limit_pgs: object = None
@@ -74,6 +75,8 @@ class Twins:
     skeleton_accelerations: object = None
     skeleton_step: object = None
     project_cg: object = None
+    point_path_forces: object = None
+    activation_steps: object = None
 
 
 _NO_TWINS = Twins()

@@ -67,8 +67,9 @@ body-frame recursions instead: each reads its compiled twin (:mod:`core.compiled
 from :data:`core.backend.twins` where it starts (the O(n) articulated-body recursion,
 Newton-Euler and composite rigid bodies, one kernel call each after the joints without a
 kernel are evaluated in Python), and so do the kinetic, potential and mechanical
-energies (one kernel call each, which leaves the world poses in ``data.oMi``); the momentum
-stays numpy. All agree to round-off and are tested against Pinocchio;
+energies (one kernel call each, which leaves the world poses in ``data.oMi``) and
+:func:`compute_joint_jacobians` (the joints and poses in one kernel call); the momentum stays
+numpy. All agree to round-off and are tested against Pinocchio;
 ``scripts/bench.py --only dynamics`` times them beside ``pin.aba`` and MuJoCo's
 ``mj_step``.
 """
@@ -84,7 +85,7 @@ from .kinematics import update_kinematics, update_velocities
 from .lie import se3
 
 __all__ = ["rnea", "aba", "crba", "nonlinear_effects", "crba_and_nle", "kinetic_energy",
-           "potential_energy",
+           "potential_energy", "compute_joint_jacobians",
            "mechanical_energy", "momentum", "passive_forces", "DENSE_MAX_DOFS"]
 
 #: ``aba(method="auto")`` uses the dense formulation up to this many dofs.
@@ -557,6 +558,22 @@ def potential_energy(model, data, q):
         xb = pb if b < 0 else T[b, :3, :3] @ pb + T[b, :3, 3]
         e += 0.5 * k * (np.linalg.norm(xb - xa) - rest) ** 2
     return e
+
+
+def compute_joint_jacobians(model, data, q):
+    """World poses and world joint Jacobian columns at ``q: (nq,)`` (Pinocchio's
+    ``computeJointJacobians``): everything :func:`core.kinematics.update_kinematics` writes
+    (``data.oMi``, ``data.Ad``/``Adinv``, ``data.S_body``, ``data.W[:, :2]``), so that
+    :func:`core.kinematics.body_jacobian` reads them. Returns ``data.S_world (nv, 6)``. On the
+    numba backend the joints and poses are one kernel call."""
+    model.check_data(data)
+    q = model.check_state(q)
+    twin = _backend.twins.compute_joint_jacobians
+    if twin is not None:
+        twin(model, data, q)
+    else:
+        update_kinematics(model, data, q)
+    return data.S_world
 
 
 def mechanical_energy(model, data, q, v):

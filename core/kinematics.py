@@ -23,8 +23,8 @@ import numpy as np
 from .errors import InvalidInputError
 from .lie import se3
 
-__all__ = ["forward_kinematics", "update_kinematics", "update_velocities", "body_jacobian",
-           "body_velocity"]
+__all__ = ["forward_kinematics", "update_kinematics", "update_jacobian_columns",
+           "update_velocities", "body_jacobian", "body_velocity"]
 
 
 def _adjoint_table():
@@ -73,13 +73,21 @@ def update_kinematics(model, data, q):
     L = data.oMi
     for family, work in zip(model.families, data.family_work):
         family.calc(q, data, work)
-    if not model.one_dof_each and len(model.multi_bodies) < model.nbodies:
-        data.S_body[model.one_dof_q] = data.SH[model.one_dof_bodies, 0]
     for views, (sel, ptr) in zip(data.pose_views, model.pose_schedule):
         if views is None:
             L[sel] = L[ptr] @ L[sel]
         else:
             np.matmul(*views, out=views[1])
+    return update_jacobian_columns(model, data)
+
+
+def update_jacobian_columns(model, data):
+    """The second half of :func:`update_kinematics`, from the world poses ``data.oMi`` and
+    the joints' body-frame rows (``data.SH``, ``data.S_body``) at one q: ``data.S_body`` of
+    the one-coordinate joints, the adjoints ``data.Ad``/``Adinv``, ``data.W[:, :2]`` and the
+    world Jacobian columns ``data.S_world``. Returns ``data.oMi``."""
+    if not model.one_dof_each and len(model.multi_bodies) < model.nbodies:
+        data.S_body[model.one_dof_q] = data.SH[model.one_dof_bodies, 0]
     np.multiply(*data.adX_in, out=data.adX)
     np.matmul(data.adX.reshape(-1, 36), AD_TABLE, out=data.AdAdT.reshape(-1, 72))
     # [S_w; h_w] = [S; dS/dq] Ad^T row-wise
@@ -87,7 +95,7 @@ def update_kinematics(model, data, q):
     if not model.one_dof_each:
         np.matmul(data.Ad[model.dof_body], data.S_body[:, :, None],
                   out=data.S_world[:, :, None])
-    return L
+    return data.oMi
 
 
 def update_velocities(model, data, v, momentum=True):

@@ -42,8 +42,9 @@ from .lie import se3
 
 __all__ = ["MIN_BONE_LENGTH", "DEFAULT_BONE_LENGTH", "PRIMITIVE_KINDS", "OsimRig",
            "geometry_transform", "geometry_extent", "primitive_mesh", "pose_bases",
-           "coordinate_property", "motion_frames", "motion_rate", "summarize_skipped",
-           "GeometryItem", "OsimImport", "read_osim_import"]
+           "coordinate_property", "motion_frames", "motion_rate", "trial_frames", "keying_rate",
+           "summarize_skipped", "GeometryItem", "MarkerItem", "OsimImport", "read_osim_import",
+           "MuscleSimulation", "simulate_muscles"]
 
 #: shortest bone (m): a tail target closer than this is not used, a body's extent is raised to it
 MIN_BONE_LENGTH = 0.01
@@ -156,15 +157,32 @@ class OsimRig:
             lengths.append(length)
         return (np.stack(rests) if rests else np.zeros((0, 4, 4))), np.array(lengths)
 
+    def body_in_bone(self, body: str, rest) -> np.ndarray:
+        """``R_b^-1 B_b(q0)`` (4, 4): the frame of ``body`` in its bone's rest frame ``rest``
+        (4, 4); the identity for ground (what hangs on ground hangs on the armature object,
+        whose space is ground)."""
+        if body not in self.bodies:
+            return np.eye(4)
+        return se3.inv(rest) @ self.default_poses[self.bodies.index(body)]
+
     def geometry_in_bone(self, body: str, rest, geometry, scaled: bool = True) -> np.ndarray:
         """Pose and scale ``(4, 4)`` of a geometry of ``body`` in its bone's rest frame
         ``rest`` (4, 4), or in ground for a geometry of ground; scaled=False leaves the
         geometry's scale out (the pose alone)."""
         G = geometry_transform(geometry) if scaled else np.asarray(geometry.pose, dtype=float)
-        if body not in self.bodies:
-            return G
-        B0 = self.default_poses[self.bodies.index(body)]
-        return se3.inv(rest) @ B0 @ G
+        return self.body_in_bone(body, rest) @ G
+
+    def point_in_bone(self, body: str, rest, point) -> np.ndarray:
+        """A point (3,) given in the frame of ``body``, in its bone's rest frame ``rest``
+        (in ground for ground): where a marker of the body hangs on the bone."""
+        T = self.body_in_bone(body, rest)
+        return T[:3, :3] @ np.asarray(point, dtype=float) + T[:3, 3]
+
+    def point_in_body(self, body: str, rest, point) -> np.ndarray:
+        """The inverse of :meth:`point_in_bone`: a point (3,) in the rest frame of the bone of
+        ``body`` (in ground for ground), in the body's frame."""
+        T = self.body_in_bone(body, rest)
+        return T[:3, :3].T @ (np.asarray(point, dtype=float) - T[:3, 3])
 
     # ---------------------------------------------------------------- posing
     def q(self, values) -> np.ndarray:
@@ -240,6 +258,80 @@ def motion_frames(time, fps: float, frame_start: int) -> np.ndarray:
     return frame_start + np.rint((t - t[0]) * fps).astype(int)
 
 
+@dataclass(frozen=True, eq=False)
+class MuscleSimulation:
+    """What :func:`simulate_muscles` did: ``status`` (``"completed"`` or ``"cancelled"``, then
+    no frames), ``q`` (N, nq) the model's coordinates at the simulated times (``q[0] = q0``),
+    ``steps`` (RK4 steps taken) and ``wall_time`` (s)."""
+
+    status: str
+    q: np.ndarray
+    steps: int
+    wall_time: float
+
+
+def simulate_muscles(model, q0, times, activations, max_step=5e-3, progress=None):
+    """Forward simulation of an imported model (:class:`core.io.osim.OsimModel`) moved by its
+    muscles' rigid-tendon forces and gravity from ``q0`` (nq,) at rest, the coordinates the
+    file locks held, over ``times`` (N,) (s, uniform); returns a :class:`MuscleSimulation`.
+
+    activations: ``{muscle: number or (times, values)}`` in [0, 1] (piecewise linear; a
+    muscle not named is relaxed, its passive force still acting). RK4 with the largest step
+    at most ``max_step`` (s) that divides the frame interval (arm26's biceps at 0.3: 5 ms
+    steps follow 1 ms steps within 1e-4 rad), stepped by :func:`core.integrators.simulate`
+    with the muscle forces as its ``tau``. progress: None or ``fraction -> bool`` called after
+    every frame; False cancels (status ``"cancelled"``, no frames). InvalidInputError names a
+    muscle the model does not have, an activation outside [0, 1] or a bad parameter, before
+    anything is simulated."""
+    from .integrators import simulate
+    from .muscles.actuation import osim_muscle_forces
+
+    t = np.asarray(times, dtype=float)
+    steps = np.diff(t)
+    if len(t) < 2 or not np.all(steps > 0.0) or np.ptp(steps) > 1e-9 * steps[0]:
+        raise InvalidInputError("simulate over at least two frames at a steady rate")
+    per_frame = max(int(math.ceil(steps[0] / max_step - 1e-9)), 1)
+    dt = steps[0] / per_frame
+    core, names = model.to_core_model()
+    duration = float(t[-1] - t[0])
+    controls = {n: (c if np.isscalar(c) else (np.asarray(c[0], float) - t[0], c[1]))
+                for n, c in activations.items()}
+    forces = osim_muscle_forces(model, names, dt, duration, controls)
+    q0 = model.q_from(q0)
+    index = [model.coordinate_names.index(n) for n in names]
+    trajectory = simulate(core, q0[index], np.zeros(core.nv), dt, per_frame * (len(t) - 1),
+                          "rk4", tau=forces, record_every=per_frame, check_energy=False,
+                          progress=progress)
+    q = np.repeat(q0[None, :], len(trajectory.q), axis=0)
+    q[:, index] = trajectory.q
+    return MuscleSimulation(trajectory.status, q, trajectory.steps, trajectory.wall_time)
+
+
+def trial_frames(numbers, rate: float, fps: float, frame_start: int) -> np.ndarray:
+    """Scene frame of every row of a recording kept whole (a marker trial), from its frame
+    ``numbers (N,)`` sampled at ``rate`` (Hz), the first row on ``frame_start``:
+    ``frame_start + (numbers - numbers[0]) * fps / rate``, ``(N,)`` float, a frame within 1e-6
+    of a whole number made whole. Rows between frames are keyed there: no row is dropped.
+    (The frame numbers, not a time column that files round to the millisecond, so a trial
+    keyed at its own rate lands on whole frames.)"""
+    n = np.asarray(numbers, dtype=float)
+    frames = frame_start + (n - n[0]) * (fps / rate)
+    whole = np.rint(frames)
+    return np.where(np.abs(frames - whole) <= 1e-6, whole, frames)
+
+
+def keying_rate(scene_fps: int, scene_fps_base: float, rate: float | None):
+    """(fps, fps_base, frames per second) to key a recording with: its own ``rate`` (Hz; an
+    integer fps when the rate is one to 1 ppm, the time steps' round-off; else with the base
+    making it exact) or, for None, the scene's ``scene_fps / scene_fps_base``."""
+    if rate is None:
+        return scene_fps, scene_fps_base, scene_fps / scene_fps_base
+    fps = int(min(max(round(rate), 1), 32767))
+    if abs(rate - fps) <= 1e-6 * rate:
+        return fps, 1.0, float(fps)
+    return fps, fps / rate, float(rate)
+
+
 def summarize_skipped(skipped) -> str:
     """``"92 Thelen2003Muscle, 3 Marker"``: the reader's skipped items counted by type, most
     first ("" when nothing was skipped)."""
@@ -289,6 +381,16 @@ class GeometryItem:
 
 
 @dataclass(frozen=True, eq=False)
+class MarkerItem:
+    """A model marker as the armature shows it: ``marker`` (core.io.markers.Marker) and
+    ``placement`` (3,), its location in its body's bone rest frame (in ground for a marker on
+    ground), where its sphere hangs on the bone."""
+
+    marker: object
+    placement: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
 class OsimImport:
     """Everything the add-on writes for one imported model, computed before any of it is.
 
@@ -296,7 +398,8 @@ class OsimImport:
     rig: :class:`OsimRig`; rests (nb, 4, 4) and lengths (nb,): the bones (module docstring);
     meshes: ``{key: (vertices (V, 3), faces)}``, one entry per mesh file (shared by all its
     uses) or primitive; items: the :class:`GeometryItem` of every geometry, bodies in model
-    order; missing: the mesh files not found (in order, without repeats).
+    order; missing: the mesh files not found (in order, without repeats); markers: a
+    :class:`MarkerItem` per model marker, in the model's order.
     """
 
     text: str
@@ -307,6 +410,7 @@ class OsimImport:
     meshes: dict = field(default_factory=dict)
     items: tuple = ()
     missing: tuple = ()
+    markers: tuple = ()
 
     @property
     def mesh_files(self) -> int:
@@ -315,13 +419,20 @@ class OsimImport:
 
     def summary(self) -> str:
         """One line on what is imported: bodies, coordinates, meshes found and missing,
-        what the file holds that is not imported, and the reader's notes."""
+        muscles, wrap surfaces and markers, what the file holds that is not imported, and the
+        reader's notes."""
         m = self.rig.model
         counts = collections.Counter(i.status for i in self.items)
         text = (f"Imported '{m.name}': {len(self.rig.bodies)} bodies as bones, {m.nq} "
                 f"coordinates, {counts['mesh']} meshes from {self.mesh_files} files")
         if counts["primitive"]:
             text += f", {counts['primitive']} primitive shapes"
+        if m.muscles:
+            text += f", {len(m.muscles)} muscles"
+        if m.wrap_objects:
+            text += f", {len(m.wrap_objects)} wrap surfaces"
+        if self.markers:
+            text += f", {len(self.markers)} markers"
         if self.missing:
             shown = ", ".join(self.missing[:8]) + (f" and {len(self.missing) - 8} more"
                                                    if len(self.missing) > 8 else "")
@@ -397,5 +508,9 @@ def read_osim_import(path, search=()) -> OsimImport:
                                rig.geometry_in_bone(body, rest_of.get(body, np.eye(4)), g,
                                                     scaled=status in ("mesh", "primitive")))
                   for body, g, status, key in pending)
+    markers = tuple(MarkerItem(m, rig.point_in_bone(m.body, rest_of.get(m.body, np.eye(4)),
+                                                    m.location))
+                    for m in rig.model.markers.values())
     return OsimImport(text=text, path=os.path.abspath(path), rig=rig, rests=rests,
-                      lengths=lengths, meshes=meshes, items=items, missing=tuple(missing))
+                      lengths=lengths, meshes=meshes, items=items, missing=tuple(missing),
+                      markers=markers)

@@ -97,6 +97,24 @@ grab (:func:`_point_mass`); a stiffer one given is held there. Critically damped
 semi-implicit step stays stable while ``2 w h + (w h)^2 / 2 < 2``, ``w h`` = 0.5 giving
 1.13.
 
+Muscles. A rig's :class:`RigMuscle` entries pull along straight paths through points on its
+bodies (or the world) with OpenSim's DeGrooteFregly2016 muscle, rigid tendon
+(:mod:`core.muscles.hill`): each substep their tensions times their moment arms are added to
+the joint torques (:class:`core.muscles.actuation.MuscleForces` as the mechanism's ``tau``,
+:class:`core.muscles.actuation.PointPaths` for the paths), their activations given per
+muscle over time or integrated from excitations (:func:`core.muscles.actuation.
+activation_table`). A muscle's passive fibres pull by themselves when stretched, so a relaxed
+muscle across a joint still resists its stretching. The muscle forces are explicit in the
+step (the implicit method takes the joint springs and dampers and the tracking springs
+only): a strong muscle on a light bone needs small substeps, which :func:`simulate_rig` adds
+when a run diverges. On the numba backend a rig with muscles steps substep by substep, its
+muscle forces and its dynamics each one compiled call (:mod:`core.muscles.actuation`,
+*Numba*). The activations are tabulated over the whole shot and read at the shot's time, so
+the muscles act in every segment of a run that switches bodies or pins and in a
+:class:`RigRun`, dragged or not, as in one run. The result gives each muscle's tension and
+activation per frame; a
+rig with muscles is not passive (its muscles do work), so it reports no energy drift.
+
 Stability. The default integrator, "implicit", takes the joint springs and dampers
 implicitly, so no Stiffness, Damping or Frequency makes a rig diverge; a spring is given
 absolutely or as a frequency and damping ratio scaled by the inertia it moves
@@ -133,8 +151,11 @@ from .limits import EllipticCone, ReachCone, TwistLimit, joint_limits
 from .mechanisms.base import (DRIFT_RESOLUTION, BodyDisplay, Mechanism, MechanismRun,
                               simulate_mechanism)
 from .model import Model, default_inertia
+from .muscles.actuation import CONTROL_KINDS, MuscleForces, PointPaths, activation_table
+from .muscles.hill import HillParameters, MuscleArrays
 
-__all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "Rig", "RigResult", "PoseMotion", "build_rig",
+__all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "RigMuscle", "Rig", "RigResult", "PoseMotion",
+           "build_rig",
            "simulate_rig", "coordinates_from_pose", "limit_violation", "spring_from_frequency",
            "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP", "TRACK_FREQUENCY",
            "TRACK_DAMPING_RATIO", "RigPin", "PIN_FREQUENCY", "RigRun"]
@@ -279,15 +300,31 @@ class RigPin:
     active: tuple = None
 
 
+@dataclass(frozen=True)
+class RigMuscle:
+    """A muscle of a rig (module docstring, *Muscles*): ``name`` (unique), ``points`` its path,
+    at least two ``(body name, (3,) point in that body's frame)`` pairs in order (the body
+    ``""``: the world), ``parameters`` its :class:`core.muscles.hill.HillParameters` and
+    ``control`` its activation (or excitation, as the rig's ``muscle_control`` says): a
+    number in ``[0, 1]`` or ``(times (s), values)`` sampled over the run."""
+
+    name: str
+    points: tuple
+    parameters: HillParameters
+    control: object = 0.0
+
+
 @dataclass
 class Rig:
     """A built rig: the :class:`core.mechanisms.Mechanism` to simulate (its first segment:
     module docstring, *Switching from animated to simulated*), the bodies, each body's
-    coordinate slice, the limit objects per body, the start warnings and the prescribed
+    coordinate slice, the limit objects per body, the start warnings, the prescribed
     coordinates ``[(until (s; inf: throughout), coordinates, cubic spline)]`` of the
-    kinematic bodies and of those that switch to simulated, and the pins ``[(point spring
+    kinematic bodies and of those that switch to simulated, the pins ``[(point spring
     (:meth:`core.model.Model.add_point_spring`'s arguments), on ``[(from, until)]`` (s))]``
-    over the model's own point springs ``springs``."""
+    over the model's own point springs ``springs``, and the muscles' forces
+    (:class:`core.muscles.actuation.MuscleForces` on the shot's time, which each segment's
+    ``tau`` reads from its start; None without muscles)."""
 
     mechanism: Mechanism
     bodies: tuple
@@ -297,6 +334,7 @@ class Rig:
     prescribed: list = field(default_factory=list)
     pins: list = field(default_factory=list)
     springs: tuple = ()
+    muscles: MuscleForces = None
 
 
 @dataclass(frozen=True)
@@ -312,7 +350,9 @@ class RigResult:
     and contact_notes (:attr:`core.contacts.ContactReport.notes`: how shapes were made,
     the self-collision pairs left out); energy ``(F,)`` and kinetic ``(F,)`` the mechanical
     and kinetic energy per frame (J), drive_work ``(F,)`` the kinematic bodies' work since
-    the start (J) and v ``(F, nv)`` the coordinates' rates."""
+    the start (J) and v ``(F, nv)`` the coordinates' rates; with muscles (else ``()``, None,
+    None): muscles their names, tension ``(F, m)`` each muscle's tension along its path (N)
+    and activation ``(F, m)`` per frame."""
 
     status: str
     times: np.ndarray
@@ -333,6 +373,9 @@ class RigResult:
     kinetic: np.ndarray = None
     drive_work: np.ndarray = None
     v: np.ndarray = None
+    muscles: tuple = ()
+    tension: np.ndarray = None
+    activation: np.ndarray = None
 
 
 def _hinge_angle(axis, R):
@@ -771,7 +814,7 @@ def _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warn
 
 def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=1.0,
               integrator=None, restitution=0.0, name="rig", colliders=(), friction=0.5,
-              self_collision=False, pins=()):
+              self_collision=False, pins=(), muscles=(), muscle_control="activation"):
     """A :class:`Rig` from ``bodies`` (a sequence of :class:`RigBody`, parents first).
 
     gravity: ``(3,)`` m/s^2 in the world. fps, substeps, duration: output frames per
@@ -781,11 +824,15 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     side has its own; colliders: the world's :class:`core.contacts.Plane` and collider
     objects; friction: of contacts where neither side has its own; self_collision: the
     simulated bodies' shapes also meet each other (pairs that are not parent and child),
-    which makes contacts without colliders; pins: :class:`RigPin` objects. Raises
+    which makes contacts without colliders; pins: :class:`RigPin` objects; muscles:
+    :class:`RigMuscle` entries whose ``control`` is each one's activation, or its excitation
+    with ``muscle_control = "excitation"`` (module docstring, *Muscles*). Raises
     InvalidInputError naming the body for an empty rig, a parent that is not an earlier body,
     a simulated body without mass, a joint kind or limit that does not fit, a shape that is
     not a :class:`core.contacts.Shape`, a motion or pose that is not rigid, a Strength that
-    is not a number at or above 0, and a pin on a kinematic or unknown body.
+    is not a number at or above 0, and a pin on a kinematic or unknown body; naming the
+    muscle for a path point on a body the rig does not have, a path of fewer than two
+    points, parameters that are not HillParameters and a control outside ``[0, 1]``.
     """
     bodies = tuple(bodies)
     if not bodies:
@@ -904,9 +951,10 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
                                                for i, times, strength, q in tracked]),
                             "bones following their animation", vectorized=True)
     drive = _drive(prescribed, 0.0)
+    forces = _muscle_forces(model, muscles, muscle_control, duration, fps, substeps)
     flat = [lim for lims in limits for lim in lims]
-    passive = not prescribed and tracking is None and not flat and not contacts and \
-        not np.any(model.compile().spring_c)          # compiled: the springs just added
+    passive = not prescribed and tracking is None and forces is None and not flat and \
+        not contacts and not np.any(model.compile().spring_c)  # compiled: the springs added
     q0 = np.concatenate(q0) if q0 else np.zeros(0)
     v0 = np.concatenate(v0) if v0 else np.zeros(0)
     if drive is not None:
@@ -922,9 +970,9 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
                      shapes=tuple(shapes) if contacts else (),
                      colliders=colliders if contacts else (), friction=friction,
                      self_collision=bool(self_collision) and contacts,
-                     step_limit=step_limit)
+                     step_limit=step_limit, tau=forces)
     rig = Rig(mech, bodies, slices, limits, warnings, prescribed,
-              _pins(pins, bodies, model, fps), tuple(model.point_springs))
+              _pins(pins, bodies, model, fps), tuple(model.point_springs), forces)
     if rig.pins or any(until < math.inf for until, _, _ in prescribed):
         rig.mechanism = _segment(rig, 0.0, q0, v0)
     return rig
@@ -985,8 +1033,9 @@ def _segment(rig, t0, q, v, extra=()):
     starting at ``(q, v)``: the coordinates prescribed then driven (their motion shifted to
     the segment's start), those switching at ``t0`` placed on their motion with the centred
     finite-difference rates of it one frame either side, the limits of the bodies simulated
-    in it, the tracking shifted (module docstring, *Switching from animated to simulated*),
-    and the pins on at ``t0`` (*Pins*) with the point springs ``extra`` (a drag)."""
+    in it, the tracking and the muscles' activations shifted (module docstring, *Switching
+    from animated to simulated*, *Muscles*), and the pins on at ``t0`` (*Pins*) with the
+    point springs ``extra`` (a drag)."""
     mech, limits, slices, prescribed = rig.mechanism, rig.limits, rig.slices, rig.prescribed
     q, v = np.array(q, dtype=float), np.array(v, dtype=float)
     driven = set()
@@ -1011,10 +1060,54 @@ def _segment(rig, t0, q, v, extra=()):
                                                    if any(a <= t0 < b for a, b in spans)]
         model.point_springs += list(extra)
         model._compiled, model.packed = False, None
+    forces = rig.muscles
+    if forces is not None:
+        forces = MuscleForces(forces.muscles, forces.geometry, replace(
+            forces.activation, start=forces.activation.start - t0))
     return replace(mech, model=model, q0=q, v0=v, drive=_drive(prescribed, t0),
-                   tracking=tracking, limits=tuple(live),
+                   tracking=tracking, tau=forces, limits=tuple(live),
                    passive=mech.passive and not rig.pins and not extra,
                    duration=mech.duration - t0)
+
+
+def _muscle_forces(model, muscles, control, duration, fps, substeps):
+    """The :class:`core.muscles.actuation.MuscleForces` of the rig's :class:`RigMuscle`
+    entries on its model (straight paths, :class:`core.muscles.actuation.PointPaths`), or
+    None without muscles; InvalidInputError naming the muscle for what does not fit."""
+    muscles = tuple(muscles)
+    if not muscles:
+        return None
+    if control not in CONTROL_KINDS:
+        raise InvalidInputError(f"muscle_control must be one of {CONTROL_KINDS}, got "
+                                f"{control!r}")
+    names, paths = set(), []
+    for m in muscles:
+        if not isinstance(m, RigMuscle) or not isinstance(m.parameters, HillParameters):
+            raise InvalidInputError(f"muscle {getattr(m, 'name', m)!r}: give each muscle as a "
+                                    "RigMuscle with HillParameters")
+        if m.name in names:
+            raise InvalidInputError(f"two muscles are called {m.name!r}; give them unique names")
+        names.add(m.name)
+        if len(m.points) < 2:
+            raise InvalidInputError(f"muscle {m.name!r} has {len(m.points)} path point(s); "
+                                    "give it at least two, on different bones")
+        path = []
+        for body, point in m.points:
+            if body and body not in model.names:
+                raise InvalidInputError(f"muscle {m.name!r}: path point on {body!r}, which is "
+                                        "not a body of the rig; attach it to one of "
+                                        f"{list(model.names)}")
+            p = np.asarray(point, dtype=float)
+            if p.shape != (3,) or not np.all(np.isfinite(p)):
+                where = repr(body) if body else "the world"
+                raise InvalidInputError(f"muscle {m.name!r}: a path point on {where} must be "
+                                        "3 finite numbers")
+            path.append((model.body_index(body) if body else -1, p))
+        paths.append(path)
+    arrays = MuscleArrays([m.parameters for m in muscles])
+    table = activation_table(arrays, {m.name: m.control for m in muscles}, control, duration,
+                             1.0 / (fps * substeps))
+    return MuscleForces(arrays, PointPaths(model, paths), table)
 
 
 def _swing(R, axis):
@@ -1067,12 +1160,12 @@ REFINE_FACTOR = 4
 
 def _check_gain(mech, res):
     """Raise SimulationError when a rig that nothing drives (no kinematic motion, no tracked
-    animation, no moving collider) gained more mechanical energy than its method's bound:
-    ``DRIFT_RESOLUTION ** order`` (:mod:`core.mechanisms.base`) of the larger of its
-    start's kinetic energy and the work of lifting it by 1 m. Springs, dampers, limits and
-    contacts with still colliders only keep or take energy, so such a gain is a diverging
+    animation, no muscles, no moving collider) gained more mechanical energy than its
+    method's bound: ``DRIFT_RESOLUTION ** order`` (:mod:`core.mechanisms.base`) of the larger
+    of its start's kinetic energy and the work of lifting it by 1 m. Springs, dampers, limits
+    and contacts with still colliders only keep or take energy, so such a gain is a diverging
     run (a ragdoll shot into the air), which :func:`simulate_rig` runs again with more substeps."""
-    if mech.drive is not None or mech.tracking is not None or \
+    if mech.drive is not None or mech.tracking is not None or mech.tau is not None or \
             any(isinstance(c, MovingCollider) for c in mech.colliders) \
             or res.status != "completed" or not len(res.energy):
         return
@@ -1377,9 +1470,17 @@ def simulate_rig(rig, progress=None):
         deepest = max(rep.worst_penetration for rep in reports)
         gained = max(rep.energy_gained for rep in reports)
         contact_notes = tuple(dict.fromkeys(n for rep in reports for n in rep.notes))
+    v = joined([r.v for r in parts])
+    names, tension, activation = (), None, None
+    if rig.muscles is not None:
+        names = rig.muscles.muscles.names
+        states = [rig.muscles.state(t, qk, vk) for t, qk, vk in zip(times, q, v)]
+        tension = np.array([st.tendon_force for st in states]).reshape(len(times), len(names))
+        activation = np.array([rig.muscles.activation(t) for t in times]).reshape(
+            len(times), len(names))
     return RigResult(status, times, local, world, q, drift, worst, where,
                      sum(r.wall_time for r in parts), sum(r.steps for r in parts),
                      tuple(rig.warnings) + tuple(notes), touch, deepest, gained, contact_notes,
                      joined([r.energy for r in parts]), joined([r.kinetic for r in parts]),
-                     joined([r.drive_work + w for r, w in zip(parts, works)]),
-                     joined([r.v for r in parts]))
+                     joined([r.drive_work + w for r, w in zip(parts, works)]), v,
+                     names, tension, activation)

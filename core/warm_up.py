@@ -20,6 +20,8 @@ from .limits import LimitSolver, ReachCone
 from .maximal.skeleton import chain
 from .maximal.solver import project
 from .model import Model
+from .muscles.actuation import MuscleForces, PointPaths, activation_table
+from .muscles.hill import HillParameters, MuscleArrays
 
 __all__ = ["warm_up"]
 
@@ -37,7 +39,8 @@ def warm_up():
        every method's steps are the same kernels, the method a run-time code);
     2. the same with the revolute joint driven, with and without the cone (a rig's
        kinematic body: the driven substep, the limits' Gauss-Seidel);
-    3. rnea, crba and the nonlinear effects;
+    3. rnea, crba, the nonlinear effects and the joint Jacobians; a muscle across the
+       three bodies (its activation dynamics, its path's generalized forces);
     4. a free sphere on a ground plane beside a static box (the contact solver: the
        substep kernels, its Gauss-Seidel, the contact-free check's kinematics and the
        compiled narrow phase, :mod:`core.compiled.narrow`);
@@ -88,6 +91,10 @@ def warm_up():
     dynamics.rnea(chain3, data, q, v, a)
     dynamics.crba(chain3, data, q)
     dynamics.nonlinear_effects(chain3, data, q, v)
+    dynamics.compute_joint_jacobians(chain3, data, q)
+    muscle = MuscleArrays([HillParameters("m", 100.0, 0.1, 0.05)])
+    MuscleForces(muscle, PointPaths(chain3, [[(0, (0.0, 0.1, 0.0)), (2, (0.1, 0.0, 0.0))]]),
+                 activation_table(muscle, {"m": 0.5}, "excitation", 0.01, 1e-3))(0.0, q, v)
     ball = model_of((Free(),))
     q = ball.neutral()
     q[5] = 0.2                                    # resting on the plane at z = -0.2
@@ -104,4 +111,5 @@ def warm_up():
     data, v, a = dynamics_of(large, q, None, None)
     dynamics.rnea(large, data, q, v, a)
     dynamics.crba(large, data, q)
+    dynamics.compute_joint_jacobians(large, data, q)
     return time.perf_counter() - t0

@@ -220,6 +220,16 @@ def ground_quad(scene, quad: np.ndarray):
     return ground
 
 
+def ground_under(scene, points: np.ndarray, margin: float):
+    """:func:`ground_quad` under ``points (M, 3)``: level with the lowest point, reaching
+    ``margin`` (m) beyond them in x and y; returns its corners (4, 3)."""
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    quad = np.array([[lo[0] - margin, lo[1] - margin, lo[2]], [hi[0] + margin, lo[1] - margin, lo[2]],
+                     [hi[0] + margin, hi[1] + margin, lo[2]], [lo[0] - margin, hi[1] + margin, lo[2]]])
+    ground_quad(scene, quad)
+    return quad
+
+
 def box_corners(obj) -> np.ndarray:
     """The 8 corners (8, 3) of an object's bounding box in its own frame (``bound_box``)."""
     return np.array([tuple(c) for c in obj.bound_box], dtype=float)

@@ -39,6 +39,17 @@ settings; the globe's camera faces where its planes go, ``mechanisms.facing_view
   follows each pelvis, a ground plane lies under the feet, the camera frames the whole walk,
   and the text ``CREDITS`` gives the model's authors and licence (CC BY 3.0). The model,
   meshes and motion are read from ``OSIM_DATA``.
+* ``gait2392_mocap.blend`` (gait2392_mocap.py): OpenSim's gait2392 motion-capture example
+  run with the Motion Capture panel's operators: the subject scaled from the static trial
+  (``spline_joints.scale_model``), the walking trial's markers (``spline_joints.import_markers``,
+  each also showing an instanced sphere so that it renders), the scaled model solved through
+  them (``spline_joints.inverse_kinematics``) and the ground reaction forces as arrows
+  (``spline_joints.draw_forces``); ground plane, camera framing the walk, ``CREDITS``.
+* ``gait2392_muscles.blend`` (muscles.py): gait2392 with its 92 muscles drawn (curves through
+  their paths, coloured by length change) while it walks the same motion.
+* ``arm26_biceps.blend`` (muscles.py): arm26 with its six muscles wrapping over its wrap
+  surfaces, the biceps activated (keyed activation properties) and one second of the forward
+  simulation keyed by ``spline_joints.simulate_muscles``: the biceps flexes the elbow.
 * ``four_bar_linkage.blend``, ``scissor_lift.blend``, ``door_stop.blend`` (linkages.py): the
   demo linkages (``spline_joints.add_demo_linkage``), driven and released.
 * ``character_rig.blend``: a small character sitting on a ledge, swaying (keyed hips), whose
@@ -52,6 +63,10 @@ settings; the globe's camera faces where its planes go, ``mechanisms.facing_view
 * ``chain_in_bowl.blend``: a chain of 12 capsule links (free first link, ball joints in reach
   cones) dropped into a bowl of nine box colliders, with self-collision on
   (chain_in_bowl.py); unbaked.
+* ``metarig_ragdoll.blend``: Blender's human meta-rig made a ragdoll by one call of Make
+  Ragdoll (joints, ranges, masses and capsules from the bones' names and rest pose), lifted
+  and tipped over the ground, a capsule mesh on each simulated bone (metarig_ragdoll.py);
+  unbaked.
 
 Every scene carries ``scene["spline_joints_demo_build"] = BUILD_VERSION``
 (scripts/demos/common.py) so the tests can tell a stale file.
@@ -68,8 +83,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from core.mechanisms import DEMOS  # noqa: E402
 from scripts import blender_kit as kit  # noqa: E402
-from scripts.demos import (chain_in_bowl, character_rig, gait2392_walk, knee_fit_rig, linkages,  # noqa: E402
-                           mechanisms, ragdoll_steps, scapulothoracic_fit_rig, shoulder_reach_cone)
+from scripts.demos import (chain_in_bowl, character_rig, gait2392_mocap, gait2392_walk,  # noqa: E402
+                           knee_fit_rig, linkages, mechanisms, metarig_ragdoll, muscles,
+                           ragdoll_steps,
+                           scapulothoracic_fit_rig, shoulder_reach_cone)
 from scripts.demos.common import OUT  # noqa: E402
 
 #: the builder of each file that is not a core demo mechanism: ``build(out)``, or for the
@@ -78,9 +95,13 @@ RIGS = {"knee_fit_rig": knee_fit_rig.build_knee_rig,
         "scapulothoracic_fit_rig": scapulothoracic_fit_rig.build_scapula_rig,
         "shoulder_reach_cone": shoulder_reach_cone.build_shoulder_rig,
         "gait2392_walk": gait2392_walk.build_gait_walk,
+        "gait2392_mocap": gait2392_mocap.build_gait_mocap,
         "character_rig": character_rig.build_character_rig,
         "ragdoll_steps": ragdoll_steps.build_ragdoll_steps,
-        "chain_in_bowl": chain_in_bowl.build_chain_in_bowl}
+        "chain_in_bowl": chain_in_bowl.build_chain_in_bowl,
+        "metarig_ragdoll": metarig_ragdoll.build_metarig_ragdoll,
+        "gait2392_muscles": muscles.build_gait_muscles,
+        "arm26_biceps": muscles.build_arm26_biceps}
 LINKAGES = linkages.FILES
 
 

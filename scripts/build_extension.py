@@ -8,8 +8,9 @@ and later CPython 3.13).
 
 Steps, for each Python line:
 1. The line's wheels listed in blender_manifest.toml (scipy, numba, llvmlite; pinned, one set
-   per CPython version) are downloaded once with ``pip download --only-binary=:all: --no-deps``
-   for each wheel's own platform and Python tags into the cache build/wheels/.
+   per CPython version; and pure-Python wheels such as c3d's, ``py3-none-any``, which every
+   line and platform ships) are downloaded once with ``pip download --only-binary=:all:
+   --no-deps`` for each wheel's own platform and Python tags into the cache build/wheels/.
 2. The runtime files (manifest, __init__.py, addon/, core/, README/LICENSE when present) and the
    line's wheels of the requested platforms are copied into build/stage/<line>/; the staged
    manifest lists only those platforms and wheels, and its ``blender_version_min`` and
@@ -94,8 +95,15 @@ def wheel_tags(wheel_name: str) -> list[str]:
     return wheel_name.removesuffix(".whl").split("-")[-1].split(".")
 
 
+def is_pure(wheel_name: str) -> bool:
+    """Whether a wheel is pure Python (ABI ``none``, platform ``any``): one file that every
+    platform and Python line ships."""
+    return wheel_name.removesuffix(".whl").split("-")[-2:] == ["none", "any"]
+
+
 def wheel_platform(wheel_name: str) -> str:
-    """Blender platform of a wheel named in the manifest, e.g. 'linux-x64'."""
+    """Blender platform of a wheel named in the manifest, e.g. 'linux-x64' (a pure wheel
+    has none: :func:`is_pure`)."""
     for platform, matches in PLATFORM_TAGS.items():
         if any(matches(tag) for tag in wheel_tags(wheel_name)):
             return platform
@@ -104,7 +112,7 @@ def wheel_platform(wheel_name: str) -> str:
 
 def wheel_line(wheel_name: str) -> str:
     """The Python line (a key of :data:`PYTHON_LINES`) of a wheel named in the manifest, from
-    its ABI tag, e.g. 'cp311'."""
+    its ABI tag, e.g. 'cp311' (a pure wheel has none: :func:`is_pure`)."""
     abi = wheel_name.removesuffix(".whl").split("-")[-2]
     if abi not in PYTHON_LINES:
         raise BuildError(f"wheel {wheel_name!r} is built for {abi!r}, which is no Python line of "
@@ -137,13 +145,12 @@ def ensure_wheels(wheels: list[str], offline: bool) -> None:
             continue
         if offline:
             raise BuildError(f"{name} is not in the cache {WHEEL_CACHE}; run once without --offline")
-        line = wheel_line(name)
-        cmd = [
-            sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--no-deps",
+        target = [] if is_pure(name) else [
             *[arg for tag in wheel_tags(name) for arg in ("--platform", tag)],
-            "--python-version", PYTHON_LINES[line][0], "--implementation", "cp", "--abi", line,
-            "--dest", str(WHEEL_CACHE), wheel_requirement(name),
-        ]
+            "--python-version", PYTHON_LINES[wheel_line(name)][0], "--implementation", "cp",
+            "--abi", wheel_line(name)]
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",
+               "--no-deps", *target, "--dest", str(WHEEL_CACHE), wheel_requirement(name)]
         print("downloading", name, flush=True)
         if subprocess.run(cmd).returncode != 0:
             raise BuildError(f"pip could not download {name}; check the network or use --offline")
@@ -227,8 +234,8 @@ def build_line(line: str, manifest_text: str, platforms: list[str], offline: boo
                blender_ext: Path | None) -> list[Path]:
     """Build (or reuse) one Python line's zip for each platform; return their paths."""
     manifest = tomllib.loads(manifest_text)
-    wheels = [w for w in manifest.get("wheels", [])
-              if wheel_line(Path(w).name) == line and wheel_platform(Path(w).name) in platforms]
+    wheels = [w for w in manifest.get("wheels", []) if is_pure(Path(w).name) or (
+        wheel_line(Path(w).name) == line and wheel_platform(Path(w).name) in platforms)]
     text = line_manifest(manifest_text, line, platforms, wheels)
     zips = [zip_path(manifest, line, p) for p in platforms]
     paths = runtime_paths()

@@ -48,6 +48,11 @@ PANELS = {
     "operators/linkages.py": ("Linkages panel", "guides/linkages.md"),
     "linkage_bake.py": ("Linkages panel (Bake)", "guides/linkages.md"),
     "operators/opensim.py": ("OpenSim panel and File > Import/Export", "guides/opensim.md"),
+    "osim_scene.py": ("OpenSim panel (the imported model and its markers)", "guides/opensim.md"),
+    "operators/mocap.py": ("Motion Capture panel and File > Import > Marker Trial",
+                           "guides/motion-capture.md"),
+    "mocap.py": ("Motion Capture panel (markers, Scale, IK, ID, forces)",
+                 "guides/motion-capture.md"),
 }
 
 
@@ -56,7 +61,8 @@ GUIDES = {"getting-started.md": "Getting started", "guides/knee.md": "Fitting an
           "guides/reach-cones.md": "Reach cones and holding limits",
           "guides/rig.md": "Simulating your own rig",
           "guides/mechanisms.md": "Mechanisms and dynamics bakes",
-          "guides/linkages.md": "Linkages", "guides/opensim.md": "OpenSim import and export"}
+          "guides/linkages.md": "Linkages", "guides/opensim.md": "OpenSim import and export",
+          "guides/motion-capture.md": "Motion capture"}
 
 
 def render(node):

@@ -1,5 +1,5 @@
-"""Shared operator plumbing: whether there is a target bone, ValueErrors turned into reports,
-and the threaded run of a bake job."""
+"""Shared operator plumbing: whether there is a target bone or an OpenSim armature, ValueErrors
+turned into reports, and the threaded run of a bake job."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import functools
 import threading
 
 from ..bridge import target_bone
+from ..documents import is_osim_armature
 
 
 def has_target(context) -> bool:
@@ -34,6 +35,18 @@ def reporting(method):
             return {"CANCELLED"}
 
     return wrapper
+
+
+class OsimArmatureOperator:
+    """Mixin: the active object must be an imported OpenSim armature (else the poll says so)."""
+
+    @classmethod
+    def poll(cls, context):
+        if is_osim_armature(context.object):
+            return True
+        cls.poll_message_set("Make an imported OpenSim armature the active object "
+                             "(File > Import > OpenSim Model)")
+        return False
 
 
 class BoneOperator:

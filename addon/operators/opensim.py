@@ -1,17 +1,7 @@
 """OpenSim import and export: a model (.osim) as an armature driven by its coordinates, a
 motion (.mot / .sto) as keys of those coordinates, spline joints fitted to the model's joints,
-and the model (with its fitted joints) and its animated coordinates written back.
-
-The model's armature, meshes and coordinate properties are laid out by
-:func:`core.osim_rig.read_osim_import` (every file read before anything is created) and
-written into one new collection named after the model: an armature object turned +90 deg about
-X (OpenSim's Y up becomes Blender's Z up; armature space is OpenSim's ground), one bone per body
-(ground is the armature object), one mesh object per geometry parented to its bone (mesh
-data-blocks shared per file; geometry OpenSim hides is hidden), a placeholder empty for each
-mesh file not found (and each shape not drawn), and one float custom property per coordinate
-on the armature object. The model's text is stored on the
-armature data (:func:`documents.store_osim_model`); :mod:`addon.handlers` poses the bones from
-the coordinate properties.
+and the model (with its fitted joints) and its animated coordinates written back. What an
+import creates is laid out in :mod:`..osim_scene`.
 
 Fitted joints (:class:`SPLINE_JOINTS_OT_fit_osim_joint`) are fitted to the exact joint of the
 model as imported (core.fitting.osim.spline_joint_from_osim) and stored on the armature data
@@ -30,80 +20,9 @@ from bpy.props import BoolProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge, handlers
-from ..documents import (is_osim_armature, osim_rig, remove_osim_fit, store_osim_fit,
-                         store_osim_model)
-from ._common import reporting
-
-#: the group the coordinate keys of an imported motion are filed under
-KEY_GROUP = "OpenSim coordinates"
-#: display size (m) of the empty standing in for a mesh file that was not found
-PLACEHOLDER_SIZE = 0.02
-
-
-def _material(geometry):
-    """The shared material of a geometry's colour and opacity."""
-    rgba = (*[float(c) for c in geometry.color], float(geometry.opacity))
-    name = "OpenSim " + " ".join(f"{c:.3g}" for c in rgba)
-    return bridge.ensure_material(name, rgba)
-
-
-def write_osim_import(context, plan):
-    """Create the collection, armature, coordinate properties, meshes and placeholders of a
-    :class:`core.osim_rig.OsimImport`; returns the armature object."""
-    from ...core.osim_rig import coordinate_property
-
-    model = plan.rig.model
-    collection = bpy.data.collections.new(model.name)
-    context.scene.collection.children.link(collection)
-    arm = bridge.write_armature(model.name, plan.rig.bodies, plan.rig.parents, plan.rests,
-                                plan.lengths, collection, context.view_layer)
-    arm.rotation_mode = "XYZ"
-    arm.rotation_euler = (0.5 * math.pi, 0.0, 0.0)
-    arm.show_in_front = True
-    arm.data.display_type = "STICK"
-    store_osim_model(arm.data, plan.text, plan.path)
-    for name, c in model.coordinates.items():
-        bridge.write_float_property(arm, name, c.default, **coordinate_property(c))
-    data = {key: bridge.write_mesh_data(os.path.splitext(os.path.basename(key))[0], v, f, smooth=True)
-            for key, (v, f) in plan.meshes.items()}
-    for item in plan.items:
-        obj = bridge.new_object(item.label, data.get(item.mesh_key), collection)
-        if obj.type == "EMPTY":
-            obj.empty_display_type = "SPHERE"
-            obj.empty_display_size = PLACEHOLDER_SIZE
-        else:  # the mesh data is shared per file, the colour is the geometry's: an object slot
-            if not obj.data.materials:
-                obj.data.materials.append(None)
-            obj.material_slots[0].link = "OBJECT"
-            obj.material_slots[0].material = _material(item.geometry)
-        if item.body in plan.rig.bodies:
-            bridge.parent_to_bone(obj, arm, item.body, item.placement)
-        else:
-            bridge.parent_to_object(obj, arm, item.placement)
-        if not item.geometry.visible:
-            obj.hide_render = True
-            obj.hide_set(True)
-    for obj in context.view_layer.objects:
-        obj.select_set(obj == arm)
-    context.view_layer.objects.active = arm
-    return arm
-
-
-#: the data-block kinds an import creates, removed in this order if writing fails half-way
-_CREATED = ("objects", "meshes", "armatures", "materials", "collections")
-
-
-def _data_blocks() -> dict:
-    return {kind: set(getattr(bpy.data, kind)) for kind in _CREATED}
-
-
-def _remove_new(before: dict) -> None:
-    """Remove every data-block of the :data:`_CREATED` kinds that is not in ``before``."""
-    for kind in _CREATED:
-        blocks = getattr(bpy.data, kind)
-        for block in [b for b in blocks if b not in before[kind]]:
-            blocks.remove(block)
-
+from ..documents import is_osim_armature, osim_rig, remove_osim_fit, store_osim_fit
+from ..osim_scene import key_coordinates, scene_model, write_osim_import
+from ._common import OsimArmatureOperator, reporting
 
 class SPLINE_JOINTS_OT_import_osim(bpy.types.Operator, ImportHelper):
     """Import an OpenSim model (.osim): one bone per body with its meshes, and one keyframable
@@ -124,30 +43,11 @@ class SPLINE_JOINTS_OT_import_osim(bpy.types.Operator, ImportHelper):
 
         search = (bpy.path.abspath(self.mesh_folder),) if self.mesh_folder else ()
         plan = read_osim_import(self.filepath, search)  # every file read before anything is made
-        before = _data_blocks()
-        try:
-            write_osim_import(context, plan)
-        except Exception:  # not expected: everything was read and checked; leave nothing
-            _remove_new(before)
-            raise
+        with bridge.new_data_blocks_removed_on_error():  # not expected: all read and checked
+            write_osim_import(context.scene, context.view_layer, plan)
         level = {"WARNING"} if plan.missing or plan.rig.model.notes else {"INFO"}
         self.report(level, plan.summary())
         return {"FINISHED"}
-
-
-def _timing(scene, time, use_motion_rate: bool):
-    """(fps, fps_base, frames per second) to key a motion with: the motion's own rate (an
-    integer fps when the rate is one to 1 ppm, the time steps' round-off; else with the base
-    making it exact) or the scene's."""
-    from ...core.osim_rig import motion_rate
-
-    if not use_motion_rate:
-        return scene.render.fps, scene.render.fps_base, scene.render.fps / scene.render.fps_base
-    rate = motion_rate(time)
-    fps = int(min(max(round(rate), 1), 32767))
-    if abs(rate - fps) <= 1e-6 * rate:
-        return fps, 1.0, float(fps)
-    return fps, fps / rate, rate
 
 
 class SPLINE_JOINTS_OT_import_osim_motion(bpy.types.Operator, ImportHelper):
@@ -171,13 +71,14 @@ class SPLINE_JOINTS_OT_import_osim_motion(bpy.types.Operator, ImportHelper):
     def execute(self, context):
         from ...core.io.motion import read_motion
         from ...core.io.osim import motion_coordinates
-        from ...core.osim_rig import motion_frames
+        from ...core.osim_rig import keying_rate, motion_frames, motion_rate
 
         arm, scene = context.object, context.scene
         rig = osim_rig(arm.data)
         motion = read_motion(self.filepath)
         time, q, report = motion_coordinates(rig.model, motion)
-        fps, fps_base, rate = _timing(scene, time, self.use_motion_timing)
+        fps, fps_base, rate = keying_rate(scene.render.fps, scene.render.fps_base,
+                                          motion_rate(time) if self.use_motion_timing else None)
         frames = motion_frames(time, rate, scene.frame_start)
         _, rows = np.unique(frames, return_index=True)  # the first row on each frame
         frames, q = frames[rows], q[rows]
@@ -186,10 +87,7 @@ class SPLINE_JOINTS_OT_import_osim_motion(bpy.types.Operator, ImportHelper):
         if self.use_motion_timing:
             scene.render.fps, scene.render.fps_base = fps, fps_base
             scene.frame_start, scene.frame_end = int(frames[0]), int(frames[-1])
-        kept = bridge.push_action_to_nla(arm)
-        action = bridge.new_action(arm, name)
-        for i, coordinate in enumerate(rig.coordinate_names):
-            bridge.write_fcurve_keys(arm, bridge.coordinate_path(coordinate), 0, frames, q[:, i], group=KEY_GROUP)
+        action, kept = key_coordinates(arm, rig.coordinate_names, name, frames, q)
         scene.frame_set(scene.frame_current)
         text = (f"Keyed {len(time)} rows of {os.path.basename(self.filepath)} on {len(frames)} frames "
                 f"({int(frames[0])}..{int(frames[-1])} at {rate:.4g} fps) in action '{action.name}'")
@@ -204,19 +102,7 @@ class SPLINE_JOINTS_OT_import_osim_motion(bpy.types.Operator, ImportHelper):
         return {"FINISHED"}
 
 
-class _OsimArmatureOperator:
-    """Mixin: the active object must be an imported OpenSim armature (else the poll says so)."""
-
-    @classmethod
-    def poll(cls, context):
-        if is_osim_armature(context.object):
-            return True
-        cls.poll_message_set("Make an imported OpenSim armature the active object "
-                             "(File > Import > OpenSim Model)")
-        return False
-
-
-class SPLINE_JOINTS_OT_fit_osim_joint(_OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_fit_osim_joint(OsimArmatureOperator, bpy.types.Operator):
     """Fit a spline joint to one of the model's joints (1 or 2 coordinates; the joint's other
     coordinates at the model's defaults) and use it in place of the exact joint"""
 
@@ -245,7 +131,7 @@ class SPLINE_JOINTS_OT_fit_osim_joint(_OsimArmatureOperator, bpy.types.Operator)
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_remove_osim_fit(_OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_remove_osim_fit(OsimArmatureOperator, bpy.types.Operator):
     """Remove a fitted spline joint: the model's exact OpenSim joint poses the bones again"""
 
     bl_idname = "spline_joints.remove_osim_fit"
@@ -276,7 +162,7 @@ def conversion_text(c) -> str:
             f"{math.degrees(c.max_angle_error):.2g} deg over {c.points} poses")
 
 
-class SPLINE_JOINTS_OT_export_osim(_OsimArmatureOperator, bpy.types.Operator, ExportHelper):
+class SPLINE_JOINTS_OT_export_osim(OsimArmatureOperator, bpy.types.Operator, ExportHelper):
     """Write the active imported armature's OpenSim model (.osim), with the fitted spline joints
     that are switched on as CustomJoints of sampled functions"""
 
@@ -299,21 +185,21 @@ class SPLINE_JOINTS_OT_export_osim(_OsimArmatureOperator, bpy.types.Operator, Ex
         from ...core.io.files import check_writable_path
         from ...core.io.osim_export import write_osim
 
-        rig = osim_rig(context.object.data)
+        model = scene_model(context.object)  # with the markers where the spheres are
         path = check_writable_path(self.filepath)
         try:  # the whole document is built first, then written atomically
-            conversions = write_osim(path, rig.model, tolerance=(1e-3 * self.tolerance_mm,
+            conversions = write_osim(path, model, tolerance=(1e-3 * self.tolerance_mm,
                                                                  math.radians(self.tolerance_deg)))
         except OSError as exc:
             raise _write_failed(path, exc) from None
-        text = f"Wrote {os.path.basename(path)} ({rig.model.name})"
+        text = f"Wrote {os.path.basename(path)} ({model.name})"
         text += ("; converted: " + "; ".join(conversion_text(c) for c in conversions)
                  if conversions else "; every joint written as itself")
         self.report({"INFO"}, text)
         return {"FINISHED"}
 
 
-class SPLINE_JOINTS_OT_export_osim_motion(_OsimArmatureOperator, bpy.types.Operator, ExportHelper):
+class SPLINE_JOINTS_OT_export_osim_motion(OsimArmatureOperator, bpy.types.Operator, ExportHelper):
     """Write the active imported armature's coordinates on every frame of the scene's range as
     an OpenSim motion (.mot; angles in degrees)"""
 

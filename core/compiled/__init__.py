@@ -8,9 +8,10 @@ the numba backend.
   (:mod:`core.dynamics`), :mod:`core.compiled.integrators` (:mod:`core.integrators`),
   :mod:`core.compiled.limits` (:mod:`core.limits`), :mod:`core.compiled.contact_solver`
   (:mod:`core.contacts.solver`), :mod:`core.compiled.skeleton` (:mod:`core.maximal.skeleton`,
-  with its kernels) and :mod:`core.compiled.projection` (:mod:`core.maximal.solver`).
-* Kernels: :mod:`core.compiled.kernels` (the tree algorithms, stepping, limits and conjugate
-  gradients, one file per reference module, and the numba options of all),
+  with its kernels), :mod:`core.compiled.projection` (:mod:`core.maximal.solver`) and
+  :mod:`core.compiled.actuation` (:mod:`core.muscles.actuation`).
+* Kernels: :mod:`core.compiled.kernels` (the tree algorithms, stepping, limits, conjugate
+  gradients and muscle forces, one file per reference module, and the numba options of all),
   :mod:`core.compiled.contacts`, :mod:`core.compiled.contact_step` and
   :mod:`core.compiled.narrow` (the contact solver's).
 

@@ -1,7 +1,8 @@
 """The compiled twins of :mod:`core.dynamics` (reached through :data:`core.backend.twins`):
 :func:`aba`, :func:`rnea`, :func:`nonlinear_effects`, :func:`crba`, :func:`crba_and_nle`,
-:func:`kinetic_energy`, :func:`potential_energy` and :func:`mechanical_energy`, compared
-with the reference in ``tests/core/test_backend_numba.py``; and the calls the compiled
+:func:`kinetic_energy`, :func:`potential_energy`, :func:`mechanical_energy` and
+:func:`compute_joint_jacobians`, compared with the reference in
+``tests/core/test_backend_numba.py``; and the calls the compiled
 integrator steps take (:func:`substep`, :func:`driven_substep`). Each takes the model's
 packed arrays (built once per :meth:`core.model.Model.compile`), evaluates the joints of
 families without a kernel in Python into ``data`` (:mod:`core.joints.family`), then makes
@@ -11,11 +12,13 @@ import numpy as np
 
 from . import kernels
 from ..errors import NonFiniteError
+from ..kinematics import update_jacobian_columns
 from .pack import pack
 
 __all__ = ["packed", "python_joints", "aba", "rnea", "nonlinear_effects", "crba",
            "crba_and_nle", "energies", "kinetic_energy", "potential_energy",
-           "mechanical_energy", "substep", "driven_substep", "NO_FEXT", "NO_ARMATURE"]
+           "mechanical_energy", "compute_joint_jacobians", "substep", "driven_substep",
+           "NO_FEXT", "NO_ARMATURE"]
 
 #: the kernels' "no external wrenches"
 NO_FEXT = np.zeros((0, 6))
@@ -179,6 +182,18 @@ def potential_energy(model, data, q):
 def mechanical_energy(model, data, q, v):
     """Kinetic plus potential energy (checked arguments), one kernel call."""
     return sum(energies(model, data, q, v))
+
+
+def compute_joint_jacobians(model, data, q):
+    """World poses and Jacobian columns (checked arguments): the joints and poses in one
+    kernel call (:func:`core.compiled.kernels.kinematics`), the adjoints and columns as the
+    reference computes them (:func:`core.kinematics.update_jacobian_columns`)."""
+    p = model.packed or packed(model)
+    if p.python:
+        python_joints(model, data, p, q, None)
+    kernels.kinematics(p.ints, p.reals, data.buffer, q, q, False)
+    update_jacobian_columns(model, data)
+    return data.S_world
 
 
 def substep(model, data, q, v, tau, fext, h, method, rows, track=None):

@@ -48,12 +48,14 @@ def check_rotation(R, name="R", tol=ORTHONORMAL_TOL):
 
 
 def cross(a, b):
-    """``a x b`` for (..., 3) arrays; one pair of (3,) vectors without np.cross's overhead."""
+    """``a x b`` for (..., 3) arrays (broadcast), without np.cross's overhead."""
     if a.ndim == 1 and b.ndim == 1:
         ax, ay, az = a.tolist()
         bx, by, bz = b.tolist()
         return np.array([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx])
-    return np.cross(a, b)
+    ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
+    bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], axis=-1)
 
 
 def hat(w):

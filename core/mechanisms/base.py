@@ -255,6 +255,9 @@ class Mechanism:
         step_limit: None or ``(nv,)`` the most each coordinate may move per substep at its
             rate (inf: no limit): the integrator's ``rate_limit`` is ``step_limit / dt``
             (:class:`core.integrators.Integrator`, *Rate limit*).
+        tau: None or the applied generalized forces, a callable ``tau(t, q, v) -> (nv,)``
+            (the integrator's ``tau``; e.g. a rig's muscles,
+            :class:`core.muscles.actuation.MuscleForces`).
     """
 
     name: str
@@ -284,6 +287,7 @@ class Mechanism:
     friction: float = 0.5
     self_collision: bool = False
     step_limit: np.ndarray = None
+    tau: object = None
 
     def __post_init__(self):
         if self.integrator not in INTEGRATORS:
@@ -449,7 +453,7 @@ class _ModelStepper(_BlowUpCheck, Integrator):
         limits = None
         if mech.limits:
             limits = LimitSolver(mech.model, list(mech.limits), restitution=mech.restitution)
-        super().__init__(mech.model, mech.dt, 1, mech.integrator, limits=limits,
+        super().__init__(mech.model, mech.dt, 1, mech.integrator, tau=mech.tau, limits=limits,
                          drive=mech.drive, contacts=mech.contact_solver(limits),
                          tracking=mech.tracking,
                          rate_limit=None if mech.step_limit is None else

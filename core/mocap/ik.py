@@ -14,16 +14,21 @@ once. Clamped coordinates stay in their ranges, locked ones at their default val
 on a locked coordinate is dropped, as OpenSim's ``AssemblySolver`` drops it).
 
 **The solver.** ``F`` is a weighted least-squares problem with the residual
-``r = [sqrt(w_i / W) (x_i - o_i); sqrt(w_j) (q_j - v_j)]`` (``F = |r|^2 / 2``). Its Jacobian is
-analytic: a marker on body b moves with ``dx/dq_k = v_k + w_k x x`` for every coordinate k
-that moves b, ``[w_k; v_k]`` the world-frame joint Jacobian column
-(:func:`core.kinematics.update_kinematics` on :meth:`OsimModel.to_core_model`). Each frame is
-solved by Levenberg-Marquardt steps from the previous frame's answer (the first from the
-model's default pose, as OpenSim assembles it), coordinates at a range end whose gradient
-points out of the range held for the step, steps clipped to the ranges. It stops when the
-largest step is at most ``accuracy`` (radians or metres): the steps shrink by a factor of
-about 5 to 10 each (Gauss-Newton on residuals of a few centimetres), so the answer is then
-within about ``accuracy / 5`` of the minimum.
+``r = [sqrt(w_i / W) (x_i - o_i); sqrt(w_j) (q_j - v_j)]`` (``F = |r|^2 / 2``), solved with
+analytic first and second derivatives. A marker on body b moves with ``dx/dq_k = v_k + w_k x
+x`` for every coordinate k that moves b, ``[w_k; v_k]`` the world-frame joint Jacobian column
+(:func:`core.dynamics.compute_joint_jacobians` on :meth:`OsimModel.to_core_model`: one kernel
+call on the numba backend); the residuals' curvature ``sum_i r_i d^2 r_i / dq dq`` follows
+from the same columns and the joints' own ``dS/dq`` (:meth:`MarkerKinematics.curvature`).
+Each frame takes Newton steps on ``J^T J`` plus that curvature (residuals of centimetres make
+Gauss-Newton alone converge slowly, and not at all on a model far from the subject), damped
+as Levenberg-Marquardt's when a step fails to lower F; coordinates at a range end whose
+gradient points out of the range are held for the step, and steps are clipped to the ranges.
+The first frame starts from the model's default pose, as OpenSim assembles it, every other
+from the previous frame's answer moved on at its last rate. A frame stops when its largest
+step is at most ``accuracy`` (radians or metres); the steps converge quadratically, so the
+answer is then within about ``accuracy^2`` of the minimum (gait2392's walking trial: three
+to four steps a frame).
 
 OpenSim minimizes the same F with Simbody's L-BFGS (``Assembler``), which stops when the
 gradient norm, relative to ``max(1, |q|)``, is below the setup's ``accuracy``: at its default
@@ -45,16 +50,19 @@ does not have are removed, as ``Model::deleteUnusedMarkers`` does.
 import dataclasses
 import math
 import os
-import xml.etree.ElementTree as ET
 
 import numpy as np
-from scipy.interpolate import make_interp_spline
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
+from ..dynamics import compute_joint_jacobians
 from ..errors import InvalidInputError
+from ..fitting.osim import model_with_fits
 from ..io.files import read_input
-from ..io.motion import write_motion
-from ..kinematics import update_kinematics
+from ..io.markers import UNITS, read_trc
+from ..io.motion import read_motion, write_motion
+from ..io.osim import opensim_document, read_osim
+from ..lie import so3
+from .inverse_dynamics import natural_spline
 
 __all__ = ["IKMarkerTask", "IKCoordinateTask", "IKTaskSet", "IKSetup", "IKResult",
            "MarkerPlacement", "MarkerKinematics", "parse_task_set", "read_ik_setup",
@@ -64,13 +72,18 @@ __all__ = ["IKMarkerTask", "IKCoordinateTask", "IKTaskSet", "IKSetup", "IKResult
 #: the step (radians or metres) below which a frame's solve stops when no accuracy is given:
 #: OpenSim's default accuracy
 DEFAULT_ACCURACY = 1e-5
-#: Levenberg-Marquardt steps per frame at most (a frame needs 4 to 15)
+#: Newton steps per frame at most (gait2392's walking trial: 3 to 5 a frame, 16 for the first
+#: from the default pose)
 MAX_ITERATIONS = 100
 #: an IKCoordinateTask's value types, as OpenSim names them
 VALUE_TYPES = ("default_value", "manual_value", "from_file")
 #: how much larger than its diagonal's largest entry the step matrix may be made before the
 #: frame is given up (the damping of a step that kept failing to lower F)
 _MAX_DAMPING = 1e12
+#: how far (radians or metres) the pose may move in a frame's solve before the joints' own
+#: dS/dq (the curvature's within-joint term) are evaluated again: the Newton matrix is then
+#: within about this fraction of that term, so the steps still shrink some hundred times each
+_REFRESH = 0.05
 #: regularization of the step matrix relative to its largest diagonal entry: a coordinate
 #: that moves no marker and has no task keeps its value instead of making the matrix singular
 _RIDGE = 1e-12
@@ -122,7 +135,9 @@ class IKSetup:
     name: the tool's name (it names ``<name>_ik_marker_errors.sto``); model_file,
     marker_file, coordinate_file, output_motion_file: as written ("" where empty or
     ``Unassigned``); time_range: ``(start, end)`` s or None (the whole trial); accuracy;
-    constraint_weight (``inf`` when absent or ``Infinity``); report_errors; results_directory
+    constraint_weight (``inf`` when absent or ``Infinity``; kept as written: OpenSim 4.6's
+    tool hands its solver an infinite weight whatever it says, and :class:`MarkerKinematics`
+    refuses the coupled coordinates it would weigh); report_errors; results_directory
     (default the setup's folder); tasks: :class:`IKTaskSet`; folder: the setup file's folder,
     against which relative paths are resolved (:meth:`path`).
     """
@@ -213,12 +228,8 @@ def read_ik_setup(path):
 def parse_ik_setup(data, source="<string>"):
     """Parse the bytes or text of an ``InverseKinematicsTool`` setup file; relative paths in
     it are resolved against ``source``'s folder."""
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError as exc:
-        raise InvalidInputError(f"{source}: not a complete XML file ({exc}): the setup is "
-                                "truncated or not an OpenSim setup file") from None
-    tool = root if root.tag == "InverseKinematicsTool" else root.find("InverseKinematicsTool")
+    tool = opensim_document(data, source, "an inverse kinematics setup").find(
+        "InverseKinematicsTool")
     if tool is None:
         raise InvalidInputError(f"{source}: no <InverseKinematicsTool>: this is not an "
                                 "inverse kinematics setup file")
@@ -252,8 +263,8 @@ def parse_ik_setup(data, source="<string>"):
 
 # ----------------------------------------------------------------------------- kinematics
 class MarkerKinematics:
-    """The markers ``names`` of an :class:`~core.io.osim.OsimModel` in ground and their
-    Jacobian with respect to the model's free coordinates.
+    """The markers ``names`` of an :class:`~core.io.osim.OsimModel` in ground, their Jacobian
+    with respect to the model's free coordinates and the curvature of a weighted sum of them.
 
     Built on :meth:`OsimModel.to_core_model` with the locked coordinates held at their
     default values; ``free`` (nf,) are the indices of the free coordinates in the model's q,
@@ -266,14 +277,14 @@ class MarkerKinematics:
     def __init__(self, model, names):
         missing = [n for n in names if n not in model.markers]
         if missing:
-            raise InvalidInputError(f"model {model.name!r} has no markers {missing}; add them "
-                                    "to the model's MarkerSet or leave them out")
+            raise InvalidInputError(f"model {model.name!r} has no markers {_listed(missing)}; "
+                                    "add them to the model's MarkerSet or leave them out")
         coupled = [c.name for c in model.couplers if c.enforced
                    and not model.coordinates[c.dependent].locked]
         if coupled:
             raise InvalidInputError(
-                f"model {model.name!r}: coordinate couplers {coupled} tie coordinates together, "
-                "which this inverse kinematics does not solve; lock their dependent "
+                f"model {model.name!r}: coordinate couplers {_listed(coupled)} tie coordinates "
+                "together, which this inverse kinematics does not solve; lock their dependent "
                 "coordinates in the model")
         self.model = model
         self.names = tuple(names)
@@ -303,21 +314,58 @@ class MarkerKinematics:
         self._on_body = on_body
         self._mask = np.zeros((len(self.names), core.nq))
         self._mask[on_body] = core.ancestry[self.bodies[on_body]][:, core.dof_body]
+        core.compile()
+        # proximal[a, k]: coordinate a's body is k's or one of its ancestors
+        self._proximal = core.ancestry[core.dof_body][:, core.dof_body].T > 0
+        one = core.q_count[core.dof_body] == 1
+        self._one_dof = np.nonzero(one)[0]
+        self._multi = [(int(b), slice(int(core.q_start[b]), int(core.q_start[b] + core.q_count[b])))
+                       for b in core.multi_bodies]
 
     def evaluate(self, q_free):
         """``(x (M, 3), J (M, 3, nf))``: marker positions in ground (m) and their derivatives
         with respect to the free coordinates ``q_free (nf,)``."""
         data = self.data
-        update_kinematics(self.core, data, np.ascontiguousarray(q_free, dtype=float))
+        S = compute_joint_jacobians(self.core, data, q_free)
         x = self.local.copy()
-        b = self.bodies[self._on_body]
-        T = data.oMi[b]
-        x[self._on_body] = np.einsum("mij,mj->mi", T[:, :3, :3], self.local[self._on_body]) \
+        T = data.oMi[self.bodies[self._on_body]]
+        x[self._on_body] = (T[:, :3, :3] @ self.local[self._on_body, :, None])[:, :, 0] \
             + T[:, :3, 3]
-        S = data.S_world
-        J = S[None, :, 3:] + np.cross(S[None, :, :3], x[:, None, :])     # (M, nf, 3)
-        J *= self._mask[:, :, None]
-        return x, J.transpose(0, 2, 1)
+        J = S[:, 3:].T - so3.hat(x) @ S[:, :3].T                          # v_a + w_a x x
+        J *= self._mask[:, None, :]
+        return x, J
+
+    def joint_derivatives(self, q_free):
+        """The body-frame ``dS/dq (n, 6, n)`` of each joint with several coordinates at
+        ``q_free``, for :meth:`curvature`."""
+        return [self.core.joints[b].evaluate(q_free[sl])[2] for b, sl in self._multi]
+
+    def curvature(self, x, J, c, derivatives):
+        """``(nf, nf)``: ``sum_m c_m . d^2 x_m / dq dq`` for weights ``c (M, 3)``, at the
+        pose of the last :meth:`evaluate` (which gave ``x``, ``J``), with the joints' own
+        ``derivatives`` (:meth:`joint_derivatives`).
+
+        With the world Jacobian columns ``s_a = [w_a; v_a]`` and the marker columns ``j_a =
+        v_a + w_a x x``: for coordinates a and k that both move the marker, a's body k's or
+        an ancestor of it, ``d j_k / dq_a = w_a x j_k`` (the column ``s_k`` moves with a:
+        ``ds_k/dq_a = ad_{s_a} s_k``; the Jacobi identity folds the terms), and when a and k
+        are coordinates of one joint the joint's own ``dS_k/dq_a`` adds its twist ``h =
+        Ad_T dS_k/dq_a`` acting on the marker: ``h_v + h_w x x``. Summed over the markers
+        that term is ``h`` paired with the wrench ``[sum x_m x c_m; sum c_m]`` of the markers
+        the joint moves.
+        """
+        data = self.data
+        nf = J.shape[2]
+        P = so3.hat(c) @ data.S_world[:, :3].T * self._mask[:, None, :]     # c_m x w_a
+        A = P.reshape(-1, nf).T @ J.reshape(-1, nf)
+        H = np.where(self._proximal, A, A.T)
+        torque = (so3.hat(x) @ c[:, :, None])[:, :, 0]
+        wrench = self._mask.T @ np.concatenate([torque, c], axis=1)             # (nf, 6)
+        one = self._one_dof
+        H[one, one] += np.einsum("ki,ki->k", data.W[self.core.dof_body[one], 1], wrench[one])
+        for (b, sl), dS in zip(self._multi, derivatives):
+            H[sl, sl] += np.einsum("ij,ajk,i->ak", data.Ad[b], dS, wrench[sl.start])
+        return H
 
     def positions(self, q_free):
         """``(M, 3)`` marker positions in ground at ``q_free``."""
@@ -339,9 +387,11 @@ class _Problem:
         self.accuracy = accuracy
         self.nf = len(kin.free)
 
-    def residual(self, q, obs, seen, sw, targets):
-        """``(r, J)`` at ``q (nf,)`` for observations ``obs (M, 3)`` (``seen`` the finite
-        ones), marker row weights ``sw (M,)`` and task targets."""
+    def residual(self, q, obs, seen, sw, targets, derivatives):
+        """``(r, J, C)`` at ``q (nf,)`` for observations ``obs (M, 3)`` (``seen`` the finite
+        ones), marker row weights ``sw (M,)`` and task targets: the residual, its Jacobian
+        and its curvature ``sum_i r_i d^2 r_i / dq dq`` (the coordinate tasks are linear),
+        with the joints' own ``derivatives`` (:meth:`MarkerKinematics.curvature`)."""
         x, Jx = self.kin.evaluate(q)
         e = np.where(seen[:, None], x - obs, 0.0)
         r = np.concatenate([(e * sw[:, None]).ravel(),
@@ -349,23 +399,26 @@ class _Problem:
         J = np.zeros((r.size, self.nf))
         J[:e.size] = (Jx * sw[:, None, None]).reshape(-1, self.nf)
         J[e.size + np.arange(len(self.task_rows)), self.task_rows] = self.task_sqrt_w
-        return r, J
+        return r, J, self.kin.curvature(x, Jx, e * (sw * sw)[:, None], derivatives)
 
     def solve(self, q, obs, targets):
-        """Minimize F from ``q (nf,)`` (clipped into the bounds) for one frame: returns
-        ``(q, iterations, converged)``."""
+        """Minimize F from ``q (nf,)`` (clipped into the bounds) for one frame by damped
+        Newton steps (module docstring): returns ``(q, iterations, converged)``."""
+        if self.nf == 0:                        # every coordinate locked: nothing to solve
+            return q, 0, True
         lower, upper = self.kin.lower, self.kin.upper
         seen = np.all(np.isfinite(obs), axis=1)
         w = np.where(seen, self.weights, 0.0)
         total = w.sum()
         sw = np.sqrt(w / total) if total > 0 else w
         q = np.clip(q, lower, upper)
-        r, J = self.residual(q, obs, seen, sw, targets)
+        taken, derivatives = q, self.kin.joint_derivatives(q)
+        r, J, C = self.residual(q, obs, seen, sw, targets, derivatives)
         F = r @ r
         damping = 0.0
         for it in range(1, MAX_ITERATIONS + 1):
             g = J.T @ r
-            H = J.T @ J
+            H = J.T @ J + C
             scale = max(float(np.max(np.diag(H))), 1e-300)
             held = ((q <= lower) & (g > 0)) | ((q >= upper) & (g < 0))
             step = np.zeros(self.nf)
@@ -378,11 +431,13 @@ class _Problem:
                 damping = max(10 * damping, 1e-9)
                 continue
             qn = np.clip(q + step, lower, upper)
-            moved = float(np.max(np.abs(qn - q))) if self.nf else 0.0
-            rn, Jn = self.residual(qn, obs, seen, sw, targets)
+            moved = float(np.max(np.abs(qn - q)))
+            if np.max(np.abs(qn - taken)) > _REFRESH:
+                taken, derivatives = qn, self.kin.joint_derivatives(qn)
+            rn, Jn, Cn = self.residual(qn, obs, seen, sw, targets, derivatives)
             Fn = rn @ rn
             if Fn <= F:
-                q, r, J, F = qn, rn, Jn, Fn
+                q, r, J, C, F = qn, rn, Jn, Cn, Fn
                 damping *= 0.1
                 if damping < 1e-12:
                     damping = 0.0
@@ -455,8 +510,8 @@ class MarkerPlacement:
 def _marker_errors(x, obs, names):
     """``([total squared, RMS, max], worst name)`` of one frame as OpenSim reports them: a
     marker not seen counts 0 and stays in the RMS's count."""
-    d2 = np.where(np.all(np.isfinite(obs), axis=1), np.sum((x - obs) ** 2, axis=1), 0.0)
-    d2 = np.nan_to_num(d2)
+    with np.errstate(invalid="ignore"):
+        d2 = np.where(np.all(np.isfinite(obs), axis=1), np.sum((x - obs) ** 2, axis=1), 0.0)
     total = float(d2.sum())
     worst = int(np.argmax(d2)) if len(d2) else -1
     rms = math.sqrt(total / len(d2)) if len(d2) else 0.0
@@ -475,6 +530,16 @@ def _nearest_row(time, t):
     return i if time[i] - t <= t - time[i - 1] else i - 1
 
 
+def _listed(names):
+    """Names as a reader would list them: ``A, B, C``."""
+    return ", ".join(names)
+
+
+def _times(times):
+    """``t = a, b, c...``: the first five of ``times`` (s)."""
+    return f"t = {', '.join(f'{t:g}' for t in times[:5])}{'...' if len(times) > 5 else ''}"
+
+
 def _named(trial):
     """`` NAME`` of the trial's file, or "" for a trial not read from a file."""
     return f" {os.path.basename(trial.source)}" if trial.source else ""
@@ -488,13 +553,13 @@ def _tracked_markers(model, trial, tasks, warnings):
     weights = tasks.marker_weights()
     missing = [n for n in weights if n not in trial.names]
     if missing:
-        warnings.append(f"markers {missing} have tasks but are not in the trial"
+        warnings.append(f"markers {_listed(missing)} have tasks but are not in the trial"
                         f"{_named(trial)}; they are skipped")
     names = [n for n in trial.names if not weights or n in weights]
     absent = [n for n in names if n not in model.markers]
     if absent and weights:
-        warnings.append(f"markers {absent} have tasks but the model {model.name!r} has no "
-                        "such markers; they are skipped")
+        warnings.append(f"markers {_listed(absent)} have tasks but the model {model.name!r} "
+                        "has no such markers; they are skipped")
     names = [n for n in names if n in model.markers]
     if not names:
         raise InvalidInputError(
@@ -502,8 +567,8 @@ def _tracked_markers(model, trial, tasks, warnings):
             f"model {model.name!r}: name the model's markers in the marker tasks, or use a "
             "trial with the model's markers")
     if len(names) < 4:
-        warnings.append(f"only {len(names)} markers are tracked ({names}); the pose is poorly "
-                        "determined with fewer than 4")
+        warnings.append(f"only {len(names)} markers are tracked ({_listed(names)}); the pose "
+                        "is poorly determined with fewer than 4")
     return names, np.array([weights.get(n, 1.0) for n in names], dtype=float)
 
 
@@ -514,12 +579,12 @@ def _coordinate_tasks(model, tasks, coordinate_values, warnings):
     applied = tasks.applied_coordinates()
     unknown = [t.name for t in applied if t.name not in model.coordinates]
     if unknown:
-        raise InvalidInputError(f"coordinate tasks name {unknown}, which the model "
+        raise InvalidInputError(f"coordinate tasks name {_listed(unknown)}, which the model "
                                 f"{model.name!r} does not have: correct the task set")
     locked = [t.name for t in applied if model.coordinates[t.name].locked]
     if locked:
-        warnings.append(f"coordinates {locked} are locked: they stay at their default values "
-                        "and their tasks are dropped")
+        warnings.append(f"coordinates {_listed(locked)} are locked: they stay at their default "
+                        "values and their tasks are dropped")
     kept = [t for t in applied if not model.coordinates[t.name].locked]
     constant = np.array([model.coordinates[t.name].default if t.value_type == "default_value"
                          else t.value for t in kept], dtype=float)
@@ -527,23 +592,20 @@ def _coordinate_tasks(model, tasks, coordinate_values, warnings):
     from_file = [t.name for t in kept if t.value_type == "from_file"]
     if from_file:
         if coordinate_values is None:
-            raise InvalidInputError(f"coordinate tasks {from_file} take their values from a "
-                                    "coordinate file, and none was given: name the file in "
-                                    "the setup or change the tasks' value_type")
+            raise InvalidInputError(f"coordinate tasks {_listed(from_file)} take their values "
+                                    "from a coordinate file, and none was given: name the file "
+                                    "in the setup or change the tasks' value_type")
         lacking = [n for n in from_file if n not in coordinate_values.names]
         if lacking:
-            raise InvalidInputError(f"the coordinate file has no columns {lacking} that "
+            raise InvalidInputError(f"the coordinate file has no columns {_listed(lacking)} that "
                                     "from_file tasks ask for: add them or change the tasks")
         rotational = {n: n in model.coordinates and model.is_rotational(n)
                       for n in coordinate_values.names}
         values = coordinate_values.values_in_radians(rotational)
-        t = coordinate_values.time
-        k = max(0, min(5, len(t) - 1))
         for i, task in enumerate(kept):
             if task.value_type == "from_file":
                 column = values[:, coordinate_values.names.index(task.name)]
-                splines[i] = make_interp_spline(t, column, k=k) if k else \
-                    (lambda _t, v=column[0]: v)
+                splines[i] = natural_spline(coordinate_values.time, column, 5)
 
     def targets(time):
         out = constant.copy()
@@ -555,7 +617,7 @@ def _coordinate_tasks(model, tasks, coordinate_values, warnings):
 
 
 def solve_ik(model, trial, tasks, *, time_range=None, coordinate_values=None,
-             accuracy=DEFAULT_ACCURACY, progress=None):
+             accuracy=DEFAULT_ACCURACY, fits=None, progress=None):
     """Inverse kinematics of ``trial`` (a :class:`~core.io.markers.MarkerTrial`) on ``model``
     (an :class:`~core.io.osim.OsimModel` with markers) with ``tasks`` (:class:`IKTaskSet`),
     frame by frame as ``InverseKinematicsTool`` (module docstring).
@@ -563,13 +625,17 @@ def solve_ik(model, trial, tasks, *, time_range=None, coordinate_values=None,
     time_range: ``(start, end)`` s, clipped to the trial as OpenSim clips it (a warning says
     so); a range that misses the trial raises. The frames solved run from the row nearest
     ``start`` to the row nearest ``end``. coordinate_values: a :class:`~core.io.motion.Motion`
-    for ``from_file`` coordinate tasks, interpolated at the frames' times by a quintic spline
-    through its rows (OpenSim fits a smoothing GCV spline of the same degree, which for
-    smooth data comes close but does not pass through the rows). accuracy: the step, in
-    radians or metres, below which a frame's solve stops. progress: ``progress(fraction) ->
+    for ``from_file`` coordinate tasks, interpolated at the frames' times by the natural
+    quintic spline through its rows (OpenSim's ``GCVSplineSet(5, ...)`` with zero error
+    variance, :func:`core.mocap.inverse_dynamics.natural_spline`; at least 6 rows).
+    accuracy: the step, in radians or metres, below which a frame's solve stops. fits:
+    ``{joint name: JointDocument}`` of fitted spline joints that replace the model's exact
+    joints (:func:`core.fitting.osim.model_with_fits`). progress: ``progress(fraction) ->
     bool`` after each frame; False cancels (status ``"cancelled"``, no frames).
     Returns :class:`IKResult`.
     """
+    if fits:
+        model = model_with_fits(model, fits)
     accuracy = float(accuracy)
     if not (accuracy > 0 and math.isfinite(accuracy)):
         raise InvalidInputError(f"accuracy must be a positive number of radians or metres, got "
@@ -579,11 +645,14 @@ def solve_ik(model, trial, tasks, *, time_range=None, coordinate_values=None,
     kept, targets = _coordinate_tasks(model, tasks, coordinate_values, warnings)
     time = np.asarray(trial.time, dtype=float)
     start, end = (time[0], time[-1]) if time_range is None else map(float, time_range)
+    if not end >= start:
+        raise InvalidInputError(f"the time range {start:g}..{end:g} s ends before it starts: "
+                                "give the start time first")
     lo, hi = max(time[0], start), min(time[-1], end)
     if not hi >= lo:
         raise InvalidInputError(
-            f"the time range {start:g}..{end:g} s misses the trial{_named(trial)}, which spans {time[0]:g}..{time[-1]:g} s: "
-            "choose a range inside it")
+            f"the time range {start:g}..{end:g} s misses the trial{_named(trial)}, which "
+            f"spans {time[0]:g}..{time[-1]:g} s: choose a range inside it")
     if (lo, hi) != (start, end):
         warnings.append(f"the time range {start:g}..{end:g} s is clipped to the trial's "
                         f"{lo:g}..{hi:g} s")
@@ -601,12 +670,15 @@ def solve_ik(model, trial, tasks, *, time_range=None, coordinate_values=None,
     q = q_all[kin.free].copy()
     Q = np.tile(q_all, (len(rows), 1))
     errors = np.zeros((len(rows), 3))
-    worst, steps, failed = [], np.zeros(len(rows), dtype=int), []
+    worst, steps, failed, blind = [], np.zeros(len(rows), dtype=int), [], []
     for k, row in enumerate(rows):
         if np.all(~np.isfinite(obs[k])) and not kept:
-            failed.append(time[row])
+            blind.append(time[row])
         else:
-            q, steps[k], converged = problem.solve(q, obs[k], targets(time[row]))
+            # the previous frame's pose moved on at its last rate (a start within the
+            # second difference of the motion, where Newton's steps converge quadratically)
+            start = q if k < 2 else 2 * q - Q[k - 2, kin.free]
+            q, steps[k], converged = problem.solve(start, obs[k], targets(time[row]))
             if not converged:
                 failed.append(time[row])
         Q[k, kin.free] = q
@@ -620,22 +692,25 @@ def solve_ik(model, trial, tasks, *, time_range=None, coordinate_values=None,
                             q=np.zeros((0, model.nq)), errors=np.zeros((0, 3)), worst=(),
                             markers=tuple(names), iterations=np.zeros(0, dtype=int),
                             warnings=tuple(warnings), status="cancelled")
+    if blind:
+        warnings.append(f"no tracked marker is seen at {len(blind)} frames ({_times(blind)}); "
+                        "they keep the pose of the frame before")
     if failed:
         warnings.append(f"the solve did not settle to the accuracy {accuracy:g} at "
-                        f"{len(failed)} frames (t = {', '.join(f'{t:g}' for t in failed[:5])}"
-                        f"{'...' if len(failed) > 5 else ''}); their poses are the best found")
+                        f"{len(failed)} frames ({_times(failed)}); their poses are the best "
+                        "found")
     return IKResult(time=time[rows].copy(), frames=rows, names=model.coordinate_names,
                     rotational=np.array([model.is_rotational(n) for n in model.coordinates]),
                     q=Q, errors=errors, worst=tuple(worst), markers=tuple(names),
                     iterations=steps, warnings=tuple(warnings), status="solved")
 
 
-def write_ik_result(result, motion_path, errors_path=None):
-    """Write ``result`` as OpenSim's InverseKinematicsTool does: the coordinates to the
-    motion ``motion_path`` (angles in degrees, first line ``Coordinates``) and, if
-    ``errors_path``, the marker errors (``total_squared_error``, ``marker_error_RMS``,
-    ``marker_error_max``, first line ``Model Marker Errors from IK``). A cancelled result
-    raises: it has no rows to write."""
+def write_ik_result(result, motion_path=None, errors_path=None):
+    """Write ``result`` as OpenSim's InverseKinematicsTool does: if ``motion_path``, the
+    coordinates (angles in degrees, first line ``Coordinates``); if ``errors_path``, the
+    marker errors (``total_squared_error``, ``marker_error_RMS``, ``marker_error_max``, first
+    line ``Model Marker Errors from IK``). A cancelled result raises: it has no rows to
+    write."""
     if result.status != "solved":
         raise InvalidInputError("the inverse kinematics was cancelled: there is nothing to "
                                 "write; run it to the end first")
@@ -643,21 +718,19 @@ def write_ik_result(result, motion_path, errors_path=None):
         write_motion(errors_path, ("total_squared_error", "marker_error_RMS",
                                    "marker_error_max"), result.time, result.errors,
                      in_degrees=False, name="Model Marker Errors from IK")
-    write_motion(motion_path, result.names, result.time, result.degrees(), in_degrees=True,
-                 name="Coordinates")
+    if motion_path is not None:
+        write_motion(motion_path, result.names, result.time, result.degrees(),
+                     in_degrees=True, name="Coordinates")
 
 
-def run_ik(setup, *, model=None, trial=None, progress=None):
+def run_ik(setup, *, model=None, trial=None, fits=None, progress=None):
     """Run an :class:`IKSetup` as ``InverseKinematicsTool.run`` does: read its model (unless
     ``model`` is given), marker file (unless ``trial``) and coordinate file, solve
-    (:func:`solve_ik` with the setup's time range, tasks and accuracy) and write the motion
-    to ``output_motion_file`` and, with ``report_errors``, the marker errors to
-    ``<results_directory>/<name>_ik_marker_errors.sto``. Files are written only when every
-    frame is solved (a cancel or an error writes nothing). Returns the :class:`IKResult`."""
-    from ..io.markers import read_trc
-    from ..io.motion import read_motion
-    from ..io.osim import read_osim
-
+    (:func:`solve_ik` with the setup's time range, tasks and accuracy, and ``fits``) and write
+    the motion to ``output_motion_file`` (if named) and, with ``report_errors``, the marker
+    errors to ``<results_directory>/<name>_ik_marker_errors.sto`` (the folder made if
+    missing). Files are written only when every frame is solved (a cancel or an error writes
+    nothing). Returns the :class:`IKResult`."""
     for what, value, given in (("model_file", setup.model_file, model),
                                ("marker_file", setup.marker_file, trial)):
         if given is None and not value:
@@ -668,11 +741,15 @@ def run_ik(setup, *, model=None, trial=None, progress=None):
         trial = read_trc(setup.path(setup.marker_file))
     values = read_motion(setup.path(setup.coordinate_file)) if setup.coordinate_file else None
     result = solve_ik(model, trial, setup.tasks, time_range=setup.time_range,
-                      coordinate_values=values, accuracy=setup.accuracy, progress=progress)
-    if result.status == "solved" and setup.output_motion_file:
-        errors = os.path.join(setup.results_directory, f"{setup.name}_ik_marker_errors.sto") \
-            if setup.report_errors else None
-        write_ik_result(result, setup.path(setup.output_motion_file), errors)
+                      coordinate_values=values, accuracy=setup.accuracy, fits=fits,
+                      progress=progress)
+    if result.status == "solved":
+        errors = None
+        if setup.report_errors:
+            os.makedirs(setup.results_directory, exist_ok=True)    # as OpenSim makes it
+            errors = os.path.join(setup.results_directory, f"{setup.name}_ik_marker_errors.sto")
+        write_ik_result(result, setup.path(setup.output_motion_file)
+                        if setup.output_motion_file else None, errors)
     return result
 
 
@@ -714,10 +791,13 @@ def place_markers(model, trial, tasks, *, time_range, coordinate_values=None,
     along an axis within the range, in the trial file's units as OpenSim compares it.
     accuracy: the solve's step tolerance (radians or metres). The model's coordinate default
     values are kept, as OpenSim writes them; the static pose is :attr:`MarkerPlacement.q`.
+
+    OpenSim solves the static pose at its AssemblySolver's default accuracy (1e-4, which
+    MarkerPlacer does not change), where L-BFGS stops short of the minimum: on gait2392's
+    static trial its pose is up to 0.6 degrees from the one found here (whose goal is lower),
+    which puts its placed markers up to 9 mm from these.
     Returns :class:`MarkerPlacement`.
     """
-    from ..io.markers import UNITS
-
     if time_range is None or len(time_range) != 2:
         raise InvalidInputError("place_markers needs a time_range (start, end) in seconds over "
                                 "which to average the static trial")
@@ -732,7 +812,7 @@ def place_markers(model, trial, tasks, *, time_range, coordinate_values=None,
     kept_markers = {n: m for n, m in model.markers.items() if n in trial.names}
     removed = [n for n in model.markers if n not in kept_markers]
     if removed:
-        warnings.append(f"model markers {removed} are not in the static trial and are "
+        warnings.append(f"model markers {_listed(removed)} are not in the static trial and are "
                         "removed, as OpenSim's marker placer removes them")
     placed = dataclasses.replace(model, markers={n: dataclasses.replace(m) for n, m in
                                                  kept_markers.items()})

@@ -39,8 +39,28 @@ Masses and inertias follow ``Body::scaleInertialProperties``: with
 without it the masses are also multiplied by ``|s_x s_y s_z|``. A subject mass > 0 then
 multiplies every mass and inertia by (subject mass / model mass) (``Body::scaleMass``).
 
+Muscles and wrap objects, with the factors ``s`` of the body each is on: a path point's
+location (a conditional point's too; its range stays) elementwise by ``s``
+(``PathPoint::extendScale``); a moving point's function of each axis k that has a
+coordinate multiplied by ``s[k]`` (``MovingPathPoint::extendScale``: a
+``MultiplierFunction`` has its scale multiplied, any other function is wrapped in one),
+its components without a coordinate left as they are, and the translation of the frame
+it is given in by ``s``. A wrap object's translation by ``s`` (``WrapObject::extendScale``);
+its sizes along its own axes, with ``a_i`` the wrap frame's axis i in the body (a column of
+its rotation) and ``|a_i * s|`` the factor along it: a cylinder's radius by the mean of
+those of x and y and its length by that of z (``WrapCylinder``), an ellipsoid's dimension
+i by that of axis i (``WrapEllipsoid``), a sphere's radius by the mean of ``s``
+(``WrapSphere``; refused if that mean is not positive). Each muscle's optimal fibre length
+and tendon slack length are multiplied by (its path's length on the scaled model) / (its
+length on the unscaled one), both at the coordinates' default values (``Model::scale``
+stores the lengths in the default pose before scaling, ``GeometryPath::extendPreScale``, and
+each muscle's ``extendPostScale`` rescales after); a RigidTendonMuscle, which has no such
+step, keeps its two lengths. OpenSim assembles the default pose first: a model whose
+default values break one of its constraints gets other lengths there.
+
 The model holds each frame as its pose in its body (:mod:`core.io.osim`), so a chain of
-offset frames is scaled as one frame: OpenSim scales each link of the chain in its own
+offset frames is scaled as one frame, and so is a path point or wrap object given in an
+offset frame together with that frame: OpenSim scales each link of the chain in its own
 parent frame, which agrees unless a link is rotated and the factors are unequal.
 
 Where OpenSim goes on silently or with a line in its log, this module refuses, naming the
@@ -67,6 +87,7 @@ from ..io.motion import read_motion, write_motion
 from ..io.osim import GROUND, OsimModel, read_osim
 from ..io.osim_export import write_marker_set, write_osim
 from ..joints import opensim as osj
+from ..muscles import paths as mp
 from .ik import IKTaskSet, parse_task_set, place_markers
 
 __all__ = ["Measurement", "ManualScale", "ModelScalerSetup", "MarkerPlacerSetup",
@@ -83,6 +104,8 @@ _SIGNIFICANT = np.finfo(float).eps ** 0.875
 #: a body lighter than this (kg) has its inertia set to zero (``SimTK::Eps``)
 _EPS = np.finfo(float).eps
 _UNSET = ("", "Unassigned")
+#: muscle classes whose ``extendPostScale`` leaves the fibre and tendon lengths as they are
+_UNSCALED_MUSCLES = ("RigidTendonMuscle",)
 
 
 # ----------------------------------------------------------------------------- setup
@@ -435,7 +458,9 @@ def _is_identity(f):
 
 
 def _multiplied(f, k):
-    """``f`` multiplied by ``k`` as ``SpatialTransform::scale`` does it."""
+    """``f`` multiplied by ``k`` as ``SpatialTransform::scale`` does it (and
+    ``MovingPathPoint::extendScale``, but for a constant, which it wraps in a
+    ``MultiplierFunction``: the same values)."""
     if type(f) is osj.Constant:
         return osj.Constant(f.c * k)
     if type(f) is osj.MultiplierFunction:
@@ -511,8 +536,9 @@ def _numerically_equal(a, b):
 
 def scale_model(model, factors, *, preserve_mass_distribution=False, mass=-1.0, name=None):
     """``model`` scaled by ``factors`` ``{body: (3,)}`` as ``Model::scale`` does (module
-    docstring); bodies not named keep their size. ``mass`` > 0: the total mass the scaled
-    model has. Returns a new :class:`~core.io.osim.OsimModel` (named ``name`` if given)."""
+    docstring), its muscles and wrap objects included; bodies not named keep their size.
+    ``mass`` > 0: the total mass the scaled model has. Returns a new
+    :class:`~core.io.osim.OsimModel` (named ``name`` if given)."""
     s = {b: np.ones(3) for b in model.bodies}
     for body, f in factors.items():
         if body not in model.bodies:
@@ -548,10 +574,55 @@ def scale_model(model, factors, *, preserve_mass_distribution=False, mass=-1.0, 
     couplers = [_scaled_coupler(model, c, s) for c in model.couplers]
     markers = {n: dataclasses.replace(m, location=m.location * s[m.body])
                for n, m in model.markers.items()}
-    return dataclasses.replace(model, name=model.name if name is None else name, path="",
-                               bodies=bodies, joints=joints, couplers=couplers,
-                               markers=markers, skipped=list(model.skipped),
-                               notes=list(model.notes))
+    wrap_objects = {n: _scaled_wrap_object(w, s[w.body]) for n, w in model.wrap_objects.items()}
+    muscles = {n: dataclasses.replace(m, path=mp.GeometryPath(
+        [_scaled_point(p, s[p.body]) for p in m.path.points], list(m.path.wraps)))
+        for n, m in model.muscles.items()}
+    scaled = dataclasses.replace(model, name=model.name if name is None else name, path="",
+                                 bodies=bodies, joints=joints, couplers=couplers,
+                                 markers=markers, muscles=muscles, wrap_objects=wrap_objects,
+                                 skipped=list(model.skipped), notes=list(model.notes))
+    rescaled = [n for n, m in model.muscles.items() if m.kind not in _UNSCALED_MUSCLES]
+    if rescaled:
+        before, after = mp.path_kinematics(model), mp.path_kinematics(scaled)
+        for n in rescaled:
+            length = mp.path_length(before, None, model.muscles[n].path, f"muscle {n!r}")
+            if length > 0.0:
+                k = mp.path_length(after, None, scaled.muscles[n].path, f"muscle {n!r}") \
+                    / length
+                m = scaled.muscles[n]
+                scaled.muscles[n] = dataclasses.replace(
+                    m, optimal_fiber_length=m.optimal_fiber_length * k,
+                    tendon_slack_length=m.tendon_slack_length * k)
+    return scaled
+
+
+def _scaled_point(point, s):
+    """``PathPoint::extendScale`` (a conditional point's too) and
+    ``MovingPathPoint::extendScale``."""
+    if not isinstance(point, mp.MovingPathPoint):
+        return dataclasses.replace(point, location=point.location * s)
+    functions = tuple(None if item is None else (item[0], _multiplied(item[1], float(s[k])))
+                      for k, item in enumerate(point.functions))
+    return dataclasses.replace(point, functions=functions,
+                               frame=_scaled_translation(point.frame, s))
+
+
+def _scaled_wrap_object(w, s):
+    """``WrapObject::extendScale`` and its subclasses' (module docstring)."""
+    along = np.linalg.norm(w.pose[:3, :3] * s[:, None], axis=0)
+    pose = _scaled_translation(w.pose, s)
+    if w.kind == "WrapCylinder":
+        return dataclasses.replace(w, pose=pose, radius=w.radius * ((along[0] + along[1]) * 0.5),
+                                   length=w.length * along[2])
+    if w.kind == "WrapEllipsoid":
+        return dataclasses.replace(w, pose=pose, radii=w.radii * along)
+    mean = s.sum() / 3.0
+    if not mean > 0.0:
+        raise InvalidInputError(
+            f"wrap sphere {w.name!r} on body {w.body!r} would get a radius of {mean:g} times "
+            f"its own: the body's scale factors {s.tolist()} must have a positive mean")
+    return dataclasses.replace(w, pose=pose, radius=w.radius * mean)
 
 
 def _scaled_coupler(model, c, s):

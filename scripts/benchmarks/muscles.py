@@ -1,4 +1,5 @@
-"""Muscle paths: lengths and moment arms of all 92 gait2392 muscles at one pose.
+"""Muscle paths: lengths and moment arms of all 92 gait2392 muscles at one pose; then a
+40-muscle rig simulated (:mod:`scripts.benchmarks.muscle_rig`).
 
 Ours (:mod:`core.muscles.paths`): one :func:`~core.muscles.paths.path_kinematics` of the
 pose, then each muscle's length and its moment arms about all 23 coordinates. Where
@@ -15,6 +16,7 @@ from core.io.osim import read_osim
 from core.muscles.paths import moment_arms, path_kinematics, path_length, spanned_coordinates
 
 from .common import median_us, table
+from .muscle_rig import bench_muscle_rig
 from .osim import GAIT, opensim_gait
 
 
@@ -75,4 +77,5 @@ def bench_muscles(quick=False):
                      f"{ours[k] / theirs[k]:.2f}" if theirs else ""])
     return [table("gait2392's 92 muscles at one pose", ["what", "ours, ms",
                                                         "OpenSim 4.6, ms", "ours / OpenSim"],
-                  rows, note="CPU time; OpenSim in the same process and run")]
+                  rows, note="CPU time; OpenSim in the same process and run")] + \
+        bench_muscle_rig(quick)

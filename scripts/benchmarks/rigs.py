@@ -228,25 +228,33 @@ def character_rig():
                      duration=(dc.FRAMES - 1) / dc.FPS)
 
 
+def timed_bake(run, backend_name, repeats):
+    """``(result, median wall time (s), median CPU time (s))`` of ``run()`` (a bake) on
+    backend ``backend_name`` over ``repeats`` runs after one that compiles (or loads) the
+    kernels and gives the result; None where that backend is not available."""
+    def timed():
+        result = run()
+        times, cpu = [], []
+        for _ in range(repeats):
+            t, c = time.perf_counter(), time.process_time()
+            run()
+            times.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+        return result, float(np.median(times)), float(np.median(cpu))
+
+    return on_backend(backend_name, timed)
+
+
 def _row(name, bodies, integrator, backend_name, repeats):
     def run():
         rig = build_rig(bodies, fps=FPS, substeps=SUBSTEPS, duration=SECONDS,
                         integrator=integrator)
         return simulate_rig(rig)
 
-    def timed():
-        result = run()                       # compiles (or loads) the kernels, checks the run
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - t)
-        return result, float(np.median(times))
-
-    out = on_backend(backend_name, timed)
+    out = timed_bake(run, backend_name, repeats)
     if out is None:
         return None
-    result, seconds = out
+    result, seconds, _ = out
     return [name, integrator, backend_name, len(bodies) - 1, len(result.times),
             seconds / SECONDS, 1e6 * seconds / (SECONDS * FPS * SUBSTEPS),
             math.degrees(result.worst_violation)]

@@ -32,12 +32,16 @@ VIEWS = {
     "hinge_chain": (0.2, -1.0, 0.25),
     "skeleton_chain": (0.9, -1.0, 0.55),
     "gait2392_walk": (0.75, -1.0, 0.2),
+    "gait2392_mocap": (0.6, -1.0, 0.3),
+    "gait2392_muscles": (0.75, -1.0, 0.2),
+    "arm26_biceps": (0.2, -1.0, 0.15),
     "four_bar_linkage": (0.25, -1.0, 0.3),
     "scissor_lift": (0.35, -1.0, 0.3),
     "door_stop": (0.3, -0.6, 1.2),
     "character_rig": (1.0, 0.7, 0.45),
     "ragdoll_steps": (1.0, -0.35, 0.3),
     "chain_in_bowl": (0.5, -1.0, 0.7),
+    "metarig_ragdoll": (0.35, -1.0, 0.35),
 }
 #: OpenSim pelvis/thorax frame in the world (OpenSim y up = world z)
 T_WORLD_OPENSIM = np.array([[1.0, 0, 0, 0], [0, 0, -1.0, 0], [0, 1.0, 0, 0], [0, 0, 0, 1.0]])

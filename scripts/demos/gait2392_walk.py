@@ -97,11 +97,7 @@ def build_gait_walk(out: Path) -> None:
         arms.append(arm)
     _share_meshes(arms[0].users_collection[0], arms[1].users_collection[0])
     pts = kit.visible_points(scene, range(scene.frame_start, scene.frame_end + 1, 10))
-    lo, hi = pts.min(axis=0), pts.max(axis=0)
-    m = 0.2  # the ground reaches this far (m) beyond the feet
-    quad = np.array([[lo[0] - m, lo[1] - m, lo[2]], [hi[0] + m, lo[1] - m, lo[2]],
-                     [hi[0] + m, hi[1] + m, lo[2]], [lo[0] - m, hi[1] + m, lo[2]]])
-    kit.ground_quad(scene, quad)
+    quad = kit.ground_under(scene, pts, 0.2)  # the ground reaches 0.2 m beyond the feet
     kit.setup_render(scene, np.vstack([pts, quad]), view, margin=1.04)
     credits = bpy.data.texts.new("CREDITS")
     credits.write(GAIT_CREDITS)

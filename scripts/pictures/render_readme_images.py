@@ -28,6 +28,9 @@ Stills (8-bit PNG, each well under 300 kB):
   baked contact demos (the ragdoll down the steps, the chain into the bowl), 8 frames each.
 * ``gait2392_walk.png``: the two gait2392 models of gait2392_walk.blend (exact OpenSim knees,
   fitted spline knees) at mid-stride (:data:`GAIT_FRAME`), through the demo's own camera.
+* ``gait2392_mocap.png`` (``mocap``): the scaled gait2392 subject of gait2392_mocap.blend
+  solved through the walking trial's markers (blue; its own markers pink), with the ground
+  reaction force arrows, at :data:`MOCAP_FRAME`, through the demo's own camera.
 
 Animations (``animations``): ``<demo>.gif`` for every file of demo_blends/, through the file's
 own camera at :data:`ANIMATION_SIZE`, about :data:`ANIMATION_FPS` frames per second over the
@@ -173,11 +176,24 @@ def scapula(bpy, out: Path, baked=None) -> Path:
 GAIT_FRAME = 90
 
 
-def gait(bpy, out: Path, baked=None) -> Path:
-    scene = open_demo(bpy, "gait2392_walk", baked)
-    target = out / "gait2392_walk.png"
-    kit.save_png(kit.render_frame(scene, GAIT_FRAME, (720, 450)), target)
+def still(bpy, name: str, frame: int, out: Path, baked=None) -> Path:
+    """``<name>.png``: frame ``frame`` of demo ``name`` through its own camera, 720 x 450."""
+    scene = open_demo(bpy, name, baked)
+    target = out / f"{name}.png"
+    kit.save_png(kit.render_frame(scene, frame, (720, 450)), target)
     return target
+
+
+def gait(bpy, out: Path, baked=None) -> Path:
+    return still(bpy, "gait2392_walk", GAIT_FRAME, out, baked)
+
+
+#: the motion-capture demo's frame shown: double support, both feet on the force plates
+MOCAP_FRAME = 80
+
+
+def mocap(bpy, out: Path, baked=None) -> Path:
+    return still(bpy, "gait2392_mocap", MOCAP_FRAME, out, baked)
 
 
 def animation(bpy, name: str, out: Path, baked=None) -> Path:
@@ -202,7 +218,7 @@ def animations(bpy, out: Path, baked=None, names=None) -> list[Path]:
 
 
 MAKERS = {"knee": knee, "reach_cone": reach_cone, "beads": beads, "character": character, "scapula": scapula,
-          "gait": gait, "linkages": linkages, "contacts": contacts, "animations": animations}
+          "gait": gait, "mocap": mocap, "linkages": linkages, "contacts": contacts, "animations": animations}
 
 
 def main(argv: list[str]) -> int:

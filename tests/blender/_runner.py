@@ -35,7 +35,7 @@ def install(zip_path):
         "loaded": bool(loaded_state),
         "extension_dir": os.path.join(user, "extensions", "user_default", "spline_joints"),
         "site_packages": site,
-        "unpacked": sorted(n for n in ("scipy", "numba", "llvmlite")
+        "unpacked": sorted(n for n in ("c3d", "scipy", "numba", "llvmlite")
                            if os.path.isdir(os.path.join(site, n))),
         "user_path": bpy.utils.resource_path("USER"),
     }

@@ -151,3 +151,19 @@ def hanging_links(scene):
         bpy.context.view_layer.objects.active = o
         assert bpy.ops.spline_joints.set_object_rest() == {"FINISHED"}
     return links
+
+
+def cancelling_at(job_class, fraction: float = 0.5):
+    """A subclass of a bake job class whose progress presses the modal's Esc (``cancel``) once
+    the core reports ``fraction`` done; its ``seen`` lists every fraction reported."""
+
+    class EscAt(job_class):
+        seen = []
+
+        def progress(self, done):
+            self.seen.append(done)
+            if done >= fraction:
+                self.cancel()
+            return super().progress(done)
+
+    return EscAt

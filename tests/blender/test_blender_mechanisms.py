@@ -84,7 +84,7 @@ def test_bake_error_writes_nothing(blender):
 def scenario_cancel_bake(tmp):
     import bpy
 
-    from scenes import addon_module
+    from scenes import addon_module, cancelling_at
 
     mechanisms = addon_module("addon.mechanism_bake")
     scene, item = new_scene_with("hinge_chain", 0.5)
@@ -93,17 +93,7 @@ def scenario_cancel_bake(tmp):
     before = {o.name: np.array(o.matrix_world) for o in bodies}
     n_actions = len(bpy.data.actions)
 
-    class EscAtHalf(mechanisms.BakeJob):
-        """The modal's Esc (BakeJob.cancel) pressed once the core reports half the frames done."""
-
-        seen = []
-
-        def progress(self, fraction):
-            self.seen.append(fraction)
-            if fraction >= 0.5:
-                self.cancel()
-            return super().progress(fraction)
-
+    EscAtHalf = cancelling_at(mechanisms.BakeJob)  # the modal's Esc at half the frames
     job = EscAtHalf(scene, -1)
     job.simulate()  # what the modal's worker thread runs
     status, level, message = job.finish(scene)

@@ -1,5 +1,5 @@
 """The built zip of this Blender's Python line validates, installs into the sandbox, enables,
-and unpacks its scipy, numba and llvmlite wheels; the installed core compiles its kernels with
+and unpacks its c3d, scipy, numba and llvmlite wheels; the installed core compiles its kernels with
 the bundled numba into the extension's user folder; the other line's zip is refused with a
 message naming the Blender versions it is for."""
 
@@ -15,11 +15,13 @@ from conftest import PYTHON, ROOT, TIMEOUT
 #: the linux-x64 wheels and Blender range of each Python line's zip
 LINES = {
     "3.11": {"wheels": [
+        "wheels/c3d-0.6.0-py3-none-any.whl",
         "wheels/llvmlite-0.50.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
         "wheels/numba-0.68.1-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
         "wheels/scipy-1.15.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
     ], "min": "4.2.0", "max": "5.1.0", "name": "blender_4.2_to_5.0"},
     "3.13": {"wheels": [
+        "wheels/c3d-0.6.0-py3-none-any.whl",
         "wheels/llvmlite-0.50.0-cp313-cp313-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
         "wheels/numba-0.68.1-cp313-cp313-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
         "wheels/scipy-1.18.1-cp313-cp313-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
@@ -42,7 +44,7 @@ def test_zip_contents(extension_zip):
     assert manifest["blender_version_min"] == line["min"]
     assert manifest.get("blender_version_max") == line["max"]
     assert sorted("./" + w for w in line["wheels"]) == sorted(
-        w for w in manifest["wheels"] if "manylinux" in w)
+        w for w in manifest["wheels"] if "manylinux" in w or w.endswith("-none-any.whl"))
 
 
 @pytest.mark.smoke
@@ -50,7 +52,7 @@ def test_installed_and_enabled(sandbox):
     info = sandbox["install"]
     assert info["result"] == ["FINISHED"]
     assert info["enabled"] and info["loaded"]
-    assert info["unpacked"] == ["llvmlite", "numba", "scipy"], \
+    assert info["unpacked"] == ["c3d", "llvmlite", "numba", "scipy"], \
         "a wheel was not unpacked into the extensions site-packages"
     assert info["user_path"] == str(sandbox["user"]), "BLENDER_USER_RESOURCES was not honoured"
 

@@ -144,7 +144,8 @@ def test_gait2392_imports_and_walks(blender):
     for what, err in out["errors"].items():
         assert err < FLOAT32_TOL, (what, err)
     assert "12 bodies as bones, 23 coordinates, 20 meshes from 20 files" in out["import_report"]
-    assert "not imported: 92 Thelen2003Muscle" in out["import_report"]
+    assert "20 meshes from 20 files, 92 muscles" in out["import_report"]
+    assert "not imported" not in out["import_report"]
     assert "Keyed 211 rows" in out["motion_report"] and "211 frames" in out["motion_report"]
     assert out["missing"] == [] and out["ignored"] == []
 
@@ -161,17 +162,25 @@ def scenario_arm26_placeholders(tmp, arm26):
     return {"bones": sorted(b.name for b in arm.data.bones), "report": printed,
             "placeholders": sorted(o.name for o in empties),
             "parents": sorted({o.parent_bone or o.parent.name for o in empties}),
-            "meshes": len([o for o in collection.objects if o.type == "MESH"])}
+            "meshes": len([o for o in collection.objects if o.type == "MESH"
+                           and "spline_joints_model_marker" not in o
+                           and "spline_joints_wrap" not in o]),
+            "wraps": len([o for o in collection.objects if "spline_joints_wrap" in o]),
+            "markers": sorted((o.name, o.parent_bone) for o in collection.objects
+                              if "spline_joints_model_marker" in o)}
 
 
 def test_arm26_placeholders_for_missing_meshes(blender):
     out = blender(scenario_arm26_placeholders, arm26=ARM26)
     assert out["bones"] == ["base", "r_humerus", "r_ulna_radius_hand"]
-    assert out["meshes"] == 0 and len(out["placeholders"]) == 36
+    # besides the wrap surfaces (two cylinders, two ellipsoids) no mesh is found
+    assert out["meshes"] == 0 and out["wraps"] == 4 and len(out["placeholders"]) == 36
+    assert out["markers"] == [["r_acromion", "base"], ["r_humerus_epicondyle", "r_humerus"],
+                              ["r_radius_styloid", "r_ulna_radius_hand"]], out["markers"]
     assert "arm_r_humerus.vtp (missing)" in out["placeholders"]
     assert out["parents"] == ["base", "r_humerus", "r_ulna_radius_hand"]
     assert "36 mesh files not found (placeholders): ground_ribs.vtp" in out["report"]
-    assert "not imported: 6 Thelen2003Muscle, 2 WrapCylinder" in out["report"]
+    assert "0 meshes from 0 files, 6 muscles, 4 wrap surfaces, 3 markers; 36 mesh files not found" in out["report"]
 
 
 def scenario_errors_leave_nothing(tmp, gait, pendulum, walk):
@@ -281,7 +290,8 @@ def scenario_undo_import(tmp, gait):
 
 def test_undo_removes_the_import(blender):
     out = blender(scenario_undo_import, gait=GAIT)
-    assert out["after"]["objects"] == out["before"]["objects"] + 21  # armature + 20 meshes
+    # armature + 20 meshes + 92 muscle curves
+    assert out["after"]["objects"] == out["before"]["objects"] + 21 + 92
     assert out["after"]["armatures"] == 1 and out["after"]["collections"] == 1
     assert out["undone"] == out["before"]
     assert out["redone"] == out["after"]

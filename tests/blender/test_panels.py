@@ -81,6 +81,10 @@ def scenario_draw_panels(tmp, osim):
             draw_all()
     shin.spline_joints.fit_type = "SURFACE"
     draw_all()
+    sim = shin.spline_joints_sim    # a simulated ball joint: its cone drawn with the joint
+    sim.enabled, sim.kind, sim.use_cone = True, "BALL", True
+    draw_all()
+    sim.enabled = False
     bpy.ops.spline_joints.import_osim(filepath=osim)
     draw_all()  # an imported OpenSim armature: its coordinate sliders
     settings = bpy.context.object.data.spline_joints_osim

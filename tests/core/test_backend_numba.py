@@ -1,6 +1,7 @@
 """The compiled (numba) backend against the numpy reference: aba, rnea, crba, the nonlinear
-effects and the integrator's step on the same models, aba against Pinocchio, and the numpy
-fallback where numba cannot be imported. Never timed (scripts/benchmarks/dynamics.py times them).
+effects, the joint Jacobians and the integrator's step on the same models, aba against
+Pinocchio, and the numpy fallback where numba cannot be imported. Never timed
+(scripts/benchmarks/dynamics.py times them).
 
 Tolerance. Both backends evaluate the same formulas in different orders (world frame and
 batched in numpy, body frames one body at a time compiled), so they differ by rounding
@@ -205,6 +206,7 @@ def test_backends_agree(name, outside, both):
     # the world poses the kernels leave in data.oMi are the numpy kinematics'
     P_np, P_nb = both(lambda: (dyn.aba(m, d, q, v, tau), d.oMi)[1])
     _close(P_np, P_nb, tolerance(nb), 1.0, "poses")
+    _jacobians_agree(m, d, q, both, tolerance(nb, 1.0, ops))
     # an armature as large as M's diagonal: D + armature in both recursions
     arm = rng.random(m.nv) * np.diag(M).max()
     kappa_arm = np.linalg.cond(M + np.diag(arm))
@@ -213,6 +215,18 @@ def test_backends_agree(name, outside, both):
     A_rec, = both(lambda: dyn.aba(m, d, q, v, tau, fext, method="recursive", armature=arm))[:1]
     _close(A_rec, A_nb, tolerance(nb, kappa_arm, ops), np.abs(A_np).max(),
            "recursive, armature")
+
+
+def _jacobians_agree(m, d, q, both, tol):
+    """compute_joint_jacobians on both backends: the world poses, the world Jacobian columns,
+    the inverse adjoints and ``[Ad S; Ad dS/dq]`` of the one-coordinate joints, relative to
+    their largest entry (or 1)."""
+    one = m.one_dof_bodies
+    out_np, out_nb = both(lambda: (dyn.compute_joint_jacobians(m, d, q), d.oMi, d.Adinv,
+                                   d.W[one, :2]))
+    for a, b, what in zip(out_np, out_nb, ("S_world", "poses", "Adinv", "W")):
+        if a.size:                    # W is empty on a model without one-coordinate joints
+            _close(a, b, tol, max(np.abs(a).max(), 1.0), f"compute_joint_jacobians {what}")
 
 
 def stiff_springs(m, stiffness=2e4, damping=40.0):
@@ -900,6 +914,7 @@ def test_custom_joints_agree(which, both):
         _close(M_np, M_nb, tolerance(nb), np.abs(M_np).max(), "crba")
         P_np, P_nb = both(lambda: (dyn.aba(m, d, q, v, tau), d.oMi)[1])
         _close(P_np, P_nb, tolerance(nb), 1.0, "poses")
+        _jacobians_agree(m, d, q, both, tolerance(nb))
 
 
 def test_cache_folder_is_named_by_the_sources(tmp_path):

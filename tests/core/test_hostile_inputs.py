@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from core.errors import InvalidInputError
 from core.io import load, read_motion, read_osim, read_vtp
+from core.io.c3d import read_c3d
 from core.io.osim import parse_osim
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -339,13 +340,13 @@ def _bake_input_problem(path):
 
 @pytest.mark.parametrize("reader, name", [(read_osim, "m.osim"), (read_vtp, "m.vtp"),
                                           (read_motion, "m.mot"), (load, "j.json"),
-                                          (_bake_input_problem, "x.blend")])
+                                          (read_c3d, "t.c3d"), (_bake_input_problem, "x.blend")])
 def test_a_fifo_is_refused_without_blocking(tmp_path, reader, name):
     outcome, message = isolated(reader, _fifo(tmp_path, name), timeout=15)
     assert outcome == "refused" and "not a regular file" in message, message
 
 
-@pytest.mark.parametrize("reader", [read_vtp, read_motion, read_osim, load])
+@pytest.mark.parametrize("reader", [read_vtp, read_motion, read_osim, load, read_c3d])
 def test_a_device_is_refused_without_reading_it(reader):
     outcome, message = isolated(reader, "/dev/zero", timeout=15, memory=2 ** 30)
     assert outcome == "refused" and "not a regular file" in message, message

@@ -239,6 +239,7 @@ def test_each_compiled_kind_is_declared_once_and_has_its_branch():
     number of its own, not the Python families' KIND_PYTHON, and the compiled kinematics
     (or, for a large kind, its ``large_joint``) takes that number from the joint's module
     for its branch."""
+    import importlib
     import inspect
     import sys
 
@@ -253,7 +254,9 @@ def test_each_compiled_kind_is_declared_once_and_has_its_branch():
     assert all(len(f) == 1 for f in kinds.values()), kinds
     assert KIND_PYTHON not in kinds
     pytest.importorskip("numba")
-    from core.compiled.kernels import joints, kinematics
+    # the modules, not the package's re-exported kernel function of the same name
+    joints = importlib.import_module("core.compiled.kernels.joints")
+    kinematics = importlib.import_module("core.compiled.kernels.kinematics")
     for kind, (family,) in kinds.items():
         module = sys.modules[family.__module__]
         names = [n for n, v in vars(module).items() if n.startswith("KIND_") and v == kind]

@@ -14,12 +14,15 @@ import pytest
 from core.errors import InvalidInputError
 from core.io.markers import MarkerTrial, read_marker_set, read_trc
 from core.io.motion import read_motion
-from core.io.osim import read_osim
+from core.io.osim import offset_pose, read_osim
 from core.io.osim_export import write_osim
 from core.lie import se3
 from core.mocap.scale import (ManualScale, Measurement, parse_scale_setup, read_scale_setup,
                               scale_factors, scale_model, scale_set_document, scale_tool,
                               take_measurement, write_scale_set)
+from core.muscles.paths import MovingPathPoint, path_kinematics, path_length
+
+from test_muscle_paths import LENGTH_TOL, LENGTH_TOL_WRAP, _OpenSim, _random_poses
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "osim")
 PIPELINE = os.path.join(DATA, "gait2392_pipeline")
@@ -29,6 +32,8 @@ SETUP = "subject01_Setup_Scale.xml"
 #: and inertias (kg m^2) are held to the same, all far above the ~1e-15 the two codes differ
 #: by (the same products and sums, in an order that may differ)
 FACTOR_TOL = POSE_TOL = MASS_TOL = 1e-9
+#: muscle parameters (relative): a ratio of two path lengths times the parameter
+PARAMETER_TOL = 1e-9
 
 
 def _copy_pipeline(folder, geometry=False):
@@ -554,3 +559,182 @@ def test_the_placed_model_equals_opensims(opensim_run, full_run):
     # OpenSim reads the placed model we wrote: its markers sit where ours do
     _compare_with_opensim(opensim, ours.model, os.path.join(full_run[0],
                                                             "subject01_simbody.osim"))
+    # the marker placer leaves the scaled muscles as they are
+    _compare_muscles_with_opensim(opensim, ours.model, os.path.join(folder,
+                                                                     "subject01_simbody.osim"))
+
+
+# ----------------------------------------------------------------------------- muscles
+ARM = os.path.join(DATA, "arm26.osim")
+#: arm26 scaled by unequal factors: its wrap objects are rotated in their bodies, so each
+#: size takes a mix of the three factors
+ARM_FACTORS = {"base": [1.05, 0.95, 0.9], "r_humerus": [1.1, 0.9, 1.2],
+               "r_ulna_radius_hand": [0.95, 1.15, 1.05]}
+
+
+def _local_location(model, q, point):
+    """A path point's location in its body at ``q`` (a moving point's coordinates clamped to
+    their ranges, as OpenSim evaluates it)."""
+    if not isinstance(point, MovingPathPoint):
+        return point.location
+    local = point.location.copy()
+    for k, item in enumerate(point.functions):
+        if item is not None:
+            lo, hi = model.coordinates[item[0]].range
+            local[k] = item[1].value(min(max(q[model.coordinate_names.index(item[0])], lo),
+                                         hi))
+    return point.frame[:3, :3] @ local + point.frame[:3, 3]
+
+
+def test_equal_factors_make_every_muscle_and_wrap_k_times_as_long(generic):
+    """Every body k times its size: every path is k times as long at any pose (no path point
+    is on ground), so the fibre and tendon lengths are too. A wrapped path to 1e-6 m: the
+    wrap algorithms work to absolute tolerances (the ellipsoid's arc sampled every mm, its
+    tangency iterations), which do not scale."""
+    k = 1.07
+    for model in (generic[1], read_osim(ARM)):
+        scaled = scale_model(model, {b: [k, k, k] for b in model.bodies if b != "ground"})
+        for q in [model.default_q(), *_random_poses(model, 3, 5)]:
+            before, after = path_kinematics(model, q), path_kinematics(scaled, q)
+            for n, m in model.muscles.items():
+                assert path_length(after, None, scaled.muscles[n].path) == pytest.approx(
+                    k * path_length(before, None, m.path), rel=1e-13,
+                    abs=1e-6 if m.path.wraps else 0.0), n
+        for n, m in model.muscles.items():
+            # the lengths' ratio; a wrapped path's (>= 0.1 m) to 1e-6 m
+            rel = 1e-5 if m.path.wraps else 1e-13
+            assert scaled.muscles[n].optimal_fiber_length == pytest.approx(
+                k * m.optimal_fiber_length, rel=rel)
+            assert scaled.muscles[n].tendon_slack_length == pytest.approx(
+                k * m.tendon_slack_length, rel=rel)
+            assert scaled.muscles[n].max_isometric_force == m.max_isometric_force
+        for n, w in model.wrap_objects.items():
+            v = scaled.wrap_objects[n]
+            np.testing.assert_allclose(v.pose[:3, 3], k * w.pose[:3, 3], rtol=1e-15)
+            np.testing.assert_array_equal(v.pose[:3, :3], w.pose[:3, :3])
+            np.testing.assert_allclose([v.radius, v.length, *v.radii],
+                                       [k * w.radius, k * w.length, *(k * w.radii)],
+                                       rtol=1e-15)
+
+
+def test_moving_point_functions_are_multiplied_by_their_axis_factor(generic):
+    """Each function with a coordinate, and the translation of the frame it is given in."""
+    model = generic[1]
+    muscle = model.muscles["vas_med_r"]
+    framed = dataclasses.replace(muscle.path.points[-1], frame=se3.exp([0.0, 0.0, 0.3, 0.01,
+                                                                         -0.02, 0.005]))
+    muscle = dataclasses.replace(muscle, path=dataclasses.replace(
+        muscle.path, points=[*muscle.path.points[:-1], framed]))
+    model = dataclasses.replace(model, muscles={**model.muscles, "vas_med_r": muscle})
+    s = np.array([1.1, 0.9, 1.05])
+    scaled = scale_model(model, {"tibia_r": s})
+    point, moved = framed, scaled.muscles["vas_med_r"].path.points[-1]
+    np.testing.assert_array_equal(moved.frame[:3, :3], point.frame[:3, :3])
+    np.testing.assert_allclose(moved.frame[:3, 3], s * point.frame[:3, 3], rtol=1e-15)
+    for q in _random_poses(model, 5, 9):
+        local = [f[1].value(min(max(q[model.coordinate_names.index(f[0])],
+                                    model.coordinates[f[0]].range[0]),
+                                model.coordinates[f[0]].range[1])) for f in point.functions]
+        np.testing.assert_allclose(_local_location(scaled, q, moved), s * point.frame[:3, 3]
+                                   + point.frame[:3, :3] @ (s * local), rtol=1e-14)
+    # scaled twice: one multiplier, its scale the product
+    twice = scale_model(scaled, {"tibia_r": s}).muscles["vas_med_r"].path.points[-1]
+    assert type(twice.functions[0][1].function) is type(point.functions[0][1])
+    assert twice.functions[0][1].scale == pytest.approx(s[0] ** 2, rel=1e-15)
+
+
+def test_a_rigid_tendon_muscle_keeps_its_lengths():
+    """RigidTendonMuscle, alone of the muscle classes, does not rescale its fibre and tendon
+    lengths with its path (it has no ``extendPostScale``)."""
+    model = read_osim(ARM)
+    rigid = dataclasses.replace(model.muscles["BRA"], kind="RigidTendonMuscle")
+    model = dataclasses.replace(model, muscles={**model.muscles, "BRA": rigid})
+    scaled = scale_model(model, ARM_FACTORS)
+    assert scaled.muscles["BRA"].optimal_fiber_length == rigid.optimal_fiber_length
+    assert scaled.muscles["BRA"].tendon_slack_length == rigid.tendon_slack_length
+    assert scaled.muscles["BICshort"].optimal_fiber_length != \
+        model.muscles["BICshort"].optimal_fiber_length
+
+
+def test_a_wrap_sphere_needs_factors_of_positive_mean():
+    from core.muscles.wrap import WrapObject
+    model = read_osim(ARM)
+    sphere = WrapObject("ball", "WrapSphere", "r_humerus", np.eye(4), radius=0.02)
+    model = dataclasses.replace(model, wrap_objects={**model.wrap_objects, "ball": sphere})
+    scaled = scale_model(model, {"r_humerus": [1.1, 0.9, 1.3]})
+    assert scaled.wrap_objects["ball"].radius == pytest.approx(0.02 * 1.1, rel=1e-15)
+    with pytest.raises(InvalidInputError, match="'ball'.*positive mean"):
+        scale_model(model, {"r_humerus": [-1.0, 0.5, 0.4]})
+    assert model.wrap_objects["ball"].radius == 0.02
+
+
+def _compare_muscles_with_opensim(opensim, ours, file):
+    """Muscles and wrap objects of ``ours`` against OpenSim's model in ``file``: parameters,
+    every path point in its body (moving points at 10 random poses), wrap objects' poses and
+    sizes, and every path's length at those poses."""
+    osim = _OpenSim(ours, file)
+    om, state = osim.om, osim.state
+    for n, m in ours.muscles.items():
+        theirs = om.getMuscles().get(n)
+        assert theirs.getOptimalFiberLength() == pytest.approx(m.optimal_fiber_length,
+                                                               rel=PARAMETER_TOL), n
+        assert theirs.getTendonSlackLength() == pytest.approx(m.tendon_slack_length,
+                                                              rel=PARAMETER_TOL), n
+    bodies = om.getBodySet()
+    for n, w in ours.wrap_objects.items():
+        theirs = bodies.get(w.body).getWrapObjectSet().get(n)
+        T = offset_pose(_vec(theirs.get_translation()), _vec(theirs.get_xyz_body_rotation()))
+        assert np.abs(T - w.pose).max() <= POSE_TOL, n
+        kind = getattr(opensim, w.kind).safeDownCast(theirs)
+        if w.kind == "WrapEllipsoid":
+            sizes, mine = _vec(kind.get_dimensions()), w.radii
+        else:
+            sizes, mine = [kind.get_radius()], [w.radius]
+        if w.kind == "WrapCylinder":
+            sizes, mine = sizes + [kind.get_length()], mine + [w.length]
+        assert np.abs(np.subtract(sizes, mine)).max() <= POSE_TOL, n
+    for q in _random_poses(ours, 10, 11):
+        osim.set(q)
+        kin = path_kinematics(ours, q)
+        for n, m in ours.muscles.items():
+            path = osim.muscles[n]
+            points = path.getPathPointSet()
+            for i, point in enumerate(m.path.points):
+                theirs = _vec(points.get(i).getLocation(state))
+                assert np.abs(theirs - _local_location(ours, q, point)).max() <= POSE_TOL, \
+                    (n, i)
+            err = abs(path_length(kin, None, m.path) - path.getLength(state))
+            assert err <= (LENGTH_TOL_WRAP if m.path.wraps else LENGTH_TOL), (n, err)
+
+
+@pytest.mark.parametrize("name, output", [(SETUP, "subject01_scaledOnly.osim"),
+                                          ("unequal.xml", "unequal.osim")])
+def test_scaled_muscles_equal_opensims(opensim_run, folder, name, output, tmp_path):
+    opensim, f, _ = opensim_run
+    setup = read_scale_setup(os.path.join(folder, "scale_only.xml" if name == SETUP else name))
+    scaled = scale_tool(setup, write=False).scaled_model
+    _compare_muscles_with_opensim(opensim, scaled, os.path.join(f, output))
+    # OpenSim reads the scaled model we write with the same muscles
+    write_osim(tmp_path / "ours.osim", scaled)
+    _compare_muscles_with_opensim(opensim, scaled, str(tmp_path / "ours.osim"))
+
+
+def test_arm26_scaled_by_unequal_factors_equals_opensim(opensim_run, tmp_path):
+    """Model::scale on arm26 (two wrap cylinders and two wrap ellipsoids, rotated in their
+    bodies) with manual unequal factors."""
+    opensim = opensim_run[0]
+    om = opensim.Model(ARM)
+    state = om.initSystem()
+    scale_set = opensim.ScaleSet()
+    for body, f in ARM_FACTORS.items():
+        s = opensim.Scale()
+        s.setSegmentName(body)
+        s.setScaleFactors(opensim.Vec3(*f))
+        s.setApply(True)
+        scale_set.cloneAndAppend(s)
+    assert om.scale(state, scale_set, True, -1.0)
+    om.printToXML(str(tmp_path / "theirs.osim"))
+    ours = scale_model(read_osim(ARM), ARM_FACTORS, preserve_mass_distribution=True)
+    _compare_muscles_with_opensim(opensim, ours, str(tmp_path / "theirs.osim"))
+    write_osim(tmp_path / "ours.osim", ours)
+    _compare_muscles_with_opensim(opensim, ours, str(tmp_path / "ours.osim"))

@@ -15,8 +15,8 @@ from core.io.osim import read_osim
 from core.io.vtp import Mesh, write_vtp
 from core.lie import se3
 from core.osim_rig import (MIN_BONE_LENGTH, OsimRig, coordinate_property, geometry_transform,
-                           motion_frames, motion_rate, pose_bases, primitive_mesh,
-                           read_osim_import, summarize_skipped)
+                           keying_rate, motion_frames, motion_rate, pose_bases, primitive_mesh,
+                           read_osim_import, summarize_skipped, trial_frames)
 
 OSIM = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "osim")
 GAIT = os.path.join(OSIM, "gait2392_thelen2003muscle.osim")
@@ -85,6 +85,29 @@ def test_geometry_placement(gait):
                                    atol=TOL)
 
 
+def test_markers_ride_on_their_bones(tmp_path):
+    """A marker sphere at its placement in the bone follows the posed bone to the marker's
+    world position (OsimModel.marker_positions); point_in_body undoes point_in_bone."""
+    from core.io.markers import read_marker_set
+    from core.io.osim_export import write_osim
+
+    markers = read_marker_set(os.path.join(OSIM, "gait2392_pipeline", "gait2392_Scale_MarkerSet.xml"))
+    write_osim(tmp_path / "gait_markers.osim", read_osim(GAIT).with_markers(markers))
+    plan = read_osim_import(tmp_path / "gait_markers.osim", search=(os.path.join(OSIM, "Geometry"),))
+    rig = plan.rig
+    assert [i.marker.name for i in plan.markers] == list(markers) and len(markers) == 39
+    assert ", 39 markers" in plan.summary()
+    q = rig.model.default_q() + np.random.default_rng(2).uniform(-0.4, 0.4, rig.model.nq)
+    poses = rig.bone_poses(plan.rests, rig.q(q))
+    want = rig.model.marker_positions(rig.q(q))
+    for k, item in enumerate(plan.markers):
+        b = rig.bodies.index(item.marker.body)
+        np.testing.assert_allclose(poses[b][:3, :3] @ item.placement + poses[b][:3, 3], want[k],
+                                   atol=TOL)
+        back = rig.point_in_body(item.marker.body, plan.rests[b], item.placement)
+        np.testing.assert_allclose(back, item.marker.location, atol=TOL)
+
+
 def test_pose_bases_root_and_child():
     rests = np.stack([se3.exp(np.array([0.1, 0.2, 0.3, 1.0, 2.0, 3.0])),
                       se3.exp(np.array([-0.3, 0.1, 0.2, 0.5, 0.0, -1.0]))])
@@ -138,3 +161,18 @@ def test_primitives_and_motion_timing():
     assert motion_frames(t, 60.0, 7)[[0, -1]].tolist() == [7, 217]
     with pytest.raises(InvalidInputError, match="two rows"):
         motion_rate([0.0])
+
+
+def test_trial_frames_keep_every_row():
+    numbers = np.arange(5, 12)
+    np.testing.assert_array_equal(trial_frames(numbers, 60.0, 60.0, 1), np.arange(1, 8))
+    between = trial_frames(numbers, 60.0, 24.0, 1)   # 60 Hz rows at 24 fps: 0.4 frames apart
+    np.testing.assert_allclose(between, 1 + np.arange(7) * 0.4, rtol=0, atol=1e-12)
+    assert between[5] == 3.0 and between[1] != np.rint(between[1])
+
+
+def test_keying_rate_of_a_recording():
+    assert keying_rate(24, 1.0, None) == (24, 1.0, 24.0)
+    assert keying_rate(24, 1.0, 60.0 * (1 + 1e-8)) == (60, 1.0, 60.0)   # round-off of the steps
+    fps, base, rate = keying_rate(24, 1.0, 29.97)
+    assert (fps, rate) == (30, 29.97) and fps / base == pytest.approx(29.97, rel=1e-15)

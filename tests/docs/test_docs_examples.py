@@ -2,8 +2,8 @@
 it is, so a changed API breaks the tests, not the reader.
 
 A page's blocks run in order in one fresh interpreter (a reader follows a page top to
-bottom), in a temporary folder that holds the OpenSim models of shared/data/osim, with the
-repository on the path. A block that needs Blender (it imports ``bpy``, ``mathutils`` or
+bottom), in a temporary folder that holds the OpenSim models of shared/data/osim and its
+gait2392 pipeline folder, with the repository on the path. A block that needs Blender (it imports ``bpy``, ``mathutils`` or
 ``addon``) is skipped by that rule; there is no list of skipped blocks."""
 
 import ast
@@ -68,7 +68,7 @@ def test_page_examples_run(page, tmp_path):
     if not blocks:
         pytest.skip("every block of this page needs Blender")
     if OSIM.is_dir():
-        for model in OSIM.glob("*.osim"):
+        for model in [*OSIM.glob("*.osim"), OSIM / "gait2392_pipeline"]:
             (tmp_path / model.name).symlink_to(model)
     script = "\n".join(f"# --- block {i + 1}\n{b}" for i, b in enumerate(blocks))
     (tmp_path / "page.py").write_text(script)

@@ -15,7 +15,7 @@ acceleration, in body frames (seed 000 eq. 14), one body at a time in the model'
 Mirrors (reference -> twin; parity test):
 
 * ``kinematics.update_kinematics`` with the families' ``calc`` -> :func:`kinematics`
-  (``with_v`` False); ``kinematics.update_velocities`` with ``velocity_product`` ->
+  (``with_v`` False; alone in ``dynamics.compute_joint_jacobians``, also compared there); ``kinematics.update_velocities`` with ``velocity_product`` ->
   :func:`kinematics` (``with_v``): the world poses and every algorithm's result in
   ``tests/core/test_backend_numba.py::test_backends_agree``;
 * ``data.S_body`` / ``data.SH`` columns -> :func:`s_row`.
