@@ -145,7 +145,7 @@ class SPLINE_JOINTS_OT_add_muscle_point(OsimArmatureOperator, bpy.types.Operator
     bl_idname = "spline_joints.add_muscle_point"
     bl_label = "Add Path Point"
     bl_options = {"REGISTER", "UNDO"}
-    source: EnumProperty(name="Place At", items=(
+    source: EnumProperty(name="Place At", description="Where the path points go", items=(
         ("CURSOR", "3D Cursor", "One point at the 3D cursor"),
         ("VERTICES", "Selected Vertices", "One point at each selected vertex of the selected "
                                           "meshes")), default="CURSOR")
@@ -195,16 +195,29 @@ class SPLINE_JOINTS_OT_add_muscle(OsimArmatureOperator, bpy.types.Operator):
     bl_label = "Add Muscle"
     bl_options = {"REGISTER", "UNDO"}
     name: StringProperty(name="Name", default="muscle")
-    kind: EnumProperty(name="Type", items=NEW_MUSCLE_KINDS, default="DeGrooteFregly2016Muscle")
-    max_isometric_force: FloatProperty(name="Max Isometric Force (N)", default=500.0)
+    kind: EnumProperty(name="Type", items=NEW_MUSCLE_KINDS, default="DeGrooteFregly2016Muscle",
+                       description="The OpenSim muscle class the export writes (simulations use "
+                                   "DeGroote-Fregly 2016's rigid-tendon forces for every class)")
+    max_isometric_force: FloatProperty(name="Max Isometric Force (N)", default=500.0,
+                                       description="The fibres' force at optimal length, fully "
+                                                   "active and not moving")
     optimal_fiber_length: FloatProperty(name="Optimal Fibre Length", default=0.1,
-                                        subtype="DISTANCE", precision=4)
+                                        subtype="DISTANCE", precision=4,
+                                        description="The fibre length at which active force "
+                                                    "peaks")
     tendon_slack_length: FloatProperty(name="Tendon Slack Length", default=0.1,
-                                       subtype="DISTANCE", precision=4)
+                                       subtype="DISTANCE", precision=4,
+                                       description="The tendon's length (rigid): the path "
+                                                   "length minus it is the fibres' along the "
+                                                   "path")
     pennation_angle_at_optimal: FloatProperty(name="Pennation Angle", default=0.0,
-                                              subtype="ANGLE")
+                                              subtype="ANGLE",
+                                              description="The fibres' angle to the tendon at "
+                                                          "optimal fibre length")
     max_contraction_velocity: FloatProperty(name="Max Contraction Velocity (lengths/s)",
-                                            default=10.0)
+                                            default=10.0,
+                                            description="The fastest shortening, in optimal "
+                                                        "fibre lengths per second")
 
     @reporting
     def execute(self, context):
@@ -252,17 +265,22 @@ class SPLINE_JOINTS_OT_add_wrap_object(OsimArmatureOperator, bpy.types.Operator)
     bl_label = "Add Wrap Object"
     bl_options = {"REGISTER", "UNDO"}
     name: StringProperty(name="Name", default="wrap")
-    kind: EnumProperty(name="Shape", default="WrapCylinder", items=(
+    kind: EnumProperty(name="Shape", default="WrapCylinder",
+                       description="The wrap surface's shape", items=(
         ("WrapCylinder", "Cylinder", "Radius and length, axis along the body's z"),
         ("WrapSphere", "Sphere", "Radius"),
         ("WrapEllipsoid", "Ellipsoid", "Three radii")))
     body: StringProperty(name="Body", description="The body the surface moves with (empty: the "
                                                   "active bone's)")
-    radius: FloatProperty(name="Radius", default=0.02, subtype="DISTANCE", precision=4)
-    length: FloatProperty(name="Length", default=0.1, subtype="DISTANCE", precision=4)
+    radius: FloatProperty(name="Radius", default=0.02, subtype="DISTANCE", precision=4,
+                          description="Radius of the cylinder or sphere")
+    length: FloatProperty(name="Length", default=0.1, subtype="DISTANCE", precision=4,
+                          description="Length of the cylinder along its axis")
     radii: FloatVectorProperty(name="Radii", size=3, default=(0.03, 0.03, 0.03),
-                               subtype="XYZ_LENGTH", precision=4)
-    quadrant: EnumProperty(name="Quadrant", default="all", items=[
+                               subtype="XYZ_LENGTH", precision=4,
+                               description="The ellipsoid's radii along its x, y and z")
+    quadrant: EnumProperty(name="Quadrant", default="all",
+                           description="The side of the surface the path may wrap on", items=[
         (q, q, f"The path wraps on the {q} side" if q != "all" else "Either side")
         for q in ("all", "x", "-x", "y", "-y", "z", "-z")])
     use_active_muscle: BoolProperty(name="Wrap the Chosen Muscle", default=True,

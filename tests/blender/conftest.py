@@ -19,11 +19,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from _blender_settings import PYTHON, ROOT, TIMEOUT
+
 RUNNER = Path(__file__).resolve().parent / "_runner.py"
-TIMEOUT = 300
-#: the Python line of the Blender under test (the bpy module of this interpreter)
-PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def _call(args, env, out):

@@ -80,7 +80,7 @@ def scenario_panel_lines(tmp):
 
     def draw():
         labels.clear()
-        panel.draw(type("P", (), {"layout": Layout(), "_joint": panel._joint})(), bpy.context)
+        panel.draw(type("P", (), {"layout": Layout()})(), bpy.context)
         return list(labels)
 
     out = {}

@@ -67,7 +67,7 @@ def scenario_help_buttons(tmp):
 
 def test_every_panel_opens_its_guide(blender):
     out = blender(scenario_help_buttons)
-    assert len(out["buttons"]) == 10
+    assert len(out["buttons"]) == 9
     for panel, (idname, icon, page) in out["buttons"].items():
         assert idname == "spline_joints.open_guide" and icon == "HELP", panel
         assert (ROOT / "docs" / page).is_file(), (panel, page)

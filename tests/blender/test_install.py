@@ -10,7 +10,7 @@ import tomllib
 import zipfile
 
 import pytest
-from conftest import PYTHON, ROOT, TIMEOUT
+from _blender_settings import PYTHON, ROOT, TIMEOUT
 
 #: the linux-x64 wheels and Blender range of each Python line's zip
 LINES = {
