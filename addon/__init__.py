@@ -15,7 +15,7 @@ from . import handlers, jit, panels, preferences, previews, properties, rig_pane
 from . import shape_overlay
 from . import linkage_panel, linkage_properties, mocap_panel, mocap_properties
 from .operators import classes as operator_classes
-from .operators import mocap, opensim, ragdoll
+from .operators import drag, mocap, opensim, ragdoll
 
 classes = (*preferences.classes, *properties.classes, *rig_properties.classes, *operator_classes,
            *panels.classes, *rig_panel.classes, *linkage_properties.classes,
@@ -37,9 +37,11 @@ def register():
     opensim.register_menus()
     mocap.register_menus()
     ragdoll.register_menus()
+    drag.register_tools()
 
 
 def unregister():
+    drag.unregister_tools()
     ragdoll.unregister_menus()
     mocap.unregister_menus()
     opensim.unregister_menus()

@@ -14,13 +14,13 @@ from . import bridge, handlers, linkage_bridge, linkage_handlers
 from .jobs import Job
 
 
-def write_keys(scene, item, bodies, frames, poses, skip=()) -> list:
+def key_bodies(bodies, frames, poses, suffix, skip=()) -> list:
     """Key world poses ``(F, N, 4, 4)`` at ``frames (F,)`` on every body
     (:class:`.linkage_bridge.BodyRef`) but those in ``skip``: an object's transform, a bone's
     location and rotation channels (its ``matrix_basis``, :func:`.linkage_bridge.bone_bases`),
-    each object (or armature) into a new action (a previous action goes to an NLA track; an
-    armature's other bones keep theirs there). Live Assembly is switched off so the keys
-    play. Returns the NLA tracks made."""
+    each object (or armature) into a new action *<object> <suffix>* (a previous action goes
+    to an NLA track; an armature's other bones keep theirs there). Returns the NLA tracks
+    made."""
     kept, fresh = [], set()
     bases = linkage_bridge.bone_bases(bodies, poses)
     for k, ref in enumerate(bodies):
@@ -32,11 +32,18 @@ def write_keys(scene, item, bodies, frames, poses, skip=()) -> list:
             track = bridge.push_action_to_nla(obj)
             if track:
                 kept.append(f"{obj.name}: {track}")
-            bridge.new_action(obj, f"{obj.name} {item.name}")
+            bridge.new_action(obj, f"{obj.name} {suffix}")
         if ref.bone:
             bridge.write_bone_keyframes(obj, ref.pose_bone, frames, bases[k])
         else:
             bridge.write_transform_keyframes(obj, "", obj.rotation_mode, frames, poses[:, k])
+    return kept
+
+
+def write_keys(scene, item, bodies, frames, poses, skip=()) -> list:
+    """:func:`key_bodies` of a linkage's bodies into actions named after the linkage, with
+    Live Assembly switched off so the keys play. Returns the NLA tracks made."""
+    kept = key_bodies(bodies, frames, poses, item.name, skip)
     item.live = False
     return kept
 

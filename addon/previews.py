@@ -38,6 +38,7 @@ class RigPreview:
         self.run = RigRun(job.rig) if result is None else None
         self.n_frames = len(job.frames) if result is None else len(result.times)
         self.poses = None if result is None else job.local_poses(result.world)
+        self._world = None if result is None else result.world
         self.target = job.target
         self.owners = {b.name: b for b in job.bodies if not b.kinematic}
         self.signature = rig_signature(job.scene, job.target)
@@ -51,6 +52,11 @@ class RigPreview:
                 b.owner.matrix_basis = self.saved[name]
         except ReferenceError:                    # the rig was deleted: nothing to put back
             pass
+
+    def world(self):
+        """``(F, nb, 4, 4)`` the rig's world poses of the frames held: all of a completed
+        simulation, those a live run has computed."""
+        return self._world if self.run is None else self.run.poses[:self.run.ready]
 
     def at(self, frame, lookahead):
         """``{body name: (4, 4)}`` the channels at the scene frame ``frame`` (clipped to the

@@ -216,7 +216,9 @@ class VIEW3D_PT_spline_joints_simulate(SidebarPanel, bpy.types.Panel):
         row.prop(st, "live", text="", icon="TIME")
         row.operator("spline_joints.simulate_preview", icon="PLAY")
         row.operator("spline_joints.clear_preview", text="", icon="X")
-        box.operator("spline_joints.bake_rig", icon="REC")
+        row = box.row(align=True)
+        row.operator("spline_joints.bake_rig", icon="REC")
+        row.operator("spline_joints.record_preview", icon="KEYINGSET")
         if context.active_object is not None and context.active_object.type == "CURVE":
             box.operator("spline_joints.add_beads", icon="CURVE_BEZCURVE")
 

@@ -67,7 +67,7 @@ from .maximal import couplings as cpl
 from .maximal.faure import JOINT_TYPES, Assembly, FaureJoint
 
 __all__ = ["MAX_LINKAGE_STEPS", "LinkBody", "LinkJoint", "LinkSpring", "Linkage",
-           "AssemblyResult", "LiveAssembly",
+           "AssemblyResult", "LiveAssembly", "LinkageDrag", "DRAG_WEIGHT",
            "LinkageMotion", "DynamicSystem", "check_linkage", "drive_pose", "dynamic_system",
            "frame_count", "point_surface", "simulate_linkage", "redundant_rows",
            "FAURE_KINDS", "COUPLING_KINDS", "LIMIT_KINDS", "JOINT_KINDS", "RANK_TOL", "CLOSURE_TOL"]
@@ -393,6 +393,25 @@ class AssemblyResult:
     converged: bool
 
 
+def _assemble(system, P, labels, geometric_iterations, cg_iterations, tol) -> AssemblyResult:
+    """Close the loops of ``system`` (a :class:`DynamicSystem`) from the poses ``P: (N, 4,
+    4)`` by its mass-weighted correction (Faure's, CG capped; or the couplings' direct
+    solves) and measure every joint."""
+    sim = system.sim
+    sim.p, sim.R = P[:, :3, 3].copy(), so3.check_rotation(P[:, :3, :3], "poses").copy()
+    if system.solver == "faure":
+        cg = sim.correction(geometric_iterations, cg_iterations, tol)[1].cg_iterations
+    else:
+        cg = (0,) * sim.correct_positions(geometric_iterations, tol)
+    out = se3.from_rp(sim.R, sim.p)
+    solved = system.errors(measured=False)
+    err = system.errors()
+    k = int(np.argmax(err)) if err.size else 0
+    worst = float(err[k]) if err.size else 0.0
+    return AssemblyResult(out, worst, labels[k] if err.size else "", cg,
+                          float(solved.max(initial=0.0)) <= tol)
+
+
 class LiveAssembly:
     """The linkage prepared for repeated assembly while its driver moves.
 
@@ -423,10 +442,8 @@ class LiveAssembly:
         self.geometric_iterations = whole_number(geometric_iterations, "geometric_iterations")
         self.tol = real_number(tol, "tol", 0.0, low_open=True)
         self.linkage = linkage
-        unlimited = dataclasses.replace(linkage, joints=tuple(
-            dataclasses.replace(j, lower=(), upper=(), cone=None) for j in linkage.joints))
-        faure = all(j.kind in FAURE_KINDS for j in linkage.joints)
-        self.system = dynamic_system(unlimited, "faure" if faure else "couplings", driven=True)
+        self.system = _unlimited_system(linkage, driven=True)
+        faure = self.system.solver == "faure"
         self.driver = self.system.driver
         self.labels = self.system.labels()
         if dense is not None and faure:
@@ -448,21 +465,8 @@ class LiveAssembly:
             raise InvalidInputError(f"poses must have shape ({len(self.linkage.bodies)}, 4, 4),"
                                     f" got {P.shape}")
         P[self.driver] = T
-        system = self.system
-        sim = system.sim
-        sim.p, sim.R = P[:, :3, 3].copy(), so3.check_rotation(P[:, :3, :3], "poses").copy()
-        if system.solver == "faure":
-            cg = sim.correction(self.geometric_iterations, self.cg_iterations, self.tol)[1]
-            cg = cg.cg_iterations
-        else:
-            cg = (0,) * sim.correct_positions(self.geometric_iterations, self.tol)
-        out = se3.from_rp(sim.R, sim.p)
-        solved = system.errors(measured=False)
-        err = system.errors()
-        k = int(np.argmax(err)) if err.size else 0
-        worst = float(err[k]) if err.size else 0.0
-        return AssemblyResult(out, worst, self.labels[k] if err.size else "", cg,
-                              float(solved.max(initial=0.0)) <= self.tol)
+        return _assemble(self.system, P, self.labels, self.geometric_iterations,
+                         self.cg_iterations, self.tol)
 
     def unreachable(self, result: AssemblyResult) -> str:
         """A sentence for a result that did not close (driver out of reach or contradictory
@@ -472,6 +476,87 @@ class LiveAssembly:
         return (f"the loop does not close: {result.worst} is off by {result.error:.3g} "
                 f"(m or rad) after {len(result.cg_iterations)} geometric iterations; the "
                 f"driver may be out of reach, or raise the CG/iteration caps")
+
+
+def _unlimited_system(linkage: Linkage, driven: bool) -> DynamicSystem:
+    """:func:`dynamic_system` of the linkage without its limits (assembly ignores them), on
+    Faure's correction when every joint is one of its kinds, else the couplings'."""
+    unlimited = dataclasses.replace(linkage, joints=tuple(
+        dataclasses.replace(j, lower=(), upper=(), cone=None) for j in linkage.joints))
+    faure = all(j.kind in FAURE_KINDS for j in linkage.joints)
+    return dynamic_system(unlimited, "faure" if faure else "couplings", driven=driven)
+
+
+#: how many times its mass the grabbed body of a :class:`LinkageDrag` weighs in the correction
+DRAG_WEIGHT = 100.0
+#: halvings of a :class:`LinkageDrag` move tried before the bodies stay where they were
+DRAG_HALVINGS = 4
+
+
+class LinkageDrag:
+    """A linkage dragged by a point of one of its bodies (the viewport's drag tool, seed 004
+    section 4.1's dragged targets made soft).
+
+    The linkage is released: a driving body or driving joint's body moves like the others and
+    every joint, those to the world included, is solved. :meth:`solve` translates the grabbed
+    body so that its point lands on the target, then closes the loops by the assembly's
+    mass-weighted correction (:class:`LiveAssembly`'s) with the grabbed body weighing
+    :data:`DRAG_WEIGHT` times its mass and inertia: the other bodies give way as far as the
+    joints let them and the grabbed one comes back as far as the loop needs, so repeated
+    solves bring the point onto a target it can reach. A move the correction
+    cannot close within its caps is halved, up to :data:`DRAG_HALVINGS` times; when none
+    closes, the poses stay as given (the result's ``converged`` is False).
+
+    Args:
+        linkage: a :class:`Linkage` (limits are ignored, as in :class:`LiveAssembly`).
+        body: the grabbed body's name; point: ``(3,)`` the grabbed point in its frame.
+        cg_iterations, geometric_iterations, tol: the assembly's caps (:class:`LiveAssembly`).
+    """
+
+    def __init__(self, linkage: Linkage, body: str, point, cg_iterations: int = 50,
+                 geometric_iterations: int = 10, tol: float = 1e-10):
+        if not body:
+            raise InvalidInputError("pick a body of the linkage to drag, not the world")
+        self.body = linkage.index(body)
+        self.point = np.asarray(point, dtype=float).reshape(-1)
+        if self.point.shape != (3,) or not np.all(np.isfinite(self.point)):
+            raise InvalidInputError(f"the grabbed point of {body!r} must be 3 finite numbers "
+                                    f"(m, in the body's frame)")
+        self.cg_iterations = whole_number(cg_iterations, "cg_iterations")
+        self.geometric_iterations = whole_number(geometric_iterations, "geometric_iterations")
+        self.tol = real_number(tol, "tol", 0.0, low_open=True)
+        self.linkage = dataclasses.replace(linkage, driver="", drive_joint="")
+        self.system = _unlimited_system(self.linkage, driven=False)
+        self.system.sim.inv_mass[self.body] /= DRAG_WEIGHT
+        self.system.sim.inv_inertia[self.body] /= DRAG_WEIGHT
+        self.labels = self.system.labels()
+
+    def grabbed(self, poses) -> np.ndarray:
+        """``(3,)`` world position of the grabbed point at ``poses: (N, 4, 4)``."""
+        T = np.asarray(poses, dtype=float)[self.body]
+        return T[:3, :3] @ self.point + T[:3, 3]
+
+    def solve(self, target, poses) -> AssemblyResult:
+        """Move the grabbed point toward ``target: (3,)`` (world, m) from the assembled
+        ``poses: (N, 4, 4)`` and close the loops (class docstring)."""
+        P0 = np.array(poses, dtype=float)
+        if P0.shape != (len(self.linkage.bodies), 4, 4):
+            raise InvalidInputError(f"poses must have shape ({len(self.linkage.bodies)}, 4, 4),"
+                                    f" got {P0.shape}")
+        x = np.asarray(target, dtype=float).reshape(-1)
+        if x.shape != (3,) or not np.all(np.isfinite(x)):
+            raise InvalidInputError("the drag target must be 3 finite numbers (m, world)")
+        move = x - self.grabbed(P0)
+        for _ in range(DRAG_HALVINGS + 1):
+            P = P0.copy()
+            P[self.body, :3, 3] += move
+            result = _assemble(self.system, P, self.labels, self.geometric_iterations,
+                               self.cg_iterations, self.tol)
+            if result.converged:
+                return result
+            move = 0.5 * move
+        return dataclasses.replace(_assemble(self.system, P0, self.labels, 0,
+                                             self.cg_iterations, self.tol), converged=False)
 
 
 # ------------------------------------------------------------------------------------------

@@ -86,7 +86,9 @@ a prescribed motion).
 
 Live runs and dragging. :class:`RigRun` simulates a rig frame by frame as a playhead asks
 (the frames :func:`simulate_rig` gives, segments included, without its reruns at more
-substeps) and takes a drag: :meth:`RigRun.set_drag` pulls a point of a simulated body toward
+substeps), and :class:`LiveRun` any mechanism with a model (a demo of
+:mod:`core.mechanisms`: its drive and tracking read from each restart's time on); both take
+a drag: :meth:`RigRun.set_drag` pulls a point of a simulated body toward
 a world point by a critically damped spring from the next frame on (:meth:`RigRun.
 release` lets go), given as a stiffness or, None, as the stiffest the explicit spring keeps
 stable (a hard hold to within the step's bound, not a constraint): ``k = m_eff (d / h)^2``
@@ -1253,19 +1255,22 @@ def _cuts(rig):
                    if 0.0 < t < duration})
 
 
-class RigRun:
-    """A rig simulated frame by frame on demand, with a drag (module docstring, *Live runs
-    and dragging*). Attributes as :class:`core.mechanisms.MechanismRun`'s: ``n_frames``,
+class LiveRun:
+    """A mechanism simulated frame by frame on demand, with a drag (module docstring, *Live
+    runs and dragging*). Attributes as :class:`core.mechanisms.MechanismRun`'s: ``n_frames``,
     ``ready``, ``poses`` ``(n_frames, nb, 4, 4)`` world poses and ``q`` ``(n_frames, nq)``,
-    valid for the first ``ready`` frames."""
+    valid for the first ``ready`` frames. A drag restarts the run from the last computed
+    frame with the mechanism going on from there (:meth:`_going_on`: its drive and tracking
+    shifted to that time, the drag's spring added to its model's point springs); a
+    mechanism without a model (a seed-001 skeleton) plays but takes no drag."""
 
-    def __init__(self, rig):
-        mech = rig.mechanism
-        self.rig, self.fps = rig, mech.fps
+    def __init__(self, mechanism, cuts=()):
+        mech = mechanism
+        self.mechanism, self.fps = mech, mech.fps
         self.n_frames = mech.n_frames
         self.poses = np.empty((self.n_frames, mech.nbodies, 4, 4))
-        self.q = np.empty((self.n_frames, mech.model.nq))
-        self._cuts = [int(round(t * self.fps)) for t in _cuts(rig)]
+        self.q = np.empty((self.n_frames, 0 if mech.model is None else mech.model.nq))
+        self._cuts = list(cuts)
         self._drag = ()
         self._restart(0, mech)
 
@@ -1283,14 +1288,28 @@ class RigRun:
         self.ready += n
 
     def _resume(self):
-        """Restart the run from the last computed frame: its segment's mechanism there, with
-        the drag."""
+        """Restart the run from the last computed frame: the mechanism going on from there,
+        with the drag."""
         k = self.ready - 1
         run = self._run
-        mech = _segment(self.rig, k / self.fps, run.q[k - self._first], run.v[k - self._first],
-                        self._drag)
+        mech = self._going_on(k / self.fps, run.q[k - self._first], run.v[k - self._first])
         self.ready = k
         self._restart(k, mech)
+
+    def _going_on(self, t0, q, v):
+        """The mechanism from ``t0`` s into the run at ``(q, v)`` with the drag's spring."""
+        mech = self.mechanism
+        model = copy.copy(mech.model)
+        model.point_springs = list(mech.model.point_springs) + list(self._drag)
+        model._compiled, model.packed = False, None
+        drive, tracking = mech.drive, mech.tracking
+        if drive is not None:
+            drive = replace(drive, motion=_later(drive.motion, t0))
+        if tracking is not None:
+            tracking = replace(tracking, motion=_later(tracking.motion, t0))
+        return replace(mech, model=model, q0=np.array(q, dtype=float),
+                       v0=np.array(v, dtype=float), drive=drive, tracking=tracking,
+                       passive=mech.passive and not self._drag, duration=mech.duration - t0)
 
     def advance_to(self, frame, seconds=None):
         """Compute frames until ``frame`` (index from 0, clipped to the last) is ready, then
@@ -1308,27 +1327,38 @@ class RigRun:
             self._take()
         return self.ready
 
+    def _draggable(self, body):
+        """The index of the body named ``body`` that a drag may pull; InvalidInputError for
+        a body of no model (a skeleton) or an unknown one."""
+        model = self.mechanism.model
+        if model is None or body not in model.names:
+            raise InvalidInputError(f"cannot drag {body!r}: pick a body of "
+                                    f"'{self.mechanism.title or self.mechanism.name}' that its "
+                                    "joints move (a skeleton's bodies take no drag)")
+        return model.names.index(body)
+
     def set_drag(self, body, point_in_body, target_world, stiffness=None):
-        """Pull ``point_in_body (3,)`` of the simulated body ``body`` (its name) toward
-        ``target_world (3,)`` from the next frame on: a spring of ``stiffness`` N/m (None:
-        the stiffest the step keeps stable, which also bounds a stiffness given; module
-        docstring) critically damped on the least mass the point moves with. Raises
-        InvalidInputError for an unknown or kinematic body or a bad point, target or
-        stiffness."""
-        names = [b.name for b in self.rig.bodies]
-        if body not in names or self.rig.bodies[names.index(body)].joint.kind == "kinematic":
-            raise InvalidInputError(f"cannot drag {body!r}: pick a simulated bone or object of "
-                                    "the rig")
-        i = names.index(body)
-        pin = _pins([RigPin(body, point_in_body, target_world)], self.rig.bodies,
-                    self.rig.mechanism.model, self.fps)[0][0]
+        """Pull ``point_in_body (3,)`` of the body named ``body`` toward ``target_world
+        (3,)`` from the next frame on: a spring of ``stiffness`` N/m (None: the stiffest the
+        step keeps stable, which also bounds a stiffness given; module docstring) critically
+        damped on the least mass the point moves with. Raises InvalidInputError for a body
+        that cannot be dragged or a bad point, target or stiffness."""
+        i = self._draggable(body)
+        try:
+            point = np.asarray(point_in_body, dtype=float).reshape(3)
+            target = np.asarray(target_world, dtype=float).reshape(3)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"drag on {body!r}: point and target must be 3 numbers "
+                                    "each") from None
+        if not np.all(np.isfinite(np.r_[point, target])):
+            raise InvalidInputError(f"drag on {body!r}: point and target must be finite")
         mech = self._run.mechanism
-        m = _point_mass(mech.model, self.q[self.ready - 1], i, pin[1])
+        m = _point_mass(mech.model, self.q[self.ready - 1], i, point)
         k = m * (DRAG_STEP / mech.dt) ** 2
         if stiffness is not None:
             k = min(k, real_number(stiffness, f"drag on {body!r}: stiffness (N/m)", 0.0,
                                    low_open=True))
-        self._drag = (pin[:4] + (k, 2.0 * math.sqrt(k * m), 0.0),)
+        self._drag = ((i, point, -1, target, k, 2.0 * math.sqrt(k * m), 0.0),)
         self._resume()
 
     def release(self):
@@ -1336,6 +1366,32 @@ class RigRun:
         if self._drag:
             self._drag = ()
             self._resume()
+
+
+def _later(motion, t0):
+    """``motion`` (``t -> ...``, scalar or vectorized) read ``t0`` s later."""
+    return lambda t: motion(t + t0)
+
+
+class RigRun(LiveRun):
+    """A rig simulated frame by frame on demand, with a drag (:class:`LiveRun`), in its
+    segments between switch frames; its kinematic bodies take no drag."""
+
+    def __init__(self, rig):
+        self.rig = rig
+        super().__init__(rig.mechanism,
+                         [int(round(t * rig.mechanism.fps)) for t in _cuts(rig)])
+
+    def _going_on(self, t0, q, v):
+        """The rig's segment from ``t0`` at ``(q, v)`` with its pins and the drag."""
+        return _segment(self.rig, t0, q, v, self._drag)
+
+    def _draggable(self, body):
+        names = [b.name for b in self.rig.bodies]
+        if body not in names or self.rig.bodies[names.index(body)].joint.kind == "kinematic":
+            raise InvalidInputError(f"cannot drag {body!r}: pick a simulated bone or object of "
+                                    "the rig")
+        return names.index(body)
 
 
 def _segments(rig, progress):

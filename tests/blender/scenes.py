@@ -122,6 +122,37 @@ def expected_T_parent_child(obj, child="shin"):
     return np.array(pb.parent.matrix.inverted() @ pb.matrix)
 
 
+def hanging_links(scene):
+    """Two 6 x 6 x 30 cm mesh links 'link0', 'link1' hanging from an empty 'base' at 1.5 m on
+    hinges about world X (Blender parents, density 500, absolute springs), their rest poses
+    set where they hang. Returns the links."""
+    import bpy
+    from mathutils import Matrix
+
+    base = bpy.data.objects.new("base", None)
+    scene.collection.objects.link(base)
+    base.location = (0.0, 0.0, 1.5)
+    links = []
+    for k in range(2):
+        bpy.ops.mesh.primitive_cube_add(size=1.0)
+        o = bpy.context.active_object
+        o.name = f"link{k}"
+        o.data.transform(Matrix.Diagonal((0.06, 0.06, 0.3, 1.0)))        # 6 x 6 x 30 cm
+        o.data.transform(Matrix.Translation((0.0, 0.0, -0.15)))          # hangs from its origin
+        o.parent = base if k == 0 else links[-1]
+        o.matrix_parent_inverse = Matrix.Identity(4)
+        o.location = (0.0, 0.0, 0.0 if k == 0 else -0.3)
+        s = o.spline_joints_sim
+        s.enabled, s.kind, s.axis, s.density = True, "HINGE", (1.0, 0.0, 0.0), 500.0
+        s.spring_units = "ABSOLUTE"
+        links.append(o)
+    bpy.context.view_layer.update()
+    for o in links:
+        bpy.context.view_layer.objects.active = o
+        assert bpy.ops.spline_joints.set_object_rest() == {"FINISHED"}
+    return links
+
+
 def cancelling_at(job_class, fraction: float = 0.5):
     """A subclass of a bake job class whose progress presses the modal's Esc (``cancel``) once
     the core reports ``fraction`` done; its ``seen`` lists every fraction reported."""

@@ -387,35 +387,14 @@ def scenario_object_chain(tmp):
     """Two mesh objects hanging from an empty on hinges (Blender parents), masses from their
     meshes: the bake keeps each hinge on its axis, the mass equals the meshes' closed form."""
     import bpy
-    from mathutils import Matrix
 
-    from scenes import addon_module
+    from scenes import addon_module, hanging_links
 
     rig_jobs = addon_module("addon.rig_jobs")
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end, scene.render.fps = 1, 25, 24
-    base = bpy.data.objects.new("base", None)
-    scene.collection.objects.link(base)
-    base.location = (0.0, 0.0, 1.5)
-    links = []
-    for k in range(2):
-        bpy.ops.mesh.primitive_cube_add(size=1.0)
-        o = bpy.context.active_object
-        o.name = f"link{k}"
-        o.data.transform(Matrix.Diagonal((0.06, 0.06, 0.3, 1.0)))        # 6 x 6 x 30 cm
-        o.data.transform(Matrix.Translation((0.0, 0.0, -0.15)))          # hangs from its origin
-        o.parent = base if k == 0 else links[-1]
-        o.matrix_parent_inverse = Matrix.Identity(4)
-        o.location = (0.0, 0.0, 0.0 if k == 0 else -0.3)
-        s = o.spline_joints_sim
-        s.enabled, s.kind, s.axis, s.density = True, "HINGE", (1.0, 0.0, 0.0), 500.0
-        s.spring_units = "ABSOLUTE"
-        links.append(o)
-    bpy.context.view_layer.update()
-    for o in links:
-        bpy.context.view_layer.objects.active = o
-        assert bpy.ops.spline_joints.set_object_rest() == {"FINISHED"}
+    links = hanging_links(scene)
     links[0].rotation_euler = (0.8, 0.0, 0.0)
     links[1].rotation_euler = (-0.4, 0.0, 0.0)
     bpy.context.view_layer.update()

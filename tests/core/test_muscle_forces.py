@@ -521,6 +521,41 @@ def test_a_muscle_acts_across_a_switch_from_animated_to_simulated():
     np.testing.assert_allclose(run.q, switched.q, rtol=0.0, atol=1e-12)
 
 
+def test_a_dragged_and_released_live_run_keeps_the_muscles_activation_clock():
+    """A live run of the biceps on a ramp over the whole shot, its forearm dragged at frame 3
+    and let go at frame 6 (two restarts): every frame's muscle forces read the activation
+    the undragged bake records on that frame (the ramp at the shot's time, not from each
+    restart's 0), while the drag moves the elbow."""
+    from core.rig import RigRun, simulate_rig
+    ramp = ([0.0, 0.5], [0.2, 1.0])
+    rig = _arm_rig(ramp)
+    baked = simulate_rig(rig)
+
+    class Watched(RigRun):
+        def __init__(self, rig):
+            self.starts = []                      # (first frame, mechanism) of each restart
+            super().__init__(rig)
+
+        def _restart(self, frame, mech):
+            self.starts.append((frame, mech))
+            super()._restart(frame, mech)
+
+    run = Watched(rig)
+    run.advance_to(3)
+    run.set_drag("fore", (0.0, 0.3, 0.0), (0.0, 0.3, -0.2))
+    run.advance_to(6)
+    run.release()
+    run.advance_to(len(baked.times) - 1)
+    assert [frame for frame, _ in run.starts] == [0, 3, 6]
+    used = np.array([[mech.tau.activation((f - first) / run.fps)
+                      for first, mech in run.starts if first <= f][-1]
+                     for f in range(len(baked.times))])
+    np.testing.assert_allclose(used, baked.activation, rtol=0.0, atol=1e-12)
+    np.testing.assert_allclose(baked.activation[:, 0], np.interp(baked.times, *ramp),
+                               rtol=0.0, atol=1e-12)
+    assert abs(run.q[6, 0] - baked.q[6, 0]) > 0.01                  # the drag acted
+
+
 def test_a_cancelled_run_of_a_rig_with_muscles_has_no_frames():
     """Cancelled in its second segment (after the switch): no frames, the muscles' records
     empty with a column per muscle."""
