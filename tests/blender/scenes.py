@@ -167,3 +167,14 @@ def cancelling_at(job_class, fraction: float = 0.5):
             return super().progress(done)
 
     return EscAt
+
+
+def bake_rig(scene, obj):
+    """Read, simulate and key one rig as the Bake operator does; returns (result, report,
+    job)."""
+    rig_jobs = addon_module("addon.rig_jobs")
+    job = rig_jobs.RigJob(scene, obj)
+    job.simulate()
+    result = job.checked_result()
+    (message,) = rig_jobs.bake_rigs(scene, [job], [result])
+    return result, message, job

@@ -45,18 +45,6 @@ def _settings(obj):
     return out
 
 
-def _bake(scene, obj):
-    """Read, simulate and key the rig as Bake Simulation does: (result, report, job)."""
-    from scenes import addon_module
-
-    rig_jobs = addon_module("addon.rig_jobs")
-    job = rig_jobs.RigJob(scene, obj)
-    job.simulate()
-    result = job.checked_result()
-    (message,) = rig_jobs.bake_rigs(scene, [job], [result])
-    return result, message, job
-
-
 def _lowest(result, job):
     """The lowest point (m) any simulated bone's head or tail reaches over the bake, and
     the pelvis's height at the first and last frames."""
@@ -77,7 +65,7 @@ def _lowest(result, job):
 def scenario_metarig(tmp):
     import bpy
 
-    from scenes import printed_reports
+    from scenes import bake_rig, printed_reports
 
     scene, obj = _metarig()
     result, printed = printed_reports(lambda: bpy.ops.spline_joints.make_ragdoll())
@@ -85,7 +73,7 @@ def scenario_metarig(tmp):
     report = next(ln for ln in printed.splitlines() if "is a ragdoll" in ln)
     simulated = sorted(pb.name for pb in obj.pose.bones if pb.spline_joints_sim.enabled)
     shin = obj.pose.bones["shin.L"].spline_joints_sim
-    result, message, job = _bake(scene, obj)
+    result, message, job = bake_rig(scene, obj)
     lowest, start, end = _lowest(result, job)
     return {"report": report, "simulated": simulated, "shin": [shin.kind, shin.range_min,
                                                                shin.range_max],
@@ -294,7 +282,7 @@ def scenario_rigify(tmp):
     import bpy
     import numpy as np
 
-    from scenes import action_fcurves, printed_reports
+    from scenes import action_fcurves, bake_rig, printed_reports
 
     bpy.ops.wm.read_homefile(use_empty=True)
     bpy.ops.preferences.addon_enable(module="rigify")
@@ -311,7 +299,7 @@ def scenario_rigify(tmp):
     assert result == {"FINISHED"}, printed
     report = next(ln for ln in printed.splitlines() if "is a ragdoll" in ln)
     simulated = [pb.name for pb in rig.pose.bones if pb.spline_joints_sim.enabled]
-    result, message, job = _bake(scene, rig)
+    result, message, job = bake_rig(scene, rig)
     lowest, start, end = _lowest_rigify(result, job)
     action = rig.animation_data.action
     keyed = sorted({fc.data_path.split('"')[1] for fc in action_fcurves(action)

@@ -19,19 +19,6 @@ FACE = ("face", "teeth", "nose", "lip", "jaw", "chin", "ear", "lid", "brow", "fo
 FINGERS = ("thumb", "f_index", "f_middle", "f_ring", "f_pinky", "palm")
 
 
-def _bake(scene, obj):
-    """Read, simulate and key one rig as the Bake operator does; returns (result, report,
-    job)."""
-    from scenes import addon_module
-
-    rig_jobs = addon_module("addon.rig_jobs")
-    job = rig_jobs.RigJob(scene, obj)
-    job.simulate()
-    result = job.checked_result()
-    (message,) = rig_jobs.bake_rigs(scene, [job], [result])
-    return result, message, job
-
-
 def _checks(result, message, job):
     """What every zoo bake must show: completed, the limits within their deadband, no energy
     gained beyond the implicit method's bound (first order: DRIFT_RESOLUTION of the energy
@@ -98,8 +85,10 @@ def _metarig(all_bones, radius_ratio=None, self_collision=False):
 
 
 def scenario_metarig(tmp, all_bones):
+    from scenes import bake_rig
+
     scene, obj, count = _metarig(all_bones)
-    result, message, job = _bake(scene, obj)
+    result, message, job = bake_rig(scene, obj)
     out = _checks(result, message, job)
     out["bones"] = count
     out["refined"] = [w for w in result.warnings if "run again" in w]
@@ -120,8 +109,10 @@ def test_metarig_ragdoll(blender, all_bones):
 def scenario_self_collision(tmp):
     """The body ragdoll with capsules a third of each bone's length thick: many pairs
     overlap at rest; they are left out and named, the others collide."""
+    from scenes import bake_rig
+
     scene, obj, _ = _metarig(False, radius_ratio=0.3, self_collision=True)
-    result, message, job = _bake(scene, obj)
+    result, message, job = bake_rig(scene, obj)
     out = _checks(result, message, job)
     out["notes"] = list(result.contact_notes)
     return out
@@ -140,7 +131,7 @@ def scenario_chains(tmp):
     frequency and ratio; every bake holds."""
     import bpy
 
-    from scenes import tail_armature
+    from scenes import bake_rig, tail_armature
 
     cases = []
     for n in (3, 10, 30):
@@ -163,7 +154,7 @@ def scenario_chains(tmp):
                 c.twist_limit = math.radians(10.0)
             scene.spline_joints_sim.use_ground = False
             scene.frame_set(1)
-            out = _checks(*_bake(scene, obj))
+            out = _checks(*bake_rig(scene, obj))
             cases.append({"bones": n, "units": units, "stiffness": stiffness,
                           "damping": damping, **out})
     return cases
@@ -180,6 +171,8 @@ def scenario_tiny_next_to_large(tmp):
     """A 1 m bone on a ball joint at the world origin carrying a 1 cm bone on a ball joint,
     dropped on the ground: the light bone does not force a smaller step."""
     import bpy
+
+    from scenes import bake_rig
 
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
@@ -200,7 +193,7 @@ def scenario_tiny_next_to_large(tmp):
         s = obj.pose.bones[name].spline_joints_sim
         s.enabled, s.kind, s.mass_source = True, kind, "CAPSULE"
     scene.frame_set(1)
-    result, message, job = _bake(scene, obj)
+    result, message, job = bake_rig(scene, obj)
     out = _checks(result, message, job)
     out["substeps"] = job.rig.mechanism.substeps
     out["refined"] = [w for w in result.warnings if "run again" in w]
