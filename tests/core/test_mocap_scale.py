@@ -432,7 +432,8 @@ def opensim_run(tmp_path_factory):
     """OpenSim 4.6's ScaleTool run on the example (and on the unequal-factors setup) in a
     folder of its own: ``(opensim, folder, static pose {coordinate: value})``."""
     opensim = pytest.importorskip("opensim")
-    opensim.Logger.setLevelString("off")
+    level = opensim.Logger.getLevelString()
+    opensim.Logger.setLevelString("off")      # OpenSim's log level is global: put it back
     f = _copy_pipeline(tmp_path_factory.mktemp("opensim_scale"), geometry=True)
     def unequal(tool):
         _unequal(tool)
@@ -447,7 +448,8 @@ def opensim_run(tmp_path_factory):
     labels, row = pose.getColumnLabels(), pose.getStateVector(0).getData()
     static = {labels.get(i + 1).split("/")[-2]: row.get(i) for i in range(row.getSize())
               if labels.get(i + 1).endswith("/value")}
-    return opensim, f, static
+    yield opensim, f, static
+    opensim.Logger.setLevelString(level)
 
 
 def _opensim_factors(opensim, generic_file, scaled_file):

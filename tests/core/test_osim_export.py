@@ -238,12 +238,15 @@ def test_motion_is_written_in_degrees(tmp_path):
 def _load(opensim, file):
     """OpenSim's model of ``file`` with its state, and what OpenSim logged loading it."""
     log = str(file) + ".log"
+    level = opensim.Logger.getLevelString()
+    opensim.Logger.setLevelString("info")     # global: another module may have lowered it
     opensim.Logger.addFileSink(log)
     try:
         m = opensim.Model(str(file))
         state = m.initSystem()
     finally:
         opensim.Logger.removeFileSink()
+        opensim.Logger.setLevelString(level)
     with open(log, encoding="utf-8") as fh:
         return m, state, fh.read()
 
