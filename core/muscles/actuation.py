@@ -195,7 +195,6 @@ class OsimPaths:
         self.model = model
         index = {n: i for i, n in enumerate(model.coordinate_names)}
         self.free = np.array([index[n] for n in names], dtype=int)
-        self.names = tuple(names)
         self.paths = [model.muscles[name].path for name in muscles]
         self.q_full = model.default_q()
         self.arms = np.zeros((len(self.paths), len(names)))
@@ -206,9 +205,8 @@ class OsimPaths:
         kin = paths.path_kinematics(self.model, qf)
         lengths, speeds = np.empty(len(self.paths)), np.empty(len(self.paths))
         for i, path in enumerate(self.paths):
-            lengths[i] = paths.path_length(kin, None, path)
-            speeds[i] = paths.lengthening_speed(kin, None, vf, path)
-            self.arms[i] = paths.moment_arms(kin, None, path, self.names)
+            lengths[i], speeds[i], arms = paths.path_measures(kin, path, vf)
+            self.arms[i] = arms[self.free]
         return lengths, speeds
 
     def generalized_forces(self, tension):

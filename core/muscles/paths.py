@@ -52,7 +52,7 @@ from . import wrap
 __all__ = ["PathPoint", "ConditionalPathPoint", "MovingPathPoint", "PathWrap",
            "GeometryPath", "Muscle", "PathKinematics", "PathState", "MUSCLE_KINDS",
            "WRAP_METHODS", "path_kinematics", "path_geometry", "path_length",
-           "lengthening_speed", "moment_arms", "path_generalized_forces",
+           "lengthening_speed", "moment_arms", "path_measures", "path_generalized_forces",
            "spanned_coordinates"]
 
 #: OpenSim muscle classes whose paths and parameters are read (older ones by name)
@@ -505,7 +505,20 @@ def lengthening_speed(model, q, v, path, where="path"):
     if v.shape != kin.q.shape or not np.all(np.isfinite(v)):
         raise InvalidInputError(f"{where}: the speeds must be {len(kin.q)} finite numbers, "
                                 f"got shape {v.shape}")
-    nodes = path_geometry(kin, None, path, where).nodes
+    return _speed(kin, path_geometry(kin, None, path, where).nodes, v)
+
+
+def path_measures(kin, path, v, where="path"):
+    """``(length, lengthening speed, moment arms (nq,))`` of ``path`` from one
+    :func:`path_geometry` of the pose ``kin`` (a :func:`path_kinematics`) and checked rates
+    ``v`` (nq,): what :func:`path_length`, :func:`lengthening_speed` and :func:`moment_arms`
+    give, with the path (its wraps included) located once instead of three times."""
+    state = path_geometry(kin, None, path, where)
+    return state.length, _speed(kin, state.nodes, v), _generalized(kin, state)
+
+
+def _speed(kin, nodes, v):
+    """``dL/dt`` over the located ``nodes`` at rates ``v`` (:func:`lengthening_speed`)."""
     twists = {}
     velocities = []
     for node in nodes:
