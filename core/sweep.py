@@ -285,6 +285,7 @@ def run_batch(builder, batch, metrics, timing=()):
 
 
 def _describe(params, timing=()):
+    """A variant's swept parameters as ``name=value, ...`` (its timing keywords left out)."""
     return ", ".join(f"{k}={v!r}" for k, v in params.items() if k not in timing)
 
 
@@ -300,6 +301,7 @@ def batch_size(remaining, workers, variant_seconds):
 
 
 def _cancelled_record(index, params, metrics, timing=()):
+    """The record of a variant a cancel kept from running (module docstring)."""
     record = {"index": int(index)}
     record.update((k, v) for k, v in params.items() if k not in timing)
     record.update(status="cancelled", error=CANCELLED, steps=None, wall_time=None)

@@ -275,26 +275,27 @@ def test_a_local_cluster_of_two_workers_returns_the_in_process_records(two_worke
 
 def test_batches_of_any_size_return_the_records_of_one_variant_per_task(two_workers,
                                                                          monkeypatch):
-    """The same 201 variants one per task, in automatic batches and in batches of 7 (the last
+    """The same 81 variants one per task, in automatic batches and in batches of 7 (the last
     one short): the same records bit for bit, in variant order (each worker runs the same
     kernels whatever its batch), and progress once per task, rising to 1. With tasks of
     unbounded time the automatic batches are one variant for each of the 2 x 2 first tasks,
     then a quarter of the variants not yet sent (2 workers, GUIDE 2), rounded up."""
-    variants = _knee_variants(200) + [{"knee_start": -1.3, "ankle_stiffness": STIFF}]
+    variants = _knee_variants(80) + [{"knee_start": -1.3, "ankle_stiffness": STIFF}]
     progress, single = _fractions()
     one = run(knee_pendulum, variants, client=two_workers, duration=0.1, batch=1,
               progress=progress)
-    assert single == [k / 201 for k in range(1, 202)]
+    assert single == [k / 81 for k in range(1, 82)]
     monkeypatch.setattr("core.sweep.TASK_SECONDS", math.inf)
-    guided = [1, 1, 1, 1, 50, 37, 28, 21, 16, 12, 9, 6, 5, 4, 3, 2, 1, 1, 1, 1]
-    for batch, sizes in ((None, guided), (7, [7] * 28 + [5])):
+    guided = [1, 1, 1, 1, 20, 15, 11, 8, 6, 5, 3, 3, 2, 1, 1, 1, 1]
+    for batch, sizes in ((None, guided), (7, [7] * 11 + [4])):
         progress, seen = _fractions()
         records = run(knee_pendulum, variants, client=two_workers, duration=0.1, batch=batch,
                       progress=progress)
         assert _without_wall_time(records) == _without_wall_time(one)
-        assert [r["index"] for r in records] == list(range(201))
+        assert [r["index"] for r in records] == list(range(81))
+        assert records[-1]["status"] == "failed"
         assert seen == sorted(seen) and seen[-1] == 1.0
-        assert sorted(np.diff(np.round(np.array([0.0, *seen]) * 201))) == sorted(sizes)
+        assert sorted(np.diff(np.round(np.array([0.0, *seen]) * 81))) == sorted(sizes)
 
 
 def test_a_cancel_on_a_cluster_keeps_the_finished_tasks_and_marks_the_rest(two_workers):
@@ -391,6 +392,7 @@ def test_the_script_writes_a_readable_table_and_plot(tmp_path, capsys):
     ([], "give either --param"),
     (["--param", "knee_start=-1.3", "--random", "knee_start=-1.5:-1.1"], "not both"),
     (["--random", "knee_start=-1.5"], "give one range LOW:HIGH"),
+    (["--param", "knee_start=-1.3", "--batch", "0"], "--batch must be an integer >= 1"),
 ])
 def test_the_script_refuses_bad_input_with_one_sentence_and_writes_nothing(tmp_path, capsys,
                                                                            argv, message):
