@@ -20,8 +20,8 @@ variant raises stops the sweep, with a note naming the variant (``index`` and pa
 
 **Batches.** A Dask task costs the scheduler, the client and the worker a few milliseconds
 beyond its work (scripts/benchmarks/sweep.py measures it, and models what it costs a sweep):
-with one variant per task, a worker spent a third of its time on that cost at 14 workers and
-40 ms variants. On a cluster, ``batch=None`` sizes each task from the measured wall time of the
+with one 40 ms variant per task, 14 workers of a 16-core machine spent a third of their time
+on it. On a cluster, ``batch=None`` sizes each task from the measured wall time of the
 variants of the last task that came back: ``TASK_SECONDS`` of work, and no more than a
 ``1 / (GUIDE x workers)`` share of the variants not yet sent, so that the last tasks are short and
 the workers finish together; the first ``IN_FLIGHT`` tasks a worker gets, before any time is
