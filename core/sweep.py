@@ -10,10 +10,24 @@ duration, **params) -> Mechanism``); a variant is a dict of keyword arguments fo
 :func:`grid_variants` gives the full product of a grid of values, :func:`random_variants` a
 seeded uniform sample of ranges. :func:`run` checks every parameter name against the
 builder's signature before any work, then simulates the variants in this process
-(``client=None``) or maps them over the workers of a Dask distributed client (one task per
-variant, results in variant order). A variant whose builder refuses its parameters or whose
-simulation diverges gives a record with status ``"failed"`` and the error's message; the other
-variants are unaffected.
+(``client=None``) or over the workers of a Dask distributed client, several variants per task
+(:func:`batch_size`), the records in variant order either way. A variant whose builder refuses
+its parameters or whose simulation diverges gives a record with status ``"failed"`` and the
+error's message; the other variants are unaffected. ``progress(fraction) -> bool`` is called
+after every variant in this process and after every task on a cluster; False cancels, and the
+variants that had not run get records with status ``"cancelled"``. Any other exception a
+variant raises stops the sweep, with a note naming the variant (``index`` and parameters).
+
+**Batches.** A Dask task costs the scheduler, the client and the worker a few milliseconds
+beyond its work (scripts/benchmarks/sweep.py measures it, and models what it costs a sweep):
+with one 40 ms variant per task, 14 workers of a 16-core machine spent a third of their time
+on it. On a cluster, ``batch=None`` sizes each task from the measured wall time of the
+variants of the last task that came back: ``TASK_SECONDS`` of work, and no more than a
+``1 / (GUIDE x workers)`` share of the variants not yet sent, so that the last tasks are short and
+the workers finish together; the first ``IN_FLIGHT`` tasks a worker gets, before any time is
+known, hold one variant. ``IN_FLIGHT`` tasks per worker are out at a time, so a worker never
+waits for the client. ``batch=N`` sends tasks of N variants instead, all at once (``batch=1`` is
+one task per variant).
 
 A record (:func:`run_variant`) is a flat dict: ``index``, the variant's parameters, then
 ``status`` ("completed" or "failed"), ``error`` ("" or the message), ``steps``, ``wall_time``
@@ -23,7 +37,9 @@ default metrics (:data:`METRICS`) are the relative energy drift and its warning
 (tuple, nq), the last body's final position (tuple, 3), the largest constraint error (m) and
 the largest limit violation (None for a mechanism without limits). Every entry but
 ``wall_time`` is a deterministic function of the variant, so a sweep on a cluster returns
-the records of the same sweep in one process. :func:`table` flattens records into the rows of
+the records of the same sweep in one process, whatever its batches. A cancelled variant's
+record has status ``"cancelled"``, ``error`` saying so, and None for ``steps``, ``wall_time``
+and every metric. :func:`table` flattens records into the rows of
 a table file.
 
 Dask distributed is reached through :mod:`core.cluster` (:func:`~core.cluster.connect`,
@@ -34,23 +50,35 @@ import importlib
 import inspect
 import itertools
 import math
+import statistics
 import time
 
 import numpy as np
 
 from .checks import real_number, whole_number
-from .cluster import CONNECT_TIMEOUT, connect, wait_for_workers
+from .cluster import CONNECT_TIMEOUT, connect, distributed_module, wait_for_workers
 from .errors import InvalidInputError, SplineJointsError
 from .limits import LimitSolver
 from .mechanisms import energy_drift_warning, simulate_mechanism
 
-__all__ = ["MAX_VARIANTS", "METRICS", "RECORD_FIELDS", "builder_parameters", "grid_variants",
-           "random_variants", "check_variants", "run", "run_variant", "table"]
+__all__ = ["GUIDE", "IN_FLIGHT", "MAX_VARIANTS", "METRICS", "RECORD_FIELDS", "TASK_SECONDS",
+           "batch_size", "builder_parameters", "grid_variants", "random_variants",
+           "check_variants", "run", "run_batch", "run_variant", "table"]
 
 #: the fields of every record after its parameters and before its metrics
 RECORD_FIELDS = ("index", "status", "error", "steps", "wall_time")
 #: the most variants of one sweep, counted before any is built
 MAX_VARIANTS = 100_000
+#: seconds of work an automatic batch aims at: 100 times a task's cost of a few ms
+#: (scripts/benchmarks/sweep.py), so that cost is about 1 % of a worker's time, while progress
+#: and a cancel still come within a second
+TASK_SECONDS = 0.5
+#: an automatic batch holds at most 1 / (GUIDE x workers) of the variants not yet sent
+GUIDE = 2
+#: tasks out per worker at a time with automatic batches (one running, one waiting)
+IN_FLIGHT = 2
+#: the error of a cancelled variant's record
+CANCELLED = "the sweep was cancelled before this variant ran"
 
 def _final_position(mechanism, result):
     """The last body's final world position ``(3,)`` as a tuple (m)."""
@@ -242,8 +270,47 @@ def run_variant(builder, params, metrics, index=0, timing=()):
     return record
 
 
+def run_batch(builder, batch, metrics, timing=()):
+    """The records (:func:`run_variant`) of ``batch``, a list of ``(index, params)``, in its
+    order. An exception a variant raises that is not a failed record (a bug in a builder or a
+    metric) stops the batch, with a note naming the variant's index and parameters."""
+    records = []
+    for index, params in batch:
+        try:
+            records.append(run_variant(builder, params, metrics, index, timing))
+        except Exception as err:
+            err.add_note(f"in sweep variant {index}: {_describe(params, timing)}")
+            raise
+    return records
+
+
+def _describe(params, timing=()):
+    """A variant's swept parameters as ``name=value, ...`` (its timing keywords left out)."""
+    return ", ".join(f"{k}={v!r}" for k, v in params.items() if k not in timing)
+
+
+def batch_size(remaining, workers, variant_seconds):
+    """The number of variants of the next automatic task (module docstring): 1 while
+    ``variant_seconds`` (the wall time of a variant, s) is None (not measured yet), else
+    ``TASK_SECONDS / variant_seconds`` rounded down and at most ``remaining / (GUIDE x
+    workers)`` rounded up (``remaining``: variants not yet sent), and at least 1."""
+    if variant_seconds is None:
+        return 1
+    by_share = -(-int(remaining) // (GUIDE * max(int(workers), 1)))
+    return max(1, int(min(by_share, TASK_SECONDS / max(variant_seconds, 1e-6))))
+
+
+def _cancelled_record(index, params, metrics, timing=()):
+    """The record of a variant a cancel kept from running (module docstring)."""
+    record = {"index": int(index)}
+    record.update((k, v) for k, v in params.items() if k not in timing)
+    record.update(status="cancelled", error=CANCELLED, steps=None, wall_time=None)
+    record.update(dict.fromkeys(metrics))
+    return record
+
+
 def run(builder, grid, metrics=None, client=None, *, fps=None, substeps=None, duration=None,
-        timeout=CONNECT_TIMEOUT):
+        timeout=CONNECT_TIMEOUT, batch=None, progress=None):
     """Simulate every variant of ``grid`` and return their records, in variant order.
 
     builder: a mechanism builder (``core.mechanisms.DEMOS[name]``); grid: a dict
@@ -252,29 +319,42 @@ def run(builder, grid, metrics=None, client=None, *, fps=None, substeps=None, du
     dict name -> ``(mechanism, result) -> value``; client: None (in this process), a
     ``distributed.Client``, or a scheduler address ``"tcp://host:8786"`` (connected within
     ``timeout`` seconds and closed at the end, :func:`connect`); fps, substeps, duration: the
-    timing of every variant (None: the builder's default).
+    timing of every variant (None: the builder's default); batch: variants per Dask task
+    (None: sized from the variants' measured time, :func:`batch_size`; ignored in this
+    process); progress: None or ``progress(fraction) -> bool``, called after every variant
+    in this process and every task on a cluster with the fraction of variants done; False
+    cancels (the variants not run get records with status ``"cancelled"``).
 
     Raises InvalidInputError before any simulation for an empty sweep, a parameter the
-    builder does not take (the message lists those it takes), an unknown metric, a scheduler
-    that cannot be reached or gets no worker within ``timeout`` seconds, and workers (named)
-    or a scheduler that cannot import the sweep's code. A variant that fails gives a record
-    with its error.
+    builder does not take (the message lists those it takes), an unknown metric, a ``batch``
+    that is not an integer >= 1, a scheduler that cannot be reached or gets no worker within
+    ``timeout`` seconds, and workers (named) or a scheduler that cannot import the sweep's
+    code. A variant that fails gives a record with its error; any other exception of a
+    variant propagates with a note naming it, and on a cluster cancels the other tasks.
     """
     timing = {k: v for k, v in (("fps", fps), ("substeps", substeps), ("duration", duration))
               if v is not None}
     variants = check_variants(builder, grid, timing)
     functions = _metric_functions(metrics)
     keys = tuple(timing)
+    if batch is not None:
+        batch = whole_number(batch, "the variants per task (batch)",
+                             advice="give 1 or more, or None to size the tasks automatically")
     if client is None:
-        return [run_variant(builder, v, functions, k, keys) for k, v in enumerate(variants)]
+        records = []
+        for k, variant in enumerate(variants):
+            records += run_batch(builder, [(k, variant)], functions, keys)
+            if progress is not None and progress((k + 1) / len(variants)) is False:
+                records += [_cancelled_record(j, v, functions, keys)
+                            for j, v in enumerate(variants) if j > k]
+                break
+        return records
     owned = isinstance(client, str)
     if owned:
         client = connect(client, timeout)
     try:
         _check_workers(client, builder, timeout)
-        futures = [client.submit(run_variant, builder, v, functions, k, keys, pure=False)
-                   for k, v in enumerate(variants)]
-        return client.gather(futures)
+        return _run_on_client(client, builder, variants, functions, keys, batch, progress)
     except Exception as err:
         missing = _missing_module(err)
         if missing is None:
@@ -286,6 +366,53 @@ def run(builder, grid, metrics=None, client=None, *, fps=None, substeps=None, du
     finally:
         if owned:
             client.close()
+
+
+def _run_on_client(client, builder, variants, functions, keys, batch, progress):
+    """The records of :func:`run` on ``client``'s workers, ``batch`` variants per task (None:
+    :func:`batch_size`, ``IN_FLIGHT`` tasks per worker out at a time; an integer: every task
+    sent at once)."""
+    as_completed = distributed_module().as_completed
+    n = len(variants)
+    workers = sum(client.nthreads().values())     # worker threads: tasks that run at once
+    limit = n if batch is not None else IN_FLIGHT * max(workers, 1)
+    records = [None] * n
+    sent, done, seconds = 0, 0, None
+    pending = {}
+
+    def send():
+        nonlocal sent
+        size = batch or batch_size(n - sent, workers, seconds)
+        chunk = [(k, variants[k]) for k in range(sent, min(n, sent + size))]
+        future = client.submit(run_batch, builder, chunk, functions, keys, pure=False)
+        pending[future] = (chunk[0][0], chunk[-1][0])
+        sent += len(chunk)
+        return future
+
+    futures = as_completed([send() for _ in range(limit) if sent < n])
+    try:
+        for future in futures:
+            first, last = pending.pop(future)
+            try:
+                returned = future.result()
+            except Exception as err:
+                if not any(note.startswith("in sweep variant")
+                           for note in getattr(err, "__notes__", ())):
+                    err.add_note(f"in the Dask task of sweep variants {first} to {last}")
+                raise
+            for record in returned:
+                records[record["index"]] = record
+            done += len(returned)
+            seconds = statistics.median(r["wall_time"] for r in returned)
+            if progress is not None and progress(done / n) is False:
+                break
+            while sent < n and len(pending) < limit:
+                futures.add(send())
+    finally:
+        if pending:
+            client.cancel(list(pending))
+    return [r if r is not None else _cancelled_record(k, variants[k], functions, keys)
+            for k, r in enumerate(records)]
 
 
 def _check_workers(client, builder, timeout):

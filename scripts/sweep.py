@@ -8,7 +8,9 @@
         --scheduler tcp://HOST:8786 --out sweeps/
 
 Each variant is built by ``core.mechanisms.DEMOS[MECHANISM]`` with the swept parameters (and
-``--fps/--substeps/--duration`` when given) and simulated by :func:`core.sweep.run`. Writes
+``--fps/--substeps/--duration`` when given) and simulated by :func:`core.sweep.run`, on a
+cluster ``--batch`` variants per Dask task (by default sized from the variants' measured time,
+:func:`core.sweep.batch_size`). Writes
 ``MECHANISM_sweep.csv`` (one row per variant, the columns of :func:`core.sweep.table`) and
 ``MECHANISM_sweep.png`` (``--plot`` metric against the first swept parameter, or a scatter of
 the first two coloured by it; failed variants as red crosses) under ``--out``, and prints a
@@ -36,6 +38,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from core import cluster, sweep  # noqa: E402
+from core.checks import whole_number  # noqa: E402
 from core.errors import InvalidInputError  # noqa: E402
 from core.io import atomic_path, lock_folder  # noqa: E402
 from core.mechanisms import DEMOS  # noqa: E402
@@ -205,6 +208,9 @@ def main(argv=None):
                         help="none (this process, the default), local (a LocalCluster of "
                              "--jobs workers) or a scheduler address tcp://HOST:8786")
     parser.add_argument("--jobs", type=int, default=2, help="LocalCluster workers (2)")
+    parser.add_argument("--batch", type=int,
+                        help="variants per Dask task (automatic: about 0.5 s of work each, "
+                             "from the variants' measured time)")
     parser.add_argument("--timeout", type=float, default=cluster.CONNECT_TIMEOUT,
                         help="seconds to wait for a scheduler and its first worker (10)")
     parser.add_argument("--plot", choices=PLOT_METRICS, default="energy_drift",
@@ -220,11 +226,14 @@ def main(argv=None):
         variants = variants_from_args(args)
         timing = dict(fps=args.fps, substeps=args.substeps, duration=args.duration)
         sweep.check_variants(builder, variants, timing)
+        if args.batch is not None:
+            whole_number(args.batch, "--batch", advice="give the variants per Dask task (1 or "
+                         "more), or leave it out to size the tasks automatically")
         lock = open_out(args.out)
         client = _client(args)
         start = time.perf_counter()
         records = sweep.run(builder, variants, client=client, timeout=args.timeout,
-                            **timing)
+                            batch=args.batch, **timing)
         wall = time.perf_counter() - start
         names = list(variants[0])
         write_outputs(csv_path, png_path, records, names, args.plot,

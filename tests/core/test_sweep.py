@@ -1,7 +1,8 @@
 """Parameter sweeps (core.sweep, scripts/sweep.py): records equal to simulating each variant by
-hand, the same records from a 2-worker Dask LocalCluster as in one process, refusals before
-any work, failed variants as records, and the CSV table and PNG plot written beside each
-other.
+hand, the same records from a 2-worker Dask LocalCluster as in one process and whatever the
+variants per task, progress and cancelling per task, refusals before any work, failed
+variants as records, errors naming their variant, and the CSV table and PNG plot written
+beside each other.
 
 Runs are short (0.1-0.25 s of simulated knee pendulum per variant); the sweep's speed is
 measured by scripts/benchmarks/sweep.py.
@@ -20,8 +21,8 @@ import pytest
 
 from core.errors import InvalidInputError
 from core.mechanisms import knee_pendulum, simulate_mechanism, spherical_chain
-from core.sweep import (METRICS, builder_parameters, grid_variants, random_variants, run,
-                        table)
+from core.sweep import (CANCELLED, GUIDE, METRICS, TASK_SECONDS, batch_size, builder_parameters,
+                        grid_variants, random_variants, run, table)
 
 ROOT = Path(__file__).resolve().parents[2]
 #: a diverging variant: an ankle spring far too stiff for the pendulum's 4 ms step
@@ -48,6 +49,39 @@ def _assert_same_records(a, b):
                 np.testing.assert_allclose(y[k], u, rtol=1e-12, atol=1e-12, err_msg=k)
             else:
                 assert y[k] == u, (k, y[k], u)
+
+
+def _knee_variants(n):
+    return random_variants({"knee_start": (-1.5, -1.1), "ankle_stiffness": (2.0, 10.0)}, n,
+                           seed=0)
+
+
+def _fractions(stop_after=None):
+    """A progress callback recording its fractions; it returns False (cancel) from its
+    ``stop_after``-th call on."""
+    seen = []
+
+    def progress(fraction):
+        seen.append(fraction)
+        return stop_after is None or len(seen) < stop_after
+
+    return progress, seen
+
+
+def _raises_at_steps(steps):
+    """A metric that raises KeyError (not a failed record: a bug in a metric) for a variant
+    of ``steps`` steps."""
+    return {"bug": lambda mechanism, result: {}[result.steps] if result.steps == steps else 0.0}
+
+
+@pytest.fixture(scope="module")
+def two_workers():
+    """A client of a LocalCluster of 2 one-thread worker processes, for this module."""
+    pytest.importorskip("distributed", reason="Dask distributed is not installed here")
+    from core.cluster import local_client
+    client = local_client(2)
+    yield client
+    client.close()
 
 
 def _free_port():
@@ -136,6 +170,32 @@ def test_a_diverging_or_refused_variant_is_a_failed_record_and_the_others_comple
         assert r["steps"] is None and all(r[m] is None for m in METRICS)
 
 
+def test_progress_in_this_process_comes_after_every_variant_and_false_cancels():
+    variants = _knee_variants(4)
+    progress, seen = _fractions(stop_after=2)
+    records = run(knee_pendulum, variants, duration=0.1, progress=progress)
+    assert seen == [0.25, 0.5]
+    assert [r["status"] for r in records] == ["completed"] * 2 + ["cancelled"] * 2
+    assert [r["index"] for r in records] == [0, 1, 2, 3]
+    assert list(records[3]) == list(records[0])          # the same columns in the same order
+    assert records[3]["knee_start"] == variants[3]["knee_start"]
+
+
+def test_an_automatic_batch_is_half_a_second_of_work_and_shrinks_at_the_end():
+    assert batch_size(1000, 4, None) == 1                         # no time measured yet
+    assert batch_size(1000, 4, 0.04) == int(TASK_SECONDS / 0.04) == 12
+    assert batch_size(1000, 4, 0.001) == 1000 // (GUIDE * 4) == 125   # a share of the rest
+    assert batch_size(9, 4, 0.001) == 2 and batch_size(1, 4, 0.001) == 1
+    assert batch_size(1000, 4, 30.0) == 1                         # variants longer than a task
+
+
+@pytest.mark.parametrize("batch", [0, 2.5, "4"])
+def test_a_batch_that_is_not_a_whole_number_of_variants_is_refused(batch):
+    with pytest.raises(InvalidInputError, match=r"variants per task \(batch\) must be an "
+                                                r"integer >= 1.*None to size the tasks"):
+        run(knee_pendulum, {"knee_start": [-1.3]}, batch=batch)
+
+
 def test_metrics_can_be_chosen_by_name_or_given_as_functions():
     records = run(knee_pendulum, {"knee_start": [-1.3]}, duration=0.1,
                   metrics={"final_knee": lambda mechanism, result: float(result.q[-1, 1])})
@@ -192,33 +252,79 @@ def test_an_unreachable_scheduler_is_a_clear_error_within_the_timeout():
         run(knee_pendulum, {"knee_start": [-1.3]}, client="no-port-here", timeout=2)
 
 
-def test_a_local_cluster_of_two_workers_returns_the_in_process_records():
+def test_a_local_cluster_of_two_workers_returns_the_in_process_records(two_workers):
     """200 knee-pendulum variants (and one that diverges) on 2 worker processes: the same
     records, in variant order, as the same sweep in this process; a builder from a module the
     workers cannot import is refused naming both workers."""
-    pytest.importorskip("distributed", reason="Dask distributed is not installed here")
-    from core.cluster import local_client
-    variants = random_variants({"knee_start": (-1.5, -1.1), "ankle_stiffness": (2.0, 10.0)},
-                               200, seed=0)
-    variants.append({"knee_start": -1.3, "ankle_stiffness": STIFF})
+    variants = _knee_variants(200) + [{"knee_start": -1.3, "ankle_stiffness": STIFF}]
     local = run(knee_pendulum, variants, duration=0.1)
-    client = local_client(2)
-    try:
-        assert len(client.scheduler_info()["workers"]) == 2
-        remote = run(knee_pendulum, variants, client=client, duration=0.1)
-        _assert_same_records(remote, local)
-        assert [r["status"] for r in remote] == ["completed"] * 200 + ["failed"]
+    assert len(two_workers.scheduler_info()["workers"]) == 2
+    remote = run(knee_pendulum, variants, client=two_workers, duration=0.1)
+    _assert_same_records(remote, local)
+    assert [r["status"] for r in remote] == ["completed"] * 200 + ["failed"]
 
-        def elsewhere(*, fps=60.0, substeps=4, duration=0.1, knee_start=-1.3):
-            return knee_pendulum(knee_start=knee_start)
+    def elsewhere(*, fps=60.0, substeps=4, duration=0.1, knee_start=-1.3):
+        return knee_pendulum(knee_start=knee_start)
 
-        elsewhere.__module__ = "module_the_workers_lack"
-        with pytest.raises(InvalidInputError, match=r"the Dask worker\(s\) tcp://\S+, tcp://\S+ "
-                                                    r"could not import 'module_the_workers_"
-                                                    r"lack' .*PYTHONPATH"):
-            run(elsewhere, {"knee_start": [-1.3]}, client=client)
-    finally:
-        client.close()
+    elsewhere.__module__ = "module_the_workers_lack"
+    with pytest.raises(InvalidInputError, match=r"the Dask worker\(s\) tcp://\S+, tcp://\S+ "
+                                                r"could not import 'module_the_workers_"
+                                                r"lack' .*PYTHONPATH"):
+        run(elsewhere, {"knee_start": [-1.3]}, client=two_workers)
+
+
+def test_batches_of_any_size_return_the_records_of_one_variant_per_task(two_workers,
+                                                                         monkeypatch):
+    """The same 81 variants one per task, in automatic batches and in batches of 7 (the last
+    one short): the same records bit for bit, in variant order (each worker runs the same
+    kernels whatever its batch), and progress once per task, rising to 1. With tasks of
+    unbounded time the automatic batches are one variant for each of the 2 x 2 first tasks,
+    then a quarter of the variants not yet sent (2 workers, GUIDE 2), rounded up."""
+    variants = _knee_variants(80) + [{"knee_start": -1.3, "ankle_stiffness": STIFF}]
+    progress, single = _fractions()
+    one = run(knee_pendulum, variants, client=two_workers, duration=0.1, batch=1,
+              progress=progress)
+    assert single == [k / 81 for k in range(1, 82)]
+    monkeypatch.setattr("core.sweep.TASK_SECONDS", math.inf)
+    guided = [1, 1, 1, 1, 20, 15, 11, 8, 6, 5, 3, 3, 2, 1, 1, 1, 1]
+    for batch, sizes in ((None, guided), (7, [7] * 11 + [4])):
+        progress, seen = _fractions()
+        records = run(knee_pendulum, variants, client=two_workers, duration=0.1, batch=batch,
+                      progress=progress)
+        assert _without_wall_time(records) == _without_wall_time(one)
+        assert [r["index"] for r in records] == list(range(81))
+        assert records[-1]["status"] == "failed"
+        assert seen == sorted(seen) and seen[-1] == 1.0
+        assert sorted(np.diff(np.round(np.array([0.0, *seen]) * 81))) == sorted(sizes)
+
+
+def test_a_cancel_on_a_cluster_keeps_the_finished_tasks_and_marks_the_rest(two_workers):
+    variants = _knee_variants(40)
+    whole = run(knee_pendulum, variants, client=two_workers, duration=0.1, batch=1)
+    progress, seen = _fractions(stop_after=2)
+    records = run(knee_pendulum, variants, client=two_workers, duration=0.1, batch=4,
+                  progress=progress)
+    assert seen == [0.1, 0.2]                           # two tasks of 4 variants came back
+    assert [r["index"] for r in records] == list(range(40))
+    done = [r for r in records if r["status"] == "completed"]
+    assert len(done) == 8
+    assert _without_wall_time(done) == _without_wall_time([whole[r["index"]] for r in done])
+    for r in records:
+        if r["status"] != "completed":
+            assert r["status"] == "cancelled" and r["error"] == CANCELLED
+            assert r["steps"] is None and r["wall_time"] is None
+            assert all(r[m] is None for m in METRICS)
+            assert {k: r[k] for k in variants[0]} == variants[r["index"]]
+
+
+def test_an_error_of_a_variant_in_a_batch_names_the_variant(two_workers):
+    """A metric that raises KeyError (a bug, not a failed simulation) for the second of three
+    variants run in one task stops the sweep with the KeyError, noted with that variant."""
+    grid = {"knee_start": [-1.3], "duration": [0.1, 0.2, 0.3]}    # 24, 48, 72 steps
+    for client, batch in ((None, None), (two_workers, 3), (two_workers, None)):
+        with pytest.raises(KeyError) as caught:
+            run(knee_pendulum, grid, metrics=_raises_at_steps(48), client=client, batch=batch)
+        assert caught.value.__notes__ == ["in sweep variant 1: knee_start=-1.3, duration=0.2"]
 
 
 def test_a_scheduler_without_workers_is_a_clear_error_within_the_timeout():
@@ -286,6 +392,7 @@ def test_the_script_writes_a_readable_table_and_plot(tmp_path, capsys):
     ([], "give either --param"),
     (["--param", "knee_start=-1.3", "--random", "knee_start=-1.5:-1.1"], "not both"),
     (["--random", "knee_start=-1.5"], "give one range LOW:HIGH"),
+    (["--param", "knee_start=-1.3", "--batch", "0"], "--batch must be an integer >= 1"),
 ])
 def test_the_script_refuses_bad_input_with_one_sentence_and_writes_nothing(tmp_path, capsys,
                                                                            argv, message):
