@@ -226,7 +226,7 @@ class SPLINE_JOINTS_PG_mechanism(PropertyGroup):
                                     description="Largest constraint error of the last bake (m)")
 
 
-def _retag(self, context):
+def retag(self, context):
     """A setting the live drive uses changed (a fitted joint switched, the muscles' colour):
     tag the armature so the live drive poses and draws it again."""
     self.id_data.update_tag()
@@ -238,7 +238,7 @@ class SPLINE_JOINTS_PG_osim_fit(PropertyGroup):
     drive and the export use it in place of the model's exact joint."""
 
     joint_json: StringProperty(name="Fitted Joint", description="The fitted joint as JSON (core.io)")
-    use: BoolProperty(name="Use Fitted Joint", default=True, update=_retag,
+    use: BoolProperty(name="Use Fitted Joint", default=True, update=retag,
                       description="Pose the bones through the fitted spline joint (on) or through "
                                   "the model's exact OpenSim joint (off); the export writes the "
                                   "one in use")
@@ -273,6 +273,15 @@ def _fit_joint_items(self, context):
         for j in model.joints if len(j.coordinates) in (1, 2)]
     _JOINT_ITEMS[:] = items or [("", "(no joint of 1 or 2 coordinates)", "")]
     return _JOINT_ITEMS
+
+
+#: what a muscle's colour shows (the OpenSim panel's and a rig's Colour setting)
+MUSCLE_COLOR_ITEMS = (
+    ("LENGTH", "Length Change", "Colour by the length's change from the rest length: shorter "
+                                "blue, at rest red, longer yellow"),
+    ("FORCE", "Force", "Colour by the muscle's tension (rigid tendon, at the activations of the "
+                       "armature's '<muscle> activation' properties, 0 when missing) relative "
+                       "to its maximum isometric force"))
 
 
 class SPLINE_JOINTS_PG_osim_muscle(PropertyGroup):
@@ -328,15 +337,9 @@ class SPLINE_JOINTS_PG_osim_settings(PropertyGroup):
     muscle_span_filter: StringProperty(
         name="Spans", description="List only the muscles spanning a coordinate or joint whose "
                                   "name contains this text (e.g. knee)")
-    muscle_color: EnumProperty(
-        name="Colour", update=_retag, default="LENGTH",
-        items=(("LENGTH", "Length Change", "Colour by the length's change from the rest length: "
-                                           "shorter blue, at rest red, longer yellow"),
-               ("FORCE", "Force", "Colour by the muscle's tension (rigid tendon, at the "
-                                  "activations of the armature's '<muscle> activation' "
-                                  "properties, 0 when missing) relative to its maximum "
-                                  "isometric force")),
-        description="What the muscles' colour shows")
+    muscle_color: EnumProperty(name="Colour", update=retag, default="LENGTH",
+                               items=MUSCLE_COLOR_ITEMS,
+                               description="What the muscles' colour shows")
     plot_coordinate: EnumProperty(name="Coordinate", items=_plot_coordinate_items,
                                   description="The coordinate the moment-arm plot sweeps over "
                                               "its range (the other coordinates as posed)")

@@ -116,7 +116,7 @@ def _target_body(arm, body: str) -> str:
     return active.name
 
 
-def _picked_points(context, arm, source: str) -> np.ndarray:
+def picked_points(context, arm, source: str) -> np.ndarray:
     """Points (n, 3) in armature space: the 3D cursor, or the selected vertices of the
     selected mesh objects (in their order)."""
     to_arm = np.linalg.inv(np.array(arm.matrix_world))
@@ -138,6 +138,40 @@ def _picked_points(context, arm, source: str) -> np.ndarray:
     return world @ to_arm[:3, :3].T + to_arm[:3, 3]
 
 
+#: where Add Path Point puts the points
+PLACE_AT_ITEMS = (("CURSOR", "3D Cursor", "One point at the 3D cursor"),
+                  ("VERTICES", "Selected Vertices", "One point at each selected vertex of the "
+                                                    "selected meshes"))
+
+
+class MuscleParameters:
+    """Mixin of an operator making a muscle: the parameters every new muscle takes."""
+
+    name: StringProperty(name="Name", default="muscle")
+    max_isometric_force: FloatProperty(name="Max Isometric Force (N)", default=500.0,
+                                       description="The fibres' force at optimal length, fully "
+                                                   "active and not moving")
+    optimal_fiber_length: FloatProperty(name="Optimal Fibre Length", default=0.1,
+                                        subtype="DISTANCE", precision=4,
+                                        description="The fibre length at which active force "
+                                                    "peaks")
+    tendon_slack_length: FloatProperty(name="Tendon Slack Length", default=0.1,
+                                       subtype="DISTANCE", precision=4,
+                                       description="The tendon's length (rigid): the path "
+                                                   "length minus it is the fibres' along the "
+                                                   "path")
+
+
+def place_points(context, arm, source, body, B, draft) -> str:
+    """Add the picked points (:func:`picked_points`) to ``draft`` (a collection of path
+    points) on ``body``, whose pose in armature space is ``B`` (4, 4); returns the report."""
+    local = (picked_points(context, arm, source) - B[:3, 3]) @ B[:3, :3]
+    for p in local:
+        item = draft.add()
+        item.body, item.location = body, tuple(float(x) for x in p)
+    return f"Added {len(local)} path points on {body}; the next muscle has {len(draft)}"
+
+
 class SPLINE_JOINTS_OT_add_muscle_point(OsimArmatureOperator, bpy.types.Operator):
     """Add path points for the next muscle at the 3D cursor or at the selected vertices,
     moving with the active bone's body (or the body named)"""
@@ -145,10 +179,8 @@ class SPLINE_JOINTS_OT_add_muscle_point(OsimArmatureOperator, bpy.types.Operator
     bl_idname = "spline_joints.add_muscle_point"
     bl_label = "Add Path Point"
     bl_options = {"REGISTER", "UNDO"}
-    source: EnumProperty(name="Place At", description="Where the path points go", items=(
-        ("CURSOR", "3D Cursor", "One point at the 3D cursor"),
-        ("VERTICES", "Selected Vertices", "One point at each selected vertex of the selected "
-                                          "meshes")), default="CURSOR")
+    source: EnumProperty(name="Place At", description="Where the path points go",
+                         items=PLACE_AT_ITEMS, default="CURSOR")
     body: StringProperty(name="Body", description="The body the points move with (empty: the "
                                                   "active bone's; 'ground' for the ground)")
 
@@ -158,14 +190,8 @@ class SPLINE_JOINTS_OT_add_muscle_point(OsimArmatureOperator, bpy.types.Operator
         rig = osim_rig(arm.data)
         body = _target_body(arm, self.body)
         B = muscles.body_pose(arm, rig, body)
-        points = _picked_points(context, arm, self.source)
-        local = (points - B[:3, 3]) @ B[:3, :3]
-        draft = arm.data.spline_joints_osim.draft_points
-        for p in local:
-            item = draft.add()
-            item.body, item.location = body, tuple(float(x) for x in p)
-        self.report({"INFO"}, f"Added {len(local)} path points on {body}; the next muscle has "
-                              f"{len(draft)}")
+        self.report({"INFO"}, place_points(context, arm, self.source, body, B,
+                                           arm.data.spline_joints_osim.draft_points))
         return {"FINISHED"}
 
 
@@ -187,29 +213,16 @@ NEW_MUSCLE_KINDS = (("DeGrooteFregly2016Muscle", "DeGroote-Fregly 2016", ""),
                     ("Millard2012EquilibriumMuscle", "Millard 2012 Equilibrium", ""))
 
 
-class SPLINE_JOINTS_OT_add_muscle(OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_add_muscle(OsimArmatureOperator, MuscleParameters, bpy.types.Operator):
     """Make a muscle through the placed path points, with its parameters, in the armature's
     model (drawn at once, listed, and written by the OpenSim export)"""
 
     bl_idname = "spline_joints.add_muscle"
     bl_label = "Add Muscle"
     bl_options = {"REGISTER", "UNDO"}
-    name: StringProperty(name="Name", default="muscle")
     kind: EnumProperty(name="Type", items=NEW_MUSCLE_KINDS, default="DeGrooteFregly2016Muscle",
                        description="The OpenSim muscle class the export writes (simulations use "
                                    "DeGroote-Fregly 2016's rigid-tendon forces for every class)")
-    max_isometric_force: FloatProperty(name="Max Isometric Force (N)", default=500.0,
-                                       description="The fibres' force at optimal length, fully "
-                                                   "active and not moving")
-    optimal_fiber_length: FloatProperty(name="Optimal Fibre Length", default=0.1,
-                                        subtype="DISTANCE", precision=4,
-                                        description="The fibre length at which active force "
-                                                    "peaks")
-    tendon_slack_length: FloatProperty(name="Tendon Slack Length", default=0.1,
-                                       subtype="DISTANCE", precision=4,
-                                       description="The tendon's length (rigid): the path "
-                                                   "length minus it is the fibres' along the "
-                                                   "path")
     pennation_angle_at_optimal: FloatProperty(name="Pennation Angle", default=0.0,
                                               subtype="ANGLE",
                                               description="The fibres' angle to the tendon at "
@@ -300,7 +313,7 @@ class SPLINE_JOINTS_OT_add_wrap_object(OsimArmatureOperator, bpy.types.Operator)
         body = _target_body(arm, self.body)
         B = muscles.body_pose(arm, osim_rig(data), body)
         T = np.eye(4)
-        T[:3, 3] = _picked_points(context, arm, "CURSOR")[0]
+        T[:3, 3] = picked_points(context, arm, "CURSOR")[0]
         pose = np.linalg.solve(B, T)
         w = WrapObject(name, self.kind, body, pose, quadrant=self.quadrant, radius=self.radius,
                        length=self.length, radii=np.array(self.radii))

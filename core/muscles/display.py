@@ -7,7 +7,8 @@ from the rest length (the length at the model's default pose; shorter blue, at r
 longer yellow, full colour at :data:`LENGTH_SPAN` relative change) or by the tension of a
 rigid-tendon DeGroote-Fregly muscle (:func:`core.muscles.hill.rigid_tendon`) at the given
 activations and zero lengthening speed, relative to the muscle's maximum isometric force
-(pale at none, deep red at the maximum).
+(pale at none, deep red at the maximum). :func:`muscle_colors` gives the same colours for any
+paths' lengths (a rig's muscles, :mod:`core.rig`).
 
 :func:`moment_arm_sweep` tabulates one muscle's length and moment arm about one coordinate
 over its range on several models (the exact joint and a fitted spline joint side by side);
@@ -23,7 +24,8 @@ from ..errors import InvalidInputError
 from .paths import moment_arms, path_geometry, path_kinematics, spanned_coordinates
 
 __all__ = ["MuscleDisplay", "MuscleSweep", "LENGTH_SPAN", "COLOR_MODES", "moment_arm_sweep",
-           "write_sweep_csv", "write_sweep_png", "muscle_spans", "filter_muscles"]
+           "write_sweep_csv", "write_sweep_png", "muscle_spans", "filter_muscles",
+           "muscle_colors", "muscle_tensions"]
 
 #: relative length change shown in full colour (shorter: blue, longer: yellow)
 LENGTH_SPAN = 0.2
@@ -69,31 +71,49 @@ class MuscleDisplay:
 
     def tensions(self, lengths, activations):
         """Rigid-tendon tensions (m,) (N) at ``lengths`` (m,), zero speed and ``activations``
-        (m,) in [0, 1] (InvalidInputError names a muscle whose activation is outside, or whose
-        parameters the Hill model refuses)."""
-        from .hill import HillParameters, MuscleArrays, check_activation, rigid_tendon
+        (m,) (:func:`muscle_tensions`)."""
+        return muscle_tensions(self._muscle_arrays(), lengths, activations)
 
-        a = np.asarray(activations, dtype=float)
-        for name, value in zip(self.names, a):
-            check_activation(name, value)
+    def _muscle_arrays(self):
+        from .hill import HillParameters, MuscleArrays
+
         if self._arrays is None:
             self._arrays = MuscleArrays(HillParameters.from_muscle(self.model.muscles[n])
                                         for n in self.names)
-        return rigid_tendon(self._arrays, lengths, np.zeros(len(self.names)), a).tendon_force
+        return self._arrays
 
     def colors(self, lengths, mode="LENGTH", activations=None):
-        """RGBA (m, 4) of the muscles at ``lengths`` (m,): ``mode`` "LENGTH" or "FORCE"
-        (then ``activations`` (m,), default zero: passive tension only)."""
-        if mode == "LENGTH":
-            change = np.asarray(lengths, dtype=float) / self.rest_lengths - 1.0
-            t = change / LENGTH_SPAN
-            return np.where((t < 0.0)[:, None], _blend(_REST, _SHORT, -t), _blend(_REST, _LONG, t))
-        if mode == "FORCE":
-            a = np.zeros(len(self.names)) if activations is None else activations
-            force = self.tensions(lengths, a)
-            fmax = np.array([self.model.muscles[n].max_isometric_force for n in self.names])
-            return _blend(_SLACK, _FULL, force / fmax)
-        raise InvalidInputError(f"colour mode {mode!r} is not one of {COLOR_MODES}")
+        """RGBA (m, 4) of the muscles at ``lengths`` (m,) (:func:`muscle_colors`)."""
+        arrays = self._muscle_arrays() if mode == "FORCE" else None
+        return muscle_colors(lengths, self.rest_lengths, mode, arrays, activations)
+
+
+def muscle_tensions(arrays, lengths, activations):
+    """Rigid-tendon tensions (m,) (N) of the :class:`core.muscles.hill.MuscleArrays` ``arrays``
+    at ``lengths`` (m,), zero speed and ``activations`` (m,) in [0, 1] (InvalidInputError
+    names a muscle whose activation is outside)."""
+    from .hill import check_activation, rigid_tendon
+
+    a = np.asarray(activations, dtype=float)
+    for name, value in zip(arrays.names, a):
+        check_activation(name, value)
+    return rigid_tendon(arrays, lengths, np.zeros(len(arrays.names)), a).tendon_force
+
+
+def muscle_colors(lengths, rest_lengths, mode="LENGTH", arrays=None, activations=None):
+    """RGBA (m, 4) of m muscles at path ``lengths`` (m,) (module docstring): ``mode``
+    "LENGTH" (the change from ``rest_lengths`` (m,)) or "FORCE" (the tension of the
+    :class:`core.muscles.hill.MuscleArrays` ``arrays`` at ``activations`` (m,), default zero:
+    passive tension only, over each maximum isometric force)."""
+    if mode == "LENGTH":
+        change = np.asarray(lengths, dtype=float) / rest_lengths - 1.0
+        t = change / LENGTH_SPAN
+        return np.where((t < 0.0)[:, None], _blend(_REST, _SHORT, -t), _blend(_REST, _LONG, t))
+    if mode == "FORCE":
+        a = np.zeros(len(arrays.names)) if activations is None else activations
+        force = muscle_tensions(arrays, lengths, a)
+        return _blend(_SLACK, _FULL, force / arrays.max_isometric_force)
+    raise InvalidInputError(f"colour mode {mode!r} is not one of {COLOR_MODES}")
 
 
 def muscle_spans(model):
