@@ -191,7 +191,7 @@ def remove_rig_muscle(arm, name) -> None:
     if prop in arm.keys():
         del arm[prop]
     settings.muscles.remove(index)
-    settings.active_muscle = min(settings.active_muscle, len(settings.muscles) - 1)
+    settings.active_muscle = max(0, min(settings.active_muscle, len(settings.muscles) - 1))
 
 
 def follow_rig_pose(arm) -> int:

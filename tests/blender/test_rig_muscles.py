@@ -1,7 +1,7 @@
 """Muscles on the user's own armature: a biceps authored on a two-bone arm from the 3D cursor,
 drawn through its bones as they move, listed with the Spans filter, its keyed activation
-flexing the elbow in a bake (at 0 the forearm hangs); bad input refused with the scene as it
-was; undo."""
+flexing the elbow in a live preview and a bake (at 0 the forearm hangs); bad input refused
+with the scene as it was; undo."""
 
 import math
 
@@ -114,6 +114,15 @@ def scenario_biceps(tmp):
         obj[prop] = activation
         obj.keyframe_insert(f'["{prop}"]', frame=1)
         scene = bpy.context.scene
+        if activation:      # the live preview: the muscle pulls there too, drawn as it plays
+            scene.spline_joints_sim.live = True
+            assert bpy.ops.spline_joints.simulate_preview() == {"FINISHED"}
+            for f in range(1, 13):
+                scene.frame_set(f)
+            bpy.context.view_layer.update()
+            out["preview"] = (_forearm_angle(obj), _drawn_error(obj, "biceps"))
+            assert bpy.ops.spline_joints.clear_preview() == {"FINISHED"}
+            scene.frame_set(1)
         result, message, _ = bake_rig(scene, obj)
         out[f"message {activation}"] = message
         angles[activation] = []
@@ -148,6 +157,9 @@ def test_activated_biceps_flexes_the_elbow(blender):
     assert flexed[1] > 0.05 and flexed[-1] > 1.0, flexed
     assert hanging[1] < -0.05 and hanging[-1] < -1.0, hanging
     assert "biceps up to" in out["message 1.0"]
+    # the live preview runs the same steps: the bake's angle at frame 12 (keys in float32)
+    preview, drawn = out["preview"]
+    assert abs(preview - flexed[2]) < 1e-5 and drawn <= FLOAT32_TOL, (preview, flexed, drawn)
 
 
 def scenario_bad_input(tmp):
