@@ -245,8 +245,9 @@ class VIEW3D_PT_spline_joints_opensim(SidebarPanel, bpy.types.Panel):
 
 
 class SPLINE_JOINTS_UL_muscles(bpy.types.UIList):
-    """The imported model's muscles, filtered by name (the list's own filter) and by the
-    coordinate or joint they span (the OpenSim panel's Spans field)."""
+    """The muscles of an imported model (or of an armature's bones, the Simulate panel's
+    Muscles subpanel), filtered by name (the list's own filter) and by the coordinate or
+    joint they span (the panel's Spans field)."""
 
     def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
         row = layout.row()

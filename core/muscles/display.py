@@ -11,7 +11,8 @@ activations and zero lengthening speed, relative to the muscle's maximum isometr
 paths' lengths (a rig's muscles, :mod:`core.rig`).
 
 :func:`moment_arm_sweep` tabulates one muscle's length and moment arm about one coordinate
-over its range on several models (the exact joint and a fitted spline joint side by side);
+over its range on several models (the exact joint and a fitted spline joint side by side),
+:func:`point_path_sweep` the same of a rig's straight-path muscle (:mod:`core.rig`);
 :func:`write_sweep_csv` and :func:`write_sweep_png` write the table and its figure atomically.
 """
 
@@ -25,7 +26,7 @@ from .paths import moment_arms, path_geometry, path_kinematics, spanned_coordina
 
 __all__ = ["MuscleDisplay", "MuscleSweep", "LENGTH_SPAN", "COLOR_MODES", "moment_arm_sweep",
            "write_sweep_csv", "write_sweep_png", "muscle_spans", "filter_muscles",
-           "muscle_colors", "muscle_tensions"]
+           "muscle_colors", "muscle_tensions", "point_path_sweep"]
 
 #: relative length change shown in full colour (shorter: blue, longer: yellow)
 LENGTH_SPAN = 0.2
@@ -208,6 +209,30 @@ def moment_arm_sweep(models, muscle, coordinate, q=None, samples=61):
             arms[k, j] = moment_arms(kin, None, path, where=where)[i]
     return MuscleSweep(muscle, coordinate, c.motion_type == "rotational", values,
                        tuple(models), lengths, arms)
+
+
+def point_path_sweep(geometry, names, muscle, coordinate, index, q, values, rotational=True,
+                     label="rig"):
+    """:class:`MuscleSweep` of the straight-path muscle ``muscle`` (one of ``names``, the
+    muscles of ``geometry``, a :class:`core.muscles.actuation.PointPaths`) about coordinate
+    ``index`` of its model (named ``coordinate``; one whose rate is its velocity, as a hinge's
+    or a slider's) at ``values`` (N,), the other coordinates at ``q``: the path's length and
+    its moment arm from the path's geometry, the generalized force of a unit tension
+    (``-dL/dq``), under the one ``label``."""
+    names = list(names)
+    if muscle not in names:
+        raise InvalidInputError(f"there is no muscle {muscle!r}; choose one of {names}")
+    unit = np.zeros(len(names))
+    unit[names.index(muscle)] = 1.0
+    q = np.array(q, dtype=float)
+    v = np.zeros(geometry.model.nv)
+    values = np.asarray(values, dtype=float)
+    lengths, arms = np.empty((1, len(values))), np.empty((1, len(values)))
+    for j, x in enumerate(values):
+        q[index] = x
+        lengths[0, j] = geometry.lengths_and_speeds(q, v)[0][names.index(muscle)]
+        arms[0, j] = geometry.generalized_forces(unit)[index]
+    return MuscleSweep(muscle, coordinate, rotational, values, (label,), lengths, arms)
 
 
 def write_sweep_csv(path, sweep):
