@@ -315,9 +315,37 @@ def _plot_coordinate_items(self, context):
     return _PLOT_ITEMS
 
 
-class SPLINE_JOINTS_PG_osim_settings(PropertyGroup):
-    """On an imported OpenSim armature's data: the spline joints fitted to its joints and the
-    settings of the next fit."""
+class MuscleListSettings:
+    """Mixin of the muscle settings on an armature's data (an imported OpenSim model's, a
+    rig's, :mod:`.rig_properties`), whose ``muscles`` items name the coordinates (on a rig:
+    the bones) and the joints each muscle spans: the list's choice and Spans filter, the
+    colour setting, the path points placed for the next muscle, and the moment-arm plot's
+    coordinate and folder."""
+
+    active_muscle: IntProperty(name="Active Muscle", default=0,
+                               description="The muscle chosen in the muscle list")
+    muscle_span_filter: StringProperty(
+        name="Spans", description="List only the muscles spanning a coordinate or joint (on a "
+                                  "rig: a bone's joint) whose name contains this text (e.g. "
+                                  "knee)")
+    muscle_color: EnumProperty(name="Colour", update=retag, default="LENGTH",
+                               items=MUSCLE_COLOR_ITEMS,
+                               description="What the muscles' colour shows")
+    plot_coordinate: EnumProperty(name="Coordinate", items=_plot_coordinate_items,
+                                  description="The coordinate (on a rig: the bone whose Hinge "
+                                              "or Slider) the moment-arm plot sweeps over its "
+                                              "range, the other coordinates as posed (on a rig: "
+                                              "as at the scene's start)")
+    draft_points: CollectionProperty(type=SPLINE_JOINTS_PG_osim_point,
+                                     description="The path points of the next muscle, in order")
+    plot_folder: StringProperty(name="Plot Folder", subtype="DIR_PATH", default="//",
+                                description="Folder the moment-arm plot (PNG) and its table "
+                                            "(CSV) are written to")
+
+
+class SPLINE_JOINTS_PG_osim_settings(MuscleListSettings, PropertyGroup):
+    """On an imported OpenSim armature's data: the spline joints fitted to its joints, the
+    settings of the next fit, and the model's muscles (:class:`MuscleListSettings`)."""
 
     fits: CollectionProperty(type=SPLINE_JOINTS_PG_osim_fit,
                              description="Spline joints fitted to the model's joints")
@@ -332,22 +360,6 @@ class SPLINE_JOINTS_PG_osim_settings(PropertyGroup):
                                         "joint: more points follow the joint more closely")
     muscles: CollectionProperty(type=SPLINE_JOINTS_PG_osim_muscle,
                                 description="The model's muscles")
-    active_muscle: IntProperty(name="Active Muscle", default=0,
-                               description="The muscle chosen in the muscle list")
-    muscle_span_filter: StringProperty(
-        name="Spans", description="List only the muscles spanning a coordinate or joint whose "
-                                  "name contains this text (e.g. knee)")
-    muscle_color: EnumProperty(name="Colour", update=retag, default="LENGTH",
-                               items=MUSCLE_COLOR_ITEMS,
-                               description="What the muscles' colour shows")
-    plot_coordinate: EnumProperty(name="Coordinate", items=_plot_coordinate_items,
-                                  description="The coordinate the moment-arm plot sweeps over "
-                                              "its range (the other coordinates as posed)")
-    draft_points: CollectionProperty(type=SPLINE_JOINTS_PG_osim_point,
-                                     description="The path points of the next muscle, in order")
-    plot_folder: StringProperty(name="Plot Folder", subtype="DIR_PATH", default="//",
-                                description="Folder the moment-arm plot (PNG) and its table "
-                                            "(CSV) are written to")
 
 
 classes = (SPLINE_JOINTS_PG_sample, SPLINE_JOINTS_PG_bone_settings, SPLINE_JOINTS_PG_body_ref,

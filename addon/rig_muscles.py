@@ -17,7 +17,8 @@ fibres are slack.
 
 A bake or live preview of the armature (:class:`.rig_jobs.RigJob`) reads each muscle as a
 :class:`core.rig.RigMuscle` with its activation sampled at every frame of the range
-(:class:`MuscleReader`), keys, drivers and NLA included.
+(:class:`MuscleReader`), keys, drivers and NLA included; :func:`moment_arm_sweep` tabulates a
+muscle's length and moment arm over a simulated bone's joint of the rig read so.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def add_rig_muscle(arm, name, points, values) -> None:
         p.body, p.location = bone, tuple(float(x) for x in location)
     for key, value in values.items():
         setattr(item, key, value)
-    item.joints = " ".join(spanned_joints(arm, [b for b, _ in points]))
+    item.joints = item.coordinates = " ".join(spanned_joints(arm, [b for b, _ in points]))
     write_muscle_object(arm, name)
     write_activation_property(arm, name)
     settings.active_muscle = len(settings.muscles) - 1
@@ -224,6 +225,37 @@ def follow_rig_pose(arm) -> int:
     for item, p, rgba in zip(items, points, colors):
         changed += write_drawn_muscle(objects[item.name], p, rgba)
     return changed
+
+
+#: the sweep of a joint without a range: +-90 deg of a hinge, +-10 cm of a slider
+SWEEP_SPAN = {"hinge": 0.5 * math.pi, "slider": 0.1}
+
+
+def moment_arm_sweep(rig, muscle, bone, samples=61):
+    """:class:`core.muscles.display.MuscleSweep` of ``muscle`` about the hinge or slider of
+    ``bone`` in ``rig`` (a :class:`core.rig.Rig` read as a bake reads it), over the joint's
+    range (:data:`SWEEP_SPAN` either side of the rest without one), the other coordinates at
+    the rig's start. ValueError for a bone that is not simulated or has another joint."""
+    from ..core.muscles.display import point_path_sweep
+
+    names = [b.name for b in rig.bodies]
+    if bone not in names or rig.bodies[names.index(bone)].joint.kind == "kinematic":
+        raise ValueError(f"bone '{bone}' is not simulated, so it has no joint to plot "
+                         "against; tick Simulate on it with a Hinge or Slider joint")
+    i = names.index(bone)
+    joint = rig.bodies[i].joint
+    if joint.kind not in SWEEP_SPAN:
+        raise ValueError(f"bone '{bone}' has a {joint.kind} joint; the moment arm is plotted "
+                         "against a Hinge's angle or a Slider's travel")
+    lo, hi = -SWEEP_SPAN[joint.kind], SWEEP_SPAN[joint.kind]
+    if joint.lower is not None and np.isfinite(joint.lower[0]):
+        lo = float(joint.lower[0])
+    if joint.upper is not None and np.isfinite(joint.upper[0]):
+        hi = float(joint.upper[0])
+    return point_path_sweep(rig.muscles.geometry, rig.muscles.muscles.names, muscle, bone,
+                            rig.slices[i].start, rig.mechanism.q0,
+                            np.linspace(lo, hi, samples), rotational=joint.kind == "hinge",
+                            label=f"{bone} {joint.kind}")
 
 
 class MuscleReader:

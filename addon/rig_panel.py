@@ -4,7 +4,8 @@ strength toward the animation, pin),
 the bone's reach-cone tools (fit, draw, hold the pose inside the limits), and the scene's
 simulation settings and buttons; its "Collider" subpanel: the active object as a collider of
 the simulated rigs; its "Muscles" subpanel: the active armature's muscles (:mod:`.rig_muscles`),
-listed and filtered, the chosen one's activation (keyable) and parameters, and authoring. Drawing only: no scene changes. A Joint choice that cannot work on the
+listed and filtered, the chosen one's activation (keyable), parameters and moment-arm plot,
+and authoring. Drawing only: no scene changes. A Joint choice that cannot work on the
 bone (one that moves a connected bone's head) is shown as an error under the Joint field,
 with what to do: a property update cannot refuse it."""
 
@@ -16,8 +17,7 @@ import bpy
 
 from . import bridge
 from .documents import is_osim_armature, joint_document
-from .muscles import activation_property
-from .panels import SidebarPanel
+from .panels import SidebarPanel, draw_muscle_list, draw_muscle_plot, draw_new_muscle
 from .rig_scene import connected_head_problem
 
 
@@ -267,17 +267,9 @@ class VIEW3D_PT_spline_joints_rig_muscles(SidebarPanel, bpy.types.Panel):
                               "the OpenSim panel)", icon="INFO")
             return
         settings = arm.data.spline_joints_muscles
-        layout.label(text=f"Muscles ({len(settings.muscles)})", icon="FORCE_CURVE")
-        layout.prop(settings, "muscle_span_filter", icon="FILTER")
-        layout.template_list("SPLINE_JOINTS_UL_muscles", "rig", settings, "muscles", settings,
-                             "active_muscle", rows=3)
-        layout.prop(settings, "muscle_color")
-        if 0 <= settings.active_muscle < len(settings.muscles):
-            item = settings.muscles[settings.active_muscle]
+        item = draw_muscle_list(layout, arm, settings, "rig")
+        if item is not None:
             col = layout.column(align=True)
-            prop = activation_property(item.name)
-            if prop in arm.keys():
-                col.prop(arm, bridge.coordinate_path(prop), text="Activation", slider=True)
             col.prop(item, "max_isometric_force")
             col.prop(item, "optimal_fiber_length")
             col.prop(item, "tendon_slack_length")
@@ -286,13 +278,8 @@ class VIEW3D_PT_spline_joints_rig_muscles(SidebarPanel, bpy.types.Panel):
             row.label(text=f"{len(item.points)} points on "
                            f"{', '.join(dict.fromkeys(p.body for p in item.points))}")
             row.operator("spline_joints.remove_rig_muscle", text="", icon="X")
-        col = layout.column(align=True)
-        col.label(text=f"New muscle: {len(settings.draft_points)} path points placed")
-        row = col.row(align=True)
-        row.operator("spline_joints.add_rig_muscle_point", text="Point at Cursor").source = "CURSOR"
-        row.operator("spline_joints.add_rig_muscle_point", text="At Vertices").source = "VERTICES"
-        row.operator("spline_joints.clear_rig_muscle_points", text="", icon="X")
-        col.operator("spline_joints.add_rig_muscle", icon="ADD")
+            draw_muscle_plot(layout, settings, "spline_joints.plot_rig_moment_arm", "Joint")
+        draw_new_muscle(layout, settings, "rig_")
 
 
 classes = (VIEW3D_PT_spline_joints_simulate, VIEW3D_PT_spline_joints_collider,

@@ -21,7 +21,7 @@ from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProp
                        FloatVectorProperty, IntProperty, PointerProperty, StringProperty)
 from bpy.types import PropertyGroup
 
-from .properties import MUSCLE_COLOR_ITEMS, SPLINE_JOINTS_PG_osim_point, retag
+from .properties import MuscleListSettings, SPLINE_JOINTS_PG_osim_point, retag
 
 JOINT_ITEMS = [
     ("HINGE", "Hinge", "Turns about one axis (a revolute joint), like an elbow or a door"),
@@ -288,8 +288,8 @@ class SPLINE_JOINTS_PG_sim_settings(PropertyGroup):
 class SPLINE_JOINTS_PG_rig_muscle(PropertyGroup):
     """A muscle on an armature's bones (``name``): its path ``points`` (``body``: the bone,
     ``location``: in the bone's frame, m), its parameters (DeGroote-Fregly 2016, rigid tendon)
-    and ``joints``, the bones whose joints it spans (the list's Spans filter reads them;
-    ``coordinates`` is empty: a rig's joints are its bones)."""
+    and ``coordinates`` and ``joints``, both the bones whose joints it spans (a rig's
+    coordinates are named by their bones; the list's Spans filter and the plot read them)."""
 
     points: CollectionProperty(type=SPLINE_JOINTS_PG_osim_point,
                                description="The path points, in order")
@@ -310,26 +310,17 @@ class SPLINE_JOINTS_PG_rig_muscle(PropertyGroup):
                                    max=0.5 * math.pi - 1e-3, subtype="ANGLE", update=retag,
                                    description="The fibres' angle to the tendon at optimal "
                                                "fibre length")
-    coordinates: StringProperty(name="Coordinates", description="Empty on a rig")
+    coordinates: StringProperty(name="Coordinates", description="The bones whose joints the "
+                                                                "muscle spans")
     joints: StringProperty(name="Joints", description="The bones whose joints the muscle spans")
 
 
-class SPLINE_JOINTS_PG_rig_muscles(PropertyGroup):
-    """On an armature's data: its muscles, the list's choice and filter, the colour setting,
-    and the path points placed for the next muscle."""
+class SPLINE_JOINTS_PG_rig_muscles(MuscleListSettings, PropertyGroup):
+    """On an armature's data: its muscles, and the list's and plot's settings
+    (:class:`.properties.MuscleListSettings`)."""
 
     muscles: CollectionProperty(type=SPLINE_JOINTS_PG_rig_muscle,
                                 description="The muscles on the armature's bones")
-    active_muscle: IntProperty(name="Active Muscle", default=0,
-                               description="The muscle chosen in the muscle list")
-    muscle_span_filter: StringProperty(
-        name="Spans", description="List only the muscles spanning the joint of a bone whose "
-                                  "name contains this text (e.g. forearm)")
-    muscle_color: EnumProperty(name="Colour", update=retag, default="LENGTH",
-                               items=MUSCLE_COLOR_ITEMS,
-                               description="What the muscles' colour shows")
-    draft_points: CollectionProperty(type=SPLINE_JOINTS_PG_osim_point,
-                                     description="The path points of the next muscle, in order")
 
 
 classes = (SPLINE_JOINTS_PG_sim_joint, SPLINE_JOINTS_PG_collider, SPLINE_JOINTS_PG_sim_settings,

@@ -32,12 +32,34 @@ def _active_muscle(data) -> str:
     return settings.muscles[settings.active_muscle].name
 
 
-def _plot_folder(settings) -> str:
+def plot_folder(settings) -> str:
     folder = bpy.path.abspath(settings.plot_folder or "//")
     if not folder or folder.startswith("//") or not os.path.isdir(folder):
         raise ValueError(f"the Plot Folder '{settings.plot_folder}' is not a folder: save the "
                          ".blend file first or choose an existing Plot Folder")
     return folder
+
+
+def write_plot(context, folder, sweep) -> str:
+    """Write a :class:`core.muscles.display.MuscleSweep` as a PNG and a CSV to ``folder`` and
+    show the PNG (:func:`_show_image`); returns the report's text."""
+    from ...core.muscles.display import write_sweep_csv, write_sweep_png
+
+    stem = os.path.join(folder, bpy.path.clean_name(
+        f"{sweep.muscle} {sweep.coordinate} moment arm"))
+    try:
+        import matplotlib  # noqa: F401  (the PNG needs it; say so before writing the CSV)
+    except ImportError:
+        raise ValueError("the plot needs the Python package matplotlib, which this "
+                         "Blender does not have; install it into Blender's Python") from None
+    try:
+        write_sweep_csv(stem + ".csv", sweep)
+        write_sweep_png(stem + ".png", sweep)
+    except OSError as exc:
+        raise ValueError(f"cannot write the plot to {folder}: {exc.strerror or exc}; choose "
+                         "a Plot Folder you can write to") from None
+    _show_image(context, stem + ".png")
+    return f"Wrote {os.path.basename(stem)}.png and .csv"
 
 
 def _show_image(context, path):
@@ -66,7 +88,7 @@ class SPLINE_JOINTS_OT_plot_moment_arm(OsimArmatureOperator, bpy.types.Operator)
 
     @reporting
     def execute(self, context):
-        from ...core.muscles.display import moment_arm_sweep, write_sweep_csv, write_sweep_png
+        from ...core.muscles.display import moment_arm_sweep
 
         arm = context.object
         data = arm.data
@@ -75,7 +97,7 @@ class SPLINE_JOINTS_OT_plot_moment_arm(OsimArmatureOperator, bpy.types.Operator)
         coordinate = settings.plot_coordinate
         if not coordinate:
             raise ValueError(f"muscle '{muscle}' spans no coordinate to plot against")
-        folder = _plot_folder(settings)
+        folder = plot_folder(settings)
         exact = osim_rig(data, fitted=False)
         models = {"exact joint": exact.model}
         joint = next((j.name for j in exact.model.joints if coordinate in j.coordinates), None)
@@ -84,20 +106,7 @@ class SPLINE_JOINTS_OT_plot_moment_arm(OsimArmatureOperator, bpy.types.Operator)
         values = bridge.read_named_values(arm, exact.coordinate_names, exact.model.default_q())
         q = dict(zip(exact.coordinate_names, values))
         sweep = moment_arm_sweep(models, muscle, coordinate, q)
-        stem = os.path.join(folder, bpy.path.clean_name(f"{muscle} {coordinate} moment arm"))
-        try:
-            import matplotlib  # noqa: F401  (the PNG needs it; say so before writing the CSV)
-        except ImportError:
-            raise ValueError("the plot needs the Python package matplotlib, which this "
-                             "Blender does not have; install it into Blender's Python") from None
-        try:
-            write_sweep_csv(stem + ".csv", sweep)
-            write_sweep_png(stem + ".png", sweep)
-        except OSError as exc:
-            raise ValueError(f"cannot write the plot to {folder}: {exc.strerror or exc}; choose "
-                             "a Plot Folder you can write to") from None
-        _show_image(context, stem + ".png")
-        text = f"Wrote {os.path.basename(stem)}.png and .csv"
+        text = write_plot(context, folder, sweep)
         diffs = sweep.largest_difference_mm()
         if diffs:
             text += f"; fitted against exact joint: moment arms differ by at most {diffs[0]:.3g} mm"

@@ -1,6 +1,8 @@
 """Muscles on the user's own armatures (:mod:`..rig_muscles`): path points placed on the
 active bone at the 3D cursor or at selected vertices, a muscle made of them with its
-parameters (its lengths from the path's rest length unless typed), and a muscle removed."""
+parameters (its lengths from the path's rest length unless typed), a muscle removed, and the
+chosen muscle's moment-arm plot against a bone's joint (:func:`..rig_muscles.moment_arm_sweep`
+on the rig as a bake reads it)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
 
 from .. import rig_muscles
 from ..documents import is_osim_armature
+from ..rig_jobs import RigJob
 from ._common import reporting
-from .muscles import PLACE_AT_ITEMS, MuscleParameters, place_points
+from .muscles import PLACE_AT_ITEMS, MuscleParameters, place_points, plot_folder, write_plot
 
 
 class _RigArmatureOperator:
@@ -27,6 +30,14 @@ class _RigArmatureOperator:
         cls.poll_message_set("Make an armature the active object (an imported OpenSim "
                              "model's muscles are made in the OpenSim panel)")
         return False
+
+
+def _active_muscle(arm) -> str:
+    """The name of the muscle chosen in the armature's muscle list."""
+    settings = rig_muscles.muscle_settings(arm)
+    if not 0 <= settings.active_muscle < len(settings.muscles):
+        raise ValueError("choose a muscle in the Muscles list")
+    return settings.muscles[settings.active_muscle].name
 
 
 class SPLINE_JOINTS_OT_add_rig_muscle_point(_RigArmatureOperator, bpy.types.Operator):
@@ -114,14 +125,34 @@ class SPLINE_JOINTS_OT_remove_rig_muscle(_RigArmatureOperator, bpy.types.Operato
     @reporting
     def execute(self, context):
         arm = context.object
-        settings = rig_muscles.muscle_settings(arm)
-        if not 0 <= settings.active_muscle < len(settings.muscles):
-            raise ValueError("choose a muscle in the list")
-        name = settings.muscles[settings.active_muscle].name
+        name = _active_muscle(arm)
         rig_muscles.remove_rig_muscle(arm, name)
         self.report({"INFO"}, f"Removed muscle {name}")
         return {"FINISHED"}
 
 
+class SPLINE_JOINTS_OT_plot_rig_moment_arm(_RigArmatureOperator, bpy.types.Operator):
+    """Plot the chosen muscle's moment arm and length against the joint of the chosen bone it
+    spans (a Hinge's angle or a Slider's travel over its range), the other joints as at the
+    scene's start; writes a PNG and a CSV to the Plot Folder and shows the PNG in Blender"""
+
+    bl_idname = "spline_joints.plot_rig_moment_arm"
+    bl_label = "Plot Moment Arm"
+
+    @reporting
+    def execute(self, context):
+        arm = context.object
+        settings = rig_muscles.muscle_settings(arm)
+        muscle = _active_muscle(arm)
+        if not settings.plot_coordinate:
+            raise ValueError(f"muscle '{muscle}' spans no joint to plot against")
+        folder = plot_folder(settings)
+        job = RigJob(context.scene, arm)              # the rig as a bake reads it
+        sweep = rig_muscles.moment_arm_sweep(job.rig, muscle, settings.plot_coordinate)
+        self.report({"INFO"}, write_plot(context, folder, sweep))
+        return {"FINISHED"}
+
+
 classes = (SPLINE_JOINTS_OT_add_rig_muscle_point, SPLINE_JOINTS_OT_clear_rig_muscle_points,
-           SPLINE_JOINTS_OT_add_rig_muscle, SPLINE_JOINTS_OT_remove_rig_muscle)
+           SPLINE_JOINTS_OT_add_rig_muscle, SPLINE_JOINTS_OT_remove_rig_muscle,
+           SPLINE_JOINTS_OT_plot_rig_moment_arm)

@@ -93,6 +93,9 @@ def _drawn_error(obj, name):
 
 
 def scenario_biceps(tmp):
+    import csv
+    import os
+
     import bpy
 
     from scenes import addon_module, bake_rig
@@ -114,7 +117,16 @@ def scenario_biceps(tmp):
         obj[prop] = activation
         obj.keyframe_insert(f'["{prop}"]', frame=1)
         scene = bpy.context.scene
-        if activation:      # the live preview: the muscle pulls there too, drawn as it plays
+        if activation:      # the moment-arm plot about the elbow, then the live preview
+            settings = obj.data.spline_joints_muscles
+            settings.plot_coordinate, settings.plot_folder = "forearm", tmp
+            assert bpy.ops.spline_joints.plot_rig_moment_arm() == {"FINISHED"}
+            with open(os.path.join(tmp, "biceps_forearm_moment_arm.csv")) as fh:
+                rows = list(csv.reader(fh))
+            out["plot"] = (rows[0], np.array(rows[1:], dtype=float).tolist(),
+                           os.path.getsize(os.path.join(tmp, "biceps_forearm_moment_arm.png")))
+            # the muscle pulls in the live preview too, drawn as it plays
+
             scene.spline_joints_sim.live = True
             assert bpy.ops.spline_joints.simulate_preview() == {"FINISHED"}
             for f in range(1, 13):
@@ -157,6 +169,15 @@ def test_activated_biceps_flexes_the_elbow(blender):
     assert flexed[1] > 0.05 and flexed[-1] > 1.0, flexed
     assert hanging[1] < -0.05 and hanging[-1] < -1.0, hanging
     assert "biceps up to" in out["message 1.0"]
+    # the plot: the elbow's range, 3 cm of moment arm at the straight elbow (the path runs
+    # level 3 cm above the elbow's axis), the length the path's rest length there
+    head, table, png = out["plot"]
+    table = np.array(table)
+    assert head[0] == "forearm (rad)" and png > 1000
+    # the range as Blender holds it (float32)
+    np.testing.assert_allclose(table[[0, -1], 0], FLEX_RANGE, rtol=np.finfo(np.float32).eps)
+    r0, L0 = (np.interp(0.0, table[:, 0], table[:, k]) for k in (2, 1))
+    assert abs(r0 - 0.03) < 1e-3 and abs(L0 - rest) < 1e-4, (r0, L0)
     # the live preview runs the same steps: the bake's angle at frame 12 (keys in float32)
     preview, drawn = out["preview"]
     assert abs(preview - flexed[2]) < 1e-5 and drawn <= FLOAT32_TOL, (preview, flexed, drawn)
