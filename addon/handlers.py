@@ -11,7 +11,8 @@ stored joint. For every armature holding an imported OpenSim model
 are switched on (:func:`documents.osim_rig`), except the bones whose simulation bake is the
 armature's action, inside the baked frame range (:func:`bridge.baked_bodies`): those play
 their keys; then the armature's drawn muscles follow its coordinates
-(:func:`.muscles.follow_pose`). A bone is written only when its pose
+(:func:`.muscles.follow_pose`); the muscles on other armatures' bones follow their
+bones (:func:`.rig_muscles.follow_rig_pose`). A bone is written only when its pose
 changes (by more than :data:`POSE_TOL`), so the handler's own write does not retrigger it
 endlessly. Bones with Hold Limits on are then held inside their limits (:mod:`.holding`: driven
 bones by their coordinates' ranges, others by their reach cone and twist limit). Linkages with
@@ -48,6 +49,7 @@ from .documents import fit_status, is_osim_armature, joint_document, osim_rig
 from .holding import hold_bone, held_bones
 from .linkage_handlers import follow_driver
 from .muscles import follow_pose
+from .rig_muscles import follow_rig_pose, rig_muscle_armatures
 
 #: how far (m or, for rotations, per matrix entry) a bone's basis must move to be written again;
 #: above the float32 round-off of Blender's stored location, rotation and scale (~1e-7)
@@ -140,6 +142,13 @@ def update_scene(scene) -> int:
                 if key not in _state["errors"]:  # say it once; the bone stays as it is
                     _state["errors"].add(key)
                     _report_drive_error(obj, pb, exc)
+        for obj in rig_muscle_armatures(scene):
+            key = (obj.name, "rig muscles")
+            try:
+                changed += follow_rig_pose(obj)
+                _state["errors"].discard(key)
+            except Exception as exc:  # said once; the muscles stay as they are
+                _say_once(key, f"cannot draw the muscles of {obj.name}", exc)
         for obj, pb in held_bones(scene):
             key = (obj.name, pb.name, "hold")
             try:

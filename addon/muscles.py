@@ -153,7 +153,7 @@ def write_activation_property(arm, name) -> None:
                                 description=f"{name}: activation, 0 relaxed to 1 fully active")
 
 
-def _write_points(curve, points) -> bool:
+def write_curve_points(curve, points) -> bool:
     """Put the curve's one spline through ``points`` (K, 3); False when it already is."""
     points = np.asarray(points, dtype=np.float64)
     splines = curve.splines
@@ -197,13 +197,18 @@ def follow_pose(arm, rig, q=None) -> int:
     changed = 0
     for name, p, rgba in zip(d.names, points, colors):
         obj = objects.get(name)
-        if obj is None:
-            continue
-        moved = _write_points(obj.data, p)
-        if obj.data.materials and obj.data.materials[0] is not None:
-            moved |= bridge.set_material_colour(obj.data.materials[0], rgba)
-        changed += moved
+        if obj is not None:
+            changed += write_drawn_muscle(obj, p, rgba)
     return changed
+
+
+def write_drawn_muscle(obj, points, rgba) -> bool:
+    """Put a muscle's curve object through ``points`` (K, 3) (armature space) in colour
+    ``rgba``; False when it already is."""
+    moved = write_curve_points(obj.data, points)
+    if obj.data.materials and obj.data.materials[0] is not None:
+        moved |= bridge.set_material_colour(obj.data.materials[0], rgba)
+    return bool(moved)
 
 
 def body_pose(arm, rig, body) -> np.ndarray:

@@ -245,8 +245,9 @@ class VIEW3D_PT_spline_joints_opensim(SidebarPanel, bpy.types.Panel):
 
 
 class SPLINE_JOINTS_UL_muscles(bpy.types.UIList):
-    """The imported model's muscles, filtered by name (the list's own filter) and by the
-    coordinate or joint they span (the OpenSim panel's Spans field)."""
+    """The muscles of an imported model (or of an armature's bones, the Simulate panel's
+    Muscles subpanel), filtered by name (the list's own filter) and by the coordinate or
+    joint they span (the panel's Spans field)."""
 
     def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
         row = layout.row()
@@ -269,33 +270,56 @@ class SPLINE_JOINTS_UL_muscles(bpy.types.UIList):
 def _draw_osim_muscles(layout, arm):
     """The muscle list with its filter, the colour setting, the moment-arm plot, and the
     authoring of muscles (path points, the muscle, wrap objects)."""
-    from .bridge import coordinate_path
-
     settings = arm.data.spline_joints_osim
     box = layout.box()
-    box.label(text=f"Muscles ({len(settings.muscles)})", icon="FORCE_CURVE")
-    box.prop(settings, "muscle_span_filter", icon="FILTER")
-    box.template_list("SPLINE_JOINTS_UL_muscles", "", settings, "muscles", settings,
-                      "active_muscle", rows=4)
-    box.prop(settings, "muscle_color")
-    if 0 <= settings.active_muscle < len(settings.muscles):
-        prop = activation_property(settings.muscles[settings.active_muscle].name)
-        if prop in arm.keys():
-            box.prop(arm, coordinate_path(prop), text="Activation", slider=True)
+    draw_muscle_list(box, arm, settings)
     box.operator("spline_joints.simulate_muscles", icon="PLAY")
-    col = box.column(align=True)
-    col.prop(settings, "plot_coordinate")
+    draw_muscle_plot(box, settings, "spline_joints.plot_moment_arm")
+    row = draw_new_muscle(box, settings, "")
+    row.operator("spline_joints.add_wrap_object", icon="MESH_CYLINDER")
+
+
+def draw_muscle_list(layout, arm, settings, list_id=""):
+    """The muscle list of ``settings`` (:class:`.properties.MuscleListSettings`, on ``arm``'s
+    data) with its Spans filter and the Colour setting, and the chosen muscle's activation
+    slider; returns the chosen muscle's item, or None."""
+    from .bridge import coordinate_path
+
+    layout.label(text=f"Muscles ({len(settings.muscles)})", icon="FORCE_CURVE")
+    layout.prop(settings, "muscle_span_filter", icon="FILTER")
+    layout.template_list("SPLINE_JOINTS_UL_muscles", list_id, settings, "muscles", settings,
+                         "active_muscle", rows=4)
+    layout.prop(settings, "muscle_color")
+    if not 0 <= settings.active_muscle < len(settings.muscles):
+        return None
+    item = settings.muscles[settings.active_muscle]
+    prop = activation_property(item.name)
+    if prop in arm.keys():
+        layout.prop(arm, coordinate_path(prop), text="Activation", slider=True)
+    return item
+
+
+def draw_muscle_plot(layout, settings, operator, text=None):
+    """The moment-arm plot's coordinate (labelled ``text``), folder and ``operator``."""
+    col = layout.column(align=True)
+    col.prop(settings, "plot_coordinate", text=text)
     col.prop(settings, "plot_folder")
-    col.operator("spline_joints.plot_moment_arm", icon="GRAPH")
-    col = box.column(align=True)
+    col.operator(operator, icon="GRAPH")
+
+
+def draw_new_muscle(layout, settings, kind):
+    """The placed path points and the buttons placing them and making the muscle (operators
+    ``spline_joints.add_<kind>muscle_point`` ...); returns the row of Add Muscle."""
+    col = layout.column(align=True)
     col.label(text=f"New muscle: {len(settings.draft_points)} path points placed")
     row = col.row(align=True)
-    row.operator("spline_joints.add_muscle_point", text="Point at Cursor").source = "CURSOR"
-    row.operator("spline_joints.add_muscle_point", text="At Vertices").source = "VERTICES"
-    row.operator("spline_joints.clear_muscle_points", text="", icon="X")
+    place = f"spline_joints.add_{kind}muscle_point"
+    row.operator(place, text="Point at Cursor").source = "CURSOR"
+    row.operator(place, text="At Vertices").source = "VERTICES"
+    row.operator(f"spline_joints.clear_{kind}muscle_points", text="", icon="X")
     row = col.row(align=True)
-    row.operator("spline_joints.add_muscle", icon="ADD")
-    row.operator("spline_joints.add_wrap_object", icon="MESH_CYLINDER")
+    row.operator(f"spline_joints.add_{kind}muscle", icon="ADD")
+    return row
 
 
 def _draw_osim_fits(layout, data, rig):

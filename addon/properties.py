@@ -226,7 +226,7 @@ class SPLINE_JOINTS_PG_mechanism(PropertyGroup):
                                     description="Largest constraint error of the last bake (m)")
 
 
-def _retag(self, context):
+def retag(self, context):
     """A setting the live drive uses changed (a fitted joint switched, the muscles' colour):
     tag the armature so the live drive poses and draws it again."""
     self.id_data.update_tag()
@@ -238,7 +238,7 @@ class SPLINE_JOINTS_PG_osim_fit(PropertyGroup):
     drive and the export use it in place of the model's exact joint."""
 
     joint_json: StringProperty(name="Fitted Joint", description="The fitted joint as JSON (core.io)")
-    use: BoolProperty(name="Use Fitted Joint", default=True, update=_retag,
+    use: BoolProperty(name="Use Fitted Joint", default=True, update=retag,
                       description="Pose the bones through the fitted spline joint (on) or through "
                                   "the model's exact OpenSim joint (off); the export writes the "
                                   "one in use")
@@ -275,6 +275,15 @@ def _fit_joint_items(self, context):
     return _JOINT_ITEMS
 
 
+#: what a muscle's colour shows (the OpenSim panel's and a rig's Colour setting)
+MUSCLE_COLOR_ITEMS = (
+    ("LENGTH", "Length Change", "Colour by the length's change from the rest length: shorter "
+                                "blue, at rest red, longer yellow"),
+    ("FORCE", "Force", "Colour by the muscle's tension (rigid tendon, at the activations of the "
+                       "armature's '<muscle> activation' properties, 0 when missing) relative "
+                       "to its maximum isometric force"))
+
+
 class SPLINE_JOINTS_PG_osim_muscle(PropertyGroup):
     """A muscle of the imported OpenSim model (``name``) with the coordinates and joints it
     spans (space-separated names), for the OpenSim panel's muscle list."""
@@ -306,9 +315,37 @@ def _plot_coordinate_items(self, context):
     return _PLOT_ITEMS
 
 
-class SPLINE_JOINTS_PG_osim_settings(PropertyGroup):
-    """On an imported OpenSim armature's data: the spline joints fitted to its joints and the
-    settings of the next fit."""
+class MuscleListSettings:
+    """Mixin of the muscle settings on an armature's data (an imported OpenSim model's, a
+    rig's, :mod:`.rig_properties`), whose ``muscles`` items name the coordinates (on a rig:
+    the bones) and the joints each muscle spans: the list's choice and Spans filter, the
+    colour setting, the path points placed for the next muscle, and the moment-arm plot's
+    coordinate and folder."""
+
+    active_muscle: IntProperty(name="Active Muscle", default=0,
+                               description="The muscle chosen in the muscle list")
+    muscle_span_filter: StringProperty(
+        name="Spans", description="List only the muscles spanning a coordinate or joint (on a "
+                                  "rig: a bone's joint) whose name contains this text (e.g. "
+                                  "knee)")
+    muscle_color: EnumProperty(name="Colour", update=retag, default="LENGTH",
+                               items=MUSCLE_COLOR_ITEMS,
+                               description="What the muscles' colour shows")
+    plot_coordinate: EnumProperty(name="Coordinate", items=_plot_coordinate_items,
+                                  description="The coordinate (on a rig: the bone whose Hinge "
+                                              "or Slider) the moment-arm plot sweeps over its "
+                                              "range, the other coordinates as posed (on a rig: "
+                                              "as at the scene's start)")
+    draft_points: CollectionProperty(type=SPLINE_JOINTS_PG_osim_point,
+                                     description="The path points of the next muscle, in order")
+    plot_folder: StringProperty(name="Plot Folder", subtype="DIR_PATH", default="//",
+                                description="Folder the moment-arm plot (PNG) and its table "
+                                            "(CSV) are written to")
+
+
+class SPLINE_JOINTS_PG_osim_settings(MuscleListSettings, PropertyGroup):
+    """On an imported OpenSim armature's data: the spline joints fitted to its joints, the
+    settings of the next fit, and the model's muscles (:class:`MuscleListSettings`)."""
 
     fits: CollectionProperty(type=SPLINE_JOINTS_PG_osim_fit,
                              description="Spline joints fitted to the model's joints")
@@ -323,28 +360,6 @@ class SPLINE_JOINTS_PG_osim_settings(PropertyGroup):
                                         "joint: more points follow the joint more closely")
     muscles: CollectionProperty(type=SPLINE_JOINTS_PG_osim_muscle,
                                 description="The model's muscles")
-    active_muscle: IntProperty(name="Active Muscle", default=0,
-                               description="The muscle chosen in the muscle list")
-    muscle_span_filter: StringProperty(
-        name="Spans", description="List only the muscles spanning a coordinate or joint whose "
-                                  "name contains this text (e.g. knee)")
-    muscle_color: EnumProperty(
-        name="Colour", update=_retag, default="LENGTH",
-        items=(("LENGTH", "Length Change", "Colour by the length's change from the rest length: "
-                                           "shorter blue, at rest red, longer yellow"),
-               ("FORCE", "Force", "Colour by the muscle's tension (rigid tendon, at the "
-                                  "activations of the armature's '<muscle> activation' "
-                                  "properties, 0 when missing) relative to its maximum "
-                                  "isometric force")),
-        description="What the muscles' colour shows")
-    plot_coordinate: EnumProperty(name="Coordinate", items=_plot_coordinate_items,
-                                  description="The coordinate the moment-arm plot sweeps over "
-                                              "its range (the other coordinates as posed)")
-    draft_points: CollectionProperty(type=SPLINE_JOINTS_PG_osim_point,
-                                     description="The path points of the next muscle, in order")
-    plot_folder: StringProperty(name="Plot Folder", subtype="DIR_PATH", default="//",
-                                description="Folder the moment-arm plot (PNG) and its table "
-                                            "(CSV) are written to")
 
 
 classes = (SPLINE_JOINTS_PG_sample, SPLINE_JOINTS_PG_bone_settings, SPLINE_JOINTS_PG_body_ref,

@@ -7,7 +7,8 @@ thread, ``simulate`` numpy only. With the scene's ground on,
 collider objects in the scene (:mod:`.colliders`) or self-collision, each simulated body
 carries its collision shape and the rig the ground :class:`core.contacts.Plane` and the
 colliders. An armature object whose world matrix moves during the frame range is itself a
-kinematic root.
+kinematic root. An armature's muscles (:mod:`.rig_muscles`) pull with their activations as
+keyed on the armature at each frame.
 
 Reading samples the scene at every frame of the scene's range (``scene.frame_set``, so
 keys, constraints and drivers are all evaluated) with the live drive and the preview
@@ -29,6 +30,7 @@ import numpy as np
 from . import bake_checks, bridge, colliders, handlers, previews
 from .documents import is_osim_armature
 from .jobs import Job
+from .rig_muscles import MuscleReader
 from .rig_scene import (armature_bodies, body_mass, body_shapes, joint_spec, normalized,
                         object_bodies, sample_poses)
 
@@ -99,15 +101,19 @@ class RigJob(Job):
         frames = list(range(start - 1, end + 1))
         current = scene.frame_current
         reader = colliders.ColliderReader(scene)
+        self.muscles = MuscleReader(target, [b.name for b in bodies]) \
+            if target is not None else None
 
-        def read_colliders(f):
+        def read_frame(f):
             reader.sample(bpy.context.evaluated_depsgraph_get(), f == start)
+            if self.muscles is not None:
+                self.muscles.sample(f)
 
         baked = [target] if target is not None else _object_bakes(scene)
         with handlers.suspended(), previews.suspended_preview():
             try:
                 with bridge.simulations_off(baked):   # the user's animation, not a bake
-                    arm_world = sample_poses(scene, target, bodies, frames, read_colliders)
+                    arm_world = sample_poses(scene, target, bodies, frames, read_frame)
             finally:
                 scene.frame_set(current)
         times = (np.array(frames[1:], dtype=float) - start) / fps
@@ -163,7 +169,9 @@ class RigJob(Job):
                              restitution=settings.restitution, colliders=ground + objects,
                              friction=settings.friction,
                              self_collision=settings.use_self_collision,
-                             name=target.name if target is not None else "objects", pins=pins)
+                             name=target.name if target is not None else "objects", pins=pins,
+                             muscles=self.muscles.rig_muscles(frames[1:], times)
+                             if self.muscles is not None else ())
         self.frames = np.arange(start, end + 1, dtype=float)
         self.fraction, self.cancelled, self.result = 0.0, False, None
 
@@ -238,6 +246,9 @@ class RigJob(Job):
         if self.collider_summary:
             parts.append(f"{len(self.collider_summary)} collider(s) ("
                          f"{'; '.join(self.collider_summary)})")
+        muscles = self.muscles.report(result) if self.muscles is not None else ""
+        if muscles:
+            parts.append(muscles)
         if result.contacts is not None:
             parts.append(f"up to {int(result.contacts.max(initial=0))} contacts per "
                          f"frame, worst penetration {1000 * result.worst_penetration:.3g} mm")

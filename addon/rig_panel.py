@@ -3,7 +3,9 @@ one place (joint, axes and range, reach cone and twist limit, spring, mass, coll
 strength toward the animation, pin),
 the bone's reach-cone tools (fit, draw, hold the pose inside the limits), and the scene's
 simulation settings and buttons; its "Collider" subpanel: the active object as a collider of
-the simulated rigs. Drawing only: no scene changes. A Joint choice that cannot work on the
+the simulated rigs; its "Muscles" subpanel: the active armature's muscles (:mod:`.rig_muscles`),
+listed and filtered, the chosen one's activation (keyable), parameters and moment-arm plot,
+and authoring. Drawing only: no scene changes. A Joint choice that cannot work on the
 bone (one that moves a connected bone's head) is shown as an error under the Joint field,
 with what to do: a property update cannot refuse it."""
 
@@ -14,8 +16,8 @@ import math
 import bpy
 
 from . import bridge
-from .documents import joint_document
-from .panels import SidebarPanel
+from .documents import is_osim_armature, joint_document
+from .panels import SidebarPanel, draw_muscle_list, draw_muscle_plot, draw_new_muscle
 from .rig_scene import connected_head_problem
 
 
@@ -250,4 +252,35 @@ class VIEW3D_PT_spline_joints_collider(SidebarPanel, bpy.types.Panel):
         _switched(col, c, "use_restitution", "restitution")
 
 
-classes = (VIEW3D_PT_spline_joints_simulate, VIEW3D_PT_spline_joints_collider)
+class VIEW3D_PT_spline_joints_rig_muscles(SidebarPanel, bpy.types.Panel):
+    bl_label = "Muscles"
+    bl_idname = "VIEW3D_PT_spline_joints_rig_muscles"
+    guide = "guides/rig.md"
+    bl_parent_id = "VIEW3D_PT_spline_joints_simulate"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        arm = context.active_object
+        if arm is None or arm.type != "ARMATURE" or is_osim_armature(arm):
+            layout.label(text="Select an armature (an imported OpenSim model's muscles are in "
+                              "the OpenSim panel)", icon="INFO")
+            return
+        settings = arm.data.spline_joints_muscles
+        item = draw_muscle_list(layout, arm, settings, "rig")
+        if item is not None:
+            col = layout.column(align=True)
+            col.prop(item, "max_isometric_force")
+            col.prop(item, "optimal_fiber_length")
+            col.prop(item, "tendon_slack_length")
+            col.prop(item, "pennation_angle")
+            row = col.row()
+            row.label(text=f"{len(item.points)} points on "
+                           f"{', '.join(dict.fromkeys(p.body for p in item.points))}")
+            row.operator("spline_joints.remove_rig_muscle", text="", icon="X")
+            draw_muscle_plot(layout, settings, "spline_joints.plot_rig_moment_arm", "Joint")
+        draw_new_muscle(layout, settings, "rig_")
+
+
+classes = (VIEW3D_PT_spline_joints_simulate, VIEW3D_PT_spline_joints_collider,
+           VIEW3D_PT_spline_joints_rig_muscles)

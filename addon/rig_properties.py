@@ -6,7 +6,8 @@ switch, mass and collision shape), ``Object.spline_joints_collider`` a
 :class:`SPLINE_JOINTS_PG_collider` (the object as a collider the simulated bodies meet,
 :mod:`.colliders`), ``Scene.spline_joints_sim`` a :class:`SPLINE_JOINTS_PG_sim_settings`
 (steps, integrator, initial velocities, the ground, contact defaults, self-collision, the
-shape overlay). Bones take their reach cone and twist limit from the reach-cone settings
+shape overlay), ``Armature.spline_joints_muscles`` a :class:`SPLINE_JOINTS_PG_rig_muscles`
+(the muscles on the armature's bones, :mod:`.rig_muscles`). Bones take their reach cone and twist limit from the reach-cone settings
 (``PoseBone.spline_joints``, drawn in the Simulate panel) and a fitted joint from the Fit
 panel.
 """
@@ -16,9 +17,11 @@ from __future__ import annotations
 import math
 
 import bpy
-from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty,
-                       IntProperty, PointerProperty)
+from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty,
+                       FloatVectorProperty, IntProperty, PointerProperty, StringProperty)
 from bpy.types import PropertyGroup
+
+from .properties import MuscleListSettings, SPLINE_JOINTS_PG_osim_point, retag
 
 JOINT_ITEMS = [
     ("HINGE", "Hinge", "Turns about one axis (a revolute joint), like an elbow or a door"),
@@ -282,7 +285,46 @@ class SPLINE_JOINTS_PG_sim_settings(PropertyGroup):
                                                   "bounces back at full speed")
 
 
-classes = (SPLINE_JOINTS_PG_sim_joint, SPLINE_JOINTS_PG_collider, SPLINE_JOINTS_PG_sim_settings)
+class SPLINE_JOINTS_PG_rig_muscle(PropertyGroup):
+    """A muscle on an armature's bones (``name``): its path ``points`` (``body``: the bone,
+    ``location``: in the bone's frame, m), its parameters (DeGroote-Fregly 2016, rigid tendon)
+    and ``coordinates`` and ``joints``, both the bones whose joints it spans (a rig's
+    coordinates are named by their bones; the list's Spans filter and the plot read them)."""
+
+    points: CollectionProperty(type=SPLINE_JOINTS_PG_osim_point,
+                               description="The path points, in order")
+    max_isometric_force: FloatProperty(name="Max Isometric Force (N)", default=500.0, min=0.0,
+                                       update=retag,
+                                       description="The fibres' force at optimal length, fully "
+                                                   "active and not moving")
+    optimal_fiber_length: FloatProperty(name="Optimal Fibre Length", default=0.1, min=0.0,
+                                        subtype="DISTANCE", precision=4, update=retag,
+                                        description="The fibre length at which active force "
+                                                    "peaks")
+    tendon_slack_length: FloatProperty(name="Tendon Slack Length", default=0.1, min=0.0,
+                                       subtype="DISTANCE", precision=4, update=retag,
+                                       description="The tendon's length (rigid): the path "
+                                                   "length minus it is the fibres' along the "
+                                                   "path")
+    pennation_angle: FloatProperty(name="Pennation Angle", default=0.0, min=0.0,
+                                   max=0.5 * math.pi - 1e-3, subtype="ANGLE", update=retag,
+                                   description="The fibres' angle to the tendon at optimal "
+                                               "fibre length")
+    coordinates: StringProperty(name="Coordinates", description="The bones whose joints the "
+                                                                "muscle spans")
+    joints: StringProperty(name="Joints", description="The bones whose joints the muscle spans")
+
+
+class SPLINE_JOINTS_PG_rig_muscles(MuscleListSettings, PropertyGroup):
+    """On an armature's data: its muscles, and the list's and plot's settings
+    (:class:`.properties.MuscleListSettings`)."""
+
+    muscles: CollectionProperty(type=SPLINE_JOINTS_PG_rig_muscle,
+                                description="The muscles on the armature's bones")
+
+
+classes = (SPLINE_JOINTS_PG_sim_joint, SPLINE_JOINTS_PG_collider, SPLINE_JOINTS_PG_sim_settings,
+           SPLINE_JOINTS_PG_rig_muscle, SPLINE_JOINTS_PG_rig_muscles)
 
 
 def _sim_joints():
@@ -323,11 +365,13 @@ def register_properties():
     bpy.types.Object.spline_joints_sim = PointerProperty(type=SPLINE_JOINTS_PG_sim_joint)
     bpy.types.Object.spline_joints_collider = PointerProperty(type=SPLINE_JOINTS_PG_collider)
     bpy.types.Scene.spline_joints_sim = PointerProperty(type=SPLINE_JOINTS_PG_sim_settings)
+    bpy.types.Armature.spline_joints_muscles = PointerProperty(type=SPLINE_JOINTS_PG_rig_muscles)
 
 
 def unregister_properties():
     while _on_load in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(_on_load)
+    del bpy.types.Armature.spline_joints_muscles
     del bpy.types.Scene.spline_joints_sim
     del bpy.types.Object.spline_joints_collider
     del bpy.types.Object.spline_joints_sim

@@ -32,12 +32,34 @@ def _active_muscle(data) -> str:
     return settings.muscles[settings.active_muscle].name
 
 
-def _plot_folder(settings) -> str:
+def plot_folder(settings) -> str:
     folder = bpy.path.abspath(settings.plot_folder or "//")
     if not folder or folder.startswith("//") or not os.path.isdir(folder):
         raise ValueError(f"the Plot Folder '{settings.plot_folder}' is not a folder: save the "
                          ".blend file first or choose an existing Plot Folder")
     return folder
+
+
+def write_plot(context, folder, sweep) -> str:
+    """Write a :class:`core.muscles.display.MuscleSweep` as a PNG and a CSV to ``folder`` and
+    show the PNG (:func:`_show_image`); returns the report's text."""
+    from ...core.muscles.display import write_sweep_csv, write_sweep_png
+
+    stem = os.path.join(folder, bpy.path.clean_name(
+        f"{sweep.muscle} {sweep.coordinate} moment arm"))
+    try:
+        import matplotlib  # noqa: F401  (the PNG needs it; say so before writing the CSV)
+    except ImportError:
+        raise ValueError("the plot needs the Python package matplotlib, which this "
+                         "Blender does not have; install it into Blender's Python") from None
+    try:
+        write_sweep_csv(stem + ".csv", sweep)
+        write_sweep_png(stem + ".png", sweep)
+    except OSError as exc:
+        raise ValueError(f"cannot write the plot to {folder}: {exc.strerror or exc}; choose "
+                         "a Plot Folder you can write to") from None
+    _show_image(context, stem + ".png")
+    return f"Wrote {os.path.basename(stem)}.png and .csv"
 
 
 def _show_image(context, path):
@@ -66,7 +88,7 @@ class SPLINE_JOINTS_OT_plot_moment_arm(OsimArmatureOperator, bpy.types.Operator)
 
     @reporting
     def execute(self, context):
-        from ...core.muscles.display import moment_arm_sweep, write_sweep_csv, write_sweep_png
+        from ...core.muscles.display import moment_arm_sweep
 
         arm = context.object
         data = arm.data
@@ -75,7 +97,7 @@ class SPLINE_JOINTS_OT_plot_moment_arm(OsimArmatureOperator, bpy.types.Operator)
         coordinate = settings.plot_coordinate
         if not coordinate:
             raise ValueError(f"muscle '{muscle}' spans no coordinate to plot against")
-        folder = _plot_folder(settings)
+        folder = plot_folder(settings)
         exact = osim_rig(data, fitted=False)
         models = {"exact joint": exact.model}
         joint = next((j.name for j in exact.model.joints if coordinate in j.coordinates), None)
@@ -84,20 +106,7 @@ class SPLINE_JOINTS_OT_plot_moment_arm(OsimArmatureOperator, bpy.types.Operator)
         values = bridge.read_named_values(arm, exact.coordinate_names, exact.model.default_q())
         q = dict(zip(exact.coordinate_names, values))
         sweep = moment_arm_sweep(models, muscle, coordinate, q)
-        stem = os.path.join(folder, bpy.path.clean_name(f"{muscle} {coordinate} moment arm"))
-        try:
-            import matplotlib  # noqa: F401  (the PNG needs it; say so before writing the CSV)
-        except ImportError:
-            raise ValueError("the plot needs the Python package matplotlib, which this "
-                             "Blender does not have; install it into Blender's Python") from None
-        try:
-            write_sweep_csv(stem + ".csv", sweep)
-            write_sweep_png(stem + ".png", sweep)
-        except OSError as exc:
-            raise ValueError(f"cannot write the plot to {folder}: {exc.strerror or exc}; choose "
-                             "a Plot Folder you can write to") from None
-        _show_image(context, stem + ".png")
-        text = f"Wrote {os.path.basename(stem)}.png and .csv"
+        text = write_plot(context, folder, sweep)
         diffs = sweep.largest_difference_mm()
         if diffs:
             text += f"; fitted against exact joint: moment arms differ by at most {diffs[0]:.3g} mm"
@@ -116,7 +125,7 @@ def _target_body(arm, body: str) -> str:
     return active.name
 
 
-def _picked_points(context, arm, source: str) -> np.ndarray:
+def picked_points(context, arm, source: str) -> np.ndarray:
     """Points (n, 3) in armature space: the 3D cursor, or the selected vertices of the
     selected mesh objects (in their order)."""
     to_arm = np.linalg.inv(np.array(arm.matrix_world))
@@ -138,6 +147,40 @@ def _picked_points(context, arm, source: str) -> np.ndarray:
     return world @ to_arm[:3, :3].T + to_arm[:3, 3]
 
 
+#: where Add Path Point puts the points
+PLACE_AT_ITEMS = (("CURSOR", "3D Cursor", "One point at the 3D cursor"),
+                  ("VERTICES", "Selected Vertices", "One point at each selected vertex of the "
+                                                    "selected meshes"))
+
+
+class MuscleParameters:
+    """Mixin of an operator making a muscle: the parameters every new muscle takes."""
+
+    name: StringProperty(name="Name", default="muscle")
+    max_isometric_force: FloatProperty(name="Max Isometric Force (N)", default=500.0,
+                                       description="The fibres' force at optimal length, fully "
+                                                   "active and not moving")
+    optimal_fiber_length: FloatProperty(name="Optimal Fibre Length", default=0.1,
+                                        subtype="DISTANCE", precision=4,
+                                        description="The fibre length at which active force "
+                                                    "peaks")
+    tendon_slack_length: FloatProperty(name="Tendon Slack Length", default=0.1,
+                                       subtype="DISTANCE", precision=4,
+                                       description="The tendon's length (rigid): the path "
+                                                   "length minus it is the fibres' along the "
+                                                   "path")
+
+
+def place_points(context, arm, source, body, B, draft) -> str:
+    """Add the picked points (:func:`picked_points`) to ``draft`` (a collection of path
+    points) on ``body``, whose pose in armature space is ``B`` (4, 4); returns the report."""
+    local = (picked_points(context, arm, source) - B[:3, 3]) @ B[:3, :3]
+    for p in local:
+        item = draft.add()
+        item.body, item.location = body, tuple(float(x) for x in p)
+    return f"Added {len(local)} path points on {body}; the next muscle has {len(draft)}"
+
+
 class SPLINE_JOINTS_OT_add_muscle_point(OsimArmatureOperator, bpy.types.Operator):
     """Add path points for the next muscle at the 3D cursor or at the selected vertices,
     moving with the active bone's body (or the body named)"""
@@ -145,10 +188,8 @@ class SPLINE_JOINTS_OT_add_muscle_point(OsimArmatureOperator, bpy.types.Operator
     bl_idname = "spline_joints.add_muscle_point"
     bl_label = "Add Path Point"
     bl_options = {"REGISTER", "UNDO"}
-    source: EnumProperty(name="Place At", description="Where the path points go", items=(
-        ("CURSOR", "3D Cursor", "One point at the 3D cursor"),
-        ("VERTICES", "Selected Vertices", "One point at each selected vertex of the selected "
-                                          "meshes")), default="CURSOR")
+    source: EnumProperty(name="Place At", description="Where the path points go",
+                         items=PLACE_AT_ITEMS, default="CURSOR")
     body: StringProperty(name="Body", description="The body the points move with (empty: the "
                                                   "active bone's; 'ground' for the ground)")
 
@@ -158,14 +199,8 @@ class SPLINE_JOINTS_OT_add_muscle_point(OsimArmatureOperator, bpy.types.Operator
         rig = osim_rig(arm.data)
         body = _target_body(arm, self.body)
         B = muscles.body_pose(arm, rig, body)
-        points = _picked_points(context, arm, self.source)
-        local = (points - B[:3, 3]) @ B[:3, :3]
-        draft = arm.data.spline_joints_osim.draft_points
-        for p in local:
-            item = draft.add()
-            item.body, item.location = body, tuple(float(x) for x in p)
-        self.report({"INFO"}, f"Added {len(local)} path points on {body}; the next muscle has "
-                              f"{len(draft)}")
+        self.report({"INFO"}, place_points(context, arm, self.source, body, B,
+                                           arm.data.spline_joints_osim.draft_points))
         return {"FINISHED"}
 
 
@@ -187,29 +222,16 @@ NEW_MUSCLE_KINDS = (("DeGrooteFregly2016Muscle", "DeGroote-Fregly 2016", ""),
                     ("Millard2012EquilibriumMuscle", "Millard 2012 Equilibrium", ""))
 
 
-class SPLINE_JOINTS_OT_add_muscle(OsimArmatureOperator, bpy.types.Operator):
+class SPLINE_JOINTS_OT_add_muscle(OsimArmatureOperator, MuscleParameters, bpy.types.Operator):
     """Make a muscle through the placed path points, with its parameters, in the armature's
     model (drawn at once, listed, and written by the OpenSim export)"""
 
     bl_idname = "spline_joints.add_muscle"
     bl_label = "Add Muscle"
     bl_options = {"REGISTER", "UNDO"}
-    name: StringProperty(name="Name", default="muscle")
     kind: EnumProperty(name="Type", items=NEW_MUSCLE_KINDS, default="DeGrooteFregly2016Muscle",
                        description="The OpenSim muscle class the export writes (simulations use "
                                    "DeGroote-Fregly 2016's rigid-tendon forces for every class)")
-    max_isometric_force: FloatProperty(name="Max Isometric Force (N)", default=500.0,
-                                       description="The fibres' force at optimal length, fully "
-                                                   "active and not moving")
-    optimal_fiber_length: FloatProperty(name="Optimal Fibre Length", default=0.1,
-                                        subtype="DISTANCE", precision=4,
-                                        description="The fibre length at which active force "
-                                                    "peaks")
-    tendon_slack_length: FloatProperty(name="Tendon Slack Length", default=0.1,
-                                       subtype="DISTANCE", precision=4,
-                                       description="The tendon's length (rigid): the path "
-                                                   "length minus it is the fibres' along the "
-                                                   "path")
     pennation_angle_at_optimal: FloatProperty(name="Pennation Angle", default=0.0,
                                               subtype="ANGLE",
                                               description="The fibres' angle to the tendon at "
@@ -300,7 +322,7 @@ class SPLINE_JOINTS_OT_add_wrap_object(OsimArmatureOperator, bpy.types.Operator)
         body = _target_body(arm, self.body)
         B = muscles.body_pose(arm, osim_rig(data), body)
         T = np.eye(4)
-        T[:3, 3] = _picked_points(context, arm, "CURSOR")[0]
+        T[:3, 3] = picked_points(context, arm, "CURSOR")[0]
         pose = np.linalg.solve(B, T)
         w = WrapObject(name, self.kind, body, pose, quadrant=self.quadrant, radius=self.radius,
                        length=self.length, radii=np.array(self.radii))

@@ -7,10 +7,12 @@ from the rest length (the length at the model's default pose; shorter blue, at r
 longer yellow, full colour at :data:`LENGTH_SPAN` relative change) or by the tension of a
 rigid-tendon DeGroote-Fregly muscle (:func:`core.muscles.hill.rigid_tendon`) at the given
 activations and zero lengthening speed, relative to the muscle's maximum isometric force
-(pale at none, deep red at the maximum).
+(pale at none, deep red at the maximum). :func:`muscle_colors` gives the same colours for any
+paths' lengths (a rig's muscles, :mod:`core.rig`).
 
 :func:`moment_arm_sweep` tabulates one muscle's length and moment arm about one coordinate
-over its range on several models (the exact joint and a fitted spline joint side by side);
+over its range on several models (the exact joint and a fitted spline joint side by side),
+:func:`point_path_sweep` the same of a rig's straight-path muscle (:mod:`core.rig`);
 :func:`write_sweep_csv` and :func:`write_sweep_png` write the table and its figure atomically.
 """
 
@@ -23,7 +25,8 @@ from ..errors import InvalidInputError
 from .paths import moment_arms, path_geometry, path_kinematics, spanned_coordinates
 
 __all__ = ["MuscleDisplay", "MuscleSweep", "LENGTH_SPAN", "COLOR_MODES", "moment_arm_sweep",
-           "write_sweep_csv", "write_sweep_png", "muscle_spans", "filter_muscles"]
+           "write_sweep_csv", "write_sweep_png", "muscle_spans", "filter_muscles",
+           "muscle_colors", "muscle_tensions", "point_path_sweep"]
 
 #: relative length change shown in full colour (shorter: blue, longer: yellow)
 LENGTH_SPAN = 0.2
@@ -69,31 +72,49 @@ class MuscleDisplay:
 
     def tensions(self, lengths, activations):
         """Rigid-tendon tensions (m,) (N) at ``lengths`` (m,), zero speed and ``activations``
-        (m,) in [0, 1] (InvalidInputError names a muscle whose activation is outside, or whose
-        parameters the Hill model refuses)."""
-        from .hill import HillParameters, MuscleArrays, check_activation, rigid_tendon
+        (m,) (:func:`muscle_tensions`)."""
+        return muscle_tensions(self._muscle_arrays(), lengths, activations)
 
-        a = np.asarray(activations, dtype=float)
-        for name, value in zip(self.names, a):
-            check_activation(name, value)
+    def _muscle_arrays(self):
+        from .hill import HillParameters, MuscleArrays
+
         if self._arrays is None:
             self._arrays = MuscleArrays(HillParameters.from_muscle(self.model.muscles[n])
                                         for n in self.names)
-        return rigid_tendon(self._arrays, lengths, np.zeros(len(self.names)), a).tendon_force
+        return self._arrays
 
     def colors(self, lengths, mode="LENGTH", activations=None):
-        """RGBA (m, 4) of the muscles at ``lengths`` (m,): ``mode`` "LENGTH" or "FORCE"
-        (then ``activations`` (m,), default zero: passive tension only)."""
-        if mode == "LENGTH":
-            change = np.asarray(lengths, dtype=float) / self.rest_lengths - 1.0
-            t = change / LENGTH_SPAN
-            return np.where((t < 0.0)[:, None], _blend(_REST, _SHORT, -t), _blend(_REST, _LONG, t))
-        if mode == "FORCE":
-            a = np.zeros(len(self.names)) if activations is None else activations
-            force = self.tensions(lengths, a)
-            fmax = np.array([self.model.muscles[n].max_isometric_force for n in self.names])
-            return _blend(_SLACK, _FULL, force / fmax)
-        raise InvalidInputError(f"colour mode {mode!r} is not one of {COLOR_MODES}")
+        """RGBA (m, 4) of the muscles at ``lengths`` (m,) (:func:`muscle_colors`)."""
+        arrays = self._muscle_arrays() if mode == "FORCE" else None
+        return muscle_colors(lengths, self.rest_lengths, mode, arrays, activations)
+
+
+def muscle_tensions(arrays, lengths, activations):
+    """Rigid-tendon tensions (m,) (N) of the :class:`core.muscles.hill.MuscleArrays` ``arrays``
+    at ``lengths`` (m,), zero speed and ``activations`` (m,) in [0, 1] (InvalidInputError
+    names a muscle whose activation is outside)."""
+    from .hill import check_activation, rigid_tendon
+
+    a = np.asarray(activations, dtype=float)
+    for name, value in zip(arrays.names, a):
+        check_activation(name, value)
+    return rigid_tendon(arrays, lengths, np.zeros(len(arrays.names)), a).tendon_force
+
+
+def muscle_colors(lengths, rest_lengths, mode="LENGTH", arrays=None, activations=None):
+    """RGBA (m, 4) of m muscles at path ``lengths`` (m,) (module docstring): ``mode``
+    "LENGTH" (the change from ``rest_lengths`` (m,)) or "FORCE" (the tension of the
+    :class:`core.muscles.hill.MuscleArrays` ``arrays`` at ``activations`` (m,), default zero:
+    passive tension only, over each maximum isometric force)."""
+    if mode == "LENGTH":
+        change = np.asarray(lengths, dtype=float) / rest_lengths - 1.0
+        t = change / LENGTH_SPAN
+        return np.where((t < 0.0)[:, None], _blend(_REST, _SHORT, -t), _blend(_REST, _LONG, t))
+    if mode == "FORCE":
+        a = np.zeros(len(arrays.names)) if activations is None else activations
+        force = muscle_tensions(arrays, lengths, a)
+        return _blend(_SLACK, _FULL, force / arrays.max_isometric_force)
+    raise InvalidInputError(f"colour mode {mode!r} is not one of {COLOR_MODES}")
 
 
 def muscle_spans(model):
@@ -188,6 +209,30 @@ def moment_arm_sweep(models, muscle, coordinate, q=None, samples=61):
             arms[k, j] = moment_arms(kin, None, path, where=where)[i]
     return MuscleSweep(muscle, coordinate, c.motion_type == "rotational", values,
                        tuple(models), lengths, arms)
+
+
+def point_path_sweep(geometry, names, muscle, coordinate, index, q, values, rotational=True,
+                     label="rig"):
+    """:class:`MuscleSweep` of the straight-path muscle ``muscle`` (one of ``names``, the
+    muscles of ``geometry``, a :class:`core.muscles.actuation.PointPaths`) about coordinate
+    ``index`` of its model (named ``coordinate``; one whose rate is its velocity, as a hinge's
+    or a slider's) at ``values`` (N,), the other coordinates at ``q``: the path's length and
+    its moment arm from the path's geometry, the generalized force of a unit tension
+    (``-dL/dq``), under the one ``label``."""
+    names = list(names)
+    if muscle not in names:
+        raise InvalidInputError(f"there is no muscle {muscle!r}; choose one of {names}")
+    unit = np.zeros(len(names))
+    unit[names.index(muscle)] = 1.0
+    q = np.array(q, dtype=float)
+    v = np.zeros(geometry.model.nv)
+    values = np.asarray(values, dtype=float)
+    lengths, arms = np.empty((1, len(values))), np.empty((1, len(values)))
+    for j, x in enumerate(values):
+        q[index] = x
+        lengths[0, j] = geometry.lengths_and_speeds(q, v)[0][names.index(muscle)]
+        arms[0, j] = geometry.generalized_forces(unit)[index]
+    return MuscleSweep(muscle, coordinate, rotational, values, (label,), lengths, arms)
 
 
 def write_sweep_csv(path, sweep):

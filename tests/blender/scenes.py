@@ -34,6 +34,15 @@ def printed_reports(call):
         return result, out.read().decode("utf-8", "replace")
 
 
+def refused(call):
+    """The message of an operator call that reports an error (RuntimeError in background)."""
+    try:
+        call()
+    except RuntimeError as exc:
+        return str(exc)
+    raise AssertionError("the operator did not refuse")
+
+
 def action_fcurves(action):
     """The F-curves of an action with one slot: ``action.fcurves`` on Blender 4.2 and 4.3,
     its first layer's first strip's first channel bag from 4.4 (slotted actions)."""

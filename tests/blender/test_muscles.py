@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scenes import refused
+
 OSIM = Path(__file__).resolve().parents[3] / "shared" / "data" / "osim"
 GAIT = str(OSIM / "gait2392_thelen2003muscle.osim")
 ARM26 = str(OSIM / "arm26.osim")
@@ -17,15 +19,6 @@ ARM26 = str(OSIM / "arm26.osim")
 FLOAT32_TOL = 4 * float(np.finfo(np.float32).eps) * 3.0
 
 pytestmark = pytest.mark.skipif(not OSIM.is_dir(), reason=f"OpenSim data not found at {OSIM}")
-
-
-def _refused(call):
-    """The message of an operator call that reports an error (RuntimeError in background)."""
-    try:
-        call()
-    except RuntimeError as exc:
-        return str(exc)
-    raise AssertionError("the operator did not refuse")
 
 
 def _imported(path):
@@ -180,7 +173,7 @@ def scenario_moment_arm_plot(tmp, gait):
     settings.plot_coordinate = "knee_angle_r"
     settings.plot_folder = os.path.join(tmp, "missing")
     before = sorted(os.listdir(tmp))
-    assert "Plot Folder" in _refused(bpy.ops.spline_joints.plot_moment_arm)
+    assert "Plot Folder" in refused(bpy.ops.spline_joints.plot_moment_arm)
     assert sorted(os.listdir(tmp)) == before
     settings.plot_folder = tmp
     assert bpy.ops.spline_joints.fit_osim_joint(joint="knee_r") == {"FINISHED"}
@@ -242,17 +235,17 @@ def scenario_author_and_export(tmp, arm26):
               "r_ulna_radius_hand": np.array([0.005, -0.06, 0.015])}
     refusals = {}
     start = _state(arm)
-    refusals["no points"] = _refused(lambda: bpy.ops.spline_joints.add_muscle(name="flexor"))
+    refusals["no points"] = refused(lambda: bpy.ops.spline_joints.add_muscle(name="flexor"))
     assert _state(arm) == start
     for body, local in wanted.items():
         world = M @ poses[body] @ np.append(local, 1.0)
         bpy.context.scene.cursor.location = world[:3]
         assert bpy.ops.spline_joints.add_muscle_point(source="CURSOR", body=body) == {"FINISHED"}
     placed = _state(arm)
-    refusals["missing body"] = _refused(
+    refusals["missing body"] = refused(
         lambda: bpy.ops.spline_joints.add_muscle_point(source="CURSOR", body="femur"))
     assert _state(arm) == placed
-    refusals["bad force"] = _refused(
+    refusals["bad force"] = refused(
         lambda: bpy.ops.spline_joints.add_muscle(name="flexor", max_isometric_force=-5.0))
     assert _state(arm) == placed
     draft = arm.data.spline_joints_osim.draft_points
@@ -270,7 +263,7 @@ def scenario_author_and_export(tmp, arm26):
     # the wrap object: a bad radius is refused, a good one is drawn on its bone
     bpy.context.scene.cursor.location = (M @ poses["r_humerus"] @ np.array([0, -0.25, 0, 1]))[:3]
     before_wrap = _state(arm)
-    refusals["radius"] = _refused(lambda: bpy.ops.spline_joints.add_wrap_object(
+    refusals["radius"] = refused(lambda: bpy.ops.spline_joints.add_wrap_object(
         name="elbow_wrap", kind="WrapCylinder", body="r_humerus", radius=0.0))
     assert _state(arm) == before_wrap
     assert bpy.ops.spline_joints.add_wrap_object(
@@ -348,7 +341,7 @@ def scenario_biceps_flexes_the_elbow(tmp, arm26):
     # an activation outside [0, 1] is refused naming the muscle, nothing keyed
     arm[muscles.activation_property("BICshort")] = 1.5
     arm.keyframe_insert(prop, frame=1)
-    refused = _refused(bpy.ops.spline_joints.simulate_muscles)
+    refusal = refused(bpy.ops.spline_joints.simulate_muscles)
     keyed = bridge.find_fcurve(arm, bridge.coordinate_path("r_elbow_flex"), 0)
     for f, a in ((1, 0.3), (13, 0.3)):
         arm[muscles.activation_property("BICshort")] = a
@@ -377,7 +370,7 @@ def scenario_biceps_flexes_the_elbow(tmp, arm26):
     message, name = full.finish(scene), arm.name
     bpy.ops.ed.undo()
     undone = _keyed(bpy.data.objects[name])
-    return {"refused": refused, "keyed_before": keyed is not None,
+    return {"refused": refusal, "keyed_before": keyed is not None,
             "error": float(np.abs(got - want).max()), "elbow": got[:, 1].tolist(),
             "drawn": worst, "cancelled": [sorted(cancelled[0]), *cancelled[1:]],
             "unchanged": repr(after) == repr(before), "seen": EscAtHalf.seen,

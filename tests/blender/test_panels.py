@@ -64,6 +64,12 @@ def scenario_draw_panels(tmp, osim):
     draw_all()  # nothing selected
     obj = leg_armature()
     draw_all()  # a bone, no samples
+    for bone, where in (("thigh", (0.5, -0.2, 1.1)), ("shin", (0.45, -0.25, 0.6))):
+        obj.data.bones.active = obj.data.bones[bone]
+        bpy.context.scene.cursor.location = where
+        bpy.ops.spline_joints.add_rig_muscle_point()
+    bpy.ops.spline_joints.add_rig_muscle(name="quadriceps")
+    draw_all()  # a muscle on the rig: its list, activation and parameters
     shin = obj.pose.bones["shin"]
     for a in (0.0, 0.3, 0.6, 0.9, 1.2):
         shin.rotation_euler = (a, 0.0, 0.0)
@@ -111,4 +117,4 @@ def scenario_draw_panels(tmp, osim):
 def test_panels_draw_with_existing_names(blender):
     out = blender(scenario_draw_panels, osim=PENDULUM)
     assert out["problems"] == []
-    assert out["panels"] == 9 and out["calls"] > 100
+    assert out["panels"] == 10 and out["calls"] > 100

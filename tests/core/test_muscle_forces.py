@@ -444,6 +444,33 @@ def test_an_activated_biceps_flexes_a_rig_elbow():
     assert active.energy_drift is None                         # muscles do work
 
 
+def test_a_rig_muscle_sweep_gives_the_paths_length_and_moment_arm():
+    """core.muscles.display.point_path_sweep: the length is the path's, the moment arm (the
+    generalized force of a unit tension) is -dL/dq by central differences of that length."""
+    from core.muscles.display import point_path_sweep
+
+    rig = _arm_rig(0.0)
+    geometry = rig.muscles.geometry
+    values = np.linspace(-1.0, 1.5, 11)
+    sweep = point_path_sweep(geometry, ("biceps",), "biceps", "elbow", 0, rig.mechanism.q0,
+                             values)
+
+    def length(x):
+        return geometry.lengths_and_speeds(np.array([x]), np.zeros(1))[0][0]
+
+    # central differences of a 0.3 m length: round-off ~ eps L / h, truncation
+    # h^2 |d3L/dq3| / 6 far below it, so ten round-offs bound the difference
+    tol = 10 * np.finfo(float).eps * 0.3 / FD_STEP
+    for x, L, r in zip(values, sweep.lengths[0], sweep.moment_arms[0]):
+        assert L == length(x)
+        assert abs(r + _central(length, x)) < tol, (x, r, -_central(length, x))
+    # straight elbow: the path runs parallel to the bones 3 cm in front of the elbow's axis
+    assert values[4] == 0.0 and abs(sweep.moment_arms[0, 4] - 0.03) < 1e-12
+    assert sweep.labels == ("rig",) and "elbow (rad)" in sweep.csv_text()
+    with pytest.raises(InvalidInputError, match="triceps"):
+        point_path_sweep(geometry, ("biceps",), "triceps", "elbow", 0, rig.mechanism.q0, values)
+
+
 def test_a_relaxed_stretched_muscle_pulls_the_joint_back():
     """No activation, the elbow opened so that the biceps' fibre is stretched: its passive
     force alone turns the elbow back (towards flexion)."""
