@@ -605,19 +605,32 @@ class _WorldTracks:
     (module docstring) as :attr:`core.integrators.Tracking.world`: at times ``t (K,)`` the
     gains per unit mass ``(K, nb)`` (strength interpolated linearly, clamped, times ``w^2``
     and ``2 w``), the target world poses ``(K, nb, 4, 4)`` and body twists ``(K, nb, 6)``
-    (a :class:`PoseMotion` spline, clamped: at rest outside its samples) in a run that
-    starts ``offset`` s into the shot. ``tracks``: ``(body index, times, strengths, world
-    poses (K, 4, 4))``."""
+    (cubic splines of the free-joint coordinates as :class:`PoseMotion`'s, clamped: at rest
+    outside its samples; one sample: that pose) in a run that starts ``offset`` s into the
+    shot. ``tracks``: ``(body index, times, strengths, world poses (K, 4, 4))``; the bodies
+    sampled at the same times share one spline and one interpolation (a character's bones:
+    one each per call)."""
 
     def __init__(self, nb, tracks, offset=0.0):
         self.nb, self.offset = nb, offset
-        self.tracks = [(i, times, strength, PoseMotion(times, poses) if len(times) > 1
-                        else poses[0]) for i, times, strength, poses in tracks]
+        groups = {}
+        for i, times, strength, poses in tracks:
+            groups.setdefault(tuple(times), []).append((i, strength, poses))
+        self.groups = []
+        for key, members in groups.items():
+            times = np.array(key)
+            cols = np.array([i for i, _, _ in members])
+            strength = np.stack([s for _, s, _ in members], axis=1)
+            poses = np.stack([p for _, _, p in members], axis=1)          # (K, n, 4, 4)
+            q = np.concatenate([np.stack([_continuous_logs(p[:, :3, :3]) for _, _, p in members],
+                                         axis=1), poses[:, :, :3, 3]], axis=2)
+            target = CubicSpline(times, q, axis=0) if len(times) > 1 else poses[0]
+            self.groups.append((cols, times, strength, target))
 
     def shifted(self, offset):
         """This tracking in a run that starts ``offset`` s into the shot."""
         out = _WorldTracks.__new__(_WorldTracks)
-        out.nb, out.tracks, out.offset = self.nb, self.tracks, offset
+        out.nb, out.groups, out.offset = self.nb, self.groups, offset
         return out
 
     def __call__(self, t):
@@ -626,18 +639,22 @@ class _WorldTracks:
         k, c = np.zeros((t.size, self.nb)), np.zeros((t.size, self.nb))
         T = np.broadcast_to(np.eye(4), (t.size, self.nb, 4, 4)).copy()
         V = np.zeros((t.size, self.nb, 6))
-        for i, times, strength, target in self.tracks:
+        for cols, times, strength, target in self.groups:
             s = _interpolated(times, strength, t)
-            k[:, i], c[:, i] = s * w * w, s * 2.0 * TRACK_DAMPING_RATIO * w
-            if not isinstance(target, PoseMotion):
-                T[:, i] = target
+            k[:, cols], c[:, cols] = s * w * w, s * 2.0 * TRACK_DAMPING_RATIO * w
+            if not isinstance(target, CubicSpline):
+                T[:, cols] = target
                 continue
-            spline = target.spline
             tt = np.clip(t, times[0], times[-1])
-            q, rate = spline(tt), spline(tt, 1) * ((t >= times[0]) & (t <= times[-1]))[:, None]
-            T[:, i] = target.joint.transforms(q)
-            V[:, i, :3] = np.einsum("kab,kb->ka", so3.right_jacobian(q[:, :3]), rate[:, :3])
-            V[:, i, 3:] = np.einsum("kba,kb->ka", T[:, i, :3, :3], rate[:, 3:])
+            q = target(tt)                                                # (K, n, 6)
+            rate = target(tt, 1) * ((t >= times[0]) & (t <= times[-1]))[:, None, None]
+            R = so3.exp(q[..., :3])
+            G = T[:, cols]
+            G[..., :3, :3], G[..., :3, 3] = R, q[..., 3:]
+            T[:, cols] = G
+            V[:, cols, :3] = np.einsum("knab,knb->kna", so3.right_jacobian(q[..., :3]),
+                                       rate[..., :3])
+            V[:, cols, 3:] = np.einsum("knba,knb->kna", R, rate[..., 3:])
         return k, c, T, V
 
 
