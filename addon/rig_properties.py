@@ -83,7 +83,8 @@ class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
                                         "velocities (a hit at frame 40)")
     strength: FloatProperty(name="Strength", default=0.0, min=0.0, soft_max=2.0,
                             description="How strongly the simulated bone follows its animation "
-                                        "(keys, constraints, drivers) in its joint: 1 follows "
+                                        "(keys, constraints, drivers), in its joint or in the "
+                                        "world as Follow says: 1 follows "
                                         "it within about a millimetre, 0 is limp; key it to "
                                         "blend in and out")
     follow: EnumProperty(name="Follow", default="LOCAL",
