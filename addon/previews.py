@@ -110,7 +110,7 @@ _SIGNED = ("enabled", "kinematic", "kind", "axis", "axis2", "use_range", "range_
            "range_max", "use_cone", "spring_units", "frequency", "damping_ratio", "stiffness",
            "damping", "mass_source", "density",
            "capsule_radius", "mass", "com", "inertia", "collision", "collision_radius",
-           "strength", "use_pin", "pin_at", "pin_location", "pin_strength")
+           "strength", "follow", "use_pin", "pin_at", "pin_location", "pin_strength")
 _COLLIDER_SIGNED = ("shape", "use_friction", "friction", "use_restitution", "restitution")
 
 

@@ -36,13 +36,15 @@ from .rig_scene import (armature_bodies, body_mass, body_shapes, joint_spec, nor
 
 
 def _directed(body, frames, times):
-    """``{strength, simulate_from}`` of a simulated body from its animated Strength and
-    Kinematic at ``frames`` (the times ``times``, s from the start frame): the strength per
-    frame (or 0), and the time its keyed Kinematic turns off (the end when it stays on).
-    Raises ValueError for a Kinematic keyed on while the bone is simulated."""
+    """``{strength, follow, simulate_from}`` of a simulated body from its animated Strength
+    and Kinematic at ``frames`` (the times ``times``, s from the start frame) and its Follow:
+    the strength per frame (or 0), "local" or "global", and the time its keyed Kinematic
+    turns off (the end when it stays on). Raises ValueError for a Kinematic keyed on while
+    the bone is simulated."""
     kinematic = np.array([body.animated[f][0] for f in frames])
     strength = np.array([body.animated[f][1] for f in frames])
-    out = {"strength": strength if np.any(strength != 0.0) else 0.0}
+    out = {"strength": strength if np.any(strength != 0.0) else 0.0,
+           "follow": body.settings.follow.lower()}
     if not kinematic.any():
         return out if np.any(strength != 0.0) else {}
     off = np.nonzero(~kinematic)[0]
@@ -131,13 +133,16 @@ class RigJob(Job):
                 core_bodies.append(RigBody(f"{target.name} (object)", -1, np.eye(4),
                                            RigJoint("kinematic"), pose=W[0], motion_times=times,
                                            motion=W))
+        directed = {b.name: {} if b.kinematic else _directed(b, frames[1:], times)
+                    for b in bodies}
+        # following in the world composes the animation of every bone above: all animated
+        in_world = any(d.get("follow") == "global" for d in directed.values())
         for b in bodies:
             rest = self._rest(b, target, arm_index is None, arm_world, start)
             joint, q = specs[b.name]
-            directed = {} if b.kinematic else _directed(b, frames[1:], times)
             pins.extend(_pins(b, frames[1:], times))
             motion = None
-            if joint.kind == "kinematic" or directed:
+            if joint.kind == "kinematic" or directed[b.name] or in_world:
                 motion = np.stack([b.poses[f] for f in frames[1:]])
                 if target is not None and b.parent < 0 and arm_index is None:
                     motion = arm_world[start][None] @ motion
@@ -157,7 +162,7 @@ class RigJob(Job):
                                        pose_before=before if use_v else None,
                                        pose_after=after if use_v else None, q=q,
                                        motion_times=times if motion is not None else None,
-                                       motion=motion, shapes=shapes, **directed))
+                                       motion=motion, shapes=shapes, **directed[b.name]))
         self.offset = 1 if arm_index is not None else 0
         gravity = np.array(scene.gravity) if scene.use_gravity else np.zeros(3)
         ground = ()

@@ -111,9 +111,12 @@ def _joint(layout, context, s, is_bone):
 
 
 def _directed(layout, s):
-    """Following the animation (Strength) and the pin of ``s``, both keyable."""
+    """Following the animation (Strength, keyable, and Follow: Local or Global) and the pin
+    of ``s`` (keyable)."""
     col = layout.column(align=True)
-    col.prop(s, "strength")
+    row = col.row(align=True)
+    row.prop(s, "strength")
+    row.prop(s, "follow", expand=True)
     row = col.row(align=True)
     row.prop(s, "use_pin")
     sub = row.row(align=True)

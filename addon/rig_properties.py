@@ -86,9 +86,19 @@ class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
                                         "velocities (a hit at frame 40)")
     strength: FloatProperty(name="Strength", default=0.0, min=0.0, soft_max=2.0,
                             description="How strongly the simulated bone follows its animation "
-                                        "(keys, constraints, drivers) in its joint: 1 follows "
+                                        "(keys, constraints, drivers), in its joint or in the "
+                                        "world as Follow says: 1 follows "
                                         "it within about a millimetre, 0 is limp; key it to "
                                         "blend in and out")
+    follow: EnumProperty(name="Follow", default="LOCAL",
+                         items=[("LOCAL", "Local", "Follow the animated pose in the bone's "
+                                 "joint: each joint's angles, so errors add up along a chain"),
+                                ("GLOBAL", "Global", "Follow the animated pose in the world: "
+                                 "the bone is held where the animation puts it, so a ragdoll "
+                                 "whose root is free stays upright on a walk (needs the "
+                                 "animation of every bone above it)")],
+                         description="Where Strength pulls the bone toward its animation: in "
+                                     "its joint (Local) or in the world (Global)")
     use_pin: BoolProperty(name="Pin", default=False,
                           description="Hold the bone's Pin At point to Pin Location by a spring "
                                       "of Pin Strength; key it on and off (a hand grabs a bar "

@@ -46,6 +46,30 @@ changes; the dense method adds it to the diagonal of M before the Cholesky solve
 implicit integrator (:mod:`core.integrators`) solves with the armature ``h C + h^2 K`` of
 its joint springs and dampers.
 
+World tracking. :func:`aba` and :func:`crba_and_nle` take an optional ``track``, ``(nb,``
+:data:`TRACK_COLUMNS` ``)`` rows ``[a, k, k_v, c, R* (9, row-major), p* (3), w* (3), v*
+(3)]``, one per body: body i is pulled toward the target pose ``(R*, p*)`` (world) moving
+with the body twist ``[w*; v*]`` (its own frame) by a spring and damper on every particle of
+it, per unit mass, taken implicitly over a step (:mod:`core.integrators`, *Tracking*). The
+spring is the gradient of ``U = k/2 int |T x - T* x|^2 dm`` over the body's particles x
+(its frame): with ``Q = R^T R*``, ``d = R^T (p - p*)``, ``m c`` the first mass moment and
+``Sigma = int x x^T dm = tr(I_o)/2 1 - I_o`` the second (``I_o`` the rotational inertia
+about the origin), the wrench on the body (its frame, about its origin) is
+
+    F = -k ((1 - Q) m c + m d),    n = k vee(Q Sigma - Sigma Q^T) - k m c x d
+
+whose derivative in the pose ``T exp(xi)`` at the target is ``-k J`` (J the body's spatial
+inertia), and the damper ``-c J (V - W*)`` pulls the body twist V toward the target's twist
+at the body, ``W* = Ad_{T^-1 T*} [w*; v*]``. The implicit step's wrench at its end, with the
+body acceleration A (``V1 = V0 + h A``), is linearized as ``f0 - a J A``, ``a = h c + h^2
+k``, ``f0 = [n; F] - J (k_v V0 - c W*)``, ``k_v = c + h k`` (the caller gives ``a`` and
+``k_v`` with h): each body's acceleration meets ``(1 + a) J``, an added mass, and ``f0`` is
+an external wrench. Both enter the recursions as they are: the articulated inertias start
+from ``(1 + a) J`` and the bias wrenches take ``-f0`` and ``-a J G`` (gravity enters as the
+base's acceleration G, which the added mass must not scale), so a step stays one O(n)
+recursion; the dense method sums the scaled inertias into M the same way (``M + sum_i a_i
+J_i^T I_i J_i`` with the body Jacobians, never formed).
+
 Forward dynamics methods (:func:`aba`'s ``method``)
 -------------------------------------------------
 * ``"recursive"``: the articulated-body recursion of Appendix A, O(n), sequential in the
@@ -86,10 +110,13 @@ from .lie import se3
 
 __all__ = ["rnea", "aba", "crba", "nonlinear_effects", "crba_and_nle", "kinetic_energy",
            "potential_energy", "compute_joint_jacobians",
-           "mechanical_energy", "momentum", "passive_forces", "DENSE_MAX_DOFS"]
+           "mechanical_energy", "momentum", "passive_forces", "DENSE_MAX_DOFS",
+           "TRACK_COLUMNS", "body_spring"]
 
 #: ``aba(method="auto")`` uses the dense formulation up to this many dofs.
 DENSE_MAX_DOFS = 256
+#: the columns of one body's row of world tracking (module docstring, *World tracking*)
+TRACK_COLUMNS = 22
 #: the methods of :func:`aba` that the numba backend runs compiled (the O(n) recursion)
 COMPILED_METHODS = ("auto", "recursive")
 
@@ -150,6 +177,49 @@ def _bias_wrenches(model, data, v, fext):
     return out
 
 
+def body_spring(J, T, T_target, k):
+    """The spring of world tracking (module docstring, *World tracking*): ``(..., 6)`` the
+    wrench ``[n; F]`` (body frame, about its origin) on bodies of spatial inertia ``J (...,
+    6, 6)`` at poses ``T (..., 4, 4)`` pulled toward ``T_target`` with ``k (...)`` per unit
+    mass (1/s^2)."""
+    R, p = T[..., :3, :3], T[..., :3, 3]
+    Rt = np.swapaxes(R, -1, -2)
+    Q = Rt @ T_target[..., :3, :3]
+    d = np.einsum("...ab,...b->...a", Rt, p - T_target[..., :3, 3])
+    Io = J[..., :3, :3]
+    mc = np.stack([J[..., 2, 4], J[..., 0, 5], J[..., 1, 3]], axis=-1)
+    sigma = 0.5 * np.trace(Io, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - Io
+    N = Q @ sigma
+    k = np.asarray(k, dtype=float)[..., None]
+    n = k * (np.stack([N[..., 2, 1] - N[..., 1, 2], N[..., 0, 2] - N[..., 2, 0],
+                       N[..., 1, 0] - N[..., 0, 1]], axis=-1) - np.cross(mc, d))
+    F = -k * (mc - np.einsum("...ab,...b->...a", Q, mc) + J[..., 3, 3, None] * d)
+    return np.concatenate([n, F], axis=-1)
+
+
+def _track_pull(model, data, track):
+    """World tracking (module docstring) at the state in ``data`` (poses, velocities, world
+    inertias): the world inertias scaled to ``(1 + a) I`` in place, and the world wrenches
+    ``-(f0 + a J G)`` ``(nb, 6)`` that the bias wrenches take."""
+    track = np.asarray(track, dtype=float)
+    a, kv, c = track[:, 0], track[:, 2], track[:, 3]
+    T = data.oMi
+    Ts = np.zeros_like(T)
+    Ts[:, :3, :3] = track[:, 4:13].reshape(-1, 3, 3)
+    Ts[:, :3, 3] = track[:, 13:16]
+    J = model.inertias
+    Rt = np.swapaxes(T[:, :3, :3], 1, 2)
+    Q = Rt @ Ts[:, :3, :3]
+    d = np.einsum("nab,nb->na", Rt, T[:, :3, 3] - Ts[:, :3, 3])
+    w = np.einsum("nab,nb->na", Q, track[:, 16:19])
+    W = np.concatenate([w, np.einsum("nab,nb->na", Q, track[:, 19:22]) - np.cross(d, w)], 1)
+    u = kv[:, None] * np.einsum("nab,nb->na", data.Adinv, data.V) - c[:, None] * W
+    u[:, 3:] += a[:, None] * (Rt @ model.gravity)                   # -a G, G = [0; -R^T g]
+    pull = np.einsum("nab,nb->na", J, u) - body_spring(J, T, Ts, track[:, 1])
+    data.I_world *= (1.0 + a)[:, None, None]
+    return np.einsum("nab,nb->na", data.Adinv_T, pull)
+
+
 def _checked(model, data, q, v, fext):
     """``(q, v, fext)`` validated (and ``data`` checked against the model)."""
     model.check_data(data)
@@ -164,15 +234,18 @@ def _prepare(model, data, q, v, fext):
     update_velocities(model, data, v)
 
 
-def _body_forces(model, data, A, v, fext):
+def _body_forces(model, data, A, v, fext, pull=None):
     """Body wrenches ``f = I A - ad*_V I V - f_ext`` (eq. 15, world frame) into ``data.f``
-    for spatial accelerations ``A (nb, 6)`` (gravity included), then, by one product with
+    for spatial accelerations ``A (nb, 6)`` (gravity included), plus world tracking's
+    ``pull`` (:func:`_track_pull`, or None), then, by one product with
     the ancestry matrix, the subtree sums ``[Ic | f_joint]`` and ``S^T [Ic | f_joint]``
     (``data.FN``: mass-matrix rows and the joint forces ``tau = S^T f_joint``, eq. 16)."""
     np.matmul(data.I_world, A[:, :, None], out=data.IA0[:, :, None])
     np.subtract(data.IA0, data.adstar_IV, out=data.f)
     if fext is not None or model.point_springs:
         data.f -= _external_wrenches(model, data, v, fext)
+    if pull is not None:
+        data.f += pull
     _subtree_sums(model, data)
 
 
@@ -206,16 +279,16 @@ def rnea(model, data, q, v, a, fext=None):
     return data.tau
 
 
-def _nle_forces(model, data, v, fext):
+def _nle_forces(model, data, v, fext, pull=None):
     """Eq. 15 with q_ddot = 0 (``A0`` = the ancestors' sum of c, plus gravity): the
     nonlinear effects without springs are ``data.FN[:, 0, 6]`` afterwards."""
     np.matmul(model.ancestry, data.bias, out=data.A0)
     np.add(data.A0, model.gravity_twist, out=data.A0)
-    _body_forces(model, data, data.A0, v, fext)
+    _body_forces(model, data, data.A0, v, fext, pull)
 
 
-def _nle_prepared(model, data, q, v, fext):
-    _nle_forces(model, data, v, fext)
+def _nle_prepared(model, data, q, v, fext, pull=None):
+    _nle_forces(model, data, v, fext, pull)
     np.copyto(data.nle, data.FN[:, 0, 6])
     if model.has_joint_springs:
         data.nle -= passive_forces(model, q, v)
@@ -265,18 +338,21 @@ def crba(model, data, q):
     return _crba_prepared(model, data)
 
 
-def crba_and_nle(model, data, q, v, fext=None):
+def crba_and_nle(model, data, q, v, fext=None, track=None):
     """``(M (nv, nv), h (nv,))``: :func:`crba` and :func:`nonlinear_effects` at one state from
     one kinematics pass (joint evaluation, poses, world inertias computed once instead of
     twice; on the numba backend two kernel calls, each after its own evaluation of the
     joints without a kernel, whose local transforms the kernel composes into world poses in
-    place). Writes ``data.M`` and ``data.nle`` and returns them."""
+    place). With ``track`` (module docstring, *World tracking*; numpy only) M takes the
+    added masses and h the tracking wrenches. Writes ``data.M`` and ``data.nle`` and returns
+    them."""
     q, v, fext = _checked(model, data, q, v, fext)
     twin = _backend.twins.crba_and_nle
-    if twin is not None:
+    if twin is not None and track is None:
         return twin(model, data, q, v, fext)
     _prepare(model, data, q, v, fext)
-    h = _nle_prepared(model, data, q, v, fext)
+    pull = None if track is None else _track_pull(model, data, track)
+    h = _nle_prepared(model, data, q, v, fext, pull)
     return _crba_prepared(model, data), h
 
 
@@ -296,8 +372,8 @@ def _checked_armature(model, armature):
     return armature
 
 
-def _aba_dense(model, data, q, v, tau, fext, armature):
-    _nle_forces(model, data, v, fext)
+def _aba_dense(model, data, q, v, tau, fext, armature, pull=None):
+    _nle_forces(model, data, v, fext, pull)
     rhs = np.subtract(tau, data.FN[:, 0, 6], out=data.ddq)          # tau - h, solved in place
     if model.has_joint_springs:
         rhs += passive_forces(model, q, v)
@@ -323,7 +399,7 @@ def _aba_dense(model, data, q, v, tau, fext, armature):
     return data.ddq
 
 
-def _aba_recursive(model, data, q, v, tau, fext, armature):
+def _aba_recursive(model, data, q, v, tau, fext, armature, pull=None):
     """Appendix A: backward recursion of articulated inertias ``IA`` and bias forces ``pA``
     (eq. 43 ``f = IA A + pA``), forward recursion of eq. 44, in the world frame and batched
     over the bodies of one depth; the armature (or None) adds to ``D = S^T U`` (module
@@ -334,6 +410,8 @@ def _aba_recursive(model, data, q, v, tau, fext, armature):
     IA, pA = data.IA, data.pA
     IA[:] = data.I_world
     pA[:] = _bias_wrenches(model, data, v, fext)
+    if pull is not None:
+        pA += pull
     Sw, c = data.S_world, data.bias
     for k, (idx, par, dofs, n, has_parent, unique) in enumerate(model.aba_levels):
         Ia = IA[idx]
@@ -461,11 +539,14 @@ def _aba_body(model, data, q, v, tau, fext, armature):
     return data.ddq
 
 
-def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto", armature=None):
+def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto", armature=None,
+        track=None):
     """Forward dynamics ``q_ddot: (nv,)`` at ``(q, v)`` under actuation ``tau: (nv,)``,
     gravity, ``fext: (nb, 6)`` and the model's springs (seed 000 Appendix A, eqs. 43-44);
     with ``armature (nv,)`` (>= 0) the solution of ``(M + diag(armature)) q_ddot = tau - h``
-    (module docstring).
+    (module docstring); with ``track`` ``(nb,`` :data:`TRACK_COLUMNS` ``)`` world tracking's
+    added masses and wrenches (module docstring, *World tracking*; "dense" or "recursive",
+    numpy).
 
     ``method``:
 
@@ -489,11 +570,12 @@ def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto", armatur
     if check and armature is not None:
         armature = _checked_armature(model, armature)
     twin = _backend.twins.aba
-    if twin is not None and method in COMPILED_METHODS:
+    if twin is not None and method in COMPILED_METHODS and track is None:
         return twin(model, data, q, v, tau, fext, check, armature)
     if method == "auto":
         method = ("body" if model.one_body_inertia is not None and not model.point_springs
-                  else "dense" if model.nv <= DENSE_MAX_DOFS else "recursive")
+                  and track is None else "dense" if model.nv <= DENSE_MAX_DOFS
+                  else "recursive")
         if method == "body" and model.nv == 1:             # floats from the start
             if check:
                 model.check_data(data)
@@ -517,15 +599,17 @@ def aba(model, data, q, v, tau, fext=None, *, check=True, method="auto", armatur
         tau = model.check_state(tau, "tau")
         fext = model.check_fext(fext)
     if method == "body":
-        if model.one_body_inertia is None or model.point_springs:
+        if model.one_body_inertia is None or model.point_springs or track is not None:
             raise InvalidInputError("method='body' solves a model of one body without point "
                                     f"springs; this one has {model.nbodies} bodies and "
-                                    f"{len(model.point_springs)} point springs: use 'auto'")
+                                    f"{len(model.point_springs)} point springs (or a "
+                                    "tracking): use 'auto'")
         return _aba_body(model, data, q, v, tau, fext, armature)
     _prepare(model, data, q, v, fext)
+    pull = None if track is None else _track_pull(model, data, track)
     if method == "dense":
-        return _aba_dense(model, data, q, v, tau, fext, armature)
-    return _aba_recursive(model, data, q, v, tau, fext, armature)
+        return _aba_dense(model, data, q, v, tau, fext, armature, pull)
+    return _aba_recursive(model, data, q, v, tau, fext, armature, pull)
 
 
 def kinetic_energy(model, data, q, v):

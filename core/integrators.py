@@ -138,6 +138,25 @@ rate, the error decays to 0 (``v*`` feeds the damper); under a constant load f i
 take the gains and ``b`` of every substep as a table (:meth:`Tracking.evaluate_many`, one call
 per kernel call).
 
+World tracking (:attr:`Tracking.world`) pulls whole bodies toward moving target poses in the
+world instead: body i toward ``T*_i(t)`` moving with the body twist ``V*_i(t)``, by a spring
+and damper on each of its particles with gains per unit mass ``k_i(t), c_i(t)`` (1/s^2,
+1/s): the wrench ``-k J e - c J (V - V*)`` to first order in the pose error ``e``, J the
+body's spatial inertia, so every rigid mode of a free body follows at the natural frequency
+``sqrt(k)`` (:mod:`core.dynamics`, *World tracking*, has the exact spring). It is taken by
+the same linearized backward Euler at ``t1 = t + h``: with ``V1 = V0 + h A``,
+
+    f(t1) ~ f0 - (h c + h^2 k) J A,   f0 = f_spring(T0, T*(t1)) - J ((c + h k) V0 - c W*)
+
+(``W*`` the target's twist at the body): each body's inertia becomes ``(1 + h c + h^2 k) J``
+for its acceleration, an added mass that the articulated-body recursion takes as it is, so a
+step stays one O(n) recursion (:func:`core.dynamics.aba`'s ``track``). The error of a body
+tracked alone is the oscillator of the section above (``lambda = 1 / (1 - h mu)``, stable
+for every gain); a chain's bodies pull on each other through their joints, which the
+recursion solves exactly at the linearization. A body whose joint is driven is not pulled
+(the drive sets it). The compiled steps take a table of every substep's rows
+(:meth:`Integrator.world_rows`); a model with a drive and world tracking steps in Python.
+
 Size. :func:`integrate` preallocates its records; :func:`check_record_size` refuses a run
 whose records would exceed :data:`MAX_RECORD_BYTES` before any work, with the figure.
 
@@ -332,17 +351,43 @@ class Drive:
 
 @dataclass(frozen=True)
 class Tracking:
-    """Coordinates pulled toward a moving target (module docstring, *Tracking*).
+    """Coordinates pulled toward a moving target (module docstring, *Tracking*), and bodies
+    toward moving world poses (*World tracking*).
 
-    motion: ``t -> (K* (nv,), C* (nv,), q* (nv,), v* (nv,))`` the gains (N m/rad or N/m,
-    N m s/rad or N s/m; 0 where a coordinate is not tracked), target coordinates and rates
-    at time t (s); vectorized: True if ``motion`` also takes times ``(K,)`` and returns
-    ``(K, nv)`` arrays; description: text.
+    motion: None or ``t -> (K* (nv,), C* (nv,), q* (nv,), v* (nv,))`` the gains (N m/rad or
+    N/m, N m s/rad or N s/m; 0 where a coordinate is not tracked), target coordinates and
+    rates at time t (s); vectorized: True if ``motion`` also takes times ``(K,)`` and returns
+    ``(K, nv)`` arrays; description: text. world: None or ``times (K,) -> (k (K, nb), c (K,
+    nb), T* (K, nb, 4, 4), V* (K, nb, 6))`` each body's gains per unit mass (1/s^2, 1/s; 0:
+    not tracked), target world pose and target body twist ``[w; v]``, always vectorized.
     """
 
     motion: object
     description: str = ""
     vectorized: bool = False
+    world: object = None
+
+    def world_rows(self, times, nb, h):
+        """``(K, nb,`` :data:`core.dynamics.TRACK_COLUMNS` ``)`` the world tracking's rows at
+        the times ``(K,)`` for substeps of h (:mod:`core.dynamics`, *World tracking*).
+        Raises InvalidInputError for a gain that is negative or not finite."""
+        times = np.asarray(times, dtype=float).ravel()
+        k, c, T, V = self.world(times)
+        k, c = (np.asarray(x, dtype=float).reshape(times.size, nb) for x in (k, c))
+        if not (np.all(np.isfinite(k)) and np.all(np.isfinite(c)) and np.all(k >= 0.0)
+                and np.all(c >= 0.0)):
+            raise InvalidInputError(f"{self.description or 'tracking'}: the gains must be "
+                                    "finite and not negative")
+        T = np.asarray(T, dtype=float).reshape(times.size, nb, 4, 4)
+        rows = np.empty((times.size, nb, dynamics.TRACK_COLUMNS))
+        rows[:, :, 0] = h * c + h * h * k
+        rows[:, :, 1] = k
+        rows[:, :, 2] = c + h * k
+        rows[:, :, 3] = c
+        rows[:, :, 4:13] = T[:, :, :3, :3].reshape(times.size, nb, 9)
+        rows[:, :, 13:16] = T[:, :, :3, 3]
+        rows[:, :, 16:] = np.asarray(V, dtype=float).reshape(times.size, nb, 6)
+        return rows
 
     def evaluate_many(self, times, nv):
         """``(K, 3, nv)``: the rows ``K*, C*, b = K* q* + C* v*`` at the times ``(K,)``.
@@ -517,19 +562,36 @@ class Integrator:
         armature = self._armature if implicit else None
         if armature is not None:
             tau = tau - self._rate_gain * v
+        track = None
         if implicit and self.tracking is not None:
             armature, tau = self._tracked(t, q, v, armature, tau)
+            track = self.world_rows([t + self.h])
+            track = None if track is None else track[0]
         if self.drive is not None:
-            return self._driven_acceleration(t, q, v, tau, fext, armature)
+            return self._driven_acceleration(t, q, v, tau, fext, armature, track)
         return dynamics.aba(self.model, self.data, q, v, tau, fext, check=False,
-                            method=self.aba_method, armature=armature).copy()
+                            method=self.aba_method, armature=armature, track=track).copy()
 
     def tracking_rows(self, times):
         """``(K, 3, nv)`` the tracking's ``K*, C*, b`` at the times ``(K,)`` (the substeps'
-        ends), zero on driven coordinates (:meth:`Tracking.evaluate_many`)."""
+        ends), zero on driven coordinates (:meth:`Tracking.evaluate_many`); None without
+        joint-space tracking."""
+        if self.tracking.motion is None:
+            return None
         rows = self.tracking.evaluate_many(times, self.model.nv)
         if self.drive is not None:
             rows[:, :, self.driven_dofs] = 0.0
+        return rows
+
+    def world_rows(self, times):
+        """``(K, nb, 22)`` the world tracking's rows at the times ``(K,)`` (the substeps'
+        ends; :meth:`Tracking.world_rows`), zero on bodies whose joint is driven; None
+        without world tracking."""
+        if self.tracking.world is None:
+            return None
+        rows = self.tracking.world_rows(times, self.model.nbodies, self.h)
+        if self.drive is not None:
+            rows[:, np.unique(self.model.dof_body[self.driven_dofs]), :4] = 0.0
         return rows
 
     def _tracked(self, t, q, v, armature, tau):
@@ -537,17 +599,21 @@ class Integrator:
         from t: ``+ h C* + h^2 K*`` and ``+ b - K* q - (C* + h K*) v`` at ``t + h`` (module
         docstring, *Tracking*)."""
         h = self.h
-        k, c, b = self.tracking_rows([t + h])[0]
+        rows = self.tracking_rows([t + h])
+        if rows is None:
+            return armature, tau
+        k, c, b = rows[0]
         extra = h * c + h * h * k
         armature = extra if armature is None else armature + extra
         return armature, tau + b - k * q - (c + h * k) * v
 
-    def _driven_acceleration(self, t, q, v, tau, fext, armature):
+    def _driven_acceleration(self, t, q, v, tau, fext, armature, track=None):
         """Free accelerations from ``(M_ff + A_f) a_f = tau_f - h_f - M_fp a_p`` (``A``
-        the diagonal ``armature``, or 0 when None), prescribed ones from the drive (module
-        docstring); appends the drive's power ``f_p . v_p``."""
+        the diagonal ``armature``, or 0 when None; M and h with world tracking's ``track``),
+        prescribed ones from the drive (module docstring); appends the drive's power ``f_p .
+        v_p``."""
         _, vp, ap = self.drive.evaluate(t)
-        M, h = dynamics.crba_and_nle(self.model, self.data, q, v, fext)
+        M, h = dynamics.crba_and_nle(self.model, self.data, q, v, fext, track)
         if tau is not self._zero:
             h = h - tau
         f, p = self.free_dofs, self.driven_dofs

@@ -60,6 +60,17 @@ the integrator is "implicit" whatever was asked. Strength 1 follows a target wit
 ``(a* + g / L) / w^2`` rad (a coordinate's load per inertia over ``w^2``): 1 mm on the
 tracked chains of ``tests/core/test_rig_tracking.py`` at the default substeps.
 
+A body with ``follow = "global"`` tracks its animated pose in the world instead: its motion
+composed with its ancestors' (each must have one, or be kinematic), a cubic spline in time of
+the free-joint coordinates of those world poses (:class:`PoseMotion`) giving the target pose
+and its body twist at any time, toward which every particle of the body is pulled by a
+spring and damper per unit mass of ``k = s(t) w^2``, ``c = 2 s(t) w`` (the same ``w`` and
+strength; :class:`core.integrators.Tracking`'s ``world``, taken implicitly inside the
+articulated-body recursion as an added mass). Each body is held to the world, not to its
+parent, so a free root stays upright on a walk and the error does not add up along a chain;
+strength 1 holds a body within about ``g / w^2`` (0.07 mm) of its target under its weight
+(``tests/core/test_world_tracking.py``).
+
 Switching from animated to simulated. A simulated body given ``simulate_from`` (s, snapped
 to the nearest frame) follows its motion exactly until then, its coordinates (those closest
 to each pose, as a tracked body's targets) prescribed by a cubic spline in time like a
@@ -154,13 +165,16 @@ from .model import Model, default_inertia
 from .muscles.actuation import CONTROL_KINDS, MuscleForces, PointPaths, activation_table
 from .muscles.hill import HillParameters, MuscleArrays
 
-__all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "RigMuscle", "Rig", "RigResult", "PoseMotion",
+__all__ = ["JOINT_KINDS", "FOLLOW_MODES", "RigJoint", "RigBody", "RigMuscle", "Rig", "RigResult", "PoseMotion",
            "build_rig",
            "simulate_rig", "coordinates_from_pose", "limit_violation", "spring_from_frequency",
            "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP", "TRACK_FREQUENCY",
            "TRACK_DAMPING_RATIO", "RigPin", "PIN_FREQUENCY", "RigRun"]
 
 JOINT_KINDS = ("hinge", "slider", "universal", "ball", "free", "fixed", "joint", "kinematic")
+#: how a body with a strength follows its animation (module docstring, *Following the
+#: animation*): its joint's coordinates, or its pose in the world
+FOLLOW_MODES = ("local", "global")
 #: a body whose current pose is farther than this from its joint's closest pose (m, or rad
 #: of rotation) starts at that closest pose with a warning
 START_TOLERANCE = 1e-6
@@ -260,7 +274,8 @@ class RigBody:
     motion_times ``(K,)`` (s) and motion ``(K, 4, 4)``: a kinematic body's poses, or the
     animated poses a simulated body tracks. strength: a number or ``(K,)`` one per motion
     time (0: limp), how strongly a simulated body follows its motion (module docstring,
-    *Following the animation*). simulate_from: None, or the time (s) until which a simulated
+    *Following the animation*), in its joint (``follow`` "local") or in the world
+    ("global", :data:`FOLLOW_MODES`). simulate_from: None, or the time (s) until which a simulated
     body follows its motion exactly (module docstring, *Switching from animated to
     simulated*).
     shapes: the body's collision shapes (:class:`core.contacts.Shape`, body frame).
@@ -282,6 +297,7 @@ class RigBody:
     shapes: tuple = ()
     strength: object = 0.0
     simulate_from: float = None
+    follow: str = "local"
 
 
 @dataclass(frozen=True)
@@ -561,12 +577,7 @@ class _Tracks:
         t = np.atleast_1d(np.asarray(t, dtype=float)) + self.offset
         k, c, q, v = (np.zeros((t.size, self.nv)) for _ in range(4))
         for cols, times, strength, target, kw, cw in self.groups:
-            if len(times) > 1:
-                i = np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 2)
-                w = np.clip((t - times[i]) / (times[i + 1] - times[i]), 0.0, 1.0)[:, None]
-                a = strength[i] * (1.0 - w) + strength[i + 1] * w
-            else:
-                a = strength[:1]
+            a = _interpolated(times, strength, t)
             k[:, cols], c[:, cols] = a * kw, a * cw
             if not isinstance(target, CubicSpline):
                 q[:, cols] = target
@@ -576,6 +587,102 @@ class _Tracks:
             inside = (t >= times[0]) & (t <= times[-1])
             v[:, cols] = target(tt, 1) * inside[:, None]
         return k, c, q, v
+
+
+def _interpolated(times, strength, t):
+    """The strength ``(K, ...)`` at times ``t (K,)``: linear between its samples ``strength
+    (len(times), ...)``, clamped to the first and the last (one sample: that one)."""
+    if len(times) < 2:
+        return strength[:1]
+    i = np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 2)
+    w = np.clip((t - times[i]) / (times[i + 1] - times[i]), 0.0, 1.0)
+    w = w.reshape(w.shape + (1,) * (strength.ndim - 1))
+    return strength[i] * (1.0 - w) + strength[i + 1] * w
+
+
+class _WorldTracks:
+    """The world tracking of a rig's bodies that follow their animation in the world
+    (module docstring) as :attr:`core.integrators.Tracking.world`: at times ``t (K,)`` the
+    gains per unit mass ``(K, nb)`` (strength interpolated linearly, clamped, times ``w^2``
+    and ``2 w``), the target world poses ``(K, nb, 4, 4)`` and body twists ``(K, nb, 6)``
+    (cubic splines of the free-joint coordinates as :class:`PoseMotion`'s, clamped: at rest
+    outside its samples; one sample: that pose) in a run that starts ``offset`` s into the
+    shot. ``tracks``: ``(body index, times, strengths, world poses (K, 4, 4))``; the bodies
+    sampled at the same times share one spline and one interpolation (a character's bones:
+    one each per call)."""
+
+    def __init__(self, nb, tracks, offset=0.0):
+        self.nb, self.offset = nb, offset
+        groups = {}
+        for i, times, strength, poses in tracks:
+            groups.setdefault(tuple(times), []).append((i, strength, poses))
+        self.groups = []
+        for key, members in groups.items():
+            times = np.array(key)
+            cols = np.array([i for i, _, _ in members])
+            strength = np.stack([s for _, s, _ in members], axis=1)
+            poses = np.stack([p for _, _, p in members], axis=1)          # (K, n, 4, 4)
+            q = np.concatenate([np.stack([_continuous_logs(p[:, :3, :3]) for _, _, p in members],
+                                         axis=1), poses[:, :, :3, 3]], axis=2)
+            target = CubicSpline(times, q, axis=0) if len(times) > 1 else poses[0]
+            self.groups.append((cols, times, strength, target))
+
+    def shifted(self, offset):
+        """This tracking in a run that starts ``offset`` s into the shot."""
+        out = _WorldTracks.__new__(_WorldTracks)
+        out.nb, out.groups, out.offset = self.nb, self.groups, offset
+        return out
+
+    def __call__(self, t):
+        t = np.atleast_1d(np.asarray(t, dtype=float)) + self.offset
+        w = 2.0 * math.pi * TRACK_FREQUENCY
+        k, c = np.zeros((t.size, self.nb)), np.zeros((t.size, self.nb))
+        T = np.broadcast_to(np.eye(4), (t.size, self.nb, 4, 4)).copy()
+        V = np.zeros((t.size, self.nb, 6))
+        for cols, times, strength, target in self.groups:
+            s = _interpolated(times, strength, t)
+            k[:, cols], c[:, cols] = s * w * w, s * 2.0 * TRACK_DAMPING_RATIO * w
+            if not isinstance(target, CubicSpline):
+                T[:, cols] = target
+                continue
+            tt = np.clip(t, times[0], times[-1])
+            q = target(tt)                                                # (K, n, 6)
+            rate = target(tt, 1) * ((t >= times[0]) & (t <= times[-1]))[:, None, None]
+            R = so3.exp(q[..., :3])
+            G = T[:, cols]
+            G[..., :3, :3], G[..., :3, 3] = R, q[..., 3:]
+            T[:, cols] = G
+            V[:, cols, :3] = np.einsum("knab,knb->kna", so3.right_jacobian(q[..., :3]),
+                                       rate[..., :3])
+            V[:, cols, 3:] = np.einsum("knba,knb->kna", R, rate[..., 3:])
+        return k, c, T, V
+
+
+def _world_motion(bodies, i, times):
+    """``(K, 4, 4)`` the animated world poses of body ``i`` at its motion's ``times``: its
+    motion composed with its ancestors' (a kinematic ancestor without one: fixed at its
+    pose); InvalidInputError when an ancestor has no animation or another timing."""
+    T = np.broadcast_to(np.eye(4), (len(times), 4, 4))
+    j = i
+    while j >= 0:
+        b = bodies[j]
+        if b.motion is not None:
+            own, local = _motion(b)
+            if own.shape != times.shape or not np.allclose(own, times):
+                raise InvalidInputError(f"body {bodies[i].name!r} follows its animation in "
+                                        f"the world, but {b.name!r} above it is animated at "
+                                        "other times; sample every bone at the same frames")
+        elif b.joint.kind == "kinematic":
+            local = _check_pose(b.T_rest if b.pose is None else b.pose,
+                                f"body {b.name!r}: pose")
+        else:
+            raise InvalidInputError(f"body {bodies[i].name!r} follows its animation in the "
+                                    f"world, which needs the animation of every bone above "
+                                    f"it, and {b.name!r} has none; key that bone's pose, or "
+                                    "set Follow to Local")
+        T = local @ T
+        j = int(b.parent)
+    return T
 
 
 def _limits(body, i, core):
@@ -862,7 +969,7 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         warnings.append(f"{len(raised)} light bone(s) turn with at least {floor:.3g} kg m^2 of "
                         f"inertia ({INERTIA_FLOOR:g} of the heaviest bone's), so the step "
                         f"can follow them: {_listed(raised)}")
-    springs, tracked, prescribed = [], [], []
+    springs, tracked, world, prescribed = [], [], [], []
     names = set()
     start = 0
     for i, b in enumerate(bodies):
@@ -924,8 +1031,13 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
                 qa[:3] = _nearest_chart(qa[:3], q[:3])
             v = (qa - qb) * (0.5 * fps)
         q0[-1], v0[-1] = q, v
+        if b.follow not in FOLLOW_MODES:
+            raise InvalidInputError(f"body {b.name!r}: follow must be one of {FOLLOW_MODES}, "
+                                    f"got {b.follow!r}")
         target = _target(b, joint, T_rest, q)
-        if target is not None:
+        if target is not None and b.follow == "global":
+            world.append((i, target[0], target[1], _world_motion(bodies, i, target[0])))
+        elif target is not None:
             tracked.append((i,) + target)
         switch = _switch(b, fps)
         if switch is not None:
@@ -936,20 +1048,21 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         if limits[-1]:
             warnings.extend(_start_outside(b, joint, q))
         springs.append((i, _spring_spec(b)))
-    if tracked and integrator != "implicit":
+    if (tracked or world) and integrator != "implicit":
         warnings.append(f"bones following the animation need the implicit integrator (stable "
                         f"at any Strength), so the rig is stepped with it instead of "
                         f"{integrator}")
         integrator = "implicit"
     diagonal = _rest_diagonal(model) if springs or tracked else None
     _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings, diagonal)
-    tracking = None
+    tracking = motion = None
     if tracked:
         kw, cw = spring_from_frequency(diagonal, TRACK_FREQUENCY, TRACK_DAMPING_RATIO)
-        tracking = Tracking(_Tracks(model.nv, [(slices[i], times, strength, q, kw[slices[i]],
-                                                cw[slices[i]])
-                                               for i, times, strength, q in tracked]),
-                            "bones following their animation", vectorized=True)
+        motion = _Tracks(model.nv, [(slices[i], times, strength, q, kw[slices[i]],
+                                     cw[slices[i]]) for i, times, strength, q in tracked])
+    if tracked or world:
+        tracking = Tracking(motion, "bones following their animation", vectorized=True,
+                            world=_WorldTracks(len(bodies), world) if world else None)
     drive = _drive(prescribed, 0.0)
     forces = _muscle_forces(model, muscles, muscle_control, duration, fps, substeps)
     flat = [lim for lims in limits for lim in lims]
@@ -1052,7 +1165,9 @@ def _segment(rig, t0, q, v, extra=()):
             if not driven.intersection(range(slices[i].start, slices[i].stop))]
     tracking = mech.tracking
     if tracking is not None:
-        tracking = replace(tracking, motion=tracking.motion.shifted(t0))
+        tracking = replace(tracking, **{name: getattr(tracking, name).shifted(t0)
+                                        for name in ("motion", "world")
+                                        if getattr(tracking, name) is not None})
     model = mech.model
     if rig.pins or extra:
         model = copy.copy(model)
@@ -1306,7 +1421,9 @@ class LiveRun:
         if drive is not None:
             drive = replace(drive, motion=_later(drive.motion, t0))
         if tracking is not None:
-            tracking = replace(tracking, motion=_later(tracking.motion, t0))
+            tracking = replace(tracking, **{name: _later(getattr(tracking, name), t0)
+                                            for name in ("motion", "world")
+                                            if getattr(tracking, name) is not None})
         return replace(mech, model=model, q0=np.array(q, dtype=float),
                        v0=np.array(v, dtype=float), drive=drive, tracking=tracking,
                        passive=mech.passive and not self._drag, duration=mech.duration - t0)

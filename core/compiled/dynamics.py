@@ -196,16 +196,16 @@ def compute_joint_jacobians(model, data, q):
     return data.S_world
 
 
-def substep(model, data, q, v, tau, fext, h, method, rows, track=None):
+def substep(model, data, q, v, tau, fext, h, method, rows, track=None, world=None):
     """One integrator substep ``(q, v) -> (qn, vn)`` in one kernel call, for models whose
     joints all have kernels; ``method`` 0 euler, 1 semi-implicit, 2 rk4, 3 implicit;
     ``rows`` a pair of ``(5, nv)`` work arrays; ``track`` None or the implicit step's
-    tracking rows ``(3, nv)`` (:func:`core.compiled.kernels.step`). Returns fresh arrays
-    ``(qn, vn)``."""
+    tracking rows ``(3, nv)``, ``world`` None or its world tracking rows ``(nb, 22)``
+    (:func:`core.compiled.kernels.step`). Returns fresh arrays ``(qn, vn)``."""
     p = model.packed or packed(model)
     qn, vn = rows
     if kernels.step(p.ints, p.reals, data.buffer, q, v, tau,
-                    NO_FEXT if fext is None else fext, h, method, qn, vn, track):
+                    NO_FEXT if fext is None else fext, h, method, qn, vn, track, world):
         _failed(model, "the integrator step")
     return qn[0].copy(), vn[0].copy()
 

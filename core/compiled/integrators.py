@@ -27,7 +27,7 @@ def stepper(integ, method_code, weights, compiled_aba):
     (``method_code`` its method's code for the kernels, ``weights`` the method's drive
     quadrature weights, ``compiled_aba`` whether its aba method runs compiled), or None
     when none of its substeps compiles: that needs every joint in a family with a kernel
-    and a constant (or no) tau and fext."""
+    and a constant (or no) tau and fext, and no drive with world tracking."""
     steps = IntegratorSteps(integ, method_code, weights, compiled_aba)
     return None if steps.step_args is None and steps.drive_args is None else steps
 
@@ -40,7 +40,8 @@ class IntegratorSteps:
     method the kernels do not run, forces the kernels do not take); ``drive_args``: ``(tau,
     fext, method code, work rows, dofs (nv,) free then prescribed, free count, drive (3, 2,
     k), powers (4,), Cholesky scratch (nf, nf + 1))`` of one per substep with a drive
-    (:func:`core.compiled.dynamics.driven_substep`), or None; ``advance_args``: the arrays
+    (:func:`core.compiled.dynamics.driven_substep`), or None (also with world tracking:
+    :class:`core.integrators.Integrator` steps that in Python); ``advance_args``: the arrays
     ``(sd, li, lr)`` of one call of :func:`core.compiled.kernels.advance` per step or run of
     steps (:func:`core.compiled.pack.step_arrays` and the limit solver's ``kernel_arrays``,
     or None without limits), then the drive's ``(dofs, nf, chol)`` (None, 0, None without
@@ -61,7 +62,8 @@ class IntegratorSteps:
         self.step_args = None if (forces is None or integ.drive is not None
                                   or not compiled_aba) else forces + (method_code, rows)
         self.drive_args = None
-        if forces is not None and integ.drive is not None:
+        world = integ.tracking is not None and integ.tracking.world is not None
+        if forces is not None and integ.drive is not None and not world:
             free, driven = integ.free_dofs, integ.driven_dofs
             nf = free.size
             self.drive_args = forces + (method_code, rows,
@@ -112,11 +114,14 @@ class IntegratorSteps:
         kernel reports a failure (the reference substep then names the cause); with a
         tracking, its rows at the substep's end."""
         integ = self.integ
-        track = None if integ.tracking is None else integ.tracking_rows([t + integ.h])[0]
+        track = world = None
+        if integ.tracking is not None:
+            track, world = (None if x is None else x[0] for x in (
+                integ.tracking_rows([t + integ.h]), integ.world_rows([t + integ.h])))
         if self.step_args is not None:
             tau, fext, code, rows = self.step_args
             return dynamics.substep(integ.model, integ.data, q, v, tau, fext, integ.h, code,
-                                    rows, track)
+                                    rows, track, world)
         tau, fext, code, rows, dofs, nf, drive, stage_powers, chol = self.drive_args
         h = integ.h
         for i, ts in enumerate((t, t + 0.5 * h, t + h) if code == 2 else (t,)):
@@ -204,17 +209,17 @@ class IntegratorSteps:
             drive = np.stack([vp, ap], axis=1).reshape(n, 3, 2, -1)
             qend = np.ascontiguousarray(qp.reshape(n, 3, -1)[:, 2])
             powers = np.zeros((n, 4))
-        track = None
+        track = world = None
         if integ.tracking is not None:
             ends = ((t + integ.dt * np.arange(count))[:, None] +
                     h * np.arange(1, integ.substeps + 1)[None, :]).ravel()
-            track = integ.tracking_rows(ends)
-        if li is None and integ.drive is None and track is None:
+            track, world = integ.tracking_rows(ends), integ.world_rows(ends)
+        if li is None and integ.drive is None and integ.tracking is None:
             failed = kernels.advance_unconstrained(p.ints, p.reals, integ.data.buffer, qn, vn,
                                                    sd)
         else:
             failed = kernels.advance(p.ints, p.reals, integ.data.buffer, qn, vn, sd, li, lr,
-                                     dofs, nf, drive, qend, powers, chol, track)
+                                     dofs, nf, drive, qend, powers, chol, track, world)
         if failed:
             return None
         work = np.zeros(count)

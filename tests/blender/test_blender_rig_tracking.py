@@ -1,6 +1,7 @@
 """Directing a rig's simulation in Blender: a keyed Kinematic switch starts the simulation
-with the animation's velocities, a keyed Pin acts on the frames it is on, and a Strength of
-NaN is refused with the scene left as it was."""
+with the animation's velocities, a keyed Pin acts on the frames it is on, a free root
+following its keyed world motion (Follow: Global) stays on it, and a Strength of NaN is
+refused with the scene left as it was."""
 
 import numpy as np
 
@@ -123,6 +124,66 @@ def scenario_pin_keyed(tmp):
     return {"pinned": gap(pinned, 14), "free": gap(free, 14)}
 
 
+def scenario_global_root(tmp):
+    """The hips simulated on a free joint (nothing ties them to the world) and keyed to walk:
+    1.2 m/s along Y with a bob and a sway; the tail on ball joints waving as in
+    :func:`_walk`; every bone Strength 1, Follow Global, gravity on. The bake's hips stay
+    within 1 mm of where Blender puts the keyed hips at every frame (head and tail); with
+    Follow Local on the tail and Strength 0 on the hips the rig falls away."""
+    import math
+
+    import bpy
+
+    from scenes import addon_module
+
+    rig_jobs = addon_module("addon.rig_jobs")
+    obj = _walk()
+    scene = bpy.context.scene
+    hips = obj.pose.bones["hips"]
+    hips.rotation_mode = "XYZ"
+    for f in range(FRAMES[0] - 1, FRAMES[1] + 2):
+        t = (f - 1) / 24.0
+        # the hips bone points up Z: its local Y is the world's Z, its local Z the world's -Y
+        hips.location = (0.02 * math.sin(2 * math.pi * t), 0.03 * math.sin(4 * math.pi * t),
+                         -1.2 * t)
+        hips.rotation_euler = (0.1 * math.sin(2 * math.pi * t), 0.15 * math.sin(2 * math.pi * t),
+                               0.05 * math.sin(4 * math.pi * t))
+        hips.keyframe_insert("location", frame=f)
+        hips.keyframe_insert("rotation_euler", frame=f)
+    s = hips.spline_joints_sim
+    s.enabled, s.kind = True, "FREE"
+    s.mass_source, s.mass, s.com, s.inertia = "MANUAL", 1.0, (0.0, 0.1, 0.0), (4e-3, 1e-3, 4e-3)
+    for pb in obj.pose.bones:
+        pb.spline_joints_sim.strength = 1.0
+        pb.spline_joints_sim.follow = "GLOBAL"
+    animated = []
+    for f in range(FRAMES[0], FRAMES[1] + 1):
+        scene.frame_set(f)
+        M = np.array(obj.matrix_world @ hips.matrix)
+        animated.append([(M @ p)[:3] for p in ((0, 0, 0, 1), (0, hips.length, 0, 1))])
+    animated = np.array(animated)
+    scene.frame_set(1)
+
+    def hips_ends(job):
+        job.simulate()
+        res = job.checked_result()
+        i = [b.name for b in job.rig.bodies].index("hips")
+        ends = np.array([[0.0, 0.0, 0.0, 1.0], [0.0, hips.length, 0.0, 1.0]])
+        return np.einsum("fab,eb->fea", res.world[:, i], ends)[:, :, :3], job.rig
+
+    ends, rig = hips_ends(rig_jobs.RigJob(scene, obj))
+    assert rig.mechanism.tracking.world is not None
+    err = float(np.linalg.norm(ends - animated, axis=-1).max())
+    assert err < 1e-3, f"the hips stray {1000 * err:.3g} mm from their keys"
+    for pb in obj.pose.bones:
+        pb.spline_joints_sim.follow = "LOCAL"
+    s.strength = 0.0
+    fallen, _ = hips_ends(rig_jobs.RigJob(scene, obj))
+    drop = float(animated[-1, 0, 2] - fallen[-1, 0, 2])
+    assert drop > 0.5, drop
+    return {"error": err, "drop": drop}
+
+
 def scenario_nan_strength(tmp):
     """A Strength of NaN on a bone: the bake is refused naming the bone and its Strength,
     and nothing is written."""
@@ -147,6 +208,10 @@ def test_a_keyed_walk_switching_to_simulated_starts_with_its_velocities(blender)
 
 def test_a_keyed_pin_acts_on_its_frames(blender):
     blender(scenario_pin_keyed)
+
+
+def test_a_free_root_following_its_keys_in_the_world_stays_on_them(blender):
+    blender(scenario_global_root)
 
 
 def test_a_nan_strength_is_refused_and_the_scene_is_unchanged(blender):

@@ -315,8 +315,13 @@ def test_tracking_agrees(name, path, both):
     rng = np.random.default_rng(13)
     m = stiff_springs(MODELS[name](rng))
     q0, v0, tau = _state(m, rng)
-    tracking = _tracking(m, q0)
+    _tracked_runs_agree(m, q0, v0, tau, _tracking(m, q0), path, both)
 
+
+def _tracked_runs_agree(m, q0, v0, tau, tracking, path, both):
+    """Forty implicit 0.5 ms substeps of ``m`` with ``tracking`` from ``(q0, v0)``, as steps
+    (one kernel call) or substep by substep, on both backends: moved, and the same to
+    :func:`_trajectory_tolerance`."""
     def run():
         integ = Integrator(m, 1e-3, 2, "implicit", tau=tau, tracking=tracking)
         if backend.active() == "numba":
@@ -329,10 +334,54 @@ def test_tracking_agrees(name, path, both):
             q, v = integ._substep(k * integ.h, q, v)
         return q, v
     (q_np, v_np), (q_nb, v_nb) = both(run)
+    assert not np.allclose(q_np, q0)
     scale = max(np.abs(q_np).max(), np.abs(v_np).max())
     tol = _trajectory_tolerance(m, q0, 20 * 2)
     _close(q_np, q_nb, tol, scale, "q")
     _close(v_np, v_nb, tol, scale, "v")
+
+
+def _world_tracking(m, q0, joints=False):
+    """A :class:`Tracking` of every body of ``m`` toward its world pose at ``q0`` turned
+    about z by ``0.3 sin(5 t)`` and shifted, with gains per unit mass that change in time (a
+    20 Hz spring, so the added masses and the pull change every substep); with ``joints``,
+    the joint-space tracking of :func:`_tracking` too."""
+    with_numpy = backend.use("numpy")
+    try:
+        d = m.create_data()
+        dyn.kinetic_energy(m, d, q0, np.zeros(m.nv))
+        start = d.oMi.copy()
+    finally:
+        backend.use(with_numpy)
+    w = 2 * np.pi * 20.0
+
+    def world(t):
+        t = np.asarray(t, dtype=float)
+        turn = se3.from_rp(so3.exp(np.outer(0.3 * np.sin(5 * t), [0.0, 0.0, 1.0])),
+                           np.outer(0.1 * t, [1.0, 0.0, 0.0]))
+        T = turn[:, None] @ start[None]
+        k = np.outer(w * w * (1.0 + 0.5 * np.sin(3.0 * t)), np.ones(m.nbodies))
+        V = np.broadcast_to(np.array([0.0, 0.0, 1.5, 0.1, 0.0, 0.0]), T.shape[:2] + (6,))
+        return k, 2.0 * w + 0.0 * k, T, V
+    motion = _tracking(m, q0).motion if joints else None
+    return Tracking(motion, "test world tracking", vectorized=True, world=world)
+
+
+@pytest.mark.parametrize("path", ["steps", "substeps"])
+@pytest.mark.parametrize("name", ["revolute8", "ball6", "free_tree"])
+def test_world_tracking_agrees(name, path, both):
+    """World tracking taken in the kernels (the added masses and pulls of every substep from
+    one table, or one row per substep kernel; with joint springs and joint-space tracking
+    on the ball chain) gives the numpy integrator's trajectory: the same recursion's
+    linearized backward Euler, so the differences are those of the accelerations, adding up
+    over the substeps."""
+    rng = np.random.default_rng(17)
+    m = MODELS[name](rng)
+    if name == "ball6":
+        stiff_springs(m)
+    q0, v0, tau = _state(m, rng)
+    _tracked_runs_agree(m, q0, v0, tau, _world_tracking(m, q0, joints=name == "ball6"), path,
+                        both)
 
 
 def _trajectory_tolerance(m, q0, substeps):

@@ -10,7 +10,9 @@ model's order (parents first):
 
 * aba (Appendix A): articulated inertias ``IA`` and bias wrenches ``pA = -ad_V^T J V -
   f_ext`` backwards, ``IA_p += X^T (IA - U D^-1 U^T) X`` (``D = S^T U`` plus the armature,
-  if any), then the accelerations forwards from the base acceleration ``[0; -g]``;
+  if any), then the accelerations forwards from the base acceleration ``[0; -g]``; with
+  world tracking, each tracked body starts from ``IA = (1 + a) J`` and ``pA`` takes the pull
+  ``J u - [n; F]`` (:func:`_pull`, :mod:`core.dynamics` *World tracking*);
 * rnea: ``A_i = X_i A_p + S q_ddot + c_i``, ``f_i = J A_i - ad_V^T J V - f_ext``,
   ``tau = S^T f`` and ``f_p += X^T f`` backwards;
 * crba: composite inertias ``Ic_p += X^T Ic X`` backwards, then ``M_jl = S_j^T F`` with
@@ -29,7 +31,9 @@ None (:mod:`core.compiled.integrators`).
 Mirrors (reference -> twin; parity test):
 
 * ``dynamics.aba`` (with its armature) -> :func:`aba`, :func:`aba_free` (entries),
-  :func:`aba_recursion`;
+  :func:`aba_recursion`; ``dynamics._track_pull`` and ``dynamics.body_spring`` ->
+  :func:`_pull` (with the integrator's world tracking:
+  ``tests/core/test_backend_numba.py::test_world_tracking_agrees``);
 * ``dynamics.rnea``, ``dynamics.nonlinear_effects`` -> :func:`rnea` (entry),
   :func:`rnea_recursion`;
 * ``dynamics.crba`` -> :func:`crba` (entry), :func:`crba_recursion`;
@@ -128,6 +132,71 @@ def _momentum_bias(reals, buf, b, bo, ext):
             buf[oP + k] -= buf[oF + k]
 
 
+@inline
+def _pull(reals, buf, b, bo, o, row, t):
+    """World tracking of body ``b`` (scratch at ``bo``, world pose at ``o``) by its ``row``
+    ``[a, k, k_v, c, R*, p*, w*, v*]`` (:mod:`core.dynamics`, *World tracking*): its
+    articulated inertia scaled by ``1 + a`` and ``J u - [n; F]`` added to its bias wrench,
+    ``u = k_v V - c W* + a [0; R^T g]`` (as ``dynamics._track_pull``); ``t`` 36 floats of
+    scratch (Q, Q Sigma, d, R^T g, W*, u)."""
+    a, k, kv, c = row[0], row[1], row[2], row[3]
+    oI, oP, oV = bo + B_I, bo + B_P, bo + B_V
+    for i in range(36):
+        buf[oI + i] *= 1.0 + a
+    oJ = R_BODIES + BODY_REALS * b + 12
+    tQ, tN, td, tg, tw, tu = t, t + 9, t + 18, t + 21, t + 24, t + 30
+    for i in range(3):                               # Q = R^T R*, d = R^T (p - p*), R^T g
+        for j in range(3):
+            x = 0.0
+            for l in range(3):
+                x += buf[o + 4 * l + i] * row[4 + 3 * l + j]
+            buf[tQ + 3 * i + j] = x
+        x = y = 0.0
+        for l in range(3):
+            x += buf[o + 4 * l + i] * (buf[o + 4 * l + 3] - row[13 + l])
+            y += buf[o + 4 * l + i] * reals[l]
+        buf[td + i] = x
+        buf[tg + i] = y
+    half = 0.5 * (reals[oJ] + reals[oJ + 7] + reals[oJ + 14])
+    for i in range(3):                               # Q Sigma, Sigma = tr(I_o)/2 - I_o; Q w*
+        for j in range(3):
+            x = buf[tQ + 3 * i + j] * half
+            for l in range(3):
+                x -= buf[tQ + 3 * i + l] * reals[oJ + 6 * l + j]
+            buf[tN + 3 * i + j] = x
+        x = y = 0.0
+        for l in range(3):
+            x += buf[tQ + 3 * i + l] * row[16 + l]
+            y += buf[tQ + 3 * i + l] * row[19 + l]
+        buf[tw + i] = x
+        buf[tw + 3 + i] = y
+    d0, d1, d2 = buf[td], buf[td + 1], buf[td + 2]
+    w0, w1, w2 = buf[tw], buf[tw + 1], buf[tw + 2]
+    buf[tw + 3] -= d1 * w2 - d2 * w1                 # W*_v = Q v* - d x Q w*
+    buf[tw + 4] -= d2 * w0 - d0 * w2
+    buf[tw + 5] -= d0 * w1 - d1 * w0
+    for i in range(6):
+        buf[tu + i] = kv * buf[oV + i] - c * buf[tw + i]
+    for i in range(3):
+        buf[tu + 3 + i] += a * buf[tg + i]
+    m = reals[oJ + 21]
+    c0, c1, c2 = reals[oJ + 16], reals[oJ + 5], reals[oJ + 9]      # m c
+    N = tN
+    n0 = k * (buf[N + 7] - buf[N + 5] - (c1 * d2 - c2 * d1))
+    n1 = k * (buf[N + 2] - buf[N + 6] - (c2 * d0 - c0 * d2))
+    n2 = k * (buf[N + 3] - buf[N + 1] - (c0 * d1 - c1 * d0))
+    Q = tQ
+    F0 = -k * (c0 - buf[Q] * c0 - buf[Q + 1] * c1 - buf[Q + 2] * c2 + m * d0)
+    F1 = -k * (c1 - buf[Q + 3] * c0 - buf[Q + 4] * c1 - buf[Q + 5] * c2 + m * d1)
+    F2 = -k * (c2 - buf[Q + 6] * c0 - buf[Q + 7] * c1 - buf[Q + 8] * c2 + m * d2)
+    spring = (n0, n1, n2, F0, F1, F2)
+    for i in range(6):
+        x = -spring[i]
+        for l in range(6):
+            x += reals[oJ + 6 * i + l] * buf[tu + l]
+        buf[oP + i] += x
+
+
 @jit
 def _passive(ints, reals, q, v, j):
     """The spring and damper torque ``-k (q - rest) - c q_dot`` on coordinate j."""
@@ -146,10 +215,11 @@ def _base(reals, buf, tmp):
 
 
 @jit
-def aba_recursion(ints, reals, buf, q, v, tau, fext, arm):
+def aba_recursion(ints, reals, buf, q, v, tau, fext, arm, track):
     """Forward dynamics into the buffer's ddq; ``arm`` the armature ``(nv,)`` added to each
     joint's ``D = S^T IA S`` (``(M + diag(arm))^-1``, :func:`core.dynamics.aba`), or
-    ``(0,)`` for none."""
+    ``(0,)`` for none; ``track`` world tracking's rows ``(nb, 22)`` (:func:`_pull`), or
+    ``(0, 22)`` for none."""
     nb = ints[H_NB]
     armed = arm.size > 0
     ob, od, tmp, ddq = ints[H_BODY], ints[H_DOF], ints[H_TMP], ints[H_DDQ]
@@ -161,6 +231,9 @@ def aba_recursion(ints, reals, buf, q, v, tau, fext, arm):
         for k in range(36):
             buf[bo + B_I + k] = reals[oJ + k]
         _momentum_bias(reals, buf, b, bo, ext)
+        if track.shape[0] and (track[b, 0] != 0.0 or track[b, 1] != 0.0
+                               or track[b, 3] != 0.0):
+            _pull(reals, buf, b, bo, ints[H_LSH] + 28 * b, track[b], tmp + T_ROT)
     for b in range(nb - 1, -1, -1):
         row = HEADER + NI * b
         qs, n, par = ints[row + I_Q], ints[row + I_N], ints[row + I_PARENT]
@@ -401,7 +474,7 @@ def aba(ints, reals, buf, q, v, tau, fext, arm, check):
             x += q[j] * q[j] + v[j] * v[j] + tau[j] * tau[j]
         if not x < math.inf:
             return 2
-    return aba_recursion(ints, reals, buf, q, v, tau, fext, arm)
+    return aba_recursion(ints, reals, buf, q, v, tau, fext, arm, buf[:0].reshape((0, 22)))
 
 
 @jit

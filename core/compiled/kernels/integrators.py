@@ -6,7 +6,9 @@ Mirrors (reference -> twin; parity test):
 
 * ``Integrator._substep`` (euler, semi-implicit, rk4, implicit) -> :func:`step`,
   :func:`_substep`, :func:`_first_order`, :func:`_implicit_terms`:
-  ``tests/core/test_backend_numba.py::test_integrator_step_agrees``;
+  ``tests/core/test_backend_numba.py::test_integrator_step_agrees``; with tracking, in joint
+  space and in the world (``Integrator._tracked``, ``Integrator.world_rows``):
+  ``::test_tracking_agrees``, ``::test_world_tracking_agrees``;
 * ``Integrator._driven_acceleration`` and the driven substep -> :func:`driven_step`,
   :func:`_driven`: ``tests/core/test_compiled_realtime.py::test_driven_substep_agrees``;
 * ``Integrator._step`` / ``Integrator.advance`` (substeps, divergence test, charts, limits,
@@ -33,15 +35,16 @@ __all__ = ["step", "driven_step", "advance", "advance_unconstrained", "normalize
 
 
 @jit
-def step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, track):
+def step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, track, world):
     """One (sub)step ``h`` of the model integrator (``method`` 0 euler, 1 semi-implicit,
     2 rk4, 3 implicit, as :meth:`core.integrators.Integrator._substep`) from ``(q, v)`` into
     ``(qn, vn)``, the four RK4 stages (or the implicit step's armature and torques) in the
     scratch rows of ``qn``/``vn``: ``qn, vn`` are ``(5, nv)``, row 0 the result; ``track``
     None or the implicit step's tracking rows ``(3, nv)`` ``K*, C*, b`` at the substep's end
-    (:meth:`core.integrators.Integrator.tracking_rows`)."""
+    (:meth:`core.integrators.Integrator.tracking_rows`); ``world`` None or its world
+    tracking's rows ``(nb, 22)`` (:meth:`core.integrators.Integrator.world_rows`)."""
     return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None, None,
-                    None, None, track)
+                    None, None, track, world)
 
 
 @jit
@@ -55,7 +58,7 @@ def driven_step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, 
     1 (a singular ``S^T IA S`` cannot occur: no aba) or 4 (``M_ff`` not positive
     definite). ``track`` as :func:`step`'s."""
     return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive,
-                    powers, chol, track)
+                    powers, chol, track, None)
 
 
 @jit
@@ -119,14 +122,18 @@ def _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, vp, ap, powers, s, chol
 
 
 @inline
-def _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, s, chol, powers, arm):
+def _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, s, chol, powers, arm, world):
     """The accelerations of stage ``s`` into the buffer's ddq with the armature ``arm``
     (``(0,)`` for none): :func:`aba_recursion` without a drive (``dofs`` empty, or it and the
     other drive arguments None: numba then compiles this branch only), else :func:`_driven`
     with the drive at the stage's time (rk4 stages 0, 1, 2, 3 at ``t``, ``t + h/2``, ``t +
-    h/2``, ``t + h``)."""
+    h/2``, ``t + h``); ``world`` world tracking's rows (None: none; the drive takes none:
+    :mod:`core.compiled.integrators` steps such models in Python)."""
     if dofs is None or dofs.size == 0:
-        return aba_recursion(ints, reals, buf, q, v, tau, fext, arm)
+        if world is None:
+            return aba_recursion(ints, reals, buf, q, v, tau, fext, arm,
+                                 buf[:0].reshape((0, 22)))
+        return aba_recursion(ints, reals, buf, q, v, tau, fext, arm, world)
     t = (s + 1) // 2
     return _driven(ints, reals, buf, q, v, tau, fext, dofs, nf, drive[t, 0], drive[t, 1],
                    powers, s, chol, arm)
@@ -158,21 +165,21 @@ def _implicit_terms(ints, reals, h, q, v, tau, dofs, nf, arm, te, track):
 
 @inline
 def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive, powers,
-             chol, track):
+             chol, track, world):
     nv = ints[H_NV]
     ddq = ints[H_DDQ]
     none = buf[:0]                                     # no armature
     if method == 3:                                    # implicit: the scratch rows 1, 2 of vn
         _implicit_terms(ints, reals, h, q, v, tau, dofs, nf, vn[1], vn[2], track)
         st = _stage(ints, reals, buf, q, v, vn[2], fext, dofs, nf, drive, int(0), chol,
-                    powers, vn[1])
+                    powers, vn[1], world)
         if st:
             return st
         _first_order(buf, ddq, h, int(1), q, v, qn[0], vn[0])
         return 0
     if method != 2:
         st = _stage(ints, reals, buf, q, v, tau, fext, dofs, nf, drive, int(0), chol, powers,
-                    none)
+                    none, None)
         if st:
             return st
         _first_order(buf, ddq, h, method, q, v, qn[0], vn[0])
@@ -184,7 +191,7 @@ def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, dri
     weights = (1.0, 2.0, 2.0, 1.0)
     for k in range(4):
         st = _stage(ints, reals, buf, qn[k + 1], vn[k + 1], tau, fext, dofs, nf, drive, k,
-                    chol, powers, none)
+                    chol, powers, none, None)
         if st:
             return st
         c = 0.5 * h if k < 2 else h
@@ -208,15 +215,15 @@ def _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, dri
 
 @inline
 def _undriven_or_driven(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf, drive,
-                        powers, chol, s, track):
+                        powers, chol, s, track, world):
     """Substep ``s`` of :func:`_advance`: without a drive (``dofs`` None), or with the
     drive's tables' row ``s`` (row 0 when the model has no prescribed coordinates)."""
     if dofs is None:
         return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None,
-                        None, None, None, track)
+                        None, None, None, track, world)
     r = s if dofs.size else 0
     return _substep(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, dofs, nf,
-                    drive[r], powers[r], chol, track)
+                    drive[r], powers[r], chol, track, None)
 
 
 @inline
@@ -280,7 +287,8 @@ def normalize(ints, q, v):
 
 
 @jit
-def advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol, track):
+def advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol, track,
+            world):
     """Steps of the model integrator, in place on ``(q, v)``: ``sd[S_NSUB]`` substeps of
     ``h = sd[S_H]`` with the tau and fext of ``sd`` (:func:`core.compiled.pack.step_arrays`),
     each followed by the rate limit (when ``sd[S_CLAMP]``), the divergence test, the
@@ -298,13 +306,14 @@ def advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, c
     the rows of ``powers (n, 4)``, and after the limits of each substep the prescribed
     coordinates and rates are set to the drive's at its end (as
     :meth:`core.integrators.Integrator._step`); without, those tables have one row, unused.
-    ``track`` None, or ``(n, 3, nv)`` each substep's tracking rows (:func:`step`).
+    ``track`` None, or ``(n, 3, nv)`` each substep's tracking rows, and ``world`` None, or
+    ``(n, nb, 22)`` each substep's world tracking rows (:func:`step`; not with a drive).
 
     Status 0, or nonzero with the limit solver's engagement state as before the call
     (``(q, v)`` then hold a partial step): 1 a singular ``S^T IA S``, 3 a non-finite state,
     4 a mass matrix (or ``M_ff``) not positive definite, 5 an undefined twist limit."""
     return _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol,
-                    track)
+                    track, world)
 
 
 @jit
@@ -315,11 +324,12 @@ def advance_unconstrained(ints, reals, buf, q, v, sd):
     method = int(sd[S_METHOD])
     if method >= 2:
         return _advance(ints, reals, buf, q, v, sd, None, None, None, int(0), None, None,
-                        None, None, None)
+                        None, None, None, None)
     h, charts, nv = sd[S_H], sd[S_CHARTS] != 0.0, ints[H_NV]
     tau, fext = _step_forces(ints, sd)
     for _ in range(int(sd[S_NSUB])):
-        st = aba_recursion(ints, reals, buf, q, v, tau, fext, buf[:0])
+        st = aba_recursion(ints, reals, buf, q, v, tau, fext, buf[:0],
+                           buf[:0].reshape((0, 22)))
         if st:
             return st
         _first_order(buf, ints[H_DDQ], h, method, q, v, q, v)
@@ -349,7 +359,8 @@ def _clamp(sd, nv, v):
 
 
 @jit
-def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol, track):
+def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol, track,
+             world):
     nv = ints[H_NV]
     method, h, charts = int(sd[S_METHOD]), sd[S_H], sd[S_CHARTS] != 0.0
     tau, fext = _step_forces(ints, sd)
@@ -364,12 +375,19 @@ def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, 
             li[E + 2 * c + k] = li[E + k]
     st = 0
     for s in range(int(sd[S_NSUB])):
-        if track is None:
+        if world is None:                   # single None tests: numba prunes the others
+            if track is None:
+                st = _undriven_or_driven(ints, reals, buf, q, v, tau, fext, h, method, qn, vn,
+                                         dofs, nf, drive, powers, chol, s, None, None)
+            else:
+                st = _undriven_or_driven(ints, reals, buf, q, v, tau, fext, h, method, qn, vn,
+                                         dofs, nf, drive, powers, chol, s, track[s], None)
+        elif track is None:
             st = _undriven_or_driven(ints, reals, buf, q, v, tau, fext, h, method, qn, vn,
-                                     dofs, nf, drive, powers, chol, s, None)
+                                     dofs, nf, drive, powers, chol, s, None, world[s])
         else:
             st = _undriven_or_driven(ints, reals, buf, q, v, tau, fext, h, method, qn, vn,
-                                     dofs, nf, drive, powers, chol, s, track[s])
+                                     dofs, nf, drive, powers, chol, s, track[s], world[s])
         if st:
             break
         for j in range(nv):
