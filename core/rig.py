@@ -45,6 +45,18 @@ each keeps a resting contact from sinking or creeping, :mod:`core.integrators`);
 "euler" is stepped with "implicit" and says so in its warnings. The result reports the
 contacts per frame, the deepest overlap and the most energy one contact step gained.
 
+Several rigs. :func:`build_rigs` simulates several rigs (:class:`RigPart`: a character and
+a ragdoll, two ragdolls) as one: their bodies in one model, each keeping its own joints,
+limits, springs, tracking, switches and pins, each rig a group of the
+:class:`core.contacts.ContactSolver` (``groups`` of :func:`build_rig`). The simulated bodies'
+shapes of different rigs collide without ``self_collision`` (which still decides the pairs
+within a rig), but for the pairs overlapping at the start, which the report names. A
+kinematic body's shapes, left out of its own rig, push the other rigs: its poses in the
+world, sampled at the kinematic motions' times, make each shape a moving collider
+(:class:`PoseMotion`) that is not pushed back, or a static one when still; this needs every
+parent up to the world kinematic (the shapes of a kinematic body under a simulated one are
+left out). :func:`part_results` splits the run's result into each rig's.
+
 Following the animation. A simulated body with a ``strength`` above 0 tracks its animated
 pose, ``motion`` (its target poses in the parent at ``motion_times``, what its keys,
 constraints and drivers give it), in joint space: each coordinate is pulled toward the
@@ -137,7 +149,7 @@ from scipy.interpolate import CubicSpline
 from . import expcoords
 from .bones import BONE_AXIS, REF_AXIS
 from .checks import real_number, whole_number
-from .contacts import MovingCollider, Shape
+from .contacts import MovingCollider, Shape, StaticCollider
 from .dynamics import crba
 from .errors import InvalidInputError, SimulationError
 from .fitting.ik import Chain, solve_ik
@@ -158,7 +170,8 @@ __all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "RigMuscle", "Rig", "RigResult"
            "build_rig",
            "simulate_rig", "coordinates_from_pose", "limit_violation", "spring_from_frequency",
            "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP", "TRACK_FREQUENCY",
-           "TRACK_DAMPING_RATIO", "RigPin", "PIN_FREQUENCY", "RigRun"]
+           "TRACK_DAMPING_RATIO", "RigPin", "PIN_FREQUENCY", "RigRun", "RigPart", "build_rigs",
+           "part_results"]
 
 JOINT_KINDS = ("hinge", "slider", "universal", "ball", "free", "fixed", "joint", "kinematic")
 #: a body whose current pose is farther than this from its joint's closest pose (m, or rad
@@ -324,7 +337,9 @@ class Rig:
     (:meth:`core.model.Model.add_point_spring`'s arguments), on ``[(from, until)]`` (s))]``
     over the model's own point springs ``springs``, and the muscles' forces
     (:class:`core.muscles.actuation.MuscleForces` on the shot's time, which each segment's
-    ``tau`` reads from its start; None without muscles)."""
+    ``tau`` reads from its start; None without muscles). Several rigs simulated as one
+    (:func:`build_rigs`): ``parts`` their ``(name, first body, end body)``, their bodies in
+    that order (else ``()``)."""
 
     mechanism: Mechanism
     bodies: tuple
@@ -335,6 +350,7 @@ class Rig:
     pins: list = field(default_factory=list)
     springs: tuple = ()
     muscles: MuscleForces = None
+    parts: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -814,7 +830,8 @@ def _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warn
 
 def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=1.0,
               integrator=None, restitution=0.0, name="rig", colliders=(), friction=0.5,
-              self_collision=False, pins=(), muscles=(), muscle_control="activation"):
+              self_collision=False, pins=(), muscles=(), muscle_control="activation",
+              groups=None):
     """A :class:`Rig` from ``bodies`` (a sequence of :class:`RigBody`, parents first).
 
     gravity: ``(3,)`` m/s^2 in the world. fps, substeps, duration: output frames per
@@ -826,7 +843,10 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     simulated bodies' shapes also meet each other (pairs that are not parent and child),
     which makes contacts without colliders; pins: :class:`RigPin` objects; muscles:
     :class:`RigMuscle` entries whose ``control`` is each one's activation, or its excitation
-    with ``muscle_control = "excitation"`` (module docstring, *Muscles*). Raises
+    with ``muscle_control = "excitation"`` (module docstring, *Muscles*); groups: None, or
+    a group per body (the rig it belongs to, :func:`build_rigs`): the shapes of simulated
+    bodies of different groups collide, and a kinematic body's shapes meet the other groups'
+    bodies (module docstring, *Several rigs*). Raises
     InvalidInputError naming the body for an empty rig, a parent that is not an earlier body,
     a simulated body without mass, a joint kind or limit that does not fit, a shape that is
     not a :class:`core.contacts.Shape`, a motion or pose that is not rigid, a Strength that
@@ -840,15 +860,19 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     if not any(b.joint.kind != "kinematic" for b in bodies):
         raise InvalidInputError("every body of the rig is kinematic, so there is nothing to "
                                 "simulate; give at least one body a joint")
-    shapes = []
-    for b in bodies:
+    shapes, shape_groups = [], set()
+    groups = _groups(groups, len(bodies))
+    for i, b in enumerate(bodies):
         if not all(isinstance(sh, Shape) for sh in b.shapes):
             raise InvalidInputError(f"body {b.name!r}: shapes must be core.contacts Shape "
                                     "objects (Sphere, Capsule, Box, ConvexHull)")
         if b.joint.kind != "kinematic":
             shapes.extend((b.name, sh) for sh in b.shapes)
-    colliders = tuple(colliders)
-    contacts = bool(shapes and (colliders or self_collision))
+            if b.shapes and groups is not None:
+                shape_groups.add(groups[i])
+    animated = () if groups is None else _kinematic_colliders(bodies, groups)
+    colliders = tuple(colliders) + animated
+    contacts = bool(shapes and (colliders or self_collision or len(shape_groups) > 1))
     asked = integrator
     integrator = asked or "implicit"
     model = Model(gravity=gravity, name=name)
@@ -970,12 +994,129 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
                      shapes=tuple(shapes) if contacts else (),
                      colliders=colliders if contacts else (), friction=friction,
                      self_collision=bool(self_collision) and contacts,
-                     step_limit=step_limit, tau=forces)
+                     groups=groups if contacts else None, step_limit=step_limit, tau=forces)
     rig = Rig(mech, bodies, slices, limits, warnings, prescribed,
               _pins(pins, bodies, model, fps), tuple(model.point_springs), forces)
     if rig.pins or any(until < math.inf for until, _, _ in prescribed):
         rig.mechanism = _segment(rig, 0.0, q0, v0)
     return rig
+
+
+def _groups(groups, count):
+    """``(count,)`` ints: a group per body, checked; None for None."""
+    if groups is None:
+        return None
+    try:
+        out = tuple(int(g) for g in groups)
+    except (TypeError, ValueError):
+        raise InvalidInputError("groups must be one whole number per body") from None
+    if len(out) != count:
+        raise InvalidInputError(f"give one group per body ({count}), got {len(out)}")
+    return out
+
+
+def _kinematic_colliders(bodies, groups):
+    """The colliders of the kinematic bodies' shapes (module docstring, *Several rigs*): each
+    shape at its body's world poses, sampled at every kinematic motion's times, a
+    :class:`core.contacts.StaticCollider` when still, else a :class:`core.contacts.
+    MovingCollider` (:class:`PoseMotion` of those poses), given its body's group (it leaves
+    its own rig alone). Only a body whose parents up to the world are all kinematic has its
+    poses before the run; the shapes of a kinematic body under a simulated one are left out."""
+    kinematic = [b.joint.kind == "kinematic" for b in bodies]
+    grid = np.array(sorted({float(t) for b, k in zip(bodies, kinematic)
+                            if k and b.motion is not None for t in _motion(b)[0]}) or [0.0])
+    world, out = {}, []
+    for i, b in enumerate(bodies):
+        if not kinematic[i] or (b.parent >= 0 and b.parent not in world):
+            continue
+        T_rest = _check_pose(b.T_rest, f"body {b.name!r}: rest pose")
+        joint, placement, spline = _kinematic(
+            b, T_rest if b.pose is None else _check_pose(b.pose, f"body {b.name!r}: pose"))
+        if spline is None:
+            local = np.broadcast_to(placement, (len(grid), 4, 4))
+        else:
+            q = spline(np.clip(grid, spline.x[0], spline.x[-1]))
+            local = placement @ np.array([joint.transform(qk) for qk in q])
+        W = world[i] = local if b.parent < 0 else world[b.parent] @ local
+        if not b.shapes:
+            continue
+        still = len(grid) < 2 or np.abs(W - W[0]).max() <= _STILL
+        motion = None if still else PoseMotion(grid, W)
+        out.extend(StaticCollider(sh, W[0], group=groups[i]) if still else
+                   MovingCollider(sh, motion, group=groups[i]) for sh in b.shapes)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class RigPart:
+    """One rig of several simulated as one (:func:`build_rigs`): ``name`` (unique among
+    them), its ``bodies`` (:class:`RigBody`, parents first, parents indexed within the part)
+    and ``pins`` (:class:`RigPin` on its bodies' names)."""
+
+    name: str
+    bodies: tuple
+    pins: tuple = ()
+
+
+def build_rigs(parts, **options):
+    """One :class:`Rig` of several rigs (module docstring, *Several rigs*): the bodies of
+    ``parts`` (:class:`RigPart`) in one model, each named ``"part/body"`` and in the part's
+    group, their pins with them; ``options`` are :func:`build_rig`'s (the colliders, gravity
+    and steps all parts share). :func:`part_results` splits its result. Raises
+    InvalidInputError for no parts, two parts of one name, or a parent outside its part."""
+    parts = tuple(parts)
+    if not parts:
+        raise InvalidInputError("no rigs to simulate; give at least one")
+    names = [p.name for p in parts]
+    if len(set(names)) != len(names):
+        raise InvalidInputError(f"two rigs share a name ({names}); give them unique names")
+    bodies, pins, groups, spans = [], [], [], []
+    for g, part in enumerate(parts):
+        first = len(bodies)
+        for k, b in enumerate(part.bodies):
+            if not -1 <= int(b.parent) < k:
+                raise InvalidInputError(f"rig {part.name!r}, body {b.name!r}: parent "
+                                        f"{b.parent} is not an earlier body of the rig")
+            bodies.append(replace(b, name=f"{part.name}/{b.name}",
+                                  parent=-1 if b.parent < 0 else first + int(b.parent)))
+            groups.append(g)
+        pins += [replace(pin, body=f"{part.name}/{pin.body}") for pin in part.pins]
+        spans.append((part.name, first, len(bodies)))
+    rig = build_rig(bodies, pins=pins, groups=groups, **options)
+    rig.parts = tuple(spans)
+    return rig
+
+
+def part_results(rig, result):
+    """The :class:`RigResult` of each part of a rig of :func:`build_rigs` from the result of
+    its run: each part's bodies (poses, coordinates and rates, its worst limit excess); the
+    run's timing, contacts, energies and warnings as they are (one run for all)."""
+    model = rig.mechanism.model
+    out = []
+    for name, first, end in rig.parts:
+        cols = np.r_[tuple(np.arange(rig.slices[i].start, rig.slices[i].stop)
+                           for i in range(first, end))].astype(int)
+        worst, where = _worst_excess(rig, model, result.q, range(first, end))
+        out.append(replace(result, local=result.local[:, first:end],
+                           world=result.world[:, first:end], q=result.q[:, cols],
+                           v=None if result.v is None else result.v[:, cols],
+                           worst_violation=worst,
+                           violation_body=where[len(name) + 1:]))
+    return out
+
+
+def _worst_excess(rig, model, q, indices):
+    """``(excess, body name)``: the largest excess over a limit of the bodies ``indices`` at
+    any frame of ``q (F, nq)`` (:func:`limit_violation`; ``(0.0, "")`` within them)."""
+    worst, where = 0.0, ""
+    for i in indices:
+        if not rig.limits[i] or len(q) == 0:
+            continue
+        b = rig.bodies[i]
+        excess = float(limit_violation(b.joint, model.joints[i], q[:, rig.slices[i]]).max())
+        if excess > worst:
+            worst, where = excess, b.name
+    return worst, where
 
 
 def _pins(pins, bodies, model, fps):
@@ -1033,9 +1174,9 @@ def _segment(rig, t0, q, v, extra=()):
     starting at ``(q, v)``: the coordinates prescribed then driven (their motion shifted to
     the segment's start), those switching at ``t0`` placed on their motion with the centred
     finite-difference rates of it one frame either side, the limits of the bodies simulated
-    in it, the tracking and the muscles' activations shifted (module docstring, *Switching
-    from animated to simulated*, *Muscles*), and the pins on at ``t0`` (*Pins*) with the
-    point springs ``extra`` (a drag)."""
+    in it, the tracking, the moving colliders and the muscles' activations shifted (module
+    docstring, *Switching from animated to simulated*, *Muscles*), and the pins on at ``t0``
+    (*Pins*) with the point springs ``extra`` (a drag)."""
     mech, limits, slices, prescribed = rig.mechanism, rig.limits, rig.slices, rig.prescribed
     q, v = np.array(q, dtype=float), np.array(v, dtype=float)
     driven = set()
@@ -1066,6 +1207,7 @@ def _segment(rig, t0, q, v, extra=()):
             forces.activation, start=forces.activation.start - t0))
     return replace(mech, model=model, q0=q, v0=v, drive=_drive(prescribed, t0),
                    tracking=tracking, tau=forces, limits=tuple(live),
+                   colliders=_colliders_later(mech.colliders, t0),
                    passive=mech.passive and not rig.pins and not extra,
                    duration=mech.duration - t0)
 
@@ -1309,6 +1451,7 @@ class LiveRun:
             tracking = replace(tracking, motion=_later(tracking.motion, t0))
         return replace(mech, model=model, q0=np.array(q, dtype=float),
                        v0=np.array(v, dtype=float), drive=drive, tracking=tracking,
+                       colliders=_colliders_later(mech.colliders, t0),
                        passive=mech.passive and not self._drag, duration=mech.duration - t0)
 
     def advance_to(self, frame, seconds=None):
@@ -1371,6 +1514,13 @@ class LiveRun:
 def _later(motion, t0):
     """``motion`` (``t -> ...``, scalar or vectorized) read ``t0`` s later."""
     return lambda t: motion(t + t0)
+
+
+def _colliders_later(colliders, t0):
+    """``colliders`` in a run that starts ``t0`` s into the shot: each moving collider's
+    motion read ``t0`` s later."""
+    return tuple(MovingCollider(c.shape, _later(c.motion, t0), c.dt_velocity, c.group)
+                 if isinstance(c, MovingCollider) else c for c in colliders)
 
 
 class RigRun(LiveRun):
@@ -1452,13 +1602,7 @@ def simulate_rig(rig, progress=None):
     local[:, roots] = world[:, roots]
     if np.any(~roots):
         local[:, ~roots] = se3.inv(world[:, parents[~roots]]) @ world[:, ~roots]
-    worst, where = 0.0, ""
-    for i, b in enumerate(rig.bodies):
-        if not rig.limits[i] or len(q) == 0:
-            continue
-        excess = float(limit_violation(b.joint, model.joints[i], q[:, rig.slices[i]]).max())
-        if excess > worst:
-            worst, where = excess, b.name
+    worst, where = _worst_excess(rig, model, q, range(len(rig.bodies)))
     drift = None
     if mechs[0].passive and len(times):
         drift = parts[0].energy_drift
