@@ -34,23 +34,28 @@ from .rig_scene import (armature_bodies, body_mass, body_shapes, joint_spec, nor
 
 
 def _directed(body, frames, times):
-    """``{strength, simulate_from}`` of a simulated body from its animated Strength and
-    Kinematic at ``frames`` (the times ``times``, s from the start frame): the strength per
-    frame (or 0), and the time its keyed Kinematic turns off (the end when it stays on).
-    Raises ValueError for a Kinematic keyed on while the bone is simulated."""
+    """``{strength, simulate_from, kinematic_from}`` of a simulated body from its animated
+    Strength and Kinematic at ``frames`` (the times ``times``, s from the start frame): the
+    strength per frame (or 0), the time its keyed Kinematic turns off (the end when it stays
+    on; none when it starts off) and the time it turns on again (:mod:`core.rig`, *Switching
+    back to the animation*). Raises ValueError for a Kinematic that leaves the animation a
+    second time."""
     kinematic = np.array([body.animated[f][0] for f in frames])
     strength = np.array([body.animated[f][1] for f in frames])
     out = {"strength": strength if np.any(strength != 0.0) else 0.0}
     if not kinematic.any():
         return out if np.any(strength != 0.0) else {}
-    off = np.nonzero(~kinematic)[0]
-    if not kinematic[0] or (off.size and kinematic[off[0]:].any()):
-        frame = frames[int(np.nonzero(kinematic)[0][0] if not kinematic[0]
-                           else off[0] + np.nonzero(kinematic[off[0]:])[0][0])]
-        raise ValueError(f"'{body.name}': Kinematic is keyed on at frame {frame} after the "
-                         "bone is simulated; a bone can switch from its animation to the "
-                         "simulation once, so key Kinematic on from the start and off once")
-    out["simulate_from"] = float(times[off[0]] if off.size else times[-1])
+    changes = np.nonzero(kinematic[1:] != kinematic[:-1])[0] + 1
+    turns = changes if kinematic[0] else np.r_[0, changes]    # off, on, off, ...
+    if len(turns) > 2:
+        raise ValueError(f"'{body.name}': Kinematic is keyed off again at frame "
+                         f"{frames[int(turns[2])]} after the bone returned to its animation; "
+                         "a bone can leave its animation and return to it once, so key "
+                         "Kinematic off once and on again once at most")
+    if kinematic[0]:
+        out["simulate_from"] = float(times[turns[0]] if len(turns) else times[-1])
+    if len(turns) > 1:
+        out["kinematic_from"] = float(times[turns[1]])
     return out
 
 
@@ -150,7 +155,8 @@ class RigJob(Job):
             parent = b.parent + (1 if arm_index is not None else 0) if b.parent >= 0 else \
                 (0 if arm_index is not None else -1)
             use_v = settings.use_velocities
-            shaped = not b.kinematic or (together and b.settings is not None and b.settings.enabled)
+            shaped = not b.kinematic or (together and b.settings is not None
+                                         and b.settings.enabled)
             shapes = body_shapes(b) if touching and shaped else ()
             core_bodies.append(RigBody(b.name, parent, rest, joint, mass=mass, com=com,
                                        inertia=inertia, pose=pose,

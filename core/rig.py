@@ -82,6 +82,17 @@ body from ``pose_before``/``pose_after``). :func:`simulate_rig` runs the shot in
 between the switch frames, each starting from the state the one before ended in (the
 coordinates are the same throughout); a body's limits act from its switch on.
 
+Switching back to the animation. A body given ``kinematic_from`` (s, snapped to a frame,
+after its ``simulate_from``, or simulated from the start without one) follows its motion
+again from then on, without a jump: its coordinates are prescribed as the animation's
+``a(t)`` plus an offset ``d(t)`` that starts at the simulated state's difference from it,
+``d = q - a`` and ``d' = v - a'`` at the switch (rotations in the chart nearest the
+animation's), and goes to zero with zero rate over :data:`RETURN_TIME` by a cubic Hermite
+blend, so the body's position and velocity are continuous and it lands on its animation
+:data:`RETURN_TIME` later, following it exactly from there. The blend is made from the state
+the segment before the switch ended in (each run makes it anew); the body's limits act only
+while it is simulated. One round trip per body: animated, simulated, animated.
+
 Pins. A :class:`RigPin` holds a point of a simulated body to a world point by a spring
 (soft): ``k = s m w^2`` N/m and ``c = 2 s m w`` N s/m along the line between them (a
 :meth:`core.model.Model.add_point_spring` of rest length 0), ``m`` the body's mass, ``w = 2
@@ -169,7 +180,7 @@ from .muscles.hill import HillParameters, MuscleArrays
 __all__ = ["JOINT_KINDS", "RigJoint", "RigBody", "RigMuscle", "Rig", "RigResult", "PoseMotion",
            "build_rig",
            "simulate_rig", "coordinates_from_pose", "limit_violation", "spring_from_frequency",
-           "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP", "TRACK_FREQUENCY",
+           "RETURN_TIME", "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP", "TRACK_FREQUENCY",
            "TRACK_DAMPING_RATIO", "RigPin", "PIN_FREQUENCY", "RigRun", "RigPart", "build_rigs",
            "part_results"]
 
@@ -275,7 +286,8 @@ class RigBody:
     time (0: limp), how strongly a simulated body follows its motion (module docstring,
     *Following the animation*). simulate_from: None, or the time (s) until which a simulated
     body follows its motion exactly (module docstring, *Switching from animated to
-    simulated*).
+    simulated*); kinematic_from: None, or the later time (s) from which it returns to its
+    motion (*Switching back to the animation*).
     shapes: the body's collision shapes (:class:`core.contacts.Shape`, body frame).
     """
 
@@ -295,6 +307,7 @@ class RigBody:
     shapes: tuple = ()
     strength: object = 0.0
     simulate_from: float = None
+    kinematic_from: float = None
 
 
 @dataclass(frozen=True)
@@ -339,7 +352,10 @@ class Rig:
     (:class:`core.muscles.actuation.MuscleForces` on the shot's time, which each segment's
     ``tau`` reads from its start; None without muscles). Several rigs simulated as one
     (:func:`build_rigs`): ``parts`` their ``(name, first body, end body)``, their bodies in
-    that order (else ``()``)."""
+    that order (else ``()``). ``returns``: the bodies switching back to their animation,
+    ``[(from (s), coordinates, the animation's cubic spline)]``, and ``blends`` the
+    :class:`_Return` motion each took at its switch in the last run (module docstring,
+    *Switching back to the animation*)."""
 
     mechanism: Mechanism
     bodies: tuple
@@ -351,6 +367,8 @@ class Rig:
     springs: tuple = ()
     muscles: MuscleForces = None
     parts: tuple = ()
+    returns: list = field(default_factory=list)
+    blends: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -799,6 +817,39 @@ def _motion_coordinates(body, joint, T_rest, motion, q):
     return out
 
 
+#: the time (s) a body switching back to its animation takes to land on it (module
+#: docstring, *Switching back to the animation*)
+RETURN_TIME = 0.25
+
+
+class _Return:
+    """The prescribed coordinates of a body returning to its animation (module docstring,
+    *Switching back to the animation*): the animation's cubic spline ``spline`` plus the
+    cubic Hermite offset from ``d0`` with rate ``d1`` at ``t0`` to zero with zero rate at
+    ``t0 + RETURN_TIME``, called as a :class:`scipy.interpolate.CubicSpline` (``(t, nu)``,
+    ``x`` its sampled times)."""
+
+    def __init__(self, spline, t0, d0, d1):
+        self.spline, self.t0, self.d0, self.d1 = spline, t0, d0, d1
+        self.x = spline.x
+
+    def __call__(self, t, nu=0):
+        T = RETURN_TIME
+        s = (np.asarray(t, dtype=float) - self.t0) / T
+        inside = ((s >= 0.0) & (s <= 1.0))[..., None]
+        s = np.clip(s, 0.0, 1.0)[..., None]
+        if nu == 0:
+            h0, h1 = 2 * s ** 3 - 3 * s ** 2 + 1, T * (s ** 3 - 2 * s ** 2 + s)
+        elif nu == 1:
+            h0, h1 = (6 * s ** 2 - 6 * s) / T, 3 * s ** 2 - 4 * s + 1
+        else:
+            h0, h1 = (12 * s - 6) / T ** 2, (6 * s - 4) / T
+        offset = h0 * self.d0 + h1 * self.d1
+        if nu:
+            offset = offset * inside
+        return self.spline(t, nu) + offset
+
+
 def _switch(body, fps):
     """The time (s, snapped to a frame) a simulated body switches from its motion to
     simulated (module docstring), or None."""
@@ -810,6 +861,26 @@ def _switch(body, fps):
                                 "has no animation to follow before; key its pose over at "
                                 "least two frames, or untick Kinematic")
     return round(t * fps) / fps
+
+
+def _return(body, switch, fps):
+    """The time (s, snapped to a frame) a body switches back to its animation (module
+    docstring, *Switching back to the animation*), or None; ``switch`` its switch to
+    simulated (None: simulated from the start)."""
+    if body.kinematic_from is None:
+        return None
+    t = real_number(body.kinematic_from, f"body {body.name!r}: kinematic from (s)")
+    if body.motion is None or len(body.motion) < 2:
+        raise InvalidInputError(f"body {body.name!r} switches back to its animation but has "
+                                "no animation to return to; key its pose over at least two "
+                                "frames, or leave Kinematic off")
+    t = round(t * fps) / fps
+    if t <= (switch or 0.0):
+        raise InvalidInputError(f"body {body.name!r} switches back to its animation at "
+                                f"{t:.4g} s, before it is simulated (from "
+                                f"{switch or 0.0:.4g} s); key Kinematic off before keying it "
+                                "on again")
+    return t
 
 
 def _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings, diagonal):
@@ -886,7 +957,7 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         warnings.append(f"{len(raised)} light bone(s) turn with at least {floor:.3g} kg m^2 of "
                         f"inertia ({INERTIA_FLOOR:g} of the heaviest bone's), so the step "
                         f"can follow them: {_listed(raised)}")
-    springs, tracked, prescribed = [], [], []
+    springs, tracked, prescribed, returns = [], [], [], []
     names = set()
     start = 0
     for i, b in enumerate(bodies):
@@ -952,10 +1023,16 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         if target is not None:
             tracked.append((i,) + target)
         switch = _switch(b, fps)
-        if switch is not None:
+        back = _return(b, switch, fps)
+        if switch is not None or back is not None:
             times, motion = _motion(b)
-            prescribed.append((switch, list(range(s.start, s.stop)), CubicSpline(
-                times, _motion_coordinates(b, joint, T_rest, motion, q), axis=0)))
+            animation = CubicSpline(times, _motion_coordinates(b, joint, T_rest, motion, q),
+                                    axis=0)
+            dofs = list(range(s.start, s.stop))
+            if switch is not None:
+                prescribed.append((switch, dofs, animation))
+            if back is not None:
+                returns.append((back, dofs, animation, b.joint.kind in ("ball", "free")))
         limits[-1] = _limits(b, i, joint)
         if limits[-1]:
             warnings.extend(_start_outside(b, joint, q))
@@ -996,7 +1073,8 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
                      self_collision=bool(self_collision) and contacts,
                      groups=groups if contacts else None, step_limit=step_limit, tau=forces)
     rig = Rig(mech, bodies, slices, limits, warnings, prescribed,
-              _pins(pins, bodies, model, fps), tuple(model.point_springs), forces)
+              _pins(pins, bodies, model, fps), tuple(model.point_springs), forces,
+              returns=returns)
     if rig.pins or any(until < math.inf for until, _, _ in prescribed):
         rig.mechanism = _segment(rig, 0.0, q0, v0)
     return rig
@@ -1158,10 +1236,11 @@ def _pins(pins, bodies, model, fps):
     return out
 
 
-def _drive(prescribed, t0):
+def _drive(prescribed, t0, back=()):
     """The :class:`core.integrators.Drive` of the coordinates still prescribed at ``t0``
-    (``until > t0``) in a run that starts ``t0`` s into the shot, or None."""
-    live = [(dofs, spline) for until, dofs, spline in prescribed if until > t0]
+    (``until > t0``) and of those returned to their animation ``back`` ``[(coordinates,
+    motion)]`` in a run that starts ``t0`` s into the shot, or None."""
+    live = [(dofs, spline) for until, dofs, spline in prescribed if until > t0] + list(back)
     if not live:
         return None
     return Drive(tuple(d for dofs, _ in live for d in dofs),
@@ -1173,8 +1252,9 @@ def _segment(rig, t0, q, v, extra=()):
     """The mechanism of the rig's segment from ``t0`` (s into the shot) to the shot's end
     starting at ``(q, v)``: the coordinates prescribed then driven (their motion shifted to
     the segment's start), those switching at ``t0`` placed on their motion with the centred
-    finite-difference rates of it one frame either side, the limits of the bodies simulated
-    in it, the tracking, the moving colliders and the muscles' activations shifted (module
+    finite-difference rates of it one frame either side, those switching back at ``t0``
+    blended onto their animation from ``(q, v)`` (*Switching back to the animation*), the
+    limits of the bodies simulated in it, the tracking, the moving colliders and the muscles' activations shifted (module
     docstring, *Switching from animated to simulated*, *Muscles*), and the pins on at ``t0``
     (*Pins*) with the point springs ``extra`` (a drag)."""
     mech, limits, slices, prescribed = rig.mechanism, rig.limits, rig.slices, rig.prescribed
@@ -1189,6 +1269,16 @@ def _segment(rig, t0, q, v, extra=()):
             step = 1.0 / mech.fps
             q[dofs] = at(t0)
             v[dofs] = (at(t0 + step) - at(t0 - step)) * (0.5 * mech.fps)
+    for k, (start, dofs, animation, rotation) in enumerate(rig.returns):
+        if start == t0:                       # the blend from the state the run is in
+            a = animation(t0)
+            d = q[dofs] - a
+            if rotation:
+                d[:3] = _nearest_chart(q[dofs][:3], a[:3]) - a[:3]
+            rig.blends[k] = _Return(animation, t0, d, v[dofs] - animation(t0, 1))
+    back = [(dofs, rig.blends[k]) for k, (start, dofs, _, _) in enumerate(rig.returns)
+            if start <= t0]
+    driven.update(d for dofs, _ in back for d in dofs)
     live = [lim for i, lims in enumerate(limits) for lim in lims
             if not driven.intersection(range(slices[i].start, slices[i].stop))]
     tracking = mech.tracking
@@ -1205,7 +1295,7 @@ def _segment(rig, t0, q, v, extra=()):
     if forces is not None:
         forces = MuscleForces(forces.muscles, forces.geometry, replace(
             forces.activation, start=forces.activation.start - t0))
-    return replace(mech, model=model, q0=q, v0=v, drive=_drive(prescribed, t0),
+    return replace(mech, model=model, q0=q, v0=v, drive=_drive(prescribed, t0, back),
                    tracking=tracking, tau=forces, limits=tuple(live),
                    colliders=_colliders_later(mech.colliders, t0),
                    passive=mech.passive and not rig.pins and not extra,
@@ -1390,9 +1480,10 @@ def _point_mass(model, q, body, point):
 
 def _cuts(rig):
     """The times (s, on frames) inside the shot where a rig's segments start: its bodies'
-    switches to simulated and its pins' switches on and off."""
+    switches to simulated and back and its pins' switches on and off."""
     duration = rig.mechanism.duration
     return sorted({until for until, _, _ in rig.prescribed if 0.0 < until < duration} |
+                  {t for t, *_ in rig.returns if t < duration} |
                   {t for _, spans in rig.pins for span in spans for t in span
                    if 0.0 < t < duration})
 

@@ -225,8 +225,8 @@ class ContactSolver:
             leaves that group's bodies alone (:mod:`core.contacts.shapes`).
         start: None, or the start pose ``q (nq,)`` of the runs: the pairs of bodies that
             may collide (self_collision, groups) whose shapes overlap more than ``slop``
-            there are left out of collision (:attr:`excluded_pairs`, named in the report's notes), as
-            Bullet-based tools and Ragdoll do. Such bones overlap by design (a thick spine,
+            there are left out of collision (:attr:`excluded_pairs`, named in the report's
+            notes), as Bullet-based tools and Ragdoll do. Such bones overlap by design (a thick spine,
             a hip capsule around the thigh's head); colliding them would push them apart
             in the first substep, or, where their contact lies on the line through the
             joints between them, not at all. A pair resting within ``slop`` is a contact
@@ -369,9 +369,9 @@ class ContactSolver:
         self.reset()
 
     def _start_overlaps(self, q):
-        """The pairs of bodies that may collide (self-collision, groups) whose shapes overlap more than
-        ``slop`` at ``q (nq,)``: sorted ``(i, j)`` body indices, i < j. Found by the numpy
-        narrow phase (:func:`core.contacts.narrow.collide`) on either backend."""
+        """The pairs of bodies that may collide (self-collision, groups) whose shapes overlap
+        more than ``slop`` at ``q (nq,)``: sorted ``(i, j)`` body indices, i < j. Found by the
+        numpy narrow phase (:func:`core.contacts.narrow.collide`) on either backend."""
         data = self.model.create_data()
         T = update_kinematics(self.model, data, q)
         posed = [Posed(x, T[b]) for b, x in zip(self.bodies, self.shapes)]
