@@ -28,14 +28,20 @@ LOOKAHEAD = 0.01
 class RigPreview:
     """A rig's simulated motion held for playback: all frames of a completed simulation, or
     a live :class:`core.rig.RigRun` that computes frames as the playhead reaches them (its
-    switches to simulated and its pins included)."""
+    switches to simulated and its pins included), its own or, ``shared`` ``(run, first
+    body, end body)``, the run of several rigs together whose bodies ``first:end`` are
+    this rig's (:class:`.rig_jobs.LivePreviews`)."""
 
-    def __init__(self, job, result=None):
+    def __init__(self, job, result=None, shared=None):
         from ..core.rig import RigRun
 
         self.job = job
         self.start = int(job.frames[0])
-        self.run = RigRun(job.rig) if result is None else None
+        self.run, self.span = None, slice(None)
+        if shared is not None:
+            self.run, self.span = shared[0], slice(*shared[1:])
+        elif result is None:
+            self.run = RigRun(job.rig)
         self.n_frames = len(job.frames) if result is None else len(result.times)
         self.poses = None if result is None else job.local_poses(result.world)
         self._world = None if result is None else result.world
@@ -56,7 +62,7 @@ class RigPreview:
     def world(self):
         """``(F, nb, 4, 4)`` the rig's world poses of the frames held: all of a completed
         simulation, those a live run has computed."""
-        return self._world if self.run is None else self.run.poses[:self.run.ready]
+        return self._world if self.run is None else self.run.poses[:self.run.ready, self.span]
 
     def at(self, frame, lookahead):
         """``{body name: (4, 4)}`` the channels at the scene frame ``frame`` (clipped to the
@@ -65,7 +71,8 @@ class RigPreview:
         if self.run is None:
             return {name: M[f] for name, M in self.poses.items()}
         self.run.advance_to(f, lookahead)
-        return {name: M[0] for name, M in self.job.local_poses(self.run.poses[f:f + 1]).items()}
+        return {name: M[0] for name, M in
+                self.job.local_poses(self.run.poses[f:f + 1, self.span]).items()}
 
 
 _preview_state = {"suspended": 0}
@@ -155,10 +162,11 @@ def clear_previews(scene=None, targets=None):
         PREVIEWS.pop(key).restore()
 
 
-def hold_preview(scene, job, result=None) -> None:
+def hold_preview(scene, job, result=None, shared=None) -> None:
     """Hold a rig's preview for playback: the completed ``result`` of ``job`` (a
-    :class:`.rig_jobs.RigJob`), or a live run of it when ``result`` is None."""
-    PREVIEWS[(scene.name, _rig_key(job.target))] = RigPreview(job, result)
+    :class:`.rig_jobs.RigJob`), or a live run of it when ``result`` is None (``shared``: its
+    part of a run of several rigs, :class:`RigPreview`)."""
+    PREVIEWS[(scene.name, _rig_key(job.target))] = RigPreview(job, result, shared)
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,25 +36,29 @@ from .rig_scene import (armature_bodies, body_mass, body_shapes, joint_spec, nor
 
 
 def _directed(body, frames, times):
-    """``{strength, follow, simulate_from}`` of a simulated body from its animated Strength
-    and Kinematic at ``frames`` (the times ``times``, s from the start frame) and its Follow:
-    the strength per frame (or 0), "local" or "global", and the time its keyed Kinematic
-    turns off (the end when it stays on). Raises ValueError for a Kinematic keyed on while
-    the bone is simulated."""
+    """``{strength, follow, simulate_from, kinematic_from}`` of a simulated body from its
+    animated Strength and Kinematic at ``frames`` (the times ``times``, s from the start
+    frame) and its Follow: the strength per frame (or 0), "local" or "global", the time its
+    keyed Kinematic turns off (the end when it stays on; none when it starts off) and the
+    time it turns on again (:mod:`core.rig`, *Switching back to the animation*). Raises
+    ValueError for a Kinematic that leaves the animation a second time."""
     kinematic = np.array([body.animated[f][0] for f in frames])
     strength = np.array([body.animated[f][1] for f in frames])
     out = {"strength": strength if np.any(strength != 0.0) else 0.0,
            "follow": body.settings.follow.lower()}
     if not kinematic.any():
         return out if np.any(strength != 0.0) else {}
-    off = np.nonzero(~kinematic)[0]
-    if not kinematic[0] or (off.size and kinematic[off[0]:].any()):
-        frame = frames[int(np.nonzero(kinematic)[0][0] if not kinematic[0]
-                           else off[0] + np.nonzero(kinematic[off[0]:])[0][0])]
-        raise ValueError(f"'{body.name}': Kinematic is keyed on at frame {frame} after the "
-                         "bone is simulated; a bone can switch from its animation to the "
-                         "simulation once, so key Kinematic on from the start and off once")
-    out["simulate_from"] = float(times[off[0]] if off.size else times[-1])
+    changes = np.nonzero(kinematic[1:] != kinematic[:-1])[0] + 1
+    turns = changes if kinematic[0] else np.r_[0, changes]    # off, on, off, ...
+    if len(turns) > 2:
+        raise ValueError(f"'{body.name}': Kinematic is keyed off again at frame "
+                         f"{frames[int(turns[2])]} after the bone returned to its animation; "
+                         "a bone can leave its animation and return to it once, so key "
+                         "Kinematic off once and on again once at most")
+    if kinematic[0]:
+        out["simulate_from"] = float(times[turns[0]] if len(turns) else times[-1])
+    if len(turns) > 1:
+        out["kinematic_from"] = float(times[turns[1]])
     return out
 
 
@@ -79,12 +83,16 @@ def _pins(body, frames, times):
 class RigJob(Job):
     """Read one rig, simulate it (maybe in a worker thread), write it back.
 
-    ``target``: an armature object, or None for the scene's object rig.
+    ``target``: an armature object, or None for the scene's object rig. ``together``: it is
+    simulated with other rigs (:class:`RigBatch`), so its bodies carry their collision
+    shapes whatever else can touch, kinematic ones included (they push the other rigs).
+    ``part`` (:class:`core.rig.RigPart`) and ``options`` (:func:`core.rig.build_rig`'s other
+    arguments) are what its core rig is built from.
     """
 
-    def __init__(self, scene, target):
+    def __init__(self, scene, target, together=False):
         from ..core.contacts import Plane
-        from ..core.rig import RigBody, RigJoint, build_rig
+        from ..core.rig import RigBody, RigJoint, RigPart, build_rig
 
         self.scene, self.target = scene, target
         settings = scene.spline_joints_sim
@@ -121,7 +129,8 @@ class RigJob(Job):
         times = (np.array(frames[1:], dtype=float) - start) / fps
         objects, self.collider_summary = reader.colliders(
             (np.array(frames, dtype=float) - start) / fps)
-        touching = settings.use_ground or bool(objects) or settings.use_self_collision
+        touching = settings.use_ground or bool(objects) or settings.use_self_collision or \
+            together
         core_bodies, pins = [], []
         arm_index = None
         if target is not None:
@@ -156,7 +165,9 @@ class RigJob(Job):
             parent = b.parent + (1 if arm_index is not None else 0) if b.parent >= 0 else \
                 (0 if arm_index is not None else -1)
             use_v = settings.use_velocities
-            shapes = body_shapes(b) if touching and not b.kinematic else ()
+            shaped = not b.kinematic or (together and b.settings is not None
+                                         and b.settings.enabled)
+            shapes = body_shapes(b) if touching and shaped else ()
             core_bodies.append(RigBody(b.name, parent, rest, joint, mass=mass, com=com,
                                        inertia=inertia, pose=pose,
                                        pose_before=before if use_v else None,
@@ -169,14 +180,16 @@ class RigJob(Job):
         if settings.use_ground:
             ground = (Plane(settings.ground_height, friction=settings.ground_friction,
                             restitution=settings.ground_restitution),)
-        self.rig = build_rig(core_bodies, gravity=gravity, fps=fps, substeps=settings.substeps,
-                             duration=(end - start) / fps, integrator=settings.integrator,
-                             restitution=settings.restitution, colliders=ground + objects,
-                             friction=settings.friction,
-                             self_collision=settings.use_self_collision,
-                             name=target.name if target is not None else "objects", pins=pins,
-                             muscles=self.muscles.rig_muscles(frames[1:], times)
-                             if self.muscles is not None else ())
+        name = target.name if target is not None else "objects"
+        muscles = self.muscles.rig_muscles(frames[1:], times) if self.muscles is not None \
+            else ()
+        self.part = RigPart(name, tuple(core_bodies), tuple(pins), tuple(muscles))
+        self.options = dict(gravity=gravity, fps=fps, substeps=settings.substeps,
+                            duration=(end - start) / fps, integrator=settings.integrator,
+                            restitution=settings.restitution, colliders=ground + objects,
+                            friction=settings.friction,
+                            self_collision=settings.use_self_collision)
+        self.rig = build_rig(core_bodies, name=name, pins=pins, muscles=muscles, **self.options)
         self.frames = np.arange(start, end + 1, dtype=float)
         self.fraction, self.cancelled, self.result = 0.0, False, None
 
@@ -394,10 +407,21 @@ class RigBatch:
     """The rigs of one operator run in the job shape (:mod:`.jobs`): ``simulate()``
     (numpy only; a worker thread may run it), ``fraction``, ``cancel()`` and
     ``finish(scene)``, which hands the completed results to ``write(scene, jobs, results)
-    -> messages`` (main thread; nothing is written unless every rig completed)."""
+    -> messages`` (main thread; nothing is written unless every rig completed).
+
+    Several rigs are simulated together (:attr:`rig`, :func:`core.rig.build_rigs`): one
+    model, each rig with its own bodies, limits, tracking and pins, their collision shapes
+    colliding with each other's and an animated rig's shapes pushing the others; the run's
+    result is split into each job's (:func:`core.rig.part_results`)."""
 
     def __init__(self, jobs, label, write):
+        from ..core.rig import build_rigs
+
         self.jobs, self.label, self.write = jobs, label, write
+        self.cancelled = False
+        #: the core rig of all the jobs' rigs together (None for one rig)
+        self.rig = None if len(jobs) < 2 else build_rigs([j.part for j in jobs],
+                                                         **jobs[0].options)
 
     @property
     def fraction(self):
@@ -407,15 +431,34 @@ class RigBatch:
     def start_warnings(self):
         """What reading the rigs found before any simulation (a start pose outside a limit,
         a spring an explicit integrator cannot follow), one sentence each."""
+        if self.rig is not None:
+            return list(self.rig.warnings)
         return [w for job in self.jobs for w in job.rig.warnings]
 
-    def simulate(self):
+    def progress(self, fraction):
+        """The joined run's progress callback: every job's fraction; False once cancelled."""
         for job in self.jobs:
-            job.simulate()
-            if job.cancelled:
-                break
+            job.fraction = fraction
+        return not self.cancelled
+
+    def simulate(self):
+        if self.rig is None:
+            for job in self.jobs:
+                job.simulate()
+                if job.cancelled:
+                    break
+            return
+        from ..core.rig import part_results, simulate_rig
+
+        try:
+            results = part_results(self.rig, simulate_rig(self.rig, self.progress))
+        except Exception as exc:  # handed to the main thread, reported there
+            results = [exc] * len(self.jobs)
+        for job, result in zip(self.jobs, results):
+            job.result = result
 
     def cancel(self):
+        self.cancelled = True
         for job in self.jobs:
             job.cancel()
 
@@ -447,8 +490,8 @@ def bake_rigs(scene, jobs, results):
 
 
 class LivePreviews(RigBatch):
-    """Live previews: nothing simulated up front; each rig gets a run that simulates frames
-    as the playhead reaches them."""
+    """Live previews: nothing simulated up front; the rigs get a run that simulates frames
+    as the playhead reaches them (one for all when several are simulated together)."""
 
     def simulate(self):
         """Nothing to simulate up front."""
@@ -458,8 +501,12 @@ class LivePreviews(RigBatch):
         return 1.0
 
     def finish(self, scene):
-        for job in self.jobs:
-            previews.hold_preview(scene, job)
+        from ..core.rig import RigRun
+
+        run = None if self.rig is None else RigRun(self.rig)
+        for k, job in enumerate(self.jobs):
+            shared = None if run is None else (run,) + self.rig.parts[k][1:]
+            previews.hold_preview(scene, job, shared=shared)
         previews.play_previews(scene)
         return {"FINISHED"}, "INFO", (f"Live preview of {len(self.jobs)} rig(s): frames are "
                                       "simulated as the playhead reaches them")

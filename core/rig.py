@@ -45,6 +45,18 @@ each keeps a resting contact from sinking or creeping, :mod:`core.integrators`);
 "euler" is stepped with "implicit" and says so in its warnings. The result reports the
 contacts per frame, the deepest overlap and the most energy one contact step gained.
 
+Several rigs. :func:`build_rigs` simulates several rigs (:class:`RigPart`: a character and
+a ragdoll, two ragdolls) as one: their bodies in one model, each keeping its own joints,
+limits, springs, tracking, switches and pins, each rig a group of the
+:class:`core.contacts.ContactSolver` (``groups`` of :func:`build_rig`). The simulated bodies'
+shapes of different rigs collide without ``self_collision`` (which still decides the pairs
+within a rig), but for the pairs overlapping at the start, which the report names. A
+kinematic body's shapes, left out of its own rig, push the other rigs: its poses in the
+world, sampled at the kinematic motions' times, make each shape a moving collider
+(:class:`PoseMotion`) that is not pushed back, or a static one when still; this needs every
+parent up to the world kinematic (the shapes of a kinematic body under a simulated one are
+left out). :func:`part_results` splits the run's result into each rig's.
+
 Following the animation. A simulated body with a ``strength`` above 0 tracks its animated
 pose, ``motion`` (its target poses in the parent at ``motion_times``, what its keys,
 constraints and drivers give it), in joint space: each coordinate is pulled toward the
@@ -80,6 +92,17 @@ side, ``(q(t + 1/fps) - q(t - 1/fps)) fps / 2`` (the velocities :func:`build_rig
 body from ``pose_before``/``pose_after``). :func:`simulate_rig` runs the shot in segments
 between the switch frames, each starting from the state the one before ended in (the
 coordinates are the same throughout); a body's limits act from its switch on.
+
+Switching back to the animation. A body given ``kinematic_from`` (s, snapped to a frame,
+after its ``simulate_from``, or simulated from the start without one) follows its motion
+again from then on, without a jump: its coordinates are prescribed as the animation's
+``a(t)`` plus an offset ``d(t)`` that starts at the simulated state's difference from it,
+``d = q - a`` and ``d' = v - a'`` at the switch (rotations in the chart nearest the
+animation's), and goes to zero with zero rate over :data:`RETURN_TIME` by a cubic Hermite
+blend, so the body's position and velocity are continuous and it lands on its animation
+:data:`RETURN_TIME` later, following it exactly from there. The blend is made from the state
+the segment before the switch ended in (each run makes it anew); the body's limits act only
+while it is simulated. One round trip per body: animated, simulated, animated.
 
 Pins. A :class:`RigPin` holds a point of a simulated body to a world point by a spring
 (soft): ``k = s m w^2`` N/m and ``c = 2 s m w`` N s/m along the line between them (a
@@ -148,7 +171,7 @@ from scipy.interpolate import CubicSpline
 from . import expcoords
 from .bones import BONE_AXIS, REF_AXIS
 from .checks import real_number, whole_number
-from .contacts import MovingCollider, Shape
+from .contacts import MovingCollider, Shape, StaticCollider
 from .dynamics import crba
 from .errors import InvalidInputError, SimulationError
 from .fitting.ik import Chain, solve_ik
@@ -168,8 +191,9 @@ from .muscles.hill import HillParameters, MuscleArrays
 __all__ = ["JOINT_KINDS", "FOLLOW_MODES", "RigJoint", "RigBody", "RigMuscle", "Rig", "RigResult", "PoseMotion",
            "build_rig",
            "simulate_rig", "coordinates_from_pose", "limit_violation", "spring_from_frequency",
-           "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP", "TRACK_FREQUENCY",
-           "TRACK_DAMPING_RATIO", "RigPin", "PIN_FREQUENCY", "RigRun"]
+           "RETURN_TIME", "START_TOLERANCE", "INERTIA_FLOOR", "TURN_PER_SUBSTEP", "TRACK_FREQUENCY",
+           "TRACK_DAMPING_RATIO", "RigPin", "PIN_FREQUENCY", "RigRun", "RigPart", "build_rigs",
+           "part_results"]
 
 JOINT_KINDS = ("hinge", "slider", "universal", "ball", "free", "fixed", "joint", "kinematic")
 #: how a body with a strength follows its animation (module docstring, *Following the
@@ -277,7 +301,8 @@ class RigBody:
     *Following the animation*), in its joint (``follow`` "local") or in the world
     ("global", :data:`FOLLOW_MODES`). simulate_from: None, or the time (s) until which a simulated
     body follows its motion exactly (module docstring, *Switching from animated to
-    simulated*).
+    simulated*); kinematic_from: None, or the later time (s) from which it returns to its
+    motion (*Switching back to the animation*).
     shapes: the body's collision shapes (:class:`core.contacts.Shape`, body frame).
     """
 
@@ -298,6 +323,7 @@ class RigBody:
     strength: object = 0.0
     simulate_from: float = None
     follow: str = "local"
+    kinematic_from: float = None
 
 
 @dataclass(frozen=True)
@@ -340,7 +366,12 @@ class Rig:
     (:meth:`core.model.Model.add_point_spring`'s arguments), on ``[(from, until)]`` (s))]``
     over the model's own point springs ``springs``, and the muscles' forces
     (:class:`core.muscles.actuation.MuscleForces` on the shot's time, which each segment's
-    ``tau`` reads from its start; None without muscles)."""
+    ``tau`` reads from its start; None without muscles). Several rigs simulated as one
+    (:func:`build_rigs`): ``parts`` their ``(name, first body, end body)``, their bodies in
+    that order (else ``()``). ``returns``: the bodies switching back to their animation,
+    ``[(from (s), coordinates, the animation's cubic spline)]``, and ``blends`` the
+    :class:`_Return` motion each took at its switch in the last run (module docstring,
+    *Switching back to the animation*)."""
 
     mechanism: Mechanism
     bodies: tuple
@@ -351,6 +382,9 @@ class Rig:
     pins: list = field(default_factory=list)
     springs: tuple = ()
     muscles: MuscleForces = None
+    parts: tuple = ()
+    returns: list = field(default_factory=list)
+    blends: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -890,6 +924,39 @@ def _motion_coordinates(body, joint, T_rest, motion, q):
     return out
 
 
+#: the time (s) a body switching back to its animation takes to land on it (module
+#: docstring, *Switching back to the animation*)
+RETURN_TIME = 0.25
+
+
+class _Return:
+    """The prescribed coordinates of a body returning to its animation (module docstring,
+    *Switching back to the animation*): the animation's cubic spline ``spline`` plus the
+    cubic Hermite offset from ``d0`` with rate ``d1`` at ``t0`` to zero with zero rate at
+    ``t0 + RETURN_TIME``, called as a :class:`scipy.interpolate.CubicSpline` (``(t, nu)``,
+    ``x`` its sampled times)."""
+
+    def __init__(self, spline, t0, d0, d1):
+        self.spline, self.t0, self.d0, self.d1 = spline, t0, d0, d1
+        self.x = spline.x
+
+    def __call__(self, t, nu=0):
+        T = RETURN_TIME
+        s = (np.asarray(t, dtype=float) - self.t0) / T
+        inside = ((s >= 0.0) & (s <= 1.0))[..., None]
+        s = np.clip(s, 0.0, 1.0)[..., None]
+        if nu == 0:
+            h0, h1 = 2 * s ** 3 - 3 * s ** 2 + 1, T * (s ** 3 - 2 * s ** 2 + s)
+        elif nu == 1:
+            h0, h1 = (6 * s ** 2 - 6 * s) / T, 3 * s ** 2 - 4 * s + 1
+        else:
+            h0, h1 = (12 * s - 6) / T ** 2, (6 * s - 4) / T
+        offset = h0 * self.d0 + h1 * self.d1
+        if nu:
+            offset = offset * inside
+        return self.spline(t, nu) + offset
+
+
 def _switch(body, fps):
     """The time (s, snapped to a frame) a simulated body switches from its motion to
     simulated (module docstring), or None."""
@@ -901,6 +968,26 @@ def _switch(body, fps):
                                 "has no animation to follow before; key its pose over at "
                                 "least two frames, or untick Kinematic")
     return round(t * fps) / fps
+
+
+def _return(body, switch, fps):
+    """The time (s, snapped to a frame) a body switches back to its animation (module
+    docstring, *Switching back to the animation*), or None; ``switch`` its switch to
+    simulated (None: simulated from the start)."""
+    if body.kinematic_from is None:
+        return None
+    t = real_number(body.kinematic_from, f"body {body.name!r}: kinematic from (s)")
+    if body.motion is None or len(body.motion) < 2:
+        raise InvalidInputError(f"body {body.name!r} switches back to its animation but has "
+                                "no animation to return to; key its pose over at least two "
+                                "frames, or leave Kinematic off")
+    t = round(t * fps) / fps
+    if t <= (switch or 0.0):
+        raise InvalidInputError(f"body {body.name!r} switches back to its animation at "
+                                f"{t:.4g} s, before it is simulated (from "
+                                f"{switch or 0.0:.4g} s); key Kinematic off before keying it "
+                                "on again")
+    return t
 
 
 def _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warnings, diagonal):
@@ -921,7 +1008,8 @@ def _add_springs(model, bodies, springs, slices, fps, substeps, integrator, warn
 
 def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=1.0,
               integrator=None, restitution=0.0, name="rig", colliders=(), friction=0.5,
-              self_collision=False, pins=(), muscles=(), muscle_control="activation"):
+              self_collision=False, pins=(), muscles=(), muscle_control="activation",
+              groups=None):
     """A :class:`Rig` from ``bodies`` (a sequence of :class:`RigBody`, parents first).
 
     gravity: ``(3,)`` m/s^2 in the world. fps, substeps, duration: output frames per
@@ -933,7 +1021,10 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     simulated bodies' shapes also meet each other (pairs that are not parent and child),
     which makes contacts without colliders; pins: :class:`RigPin` objects; muscles:
     :class:`RigMuscle` entries whose ``control`` is each one's activation, or its excitation
-    with ``muscle_control = "excitation"`` (module docstring, *Muscles*). Raises
+    with ``muscle_control = "excitation"`` (module docstring, *Muscles*); groups: None, or
+    a group per body (the rig it belongs to, :func:`build_rigs`): the shapes of simulated
+    bodies of different groups collide, and a kinematic body's shapes meet the other groups'
+    bodies (module docstring, *Several rigs*). Raises
     InvalidInputError naming the body for an empty rig, a parent that is not an earlier body,
     a simulated body without mass, a joint kind or limit that does not fit, a shape that is
     not a :class:`core.contacts.Shape`, a motion or pose that is not rigid, a Strength that
@@ -947,15 +1038,19 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
     if not any(b.joint.kind != "kinematic" for b in bodies):
         raise InvalidInputError("every body of the rig is kinematic, so there is nothing to "
                                 "simulate; give at least one body a joint")
-    shapes = []
-    for b in bodies:
+    shapes, shape_groups = [], set()
+    groups = _groups(groups, len(bodies))
+    for i, b in enumerate(bodies):
         if not all(isinstance(sh, Shape) for sh in b.shapes):
             raise InvalidInputError(f"body {b.name!r}: shapes must be core.contacts Shape "
                                     "objects (Sphere, Capsule, Box, ConvexHull)")
         if b.joint.kind != "kinematic":
             shapes.extend((b.name, sh) for sh in b.shapes)
-    colliders = tuple(colliders)
-    contacts = bool(shapes and (colliders or self_collision))
+            if b.shapes and groups is not None:
+                shape_groups.add(groups[i])
+    animated = () if groups is None else _kinematic_colliders(bodies, groups)
+    colliders = tuple(colliders) + animated
+    contacts = bool(shapes and (colliders or self_collision or len(shape_groups) > 1))
     asked = integrator
     integrator = asked or "implicit"
     model = Model(gravity=gravity, name=name)
@@ -969,7 +1064,7 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         warnings.append(f"{len(raised)} light bone(s) turn with at least {floor:.3g} kg m^2 of "
                         f"inertia ({INERTIA_FLOOR:g} of the heaviest bone's), so the step "
                         f"can follow them: {_listed(raised)}")
-    springs, tracked, world, prescribed = [], [], [], []
+    springs, tracked, world, prescribed, returns = [], [], [], [], []
     names = set()
     start = 0
     for i, b in enumerate(bodies):
@@ -1040,10 +1135,16 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
         elif target is not None:
             tracked.append((i,) + target)
         switch = _switch(b, fps)
-        if switch is not None:
+        back = _return(b, switch, fps)
+        if switch is not None or back is not None:
             times, motion = _motion(b)
-            prescribed.append((switch, list(range(s.start, s.stop)), CubicSpline(
-                times, _motion_coordinates(b, joint, T_rest, motion, q), axis=0)))
+            animation = CubicSpline(times, _motion_coordinates(b, joint, T_rest, motion, q),
+                                    axis=0)
+            dofs = list(range(s.start, s.stop))
+            if switch is not None:
+                prescribed.append((switch, dofs, animation))
+            if back is not None:
+                returns.append((back, dofs, animation, b.joint.kind in ("ball", "free")))
         limits[-1] = _limits(b, i, joint)
         if limits[-1]:
             warnings.extend(_start_outside(b, joint, q))
@@ -1083,12 +1184,142 @@ def build_rig(bodies, gravity=(0.0, 0.0, -9.81), fps=24.0, substeps=8, duration=
                      shapes=tuple(shapes) if contacts else (),
                      colliders=colliders if contacts else (), friction=friction,
                      self_collision=bool(self_collision) and contacts,
-                     step_limit=step_limit, tau=forces)
+                     groups=groups if contacts else None, step_limit=step_limit, tau=forces)
     rig = Rig(mech, bodies, slices, limits, warnings, prescribed,
-              _pins(pins, bodies, model, fps), tuple(model.point_springs), forces)
+              _pins(pins, bodies, model, fps), tuple(model.point_springs), forces,
+              returns=returns)
     if rig.pins or any(until < math.inf for until, _, _ in prescribed):
         rig.mechanism = _segment(rig, 0.0, q0, v0)
     return rig
+
+
+def _groups(groups, count):
+    """``(count,)`` ints: a group per body, checked; None for None."""
+    if groups is None:
+        return None
+    try:
+        out = tuple(int(g) for g in groups)
+    except (TypeError, ValueError):
+        raise InvalidInputError("groups must be one whole number per body") from None
+    if len(out) != count:
+        raise InvalidInputError(f"give one group per body ({count}), got {len(out)}")
+    return out
+
+
+def _kinematic_colliders(bodies, groups):
+    """The colliders of the kinematic bodies' shapes (module docstring, *Several rigs*): each
+    shape at its body's world poses, sampled at every kinematic motion's times, a
+    :class:`core.contacts.StaticCollider` when still, else a :class:`core.contacts.
+    MovingCollider` (:class:`PoseMotion` of those poses), given its body's group (it leaves
+    its own rig alone). Only a body whose parents up to the world are all kinematic has its
+    poses before the run; the shapes of a kinematic body under a simulated one are left out."""
+    kinematic = [b.joint.kind == "kinematic" for b in bodies]
+    grid = np.array(sorted({float(t) for b, k in zip(bodies, kinematic)
+                            if k and b.motion is not None for t in _motion(b)[0]}) or [0.0])
+    world, out = {}, []
+    for i, b in enumerate(bodies):
+        if not kinematic[i] or (b.parent >= 0 and b.parent not in world):
+            continue
+        T_rest = _check_pose(b.T_rest, f"body {b.name!r}: rest pose")
+        joint, placement, spline = _kinematic(
+            b, T_rest if b.pose is None else _check_pose(b.pose, f"body {b.name!r}: pose"))
+        if spline is None:
+            local = np.broadcast_to(placement, (len(grid), 4, 4))
+        else:
+            q = spline(np.clip(grid, spline.x[0], spline.x[-1]))
+            local = placement @ np.array([joint.transform(qk) for qk in q])
+        W = world[i] = local if b.parent < 0 else world[b.parent] @ local
+        if not b.shapes:
+            continue
+        still = len(grid) < 2 or np.abs(W - W[0]).max() <= _STILL
+        motion = None if still else PoseMotion(grid, W)
+        out.extend(StaticCollider(sh, W[0], group=groups[i]) if still else
+                   MovingCollider(sh, motion, group=groups[i]) for sh in b.shapes)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class RigPart:
+    """One rig of several simulated as one (:func:`build_rigs`): ``name`` (unique among
+    them), its ``bodies`` (:class:`RigBody`, parents first, parents indexed within the part),
+    ``pins`` (:class:`RigPin` on its bodies' names) and ``muscles`` (:class:`RigMuscle` on
+    its bodies' names)."""
+
+    name: str
+    bodies: tuple
+    pins: tuple = ()
+    muscles: tuple = ()
+
+
+def build_rigs(parts, **options):
+    """One :class:`Rig` of several rigs (module docstring, *Several rigs*): the bodies of
+    ``parts`` (:class:`RigPart`) in one model, each named ``"part/body"`` and in the part's
+    group, their pins and muscles with them (a muscle named ``"part/muscle"``); ``options`` are :func:`build_rig`'s (the colliders, gravity
+    and steps all parts share). :func:`part_results` splits its result. Raises
+    InvalidInputError for no parts, two parts of one name, or a parent outside its part."""
+    parts = tuple(parts)
+    if not parts:
+        raise InvalidInputError("no rigs to simulate; give at least one")
+    names = [p.name for p in parts]
+    if len(set(names)) != len(names):
+        raise InvalidInputError(f"two rigs share a name ({names}); give them unique names")
+    bodies, pins, muscles, groups, spans = [], [], [], [], []
+    for g, part in enumerate(parts):
+        first = len(bodies)
+        for k, b in enumerate(part.bodies):
+            if not -1 <= int(b.parent) < k:
+                raise InvalidInputError(f"rig {part.name!r}, body {b.name!r}: parent "
+                                        f"{b.parent} is not an earlier body of the rig")
+            bodies.append(replace(b, name=f"{part.name}/{b.name}",
+                                  parent=-1 if b.parent < 0 else first + int(b.parent)))
+            groups.append(g)
+        pins += [replace(pin, body=f"{part.name}/{pin.body}") for pin in part.pins]
+        muscles += [replace(m, name=f"{part.name}/{m.name}",
+                            points=tuple((f"{part.name}/{body}" if body else body, point)
+                                         for body, point in m.points))
+                    for m in part.muscles]
+        spans.append((part.name, first, len(bodies)))
+    rig = build_rig(bodies, pins=pins, muscles=muscles, groups=groups, **options)
+    rig.parts = tuple(spans)
+    return rig
+
+
+def part_results(rig, result):
+    """The :class:`RigResult` of each part of a rig of :func:`build_rigs` from the result of
+    its run: each part's bodies (poses, coordinates and rates, its worst limit excess) and
+    muscles (names without the part's prefix, tensions and activations); the run's timing, contacts, energies
+    and warnings as they are (one run for all)."""
+    model = rig.mechanism.model
+    out = []
+    for name, first, end in rig.parts:
+        cols = np.r_[tuple(np.arange(rig.slices[i].start, rig.slices[i].stop)
+                           for i in range(first, end))].astype(int)
+        worst, where = _worst_excess(rig, model, result.q, range(first, end))
+        mine = [k for k, m in enumerate(result.muscles or ()) if m.startswith(name + "/")]
+        muscles = dict(muscles=tuple(result.muscles[k][len(name) + 1:] for k in mine),
+                       tension=result.tension[:, mine],
+                       activation=result.activation[:, mine]) if mine else \
+            dict(muscles=(), tension=None, activation=None)
+        out.append(replace(result, local=result.local[:, first:end],
+                           world=result.world[:, first:end], q=result.q[:, cols],
+                           v=None if result.v is None else result.v[:, cols],
+                           worst_violation=worst,
+                           violation_body=where[len(name) + 1:], **muscles))
+    return out
+
+
+def _worst_excess(rig, model, q, indices):
+    """``(excess, body name)``: the largest excess over a limit of the bodies ``indices`` at
+    any frame of ``q (F, nq)`` (:func:`limit_violation`; ``(0.0, "")`` within them)."""
+    worst, where = 0.0, ""
+    for i in indices:
+        if not rig.limits[i] or len(q) == 0:
+            continue
+        b = rig.bodies[i]
+        excess = float(limit_violation(b.joint, model.joints[i], q[:, rig.slices[i]]).max())
+        if excess > worst:
+            worst, where = excess, b.name
+    return worst, where
 
 
 def _pins(pins, bodies, model, fps):
@@ -1130,10 +1361,11 @@ def _pins(pins, bodies, model, fps):
     return out
 
 
-def _drive(prescribed, t0):
+def _drive(prescribed, t0, back=()):
     """The :class:`core.integrators.Drive` of the coordinates still prescribed at ``t0``
-    (``until > t0``) in a run that starts ``t0`` s into the shot, or None."""
-    live = [(dofs, spline) for until, dofs, spline in prescribed if until > t0]
+    (``until > t0``) and of those returned to their animation ``back`` ``[(coordinates,
+    motion)]`` in a run that starts ``t0`` s into the shot, or None."""
+    live = [(dofs, spline) for until, dofs, spline in prescribed if until > t0] + list(back)
     if not live:
         return None
     return Drive(tuple(d for dofs, _ in live for d in dofs),
@@ -1145,10 +1377,11 @@ def _segment(rig, t0, q, v, extra=()):
     """The mechanism of the rig's segment from ``t0`` (s into the shot) to the shot's end
     starting at ``(q, v)``: the coordinates prescribed then driven (their motion shifted to
     the segment's start), those switching at ``t0`` placed on their motion with the centred
-    finite-difference rates of it one frame either side, the limits of the bodies simulated
-    in it, the tracking and the muscles' activations shifted (module docstring, *Switching
-    from animated to simulated*, *Muscles*), and the pins on at ``t0`` (*Pins*) with the
-    point springs ``extra`` (a drag)."""
+    finite-difference rates of it one frame either side, those switching back at ``t0``
+    blended onto their animation from ``(q, v)`` (*Switching back to the animation*), the
+    limits of the bodies simulated in it, the tracking, the moving colliders and the muscles' activations shifted (module
+    docstring, *Switching from animated to simulated*, *Muscles*), and the pins on at ``t0``
+    (*Pins*) with the point springs ``extra`` (a drag)."""
     mech, limits, slices, prescribed = rig.mechanism, rig.limits, rig.slices, rig.prescribed
     q, v = np.array(q, dtype=float), np.array(v, dtype=float)
     driven = set()
@@ -1161,6 +1394,16 @@ def _segment(rig, t0, q, v, extra=()):
             step = 1.0 / mech.fps
             q[dofs] = at(t0)
             v[dofs] = (at(t0 + step) - at(t0 - step)) * (0.5 * mech.fps)
+    for k, (start, dofs, animation, rotation) in enumerate(rig.returns):
+        if start == t0:                       # the blend from the state the run is in
+            a = animation(t0)
+            d = q[dofs] - a
+            if rotation:
+                d[:3] = _nearest_chart(q[dofs][:3], a[:3]) - a[:3]
+            rig.blends[k] = _Return(animation, t0, d, v[dofs] - animation(t0, 1))
+    back = [(dofs, rig.blends[k]) for k, (start, dofs, _, _) in enumerate(rig.returns)
+            if start <= t0]
+    driven.update(d for dofs, _ in back for d in dofs)
     live = [lim for i, lims in enumerate(limits) for lim in lims
             if not driven.intersection(range(slices[i].start, slices[i].stop))]
     tracking = mech.tracking
@@ -1179,8 +1422,9 @@ def _segment(rig, t0, q, v, extra=()):
     if forces is not None:
         forces = MuscleForces(forces.muscles, forces.geometry, replace(
             forces.activation, start=forces.activation.start - t0))
-    return replace(mech, model=model, q0=q, v0=v, drive=_drive(prescribed, t0),
+    return replace(mech, model=model, q0=q, v0=v, drive=_drive(prescribed, t0, back),
                    tracking=tracking, tau=forces, limits=tuple(live),
+                   colliders=_colliders_later(mech.colliders, t0),
                    passive=mech.passive and not rig.pins and not extra,
                    duration=mech.duration - t0)
 
@@ -1363,9 +1607,10 @@ def _point_mass(model, q, body, point):
 
 def _cuts(rig):
     """The times (s, on frames) inside the shot where a rig's segments start: its bodies'
-    switches to simulated and its pins' switches on and off."""
+    switches to simulated and back and its pins' switches on and off."""
     duration = rig.mechanism.duration
     return sorted({until for until, _, _ in rig.prescribed if 0.0 < until < duration} |
+                  {t for t, *_ in rig.returns if t < duration} |
                   {t for _, spans in rig.pins for span in spans for t in span
                    if 0.0 < t < duration})
 
@@ -1426,6 +1671,7 @@ class LiveRun:
                                             if getattr(tracking, name) is not None})
         return replace(mech, model=model, q0=np.array(q, dtype=float),
                        v0=np.array(v, dtype=float), drive=drive, tracking=tracking,
+                       colliders=_colliders_later(mech.colliders, t0),
                        passive=mech.passive and not self._drag, duration=mech.duration - t0)
 
     def advance_to(self, frame, seconds=None):
@@ -1488,6 +1734,13 @@ class LiveRun:
 def _later(motion, t0):
     """``motion`` (``t -> ...``, scalar or vectorized) read ``t0`` s later."""
     return lambda t: motion(t + t0)
+
+
+def _colliders_later(colliders, t0):
+    """``colliders`` in a run that starts ``t0`` s into the shot: each moving collider's
+    motion read ``t0`` s later."""
+    return tuple(MovingCollider(c.shape, _later(c.motion, t0), c.dt_velocity, c.group)
+                 if isinstance(c, MovingCollider) else c for c in colliders)
 
 
 class RigRun(LiveRun):
@@ -1569,13 +1822,7 @@ def simulate_rig(rig, progress=None):
     local[:, roots] = world[:, roots]
     if np.any(~roots):
         local[:, ~roots] = se3.inv(world[:, parents[~roots]]) @ world[:, ~roots]
-    worst, where = 0.0, ""
-    for i, b in enumerate(rig.bodies):
-        if not rig.limits[i] or len(q) == 0:
-            continue
-        excess = float(limit_violation(b.joint, model.joints[i], q[:, rig.slices[i]]).max())
-        if excess > worst:
-            worst, where = excess, b.name
+    worst, where = _worst_excess(rig, model, q, range(len(rig.bodies)))
     drift = None
     if mechs[0].passive and len(times):
         drift = parts[0].energy_drift

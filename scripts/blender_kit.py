@@ -421,7 +421,8 @@ def remove_temporaries(out_dir: str, pid: int | None = None) -> list[str]:
 
 def bake_rigs(scene) -> list[dict]:
     """Bake every simulated rig of ``scene``: each armature with simulated bones, and the
-    scene's simulated objects as one rig, with the add-on's ``RigJob`` and ``write_keys`` as
+    scene's simulated objects as one rig, with the add-on's ``RigJob``, ``RigBatch`` (several
+    rigs simulated together, colliding) and ``write_keys`` as
     ``spline_joints.bake_rig(which='ALL')`` does (over the scene's frame range). Every rig is
     read and simulated before any is written, so when one fails (RuntimeError naming it and
     saying why) the scene is unchanged.
@@ -436,12 +437,23 @@ def bake_rigs(scene) -> list[dict]:
     rig_scene = importlib.import_module(f"{MODULE}.addon.rig_scene")
     rig_jobs = importlib.import_module(f"{MODULE}.addon.rig_jobs")
     targets = rig_scene.simulated_armatures(scene) + ([None] if rig_scene.simulated_objects(scene) else [])
-    done = []
+    labels, jobs = [], []
     for target in targets:
-        label = f"{scene.name}/{target.name if target is not None else 'objects'}"
+        labels.append(f"{scene.name}/{target.name if target is not None else 'objects'}")
         try:
-            job = rig_jobs.RigJob(scene, target)
-            job.simulate()
+            jobs.append(rig_jobs.RigJob(scene, target, len(targets) > 1))
+        except ValueError as exc:
+            raise RuntimeError(f"rig {labels[-1]}: {exc}") from None
+    if not jobs:
+        return []
+    try:
+        batch = rig_jobs.RigBatch(jobs, "Bake", None)
+    except ValueError as exc:
+        raise RuntimeError(f"rigs {', '.join(labels)}: {exc}") from None
+    batch.simulate()
+    done = []
+    for label, job in zip(labels, jobs):
+        try:
             result = job.checked_result()
         except ValueError as exc:
             raise RuntimeError(f"rig {label}: {exc}") from None

@@ -67,6 +67,10 @@ settings; the globe's camera faces where its planes go, ``mechanisms.facing_view
   Ragdoll (joints, ranges, masses and capsules from the bones' names and rest pose), lifted
   and tipped over the ground, a capsule mesh on each simulated bone (metarig_ragdoll.py);
   unbaked.
+* ``walk_hit.blend``: the meta-rig made a ragdoll in one step and keyed to walk; its bones
+  follow the walk by pose matching (Strength 1) until a ball collider hits its chest, when
+  the hips' keyed Kinematic turns off and the Strength is keyed down, and it falls
+  (walk_hit.py); unbaked.
 
 Every scene carries ``scene["spline_joints_demo_build"] = BUILD_VERSION``
 (scripts/demos/common.py) so the tests can tell a stale file.
@@ -86,7 +90,7 @@ from scripts import blender_kit as kit  # noqa: E402
 from scripts.demos import (chain_in_bowl, character_rig, gait2392_mocap, gait2392_walk,  # noqa: E402
                            knee_fit_rig, linkages, mechanisms, metarig_ragdoll, muscles,
                            ragdoll_steps,
-                           scapulothoracic_fit_rig, shoulder_reach_cone)
+                           scapulothoracic_fit_rig, shoulder_reach_cone, walk_hit)
 from scripts.demos.common import OUT  # noqa: E402
 
 #: the builder of each file that is not a core demo mechanism: ``build(out)``, or for the
@@ -100,6 +104,7 @@ RIGS = {"knee_fit_rig": knee_fit_rig.build_knee_rig,
         "ragdoll_steps": ragdoll_steps.build_ragdoll_steps,
         "chain_in_bowl": chain_in_bowl.build_chain_in_bowl,
         "metarig_ragdoll": metarig_ragdoll.build_metarig_ragdoll,
+        "walk_hit": walk_hit.build_walk_hit,
         "gait2392_muscles": muscles.build_gait_muscles,
         "arm26_biceps": muscles.build_arm26_biceps}
 LINKAGES = linkages.FILES

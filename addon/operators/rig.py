@@ -46,7 +46,9 @@ class _RigOperator(ThreadedBake):
         """Read the rigs (their previews dropped first, so the reading sees the user's poses)."""
         targets = _targets(context, self.which)
         previews.clear_previews(context.scene, targets)
-        return RigBatch([RigJob(context.scene, t) for t in targets], self.bl_label, self.write)
+        together = len(targets) > 1
+        return RigBatch([RigJob(context.scene, t, together) for t in targets], self.bl_label,
+                        self.write)
 
 
 class SPLINE_JOINTS_OT_bake_rig(_RigOperator, bpy.types.Operator):

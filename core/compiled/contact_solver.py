@@ -97,7 +97,7 @@ class ContactSteps:
         if K.plane_separation(p.ints, data.buffer, self.planes, s.vertices.ravel(),
                               s.vertex_body, s.vertex_radius) < margin:
             return True
-        if not (s.statics or (s.self_collision and len(s.shapes) > 1)):
+        if not (s.statics or s.body_pairs):
             return False
         separations = pair_contacts(*self.packed.arrays(), self.poses, len(s.shapes),
                                     s.pairs_allowed, margin)[3]

@@ -706,7 +706,7 @@ def pair_contacts(ints, rows, reals, poses, ns, allowed, margin):
     """The contacts closer than ``margin`` of the packed shapes (the arrays of
     :class:`core.compiled.pack.PackedShapes`) at the world ``poses (N, 4, 4)``: items
     ``[0, ns)`` the model's shapes, the rest the world's (never collided with each other);
-    two model shapes i, j only where ``allowed[i, j]``. The pairs are those whose world
+    a model shape i and an item j only where ``allowed[i, j]`` (``(ns, N)``). The pairs are those whose world
     boxes grown by their radius and the margin overlap, each collided as by
     :func:`core.contacts.narrow.collide` with the world side first. Returns ``(pairs (c,
     2), points (c, 3), normals (c, 3), separations (c,), features (c,))``, pairs in
@@ -751,7 +751,7 @@ def pair_contacts(ints, rows, reals, poses, ns, allowed, margin):
     c = int(0)
     for i in range(ns):
         for j in range(i + 1, N):
-            if j < ns and not allowed[i, j]:
+            if not allowed[i, j]:
                 continue
             apart = False
             for a in range(3):

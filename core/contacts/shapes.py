@@ -18,7 +18,9 @@ outside), ``edges (e, 2)`` and ``edge_dirs (d, 3)`` (unique edge directions; ``e
 
 Colliders of the world: :class:`Plane` (a half space), :class:`StaticCollider` (a shape at a
 fixed pose, which may carry a uniform scale) and :class:`MovingCollider` (a shape following
-a pose function of time).
+a pose function of time). A collider given a ``group`` leaves the bodies of that group alone
+(:class:`core.contacts.ContactSolver`'s ``groups``: the shape of one rig's animated bone meets
+the other rigs only).
 """
 
 import numpy as np
@@ -329,27 +331,30 @@ class Plane:
 
 class StaticCollider:
     """A shape fixed in the world at ``pose (4, 4)`` (a rigid transform, optionally with the
-    scales :meth:`Shape.transformed` accepts); ``shape`` holds the moved shape."""
+    scales :meth:`Shape.transformed` accepts); ``shape`` holds the moved shape. group: None,
+    or the group whose bodies it leaves alone (module docstring)."""
 
-    def __init__(self, shape, pose=None):
+    def __init__(self, shape, pose=None, group=None):
         if not isinstance(shape, Shape):
             raise InvalidInputError(f"a static collider needs a Shape, got "
                                     f"{type(shape).__name__}")
         self.shape = shape if pose is None else shape.transformed(pose)
+        self.group = group
 
 
 class MovingCollider:
     """A shape (in its own frame) moved by ``motion(t) -> (4, 4)`` rigid poses of time t
     (seconds): a kinematic body that pushes the model's bodies but is not pushed. Its point
-    velocities are central differences of the motion over ``2 dt_velocity`` seconds."""
+    velocities are central differences of the motion over ``2 dt_velocity`` seconds. group:
+    None, or the group whose bodies it leaves alone (module docstring)."""
 
-    def __init__(self, shape, motion, dt_velocity=1e-4):
+    def __init__(self, shape, motion, dt_velocity=1e-4, group=None):
         if not isinstance(shape, Shape):
             raise InvalidInputError(f"a moving collider needs a Shape, got "
                                     f"{type(shape).__name__}")
         if not callable(motion):
             raise InvalidInputError("motion must be a callable t -> (4, 4) pose")
-        self.shape, self.motion = shape, motion
+        self.shape, self.motion, self.group = shape, motion, group
         self.dt_velocity = float(dt_velocity)
         if not self.dt_velocity > 0.0:
             raise InvalidInputError(f"dt_velocity must be > 0 (s), got {dt_velocity}")

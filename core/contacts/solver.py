@@ -38,7 +38,10 @@ colliders. In a substep of length h from ``(q0, v0)``, given the integrator's en
 Self-collision collides the shapes of bodies that are not parent and child, but for the
 pairs of bodies whose shapes overlap more than ``slop`` in the start pose (the solver's
 ``start``): rigs overlap there by design, and those pairs are left out for the whole run and
-named in the report's notes. A contact whose normal or tangent no joint moves (a point on
+named in the report's notes. Several rigs simulated as one model are the solver's
+``groups``: the shapes of bodies of different groups always collide (the pairs overlapping
+at the start left out likewise), those of one group only with self-collision, and a
+collider given a group (a rig's animated bone) leaves that group's bodies alone. A contact whose normal or tangent no joint moves (a point on
 the line through the joints between its bodies: a zero row of J, so a singular W) gets no
 impulse there (:data:`core.contacts.rules.FREE_ROW_RTOL`); an impulse there changes no
 velocity.
@@ -216,10 +219,14 @@ class ContactSolver:
             contacts'.
         self_collision: also collide shapes of different bodies of the model that are not
             parent and child.
-        start: None, or the start pose ``q (nq,)`` of the runs: with self_collision, the
-            pairs of bodies whose shapes overlap more than ``slop`` there are left out of
-            self-collision (:attr:`excluded_pairs`, named in the report's notes), as
-            Bullet-based tools and Ragdoll do. Such bones overlap by design (a thick spine,
+        groups: None, or ``(nb,)`` a group per body of the model (the rig it belongs to,
+            when several rigs are one model): shapes of bodies of different groups always
+            meet, those of one group only with self_collision; a collider with a ``group``
+            leaves that group's bodies alone (:mod:`core.contacts.shapes`).
+        start: None, or the start pose ``q (nq,)`` of the runs: the pairs of bodies that
+            may collide (self_collision, groups) whose shapes overlap more than ``slop``
+            there are left out of collision (:attr:`excluded_pairs`, named in the report's
+            notes), as Bullet-based tools and Ragdoll do. Such bones overlap by design (a thick spine,
             a hip capsule around the thigh's head); colliding them would push them apart
             in the first substep, or, where their contact lies on the line through the
             joints between them, not at all. A pair resting within ``slop`` is a contact
@@ -234,7 +241,7 @@ class ContactSolver:
     """
 
     def __init__(self, model, shapes, colliders=(), limits=None, self_collision=False,
-                 start=None, friction=0.5, restitution=0.0, slop=5e-4, margin=0.01,
+                 groups=None, start=None, friction=0.5, restitution=0.0, slop=5e-4, margin=0.01,
                  bounce_threshold=0.1, iterations=50):
         self.model = model.compile()
         self.bodies, self.shapes = [], []
@@ -292,27 +299,48 @@ class ContactSolver:
         self.extents = np.array([s.extent for s in self.shapes])
         par = model.parents
         b = self.bodies
-        # body-body pairs that may collide: different bodies, not parent and child
+        if groups is None:
+            groups = np.zeros(model.nbodies, dtype=int)
+        groups = np.asarray(groups).ravel()
+        if groups.shape != (model.nbodies,):
+            raise InvalidInputError(f"contacts: give one group per body of the model "
+                                    f"({model.nbodies}), got {groups.size}")
+        group = groups[b]
+        #: each shape's body's group (shapes,)
+        self.shape_groups = group
+        # body-body pairs that may collide: different bodies, not parent and child, of
+        # different groups or with self-collision
         self._allowed = (b[:, None] != b[None, :]) & (par[b][:, None] != b[None, :]) & \
-            (par[b][None, :] != b[:, None])
+            (par[b][None, :] != b[:, None]) & \
+            (self.self_collision | (group[:, None] != group[None, :]))
         world = [c.shape for c in self.statics + self.movers]
         self.notes = tuple(s.note for s in self.shapes + world if s.note)
         # the statics' poses (their shapes are in the world frame)
         self.static_poses = np.tile(np.eye(4), (len(self.statics), 1, 1))
-        #: the pairs of bodies ``(i, j)``, i < j, left out of self-collision because their
+        #: the pairs of bodies ``(i, j)``, i < j, left out of collision because their
         #: shapes overlap more than ``slop`` at ``start`` (sorted)
         self.excluded_pairs = ()
-        if self.self_collision and start is not None:
+        if start is not None and self._allowed.any():
             self.excluded_pairs = self._start_overlaps(model.check_state(start, name="start"))
-        #: the body-body shape pairs that collide (shapes, shapes) bool
-        self.pairs_allowed = np.ascontiguousarray(self._allowed & self.self_collision)
+        #: the pairs of the model's shapes and every shape or collider that collide
+        #: (shapes, shapes + statics + movers) bool: a body-body pair of ``_allowed`` not left
+        #: out, a collider not of the shape's group
+        keep = np.array([[c.group is None or c.group != g for c in self.statics + self.movers]
+                         for g in group], dtype=bool).reshape(len(b), len(world))
+        self.pairs_allowed = np.ascontiguousarray(np.concatenate([self._allowed, keep], axis=1))
         for i, j in self.excluded_pairs:
-            self.pairs_allowed[((b == i)[:, None] & (b == j)[None, :]) |
-                               ((b == j)[:, None] & (b == i)[None, :])] = False
-        if self.excluded_pairs:
-            n = len(self.excluded_pairs)
-            names = ", ".join(f"{self.model.names[i]}/{self.model.names[j]}" for i, j in self.excluded_pairs)
-            self.notes += (f"self-collision leaves out {n} pair{'s' if n > 1 else ''} that "
+            self.pairs_allowed[:, :len(b)][((b == i)[:, None] & (b == j)[None, :]) |
+                                           ((b == j)[:, None] & (b == i)[None, :])] = False
+        #: whether any two shapes of the model may collide
+        self.body_pairs = bool(self.pairs_allowed[:, :len(b)].any())
+        for within, what in ((True, "self-collision"), (False, "collision between groups")):
+            pairs = [(i, j) for i, j in self.excluded_pairs
+                     if (groups[i] == groups[j]) == within]
+            if not pairs:
+                continue
+            n = len(pairs)
+            names = ", ".join(f"{self.model.names[i]}/{self.model.names[j]}" for i, j in pairs)
+            self.notes += (f"{what} leaves out {n} pair{'s' if n > 1 else ''} that "
                            f"overlap{'' if n > 1 else 's'} in the start pose: {names}; "
                            f"{'they pass' if n > 1 else 'it passes'} through each other",)
         items = self.shapes + world
@@ -341,9 +369,9 @@ class ContactSolver:
         self.reset()
 
     def _start_overlaps(self, q):
-        """The pairs of bodies that self-collision may collide whose shapes overlap more than
-        ``slop`` at ``q (nq,)``: sorted ``(i, j)`` body indices, i < j. Found by the numpy
-        narrow phase (:func:`core.contacts.narrow.collide`) on either backend."""
+        """The pairs of bodies that may collide (self-collision, groups) whose shapes overlap
+        more than ``slop`` at ``q (nq,)``: sorted ``(i, j)`` body indices, i < j. Found by the
+        numpy narrow phase (:func:`core.contacts.narrow.collide`) on either backend."""
         data = self.model.create_data()
         T = update_kinematics(self.model, data, q)
         posed = [Posed(x, T[b]) for b, x in zip(self.bodies, self.shapes)]
@@ -397,7 +425,7 @@ class ContactSolver:
                               material[:, 0], material[:, 1],
                               contact_keys(0, pi, si, self.vertex_local[ks]),
                               np.full(len(ks), -1)))
-        if self.statics or self.movers or (self.self_collision and len(self.shapes) > 1):
+        if self.statics or self.movers or self.body_pairs:
             parts.append(self._pair_contacts(T, t, margin))
         return ContactSet.join([x for x in parts if x is not None and len(x[4])])
 
@@ -416,7 +444,7 @@ class ContactSolver:
             lo, hi = zip(*(x.bounds(margin) for x in every))
             found = []
             for i, j in sweep_and_prune(np.array(lo), np.array(hi)):
-                if i >= ns or (j < ns and not self.pairs_allowed[i, j]):
+                if i >= ns or not self.pairs_allowed[i, j]:
                     continue                              # world with world, or not allowed
                 A, B = (every[j], every[i]) if j >= ns else (every[i], every[j])
                 found += [(i, j, p, n, sep, k) for p, n, sep, k in collide(A, B, margin)]

@@ -249,7 +249,9 @@ class Mechanism:
             every step (:meth:`contact_solver`). self_collision: the shapes of bodies that
             are not parent and child also meet each other (then shapes alone make contacts),
             except the pairs that overlap at q0 (the solver's ``start``; its report's notes
-            name them).
+            name them). groups: None, or ``(nb,)`` a group per body (the rig of each body when
+            several rigs are one model): shapes of different groups meet without
+            self_collision (:class:`core.contacts.ContactSolver`).
         passive: True if nothing drives, damps or stops the motion (energy is conserved).
         info: free-form facts for the demo table (e.g. reference data used).
         step_limit: None or ``(nv,)`` the most each coordinate may move per substep at its
@@ -286,6 +288,7 @@ class Mechanism:
     colliders: tuple = ()
     friction: float = 0.5
     self_collision: bool = False
+    groups: tuple = None
     step_limit: np.ndarray = None
     tau: object = None
 
@@ -322,12 +325,14 @@ class Mechanism:
     def contact_solver(self, limits):
         """The :class:`core.contacts.ContactSolver` of the mechanism's shapes and colliders
         sharing the :class:`core.limits.LimitSolver` ``limits`` (or None), or None when
-        nothing can touch: no shapes, or no colliders without self-collision. Its start
-        pose is q0 (the self-collision pairs overlapping there are left out)."""
-        if not (self.shapes and (self.colliders or self.self_collision)):
+        nothing can touch: no shapes, or no colliders without self-collision or groups. Its
+        start pose is q0 (the pairs that may collide overlapping there are left out)."""
+        if not (self.shapes and (self.colliders or self.self_collision or
+                                 self.groups is not None)):
             return None
         return ContactSolver(self.model, list(self.shapes), list(self.colliders), limits=limits,
-                             self_collision=self.self_collision, start=self.q0,
+                             self_collision=self.self_collision, groups=self.groups,
+                             start=self.q0,
                              friction=self.friction, restitution=self.restitution)
 
     def record_floats(self):

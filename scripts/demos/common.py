@@ -42,6 +42,7 @@ VIEWS = {
     "ragdoll_steps": (1.0, -0.35, 0.3),
     "chain_in_bowl": (0.5, -1.0, 0.7),
     "metarig_ragdoll": (0.35, -1.0, 0.35),
+    "walk_hit": (1.0, -0.2, 0.35),
 }
 #: OpenSim pelvis/thorax frame in the world (OpenSim y up = world z)
 T_WORLD_OPENSIM = np.array([[1.0, 0, 0, 0], [0, 0, -1.0, 0], [0, 1.0, 0, 0], [0, 0, 0, 1.0]])

@@ -30,11 +30,22 @@ MASS = 75.0
 SKIN = (0.85, 0.62, 0.45, 1.0)
 
 
+def capsule_meshes(arm) -> None:
+    """A capsule mesh of each simulated bone's collision capsule, parented to the bone."""
+    display = kit.addon_module("core.display")
+    for pb in arm.pose.bones:
+        s = pb.spline_joints_sim
+        if s.enabled:
+            length, r = pb.bone.length, s.collision_radius
+            kit.bone_mesh(arm, pb.name, f"capsule.{pb.name}",
+                          display.capsule(r, length + 2.0 * r, axis=1), SKIN,
+                          kit.translation((0.0, 0.5 * length, 0.0)))
+
+
 def build_metarig_ragdoll(out: Path) -> None:
     """``metarig_ragdoll.blend`` (module docstring)."""
     import bpy
 
-    display = kit.addon_module("core.display")
     scene = kit.new_scene(FPS, FRAMES, "metarig_ragdoll")
     bpy.ops.preferences.addon_enable(module="rigify")
     bpy.ops.object.armature_human_metarig_add()
@@ -43,13 +54,7 @@ def build_metarig_ragdoll(out: Path) -> None:
     bpy.ops.object.mode_set(mode="POSE")
     assert bpy.ops.spline_joints.make_ragdoll(total_mass=MASS) == {"FINISHED"}
     bpy.ops.object.mode_set(mode="OBJECT")
-    for pb in arm.pose.bones:
-        s = pb.spline_joints_sim
-        if s.enabled:
-            length, r = pb.bone.length, s.collision_radius
-            kit.bone_mesh(arm, pb.name, f"capsule.{pb.name}",
-                          display.capsule(r, length + 2.0 * r, axis=1), SKIN,
-                          kit.translation((0.0, 0.5 * length, 0.0)))
+    capsule_meshes(arm)
     scene.spline_joints_sim.use_ground = True
     reach = np.array([[x, y, z] for x in (-1.2, 1.2) for y in (-0.6, 0.6) for z in (0.0, LIFT + 2.05)])
     kit.ground_quad(scene, reach[[0, 4, 6, 2]] * [1.4, 1.6, 0.0])

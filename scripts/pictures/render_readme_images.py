@@ -26,6 +26,9 @@ Stills (8-bit PNG, each well under 300 kB):
   (its tail and shins simulated), 8 frames.
 * ``ragdoll_steps.png``, ``chain_in_bowl.png`` (``contacts``): titled contact sheets of the
   baked contact demos (the ragdoll down the steps, the chain into the bowl), 8 frames each.
+* ``metarig_ragdoll.png``, ``walk_hit.png`` (``ragdolls``): titled contact sheets of the
+  baked ragdoll demos (the meta-rig made a ragdoll in one step and dropped; the walking
+  meta-rig hit by a ball and falling), 8 frames each.
 * ``gait2392_walk.png``: the two gait2392 models of gait2392_walk.blend (exact OpenSim knees,
   fitted spline knees) at mid-stride (:data:`GAIT_FRAME`), through the demo's own camera.
 * ``gait2392_mocap.png`` (``mocap``): the scaled gait2392 subject of gait2392_mocap.blend
@@ -133,6 +136,11 @@ def contacts(bpy, out: Path, baked=None) -> list[Path]:
     return [sheet(bpy, name, out, baked) for name in ("ragdoll_steps", "chain_in_bowl")]
 
 
+def ragdolls(bpy, out: Path, baked=None) -> list[Path]:
+    """:func:`sheet` of the ragdoll demos (scripts/demos/metarig_ragdoll.py, scripts/demos/walk_hit.py)."""
+    return [sheet(bpy, name, out, baked) for name in ("metarig_ragdoll", "walk_hit")]
+
+
 def linkages(bpy, out: Path, baked=None) -> list[Path]:
     """:func:`sheet` of every linkage demo (scripts/demos/linkages.py's FILES)."""
     return [sheet(bpy, name, out, baked) for name in LINKAGE_FILES]
@@ -218,7 +226,8 @@ def animations(bpy, out: Path, baked=None, names=None) -> list[Path]:
 
 
 MAKERS = {"knee": knee, "reach_cone": reach_cone, "beads": beads, "character": character, "scapula": scapula,
-          "gait": gait, "mocap": mocap, "linkages": linkages, "contacts": contacts, "animations": animations}
+          "gait": gait, "mocap": mocap, "linkages": linkages, "contacts": contacts, "ragdolls": ragdolls,
+          "animations": animations}
 
 
 def main(argv: list[str]) -> int:

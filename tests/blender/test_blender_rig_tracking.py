@@ -1,7 +1,8 @@
 """Directing a rig's simulation in Blender: a keyed Kinematic switch starts the simulation
-with the animation's velocities, a keyed Pin acts on the frames it is on, a free root
-following its keyed world motion (Follow: Global) stays on it, and a Strength of NaN is
-refused with the scene left as it was."""
+with the animation's velocities, Kinematic keyed on again lands the bones back on their
+animation, a keyed Pin acts on the frames it is on, a free root following its keyed world
+motion (Follow: Global) stays on it, and a Strength of NaN is refused with the scene left as
+it was."""
 
 import numpy as np
 
@@ -80,6 +81,54 @@ def scenario_kinematic_switch(tmp):
         assert np.abs(res.q[-1, s] - coords(FRAMES[1] - FRAMES[0])).max() > 1e-3  # simulated
     assert worst_before < 1e-9 and worst_start < 1e-6, (worst_before, worst_start)
     return {"before": worst_before, "start": worst_start}
+
+
+def scenario_kinematic_back_on(tmp):
+    """The tail keyed Kinematic on at frame 1, off at SWITCH and on again at BACK: the rig
+    reads the return (kinematic_from), the bake lands on the animation RETURN_TIME after
+    BACK and follows it to the end; a Kinematic keyed off a third time is refused naming its
+    frame, nothing written."""
+    import bpy
+
+    from scenes import addon_module
+
+    addon_module("core.backend").use("numpy")  # no kernel compile in this fresh user folder
+    rig_jobs, core_rig = addon_module("addon.rig_jobs"), addon_module("core.rig")
+    obj = _walk()
+    back = SWITCH + 6
+    for k in range(N_TAIL):
+        s = obj.pose.bones[f"tail.{k:03d}"].spline_joints_sim
+        for frame, on in ((1, True), (SWITCH, False), (back, True)):
+            s.kinematic = on
+            obj.keyframe_insert(f'pose.bones["tail.{k:03d}"].spline_joints_sim.kinematic',
+                                frame=frame)
+    scene = bpy.context.scene
+    job = rig_jobs.RigJob(scene, obj)
+    rig = job.rig
+    job.simulate()
+    res = job.checked_result()
+    landed = back - FRAMES[0] + int(round(core_rig.RETURN_TIME * 24.0))
+    worst = 0.0
+    for k in range(N_TAIL):
+        i = [b.name for b in rig.bodies].index(f"tail.{k:03d}")
+        body, s = rig.bodies[i], rig.slices[i]
+        assert body.kinematic_from == (back - FRAMES[0]) / 24.0
+        joint = rig.mechanism.model.joints[i]
+        for f in range(landed, FRAMES[1] - FRAMES[0] + 1):
+            T = body.T_rest @ joint.transform(res.q[f, s])
+            worst = max(worst, np.abs(T - body.motion[f]).max())
+    assert worst < 1e-6, worst
+    s = obj.pose.bones["tail.000"].spline_joints_sim
+    s.kinematic = False
+    obj.keyframe_insert('pose.bones["tail.000"].spline_joints_sim.kinematic', frame=back + 4)
+    try:
+        bpy.ops.spline_joints.bake_rig()
+    except RuntimeError as err:
+        assert f"keyed off again at frame {back + 4}" in str(err), str(err)
+    else:
+        raise AssertionError("a second departure from the animation was accepted")
+    assert not obj.animation_data.nla_tracks
+    return {"worst": worst}
 
 
 def scenario_pin_keyed(tmp):
@@ -204,6 +253,10 @@ def scenario_nan_strength(tmp):
 
 def test_a_keyed_walk_switching_to_simulated_starts_with_its_velocities(blender):
     blender(scenario_kinematic_switch)
+
+
+def test_kinematic_keyed_back_on_lands_on_the_animation(blender):
+    blender(scenario_kinematic_back_on)
 
 
 def test_a_keyed_pin_acts_on_its_frames(blender):

@@ -10,7 +10,7 @@ import pytest
 from core.errors import InvalidInputError
 from core.joints.lower_pairs import Revolute
 from core.lie import se3
-from core.rig import TRACK_FREQUENCY, RigBody, RigJoint, build_rig, simulate_rig
+from core.rig import RETURN_TIME, TRACK_FREQUENCY, RigBody, RigJoint, build_rig, simulate_rig
 
 FPS = 24.0
 L = 0.4
@@ -163,3 +163,40 @@ def test_a_switch_needs_an_animation():
     with pytest.raises(InvalidInputError, match="bone0.*no animation"):
         build_rig([RigBody(**{**bone.__dict__, "motion": None, "motion_times": None,
                               "simulate_from": 0.5})])
+
+
+def test_a_bone_keyed_back_to_kinematic_lands_on_its_animation_without_a_jump():
+    """Bones simulated from frame 12 and keyed back to kinematic at frame 24: up to frame 24
+    the run is the one that stays simulated (same state and rates at the switch: no jump in
+    position or velocity), the step after it stays within the blend's second-order bound
+    ``h^2 / 2 max|a|`` (``a`` the animation's acceleration plus the Hermite offset's, ``6
+    |d0| / T^2 + 4 |d1| / T``), and from RETURN_TIME later the bones follow their animation
+    exactly."""
+    back = 24
+    bodies = [RigBody(**{**b.__dict__, "strength": 0.0, "simulate_from": 0.5,
+                         "kinematic_from": back / FPS}) for b in _chain(1.0)]
+    returned = simulate_rig(build_rig(bodies, fps=FPS, duration=TIMES[-1]))
+    stayed = simulate_rig(build_rig([RigBody(**{**b.__dict__, "kinematic_from": None})
+                                     for b in bodies], fps=FPS, duration=TIMES[-1]))
+    assert np.abs(returned.q[:back + 1] - stayed.q[:back + 1]).max() < 1e-12
+    assert np.abs(returned.v[:back + 1] - stayed.v[:back + 1]).max() < 1e-12
+    landed = back + int(round(RETURN_TIME * FPS))
+    assert np.abs(returned.q[landed:] - ANGLES[landed:]).max() < 1e-9
+    d0, d1 = stayed.q[back] - ANGLES[back], stayed.v[back] - 0.5 * 2 * np.pi * np.cos(
+        2 * np.pi * TIMES[back] + np.arange(N))
+    a = (0.5 * (2 * np.pi) ** 2 + 6 * np.abs(d0) / RETURN_TIME ** 2 +
+         4 * np.abs(d1) / RETURN_TIME) * 1.05          # the spline's own error: a few %
+    h = 1.0 / FPS
+    step = np.abs(returned.q[back + 1] - returned.q[back] - h * returned.v[back])
+    assert np.all(step <= 0.5 * h * h * a), (step, 0.5 * h * h * a)
+    assert np.abs(stayed.q[back] - ANGLES[back]).max() > 0.1     # it had fallen away
+
+
+def test_a_return_needs_an_animation_and_a_time_after_the_switch():
+    bone = _chain(0.0)[0]
+    with pytest.raises(InvalidInputError, match="bone0.*no animation to return to"):
+        build_rig([RigBody(**{**bone.__dict__, "motion": None, "motion_times": None,
+                              "kinematic_from": 0.5})])
+    with pytest.raises(InvalidInputError, match="bone0.*before it is simulated"):
+        build_rig([RigBody(**{**bone.__dict__, "simulate_from": 0.5, "kinematic_from": 0.25})],
+                  fps=FPS, duration=1.0)
