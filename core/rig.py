@@ -1275,6 +1275,7 @@ def build_rigs(parts, **options):
             groups.append(g)
         pins += [replace(pin, body=f"{part.name}/{pin.body}") for pin in part.pins]
         muscles += [replace(m, name=f"{part.name}/{m.name}",
+                            parameters=replace(m.parameters, name=f"{part.name}/{m.name}"),
                             points=tuple((f"{part.name}/{body}" if body else body, point)
                                          for body, point in m.points))
                     for m in part.muscles]

@@ -223,3 +223,32 @@ def test_both_backends_find_the_same_contacts_between_groups():
         assert np.all(hit >= 4)                           # chain b's bodies only
         post_hits += len(hit)
     assert post_hits > 0 and len(ref.shapes) == 6
+
+
+def test_each_rigs_muscles_pull_in_the_joint_run_and_come_back_with_its_result():
+    """A rig's muscles go into the joint run with their bodies (named ``part/muscle``) and
+    come back in the part's result under their own names: an arm whose biceps is fully active
+    next to a chain, without gravity, flexes its elbow as the arm alone does. The two
+    runs solve the same decoupled equations in different orders (the chain's coordinates in
+    between), so they agree to the integration's rounding: a relative 1e-9 is 1e3 steps of
+    a few ulps each, amplified by the flexing elbow's conditioning of order one."""
+    from core.muscles import hill
+    from core.rig import RigMuscle
+    at_elbow = np.eye(4)
+    at_elbow[1, 3] = 0.3
+    arm = (RigBody("upper", -1, np.eye(4), RigJoint("fixed"), mass=2.0),
+           RigBody("fore", 0, at_elbow, RigJoint("hinge", axis=(1.0, 0.0, 0.0)), mass=1.0,
+                   com=(0.0, 0.15, 0.0)))
+    biceps = RigMuscle("biceps", (("upper", (0.0, 0.05, 0.03)), ("fore", (0.0, 0.04, 0.03))),
+                       hill.HillParameters("biceps", 600.0, 0.1, 0.19), 1.0)
+    options = dict(gravity=(0.0, 0.0, 0.0), fps=FPS, duration=0.5)
+    rig = build_rigs([RigPart("arm", arm, (), (biceps,)),
+                      RigPart("b", _chain((2.0, 0.0, 1.0), False))], **options)
+    alone = simulate_rig(build_rig(arm, muscles=[biceps], **options))
+    arm_result, chain_result = part_results(rig, simulate_rig(rig))
+    assert arm_result.muscles == ("biceps",) and chain_result.muscles == ()
+    assert chain_result.tension is None and chain_result.activation is None
+    np.testing.assert_array_equal(arm_result.activation, 1.0)
+    assert abs(alone.q[-1, 0]) > 0.5                              # the elbow flexed
+    np.testing.assert_allclose(arm_result.q, alone.q, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(arm_result.tension, alone.tension, rtol=1e-9)
