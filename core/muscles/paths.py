@@ -231,7 +231,7 @@ def _osim_kinematics(model, q):
     start = 0
     for j in model.joints:
         n = len(j.coordinates)
-        G, S = j.joint.evaluate(q[start:start + n])[:2] if n else (j.joint.transform(
+        G, S = j.joint.motion(q[start:start + n]) if n else (j.joint.transform(
             np.zeros(0)), np.zeros((6, 0)))
         T_M = poses[j.parent] @ j.parent_offset @ G
         J = jac[j.parent].copy()
