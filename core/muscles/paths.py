@@ -418,8 +418,8 @@ def _apply_wraps(kin, path, nodes, where):
                 if result[i] == wrap.WRAPPED:
                     _freeze(frozen, a, b)
                     R, o = T[:3, :3], T[:3, 3]
-                    change = (np.linalg.norm(a.g - R @ wr.r1 - o) + wr.length
-                              + np.linalg.norm(b.g - R @ wr.r2 - o) - np.linalg.norm(a.g - b.g))
+                    change = (wrap.norm(a.g - R @ wr.r1 - o) + wr.length
+                              + wrap.norm(b.g - R @ wr.r2 - o) - wrap.norm(a.g - b.g))
                     if change < least:
                         best, best_at, least = wr, j, change
             if best is not None:
@@ -468,7 +468,7 @@ def _generalized(kin, state):
         if b.wrap and a.wrap == b.wrap:
             continue
         d = b.g - a.g
-        norm = float(np.linalg.norm(d))
+        norm = wrap.norm(d)
         u = d / norm if norm > 0.0 else np.full(3, np.nan)
         if a.body != b.body:
             for node, f in ((a, u), (b, -u)):
@@ -535,7 +535,7 @@ def _speed(kin, nodes, v):
         d = b.g - a.g
         norm = math.sqrt(float(d @ d))
         rel = vb - va
-        speed += float(np.linalg.norm(rel)) if norm < _EPS else float(d @ rel) / norm
+        speed += wrap.norm(rel) if norm < _EPS else float(d @ rel) / norm
     return speed
 
 
