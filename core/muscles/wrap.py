@@ -149,6 +149,13 @@ def _closest_on_line(pt, line_pt, line):
     return line_pt + t * v2, (t / mag2 if mag2 else math.nan)
 
 
+def _closest_on_axis(pt):
+    """:func:`_closest_on_line` of ``pt`` on the cylinder's axis (through ``_AXIS_POINT``
+    along the unit ``_AXIS``), by the same arithmetic with its zero products dropped."""
+    v1, mag = _unit(pt - _AXIS_POINT)
+    return np.array([0.0, 0.0, _AXIS_POINT[2] + float(v1[2]) * mag])
+
+
 def _intersect_lines(p1, p2, p3, p4):
     """Closest points of the lines p1-p2 and p3-p4 (WrapMath::IntersectLines):
     ``(point on the first, s, point on the second, t)`` with s, t along the segments;
@@ -212,8 +219,8 @@ def _cylinder(obj, P1, P2, single):
         if not crosses:
             return NO_WRAP
         code = MANDATORY_WRAP
-    p11, _ = _closest_on_line(P1, _AXIS_POINT, _AXIS)
-    p22, _ = _closest_on_line(P2, _AXIS_POINT, _AXIS)
+    p11 = _closest_on_axis(P1)
+    p22 = _closest_on_axis(P2)
     candidates = []
     for P, pa in ((P1, p11), (P2, p22)):
         vv, p_dist = _unit(P - pa)
@@ -272,7 +279,7 @@ def _cylinder(obj, P1, P2, single):
     # the apex: where the plane of the two ends meets the cylinder between them
     t = p11_dist / (p11_dist + p22_dist)
     mpt = P1 + t * (P2 - P1)
-    axispt, _ = _closest_on_line(mpt, _AXIS_POINT, _AXIS)
+    axispt = _closest_on_axis(mpt)
     l1, _ = _unit(P1 - axispt)
     l2, _ = _unit(P2 - axispt)
     normal, _ = _unit(_unit(so3.cross(l1, l2))[0])
@@ -311,8 +318,8 @@ def _spiral(R, P1, P2, r1, r2, far_side, single):
     tangent points slid until the path is tangent within 0.1 degree (several wraps only)."""
     sense = -1.0 if far_side else 1.0
     for iteration in range(_MAX_SPIRAL_ITERATIONS + 1):
-        r1a, _ = _closest_on_line(r1, _AXIS_POINT, _AXIS)
-        r2a, _ = _closest_on_line(r2, _AXIS_POINT, _AXIS)
+        r1a = _closest_on_axis(r1)
+        r2a = _closest_on_axis(r2)
         axial = float((r2a - r1a) @ _AXIS)
         uu, vv = r1 - r1a, r2 - r2a
         theta = math.atan2(float(so3.cross(uu, vv) @ _AXIS), float(uu @ vv))
