@@ -90,6 +90,10 @@ class Joint:
         """``(G, S, H)`` in one pass; the dynamics algorithms call this."""
         return self.transform(q), self.jacobian(q), self.hessian(q)
 
+    def motion(self, q):
+        """``(G, S)``: :meth:`evaluate` without the Hessian, for callers that need no H."""
+        return self.evaluate(q)[:2]
+
     def transforms(self, qs):
         """Batched ``G`` for many coordinates: ``qs: (N, nq) -> (N, 4, 4)``.
 

@@ -888,6 +888,19 @@ class CustomJoint(_OpenSimJoint):
         coordinate, or a few for a function of several): scalar function values from
         :meth:`Function.at`, 3-vectors as small arrays.
         """
+        return _assemble(*self._sums(q, True))
+
+    def motion(self, q):
+        """``(G, S)`` of :meth:`evaluate` without its Hessian, by the same sums."""
+        R, p, W, _, dp, _ = self._sums(q, False)
+        G = np.eye(4)
+        G[:3, :3] = R
+        G[:3, 3] = p
+        return G, np.concatenate([W, R.T @ dp])
+
+    def _sums(self, q, second):
+        """``(R, p, W, dW, dp, d2p)`` for :func:`_assemble` (``dW``, ``d2p`` None unless
+        ``second``)."""
         q = self.check_q(q).tolist()
         nq = self.nq
         axis = self._derivatives(q)
@@ -898,14 +911,16 @@ class CustomJoint(_OpenSimJoint):
         a = self.axes
         w = (R23.T @ a[0], R3.T @ a[1], a[2])          # the unit-rate angular columns
         W = np.zeros((3, nq))
-        dW = np.zeros((nq, 3, nq))
         dp = np.zeros((3, nq))
-        d2p = np.zeros((nq, 3, nq))
+        dW = np.zeros((nq, 3, nq)) if second else None
+        d2p = np.zeros((nq, 3, nq)) if second else None
         p = np.zeros(3)
         for k in range(3):
             _, J, D = axis[k]
             for j, d1 in J.items():
                 W[:, j] += d1 * w[k]
+            if not second:
+                continue
             for (i, j), d2 in D.items():
                 dW[i, :, j] += d2 * w[k]
             for m in range(k + 1, 3):
@@ -920,9 +935,10 @@ class CustomJoint(_OpenSimJoint):
             p += v * a[k]
             for j, d1 in J.items():
                 dp[:, j] += d1 * a[k]
-            for (i, j), d2 in D.items():
-                d2p[i, :, j] += d2 * a[k]
-        return _assemble(R, p, W, dW, dp, d2p)
+            if second:
+                for (i, j), d2 in D.items():
+                    d2p[i, :, j] += d2 * a[k]
+        return R, p, W, dW, dp, d2p
 
     def transform(self, q):
         """``G(q)`` alone (the axis values, no derivatives): ``(4, 4)``."""

@@ -188,25 +188,24 @@ class OsimPaths:
     core model's coordinate names (its q, in order), ``muscles`` the muscle names. Each call
     takes one :func:`core.muscles.paths.path_kinematics` of the pose (the locked coordinates
     at their defaults) and every path's length, lengthening speed (OpenSim's
-    ``getLengtheningSpeed``) and moment arms about the free coordinates
-    (:mod:`core.muscles.paths`)."""
+    ``getLengtheningSpeed``) and moment arms about the free coordinates, the paths without
+    wraps batched (:class:`core.muscles.paths.PathSet`)."""
 
     def __init__(self, model, names, muscles):
         self.model = model
         index = {n: i for i, n in enumerate(model.coordinate_names)}
         self.free = np.array([index[n] for n in names], dtype=int)
-        self.paths = [model.muscles[name].path for name in muscles]
+        self.paths = paths.PathSet(model, [model.muscles[name].path for name in muscles],
+                                   muscles)
         self.q_full = model.default_q()
-        self.arms = np.zeros((len(self.paths), len(names)))
+        self.arms = np.zeros((len(muscles), len(names)))
 
     def lengths_and_speeds(self, q, v):
         qf, vf = self.q_full.copy(), np.zeros_like(self.q_full)
         qf[self.free], vf[self.free] = q, v
         kin = paths.path_kinematics(self.model, qf)
-        lengths, speeds = np.empty(len(self.paths)), np.empty(len(self.paths))
-        for i, path in enumerate(self.paths):
-            lengths[i], speeds[i], arms = paths.path_measures(kin, path, vf)
-            self.arms[i] = arms[self.free]
+        lengths, speeds, arms = self.paths.measures(kin, vf)
+        self.arms = arms[:, self.free]
         return lengths, speeds
 
     def generalized_forces(self, tension):

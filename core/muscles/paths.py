@@ -52,7 +52,8 @@ from . import wrap
 __all__ = ["PathPoint", "ConditionalPathPoint", "MovingPathPoint", "PathWrap",
            "GeometryPath", "Muscle", "PathKinematics", "PathState", "MUSCLE_KINDS",
            "WRAP_METHODS", "path_kinematics", "path_geometry", "path_length",
-           "lengthening_speed", "moment_arms", "path_measures", "path_generalized_forces",
+           "lengthening_speed", "moment_arms", "path_measures", "PathSet",
+           "path_generalized_forces",
            "spanned_coordinates"]
 
 #: OpenSim muscle classes whose paths and parameters are read (older ones by name)
@@ -230,7 +231,7 @@ def _osim_kinematics(model, q):
     start = 0
     for j in model.joints:
         n = len(j.coordinates)
-        G, S = j.joint.evaluate(q[start:start + n])[:2] if n else (j.joint.transform(
+        G, S = j.joint.motion(q[start:start + n]) if n else (j.joint.transform(
             np.zeros(0)), np.zeros((6, 0)))
         T_M = poses[j.parent] @ j.parent_offset @ G
         J = jac[j.parent].copy()
@@ -417,8 +418,8 @@ def _apply_wraps(kin, path, nodes, where):
                 if result[i] == wrap.WRAPPED:
                     _freeze(frozen, a, b)
                     R, o = T[:3, :3], T[:3, 3]
-                    change = (np.linalg.norm(a.g - R @ wr.r1 - o) + wr.length
-                              + np.linalg.norm(b.g - R @ wr.r2 - o) - np.linalg.norm(a.g - b.g))
+                    change = (wrap.norm(a.g - R @ wr.r1 - o) + wr.length
+                              + wrap.norm(b.g - R @ wr.r2 - o) - wrap.norm(a.g - b.g))
                     if change < least:
                         best, best_at, least = wr, j, change
             if best is not None:
@@ -467,7 +468,7 @@ def _generalized(kin, state):
         if b.wrap and a.wrap == b.wrap:
             continue
         d = b.g - a.g
-        norm = float(np.linalg.norm(d))
+        norm = wrap.norm(d)
         u = d / norm if norm > 0.0 else np.full(3, np.nan)
         if a.body != b.body:
             for node, f in ((a, u), (b, -u)):
@@ -534,7 +535,7 @@ def _speed(kin, nodes, v):
         d = b.g - a.g
         norm = math.sqrt(float(d @ d))
         rel = vb - va
-        speed += float(np.linalg.norm(rel)) if norm < _EPS else float(d @ rel) / norm
+        speed += wrap.norm(rel) if norm < _EPS else float(d @ rel) / norm
     return speed
 
 
@@ -568,3 +569,132 @@ def path_generalized_forces(model, q, path, tension, where="path"):
     (a path in tension pulls its points together, ``r = -dL/dq``)."""
     return float(tension) * moment_arms(model, q, path, where=where)
 
+
+
+class PathSet:
+    """Many paths of one OpenSim model measured together at a pose: ``measures(kin, v)``
+    gives every path's length, lengthening speed and moment arms, what :func:`path_measures`
+    gives path by path, with the paths without wraps batched: every point of every such path
+    in one array, located by one transform of its body's pose (a moving point: its functions
+    first), the active points' consecutive pairs inside a path its segments, and the point
+    forces of a unit tension in each path summed into one wrench per path and body, then
+    projected on the bodies' Jacobians at once. The same arithmetic as :func:`path_measures`
+    but for the order of its sums; paths with wraps go through :func:`path_measures`.
+
+    model: an OsimModel; paths: GeometryPaths; names: one per path, for messages. Raises
+    InvalidInputError naming a point on a body or a coordinate the model does not have."""
+
+    def __init__(self, model, paths, names):
+        coordinates = tuple(model.coordinate_names)
+        self.bodies = ("ground",) + tuple(j.child for j in model.joints)
+        body_index = {b: i for i, b in enumerate(self.bodies)}
+        self.names = tuple(names)
+        self.wrapped = [(m, path) for m, path in enumerate(paths) if path.wraps]
+        body, local, muscle, conditional, moving = [], [], [], [], []
+        for m, (path, name) in enumerate(zip(paths, self.names)):
+            where = f"muscle {name!r}"
+            if len(path.points) < 2:
+                raise InvalidInputError(f"{where}: a path needs at least two points, it has "
+                                        f"{len(path.points)}")
+            if path.wraps:
+                continue
+            for pt in path.points:
+                if pt.body not in body_index:
+                    raise InvalidInputError(f"{where}: path point {pt.name!r} is on body "
+                                            f"{pt.body!r}, which the model does not have")
+                k = len(body)
+                body.append(body_index[pt.body])
+                local.append(pt.location)
+                muscle.append(m)
+                if isinstance(pt, ConditionalPathPoint):
+                    i = _coordinate(coordinates, pt.coordinate,
+                                    f"{where}: conditional path point {pt.name!r}")
+                    conditional.append((k, i, pt.range[0] - CONDITIONAL_SLACK,
+                                        pt.range[1] + CONDITIONAL_SLACK))
+                if isinstance(pt, MovingPathPoint):
+                    functions = tuple(
+                        (axis, _coordinate(coordinates, item[0],
+                                           f"{where}: moving path point {pt.name!r}"), item[1])
+                        for axis, item in enumerate(pt.functions) if item is not None)
+                    moving.append((k, pt.location, pt.frame, functions))
+        self.m = len(paths)
+        self.body = np.array(body, dtype=int)
+        self.local = np.array(local, dtype=float).reshape(-1, 3)
+        self.muscle = np.array(muscle, dtype=int)
+        self.conditional = conditional
+        self.moving = moving
+        self.always = np.ones(len(body), dtype=bool)
+
+    def measures(self, kin, v):
+        """``(lengths (m,), speeds (m,), arms (m, nq))`` at the pose ``kin`` (a
+        :func:`path_kinematics` of the model) and checked rates ``v`` (nq,)."""
+        nq, nb = len(kin.q), len(self.bodies)
+        lengths, speeds, arms = np.zeros(self.m), np.zeros(self.m), np.zeros((self.m, nq))
+        poses = np.stack([kin.poses[b] for b in self.bodies])
+        J = np.stack([kin.jacobians[b] for b in self.bodies])          # (nb, 6, nq)
+        R, o = poses[self.body, :3, :3], poses[self.body, :3, 3]
+        P = np.einsum("kij,kj->ki", R, self.local) + o
+        active = self.always.copy()
+        q = kin.q
+        for k, i, lo, hi in self.conditional:
+            active[k] = lo <= q[i] <= hi
+        twists = J @ v                                                  # (nb, 6)
+        V = twists[self.body]
+        vp = so3.cross(V[:, :3], P) + V[:, 3:]
+        dP = []                                  # (point, coordinate, world dp/dq (3,))
+        for k, location, frame, functions in self.moving:
+            x = location.copy()
+            rows = []
+            for axis, i, f in functions:
+                lo, hi = kin.ranges[i]
+                xi = float(q[i])
+                x[axis], slope, _ = f.at(min(max(xi, lo), hi))
+                if lo <= xi <= hi:
+                    rows.append((axis, i, slope))
+            Rk = R[k] @ frame[:3, :3]
+            P[k] = Rk @ x + R[k] @ frame[:3, 3] + o[k]
+            vp[k] = so3.cross(V[k, :3], P[k]) + V[k, 3:]
+            for axis, i, slope in rows:
+                dp = Rk[:, axis] * slope
+                dP.append((k, i, dp))
+                vp[k] += dp * v[i]
+        idx = np.flatnonzero(active)
+        same = self.muscle[idx[:-1]] == self.muscle[idx[1:]]
+        a, b = idx[:-1][same], idx[1:][same]
+        seg_m = self.muscle[a]
+        d = P[b] - P[a]
+        norm = np.sqrt(np.einsum("si,si->s", d, d))
+        lengths += np.bincount(seg_m, norm, minlength=self.m)
+        rel = vp[b] - vp[a]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rate = np.where(norm < _EPS, np.sqrt(np.einsum("si,si->s", rel, rel)),
+                            np.einsum("si,si->s", d, rel) / norm)
+            u = np.where(norm[:, None] > 0.0, d / norm[:, None], np.nan)
+        speeds += np.bincount(seg_m, rate, minlength=self.m)
+        F = np.zeros_like(P)
+        across = self.body[a] != self.body[b]
+        np.add.at(F, a[across], u[across])
+        np.add.at(F, b[across], -u[across])
+        wrench = np.concatenate([so3.cross(P, F), F], axis=1)         # (K, 6)
+        slot = self.muscle * nb + self.body
+        W = np.zeros((self.m * nb, 6))
+        np.add.at(W, slot, wrench)
+        arms += np.einsum("mbi,bij->mj", W.reshape(self.m, nb, 6), J)
+        if dP:
+            f = np.zeros_like(P)                 # every segment's force, bodies alike or not
+            np.add.at(f, a, u)
+            np.add.at(f, b, -u)
+            for k, i, dp in dP:
+                arms[self.muscle[k], i] += float(f[k] @ dp)
+        for m, path in self.wrapped:
+            lengths[m], speeds[m], arms[m] = path_measures(kin, path, v,
+                                                           f"muscle {self.names[m]!r}")
+        return lengths, speeds, arms
+
+
+def _coordinate(coordinates, name, where):
+    try:
+        return coordinates.index(name)
+    except ValueError:
+        raise InvalidInputError(f"{where}: coordinate {name!r} is not in the model; its "
+                                f"coordinates are {list(coordinates)}") from None

@@ -28,7 +28,7 @@ from ..errors import InvalidInputError
 from ..lie import so3
 
 __all__ = ["WrapObject", "WrapResult", "WRAP_KINDS", "QUADRANTS", "NO_WRAP", "INSIDE_RADIUS",
-           "WRAPPED", "MANDATORY_WRAP", "wrap_line"]
+           "WRAPPED", "MANDATORY_WRAP", "wrap_line", "norm"]
 
 #: the wrap objects the reader imports
 WRAP_KINDS = ("WrapCylinder", "WrapSphere", "WrapEllipsoid")
@@ -124,6 +124,16 @@ def _acos(x):
     return math.acos(x) if -1.0 <= x <= 1.0 else math.nan
 
 
+def _norm2(v):
+    """``|v|^2`` of a 3-vector as a float."""
+    return float(v @ v)
+
+
+def norm(v):
+    """``|v|`` of a 3-vector as a float."""
+    return math.sqrt(float(v @ v))
+
+
 def _unit(v):
     """``(v / |v|, |v|)``, the zero vector below machine epsilon (WrapMath::NormalizeOrZero)."""
     n = math.sqrt(float(v @ v))
@@ -139,6 +149,13 @@ def _closest_on_line(pt, line_pt, line):
     return line_pt + t * v2, (t / mag2 if mag2 else math.nan)
 
 
+def _closest_on_axis(pt):
+    """:func:`_closest_on_line` of ``pt`` on the cylinder's axis (through ``_AXIS_POINT``
+    along the unit ``_AXIS``), by the same arithmetic with its zero products dropped."""
+    v1, mag = _unit(pt - _AXIS_POINT)
+    return np.array([0.0, 0.0, _AXIS_POINT[2] + float(v1[2]) * mag])
+
+
 def _intersect_lines(p1, p2, p3, p4):
     """Closest points of the lines p1-p2 and p3-p4 (WrapMath::IntersectLines):
     ``(point on the first, s, point on the second, t)`` with s, t along the segments;
@@ -149,11 +166,10 @@ def _intersect_lines(p1, p2, p3, p4):
     denom = float(cross @ cross)
     if abs(denom) <= _ROUNDOFF:
         return np.full(3, np.nan), math.nan, np.full(3, np.nan), math.nan
-    mat = np.array([p3 - p1, vec1, cross])
-    t = np.linalg.det(mat) / denom
+    d = p3 - p1                                 # det [d; v; cross] = d . (v x cross)
+    t = float(d @ so3.cross(vec1, cross)) / denom
     q2 = p3 + t * vec2
-    mat[1] = vec2
-    s = np.linalg.det(mat) / denom
+    s = float(d @ so3.cross(vec2, cross)) / denom
     q1 = p1 + s * vec1
     return q1, s / mag1, q2, t / mag2
 
@@ -203,8 +219,8 @@ def _cylinder(obj, P1, P2, single):
         if not crosses:
             return NO_WRAP
         code = MANDATORY_WRAP
-    p11, _ = _closest_on_line(P1, _AXIS_POINT, _AXIS)
-    p22, _ = _closest_on_line(P2, _AXIS_POINT, _AXIS)
+    p11 = _closest_on_axis(P1)
+    p22 = _closest_on_axis(P2)
     candidates = []
     for P, pa in ((P1, p11), (P2, p22)):
         vv, p_dist = _unit(P - pa)
@@ -224,8 +240,8 @@ def _cylinder(obj, P1, P2, single):
             else:
                 return NO_WRAP
         r1am, r1bm, r2am, r2bm = r1a - p11, r1b - p11, r2a - p22, r2b - p22
-        alpha = _acos(float(r1am @ r2bm) / (np.linalg.norm(r1am) * np.linalg.norm(r2bm)))
-        beta = _acos(float(r1bm @ r2am) / (np.linalg.norm(r1bm) * np.linalg.norm(r2am)))
+        alpha = _acos(float(r1am @ r2bm) / (norm(r1am) * norm(r2bm)))
+        beta = _acos(float(r1bm @ r2am) / (norm(r1bm) * norm(r2am)))
         on = [_sign(v[axis]) == sign for v in (r1a, r1b, r2a, r2b)]
         if on[0] and on[1]:
             pick_b = on[2]
@@ -263,7 +279,7 @@ def _cylinder(obj, P1, P2, single):
     # the apex: where the plane of the two ends meets the cylinder between them
     t = p11_dist / (p11_dist + p22_dist)
     mpt = P1 + t * (P2 - P1)
-    axispt, _ = _closest_on_line(mpt, _AXIS_POINT, _AXIS)
+    axispt = _closest_on_axis(mpt)
     l1, _ = _unit(P1 - axispt)
     l2, _ = _unit(P2 - axispt)
     normal, _ = _unit(_unit(so3.cross(l1, l2))[0])
@@ -302,8 +318,8 @@ def _spiral(R, P1, P2, r1, r2, far_side, single):
     tangent points slid until the path is tangent within 0.1 degree (several wraps only)."""
     sense = -1.0 if far_side else 1.0
     for iteration in range(_MAX_SPIRAL_ITERATIONS + 1):
-        r1a, _ = _closest_on_line(r1, _AXIS_POINT, _AXIS)
-        r2a, _ = _closest_on_line(r2, _AXIS_POINT, _AXIS)
+        r1a = _closest_on_axis(r1)
+        r2a = _closest_on_axis(r2)
         axial = float((r2a - r1a) @ _AXIS)
         uu, vv = r1 - r1a, r2 - r2a
         theta = math.atan2(float(so3.cross(uu, vv) @ _AXIS), float(uu @ vv))
@@ -348,7 +364,7 @@ def _rx_column(angle, ra):
 def _sphere(obj, P1, P2):
     R = obj.radius
     axis, sign = obj.axis_sign
-    n1, n2 = float(np.linalg.norm(P1)), float(np.linalg.norm(P2))
+    n1, n2 = norm(P1), norm(P2)
     if n1 < R or n2 < R:
         return INSIDE_RADIUS
     ri = P1 - P2
@@ -367,17 +383,17 @@ def _sphere(obj, P1, P2):
     np2, _ = _unit(P2)
     hp2 = so3.cross(p1p2, np2)
     far_side = False
-    if float(np.linalg.norm(hp2)) < 1e-5:
+    if norm(hp2) < 1e-5:
         # the segment passes through the centre: OpenSim keeps its previous tangent points,
         # which a path evaluated at one pose does not have
         return NO_WRAP
     n, _ = _unit(hp2)
     tangents = []
-    for P, norm in ((P1, n1), (P2, n2)):
+    for P, dist in ((P1, n1), (P2, n2)):
         y, _ = _unit(-P)
         ra = np.column_stack([n, y, so3.cross(n, y)])
-        angle = math.asin(R / norm)
-        reach = norm * math.cos(angle)
+        angle = math.asin(R / dist)
+        reach = dist * math.cos(angle)
         tangents.append((P + _rx_column(angle, ra) * reach, P + _rx_column(-angle, ra) * reach))
     (r1a, r1b), (r2a, r2b) = tangents
     r1am, r1bm, r2am, r2bm = (_unit(v)[0] for v in (r1a, r1b, r2a, r2b))
@@ -444,8 +460,8 @@ def _ellipsoid(obj, P1, P2, method):
     factor = 3.0 / float(dims.sum())
     p1, p2, a = P1 * factor, P2 * factor, dims * factor
     m = np.zeros(3)
-    p1e = -1.0 + float(np.sum((p1 / a) ** 2))
-    p2e = -1.0 + float(np.sum((p2 / a) ** 2))
+    p1e = -1.0 + _norm2(p1 / a)
+    p2e = -1.0 + _norm2(p2 / a)
     if p1e < -0.0001 or p2e < -0.0001:
         return INSIDE_RADIUS
     p1p2 = p1 - p2
@@ -537,20 +553,19 @@ def _fan_direction(a, dims, r1, r1r2, previous):
     the ellipsoid (the "fan" of WrapEllipsoid::wrapLine), unit length."""
     tt = np.arange(1, _FAN_SAMPLES - 1) / _FAN_SAMPLES
     samples = r1[None, :] + tt[:, None] * r1r2[None, :]
-    closest = _closest_points(a, samples)
-    v_sum = np.zeros(3)
-    for sample, c in zip(samples, closest):
-        if c is None:                                   # no closest point: keep the last one
-            c = _closest_point(a, dims, sample, previous)
-        previous = c
-        v_sum += _unit(c - sample)[0]
-    return _unit(v_sum)[0]
+    closest, found = _closest_points(a, samples)
+    for i in np.flatnonzero(~found):          # no closest point: from the one before it
+        closest[i] = _closest_point(a, dims, samples[i], closest[i - 1] if i else previous)
+    d = closest - samples
+    n = np.sqrt(np.einsum("ij,ij->i", d, d))
+    units = np.where(n[:, None] >= _EPS, d / np.where(n >= _EPS, n, 1.0)[:, None], 0.0)
+    return _unit(np.cumsum(units, axis=0)[-1])[0]        # summed in order, as one by one
 
 
 def _closest_points(a, points):
     """Closest points on the ellipsoid ``a`` to many points by the general case of
-    WrapEllipsoid::findClosestPoint, vectorised (None for a point that needs a special case
-    or does not converge)."""
+    WrapEllipsoid::findClosestPoint, vectorised: ``(points (N, 3), found (N,))``, not found
+    for a point that needs a special case or does not converge (its row NaN)."""
     u, v, w = points.T
     a2, b2, c2 = a * a
     a2u2, b2v2, c2w2 = a2 * u * u, b2 * v * v, c2 * w * w
@@ -572,7 +587,9 @@ def _closest_points(a, points):
                     - c2w2 * PQ * (P + Q))
         t = t - f / fp
     special = (np.abs(points) <= _ROUNDOFF).any(axis=1)
-    return [None if (s or not d) else o for o, s, d in zip(out, special, done)]
+    found = done & ~special
+    out[~found] = np.nan
+    return out, found
 
 
 def _closest_point(a, dims, p, previous, special=-1):
@@ -648,7 +665,7 @@ def _closest_on_ellipse(a, b, u, v):
 
 def _tangent_residual(r1, d1, p1, m, a, vs, vs4):
     nr1 = 2.0 * (r1 - m) / (a * a)
-    ee = np.array([float(vs @ r1) + vs4, -1.0 + float(np.sum(((r1 - m) / a) ** 2)),
+    ee = np.array([float(vs @ r1) + vs4, -1.0 + _norm2((r1 - m) / a),
                    float(nr1 @ r1) + d1, float(nr1 @ p1) + d1])
     return ee, float(ee @ ee)
 
@@ -684,7 +701,7 @@ def _tangent_point(p1e, r1, p1, m, a, vs, vs4):
         nit2 = 0
         while ssq >= ssqo and nit2 < 1000:
             dedth2[np.diag_indices(4)] = diag * (1.0 + alpha)
-            vt = dd * (np.linalg.inv(dedth2) @ v) / 16.0
+            vt = dd * np.linalg.solve(dedth2, v) / 16.0
             r1 = r1 + vt[:3]
             d1 += vt[3]
             ee, ssq_new = _tangent_residual(r1, d1, p1, m, a, vs, vs4)
@@ -712,7 +729,7 @@ def _ellipsoid_arc(r1, r2, m, a, vs, vs4, far_side, factor):
     """The arc from r1 to r2 over the ellipsoid in the plane ``vs . x + vs4 = 0``, points
     about every millimetre (at most 499 segments), and its polygonal length
     (WrapEllipsoid::CalcDistanceOnEllipsoid)."""
-    length = float(np.linalg.norm(r1 - r2)) / factor
+    length = norm(r1 - r2) / factor
     if length < 0.001:
         return np.array([r1, r2]), length * factor
     n = min(int(length / 0.001), 499)

@@ -25,9 +25,9 @@ from core.errors import InvalidInputError
 from core.io.osim import parse_osim, read_osim
 from core.io.osim_export import osim_document
 from core.muscles.paths import (ConditionalPathPoint, GeometryPath, MovingPathPoint,
-                                PathPoint, PathWrap, lengthening_speed, moment_arms,
+                                PathPoint, PathSet, PathWrap, lengthening_speed, moment_arms,
                                 path_generalized_forces, path_geometry, path_kinematics,
-                                path_length, spanned_coordinates)
+                                path_length, path_measures, spanned_coordinates)
 from core.muscles.wrap import WrapObject
 
 OSIM = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "osim")
@@ -242,6 +242,36 @@ def test_lengthening_speed_and_generalized_forces(models):
                               250.0 * moment_arms(gait, q, p))
     with pytest.raises(InvalidInputError, match="speeds"):
         lengthening_speed(gait, q, v[:3], p)
+
+
+@pytest.mark.parametrize("name", [GAIT, ARM])
+def test_a_path_set_measures_what_each_path_measures(models, name):
+    """PathSet (the wrap-free paths batched) against path_measures path by path, at poses
+    inside the ranges (conditional points on and off) and beyond them (moving points'
+    coordinates clamped). Both do the same products and sums in another order: a length sums
+    K segment norms of world points |p| <= P, each within ~4 eps P, so |dL| <= 8 K eps P; a
+    moment arm sums 2K terms p x f . w + f . v with |f| = 1 and |w| <= 1 (rotations), so
+    within 8 K eps P (the lever arms' rounding); a speed likewise times max |v|."""
+    model = models[name]
+    muscles = list(model.muscles)
+    paths = [model.muscles[m].path for m in muscles]
+    batch = PathSet(model, paths, muscles)
+    rng = np.random.default_rng(5)
+    poses = np.vstack([_random_poses(model, 6, 4), 1.5 * _random_poses(model, 2, 6)])
+    for q in poses:
+        v = rng.uniform(-2.0, 2.0, model.nq)
+        kin = path_kinematics(model, q)
+        lengths, speeds, arms = batch.measures(kin, v)
+        P = max(np.abs(T[:3, 3]).max() for T in kin.poses.values()) + 1.0
+        for m, p in enumerate(paths):
+            L, s, r = path_measures(kin, p, v)
+            tol = 8 * len(p.points) * EPS * P
+            assert abs(lengths[m] - L) <= tol
+            assert abs(speeds[m] - s) <= tol * np.abs(v).max() * 4
+            np.testing.assert_allclose(arms[m], r, rtol=0.0, atol=tol * 4)
+    with pytest.raises(InvalidInputError, match="'bad'.*body 'nowhere'"):
+        PathSet(model, [GeometryPath([PathPoint("nowhere", np.zeros(3), "bad"),
+                                      PathPoint("ground", np.ones(3))])], ["m"])
 
 
 # ----------------------------------------------------------------------------- vs OpenSim

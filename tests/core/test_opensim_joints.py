@@ -260,6 +260,8 @@ def check_joint(joint, q):
     assert G.shape == (4, 4) and S.shape == (6, joint.nq) and H.shape == (joint.nq, 6, joint.nq)
     se3.check_transform(G)
     np.testing.assert_array_equal(joint.transform(q), G)
+    for ours, theirs in zip(joint.motion(q), (G, S)):
+        np.testing.assert_array_equal(ours, theirs)
     np.testing.assert_allclose(joint.transforms(q[None])[0], G, rtol=0,
                                atol=POSE_TOL * max(1.0, np.abs(q).max()))
     np.testing.assert_allclose(S, fd_jacobian(joint, q), rtol=0, atol=FD_TOL)
