@@ -1,6 +1,10 @@
-"""Pins (core.rig, *Pins*): a soft pin's equilibrium is the spring's closed form, a pin keyed
-on and off acts exactly on the frames it is on, and pins on kinematic or unknown bones, or
-with a strength that is not a positive number, are refused naming the bone."""
+"""Pins (core.rig, *Pins*): a soft pin's equilibrium is the spring's closed form, also below a
+moving body; a hard pin (core.limits.PointPin) keeps a pendulum on its pin within its
+deadband without gaining energy, holds a hand to a moving bar on the frames it is keyed on
+and holds with contacts; a pin keyed on and off acts exactly on the frames it is on; pins on
+kinematic or unknown bones, or with a strength that is not a positive number, are refused
+naming the bone; and a kinematic parent's mass does not change how its tail meets a limit
+(core.limits, *Locked coordinates*)."""
 
 import math
 from dataclasses import replace
@@ -12,6 +16,7 @@ from core.dynamics import crba
 from core.errors import InvalidInputError
 from core.kinematics import forward_kinematics
 from core.compiled.layout import POSITION_SLACK
+from core.contacts import Capsule, Plane
 from core.limits import PIN_TOLERANCE, PointPin
 from core.rig import (PIN_FREQUENCY, RigBody, RigJoint, RigPin, RigRun, _point_mass, build_rig,
                       simulate_rig)
@@ -270,3 +275,20 @@ def test_a_kinematic_parents_mass_does_not_change_how_a_tail_meets_its_limit():
     swing = np.linalg.norm(light.q[:, 6:9], axis=1)
     assert swing.max() > 0.39                                # it reaches its cone
     assert np.array_equal(light.q[:, 6:], heavy.q[:, 6:])
+
+
+def test_a_hard_pin_holds_while_its_body_rests_on_the_ground():
+    """The rod hard-pinned at its head 0.3 m above the ground, its 0.5 m capsule swinging
+    down onto it: the contact solver solves the pin's rows with the contact's (target rate
+    0 both ways), so the head stays on its pin within its deadband while the tip comes to
+    rest on the ground (the capsule's radius up, within the contact slop)."""
+    T = np.eye(4)
+    T[:3, 3] = (0.0, 0.0, 0.3)
+    rod = replace(_rod(), T_rest=T, shapes=(Capsule(0.02, (0.0, 0.0, 0.0), (0.0, 0.5, 0.0)),))
+    pin = RigPin("rod", (0.0, 0.0, 0.0), (0.0, 0.0, 0.3), hard=True)
+    res = simulate_rig(build_rig([rod], fps=FPS, duration=2.0, pins=[pin],
+                                 colliders=(Plane(0.0),)))
+    assert np.abs(res.world[:, 0, :3, 3] - (0.0, 0.0, 0.3)).max() <= HELD
+    tip = res.world[:, 0, :3, :3] @ np.array([0.0, 0.5, 0.0]) + res.world[:, 0, :3, 3]
+    assert res.contacts.max() >= 1 and res.worst_penetration < 5e-4
+    assert tip[-1, 2] == pytest.approx(0.02, abs=5e-4)
