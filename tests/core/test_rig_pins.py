@@ -74,6 +74,10 @@ def test_bad_pins_are_refused_naming_the_bone():
         build_rig([hips, arm], pins=[RigPin("arm", (0, 0, 0), (0, 0, 0), 0.0)])
     with pytest.raises(InvalidInputError, match="'arm'.*finite"):
         build_rig([hips, arm], pins=[RigPin("arm", (0, 0, 0), (0, float("inf"), 0))])
+    for target in ("bar", "arm"):                  # not a body of the rig, or itself
+        with pytest.raises(InvalidInputError, match="'arm'.*target"):
+            build_rig([hips, arm], pins=[RigPin("arm", (0, 0, 0), (0, 0, 0), hard=True,
+                                                target_body=target)])
 
 
 def test_a_live_run_gives_the_bakes_frames_across_pin_switches():
