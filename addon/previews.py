@@ -11,6 +11,7 @@ frame callbacks of :mod:`.handlers`.
 
 from __future__ import annotations
 
+import bpy
 import numpy as np
 
 from . import bridge, colliders
@@ -89,8 +90,9 @@ class suspended_preview:
 def rig_signature(scene, target):
     """A string that changes when anything the simulation reads from settings changes."""
     def values(s):
-        return tuple(v if isinstance(v, (str, int, float, bool)) else tuple(v)
-                     for v in (getattr(s, p) for p in _SIGNED))
+        return tuple(v if isinstance(v, (str, int, float, bool)) else
+                     getattr(v, "name", "") if v is None or isinstance(v, bpy.types.ID) else
+                     tuple(v) for v in (getattr(s, p) for p in _SIGNED))
 
     items = []
     objs = [target] if target is not None else simulated_objects(scene)
@@ -117,7 +119,8 @@ _SIGNED = ("enabled", "kinematic", "kind", "axis", "axis2", "use_range", "range_
            "range_max", "use_cone", "spring_units", "frequency", "damping_ratio", "stiffness",
            "damping", "mass_source", "density",
            "capsule_radius", "mass", "com", "inertia", "collision", "collision_radius",
-           "strength", "follow", "use_pin", "pin_at", "pin_location", "pin_strength")
+           "strength", "follow", "use_pin", "pin_at", "pin_location", "pin_strength",
+           "pin_hard", "pin_target")
 _COLLIDER_SIGNED = ("shape", "use_friction", "friction", "use_restitution", "restitution")
 
 

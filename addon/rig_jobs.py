@@ -8,7 +8,9 @@ collider objects in the scene (:mod:`.colliders`) or self-collision, each simula
 carries its collision shape and the rig the ground :class:`core.contacts.Plane` and the
 colliders. An armature object whose world matrix moves during the frame range is itself a
 kinematic root. An armature's muscles (:mod:`.rig_muscles`) pull with their activations as
-keyed on the armature at each frame.
+keyed on the armature at each frame. A bone's Pin Target object (not a body of the rig)
+becomes a kinematic body after the rig's own, following the object's world motion sampled at
+every frame, which its pin holds the bone to (:class:`core.rig.RigPin`'s ``target_body``).
 
 Reading samples the scene at every frame of the scene's range (``scene.frame_set``, so
 keys, constraints and drivers are all evaluated) with the live drive and the preview
@@ -62,9 +64,10 @@ def _directed(body, frames, times):
     return out
 
 
-def _pins(body, frames, times):
+def _pins(body, frames, times, targets):
     """The :class:`core.rig.RigPin` of a bone (object) with Pin ticked or keyed at
-    ``frames`` (a kinematic body's, always on: the core refuses it naming the bone)."""
+    ``frames`` (a kinematic body's, always on: the core refuses it naming the bone), hard or
+    soft, to its Pin Target's rig body (``targets``: :func:`_pin_targets`) or to the world."""
     from ..core.rig import RigPin
 
     s = body.settings
@@ -76,8 +79,29 @@ def _pins(body, frames, times):
         return []
     tail = body.kind == "BONE" and s.pin_at == "TAIL"
     point = (0.0, body.owner.bone.length if tail else 0.0, 0.0)
+    target = None if s.pin_target is None else targets[s.pin_target.name]
     return [RigPin(body.name, point, tuple(s.pin_location), s.pin_strength, times=tuple(times),
-                   active=tuple(bool(a) for a in active))]
+                   active=tuple(bool(a) for a in active), target_body=target,
+                   hard=bool(s.pin_hard))]
+
+
+def _pin_targets(scene, bodies):
+    """``{object name: the rig body it is}`` of the simulated bodies' Pin Target objects: a
+    body of the rig itself, or a kinematic body ``"<name> (pin target)"`` that follows the
+    object's world motion (the RigJob adds it). ValueError for a target not in the scene."""
+    out = {}
+    names = {b.name for b in bodies if b.kind == "OBJECT"}
+    for b in bodies:
+        s = b.settings
+        obj = None if s is None or not s.enabled else s.pin_target
+        if obj is None:
+            continue
+        if scene.objects.get(obj.name) is not obj:
+            raise ValueError(f"'{b.name}': its Pin Target '{obj.name}' is not in the scene; "
+                             "pick an object of the scene, or clear Pin Target to pin to Pin "
+                             "Location in the world")
+        out[obj.name] = obj.name if obj.name in names else f"{obj.name} (pin target)"
+    return out
 
 
 class RigJob(Job):
@@ -113,11 +137,15 @@ class RigJob(Job):
         reader = colliders.ColliderReader(scene)
         self.muscles = MuscleReader(target, [b.name for b in bodies]) \
             if target is not None else None
+        targets = _pin_targets(scene, bodies)
+        moving = {name: {} for name, body in targets.items() if body != name}
 
         def read_frame(f):
             reader.sample(bpy.context.evaluated_depsgraph_get(), f == start)
             if self.muscles is not None:
                 self.muscles.sample(f)
+            for name, poses in moving.items():          # the pin targets' world motion
+                poses[f] = normalized(scene.objects[name].matrix_world)[0]
 
         baked = [target] if target is not None else _object_bakes(scene)
         with handlers.suspended(), previews.suspended_preview():
@@ -149,7 +177,7 @@ class RigJob(Job):
         for b in bodies:
             rest = self._rest(b, target, arm_index is None, arm_world, start)
             joint, q = specs[b.name]
-            pins.extend(_pins(b, frames[1:], times))
+            pins.extend(_pins(b, frames[1:], times, targets))
             motion = None
             if joint.kind == "kinematic" or directed[b.name] or in_world:
                 motion = np.stack([b.poses[f] for f in frames[1:]])
@@ -174,6 +202,10 @@ class RigJob(Job):
                                        pose_after=after if use_v else None, q=q,
                                        motion_times=times if motion is not None else None,
                                        motion=motion, shapes=shapes, **directed[b.name]))
+        for name, poses in moving.items():          # after the rig's bodies (see offset)
+            W = np.stack([poses[f] for f in frames[1:]])
+            core_bodies.append(RigBody(targets[name], -1, np.eye(4), RigJoint("kinematic"),
+                                       pose=W[0], motion_times=times, motion=W))
         self.offset = 1 if arm_index is not None else 0
         gravity = np.array(scene.gravity) if scene.use_gravity else np.zeros(3)
         ground = ()

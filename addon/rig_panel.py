@@ -122,10 +122,14 @@ def _directed(layout, s):
     sub = row.row(align=True)
     sub.active = s.use_pin
     sub.prop(s, "pin_at", text="")
-    sub.prop(s, "pin_strength", text="Strength")
+    sub.prop(s, "pin_hard", toggle=True)
+    strength = sub.row(align=True)
+    strength.active = s.use_pin and not s.pin_hard
+    strength.prop(s, "pin_strength", text="Strength")
     sub = col.column(align=True)
     sub.active = s.use_pin
-    sub.prop(s, "pin_location")
+    sub.prop(s, "pin_target")
+    sub.prop(s, "pin_location", text="Offset" if s.pin_target is not None else "Pin Location")
 
 
 def _reach_cone(layout, pose_bone, ball):

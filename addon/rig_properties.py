@@ -100,9 +100,19 @@ class SPLINE_JOINTS_PG_sim_joint(PropertyGroup):
                          description="Where Strength pulls the bone toward its animation: in "
                                      "its joint (Local) or in the world (Global)")
     use_pin: BoolProperty(name="Pin", default=False,
-                          description="Hold the bone's Pin At point to Pin Location by a spring "
-                                      "of Pin Strength; key it on and off (a hand grabs a bar "
-                                      "at frame 20 and lets go at frame 50)")
+                          description="Hold the bone's Pin At point to Pin Location (or to the "
+                                      "Pin Target object) by a spring of Pin Strength, or "
+                                      "exactly with Hard; key it on and off (a hand grabs a "
+                                      "bar at frame 20 and lets go at frame 50)")
+    pin_hard: BoolProperty(name="Hard", default=False,
+                           description="Hold the pinned point exactly on its target (a "
+                                       "constraint) instead of by a spring; Pin Strength is "
+                                       "then unused")
+    pin_target: PointerProperty(name="Pin Target", type=bpy.types.Object,
+                                description="An object the pin holds the bone to, following "
+                                            "its animation; Pin Location is then a point in "
+                                            "the object's frame (0: its origin). Empty: Pin "
+                                            "Location is a world point")
     pin_at: EnumProperty(name="Pin At", default="TAIL",
                          items=[("HEAD", "Head", "The bone's head (an object's origin)"),
                                 ("TAIL", "Tail", "The bone's tail (an object's origin)")],

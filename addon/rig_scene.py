@@ -47,12 +47,18 @@ def _unit_scale(obj, what):
 
 
 def normalized(matrix):
-    """(4, 4) rigid frame of a Blender world matrix (scale removed) and the scale (3,)."""
-    loc, rot, scale = matrix.decompose()
-    T = np.eye(4)
-    T[:3, :3] = np.array(rot.to_matrix())
-    T[:3, 3] = np.array(loc)
-    return T, np.array(scale)
+    """(4, 4) rigid frame of a Blender world matrix (scale removed) and the scale (3,),
+    computed in double precision from the matrix's single-precision entries: the scale is
+    the columns' lengths (all negated for a mirroring matrix, as ``Matrix.decompose``), the
+    rotation the nearest one to the unscaled columns (:func:`bridge.rigid`), so the frame is
+    rigid to double-precision rounding where mathutils' own single-precision decomposition
+    leaves it ~1e-7 off."""
+    M = bridge.matrix_to_array(matrix)
+    scale = np.linalg.norm(M[:3, :3], axis=0)
+    if np.linalg.det(M[:3, :3]) < 0.0:
+        scale = -scale
+    M[:3, :3] /= np.where(scale == 0.0, 1.0, scale)
+    return bridge.rigid(M), scale
 
 
 def settings_path(owner, prop):

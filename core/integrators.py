@@ -174,8 +174,10 @@ with ``M`` and ``h`` (gravity, velocity products, springs, external wrenches) fr
 :func:`core.dynamics.crba_and_nle`. The drive's power is ``f_p . v_p``; its work over a
 substep is the power at the method's dynamics evaluations summed with the method's own
 quadrature weights (:data:`DRIVE_WEIGHTS`), so the mechanical energy changes by the recorded
-drive work up to the method's error. After every substep the driven coordinates are set to
-the drive's motion exactly.
+drive work up to the method's error. After every substep's method step, before the contacts
+and limits act, and again at its end, the driven coordinates are set to the drive's motion
+exactly; the limit solver locks them (:meth:`core.limits.LimitSolver.lock`: its impulses
+and projections move the free coordinates only, the driven ones infinitely heavy).
 """
 
 import math
@@ -520,6 +522,8 @@ class Integrator:
             self.free_dofs, self.driven_dofs = f, p
             self._ff, self._fp = np.ix_(f, f), np.ix_(f, p)
             self._powers = []
+            if limits is not None:
+                limits.lock(p)
         if method == "implicit" and model.has_joint_springs:
             h, k = self.h, model.spring_k.copy()
             c = model.spring_c.copy()
@@ -735,6 +739,7 @@ class Integrator:
                 self._check(ts + self.h, qn, vn)
                 if self.rate_limit is not None:
                     vn = np.clip(vn, -self.rate_limit, self.rate_limit)
+                self._impose(ts + self.h, qn, vn)
                 if self.contacts is not None:      # impulses at the substep's start pose
                     qn, vn = self.contacts.apply(self.data, q, v, qn, vn, ts, self.h,
                                                       IMPULSE_POSITION[self.method])

@@ -21,10 +21,10 @@ Every function takes ``model, data`` first, writes into ``data`` and returns its
 import numpy as np
 
 from .errors import InvalidInputError
-from .lie import se3
+from .lie import se3, so3
 
 __all__ = ["forward_kinematics", "update_kinematics", "update_jacobian_columns",
-           "update_velocities", "body_jacobian", "body_velocity"]
+           "update_velocities", "body_jacobian", "body_velocity", "point_jacobian"]
 
 
 def _adjoint_table():
@@ -165,6 +165,16 @@ def body_jacobian(model, data, body, frame="body"):
     if frame == "body":
         return data.Adinv[i] @ J
     raise InvalidInputError(f"frame must be 'body' or 'world', got {frame!r}")
+
+
+def point_jacobian(model, data, body, point):
+    """World position ``(3,)`` and Jacobian ``(3, nv)`` (``q_dot`` to the point's world
+    velocity) of ``point (3,)`` fixed in ``body``'s frame, from the last forward_kinematics:
+    ``R (J_v - [p]x J_w)`` with the body Jacobian's angular rows ``J_w`` and linear ``J_v``."""
+    Jb = body_jacobian(model, data, body, "body")
+    T = data.oMi[model.body_index(body)]
+    p = np.asarray(point, dtype=float)
+    return T[:3, :3] @ p + T[:3, 3], T[:3, :3] @ (Jb[3:] - so3.hat(p) @ Jb[:3])
 
 
 def body_velocity(model, data, body, frame="body"):

@@ -9,7 +9,11 @@ the joint's coordinates; d < 0 means inside the inadmissible region):
   eqs. 50-52) with ``grad g`` of eqs. 58-60 (:func:`core.expcoords.reach_cone_value`);
 * :class:`EllipticCone`: two half-angles (:func:`core.expcoords.elliptic_cone_value`);
 * :class:`TwistLimit`: ``lower <= twist angle about p <= upper``
-  (:func:`core.expcoords.twist_angle`).
+  (:func:`core.expcoords.twist_angle`);
+* :class:`PointPin`: a bilateral constraint ``x_a(q) - x_b(q) = 0`` holding a point of a body
+  to a point of another body or of the world (a hard pin), as the pairs ``e_k >= 0`` and
+  ``-e_k >= 0`` of each world component ``e_k`` of ``x_a - x_b``, always engaged, with
+  gradients ``+-(J_a - J_b)``, the points' world Jacobians.
 
 Spherical-joint limits read the rotation coordinates ``r`` (the first three coordinates of a
 :class:`~core.joints.spherical.Spherical` or :class:`~core.joints.spherical.Free` joint).
@@ -31,8 +35,21 @@ Spherical-joint limits read the rotation coordinates ``r`` (the first three coor
 
 Engagement (seed 002 section 4.10.2): a constraint engages when ``d < 0``; it disengages
 only when ``d > 0`` and ``d_dot > 0`` (moving away) and after at least ``min_engaged_steps``
-(default 2) substeps engaged. The small complementarity problems are solved by projected
-Gauss-Seidel on ``W = N M^-1 N^T``.
+(default 2) substeps engaged. A pin's pairs are always engaged, take no restitution and
+have the pin's own deadband (:data:`PIN_TOLERANCE`): the impulse keeps the pinned point's
+velocity equal to its target's (``J v = 0`` in both directions), and the projection puts it
+back within the deadband whenever it drifts farther. The small complementarity problems are
+solved by projected Gauss-Seidel on ``W = N M^-1 N^T`` (a row no free coordinate moves,
+``W_ii = 0``, gets no impulse).
+
+Locked coordinates (:meth:`LimitSolver.lock`: an integrator's driven coordinates, which a
+drive prescribes). The impulse and the projection act on the other coordinates only: the
+impulse solves with the free block of the mass matrix, ``W = N_f M_ff^-1 N_f^T`` and ``v_f
++= M_ff^-1 N_f^T lambda`` (a locked coordinate is infinitely heavy), so a kinematic
+parent's mass does not change how its simulated child meets its limit, and the projection
+moves no locked coordinate (a pin to a driven body moves the pinned body, never its
+target). ``d_dot = N v`` keeps the locked rates: a pin to a moving body holds the pinned
+point's velocity to the target's.
 """
 
 import math
@@ -44,9 +61,14 @@ from . import backend as _backend
 from . import dynamics, expcoords
 from .compiled import layout as L
 from .errors import InvalidInputError, NonFiniteError
+from .kinematics import forward_kinematics, point_jacobian
 
-__all__ = ["CoordinateLimit", "ReachCone", "EllipticCone", "TwistLimit", "LimitSolver",
-           "joint_limits", "limits_from_model"]
+__all__ = ["CoordinateLimit", "ReachCone", "EllipticCone", "TwistLimit", "PointPin",
+           "LimitSolver", "joint_limits", "limits_from_model", "PIN_TOLERANCE"]
+
+#: the deadband of a hard pin (m): the pinned point is projected back onto its target
+#: whenever it is farther than this in any world direction
+PIN_TOLERANCE = 1e-6
 
 
 def _joint_slice(model, body, need_rotation):
@@ -62,9 +84,13 @@ def _joint_slice(model, body, need_rotation):
 
 
 class _Limit:
-    """Base: ``constraints(model, q) -> (d (c,), grads (c, n_joint))`` and the joint's dofs."""
+    """Base: ``constraints(model, q) -> (d (c,), grads (c, n_joint))`` and the joint's dofs;
+    ``bilateral`` limits (pins) are always engaged, ``tolerance`` a deadband of their own
+    (None: the solver's rotary or linear one)."""
 
     rotary = True
+    bilateral = False
+    tolerance = None
 
     def bind(self, model):
         self.body_index, self.start, self.n = _joint_slice(model, self.body,
@@ -179,6 +205,49 @@ class TwistLimit(_Limit):
         return np.array([tw - self.lower, self.upper - tw]), g
 
 
+class PointPin(_Limit):
+    """``point (3,)`` of ``body`` (name or index; its frame) held to ``target (3,)`` of
+    ``target_body`` (its frame; -1: the world, then ``target`` is a world point) by a
+    bilateral constraint (module docstring), within ``tolerance`` metres. Its coordinates are
+    all the model's (the rows live on the ancestors of both bodies)."""
+
+    bilateral = True
+    rotary = False
+    need_rotation = False
+
+    def __init__(self, body, point, target_body=-1, target=(0.0, 0.0, 0.0),
+                 tolerance=PIN_TOLERANCE):
+        self.body, self.target_body = body, target_body
+        self.point = np.asarray(point, dtype=float).reshape(3)
+        self.target = np.asarray(target, dtype=float).reshape(3)
+        self.tolerance = float(tolerance)
+        if not (np.all(np.isfinite(np.r_[self.point, self.target]))
+                and self.tolerance > 0.0):
+            raise InvalidInputError(f"pin on {body!r}: point and target must be 3 finite "
+                                    "numbers each and the tolerance above 0")
+
+    def bind(self, model):
+        model.compile()
+        self.body_index = model.body_index(self.body)
+        self.target_index = model.body_index(self.target_body)
+        if self.body_index < 0 or self.body_index == self.target_index:
+            raise InvalidInputError(f"pin on {self.body!r}: pin a body of the model to another "
+                                    "body or to the world")
+        self.model, self.data = model, model.create_data()
+        self.start, self.n = 0, model.nv
+        return self
+
+    def constraints(self, q):
+        forward_kinematics(self.model, self.data, q)
+        x, J = point_jacobian(self.model, self.data, self.body_index, self.point)
+        if self.target_index >= 0:
+            xt, Jt = point_jacobian(self.model, self.data, self.target_index, self.target)
+            x, J = x - xt, J - Jt
+        else:
+            x = x - self.target
+        return np.concatenate([x, -x]), np.concatenate([J, -J])
+
+
 def joint_limits(body, joint):
     """A :class:`CoordinateLimit` on ``body`` (index) for every finite bound of ``joint``'s
     ``lower/upper``; a coordinate whose Jacobian column has no rotation at the neutral pose
@@ -234,8 +303,15 @@ class LimitSolver:
         #: the limited body of every constraint: (c,) body indices
         self.constraint_body = np.repeat([lim.body_index for lim in self.limits],
                                          counts).astype(int)
-        self.tol = np.concatenate([[0.0]] + [np.full(c, rotary_tol if lim.rotary else linear_tol)
+        self.tol = np.concatenate([[0.0]] + [np.full(c, lim.tolerance if lim.tolerance is not None
+                                                     else rotary_tol if lim.rotary else linear_tol)
                                              for c, lim in zip(counts, self.limits)])[1:]
+        #: ``(c,)`` bool: the rows of bilateral limits (pins), always engaged, no restitution
+        self.bilateral = np.repeat([lim.bilateral for lim in self.limits], counts).astype(bool)
+        #: ``(c,)`` each row's restitution (0 on the bilateral rows)
+        self.bounce = np.where(self.bilateral, 0.0, self.restitution)
+        #: the locked coordinates (module docstring, *Locked coordinates*)
+        self.locked = np.zeros(0, dtype=int)
         self.kernel_arrays = self._pack(counts)
         li, lr = self.kernel_arrays
         (e, st, *_), (dist, *_) = L.limit_offsets(self.n_constraints, model.nv)
@@ -313,6 +389,19 @@ class LimitSolver:
         li[ci:ci + int(coupled.sum())] = np.nonzero(coupled)[1]
         return li, lr
 
+    def lock(self, dofs):
+        """Lock the coordinates ``dofs`` (module docstring): the impulses and projections
+        move the others only (an integrator locks its driven coordinates)."""
+        self.locked = np.asarray(dofs, dtype=int).ravel()
+
+    def _free_rows(self, N):
+        """``N`` with its locked columns zeroed (a copy), or N itself when none is locked."""
+        if not self.locked.size:
+            return N
+        N = N.copy()
+        N[:, self.locked] = 0.0
+        return N
+
     def reset(self):
         """Forget the engagement state (call before a new run)."""
         self.engaged = False
@@ -352,7 +441,7 @@ class LimitSolver:
         for _ in range(self.iterations):
             change = size = 0.0
             for i in range(len(b)):
-                new = max(0.0, lam[i] - (b[i] + W[i] @ lam) / diag[i])
+                new = max(0.0, lam[i] - (b[i] + W[i] @ lam) / diag[i]) if diag[i] > 0.0 else 0.0
                 change, size = max(change, abs(new - lam[i])), max(size, new)
                 lam[i] = new
             if change <= L.PGS_RTOL * size:
@@ -368,7 +457,7 @@ class LimitSolver:
         self.distances[:] = d
         was = self.engaged
         leave = was & (d > 0) & (ddot > 0) & (self.engaged_steps >= self.min_engaged_steps)
-        engaged = (was & ~leave) | (d < 0)
+        engaged = (was & ~leave) | (d < 0) | self.bilateral
         self.engaged_steps[:] = np.where(engaged, self.engaged_steps + 1, 0)
         self.engaged = engaged
         return d, N, ddot, engaged
@@ -382,8 +471,12 @@ class LimitSolver:
         d, N, ddot, engaged = self.engage(q, v)
         if not engaged.any():
             return q, v
-        Ne = N[engaged]
+        Ne = self._free_rows(N[engaged])
         M = dynamics.crba(self.model, data, q)
+        if self.locked.size:               # the free block, the locked ones infinitely heavy
+            M = M.copy()
+            M[self.locked, :] = M[:, self.locked] = 0.0
+            M[self.locked, self.locked] = 1.0
         try:
             fac = cho_factor(M, check_finite=False)
         except np.linalg.LinAlgError:
@@ -395,7 +488,7 @@ class LimitSolver:
         MinvNt = cho_solve(fac, Ne.T, check_finite=False)           # (nv, c)
         W = Ne @ MinvNt
         # velocity: n.v_new >= -e min(n.v, 0)
-        target = -self.restitution * np.minimum(ddot[engaged], 0.0)
+        target = -self.bounce[engaged] * np.minimum(ddot[engaged], 0.0)
         lam = self._pgs(W, ddot[engaged] - target)
         v = v + MinvNt @ lam
         if np.any(d[engaged] + self.tol[engaged] < 0):
@@ -424,6 +517,7 @@ class LimitSolver:
         ``d, N`` the constraints at q (:meth:`evaluate`). Call it when a constraint is
         outside its deadband; returns a new array."""
         for _ in range(L.POSITION_PASSES):
+            N = self._free_rows(N)
             q = q + N.T @ self._pgs(N @ N.T, d + self.tol)
             d, N = self.evaluate(q)
             if np.all(d + self.tol >= -L.POSITION_SLACK):

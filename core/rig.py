@@ -104,19 +104,33 @@ blend, so the body's position and velocity are continuous and it lands on its an
 the segment before the switch ended in (each run makes it anew); the body's limits act only
 while it is simulated. One round trip per body: animated, simulated, animated.
 
-Pins. A :class:`RigPin` holds a point of a simulated body to a world point by a spring
-(soft): ``k = s m w^2`` N/m and ``c = 2 s m w`` N s/m along the line between them (a
-:meth:`core.model.Model.add_point_spring` of rest length 0), ``m`` the body's mass, ``w = 2
-pi`` :data:`PIN_FREQUENCY` and ``s`` the pin's strength, so a pinned body of mass m hangs
-``g / (s w^2)`` below its pin. The spring is explicit: its frequency on the pinned point,
+Pins. A :class:`RigPin` holds a point of a simulated body to a target: a world point, or a
+point of another body of the rig (``target_body``: a kinematic body following an object's
+motion, sampled per frame and interpolated per substep by its cubic spline in double
+precision, so a hand holds a moving bar). A soft pin is a spring: ``k = s m w^2`` N/m and
+``c = 2 s m w`` N s/m along the line between the points (a
+:meth:`core.model.Model.add_point_spring` of rest length 0, its damper on their relative
+velocity), ``m`` the body's mass, ``w = 2 pi`` :data:`PIN_FREQUENCY` and ``s`` the pin's
+strength, so a pinned body of mass m hangs ``g / (s w^2)`` below its pin (and as far below
+a target moving at constant velocity). A hard pin (``hard``) is a bilateral constraint of
+the limit solver (:class:`core.limits.PointPin`), solved with the limits (and contacts) in
+every substep: the point's velocity is held to its target's, and a point that drifts
+farther than :data:`core.limits.PIN_TOLERANCE` from its target in any direction is projected
+back, so it stays on its target within that deadband; a target body that a drive moves is
+never moved by the pin (:meth:`core.limits.LimitSolver.lock`). The step is first order in
+energy: a hard-pinned pendulum loses energy in proportion to the substep and gains none
+beyond its swing's oscillation. A rig with a hard pin steps its limits in Python (the
+pin's rows need the bodies' poses) between compiled substeps. The spring is explicit: its
+frequency on the pinned point,
 ``w sqrt(s m / m_eff)`` (``m_eff`` the mass the point moves with), stays under the
 explicit step's bounds while its damping's ``h c / m_eff = 2 w h s m / m_eff`` stays under 2,
 ``s m / m_eff < 1 / (w h)``: 6 at the default 192 substeps per second (a strength above that
 on a point that moves light, say the tip of a rod of a third of its mass, diverges; a
 drag's spring, below, is bounded by the point's mass instead). A pin keyed on and off (``times``/``active``) acts from each frame it
 is on to the next it is off: :func:`simulate_rig` runs the shot in segments between those
-frames, each with the pins that are on. Pins on kinematic bodies are refused (nothing moves
-a prescribed motion).
+frames, each with the pins that are on (a hard pin switched on away from its target
+snaps onto it in the first substep). Pins on kinematic bodies are refused (nothing moves
+a prescribed motion), and so are targets that are not another body of the rig.
 
 Live runs and dragging. :class:`RigRun` simulates a rig frame by frame as a playhead asks
 (the frames :func:`simulate_rig` gives, segments included, without its reruns at more
@@ -179,9 +193,9 @@ from .integrators import IMPULSE_POSITION, Drive, Tracking
 from .joints.base import Joint
 from .joints.lower_pairs import Fixed, Prismatic, Revolute, Universal
 from .joints.spherical import Free, Spherical
-from .kinematics import body_jacobian, forward_kinematics
+from .kinematics import forward_kinematics, point_jacobian
 from .lie import se3, so3
-from .limits import EllipticCone, ReachCone, TwistLimit, joint_limits
+from .limits import EllipticCone, PointPin, ReachCone, TwistLimit, joint_limits
 from .mechanisms.base import (DRIFT_RESOLUTION, BodyDisplay, Mechanism, MechanismRun,
                               simulate_mechanism)
 from .model import Model, default_inertia
@@ -328,11 +342,14 @@ class RigBody:
 
 @dataclass(frozen=True)
 class RigPin:
-    """A point of a simulated body held to a world point by a spring (module docstring,
-    *Pins*). body: the body's name; point ``(3,)`` in its frame (m); target ``(3,)`` the
-    world point (m); strength: above 0, the spring's stiffness relative to the body's mass;
-    times ``(K,)`` (s) and active ``(K,)`` (bool): the pin is on from each time whose
-    ``active`` is True to the next time (None: on throughout)."""
+    """A point of a simulated body held to a target point by a spring or a constraint
+    (module docstring, *Pins*). body: the body's name; point ``(3,)`` in its frame (m);
+    target ``(3,)`` the target point (m): a world point, or with ``target_body`` (the name
+    of another body of the rig, a kinematic one following an object's motion, say) a point
+    in that body's frame; strength: above 0, the spring's stiffness relative to the body's
+    mass; hard: True holds the point by a constraint instead (:class:`core.limits.PointPin`,
+    the strength unused); times ``(K,)`` (s) and active ``(K,)`` (bool): the pin is on from
+    each time whose ``active`` is True to the next time (None: on throughout)."""
 
     body: str
     point: tuple
@@ -340,6 +357,8 @@ class RigPin:
     strength: float = 1.0
     times: tuple = None
     active: tuple = None
+    target_body: str = None
+    hard: bool = False
 
 
 @dataclass(frozen=True)
@@ -363,8 +382,9 @@ class Rig:
     coordinate slice, the limit objects per body, the start warnings, the prescribed
     coordinates ``[(until (s; inf: throughout), coordinates, cubic spline)]`` of the
     kinematic bodies and of those that switch to simulated, the pins ``[(point spring
-    (:meth:`core.model.Model.add_point_spring`'s arguments), on ``[(from, until)]`` (s))]``
-    over the model's own point springs ``springs``, and the muscles' forces
+    (:meth:`core.model.Model.add_point_spring`'s arguments) or hard pin
+    (:class:`core.limits.PointPin`), on ``[(from, until)]`` (s))]`` over the model's own point
+    springs ``springs``, and the muscles' forces
     (:class:`core.muscles.actuation.MuscleForces` on the shot's time, which each segment's
     ``tau`` reads from its start; None without muscles). Several rigs simulated as one
     (:func:`build_rigs`): ``parts`` their ``(name, first body, end body)``, their bodies in
@@ -1324,8 +1344,8 @@ def _worst_excess(rig, model, q, indices):
 
 
 def _pins(pins, bodies, model, fps):
-    """The rig's pins ``[(point spring, on [(from, until)])]`` (:class:`Rig`), checked,
-    their switch times snapped to frames."""
+    """The rig's pins ``[(point spring or PointPin, on [(from, until)])]`` (:class:`Rig`),
+    checked, their switch times snapped to frames."""
     index = {b.name: i for i, b in enumerate(bodies)}
     out = []
     for pin in pins:
@@ -1337,6 +1357,13 @@ def _pins(pins, bodies, model, fps):
             raise InvalidInputError(f"pin on {pin.body!r}: that bone is kinematic, and nothing "
                                     "moves a bone that follows its animation; untick "
                                     "Kinematic or pin a simulated bone")
+        j = -1
+        if pin.target_body is not None:
+            if pin.target_body not in index or pin.target_body == pin.body:
+                raise InvalidInputError(f"pin on {pin.body!r}: its target {pin.target_body!r} "
+                                        "is not another body of the rig; pick the Pin Target "
+                                        "object again, or clear it to pin to a world point")
+            j = index[pin.target_body]
         s = real_number(pin.strength, f"pin on {pin.body!r}: strength", 0.0, low_open=True)
         try:
             point = np.asarray(pin.point, dtype=float).reshape(3)
@@ -1358,7 +1385,9 @@ def _pins(pins, bodies, model, fps):
             ends = list(times[1:]) + [math.inf]
             spans = [(a if k else -math.inf, b) for k, (a, b, on) in
                      enumerate(zip(times, ends, active)) if on]
-        out.append(((i, point, -1, target, s * m * w * w, 2.0 * s * m * w, 0.0), spans))
+        held = PointPin(i, point, j, target) if pin.hard else \
+            (i, point, j, target, s * m * w * w, 2.0 * s * m * w, 0.0)
+        out.append((held, spans))
     return out
 
 
@@ -1407,6 +1436,8 @@ def _segment(rig, t0, q, v, extra=()):
     driven.update(d for dofs, _ in back for d in dofs)
     live = [lim for i, lims in enumerate(limits) for lim in lims
             if not driven.intersection(range(slices[i].start, slices[i].stop))]
+    on = [held for held, spans in rig.pins if any(a <= t0 < b for a, b in spans)]
+    live += [held for held in on if isinstance(held, PointPin)]
     tracking = mech.tracking
     if tracking is not None:
         tracking = replace(tracking, **{name: getattr(tracking, name).shifted(t0)
@@ -1415,8 +1446,8 @@ def _segment(rig, t0, q, v, extra=()):
     model = mech.model
     if rig.pins or extra:
         model = copy.copy(model)
-        model.point_springs = list(rig.springs) + [spring for spring, spans in rig.pins
-                                                   if any(a <= t0 < b for a, b in spans)]
+        model.point_springs = list(rig.springs) + [held for held in on
+                                                   if not isinstance(held, PointPin)]
         model.point_springs += list(extra)
         model._compiled, model.packed = False, None
     forces = rig.muscles
@@ -1597,11 +1628,10 @@ DRAG_STEP = 0.5
 def _point_mass(model, q, body, point):
     """The least mass (kg) the point ``point (3,)`` (body frame) of ``body`` (index) moves
     with at ``q``: ``1 / lambda_max(J M^-1 J^T)``, J the point's ``(3, nv)`` world Jacobian
-    ``R (J_v - [p]x J_w)`` (the body Jacobian's angular rows ``J_w`` and linear ``J_v``)."""
+    (:func:`core.kinematics.point_jacobian`)."""
     data = model.create_data()
     forward_kinematics(model, data, q)
-    Jb = body_jacobian(model, data, body, "body")
-    J = data.oMi[body][:3, :3] @ (Jb[3:] - so3.hat(point) @ Jb[:3])
+    J = point_jacobian(model, data, body, point)[1]
     M = np.array(crba(model, data, q))
     return 1.0 / float(np.linalg.eigvalsh(J @ np.linalg.solve(M, J.T)).max())
 

@@ -19,7 +19,8 @@ colliders. In a substep of length h from ``(q0, v0)``, given the integrator's en
    direction d's row is ``d . J_v + (p x d) . J_w``, the second body's less the first's;
 3. solves one mixed complementarity problem on ``W = J M(q0)^-1 J^T`` for impulses on v1 by
    projected Gauss-Seidel with warm starting (the previous substep's impulses of the same
-   contacts and limits): unilateral rows for the limits and the contact normals, and per
+   contacts and limits): unilateral rows for the limits and the contact normals (a pin's pairs of opposite rows
+   with target rate 0: a bilateral row, :class:`core.limits.PointPin`), and per
    contact the tangent pair on the friction disc ``|lambda_t| <= mu lambda_n`` solved
    exactly in the block's metric (:func:`friction_disc`: a sliding contact's friction
    opposes its sliding, the maximum-dissipation rule of a Coulomb cone);
@@ -644,8 +645,10 @@ class ContactSolver:
         if nl:
             J[:nl] = N[lim_rows]
             dl, ul = d[lim_rows], ddot[lim_rows]
-            target = np.where(dl > 0.0, _closing(ul, dl, moved[lim_rows], c_h),
-                              -self.limits.restitution * np.minimum(ul, 0.0))
+            bounce = self.limits.bounce[lim_rows]
+            target = np.where(self.limits.bilateral[lim_rows], 0.0,
+                              np.where(dl > 0.0, _closing(ul, dl, moved[lim_rows], c_h),
+                                       -bounce * np.minimum(ul, 0.0)))
             b[:nl] = ul - target
             lam[:nl] = self.warm_limits[lim_rows]
         s, P = found.separation, found.point

@@ -75,8 +75,8 @@ def scenario_tail_bake(tmp):
                                motion_times=times, motion=np.array(hips_motion))]
     for k in range(N_TAIL):
         bone = obj.data.bones[f"tail.{k:03d}"]
-        rest = bridge.rigid(np.linalg.solve(np.array(bone.parent.matrix_local),
-                                            np.array(bone.matrix_local)))
+        rest = bridge.rigid(np.linalg.solve(bridge.matrix_to_array(bone.parent.matrix_local),
+                                            bridge.matrix_to_array(bone.matrix_local)))
         s, c = obj.pose.bones[bone.name].spline_joints_sim, obj.pose.bones[bone.name].spline_joints
         # the settings as stored (single precision), so both runs see the same numbers
         joint = core_rig.RigJoint("ball", cone="circular", half_angle=c.cone_half_angle,

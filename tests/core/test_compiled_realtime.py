@@ -222,7 +222,8 @@ def test_driven_limits_agree(method, vectorized, both):
     run of steps in one kernel call on numba (limits, chart changes and the drive's motion
     inside): its trajectory, the drive's work, the engagement after every run and the
     distances equal the numpy path's, which applies the limits in Python after each
-    substep (the implicit method with springs). Tolerance as
+    substep (the implicit method with springs), the driven coordinates locked in both
+    (core.limits.LimitSolver.lock). Tolerance as
     :func:`test_driven_substep_agrees` over the 240 substeps;
     engagement is compared exactly (as test_backend_numba's test_limits_agree)."""
     rng = np.random.default_rng(19)

@@ -293,8 +293,9 @@ def advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, c
     ``h = sd[S_H]`` with the tau and fext of ``sd`` (:func:`core.compiled.pack.step_arrays`),
     each followed by the rate limit (when ``sd[S_CLAMP]``), the divergence test, the
     spherical and free joints' chart change
-    (``sd[S_CHARTS]``) and, when ``li`` has constraints, the limit solver
-    (:func:`core.compiled.pack` layout of :meth:`core.limits.LimitSolver`) and again the test
+    (``sd[S_CHARTS]``) and, when ``li`` has constraints, the prescribed coordinates set to
+    the drive's at the substep's end, the limit solver (:func:`core.compiled.pack` layout of
+    :meth:`core.limits.LimitSolver`, the prescribed coordinates locked) and again the test
     and the chart change.
 
     ``li, lr`` None for a model without limits, and ``dofs, drive, qend, powers, chol`` None
@@ -358,6 +359,16 @@ def _clamp(sd, nv, v):
             v[j] = min(max(v[j], -limit[j]), limit[j])
 
 
+@inline
+def _impose(q, v, dofs, nf, qend, drive, s):
+    """The prescribed coordinates and rates ``dofs[nf:]`` set to the drive's at the end of
+    substep ``s`` (nothing when ``dofs`` is None)."""
+    if dofs is not None:
+        for i in range(dofs.size - nf):
+            q[dofs[nf + i]] = qend[s, i]
+            v[dofs[nf + i]] = drive[s, 2, 0, i]
+
+
 @jit
 def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol, track,
              world):
@@ -397,15 +408,13 @@ def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, 
         st = _settle(ints, q, v, charts)
         if li is not None:
             if st == 0 and c:
-                st = limit_apply(ints, reals, buf, q, v, li, lr)
+                _impose(q, v, dofs, nf, qend, drive, s)
+                st = limit_apply(ints, reals, buf, q, v, li, lr, dofs, nf)
                 if st == 0:
                     st = _settle(ints, q, v, charts)
         if st:
             break
-        if dofs is not None:
-            for i in range(dofs.size - nf):              # the drive's motion at the end
-                q[dofs[nf + i]] = qend[s, i]
-                v[dofs[nf + i]] = drive[s, 2, 0, i]
+        _impose(q, v, dofs, nf, qend, drive, s)
     if li is not None:
         if st:
             E = LI_HEADER + 2 * c

@@ -3,10 +3,11 @@
 
 Mirrors (reference -> twin; parity test):
 
-* ``LimitSolver.apply`` (``engage``, the impulse through ``M^-1 N_e^T``, ``project``) ->
-  :func:`limit_apply` (with :func:`_delassus`, :func:`_project`):
-  ``tests/core/test_backend_numba.py::test_limits_agree`` (and the driven runs of
-  ``tests/core/test_compiled_realtime.py::test_driven_limits_agree``);
+* ``LimitSolver.apply`` (``engage``, the impulse through ``M^-1 N_e^T``, the driven
+  coordinates locked, ``project``) -> :func:`limit_apply` (with :func:`_delassus`,
+  :func:`_project`): ``tests/core/test_backend_numba.py::test_limits_agree`` (and, locked,
+  the driven runs of ``tests/core/test_compiled_realtime.py::test_driven_limits_agree``);
+  a solver with pins (:class:`core.limits.PointPin`) has no kernel (``compiled`` False);
 * ``LimitSolver.evaluate`` (each limit's ``constraints``) -> :func:`limit_constraints`,
   :func:`limit_row`: ``tests/core/test_backend_numba.py::test_limit_evaluation_agrees``;
 * ``LimitSolver.hold`` -> :func:`limit_hold`:
@@ -35,10 +36,10 @@ limit_offsets = jit(layout.limit_offsets)
 @jit
 def pgs(W, b, lam, sweeps, rtol):
     """Projected Gauss-Seidel into ``lam (n,)``: ``lam >= 0`` with ``W lam + b >= 0``
-    complementary (``W (n, n)`` symmetric positive definite, ``b (n,)``), from zero, for at
-    most ``sweeps`` sweeps, stopping after the first sweep whose largest change is at most
-    ``rtol`` times the largest ``lam`` (:meth:`core.limits.LimitSolver._pgs`). Returns the
-    sweeps taken."""
+    complementary (``W (n, n)`` symmetric positive semi-definite, ``b (n,)``; a row with
+    ``W_ii = 0`` keeps ``lam_i = 0``), from zero, for at most ``sweeps`` sweeps, stopping
+    after the first sweep whose largest change is at most ``rtol`` times the largest ``lam``
+    (:meth:`core.limits.LimitSolver._pgs`). Returns the sweeps taken."""
     n = b.shape[0]
     for i in range(n):
         lam[i] = 0.0
@@ -48,7 +49,7 @@ def pgs(W, b, lam, sweeps, rtol):
             r = b[i]
             for k in range(n):
                 r += W[i, k] * lam[k]
-            new = max(0.0, lam[i] - r / W[i, i])
+            new = max(0.0, lam[i] - r / W[i, i]) if W[i, i] > 0.0 else 0.0
             change = max(change, abs(new - lam[i]))
             size = max(size, new)
             lam[i] = new
@@ -89,10 +90,12 @@ def _coupled_pgs(li, lr, CP, CI, W, b, lam, n, sweeps):
 
 
 @jit
-def limit_apply(ints, reals, buf, q, v, li, lr):
+def limit_apply(ints, reals, buf, q, v, li, lr, dofs, nf):
     """One application of the limit solver after a substep (as
     :meth:`core.limits.LimitSolver.apply`): engagement, the velocity impulse through
-    ``M^-1 N_e^T`` (Cholesky of the CRBA mass matrix), then the joint-space position
+    ``M^-1 N_e^T`` (Cholesky of the CRBA mass matrix; with ``dofs`` not None its coordinates
+    ``dofs[nf:]`` locked: their rows and columns of M the identity's, their entries of
+    ``M^-1 N_e^T`` zero, :meth:`core.limits.LimitSolver.lock`), then the joint-space position
     projection over every constraint; projected Gauss-Seidel for both. Status 4 if M is not
     positive definite, 5 if a twist limit is undefined (a swing of pi)."""
     nv = ints[H_NV]
@@ -121,6 +124,13 @@ def limit_apply(ints, reals, buf, q, v, li, lr):
         return 0
     crba_recursion(ints, reals, buf, q)
     oM = ints[H_M]
+    if dofs is not None:                                 # locked: the identity's rows
+        for t in range(nf, dofs.size):
+            p = dofs[t]
+            for j in range(nv):
+                buf[oM + nv * p + j] = 0.0
+                buf[oM + nv * j + p] = 0.0
+            buf[oM + nv * p + p] = 1.0
     for i in range(nv):                                  # M = L L^T
         for j in range(i + 1):
             x = buf[oM + nv * i + j]
@@ -132,7 +142,7 @@ def limit_apply(ints, reals, buf, q, v, li, lr):
                 lr[L + nv * i + i] = math.sqrt(x)
             else:
                 lr[L + nv * i + j] = x / lr[L + nv * j + j]
-    _delassus(lr, li, nv, ne, IX, N, L, Y, W)
+    _delassus(lr, li, nv, ne, IX, N, L, Y, W, dofs, nf)
     rest = lr[0]
     for e in range(ne):                                  # n.v_new >= -e min(n.v, 0)
         dd = lr[DD + li[IX + e]]
@@ -270,9 +280,10 @@ def limit_constraints(li, lr, q, out):
 
 
 @jit
-def _delassus(lr, li, nv, ne, IX, N, L, Y, W):
+def _delassus(lr, li, nv, ne, IX, N, L, Y, W, dofs, nf):
     """For the constraints ``li[IX:IX + ne]``: the columns ``M^-1 N_e^T`` into ``Y`` (from the
-    Cholesky factor at ``L``) and ``W = N_e M^-1 N_e^T`` (ne, ne) into ``W``."""
+    Cholesky factor at ``L``; zero on the locked coordinates ``dofs[nf:]`` when ``dofs`` is
+    not None) and ``W = N_e M^-1 N_e^T`` (ne, ne) into ``W``."""
     for e in range(ne):                                  # column e of M^-1 N_e^T
         n, y = N + nv * li[IX + e], Y + nv * e
         for i in range(nv):
@@ -285,6 +296,9 @@ def _delassus(lr, li, nv, ne, IX, N, L, Y, W):
             for k in range(i + 1, nv):
                 x -= lr[L + nv * k + i] * lr[y + k]
             lr[y + i] = x / lr[L + nv * i + i]
+        if dofs is not None:
+            for t in range(nf, dofs.size):
+                lr[y + dofs[t]] = 0.0
     for e in range(ne):
         n = N + nv * li[IX + e]
         a, b = _row_dofs(li, li[IX + e])
