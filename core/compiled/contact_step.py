@@ -41,8 +41,7 @@ from ..contacts.rules import KEY_BITS
 from .contacts import (contact_pgs, contact_solve, delassus_rows, fastest_point,
                        impulse_velocity)
 from .kernels.dynamics import dense_aba, energies
-from .kernels.integrators import (_clamp, _finite, _first_order, _undriven_or_driven,
-                                  normalize, step_layout)
+from .kernels.integrators import _clamp, _finite, _first_order, normalize, step, step_layout
 from .kernels.limits import limit_apply, limit_hold, limit_offsets, limit_row
 from .kernels.options import jit
 from .kernels.spatial import world_point
@@ -342,8 +341,7 @@ def contact_substeps(ints, reals, buf, mass_com, q, v, sd, dense, M, li, lr, sh_
             if st == 0:
                 _first_order(buf, ints[H_DDQ], h, method, q, v, qn[0], vn[0])
         else:
-            st = _undriven_or_driven(ints, reals, buf, q, v, tau, fext, h, method, qn, vn,
-                                     None, 0, None, None, None, s, None)
+            st = step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None)
         if st:
             return st, s, warm_keys, warm_lam, warm_limits, touching
         q1, v1 = qn[0].copy(), vn[0].copy()
