@@ -106,10 +106,14 @@ records: a bake's frame) in one call of it. With a drive, each stage solves for 
 accelerations (every stage's mass matrix, nonlinear effects, the solve and the drive's
 power, as :func:`core.compiled.kernels.driven_step`), the drive's rates and accelerations at
 every substep's start, middle and end evaluated in Python for the whole run
-(:meth:`Drive.evaluate_many`) and passed in. A step with contacts takes one kernel call per
-substep (:func:`~core.compiled.kernels.step` or :func:`~core.compiled.kernels.driven_step`)
-and the contact step in Python. A step the kernel reports as failed is taken again on the
-Python path, which raises the error above.
+(:meth:`Drive.evaluate_many`) and passed in. A step with contacts, constant forces and
+neither a drive nor a tracking takes its substeps, each with its contact step, in one
+kernel call (:func:`core.compiled.contact_step.contact_substeps`; with the "dense" aba
+method and the euler or semi-implicit method the kernels' twin of that method); others
+take one kernel call per substep (:func:`~core.compiled.kernels.step` or
+:func:`~core.compiled.kernels.driven_step`) and the contact step in a few more
+(:meth:`core.compiled.contact_solver.ContactSteps.apply`). A step the kernel reports as
+failed is taken again on the Python path, which raises the error above.
 
 Rate limit. An integrator given ``rate_limit`` (``(nv,)``, inf where none) clips each
 coordinate's rate to it after every substep's method step, before contacts and limits act
@@ -724,13 +728,19 @@ class Integrator:
         """One step of dt; returns ``(q, v, drive work over the step)``. With a compiled
         stepper, where it takes steps (:meth:`core.compiled.integrators.IntegratorSteps.
         steps`), one kernel call; a step it reports as failed is taken again here, substep
-        by substep, which raises the SimulationError that names the cause."""
+        by substep, which raises the SimulationError that names the cause. With contacts,
+        the substeps that one kernel call takes (:meth:`core.compiled.integrators.
+        IntegratorSteps.contact_substeps`), then the others here."""
+        first = 0
         if self.compiled is not None:
             out = self.compiled.steps(t, q, v, 1)
             if out is not None:
                 return out[0], out[1], float(out[2][0])
+            if self.contacts is not None:
+                q, v, first = self.compiled.contact_substeps(t, q, v,
+                                                             IMPULSE_POSITION[self.method])
         work = 0.0
-        for k in range(self.substeps):
+        for k in range(first, self.substeps):
             ts = t + k * self.h
             if self.drive is not None:
                 self._powers.clear()

@@ -1,7 +1,10 @@
 """The compiled twin of :class:`core.contacts.solver.ContactSolver`'s substep: the stepper
 that :func:`stepper` makes for a contact solver on the numba backend. For worlds without
-moving colliders and limits that have kernels, a substep is a few kernel calls with arrays
-between them (:meth:`ContactSteps.apply`): the pose (:func:`core.compiled.dynamics.
+moving colliders and limits that have kernels, the integrator's substeps of a step with
+their contact steps are one kernel call where its stepper allows it
+(:meth:`ContactSteps.substeps`, :func:`core.compiled.contact_step.contact_substeps`: the
+kernels below, called from one compiled loop), else a substep's contact step is a few
+kernel calls with arrays between them (:meth:`ContactSteps.apply`): the pose (:func:`core.compiled.dynamics.
 energies`), the shapes' poses and point-speed bound (:func:`core.compiled.contact_step.
 shape_poses`), the narrow phase (:func:`core.compiled.narrow.pair_contacts`, every pair's
 box test instead of sweep and prune), the planes' contacts, the limits' engagement and rows
@@ -17,7 +20,7 @@ import numpy as np
 from . import contact_step as K
 from . import dynamics
 from .contacts import contact_pgs, contact_solve, fastest_point
-from .layout import B_SIZE, B_V, buffer_offsets, limit_offsets
+from .layout import B_SIZE, B_V, S_NSUB, buffer_offsets, limit_offsets
 from .narrow import pair_contacts
 from .pack import PackedShapes
 from ..contacts import rules
@@ -61,6 +64,54 @@ class ContactSteps:
         (*_, li_size), (*_, lr_size) = limit_offsets(0, model.nv)
         self.limit_arrays = solver.limits.kernel_arrays if solver.limits is not None else \
             (np.zeros(li_size, dtype=np.int64), np.zeros(lr_size))
+        #: whether the last contact problem solved here was larger than
+        #: :data:`COMPILED_SOLVE_WORK` (:meth:`substeps` then leaves the steps to
+        #: :meth:`apply` until one is not)
+        self.large = False
+        consts = np.zeros(K.C_SIZE)
+        consts[[K.C_MARGIN, K.C_BOUNCE, K.C_SLOP, K.C_ITERATIONS, K.C_RTOL, K.C_WORK]] = (
+            solver.margin, solver.bounce_threshold, solver.slop, solver.iterations,
+            rules.PGS_RTOL, COMPILED_SOLVE_WORK)
+        #: :func:`core.compiled.contact_step.contact_substeps`' numbers
+        self.consts = consts
+        self._mass = np.empty((model.nv, model.nv))
+
+    @property
+    def fuses(self):
+        """Whether :meth:`substeps` takes this solver's substeps: no moving colliders, every
+        joint with a kernel, no limits or limits that have kernels (as :meth:`apply`)."""
+        s = self.solver
+        return not (s.movers or dynamics.packed(s.model).python or
+                    (s.limits is not None and not s.limits.compiled))
+
+    def substeps(self, data, t, q, v, sd, dense, weight):
+        """The integrator's substeps from ``(q, v)`` at time t with this solver's contact
+        step in one kernel call (:func:`core.compiled.contact_step.contact_substeps`, ``sd``,
+        ``dense`` as it takes them; ``weight`` the c of :meth:`apply`): ``(q, v, substeps
+        taken)``, the state after them, their report rows logged and their warm starts kept.
+        The substeps not taken (the kernel stops at a failure, which the reference substep
+        then names, or at a problem larger than :data:`COMPILED_SOLVE_WORK`) start from the
+        state returned, the limit solver's state as it was there."""
+        s = self.solver
+        m = s.model
+        p = dynamics.packed(m)
+        li, lr = self.limit_arrays
+        self.consts[K.C_T], self.consts[K.C_WEIGHT] = t, weight
+        q, v = q.copy(), v.copy()
+        log = np.empty((int(sd[S_NSUB]), 4))
+        status, done, keys, lam, limits, touching = K.contact_substeps(
+            p.ints, p.reals, data.buffer, p.mass_com, q, v, sd, dense, self._mass, li, lr,
+            *self.packed.arrays(), self.poses, len(s.shapes), s.pairs_allowed, s.bodies,
+            self.body_velocity, s.first_vertex, s.extents, self.planes, s.plane_materials,
+            s.vertices.ravel(), s.vertex_shape, s.vertex_body, s.vertex_local,
+            s.vertex_radius, s.pair_a, s.pair_b, s.pair_materials, self.consts, s.warm_keys,
+            s.warm_lam, s.warm_limits, log)
+        s.warm_keys, s.warm_lam, s.warm_limits = keys, lam, limits
+        if done:
+            s.touching = touching
+            s._log.extend((end, int(n), depth, e) for end, n, depth, e in log[:done].tolist())
+        self.large = status == K.TOO_LARGE
+        return q, v, done
 
     def pose(self, data, q, v=None):
         """``ContactSolver._pose`` by the compiled kinematics (world poses, body-frame
@@ -116,7 +167,8 @@ class ContactSteps:
         columns (the compiled kinematics leaves body-frame ones)."""
         s = self.solver
         nv, size = s.model.nv, len(b)
-        if size * nv * (nv + size) <= 2.0 * COMPILED_SOLVE_WORK:
+        self.large = size * nv * (nv + size) > 2.0 * COMPILED_SOLVE_WORK
+        if not self.large:
             return self.impulses(data, q, v, v1, step, arrays, J, b, lam, nl, h, c_h)
         update_kinematics(s.model, data, q)
         return s.impulses(data, q, v, v1, step, arrays, J, b, lam, nl, h, c_h)
@@ -134,7 +186,7 @@ class ContactSteps:
         M, dv, gap = np.empty((nv, nv)), np.empty(nv), np.empty(nc)
         kinetic = contact_solve(p.ints, p.reals, data.buffer, q, v, v1, step, *arrays, h, c_h,
                                 s.bounce_threshold, nl, J, b, lam, np.empty((nc, 3, 3)),
-                                M, np.empty((nv, rows)), np.empty((rows, rows)),
+                                M, False, np.empty((nv, rows)), np.empty((rows, rows)),
                                 np.empty((nc, 6)), np.empty((nc, 5)), dv, gap,
                                 s.iterations, rules.PGS_RTOL)
         if kinetic != kinetic:

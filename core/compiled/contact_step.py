@@ -19,25 +19,46 @@ contacts. Each follows the numpy code of ``ContactSolver.apply``, ``find_contact
 ``clear`` (the reference) operation for operation, so the two differ by rounding only.
 These kernels allocate their outputs (their sizes are the number of contacts found).
 
+:func:`contact_substeps` runs a step's substeps (the integrator's substep, then the five
+steps above without the numpy path, then the chart change) in one call, so that a step
+with contacts is one kernel call from Python: the same functions in the same order as the
+separate calls, with the same results bit for bit.
+
 Mirrors (reference -> twin; parity test in ``tests/core/test_contacts.py``):
 
 * ``ContactSolver.apply`` and ``find_contacts`` -> :func:`shape_poses`,
   :func:`gather_contacts`, :func:`finish_contacts`:
   ``::test_the_compiled_contact_substep_equals_the_reference_glue``;
 * ``ContactSolver.clear`` -> :func:`shape_poses`, :func:`plane_separation`:
-  ``::test_the_compiled_clear_check_agrees_with_the_contacts_found``.
+  ``::test_the_compiled_clear_check_agrees_with_the_contacts_found``;
+* ``Integrator._step`` with a contact solver (the separate kernel calls above) ->
+  :func:`contact_substeps`: ``::test_the_fused_contact_step_equals_the_kernel_calls``.
 """
 
 import numpy as np
 
 from ..contacts.rules import KEY_BITS
-from .contacts import delassus_rows, impulse_velocity, contact_pgs, fastest_point
-from .kernels.limits import limit_hold, limit_offsets, limit_row
+from .contacts import (contact_pgs, contact_solve, delassus_rows, fastest_point,
+                       impulse_velocity)
+from .kernels.dynamics import dense_aba, energies
+from .kernels.integrators import _clamp, _finite, _first_order, normalize, step, step_layout
+from .kernels.limits import limit_apply, limit_hold, limit_offsets, limit_row
 from .kernels.options import jit
 from .kernels.spatial import world_point
-from .layout import H_LSH, LI_C, LI_MIN, LR_HEADER, LR_PER
+from .layout import H_DDQ, H_LSH, H_NV, LI_C, LI_MIN, LR_HEADER, LR_PER, S_NSUB
+from .narrow import pair_contacts
 
-__all__ = ["shape_poses", "plane_separation", "gather_contacts", "finish_contacts"]
+__all__ = ["shape_poses", "plane_separation", "gather_contacts", "finish_contacts",
+           "contact_substeps", "C_T", "C_MARGIN", "C_WEIGHT", "C_BOUNCE", "C_SLOP",
+           "C_ITERATIONS", "C_RTOL", "C_WORK", "C_SIZE", "TOO_LARGE"]
+
+#: the entries of :func:`contact_substeps`' ``consts``: the time of the first substep, the
+#: contact margin, the share c of a velocity change the position update takes, the bounce
+#: threshold, the slop, the Gauss-Seidel's sweeps and tolerance, the most work of a solve
+C_T, C_MARGIN, C_WEIGHT, C_BOUNCE, C_SLOP, C_ITERATIONS, C_RTOL, C_WORK = range(8)
+C_SIZE = 8
+#: :func:`contact_substeps`' status for a contact problem larger than ``consts[C_WORK]``
+TOO_LARGE = 6
 
 
 @jit
@@ -266,3 +287,118 @@ def finish_contacts(q1, v1, dv, c_h, gap, s, J, nl, lim_rows, lam, key, F, li, l
             active += 1
         depth = max(depth, -s[k])
     return 0, q_new, q_mid, v_new, moved, warm_keys, warm_lam, warm_limits, active, depth
+
+
+@jit
+def contact_substeps(ints, reals, buf, mass_com, q, v, sd, dense, M, li, lr, sh_ints, sh_rows,
+                     sh_reals, poses, ns, allowed, bodies, at, first, extent, planes,
+                     plane_material, vertices, vertex_shape, vertex_body, vertex_local,
+                     vertex_radius, pair_a, pair_b, pair_material, consts, warm_keys,
+                     warm_lam, warm_limits, log):
+    """The substeps of :meth:`core.integrators.Integrator._step` with a contact solver, in
+    place on ``(q, v)``: ``sd[S_NSUB]`` substeps of ``sd[S_H]`` (the step kernels' ``sd``,
+    :func:`core.compiled.pack.step_arrays`), each
+
+    1. the integrator's substep (:func:`core.compiled.kernels.step`'s, or with ``dense``
+       :func:`core.compiled.kernels.dynamics.dense_aba` and the first-order update of
+       methods 0 and 1, leaving M's factor in ``M (nv, nv)`` for the contacts), the rate
+       limit and the divergence test;
+    2. ``ContactSolver.apply`` as :meth:`core.compiled.contact_solver.ContactSteps.apply`
+       runs it: the pose and speed bound (:func:`energies`, :func:`shape_poses`), the narrow
+       phase (:func:`core.compiled.narrow.pair_contacts` of the packed shapes ``sh_ints,
+       sh_rows, sh_reals``), :func:`gather_contacts`, the impulses
+       (:func:`core.compiled.contacts.contact_solve`), :func:`finish_contacts` and the
+       position correction's change of potential energy; without contacts the limit
+       solver's own step (:func:`core.compiled.kernels.limits.limit_apply`);
+    3. the divergence test again and the spherical and free joints' chart change
+       (``sd[S_CHARTS]``).
+
+    The solver's arrays are :class:`core.compiled.contact_solver.ContactSteps`'; ``consts``
+    (:data:`C_SIZE`,) its numbers (:data:`C_T` ...), the warm starts ``warm_keys,
+    warm_lam, warm_limits`` its last ones. Each substep's report row ``(t + h, active,
+    depth, energy)`` goes into ``log (substeps, 4)``.
+
+    Returns ``(status, substeps taken, warm_keys, warm_lam, warm_limits, touching)``: the
+    warm starts after them and whether the last one found contacts. Status 0; or, with
+    ``(q, v)``, the limit solver's state ``(li, lr)`` and the warm starts as at the start of
+    the substep it stopped in: 1 a singular ``S^T IA S``, 3 a non-finite state, 4 a mass
+    matrix not positive definite, 5 an undefined twist limit, :data:`TOO_LARGE` a contact
+    problem whose solve would take more than ``consts[C_WORK]`` multiply-adds ``m nv (nv +
+    m) / 2`` (m rows)."""
+    nv = ints[H_NV]
+    method, h, charts, tau, fext, qn, vn = step_layout(ints, sd)
+    margin, c_h = consts[C_MARGIN], consts[C_WEIGHT] * h
+    iterations, rtol = int(consts[C_ITERATIONS]), consts[C_RTOL]
+    c = li[LI_C]
+    li0, lr0 = li.copy(), lr.copy()
+    touching = False
+    for s in range(int(sd[S_NSUB])):
+        ts = consts[C_T] + s * h
+        li0[:] = li
+        lr0[:] = lr
+        if dense:
+            st = dense_aba(ints, reals, buf, q, v, tau, fext, M)
+            if st == 0:
+                _first_order(buf, ints[H_DDQ], h, method, q, v, qn[0], vn[0])
+        else:
+            st = step(ints, reals, buf, q, v, tau, fext, h, method, qn, vn, None, None)
+        if st:
+            return st, s, warm_keys, warm_lam, warm_limits, touching
+        q1, v1 = qn[0].copy(), vn[0].copy()
+        if not _finite(q1, v1):
+            return 3, s, warm_keys, warm_lam, warm_limits, touching
+        _clamp(sd, nv, v1)
+        energies(ints, reals, buf, q, v1, mass_com, True)
+        reach = margin + h * shape_poses(ints, buf, bodies, at, first, extent, poses)
+        pairs, pP, pN, pS, pF = pair_contacts(sh_ints, sh_rows, sh_reals, poses, ns,
+                                              allowed, reach)
+        st, nc, nl, lim_rows, a, b, P, n, sep, mu, rest, key, J, rhs, lam = \
+            gather_contacts(ints, buf, q, v1, q1, c_h, reach, planes, plane_material,
+                            vertices, vertex_shape, vertex_body, vertex_local, vertex_radius,
+                            pairs, pP, pN, pS, pF, pair_a, pair_b, pair_material, li, lr,
+                            warm_keys, warm_lam, warm_limits)
+        q_new, v_new, row = q1, v1, (ts + h, 0.0, 0.0, 0.0)
+        if st == 0 and nc == 0:                # the limit solver's own step
+            if c:
+                st = limit_apply(ints, reals, buf, q1, v1, li, lr)
+        elif st == 0:
+            m = nl + 3 * nc
+            if m * nv * (nv + m) > 2.0 * consts[C_WORK]:
+                st = TOO_LARGE
+            else:
+                dv, gap = np.empty(nv), np.empty(nc)
+                kinetic = contact_solve(ints, reals, buf, q, v, v1, q1 - q, a, b, P, n, sep,
+                                        mu, rest, np.zeros((nc, 3)), h, c_h, consts[C_BOUNCE],
+                                        nl, J, rhs, lam, np.empty((nc, 3, 3)), M, dense,
+                                        np.empty((nv, m)), np.empty((m, m)),
+                                        np.empty((nc, 6)), np.empty((nc, 5)), dv, gap,
+                                        iterations, rtol)
+                if kinetic != kinetic:
+                    st = 4
+                else:
+                    st, q_new, q_mid, v_new, moved, keys, wl, wlim, active, depth = \
+                        finish_contacts(q1, v1, dv, c_h, gap, sep, J, nl, lim_rows, lam, key,
+                                        M, li, lr, consts[C_SLOP], iterations, rtol)
+                    if st == 0:
+                        warm_keys, warm_lam, warm_limits = keys, wl, wlim
+                        potential = 0.0
+                        if moved:
+                            potential = energies(ints, reals, buf, q_new, q_new, mass_com,
+                                                 False)[1] - \
+                                energies(ints, reals, buf, q_mid, q_mid, mass_com, False)[1]
+                        row = (ts + h, float(active), depth, kinetic + potential)
+        if st == 0 and not _finite(q_new, v_new):
+            st = 3
+        if st:
+            li[:] = li0
+            lr[:] = lr0
+            return st, s, warm_keys, warm_lam, warm_limits, touching
+        touching = nc > 0
+        for k in range(4):
+            log[s, k] = row[k]
+        for j in range(nv):
+            q[j] = q_new[j]
+            v[j] = v_new[j]
+        if charts:
+            normalize(ints, q, v)
+    return 0, int(sd[S_NSUB]), warm_keys, warm_lam, warm_limits, touching

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..contacts import rules
 from ..contacts.rules import FREE_ROW_RTOL
-from .kernels.dynamics import crba_recursion
+from .kernels.dynamics import cholesky, crba_recursion
 from .kernels.kinematics import s_row
 from .kernels.options import jit
 from .layout import H_LSH, H_M, HEADER, I_N, I_PARENT, I_Q, NI
@@ -264,11 +264,13 @@ def impulse_velocity(F, Zt, lam, dv):
 
 @jit
 def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu, rest,
-                  world_v, h, c_h, bounce_threshold, nl, J, b, lam, D, M, Zt, W, blocks,
-                  tangent, dv, gap, iterations, rtol):
+                  world_v, h, c_h, bounce_threshold, nl, J, b, lam, D, M, factored, Zt, W,
+                  blocks, tangent, dv, gap, iterations, rtol):
     """The impulses of a contact step (``ContactSolver.apply``'s steps 2 and 3 on the
     numba backend): the mass matrix ``M (nv, nv)`` at q (its lower Cholesky factor L left
-    in its lower half, L^T in its upper half) and the compiled kinematics at q in ``buf``;
+    in its lower half, L^T in its upper half, by :func:`cholesky`; with ``factored``, M
+    holds that factor and the buffer M at q already, as :func:`dense_aba` leaves them) and
+    the compiled kinematics at q in ``buf``;
     the contacts' frames ``D`` and rows (:func:`contact_rows`) into ``J`` after the ``nl``
     limit rows (given with their ``b``); the contacts' right-hand sides ``b`` (speculative
     and bounce targets on the normals, as ``apply`` forms them, ``world_v (c, 3)`` the world
@@ -278,17 +280,14 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
     Returns the kinetic energy the impulses change, or NaN if M is not positive definite
     (nothing after the factorization is computed).
 
-    The factorization runs its inner loops along contiguous rows without a reduction (loops
-    LLVM vectorizes), each element's terms added in the order of the textbook loops: ``U =
-    L^T`` by rows in M's upper half (row j, once divided by ``U_jj``, subtracted ``U_jk``
-    times from each row k below it); Zt and W by :func:`delassus_rows`, dv by
-    :func:`impulse_velocity`."""
+    Zt and W by :func:`delassus_rows`, dv by :func:`impulse_velocity`."""
     nv, m, nc = v.shape[0], b.shape[0], a_body.shape[0]
-    crba_recursion(ints, reals, buf, q)
     oM = ints[H_M]
-    for i in range(nv):
-        for j in range(nv):
-            M[i, j] = buf[oM + nv * i + j]
+    if not factored:
+        crba_recursion(ints, reals, buf, q)
+        for i in range(nv):
+            for j in range(nv):
+                M[i, j] = buf[oM + nv * i + j]
     contact_rows(ints, buf, a_body, b_body, P, n, D, J, nl)
     for c in range(nc):
         k = nl + 3 * c
@@ -309,22 +308,8 @@ def contact_solve(ints, reals, buf, q, v, v1, step, a_body, b_body, P, n, s, mu,
         if rest[c] > 0.0 and u0 < -bounce_threshold and gap[c] <= 0.0:
             target = max(target, -rest[c] * u0 + un - u0)
         b[k], b[k + 1], b[k + 2] = un - target, ut1, ut2
-    for j in range(nv):                                  # M = U^T U, U in M's upper half
-        x = M[j, j]
-        if not x > 0.0:
-            return math.nan
-        x = math.sqrt(x)
-        M[j, j] = x
-        u = M[j, j + 1:]
-        for i in range(nv - j - 1):
-            u[i] /= x
-        for k in range(nv - j - 1):
-            y, t = u[k], M[j + 1 + k, j + 1 + k:]
-            for i in range(nv - j - 1 - k):
-                t[i] -= y * u[k + i]
-    for i in range(nv):                                  # L in M's lower half
-        for j in range(i):
-            M[i, j] = M[j, i]
+    if not (factored or cholesky(M)):
+        return math.nan
     delassus_rows(M, J, Zt, W)
     for c in range(nc):
         k = nl + 3 * c

@@ -29,7 +29,8 @@ def stepper(integ, method_code, weights, compiled_aba):
     when none of its substeps compiles: that needs every joint in a family with a kernel
     and a constant (or no) tau and fext, and no drive with world tracking."""
     steps = IntegratorSteps(integ, method_code, weights, compiled_aba)
-    return None if steps.step_args is None and steps.drive_args is None else steps
+    return None if (steps.step_args is None and steps.drive_args is None and
+                    steps.contact_args is None) else steps
 
 
 class IntegratorSteps:
@@ -51,7 +52,14 @@ class IntegratorSteps:
     solver: its limit solver; such a call takes only steps that
     :meth:`core.contacts.ContactSolver.clear` finds free of contacts); ``unconstrained``:
     the ``sd`` of :func:`core.compiled.kernels.advance_unconstrained` when a step is one
-    kernel call with neither limits nor a drive (nor contacts), else None."""
+    kernel call with neither limits nor a drive (nor contacts), else None;
+    ``contact_args``: ``(sd, dense)`` of one call of
+    :func:`core.compiled.contact_step.contact_substeps` per step with a contact solver
+    (:meth:`contact_substeps`), or None: that needs the solver's
+    :attr:`~core.compiled.contact_solver.ContactSteps.fuses`, constant forces, neither a
+    drive nor a tracking, the spherical and free joints as the only joints that change
+    chart, and the compiled recursion (``dense`` False) or the "dense" aba method with the
+    euler or semi-implicit method (``dense`` True: the kernels' twin of that method)."""
 
     def __init__(self, integ, method_code, weights, compiled_aba):
         self.integ, self.weights = integ, weights
@@ -71,6 +79,7 @@ class IntegratorSteps:
                                         np.zeros((3, 2, driven.size)), np.zeros(4),
                                         np.zeros((nf, nf + 1)))
         self.advance_args = self._advance_arguments()
+        self.contact_args = self._contact_arguments(forces, method_code, compiled_aba)
         self.unconstrained = None if (self.advance_args is None or integ.drive is not None
                                       or self.advance_args[1] is not None
                                       or integ.contacts is not None
@@ -108,12 +117,40 @@ class IntegratorSteps:
             self.drive_args[4:6] + self.drive_args[8:]
         return (sd, li, lr) + driven + (None, None, None)
 
+    def _contact_arguments(self, forces, method_code, compiled_aba):
+        integ = self.integ
+        contacts = integ.contacts
+        dense = integ.aba_method == "dense" and method_code in (0, 1)
+        if (forces is None or contacts is None or contacts.compiled is None or
+                not contacts.compiled.fuses or integ.drive is not None or
+                integ.tracking is not None or not (compiled_aba or dense) or
+                any(not isinstance(j, (Spherical, Free)) for j, _ in integ.charts)):
+            return None
+        m = integ.model
+        tau, fext = forces
+        return step_arrays(m.nv, m.nbodies, method_code, integ.substeps, integ.h, tau, fext,
+                           bool(integ.charts), integ.rate_limit), dense
+
+    def contact_substeps(self, t, q, v, weight):
+        """The substeps of a step from time t with the contact solver (``weight`` the c of
+        :meth:`core.contacts.ContactSolver.apply`), in one kernel call where
+        ``contact_args`` allows it and the solver's last problem was not too large for its
+        kernels (:meth:`core.compiled.contact_solver.ContactSteps.substeps`): ``(q, v,
+        substeps taken)``; the others (all of them elsewhere) are the caller's."""
+        integ = self.integ
+        if self.contact_args is None or integ.contacts.compiled.large:
+            return q, v, 0
+        sd, dense = self.contact_args
+        return integ.contacts.compiled.substeps(integ.data, t, q, v, sd, dense, weight)
+
     def substep(self, t, q, v, powers):
         """One substep from ``(q, v)`` at time t in one kernel call: ``(qn, vn)``, with a
         drive its stages' powers appended to ``powers`` (a list); None when the driven
         kernel reports a failure (the reference substep then names the cause); with a
         tracking, its rows at the substep's end."""
         integ = self.integ
+        if self.step_args is None and self.drive_args is None:
+            return None
         track = world = None
         if integ.tracking is not None:
             track, world = (None if x is None else x[0] for x in (

@@ -54,7 +54,9 @@ Backends. The numpy code here is the reference. A solver made on the numba backe
 :data:`core.backend.twins` once for its compiled stepper
 (:class:`core.compiled.contact_solver.ContactSteps`, :attr:`ContactSolver.compiled`): for
 worlds without moving colliders and limits that have kernels, a substep is then a few
-kernel calls with arrays between them; elsewhere the reference code runs with the
+kernel calls with arrays between them, and an integrator's step of substeps with their
+contact steps is one kernel call where its compiled stepper allows it
+(:meth:`core.compiled.integrators.IntegratorSteps.contact_substeps`); elsewhere the reference code runs with the
 stepper's narrow phase, pose, Gauss-Seidel and impulse kernels, the contacts travelling as
 arrays (:class:`ContactSet`).
 

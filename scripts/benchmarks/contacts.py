@@ -148,6 +148,7 @@ def bench_contacts(quick=False):
         rows.append([n, m.nv, float(rep.contacts.mean()), int(rep.contacts.max()),
                      wall / steps * 1e3, "" if fast is None else fast[3] / steps * 1e3,
                      mj_ms, "" if mj_ms == "" else wall / steps * 1e3 / mj_ms,
+                     "" if mj_ms == "" or fast is None else fast[3] / steps * 1e3 / mj_ms,
                      rep.worst_penetration * 1e3, diff])
     return [table(
         f"Contacts: capsule chain dropped on the ground, {duration:g} s at {FPS:g} Hz x "
@@ -155,12 +156,14 @@ def bench_contacts(quick=False):
         "the same run",
         ["links", "DOF", "contacts per substep (mean)", "contacts (max)",
          "numpy ms / step", "numba ms / step", "MuJoCo ms / step", "numpy / MuJoCo",
+         "numba / MuJoCo",
          "worst penetration (mm)", "max |height - MuJoCo's| at the end (mm)"], rows,
         note="a step is 2 substeps, each one contact solve (narrow and broad phase, one "
              "projected Gauss-Seidel of contacts and limits on the dense W = J M^-1 J^T); "
-             "on numba the narrow and broad phase (core/compiled/narrow.py) and the "
-             "Gauss-Seidel sweeps are compiled (both backends run the dense dynamics, CRBA "
-             "+ Cholesky). MuJoCo: 2 mj_step calls of the "
+             "both backends run the dense dynamics (CRBA + Cholesky); on numba a step is "
+             "one kernel call (core/compiled/contact_step.py: contact_substeps) while its "
+             "contact problems take at most COMPILED_SOLVE_WORK multiply-adds, else each "
+             "substep is a few kernel calls and numpy's BLAS products. MuJoCo: 2 mj_step calls of the "
              "substep per step, its soft contacts (default solref/solimp) and its default "
              "pyramidal friction cone; heights: the links' centres of mass at the end of "
              "the run.")]

@@ -192,6 +192,14 @@ def test_backends_agree(name, outside, both):
     _close(a_np, a_nb, tolerance(nb, kappa, ops), np.abs(a_np).max(), "aba")
     a_rec, = both(lambda: dyn.aba(m, d, q, v, tau, fext, method="recursive"))[:1]
     _close(a_rec, a_nb, tolerance(nb, kappa, ops), np.abs(a_np).max(), "recursive")
+    if all(f.kernel_kind is not None for f in m.families):
+        # the kernels' dense method (CRBA, the nonlinear effects, their own Cholesky) against
+        # numpy's (LAPACK's): the solve adds 3 nv + 1 roundings per entry times cond(M)
+        # (Higham, Accuracy and Stability, thm. 10.4), at most 18 per body (6 coordinates
+        # each) against the recursions' OPS_PER_BODY
+        a_dense, = both(lambda: dyn.aba(m, d, q, v, tau, fext, method="dense"))[:1]
+        _close(_dense_kernel(m, q, v, tau, fext), a_dense, tolerance(nb, kappa, ops),
+               np.abs(a_np).max(), "dense kernel")
     t_np, t_nb = both(lambda: dyn.rnea(m, d, q, v, a_np, fext))
     h_np, h_nb = both(lambda: dyn.nonlinear_effects(m, d, q, v, fext))
     scale = max(np.abs(M).max() * np.abs(a_np).max(), np.abs(h_np).max(), np.abs(tau).max())
@@ -215,6 +223,26 @@ def test_backends_agree(name, outside, both):
     A_rec, = both(lambda: dyn.aba(m, d, q, v, tau, fext, method="recursive", armature=arm))[:1]
     _close(A_rec, A_nb, tolerance(nb, kappa_arm, ops), np.abs(A_np).max(),
            "recursive, armature")
+
+
+def _dense_kernel(m, q, v, tau, fext):
+    """:func:`core.compiled.kernels.dynamics.dense_aba`'s accelerations (a fresh buffer), and
+    that it leaves M's Cholesky factor (L below the diagonal, L^T above)."""
+    from core.compiled.kernels.dynamics import dense_aba
+    from core.compiled.layout import H_DDQ
+    previous = backend.use("numba")
+    try:
+        p, d = packed(m), m.create_data()
+        M = np.empty((m.nv, m.nv))
+        assert dense_aba(p.ints, p.reals, d.buffer, q, v, tau, np.ascontiguousarray(fext),
+                         M) == 0
+        L = np.tril(M)
+        np.testing.assert_array_equal(np.triu(M), L.T)
+        M_ref = dyn.crba(m, m.create_data(), q)
+        assert np.abs(L @ L.T - M_ref).max() <= tolerance(m.nbodies) * np.abs(M_ref).max()
+        return d.buffer[p.ints[H_DDQ]:p.ints[H_DDQ] + m.nv].copy()
+    finally:
+        backend.use(previous)
 
 
 def _jacobians_agree(m, d, q, both, tol):

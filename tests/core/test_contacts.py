@@ -470,11 +470,99 @@ def test_the_compiled_contact_substep_equals_the_reference_glue(monkeypatch):
         v0 = np.zeros(m.nv)
         v0[3:6] = [0.3, 0.0, -1.5]
         v0[6:9] = [0.0, 2.0, 1.0]
-        Integrator(m, 1.0 / 120.0, 4, "semi_implicit", contacts=reference).run(q0, v0, 60)
+        integ = Integrator(m, 1.0 / 120.0, 4, "semi_implicit", contacts=reference)
+        integ.compiled.contact_args = None              # the substeps through apply
+        integ.run(q0, v0, 60)
     finally:
         backend.use(previous)
     assert seen["contacts"] >= 100 and seen["engaged"] >= 10 and seen["corrected"] >= 5, seen
     assert reference.report().contacts.max() >= 6
+
+
+@pytest.mark.skipif(not backend.available(), reason="numba does not import")
+@pytest.mark.parametrize("method, aba, work", [("semi_implicit", "auto", None),
+                                               ("rk4", "auto", None),
+                                               ("semi_implicit", "dense", None),
+                                               ("semi_implicit", "dense", 0.0)])
+def test_the_fused_contact_step_equals_the_kernel_calls(monkeypatch, method, aba, work):
+    """A step's substeps in one kernel call (:func:`core.compiled.contact_step.
+    contact_substeps`) against the same substeps as separate kernel calls with Python
+    between them (the integrator's substep, ``ContactSteps.apply``, the chart change), along
+    a fall of a zig-zag chain in reach cones onto a bouncy ground and a static box, with
+    self-collision: both run the same compiled functions in the same order on the same
+    numbers, so the states, the report, the warm starts and the limits' engagement are
+    equal bit for bit. With the "dense" aba method the separate calls' substeps take the
+    kernels' dense method and first-order update too (numpy's, which they otherwise take,
+    agrees with it to rounding: ``tests/core/test_backend_numba.py::test_backends_agree``). ``work`` 0: every
+    contact problem is too large for the fused kernel, which hands each contact substep
+    back to the separate calls."""
+    from core.compiled import contact_solver as compiled_solver
+    from core.compiled.dynamics import packed
+    from core.compiled.kernels.dynamics import dense_aba
+    from core.compiled.kernels.integrators import _first_order
+    from core.compiled.layout import H_DDQ
+
+    m, shapes, q0, plane = capsule_chain(6, drop=0.05)
+    cones = [ReachCone(i, (1.0, 0.0, 0.0), 0.3) for i in range(1, 6)]
+    box = StaticCollider(Box([0.2, 0.2, 0.05]), se3.from_rp(np.eye(3), [0.9, 0.0, 0.02]))
+    world = [Plane(0.0, friction=0.6, restitution=0.4), box]
+    if work is not None:
+        monkeypatch.setattr(compiled_solver, "COMPILED_SOLVE_WORK", work)
+
+    def kernel_substep(integ, t, q, v):                 # the fused kernel's dense substep
+        p, buf = packed(m), integ.data.buffer
+        assert dense_aba(p.ints, p.reals, buf, q, v, np.zeros(m.nv), np.zeros((0, 6)),
+                         np.empty((m.nv, m.nv))) == 0
+        qn, vn = np.empty(m.nv), np.empty(m.nv)
+        _first_order(buf, p.ints[H_DDQ], integ.h, 1, q, v, qn, vn)
+        return qn, vn
+
+    previous = backend.use("numba")
+    runs = []
+    try:
+        for fused in (True, False):
+            solver = ContactSolver(m, shapes, world, limits=LimitSolver(m, cones),
+                                   self_collision=True)
+            integ = Integrator(m, 1.0 / 240, 2, method, contacts=solver, aba_method=aba)
+            assert integ.compiled.contact_args is not None
+            calls = []
+            if aba == "dense":
+                monkeypatch.setattr(Integrator, "_substep", kernel_substep)
+            if fused:
+                substeps = solver.compiled.substeps
+                monkeypatch.setattr(solver.compiled, "substeps",
+                                    lambda *a: _counted(substeps, calls, a))
+            else:
+                integ.compiled.contact_args = None
+            tr = integ.run(q0, np.zeros(m.nv), 96, check_energy=False)
+            engaged = solver.limits.engaged.copy()
+            runs.append((tr, np.array(solver._log), solver.warm_keys, solver.warm_lam,
+                         solver.warm_limits, engaged, calls))
+            monkeypatch.undo()
+            if work is not None:
+                monkeypatch.setattr(compiled_solver, "COMPILED_SOLVE_WORK", work)
+    finally:
+        backend.use(previous)
+    (a, log_a, *warm_a, engaged_a, calls), (b, log_b, *warm_b, engaged_b, _) = runs
+    np.testing.assert_array_equal(a.q, b.q)
+    np.testing.assert_array_equal(a.v, b.v)
+    np.testing.assert_array_equal(log_a, log_b)
+    for x, y in zip(warm_a, warm_b):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(engaged_a, engaged_b)
+    assert log_a[:, 1].max() >= 3 and engaged_a.any()           # contacts and limits met
+    touching = int(np.sum(log_a[:, 1] > 0))
+    if work is None:          # the kernel took every step that the clear check did not
+        assert len(calls) >= touching // 2 and set(calls) == {2}
+    else:                     # it handed back the first substep with contacts, and the
+        assert calls[-1] < 2  # steps after it went to the separate calls
+
+
+def _counted(substeps, calls, args):
+    """Call ``substeps(*args)`` and note the substeps it took."""
+    out = substeps(*args)
+    calls.append(out[2])
+    return out
 
 
 @pytest.mark.skipif(not backend.available(), reason="numba does not import")

@@ -37,6 +37,8 @@ Mirrors (reference -> twin; parity test):
 * ``dynamics.rnea``, ``dynamics.nonlinear_effects`` -> :func:`rnea` (entry),
   :func:`rnea_recursion`;
 * ``dynamics.crba`` -> :func:`crba` (entry), :func:`crba_recursion`;
+* ``dynamics.aba``'s "dense" method without an armature -> :func:`dense_aba`,
+  :func:`cholesky` (the contact steps' dynamics, :mod:`core.compiled.contact_step`);
 * ``dynamics._external_wrenches`` (fext and the point springs) -> :func:`_external`;
   ``dynamics.passive_forces`` -> :func:`_passive`;
 
@@ -499,6 +501,67 @@ def rnea(ints, reals, buf, q, v, a, fext, nle):
 def crba(ints, reals, buf, q):
     """The joint-space mass matrix (full, symmetric) into the buffer's M."""
     return crba_recursion(ints, reals, buf, q)
+
+
+@jit
+def cholesky(M):
+    """``M = L L^T`` in place for a symmetric ``M (nv, nv)``: ``U = L^T`` in its upper half
+    and L in its lower half (the diagonal shared); False (M partly overwritten) if M is not
+    positive definite. The inner loops run along contiguous rows without a reduction (loops
+    LLVM vectorizes), each element's terms added in the order of the textbook loops: ``U``
+    by rows (row j, once divided by ``U_jj``, subtracted ``U_jk`` times from each row k
+    below it)."""
+    nv = M.shape[0]
+    for j in range(nv):
+        x = M[j, j]
+        if not x > 0.0:
+            return False
+        x = math.sqrt(x)
+        M[j, j] = x
+        u = M[j, j + 1:]
+        for i in range(nv - j - 1):
+            u[i] /= x
+        for k in range(nv - j - 1):
+            y, t = u[k], M[j + 1 + k, j + 1 + k:]
+            for i in range(nv - j - 1 - k):
+                t[i] -= y * u[k + i]
+    for i in range(nv):
+        for j in range(i):
+            M[i, j] = M[j, i]
+    return True
+
+
+@jit
+def dense_aba(ints, reals, buf, q, v, tau, fext, M):
+    """Forward dynamics into the buffer's ddq by the mass matrix (``dynamics.aba``'s "dense"
+    method without an armature): ``M q_ddot = tau - h`` with M from :func:`crba_recursion`
+    (left in the buffer's M) and ``h`` from :func:`rnea_recursion` (the springs' and
+    dampers' torques and ``fext (nfext, 6)`` in it, left in the buffer's nle), solved with
+    :func:`cholesky`'s factor, which it leaves in ``M (nv, nv)``. Status 0, or 4 if M is not
+    positive definite (nothing solved)."""
+    nv = ints[H_NV]
+    crba_recursion(ints, reals, buf, q)
+    oM, on, ddq = ints[H_M], ints[H_NLE], ints[H_DDQ]
+    for i in range(nv):
+        for j in range(nv):
+            M[i, j] = buf[oM + nv * i + j]
+    a = buf[ddq:ddq + nv]
+    for j in range(nv):
+        a[j] = 0.0
+    rnea_recursion(ints, reals, buf, q, v, a, fext, on)
+    if not cholesky(M):
+        return 4
+    for i in range(nv):                                  # L y = tau - h
+        x = tau[i] - buf[on + i]
+        for k in range(i):
+            x -= M[i, k] * a[k]
+        a[i] = x / M[i, i]
+    for i in range(nv - 1, -1, -1):                      # L^T q_ddot = y
+        x = a[i]
+        for k in range(i + 1, nv):
+            x -= M[i, k] * a[k]
+        a[i] = x / M[i, i]
+    return 0
 
 
 @jit

@@ -369,15 +369,23 @@ def _impose(q, v, dofs, nf, qend, drive, s):
             v[dofs[nf + i]] = drive[s, 2, 0, i]
 
 
+@inline
+def step_layout(ints, sd):
+    """``(method, h, charts, tau, fext, qn (5, nv), vn (5, nv))``: the step kernels' ``sd``
+    read (:func:`_step_forces`; the work rows views of it)."""
+    nv = ints[H_NV]
+    tau, fext = _step_forces(ints, sd)
+    rows = S_SIZE + nv + 6 * int(sd[S_NFEXT])
+    return (int(sd[S_METHOD]), sd[S_H], sd[S_CHARTS] != 0.0, tau, fext,
+            sd[rows:rows + 5 * nv].reshape((5, nv)),
+            sd[rows + 5 * nv:rows + 10 * nv].reshape((5, nv)))
+
+
 @jit
 def _advance(ints, reals, buf, q, v, sd, li, lr, dofs, nf, drive, qend, powers, chol, track,
              world):
     nv = ints[H_NV]
-    method, h, charts = int(sd[S_METHOD]), sd[S_H], sd[S_CHARTS] != 0.0
-    tau, fext = _step_forces(ints, sd)
-    rows = S_SIZE + nv + 6 * int(sd[S_NFEXT])
-    qn = sd[rows:rows + 5 * nv].reshape((5, nv))
-    vn = sd[rows + 5 * nv:rows + 10 * nv].reshape((5, nv))
+    method, h, charts, tau, fext, qn, vn = step_layout(ints, sd)
     c = 0
     if li is not None:
         c = li[LI_C] if li.size else 0
