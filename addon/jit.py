@@ -11,9 +11,10 @@ kernels (:mod:`core.backend`):
   ...``, Windows ``%APPDATA%\\Blender Foundation\\Blender\\5.0\\...``). Blender keeps that
   folder when the extension is upgraded (the extension's own folder is replaced) and the user
   can always write it; Blender 5.0's ``bpy.utils.user_resource`` has no cache type.
-* The kernels are compiled for one CPU level on every machine, :data:`core.backend.PORTABLE_CPU`
-  (:func:`core.backend.set_cpu`), so a bake gives the same frames, bit for bit, whether its
-  kernels were compiled in this session or loaded from a cache.
+* The kernels are compiled for one CPU level, :func:`core.backend.portable_cpu` (x86-64-v3 on
+  x86-64 machines that have it, else generic x86-64; the machine's own CPU on ARM), not for
+  the machine's own CPU, so a bake gives the same frames, bit for bit, whether its kernels
+  were compiled in this session or loaded from a cache.
 * The linux-x64 zips ship the kernels compiled (``kernel_cache/<digest>`` in the extension's
   folder, written by scripts/build_extension.py): the first session of a version copies them
   into the cache folder and loads them, in well under a second. Elsewhere (Windows and macOS
@@ -115,11 +116,13 @@ def _numpy_line():
 
 
 def register():
-    """Compile for :data:`core.backend.PORTABLE_CPU`, point the JIT cache at :func:`cache_dir`
+    """Compile for :func:`core.backend.portable_cpu`, point the JIT cache at :func:`cache_dir`
     (seeded from :data:`SHIPPED_CACHE`), watch compiles, and in an interactive session start
     the warm-up (module docstring)."""
     try:
-        backend.set_cpu(backend.PORTABLE_CPU)
+        cpu = backend.portable_cpu()
+        if cpu is not None:
+            backend.set_cpu(cpu)
         backend.set_cache_dir(cache_dir(), shipped=SHIPPED_CACHE)
     except InvalidInputError as err:        # the kernels were loaded before the add-on
         print(f"{PREFIX}{err}; the kernels keep their cache folder", flush=True)

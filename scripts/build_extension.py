@@ -23,7 +23,7 @@ Steps, for each Python line:
 4. The linux-x64 zip gets the compiled kernels (:func:`add_kernel_cache`): the zip is installed
    into a temporary Blender user folder with the line's Python and its ``bpy``, where the
    add-on compiles the kernels of every algorithm (:func:`core.warm_up.warm_up`, for
-   ``core.backend.PORTABLE_CPU``, as the add-on always does) and bakes every demo (the
+   ``core.backend.portable_cpu()``, as the add-on always does) and bakes every demo (the
    variants their models need) and numba caches them; that cache
    is added to the zip as ``kernel_cache/<source digest>/``, which the add-on copies into its
    user folder on first use (addon/jit.py), so a first simulation loads the kernels instead of
@@ -285,7 +285,9 @@ def kernel_cache_worker(zip_path: str, out: str) -> None:
         kit.bake_all()
     digest = backend.source_digest()
     shutil.copytree(os.path.join(jit.cache_dir(), digest), os.path.join(out, digest))
-    print(f"compiled {len(compiles)} kernels for {backend.PORTABLE_CPU} ({warm_up} in the "
+    from numba.core import config
+
+    print(f"compiled {len(compiles)} kernels for {config.CPU_NAME} ({warm_up} in the "
           f"warm-up, the rest for the demos) in {time.perf_counter() - t0:.0f} s")
 
 

@@ -996,3 +996,19 @@ def test_cache_loads_from_a_moved_copy_of_the_core(tmp_path):
     assert "aba" in runs[0]["compiled"] or "aba_free" in runs[0]["compiled"], runs[0]
     assert runs[1]["compiled"] == []
     assert runs[1]["a"] == runs[0]["a"]
+
+
+def test_portable_cpu_follows_the_machine(monkeypatch):
+    """x86-64-v3 where the CPU has every feature it needs, generic x86-64 where one is
+    missing, none (the machine's own CPU) off x86-64."""
+    import platform
+
+    from llvmlite import binding
+    monkeypatch.setattr(platform, "machine", lambda: "arm64")
+    assert backend.portable_cpu() is None
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    every = dict.fromkeys(backend._PORTABLE_FEATURES, True)
+    monkeypatch.setattr(binding, "get_host_cpu_features", lambda: every)
+    assert backend.portable_cpu() == backend.PORTABLE_CPU == "x86-64-v3"
+    monkeypatch.setattr(binding, "get_host_cpu_features", lambda: {**every, "avx2": False})
+    assert backend.portable_cpu() == "generic"
