@@ -11,10 +11,16 @@ kernels (:mod:`core.backend`):
   ...``, Windows ``%APPDATA%\\Blender Foundation\\Blender\\5.0\\...``). Blender keeps that
   folder when the extension is upgraded (the extension's own folder is replaced) and the user
   can always write it; Blender 5.0's ``bpy.utils.user_resource`` has no cache type.
-* The kernels compile on their first use with an empty (or, after an upgrade, stale) cache:
-  about :data:`COMPILE_SECONDS` for those of a first simulation, :data:`ALL_SECONDS` for
-  every compiled path; later sessions load them in a fraction of a second. While one
-  compiles the console prints :func:`compile_message` and a line per kernel compiled.
+* The kernels are compiled for one CPU level, :func:`core.backend.portable_cpu` (x86-64-v3 on
+  x86-64 machines that have it, else generic x86-64; the machine's own CPU on ARM), not for
+  the machine's own CPU, so a bake gives the same frames, bit for bit, whether its kernels
+  were compiled in this session or loaded from a cache.
+* The linux-x64 zips ship the kernels compiled (``kernel_cache/<digest>`` in the extension's
+  folder, written by scripts/build_extension.py): the first session of a version copies them
+  into the cache folder and loads them, in well under a second. Elsewhere (Windows and macOS
+  zips, or a linux one built without them), the kernels compile on their first use with an
+  empty cache: a minute or two of CPU for a first simulation; later sessions load them. While
+  one compiles the console prints :func:`compile_message` and a line per kernel compiled.
 * In an interactive session a background thread runs :func:`core.warm_up.warm_up` a second
   after start (every compiled path, the most used first), so the kernels are compiled (or
   loaded) before the first simulation needs them; while it compiles, the status bar of
@@ -26,6 +32,7 @@ kernels (:mod:`core.backend`):
 
 from __future__ import annotations
 
+import os
 import threading
 import traceback
 
@@ -34,11 +41,9 @@ import bpy
 from ..core import backend
 from ..core.errors import InvalidInputError
 
-#: the first compile of the kernels of a first simulation, and of every compiled path (the
-#: warm-up), on the benchmark machine (scripts/benchmarks/blender_latency.py, cold medians of the
-#: wall time, other jobs sharing its two cores)
-COMPILE_SECONDS = 12
-ALL_SECONDS = 60
+#: the compiled kernels the zip ships (:func:`core.backend.set_cache_dir`'s ``shipped``)
+SHIPPED_CACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "kernel_cache")
 #: the extension's package (``bl_ext.<repository>.spline_joints``)
 EXTENSION = __package__.rpartition(".")[0]
 PREFIX = "Spline Joints: "
@@ -52,9 +57,9 @@ def cache_dir() -> str:
 
 
 def compile_message() -> str:
-    return (f"{PREFIX}compiling the dynamics kernels once (about {COMPILE_SECONDS} s for a "
-            f"first simulation, {ALL_SECONDS} s for all); later sessions load them from the "
-            "cache")
+    return (f"{PREFIX}compiling the dynamics kernels for this version of the extension, once "
+            "(a minute or two the first time a simulation needs them); later sessions load "
+            "them from the cache")
 
 
 def _on_compile(kernel, seconds):
@@ -111,10 +116,14 @@ def _numpy_line():
 
 
 def register():
-    """Point the JIT cache at :func:`cache_dir`, watch compiles, and in an interactive
-    session start the warm-up (module docstring)."""
+    """Compile for :func:`core.backend.portable_cpu`, point the JIT cache at :func:`cache_dir`
+    (seeded from :data:`SHIPPED_CACHE`), watch compiles, and in an interactive session start
+    the warm-up (module docstring)."""
     try:
-        backend.set_cache_dir(cache_dir())
+        cpu = backend.portable_cpu()
+        if cpu is not None:
+            backend.set_cpu(cpu)
+        backend.set_cache_dir(cache_dir(), shipped=SHIPPED_CACHE)
     except InvalidInputError as err:        # the kernels were loaded before the add-on
         print(f"{PREFIX}{err}; the kernels keep their cache folder", flush=True)
     _state["stop_watch"] = backend.watch_compiles(_on_compile)

@@ -21,6 +21,11 @@ other sources: under ``core/compiled/__pycache__/numba/`` by default, or under t
 given to :func:`set_cache_dir` (where the core is installed read-only or replaced on upgrade:
 the add-on passes its user folder, ``bpy.utils.extension_path_user(...)/numba_cache``), or
 under ``NUMBA_CACHE_DIR`` exactly as the caller sets it (the caller then keeps it fresh).
+Inside that folder each kernel's cache lies under its package's name
+(:class:`core.compiled.kernels.options.PackageLocator`), not under a hash of the install path
+as numba's default has it, so a cache built from the same sources elsewhere loads here: the
+extension zip ships one, which :func:`set_cache_dir` copies in (its ``shipped``), compiled
+for the CPU :func:`set_cpu` names (numba compiles for this machine's CPU unless told).
 :func:`watch_compiles` reports the compiles as they happen (for a progress message) and
 :func:`core.warm_up.warm_up` compiles, or loads, the kernels of every algorithm at a moment
 of the caller's choosing.
@@ -40,12 +45,22 @@ from dataclasses import dataclass
 
 from .errors import InvalidInputError
 
-__all__ = ["BACKENDS", "ENV_VAR", "Twins", "use", "active", "available", "set_cache_dir",
-           "source_digest", "watch_compiles", "kernels", "twins"]
+__all__ = ["BACKENDS", "ENV_VAR", "PORTABLE_CPU", "Twins", "use", "active", "available",
+           "set_cache_dir", "portable_cpu", "set_cpu", "source_digest", "watch_compiles",
+           "kernels", "twins"]
 
 BACKENDS = ("numpy", "numba")
 #: environment variable naming the backend
 ENV_VAR = "SPLINE_JOINTS_BACKEND"
+#: the CPU level (LLVM's name) the add-on compiles the kernels for on every x86-64 machine
+#: that has it (:func:`portable_cpu`, :func:`set_cpu`), and the extension zip's shipped cache
+#: is compiled for: AVX2 and FMA (Intel since 2013, AMD since 2015). Against this machine's
+#: own CPU its dynamics rows of scripts/bench.py took 0.98-1.08x the time; ``generic``
+#: x86-64 (SSE2, no FMA), the fallback, up to 1.23x.
+PORTABLE_CPU = "x86-64-v3"
+#: LLVM's names of the features :data:`PORTABLE_CPU` requires
+_PORTABLE_FEATURES = ("avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave",
+                      "cx16", "popcnt", "sahf", "sse3", "ssse3", "sse4.1", "sse4.2")
 
 
 
@@ -110,9 +125,11 @@ def source_digest():
     return h.hexdigest()[:16]
 
 
-def _cache_folder(base, digest=None):
+def _cache_folder(base, digest=None, shipped=None):
     """``base/<digest>`` (default :func:`source_digest`), created; sibling folders of other
-    digests are removed (caches of sources no longer installed)."""
+    digests are removed (caches of sources no longer installed). Where it does not exist yet
+    and ``shipped/<digest>`` does, it starts as a copy of that (copied into a temporary
+    sibling, renamed into place; a process that loses the race keeps the winner's)."""
     import re
     import shutil
 
@@ -122,14 +139,28 @@ def _cache_folder(base, digest=None):
         if name != digest and re.fullmatch(r"[0-9a-f]{16}", name):
             shutil.rmtree(os.path.join(base, name), ignore_errors=True)
     folder = os.path.join(base, digest)
+    seed = shipped and os.path.join(shipped, digest)
+    if seed and os.path.isdir(seed) and not os.path.exists(folder):
+        tmp = os.path.join(base, f".{digest}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(seed, tmp)
+        try:
+            os.rename(tmp, folder)
+        except OSError:                     # another process put its copy there first
+            shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(folder, exist_ok=True)
     return folder
 
 
 def _point_numba_at(folder):
     os.environ["NUMBA_CACHE_DIR"] = folder
+    _reload_numba_config()
+
+
+def _reload_numba_config():
+    """numba reads its environment variables when it is imported: re-read them if it is."""
     import sys
-    if sys.modules.get("numba") is not None:   # numba read its settings at import: re-read
+    if sys.modules.get("numba") is not None:
         from numba.core import config
         config.reload_config()
 
@@ -231,10 +262,13 @@ def active():
     return _name
 
 
-def set_cache_dir(path):
+def set_cache_dir(path, shipped=None):
     """Write (and read) the compiled kernels' cache under ``path`` (a writable folder,
     created if needed), in its subfolder named by :func:`source_digest` (other digests'
-    subfolders are removed), through ``NUMBA_CACHE_DIR``. numba binds each kernel to its cache
+    subfolders are removed), through ``NUMBA_CACHE_DIR``. ``shipped``: a read-only folder
+    holding caches built from these sources in their digest's subfolder (the extension zip's
+    ``kernel_cache``); the digest's subfolder under ``path`` starts as a copy of it when it
+    does not exist yet, so the kernels load instead of compiling. numba binds each kernel to its cache
     folder when the kernel module is imported, so this must come before the first
     algorithm call on the numba backend (and before :func:`use`/:func:`active` load the
     kernels); raises InvalidInputError after that unless ``path`` is already the folder."""
@@ -247,7 +281,42 @@ def set_cache_dir(path):
             raise InvalidInputError("set_cache_dir must be called before the compiled kernels "
                                     "are loaded (the first algorithm call on the numba backend)")
         return
-    _point_numba_at(_cache_folder(os.path.dirname(path), digest))
+    _point_numba_at(_cache_folder(os.path.dirname(path), digest, shipped))
+
+
+def portable_cpu():
+    """The CPU to compile the kernels for so that every machine of a kind runs the same code
+    (:func:`set_cpu`): :data:`PORTABLE_CPU` on an x86-64 machine whose CPU has its features,
+    ``"generic"`` on an older x86-64 one (or where llvmlite does not import), None elsewhere
+    (ARM: numba compiles for this machine)."""
+    import platform
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return None
+    try:
+        from llvmlite import binding
+        features = binding.get_host_cpu_features()
+    except (ImportError, RuntimeError):
+        return "generic"
+    return PORTABLE_CPU if all(features.get(f, False) for f in _PORTABLE_FEATURES) else "generic"
+
+
+def set_cpu(name):
+    """Compile the kernels for LLVM's CPU ``name`` (e.g. :func:`portable_cpu`'s) with that
+    CPU's own features, instead of this machine's (``NUMBA_CPU_NAME`` and an empty
+    ``NUMBA_CPU_FEATURES``): code that runs on every CPU of that level, and the same bits
+    whether the kernels are compiled in this process or loaded from a cache compiled for that
+    CPU elsewhere (numba keys each cached kernel by the CPU name and features it was compiled
+    for, and loads only a match). Must come before the kernels load (raises
+    InvalidInputError after, unless ``name`` is already set)."""
+    import sys
+    if __package__ + ".compiled.kernels" in sys.modules:
+        from numba.core import config
+        if (config.CPU_NAME, config.CPU_FEATURES) != (name, ""):
+            raise InvalidInputError("set_cpu must be called before the compiled kernels are "
+                                    "loaded (the first algorithm call on the numba backend)")
+        return
+    os.environ["NUMBA_CPU_NAME"], os.environ["NUMBA_CPU_FEATURES"] = name, ""
+    _reload_numba_config()
 
 
 def watch_compiles(callback):

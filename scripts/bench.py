@@ -50,6 +50,7 @@ SECTIONS = {
     "linkages": "linkages:bench_linkages",
     "rigs": "rigs:bench_rigs",
     "blender": "blender_latency:bench_blender_latency",
+    "first_use": "first_use:bench_first_use",
     "playback": "playback:bench_playback",
     "contacts": "contacts:bench_contacts",
     "contact_demos": "contact_demos:bench_contact_demos",
@@ -58,9 +59,10 @@ SECTIONS = {
 }
 
 #: environment of a section's process where it differs from the caller's: the dynamics,
-#: contacts, contact_demos, realtime and rigs sections time small products, which OpenBLAS
-#: threads stall (see benchmarks/dynamics.py)
+#: contacts, contact_demos, realtime, rigs and first_use (its Blender workers) sections time
+#: small products, which OpenBLAS threads stall (see benchmarks/dynamics.py)
 SECTION_ENV = {"dynamics": {"OPENBLAS_NUM_THREADS": "1"},
+               "first_use": {"OPENBLAS_NUM_THREADS": "1"},
                "contacts": {"OPENBLAS_NUM_THREADS": "1"},
                "contact_demos": {"OPENBLAS_NUM_THREADS": "1"},
                "realtime": {"OPENBLAS_NUM_THREADS": "1"},

@@ -11,8 +11,8 @@ session with the extension installed, scene building, rendering, and baking an o
   :func:`smooth_meshes`.
 * Pictures: :func:`render_frame`, :func:`contact_sheet`, :func:`save_png`,
   :func:`camera_pixels` (points projected through a scene's camera).
-* Baking: :func:`bake_open_file` and :func:`bake_rigs` (what scripts/bake.py, the main job and
-  the tests bake with), :func:`remove_temporaries`.
+* Baking: :func:`bake_open_file`, :func:`bake_all` and :func:`bake_rigs` (what scripts/bake.py,
+  the main job, the extension build and the tests bake with), :func:`remove_temporaries`.
 
 bpy is imported inside the functions (import this module first, then start Blender), and the
 repository's ``core`` only inside the functions that need it: scripts/bake.py sends this file
@@ -476,17 +476,12 @@ def bake_rigs(scene) -> list[dict]:
     return records
 
 
-def bake_open_file(out_dir: str, name: str, rig_records: list | None = None) -> str:
-    """Bake all mechanisms, linkages and simulated rigs (:func:`bake_rigs`) of the open file
-    and save it atomically as out_dir/name; the rigs' records are appended to ``rig_records``
-    when given.
-
-    Temporaries left in out_dir by processes that no longer run are removed first. RuntimeError
-    when a mechanism or rig does not bake; then nothing is written.
-    """
+def bake_all() -> tuple[list[str], list[dict]]:
+    """Bake every mechanism and linkage of every scene of the open file with its Bake operator,
+    and the scene's simulated rigs (:func:`bake_rigs`). Returns the mechanisms' and linkages'
+    ``scene/name`` and the rigs' records. RuntimeError when one does not bake."""
     import bpy
 
-    files = importlib.import_module(f"{MODULE}.core.io")
     window = bpy.context.window
     counts, rigs = [], []
     for scene in bpy.data.scenes:
@@ -504,6 +499,21 @@ def bake_open_file(out_dir: str, name: str, rig_records: list | None = None) -> 
                 counts.append(f"{scene.name}/{item.name}")
         with bpy.context.temp_override(scene=scene):
             rigs += bake_rigs(scene)
+    return counts, rigs
+
+
+def bake_open_file(out_dir: str, name: str, rig_records: list | None = None) -> str:
+    """Bake all mechanisms, linkages and simulated rigs (:func:`bake_rigs`) of the open file
+    and save it atomically as out_dir/name; the rigs' records are appended to ``rig_records``
+    when given.
+
+    Temporaries left in out_dir by processes that no longer run are removed first. RuntimeError
+    when a mechanism or rig does not bake; then nothing is written.
+    """
+    import bpy
+
+    files = importlib.import_module(f"{MODULE}.core.io")
+    counts, rigs = bake_all()
     if rig_records is not None:
         rig_records.extend(rigs)
     os.makedirs(out_dir, exist_ok=True)

@@ -5,6 +5,7 @@ and later CPython 3.13).
     python scripts/build_extension.py                       # every platform and line (8 zips)
     python scripts/build_extension.py --platform linux-x64 --python 3.13   # one zip
     python scripts/build_extension.py --offline             # use only build/wheels/ (no network)
+    python scripts/build_extension.py --kernel-python .venv-py313/bin/python  # both lines' kernels
 
 Steps, for each Python line:
 1. The line's wheels listed in blender_manifest.toml (scipy, numba, llvmlite; pinned, one set
@@ -19,14 +20,26 @@ Steps, for each Python line:
 3. ``blender_ext.py build --split-platforms`` writes one zip per platform, renamed to
    ``build/dist/spline_joints-<version>-<blender range>-<platform>.zip``, then
    ``blender_ext.py validate`` checks each zip.
+4. The linux-x64 zip gets the compiled kernels (:func:`add_kernel_cache`): the zip is installed
+   into a temporary Blender user folder with the line's Python and its ``bpy``, where the
+   add-on compiles the kernels of every algorithm (:func:`core.warm_up.warm_up`, for
+   ``core.backend.portable_cpu()``, as the add-on always does) and bakes every demo (the
+   variants their models need) and numba caches them; that cache
+   is added to the zip as ``kernel_cache/<source digest>/``, which the add-on copies into its
+   user folder on first use (addon/jit.py), so a first simulation loads the kernels instead of
+   compiling them for a minute or more. That Python is this interpreter for its own line and
+   ``--kernel-python PATH`` for another (without one, and with ``--no-kernel-cache``, that
+   line's zip ships no kernels and compiles them on first use, as the Windows and macOS zips
+   do: numba compiles only for the machine it runs on).
 
 One zip per line rather than one zip with both lines' wheels: Blender 4.2.0's extension manager
 picks a zip's wheels by platform only (4.2.23 and 5.x also by Python version), so it would
 install both lines' scipy into one folder; and a user downloads half the size.
 
 A build is skipped when the sources, manifest and wheels have not changed since the last one
-(fingerprint stored in build/dist/, written last: an interrupted build is redone); ``--force``
-rebuilds. Everything under build/ is ignored by git (build/.gitignore is written by this
+(fingerprint stored in build/dist/, written last: an interrupted build is redone), and, when
+kernels are to be compiled, neither have the Python compiling them and the demos; a zip with
+kernels also serves a build without (``--force`` rebuilds). Everything under build/ is ignored by git (build/.gitignore is written by this
 script). The script's own files are written atomically (core.io.atomic_write). Exit status is
 non-zero on any failure.
 """
@@ -42,7 +55,9 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,6 +70,13 @@ STAGE = BUILD / "stage"
 DIST = BUILD / "dist"
 RUNTIME_FILES = ("blender_manifest.toml", "__init__.py", "README.md", "LICENSE")
 RUNTIME_DIRS = ("addon", "core")
+#: the platform whose zips ship the compiled kernels (the one this script runs Blender on), and
+#: their folder in the zip (addon/jit.py reads it there)
+KERNEL_PLATFORM = "linux-x64"
+KERNEL_CACHE = "kernel_cache"
+DEMOS = ROOT / "demo_blends"
+#: the simulated seconds of each demo mechanism and linkage baked for the kernel cache
+DEMO_SECONDS = 0.5
 
 #: Blender's Python lines: CPython tag of the wheels -> (Python version, the first Blender
 #: version of the line, the first Blender version not of the line or "" for none, the Blender
@@ -230,9 +252,96 @@ def zip_path(manifest: dict, line: str, platform: str) -> Path:
                    f"{platform.replace('-', '_')}.zip")
 
 
+def demo_files() -> list[Path]:
+    """The demos' .blend files (scripts/build_demos.py writes them)."""
+    return sorted(DEMOS.glob("*.blend"))
+
+
+def kernel_cache_worker(zip_path: str, out: str) -> None:
+    """In a fresh process of the zip's Python line with ``bpy`` (BLENDER_USER_RESOURCES a
+    temporary folder): install and enable the zip, compile every kernel
+    (:func:`core.warm_up.warm_up`), bake every demo (:func:`demo_files`, mechanisms and
+    linkages cut to :data:`DEMO_SECONDS`: the kernels compile at the first steps) for the
+    kernels' variants the demos' models need beyond the warm-up's, and copy numba's cache
+    folder (named by the installed core's source digest) to ``out/<digest>``."""
+    from scripts import blender_kit as kit
+
+    import time
+
+    bpy = kit.start_blender(zip_path)
+    backend, jit = kit.addon_module("core.backend"), kit.addon_module("addon.jit")
+    compiles = []
+    backend.watch_compiles(lambda kernel, seconds: seconds is None or compiles.append(seconds))
+    t0 = time.perf_counter()
+    kit.addon_module("core.warm_up").warm_up()
+    if backend.active() != "numba":
+        raise SystemExit("numba does not import in the installed extension; no kernels to ship")
+    warm_up = len(compiles)
+    for demo in demo_files():
+        bpy.ops.wm.open_mainfile(filepath=str(demo))
+        for scene in bpy.data.scenes:
+            for item in (*scene.spline_joints_mechanisms, *scene.spline_joints_linkages):
+                item.duration = min(item.duration, DEMO_SECONDS)
+        kit.bake_all()
+    digest = backend.source_digest()
+    shutil.copytree(os.path.join(jit.cache_dir(), digest), os.path.join(out, digest))
+    from numba.core import config
+
+    print(f"compiled {len(compiles)} kernels for {config.CPU_NAME} ({warm_up} in the "
+          f"warm-up, the rest for the demos) in {time.perf_counter() - t0:.0f} s")
+
+
+def add_kernel_cache(zip_file: Path, python: str) -> None:
+    """Add the compiled kernels to ``zip_file`` (step 4 of the module docstring), compiled by
+    :func:`kernel_cache_worker` run in ``python``; the zip is rewritten atomically."""
+    with tempfile.TemporaryDirectory(prefix="kernels-", dir=BUILD) as tmp:
+        out = Path(tmp) / "cache"
+        env = dict(os.environ, BLENDER_USER_RESOURCES=str(Path(tmp) / "user"),
+                   PYTHONDONTWRITEBYTECODE="1", OPENBLAS_NUM_THREADS="1")
+        for var in ("NUMBA_CACHE_DIR", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES",
+                    "SPLINE_JOINTS_BACKEND"):
+            env.pop(var, None)
+        proc = subprocess.run([python, str(Path(__file__).resolve()), "--kernel-cache-worker",
+                               str(zip_file), str(out)], env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"compiling the kernels for {zip_file.name} with {python} failed "
+                             f"(--no-kernel-cache builds without them):\n"
+                             f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+        print(proc.stdout.strip().splitlines()[-1], f"({zip_file.name})")
+        files = sorted(p for p in out.rglob("*") if p.is_file())
+        tmp_zip = zip_file.with_name(f".{zip_file.name}.tmp")
+        shutil.copy2(zip_file, tmp_zip)
+        with zipfile.ZipFile(tmp_zip, "a", compression=zipfile.ZIP_DEFLATED) as zf:
+            for p in files:
+                zf.write(p, f"{KERNEL_CACHE}/{p.relative_to(out).as_posix()}")
+        os.replace(tmp_zip, zip_file)
+
+
+def python_line(python: str) -> str:
+    """The Python line (a key of :data:`PYTHON_LINES`) of the interpreter ``python``."""
+    proc = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"could not run {python}: {proc.stderr.strip()}")
+    return line_of_python(proc.stdout.strip())
+
+
+def kernel_pythons_of(others: list[str]) -> dict:
+    """Python line -> the Python compiling its kernels: this interpreter for its own line when
+    it is a Blender line's and has ``bpy``, and each of ``others`` for its line."""
+    found = {}
+    own = "%d.%d" % sys.version_info[:2]
+    if importlib.util.find_spec("bpy") and own in [v[0] for v in PYTHON_LINES.values()]:
+        found[line_of_python(own)] = sys.executable
+    found.update((python_line(p), p) for p in others)
+    return found
+
+
 def build_line(line: str, manifest_text: str, platforms: list[str], offline: bool, force: bool,
-               blender_ext: Path | None) -> list[Path]:
-    """Build (or reuse) one Python line's zip for each platform; return their paths."""
+               blender_ext: Path | None, kernel_python: str | None = None) -> list[Path]:
+    """Build (or reuse) one Python line's zip for each platform; return their paths. The
+    linux-x64 zip ships the kernels compiled by ``kernel_python`` (a Python of this line with
+    ``bpy``) when one is given."""
     manifest = tomllib.loads(manifest_text)
     wheels = [w for w in manifest.get("wheels", []) if is_pure(Path(w).name) or (
         wheel_line(Path(w).name) == line and wheel_platform(Path(w).name) in platforms)]
@@ -240,8 +349,10 @@ def build_line(line: str, manifest_text: str, platforms: list[str], offline: boo
     zips = [zip_path(manifest, line, p) for p in platforms]
     paths = runtime_paths()
     stamp = fingerprint(paths, text, wheels)
+    kernels = fingerprint(demo_files(), kernel_python, []) if kernel_python else ""
     stamp_file = DIST / f".fingerprint-{line}-{'+'.join(platforms)}"
-    if (not force and stamp_file.is_file() and stamp_file.read_text() == stamp
+    old = stamp_file.read_text().split("\n") if stamp_file.is_file() else []
+    if (not force and old[:1] == [stamp] and (not kernels or old[1:] == [kernels])
             and all(z.is_file() for z in zips)):
         print("up to date:", *[z.name for z in zips])
         return zips
@@ -262,16 +373,23 @@ def build_line(line: str, manifest_text: str, platforms: list[str], offline: boo
         if not built.is_file():
             raise BuildError(f"the build did not write {built}; see the output above")
         os.replace(built, z)
+        if platform == KERNEL_PLATFORM and kernel_python:
+            add_kernel_cache(z, kernel_python)
+        elif platform == KERNEL_PLATFORM:
+            print(f"note: {z.name} ships no compiled kernels (no Python {PYTHON_LINES[line][0]} "
+                  "given: --kernel-python PATH)")
         print(run_cli(blender_ext, "validate", str(z)), end="")
     shutil.rmtree(out)
-    atomic_write(stamp_file, stamp)
+    atomic_write(stamp_file, f"{stamp}\n{kernels}")
     return zips
 
 
 def build(platforms: list[str] | None, offline: bool, force: bool, blender_ext: Path | None,
-          pythons: list[str] | None = None) -> list[Path]:
+          pythons: list[str] | None = None, kernel_pythons: dict | None = None) -> list[Path]:
     """Build (or reuse) one zip per platform and Python line (``pythons``: versions 'X.Y',
-    default every line of :data:`PYTHON_LINES`); return their paths."""
+    default every line of :data:`PYTHON_LINES`); return their paths. ``kernel_pythons``: line
+    -> the Python that compiles the kernels its linux-x64 zip ships (none for a line not
+    in it)."""
     BUILD.mkdir(exist_ok=True)
     atomic_write(BUILD / ".gitignore", "*\n")
     manifest_text = (ROOT / "blender_manifest.toml").read_text()
@@ -283,7 +401,8 @@ def build(platforms: list[str] | None, offline: bool, force: bool, blender_ext: 
     lines = list(PYTHON_LINES) if not pythons else [line_of_python(v) for v in pythons]
     DIST.mkdir(exist_ok=True)
     return [z for line in dict.fromkeys(lines)
-            for z in build_line(line, manifest_text, platforms, offline, force, blender_ext)]
+            for z in build_line(line, manifest_text, platforms, offline, force, blender_ext,
+                                (kernel_pythons or {}).get(line))]
 
 
 class build_lock:
@@ -313,10 +432,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--offline", action="store_true", help="never download; use build/wheels/ only")
     parser.add_argument("--force", action="store_true", help="rebuild even if nothing changed")
     parser.add_argument("--blender-ext", type=Path, help="path to Blender's blender_ext.py")
+    parser.add_argument("--kernel-python", action="append", default=[], metavar="PATH",
+                        help="a Python of another line than this one's, with bpy, to compile "
+                             "the kernels its linux-x64 zip ships (repeatable)")
+    parser.add_argument("--no-kernel-cache", action="store_true",
+                        help="build the linux-x64 zips without compiled kernels")
+    parser.add_argument("--kernel-cache-worker", nargs=2, metavar=("ZIP", "OUT"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.kernel_cache_worker:
+        kernel_cache_worker(*args.kernel_cache_worker)
+        return 0
     try:
+        kernel_pythons = {} if args.no_kernel_cache else kernel_pythons_of(args.kernel_python)
         with build_lock():
-            zips = build(args.platforms, args.offline, args.force, args.blender_ext, args.pythons)
+            zips = build(args.platforms, args.offline, args.force, args.blender_ext, args.pythons,
+                         kernel_pythons)
     except BuildError as exc:
         print("error:", exc, file=sys.stderr)
         return 1

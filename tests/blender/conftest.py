@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from _blender_settings import PYTHON, ROOT, TIMEOUT
+from _blender_settings import BUILD_TIMEOUT, PYTHON, ROOT, TIMEOUT
 
 RUNNER = Path(__file__).resolve().parent / "_runner.py"
 
@@ -38,7 +38,7 @@ def extension_zip():
     pytest.importorskip("bpy")  # only checks that the module is installed; imported in subprocesses
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_extension.py"),
                            "--platform", "linux-x64", "--python", PYTHON],
-                          capture_output=True, text=True, timeout=TIMEOUT)
+                          capture_output=True, text=True, timeout=BUILD_TIMEOUT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     zip_path = Path(proc.stdout.strip().splitlines()[-1])
     assert zip_path.is_file(), proc.stdout

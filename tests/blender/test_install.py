@@ -1,16 +1,18 @@
 """The built zip of this Blender's Python line validates, installs into the sandbox, enables,
 and unpacks its c3d, scipy, numba and llvmlite wheels; the installed core compiles its kernels with
-the bundled numba into the extension's user folder; the other line's zip is refused with a
-message naming the Blender versions it is for."""
+the bundled numba into the extension's user folder; the kernels the zip ships load without
+compiling and bake the same frames as kernels compiled in the session; the other line's zip is
+refused with a message naming the Blender versions it is for."""
 
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
 import zipfile
 
 import pytest
-from _blender_settings import PYTHON, ROOT, TIMEOUT
+from _blender_settings import BUILD_TIMEOUT, PYTHON, ROOT
 
 #: the linux-x64 wheels and Blender range of each Python line's zip
 LINES = {
@@ -40,6 +42,8 @@ def test_zip_contents(extension_zip):
     assert sorted(n for n in names if n.startswith("wheels/")) == line["wheels"]
     banned = ("tests/", "scripts/", "demo_blends/", ".venv/", ".git/", "build/")
     assert not [n for n in names if n.startswith(banned) or "__pycache__" in n]
+    # the compiled kernels, under the installed core's source digest
+    assert any(n.startswith("kernel_cache/") and n.endswith(".nbi") for n in names)
     manifest = tomllib.loads(archive.read("blender_manifest.toml").decode())
     assert manifest["blender_version_min"] == line["min"]
     assert manifest.get("blender_version_max") == line["max"]
@@ -130,6 +134,48 @@ def test_kernels_compile_with_the_bundled_numba(blender, sandbox):
         assert any(f.endswith(".nbc") and f".{kernel}-" in f for f in info["files"]), info["files"]
 
 
+def scenario_first_use(tmp, compile_here):
+    """The kernels compiled in this process: by the meta-rig ragdoll demo's bake (contacts,
+    limits, 29 bones) unless ``compile_here``, then by the hinge-chain mechanism's, whose
+    frames' coordinates (hex floats) are returned too. ``compile_here``: empty the kernel
+    cache first (after the add-on seeded it, before any kernel loads), so every kernel the
+    hinge chain needs compiles in this process."""
+    import bpy
+    import numpy as np
+    from numba.core import config
+
+    from scenes import addon_module, bake_rig
+
+    backend, jit = addon_module("core.backend"), addon_module("addon.jit")
+    if compile_here:
+        shutil.rmtree(os.path.join(jit.cache_dir(), backend.source_digest()))
+    compiles = []
+    backend.watch_compiles(lambda kernel, seconds: seconds is None or compiles.append(kernel))
+    if not compile_here:
+        bpy.ops.wm.open_mainfile(filepath=os.path.join(ROOT, "demo_blends", "metarig_ragdoll.blend"))
+        bake_rig(bpy.context.scene, bpy.context.scene.objects["metarig"])
+    mech = addon_module("core.mechanisms")
+    result = mech.simulate_mechanism(mech.DEMOS["hinge_chain"](duration=0.5))
+    return {"compiled": compiles, "cpu": config.CPU_NAME, "portable": backend.portable_cpu(),
+            "q": [x.hex() for x in np.asarray(result.q, dtype=float).ravel()]}
+
+
+@pytest.mark.slow
+def test_shipped_kernels_load_and_bake_the_same_frames(blender, sandbox):
+    """After installing, the first session copies the zip's kernels into the user folder and
+    the ragdoll demo's bake and a mechanism's compile nothing; kernels compiled in the
+    session (for the same CPU, core.backend.portable_cpu()) simulate the same frames, bit
+    for bit."""
+    cache = sandbox["user"] / "extensions" / ".user" / "user_default" / "spline_joints" / "numba_cache"
+    shutil.rmtree(cache, ignore_errors=True)             # as a fresh install leaves it
+    shipped = blender(scenario_first_use, compile_here=False)
+    assert shipped["compiled"] == []
+    compiled = blender(scenario_first_use, compile_here=True)
+    assert compiled["compiled"], "the kernels were not compiled in the session"
+    assert shipped["cpu"] == compiled["cpu"] == shipped["portable"]
+    assert len(shipped["q"]) > 100 and compiled["q"] == shipped["q"]
+
+
 def scenario_install_refused(tmp, zip_path):
     import bpy
 
@@ -150,7 +196,7 @@ def test_other_lines_zip_is_refused(blender, tmp_path):
     other = next(v for v in LINES if v != PYTHON)
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_extension.py"),
                            "--platform", "linux-x64", "--python", other],
-                          capture_output=True, text=True, timeout=TIMEOUT)
+                          capture_output=True, text=True, timeout=BUILD_TIMEOUT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     built = zipfile.ZipFile(proc.stdout.strip().splitlines()[-1])
     renamed = tmp_path / "other.zip"

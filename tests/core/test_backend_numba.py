@@ -1006,3 +1006,86 @@ def test_cache_folder_is_named_by_the_sources(tmp_path):
     keep.mkdir()
     folder = backend._cache_folder(str(tmp_path))
     assert folder == str(tmp_path / digest) and not stale.exists() and keep.exists()
+
+
+def test_cache_folder_starts_from_the_shipped_one(tmp_path):
+    """A cache folder that does not exist yet starts as a copy of the shipped cache of its
+    digest (the extension zip's compiled kernels); one that exists is left as it is."""
+    from core import backend
+    digest = backend.source_digest()
+    shipped = tmp_path / "shipped" / digest
+    shipped.mkdir(parents=True)
+    (shipped / "kernels").mkdir()
+    (shipped / "kernels" / "aba-1.py311.nbi").write_bytes(b"index")
+    folder = backend._cache_folder(str(tmp_path / "user"), shipped=str(tmp_path / "shipped"))
+    assert (tmp_path / "user" / digest / "kernels" / "aba-1.py311.nbi").read_bytes() == b"index"
+    assert sorted(os.listdir(tmp_path / "user")) == [digest]          # no temporary left
+    (shipped / "kernels" / "aba-1.py311.nbi").write_bytes(b"other")
+    assert backend._cache_folder(str(tmp_path / "user"), shipped=str(tmp_path / "shipped")) == folder
+    assert (tmp_path / "user" / digest / "kernels" / "aba-1.py311.nbi").read_bytes() == b"index"
+
+
+_MOVED_CORE = """
+import json, sys
+sys.path.insert(0, PARENT)
+from core import backend
+backend.set_cpu("generic")
+backend.set_cache_dir(CACHE)
+compiles = []
+backend.watch_compiles(lambda kernel, seconds: seconds is None or compiles.append(kernel))
+import numpy as np
+from core import dynamics
+from core.joints.lower_pairs import Revolute
+from core.model import Model
+m = Model()
+for i in range(3):
+    m.add_body(f"l{i}", i - 1, Revolute((0, 1, 0)), np.eye(4), 1.0, np.array([0.0, 0.0, -0.1]),
+               0.01 * np.eye(3))
+a = dynamics.aba(m, m.create_data(), np.full(3, 0.3), np.full(3, 0.2), np.zeros(3))
+print(json.dumps({"compiled": compiles, "a": [x.hex() for x in a]}))
+"""
+
+
+def test_cache_loads_from_a_moved_copy_of_the_core(tmp_path):
+    """Kernels cached by a copy of the core load, without compiling, in another copy of the
+    same sources at another path with other modification times (as the extension's shipped
+    kernels load wherever Blender installs it), and give the same bits."""
+    import json
+    import shutil
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("NUMBA_CACHE_DIR", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES",
+                            backend.ENV_VAR)}
+    built, installed = tmp_path / "built", tmp_path / "elsewhere" / "installed"
+    shutil.copytree(os.path.join(ROOT, "core"), built / "core",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    runs = []
+    for parent in (built, installed):
+        if parent == installed:
+            shutil.copytree(built / "core", installed / "core", copy_function=shutil.copyfile,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.rmtree(built)
+        code = _MOVED_CORE.replace("PARENT", repr(str(parent))).replace(
+            "CACHE", repr(str(tmp_path / "cache")))
+        out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "aba" in runs[0]["compiled"] or "aba_free" in runs[0]["compiled"], runs[0]
+    assert runs[1]["compiled"] == []
+    assert runs[1]["a"] == runs[0]["a"]
+
+
+def test_portable_cpu_follows_the_machine(monkeypatch):
+    """x86-64-v3 where the CPU has every feature it needs, generic x86-64 where one is
+    missing, none (the machine's own CPU) off x86-64."""
+    import platform
+
+    from llvmlite import binding
+    monkeypatch.setattr(platform, "machine", lambda: "arm64")
+    assert backend.portable_cpu() is None
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    every = dict.fromkeys(backend._PORTABLE_FEATURES, True)
+    monkeypatch.setattr(binding, "get_host_cpu_features", lambda: every)
+    assert backend.portable_cpu() == backend.PORTABLE_CPU == "x86-64-v3"
+    monkeypatch.setattr(binding, "get_host_cpu_features", lambda: {**every, "avx2": False})
+    assert backend.portable_cpu() == "generic"

@@ -1,4 +1,5 @@
-"""The numba options of every compiled kernel (:mod:`core.compiled`), in one place.
+"""The numba options of every compiled kernel (:mod:`core.compiled`), in one place, and where
+numba caches them.
 
 ``jit``: cached on disk, numpy's error model (a division by zero gives inf/NaN, which the
 statuses and the callers' finiteness checks catch, instead of a checked branch) and
@@ -7,11 +8,61 @@ floating-point contraction (``a * b + c`` as one fused multiply-add where the CP
 compiled calls and the small products in the recursions' loops, which LLVM would otherwise
 call, returning their tuples through memory). ``OPTIONS`` are the options themselves, for
 ``numba.extending.overload``.
+
+:class:`PackageLocator`, which this module puts first in numba's list of cache locators,
+places the cache of every kernel of the core under ``NUMBA_CACHE_DIR/<the kernel's package>``
+(e.g. ``.../core.compiled.kernels``) and stamps it with the SHA-256 of its source file's
+bytes. numba's own locator names the folder by a hash of the source file's absolute path and
+(numba 0.62) stamps it with the file's modification time, both of which an installation
+changes; with this one a cache written where the core was built loads wherever the same
+sources are installed under the same package name (:mod:`core.backend` explains the folder
+above it and the CPU the kernels are compiled for). The package name is part of the folder
+because a cached kernel imports its module by name when it loads. Relies on
+``numba.core.caching.UserProvidedCacheLocator`` and ``CacheImpl._locator_classes`` (numba
+0.62.1 and 0.68.1, the pinned versions; tests/core/test_backend_numba.py loads a cache from
+a moved copy of the core).
 """
 
-from numba import njit
+import functools
+import hashlib
+import os
 
-__all__ = ["OPTIONS", "jit", "inline"]
+from numba import njit
+from numba.core import caching, config
+
+__all__ = ["OPTIONS", "jit", "inline", "PackageLocator"]
+
+#: the core's package (``core``, or ``bl_ext.<repository>.spline_joints.core`` in Blender)
+CORE_PACKAGE = __name__.rpartition(".compiled.")[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _source_hash(path):
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+class PackageLocator(caching.UserProvidedCacheLocator):
+    """numba's cache locator for the functions of :data:`CORE_PACKAGE`: folder
+    ``NUMBA_CACHE_DIR/<module's package>``, stamp the source file's SHA-256 (module
+    docstring); None (the next locator) for other functions or without ``NUMBA_CACHE_DIR``."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        self._cache_path = os.path.join(config.CACHE_DIR, py_func.__module__.rpartition(".")[0])
+
+    def get_source_stamp(self):
+        return _source_hash(self._py_file)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not py_func.__module__.startswith(CORE_PACKAGE + "."):
+            return None
+        return super().from_function(py_func, py_file)
+
+
+caching.CacheImpl._locator_classes[:] = [PackageLocator] + [      # a reloaded module's too
+    c for c in caching.CacheImpl._locator_classes if c.__module__ != __name__]
 
 OPTIONS = {"error_model": "numpy", "fastmath": {"contract"}}
 jit = njit(cache=True, **OPTIONS)
