@@ -47,17 +47,22 @@ def _unit_scale(obj, what):
 
 
 def normalized(matrix):
-    """(4, 4) rigid frame of a Blender world matrix (scale removed) and the scale (3,),
-    computed in double precision from the matrix's single-precision entries: the scale is
-    the columns' lengths (all negated for a mirroring matrix, as ``Matrix.decompose``), the
-    rotation the nearest one to the unscaled columns (:func:`bridge.rigid`), so the frame is
-    rigid to double-precision rounding where mathutils' own single-precision decomposition
-    leaves it ~1e-7 off."""
-    M = bridge.matrix_to_array(matrix)
-    scale = np.linalg.norm(M[:3, :3], axis=0)
-    if np.linalg.det(M[:3, :3]) < 0.0:
-        scale = -scale
-    M[:3, :3] /= np.where(scale == 0.0, 1.0, scale)
+    """(4, 4) rigid frame of a Blender world matrix (scale removed) and the scale (3,):
+    :func:`normalized_arrays` of its entries."""
+    return normalized_arrays(bridge.matrix_to_array(matrix))
+
+
+def normalized_arrays(M):
+    """Rigid frames ``(..., 4, 4)`` of world matrices ``M (..., 4, 4)`` (scale removed) and
+    their scales ``(..., 3)``, computed in double precision from the matrices'
+    single-precision entries: the scale is the columns' lengths (all negated for a mirroring
+    matrix, as ``Matrix.decompose``), the rotation the nearest one to the unscaled columns
+    (:func:`bridge.rigid`), so a frame is rigid to double-precision rounding where mathutils'
+    own single-precision decomposition leaves it ~1e-7 off."""
+    M = np.array(M, dtype=np.float64)
+    scale = np.linalg.norm(M[..., :3, :3], axis=-2)
+    scale = np.where((np.linalg.det(M[..., :3, :3]) < 0.0)[..., None], -scale, scale)
+    M[..., :3, :3] /= np.where(scale == 0.0, 1.0, scale)[..., None, :]
     return bridge.rigid(M), scale
 
 
@@ -196,8 +201,11 @@ def object_bodies(scene):
 def sample_poses(scene, rig_obj, bodies, frames, each_frame=None):
     """Read every body's pose in its parent at ``frames`` (sets the scene's frame; the
     caller puts it back), and each simulated body's animated Kinematic, Strength and Pin
-    (:attr:`Body.animated`), calling ``each_frame(frame)`` at each one when given."""
-    arm_world = {}
+    (:attr:`Body.animated`), calling ``each_frame(frame)`` at each one when given. The
+    matrices are read at each frame and made rigid relative poses for all frames at once
+    (a few stacked LAPACK calls rather than several per body and frame, which a threaded
+    BLAS makes slow on a busy machine)."""
+    arm_world, raw = {}, []
     for f in frames:
         scene.frame_set(int(f))
         if each_frame is not None:
@@ -208,20 +216,23 @@ def sample_poses(scene, rig_obj, bodies, frames, each_frame=None):
                 b.animated[f] = (bool(s.kinematic), float(s.strength), bool(s.use_pin))
         if rig_obj is not None:
             arm_world[f] = normalized(rig_obj.matrix_world)[0]
-            for b in bodies:
-                M = bridge.matrix_to_array(b.owner.matrix)
-                if b.parent >= 0:
-                    M = np.linalg.solve(bridge.matrix_to_array(bodies[b.parent].owner.matrix), M)
-                b.poses[f] = bridge.rigid(M)
-        else:
-            worlds = {}
-            for b in bodies:
-                worlds[b.name], b.scale = normalized(b.owner.matrix_world)
-            for b in bodies:
-                T = worlds[b.name]
-                if b.parent >= 0:
-                    T = np.linalg.solve(worlds[bodies[b.parent].name], T)
-                b.poses[f] = bridge.rigid(T)
+        raw.append([bridge.matrix_to_array(b.owner.matrix if rig_obj is not None
+                                           else b.owner.matrix_world) for b in bodies])
+    if not bodies or not len(frames):
+        return arm_world
+    mats = np.array(raw, dtype=np.float64)                         # (F, bodies, 4, 4)
+    if rig_obj is None:                                            # objects: world frames
+        mats, scales = normalized_arrays(mats)
+        for k, b in enumerate(bodies):
+            b.scale = scales[-1, k]
+    children = [k for k, b in enumerate(bodies) if b.parent >= 0]
+    if children:                                                   # in the parent's frame
+        mats[:, children] = np.linalg.solve(mats[:, [bodies[k].parent for k in children]],
+                                            mats[:, children])
+    poses = bridge.rigid(mats)
+    for i, f in enumerate(frames):
+        for k, b in enumerate(bodies):
+            b.poses[f] = poses[i, k]
     return arm_world
 
 

@@ -67,12 +67,13 @@ def scenario_help_buttons(tmp):
 
 def test_every_panel_opens_its_guide(blender):
     out = blender(scenario_help_buttons)
-    assert len(out["buttons"]) == 9
+    assert len(out["buttons"]) == 10
     for panel, (idname, icon, page) in out["buttons"].items():
         assert idname == "spline_joints.open_guide" and icon == "HELP", panel
         assert (ROOT / "docs" / page).is_file(), (panel, page)
     assert out["buttons"]["VIEW3D_PT_spline_joints_fit"][2] == "guides/knee.md"
     assert out["buttons"]["VIEW3D_PT_spline_joints_collider"][2] == "guides/rig.md"
+    assert out["buttons"]["VIEW3D_PT_spline_joints_rig_muscles"][2] == "guides/rig.md"
     assert out["buttons"]["VIEW3D_PT_spline_joints_mocap"][2] == "guides/motion-capture.md"
     root = out["root"]
     assert out["urls"]["docs"] == Path(root, "docs", "guides", "knee.md").as_uri()
