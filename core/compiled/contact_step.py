@@ -360,7 +360,7 @@ def contact_substeps(ints, reals, buf, mass_com, q, v, sd, dense, M, li, lr, sh_
         q_new, v_new, row = q1, v1, (ts + h, 0.0, 0.0, 0.0)
         if st == 0 and nc == 0:                # the limit solver's own step
             if c:
-                st = limit_apply(ints, reals, buf, q1, v1, li, lr)
+                st = limit_apply(ints, reals, buf, q1, v1, li, lr, None, int(0))
         elif st == 0:
             m = nl + 3 * nc
             if m * nv * (nv + m) > 2.0 * consts[C_WORK]:
