@@ -596,7 +596,17 @@ def _strengths(body, count):
     return s
 
 
-class _Tracks:
+class _Shiftable:
+    """Tracking read at the shot's time: :meth:`shifted` gives the same tracking (its
+    splines shared) for a run that starts ``offset`` s into the shot."""
+
+    def shifted(self, offset):
+        out = self.__class__.__new__(self.__class__)
+        out.__dict__.update(self.__dict__, offset=offset)
+        return out
+
+
+class _Tracks(_Shiftable):
     """The tracking springs of a rig's tracked bodies as a
     :class:`core.integrators.Tracking` motion: at times ``t (K,)`` the gains ``(K, nv)``
     (strength interpolated linearly, clamped to its samples, times each coordinate's
@@ -621,11 +631,6 @@ class _Tracks:
             target = CubicSpline(times, q, axis=0) if len(times) > 1 else q[0]
             self.groups.append((cols, times, strength, target, kw, cw))
 
-    def shifted(self, offset):
-        """These springs in a run that starts ``offset`` s into the shot."""
-        out = _Tracks.__new__(_Tracks)
-        out.nv, out.groups, out.offset = self.nv, self.groups, offset
-        return out
 
     def __call__(self, t):
         t = np.atleast_1d(np.asarray(t, dtype=float)) + self.offset
@@ -654,7 +659,7 @@ def _interpolated(times, strength, t):
     return strength[i] * (1.0 - w) + strength[i + 1] * w
 
 
-class _WorldTracks:
+class _WorldTracks(_Shiftable):
     """The world tracking of a rig's bodies that follow their animation in the world
     (module docstring) as :attr:`core.integrators.Tracking.world`: at times ``t (K,)`` the
     gains per unit mass ``(K, nb)`` (strength interpolated linearly, clamped, times ``w^2``
@@ -681,11 +686,6 @@ class _WorldTracks:
             target = CubicSpline(times, q, axis=0) if len(times) > 1 else poses[0]
             self.groups.append((cols, times, strength, target))
 
-    def shifted(self, offset):
-        """This tracking in a run that starts ``offset`` s into the shot."""
-        out = _WorldTracks.__new__(_WorldTracks)
-        out.nb, out.groups, out.offset = self.nb, self.groups, offset
-        return out
 
     def __call__(self, t):
         t = np.atleast_1d(np.asarray(t, dtype=float)) + self.offset
