@@ -118,7 +118,7 @@ LI_HEADER = 4
 PGS_RTOL = 1e-10
 #: the limit solver's position projection is repeated (re-linearized at the projected pose) at
 #: most this many times, until every constraint is within its deadband less this slack
-POSITION_PASSES = 4
+POSITION_PASSES = 8
 POSITION_SLACK = 1e-12
 #: reals per constraint in ``lr``: bound, deadband tolerance, axis p (3), cos(half-angle);
 #: an elliptic cone's: ``sin^2`` of its first half half-angle, the tolerance, p (3), ``sin^2``
