@@ -217,6 +217,19 @@ def _lagrange_at(t, nodes):
     return w
 
 
+def _row_ids(keys):
+    """An id per row of the integer array ``keys (K, n)``, equal for equal rows and ordered as
+    the rows sort (numpy's ``unique(keys, axis=0, return_inverse=True)``): the columns are
+    ranked one at a time, each step a one-dimensional sort of ids below K, which is about ten
+    times faster than sorting the rows as records."""
+    ids = np.zeros(len(keys), dtype=np.int64)
+    for column in keys.T:
+        _, rank = np.unique(column, return_inverse=True)
+        _, ids = np.unique(ids * (rank.max() + 1) + rank.reshape(-1), return_inverse=True)
+        ids = ids.reshape(-1)
+    return ids
+
+
 def _stencils(q, pairs):
     """Four samples and their cubic interpolation weights at each pair's midpoint: indices
     ``(M, 4)``, weights ``(M, 4)`` and whether the pair has such a stencil ``(M,)``; a pair
@@ -244,8 +257,7 @@ def _stencils(q, pairs):
     step = q[pairs[:, 1]] - q[pairs[:, 0]]
     points = q[pairs[:, 0], None, None, :] + _IN_LINE[None, :, :, None] * step[:, None, None, :]
     keys = np.round((np.concatenate([q, points.reshape(-1, n)]) - lo) / span * 1e9)
-    _, group = np.unique(keys.astype(np.int64), axis=0, return_inverse=True)
-    group = group.reshape(-1)
+    group = _row_ids(keys.astype(np.int64))
     owner = np.full(group.max() + 1, -1)
     owner[group[:N]] = np.arange(N)
     found = owner[group[N:]].reshape(M, len(_IN_LINE), 4)

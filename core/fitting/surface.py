@@ -22,6 +22,7 @@ angles stay small and away from their singularity (``|phi_5| = pi/2``).
 import warnings
 
 import numpy as np
+import scipy.linalg
 from scipy.spatial.transform import Rotation
 
 from .. import bspline
@@ -64,6 +65,22 @@ def _coordinatewise_targets(H, poses):
     rel = se3.inv(H) @ poses
     ang = Rotation.from_matrix(rel[:, :3, :3]).as_euler("XYZ")
     return np.concatenate([rel[:, :3, 3], ang], axis=1)
+
+
+def _least_squares(A, Y):
+    """The minimum-norm least-squares solution of ``A X = Y`` (A: (N, P), Y: (N, m)),
+    transposed to ``(m, P)``, and the rank of A, both as numpy's ``lstsq(rcond=None)`` and
+    ``matrix_rank`` define them (singular values above ``max(N, P) eps`` of the largest), from
+    one QR factorization of ``[A Y]`` and the SVD of its ``(P, P)`` triangle: A's singular
+    values are R's, and ``Q^T Y`` is the triangle's last columns. For the tall bases of
+    tensor-product fits this costs one factorization of A where lstsq and matrix_rank take
+    one each."""
+    N, P = A.shape
+    R = scipy.linalg.qr(np.concatenate([A, Y], axis=1), mode="r", check_finite=False)[0][:P]
+    U, S, Vt = np.linalg.svd(R[:, :P], full_matrices=False)
+    rank = int(np.count_nonzero(S > S[0] * max(N, P) * np.finfo(float).eps)) if S.size else 0
+    X = Vt[:rank].T @ ((U[:, :rank].T @ R[:, P:]) / S[:rank, None])
+    return X.T, rank
 
 
 def fit_spline_surface(samples, grid=(6, 6), method="se3", order=4,
@@ -115,7 +132,14 @@ def fit_spline_surface(samples, grid=(6, 6), method="se3", order=4,
                                 "the samples")
     knots = [fit_knots(lo[a], hi[a], grid[a], k) for a in range(n)]
     W = bspline.tensor_basis(knots, k, q)[0]  # (N, P)
-    rank = int(np.linalg.matrix_rank(W))
+    metric = SE3Metric(length_scale)
+    omega = samples.weights / samples.weights.sum()
+    twists = DEFAULT_BASIS_TWISTS
+    centre = 0.5 * (lo + hi)
+    H = samples.poses[int(np.argmin(np.sum(((q - centre) / (hi - lo)) ** 2, axis=1)))]
+    # (a) coordinatewise weighted least squares, also the start of (b)
+    sq = np.sqrt(omega)[:, None]
+    C, rank = _least_squares(W * sq, _coordinatewise_targets(H, samples.poses) * sq)
     note = ""
     if rank < P:
         distinct = " x ".join(str(np.unique(q[:, a]).size) for a in range(n))
@@ -126,15 +150,6 @@ def fit_spline_surface(samples, grid=(6, 6), method="se3", order=4,
                 "held-out error, and use a coarser grid or capture samples where the grid has "
                 "none")
         warnings.warn(note, UserWarning, stacklevel=2)
-    metric = SE3Metric(length_scale)
-    omega = samples.weights / samples.weights.sum()
-    twists = DEFAULT_BASIS_TWISTS
-    centre = 0.5 * (lo + hi)
-    H = samples.poses[int(np.argmin(np.sum(((q - centre) / (hi - lo)) ** 2, axis=1)))]
-    # (a) coordinatewise weighted least squares, also the start of (b)
-    Y = _coordinatewise_targets(H, samples.poses)
-    sq = np.sqrt(omega)[:, None]
-    C = np.linalg.lstsq(W * sq, Y * sq, rcond=None)[0].T  # (6, P)
     sw = metric.sqrt_weights
 
     def objective(Cf):

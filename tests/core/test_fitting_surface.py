@@ -115,3 +115,27 @@ def test_bad_arguments(grid):
         fit_spline_surface(JointSamples(G[:40]), grid=(4,))
     with pytest.raises(InvalidInputError, match="at least 36"):
         fit_spline_surface(s.subset(np.arange(20)), grid=(6, 6))
+
+
+@pytest.mark.parametrize("deficient", [0, 3], ids=["full_rank", "three_columns_without_data"])
+def test_least_squares_from_one_factorization_equals_lstsq(deficient):
+    """The coordinatewise fit's solver gives numpy's minimum-norm lstsq solution and
+    matrix_rank's rank: on a tall random basis (condition number about 3) and on one whose
+    last columns are zero (no sample in their support), as a fit's basis is. The solutions
+    differ by the rounding of two backward-stable methods: a few eps times the condition
+    number squared (the residual is not zero) of the norm, here with room for the
+    (N + P) ulps of each reduction."""
+    from core.fitting.surface import _least_squares
+
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((400, 30))
+    if deficient:
+        A[:, -deficient:] = 0.0
+    Y = rng.standard_normal((400, 6))
+    X, rank = _least_squares(A, Y)
+    expected = np.linalg.lstsq(A, Y, rcond=None)[0].T
+    assert rank == np.linalg.matrix_rank(A) == 30 - deficient
+    s = np.linalg.svd(A[:, :30 - deficient], compute_uv=False)
+    bound = (400 + 30) * np.finfo(float).eps * (s[0] / s[-1]) ** 2 * np.abs(expected).max()
+    assert np.abs(X - expected).max() <= bound
+    assert np.abs(X[:, 30 - deficient:]).max(initial=0.0) <= bound
