@@ -12,15 +12,16 @@ kernels (:mod:`core.backend`):
   folder when the extension is upgraded (the extension's own folder is replaced) and the user
   can always write it; Blender 5.0's ``bpy.utils.user_resource`` has no cache type.
 * The kernels are compiled for one CPU level, :func:`core.backend.portable_cpu` (x86-64-v3 on
-  x86-64 machines that have it, else generic x86-64; the machine's own CPU on ARM), not for
-  the machine's own CPU, so the kernels built into a zip are the code this machine would
-  compile for itself.
-* The linux-x64 zips ship the kernels compiled (``kernel_cache/<digest>`` in the extension's
-  folder, written by scripts/build_extension.py): the first session of a version copies them
-  into the cache folder and loads them, in well under a second. Elsewhere (Windows and macOS
-  zips, or a linux one built without them), the kernels compile on their first use with an
-  empty cache: a minute or two of CPU for a first simulation; later sessions load them. While
-  one compiles the console prints :func:`compile_message` and a line per kernel compiled.
+  x86-64 machines that have it, else generic x86-64; Apple's M1 on Apple silicon; the
+  machine's own CPU on other ARM machines), not for the machine's own CPU, so the kernels
+  built into a zip are the code this machine would compile for itself.
+* A zip built on its own platform ships the kernels compiled (``kernel_cache/<digest>`` in
+  the extension's folder, written by scripts/build_extension.py; the linux-x64 zips here): the
+  first session of a version copies them into the cache folder and loads them, in well under
+  a second. Elsewhere (a zip built on another platform, or built without them), the kernels
+  compile on their first use with an empty cache: a minute or two of CPU for a first
+  simulation; later sessions load them. While one compiles the console prints
+  :func:`compile_message` and a line per kernel compiled.
 * In an interactive session a background thread runs :func:`core.warm_up.warm_up` a second
   after start (every compiled path, the most used first), so the kernels are compiled (or
   loaded) before the first simulation needs them; while it compiles, the status bar of

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from .errors import InvalidInputError
 
-__all__ = ["BACKENDS", "ENV_VAR", "PORTABLE_CPU", "Twins", "use", "active", "available",
+__all__ = ["BACKENDS", "ENV_VAR", "PORTABLE_CPU", "APPLE_CPU", "Twins", "use", "active", "available",
            "set_cache_dir", "portable_cpu", "set_cpu", "source_digest", "watch_compiles",
            "kernels", "twins"]
 
@@ -58,6 +58,9 @@ ENV_VAR = "SPLINE_JOINTS_BACKEND"
 #: own CPU its dynamics rows of scripts/bench.py took 0.98-1.08x the time; ``generic``
 #: x86-64 (SSE2, no FMA), the fallback, up to 1.23x.
 PORTABLE_CPU = "x86-64-v3"
+#: the CPU level (LLVM's name) the add-on compiles the kernels for on a Mac with Apple silicon:
+#: the first of them, whose features every later one has
+APPLE_CPU = "apple-m1"
 #: LLVM's names of the features :data:`PORTABLE_CPU` requires
 _PORTABLE_FEATURES = ("avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave",
                       "cx16", "popcnt", "sahf", "sse3", "ssse3", "sse4.1", "sse4.2")
@@ -287,10 +290,15 @@ def set_cache_dir(path, shipped=None):
 def portable_cpu():
     """The CPU to compile the kernels for so that every machine of a kind runs the same code
     (:func:`set_cpu`): :data:`PORTABLE_CPU` on an x86-64 machine whose CPU has its features,
-    ``"generic"`` on an older x86-64 one (or where llvmlite does not import), None elsewhere
-    (ARM: numba compiles for this machine)."""
+    ``"generic"`` on an older x86-64 one (or where llvmlite does not import),
+    :data:`APPLE_CPU` on a Mac with Apple silicon, None elsewhere (other ARM machines:
+    numba compiles for this machine)."""
     import platform
-    if platform.machine().lower() not in ("x86_64", "amd64"):
+    import sys
+    machine = platform.machine().lower()
+    if machine == "arm64" and sys.platform == "darwin":
+        return APPLE_CPU
+    if machine not in ("x86_64", "amd64"):
         return None
     try:
         from llvmlite import binding

@@ -1,7 +1,8 @@
 """The Blender toolkit that the scripts and the Blender tests share: a sandboxed Blender
 session with the extension installed, scene building, rendering, and baking an open file.
 
-* Session: :func:`build_zip` (scripts/build_extension.py's zip for this Blender),
+* Session: :func:`host_platform`, :func:`build_zip` (scripts/build_extension.py's zip for
+  this Blender),
   :func:`install_extension` (the one place that installs a zip into Blender's user folder),
   :func:`start_blender` (bpy with a sandboxed user folder and the extension enabled),
   :func:`addon_module`.
@@ -55,9 +56,28 @@ TEMPORARY = re.compile(r"\A\..+?\.blend\.(?P<pid>\d+)(?:\.[0-9a-f]{8})?\.tmp\.bl
 # Session
 # ------------------------------------------------------------------------------------------
 
-def build_zip(platform: str = "linux-x64") -> str:
-    """Build (or reuse) the extension zip of ``platform`` for the Python line of this
-    interpreter's Blender (the bpy module beside it); returns its path."""
+#: (``sys.platform`` without its digits, ``platform.machine()``) -> Blender's name of the
+#: platform, as the manifest's ``platforms`` list and the zips' names have it
+PLATFORMS = {("linux", "x86_64"): "linux-x64", ("win32", "AMD64"): "windows-x64",
+             ("darwin", "arm64"): "macos-arm64", ("darwin", "x86_64"): "macos-x64"}
+
+
+def host_platform() -> str | None:
+    """Blender's name of this machine's platform (:data:`PLATFORMS`), None for a platform
+    the extension is not built for."""
+    import platform
+
+    return PLATFORMS.get((sys.platform.rstrip("0123456789"), platform.machine()))
+
+
+def build_zip(platform: str | None = None) -> str:
+    """Build (or reuse) the extension zip of ``platform`` (default :func:`host_platform`) for
+    the Python line of this interpreter's Blender (the bpy module beside it); returns its
+    path."""
+    platform = platform or host_platform()
+    if platform is None:
+        raise SystemExit(f"error: the extension is built for {sorted(PLATFORMS.values())}, "
+                         "not for this machine's platform")
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_extension.py"), "--platform",
                            platform, "--python", f"{sys.version_info.major}.{sys.version_info.minor}"],
                           capture_output=True, text=True)

@@ -20,7 +20,8 @@ Steps, for each Python line:
 3. ``blender_ext.py build --split-platforms`` writes one zip per platform, renamed to
    ``build/dist/spline_joints-<version>-<blender range>-<platform>.zip``, then
    ``blender_ext.py validate`` checks each zip.
-4. The linux-x64 zip gets the compiled kernels (:func:`add_kernel_cache`): the zip is installed
+4. The zip of the platform the build runs on (:data:`KERNEL_PLATFORM`) gets the compiled
+   kernels (:func:`add_kernel_cache`): the zip is installed
    into a temporary Blender user folder with the line's Python and its ``bpy``, where the
    add-on compiles the kernels of every algorithm (:func:`core.warm_up.warm_up`, for
    ``core.backend.portable_cpu()``, as the add-on always does) and bakes every demo (the
@@ -29,8 +30,10 @@ Steps, for each Python line:
    user folder on first use (addon/jit.py), so a first simulation loads the kernels instead of
    compiling them for a minute or more. That Python is this interpreter for its own line and
    ``--kernel-python PATH`` for another (without one, and with ``--no-kernel-cache``, that
-   line's zip ships no kernels and compiles them on first use, as the Windows and macOS zips
-   do: numba compiles only for the machine it runs on).
+   line's zip ships no kernels and compiles them on first use, as the zips of the other
+   platforms do: numba compiles only for the platform it runs on, so each platform's zip
+   gets its kernels from a build on that platform, e.g. ``--platform windows-x64`` on
+   Windows with a Python that has ``bpy``).
 
 One zip per line rather than one zip with both lines' wheels: Blender 4.2.0's extension manager
 picks a zip's wheels by platform only (4.2.23 and 5.x also by Python version), so it would
@@ -63,6 +66,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from core.io import atomic_write  # noqa: E402
+from scripts.blender_kit import host_platform  # noqa: E402
 
 BUILD = ROOT / "build"
 WHEEL_CACHE = BUILD / "wheels"
@@ -70,9 +74,10 @@ STAGE = BUILD / "stage"
 DIST = BUILD / "dist"
 RUNTIME_FILES = ("blender_manifest.toml", "__init__.py", "README.md", "LICENSE")
 RUNTIME_DIRS = ("addon", "core")
-#: the platform whose zips ship the compiled kernels (the one this script runs Blender on), and
-#: their folder in the zip (addon/jit.py reads it there)
-KERNEL_PLATFORM = "linux-x64"
+#: the platform whose zips ship the compiled kernels (this machine's, where this script runs
+#: Blender; None on a platform the extension is not built for), and their folder in the zip
+#: (addon/jit.py reads it there)
+KERNEL_PLATFORM = host_platform()
 KERNEL_CACHE = "kernel_cache"
 DEMOS = ROOT / "demo_blends"
 #: the simulated seconds of each demo mechanism and linkage baked for the kernel cache
@@ -352,8 +357,8 @@ def kernel_pythons_of(others: list[str]) -> dict:
 def build_line(line: str, manifest_text: str, platforms: list[str], offline: bool, force: bool,
                blender_ext: Path | None, kernel_python: str | None = None) -> list[Path]:
     """Build (or reuse) one Python line's zip for each platform; return their paths. The
-    linux-x64 zip ships the kernels compiled by ``kernel_python`` (a Python of this line with
-    ``bpy``) when one is given."""
+    :data:`KERNEL_PLATFORM`'s zip ships the kernels compiled by ``kernel_python`` (a Python of
+    this line with ``bpy``) when one is given."""
     manifest = tomllib.loads(manifest_text)
     wheels = [w for w in manifest.get("wheels", []) if is_pure(Path(w).name) or (
         wheel_line(Path(w).name) == line and wheel_platform(Path(w).name) in platforms)]
@@ -400,8 +405,8 @@ def build(platforms: list[str] | None, offline: bool, force: bool, blender_ext: 
           pythons: list[str] | None = None, kernel_pythons: dict | None = None) -> list[Path]:
     """Build (or reuse) one zip per platform and Python line (``pythons``: versions 'X.Y',
     default every line of :data:`PYTHON_LINES`); return their paths. ``kernel_pythons``: line
-    -> the Python that compiles the kernels its linux-x64 zip ships (none for a line not
-    in it)."""
+    -> the Python that compiles the kernels its :data:`KERNEL_PLATFORM` zip ships (none for a
+    line not in it)."""
     BUILD.mkdir(exist_ok=True)
     atomic_write(BUILD / ".gitignore", "*\n")
     manifest_text = (ROOT / "blender_manifest.toml").read_text()
@@ -446,9 +451,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blender-ext", type=Path, help="path to Blender's blender_ext.py")
     parser.add_argument("--kernel-python", action="append", default=[], metavar="PATH",
                         help="a Python of another line than this one's, with bpy, to compile "
-                             "the kernels its linux-x64 zip ships (repeatable)")
+                             "the kernels its zip for this platform ships (repeatable)")
     parser.add_argument("--no-kernel-cache", action="store_true",
-                        help="build the linux-x64 zips without compiled kernels")
+                        help="build this platform's zips without compiled kernels")
     parser.add_argument("--kernel-cache-worker", nargs=2, metavar=("ZIP", "OUT"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

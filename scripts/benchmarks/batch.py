@@ -28,9 +28,6 @@ from scripts import blender_kit as kit
 from .common import table
 
 DEMOS = ("hinge_chain", "knee_pendulum", "beads_on_a_wire")
-#: (sys.platform prefix, machine) -> Blender platform of the extension zip
-PLATFORMS = {("linux", "x86_64"): "linux-x64", ("win32", "AMD64"): "windows-x64",
-             ("darwin", "arm64"): "macos-arm64", ("darwin", "x86_64"): "macos-x64"}
 EMPTY_TASKS = 500  # tasks of the scheduler round-trip measurement (quick: 100)
 
 
@@ -43,16 +40,9 @@ def _missing():
     if missing:
         return (f"skipped: {' and '.join(missing)} not installed in {sys.executable}; "
                 "run it with .venv/bin/python (bash scripts/setup_env.sh)")
-    if (sys.platform.rstrip("0123456789"), platform.machine()) not in PLATFORMS:
+    if kit.host_platform() is None:
         return f"skipped: no extension build for {sys.platform} {platform.machine()}"
     return None
-
-
-def _extension_zip():
-    """Path of the extension zip of this machine's platform (built or reused from build/)."""
-    import platform
-
-    return kit.build_zip(PLATFORMS[(sys.platform.rstrip("0123456789"), platform.machine())])
 
 
 def _bake(files, out, env, *extra):
@@ -95,7 +85,7 @@ def bench_batch(quick=False):
             for k in range(copies):
                 files.append(os.path.join(tmp, "in", f"{demo}_{k}.blend"))
                 shutil.copy(os.path.join(ROOT, "demo_blends", f"{demo}.blend"), files[-1])
-        _bake(files[:1], os.path.join(tmp, "warm"), env, "--install", _extension_zip())
+        _bake(files[:1], os.path.join(tmp, "warm"), env, "--install", kit.build_zip())
         rows = []
         for engine, extra in (("process pool", ()), ("Dask LocalCluster", ("--scheduler", "local"))):
             for jobs in (1, 2):

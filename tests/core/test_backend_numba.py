@@ -1075,17 +1075,35 @@ def test_cache_loads_from_a_moved_copy_of_the_core(tmp_path):
     assert runs[1]["a"] == runs[0]["a"]
 
 
-def test_portable_cpu_follows_the_machine(monkeypatch):
+def test_portable_cpu_follows_the_machine(monkeypatch, capfd):
     """x86-64-v3 where the CPU has every feature it needs, generic x86-64 where one is
-    missing, none (the machine's own CPU) off x86-64."""
+    missing, Apple's M1 on any Mac with Apple silicon, none (the machine's own CPU) on other
+    ARM machines; each a CPU that LLVM knows for its target (it warns and ignores a name it
+    does not know)."""
     import platform
+    import sys
 
     from llvmlite import binding
     monkeypatch.setattr(platform, "machine", lambda: "arm64")
+    monkeypatch.setattr(sys, "platform", "linux")
     assert backend.portable_cpu() is None
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert backend.portable_cpu() == backend.APPLE_CPU
+    monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(platform, "machine", lambda: "x86_64")
     every = dict.fromkeys(backend._PORTABLE_FEATURES, True)
     monkeypatch.setattr(binding, "get_host_cpu_features", lambda: every)
     assert backend.portable_cpu() == backend.PORTABLE_CPU == "x86-64-v3"
     monkeypatch.setattr(binding, "get_host_cpu_features", lambda: {**every, "avx2": False})
     assert backend.portable_cpu() == "generic"
+    binding.initialize_all_targets()
+    binding.initialize_all_asmprinters()
+    module = binding.parse_assembly("define double @f(double %a) {\n ret double %a\n}")
+    for triple, cpu in (("arm64-apple-darwin", backend.APPLE_CPU),
+                        ("x86_64-unknown-linux-gnu", backend.PORTABLE_CPU),
+                        ("arm64-apple-darwin", "no-such-cpu")):
+        capfd.readouterr()
+        target = binding.Target.from_triple(triple)
+        target.create_target_machine(cpu=cpu, features="").emit_assembly(module)
+        unknown = "is not a recognized processor" in capfd.readouterr().err
+        assert unknown == (cpu == "no-such-cpu"), (triple, cpu)
