@@ -3,6 +3,7 @@
     python scripts/bench.py                      # every section
     python scripts/bench.py --only joints        # one section (repeat --only for more)
     python scripts/bench.py --quick              # fewer repeats and smaller batches
+    python scripts/bench.py --only dynamics --against fa9c04a9   # beside another commit
 
 A run that is not ``--quick`` also writes its sections into the documentation site's
 benchmarks page, docs/benchmarks.md (``--page PATH`` elsewhere, ``--no-page`` not at all;
@@ -12,6 +13,13 @@ Prints the machine description and one markdown table per measurement (every sec
 in a process of its own, with :data:`SECTION_ENV`), each figure the median over timing runs
 (``median_us``: ``timeit`` runs of >= 0.1 s, 5 of them) in microseconds per call unless
 the column says otherwise.
+
+``--against REV`` runs each section also from a checkout of the commit REV (a temporary git
+worktree; each tree's kernels are compiled into its own cache first), the two processes one
+after the other in alternating order, and adds a table of
+the ratios, this tree's figure over REV's, for every numeric cell the two tables share (rows
+matched by their first cell); the section's tables on the page are this tree's, followed by
+REV's and the ratios.
 
 Adding a section: write ``bench_<name>(quick: bool) -> list[Table] | list[dict]`` in a
 module ``scripts/benchmarks/<name>.py`` (build tables with ``table``, time with
@@ -23,8 +31,11 @@ module ``scripts/benchmarks/<name>.py`` (build tables with ``table``, time with
 import argparse
 import importlib
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from scripts import run_pages as page  # noqa: E402
@@ -96,6 +107,84 @@ def _as_tables(name, result):
                     f"row dicts; got {type(result[0]).__name__ if result else 'nothing'}")
 
 
+def _parse_tables(markdown):
+    """The tables of a section's markdown: ``[(title, columns, {first cell: cells})]``."""
+    tables, title, columns, rows = [], None, None, None
+    for line in markdown.splitlines() + [""]:
+        if line.startswith("### "):
+            title, columns, rows = line[4:], None, {}
+        elif line.startswith("| ") and title is not None:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if columns is None:
+                columns = cells
+            else:
+                rows[cells[0]] = cells
+        elif line.startswith("|--") or line.startswith("|---"):
+            continue
+        elif columns is not None:
+            tables.append((title, columns, rows))
+            title, columns, rows = None, None, None
+    return tables
+
+
+def _number(cell):
+    """The figure of a table cell (bold and a parenthesised note removed), or None."""
+    m = re.fullmatch(r"\**(-?[0-9][0-9,]*(?:\.[0-9]*)?(?:e[-+]?[0-9]+)?)\**(?: \(.*\))?", cell)
+    return float(m.group(1).replace(",", "")) if m else None
+
+
+def ratio_tables(ours, theirs, rev):
+    """Markdown of one table per table title both runs printed: this tree's figure over
+    ``rev``'s for every numeric cell in a row (matched by its first cell) and column both
+    have, blank where either is not a number."""
+    out = []
+    other = {title: (columns, rows) for title, columns, rows in _parse_tables(theirs)}
+    for title, columns, rows in _parse_tables(ours):
+        if title not in other:
+            continue
+        their_columns, their_rows = other[title]
+        lines = [f"### {title}: this tree / {rev}", "", "| " + " | ".join(columns) + " |",
+                 "|" + "|".join("---" if i == 0 else "--:" for i in range(len(columns))) + "|"]
+        for key, cells in rows.items():
+            if key not in their_rows:
+                continue
+            row = [key]
+            for column, cell in zip(columns[1:], cells[1:]):
+                a = _number(cell)
+                b = (_number(their_rows[key][their_columns.index(column)])
+                     if column in their_columns else None)
+                row.append(f"{a / b:.2f}" if a is not None and b else "")
+            lines.append("| " + " | ".join(row) + " |")
+        out.append("\n".join(lines) + "\n")
+    return "\n".join(out)
+
+
+class _Checkout:
+    """A temporary detached git worktree of ``rev`` beside this repository, removed on exit."""
+
+    def __init__(self, root, rev):
+        self.root, self.rev = root, rev
+
+    def __enter__(self):
+        self.path = tempfile.mkdtemp(prefix="bench-against-")
+        os.rmdir(self.path)
+        subprocess.run(["git", "-C", self.root, "worktree", "add", "--detach", "-q", self.path,
+                        self.rev], check=True)
+        return self.path
+
+    def __exit__(self, *exc):
+        subprocess.run(["git", "-C", self.root, "worktree", "remove", "--force", self.path],
+                       check=False)
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _section_output(script, name, quick):
+    """The markdown a fresh process of ``script`` (a bench.py) prints for section ``name``."""
+    return subprocess.run([sys.executable, script, "--section", name]
+                          + (["--quick"] if quick else []), stdout=subprocess.PIPE, text=True,
+                          env={**os.environ, **SECTION_ENV.get(name, {})}, check=True).stdout
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", choices=sorted(SECTIONS),
@@ -106,6 +195,8 @@ def main(argv=None):
                         help=f"the benchmarks page to write the sections into (default {page.PAGE}; "
                              "a --quick run writes none unless given)")
     parser.add_argument("--no-page", action="store_true", help="print the tables only")
+    parser.add_argument("--against", metavar="REV",
+                        help="also run each section from the commit REV and add the ratios")
     parser.add_argument("--section", choices=sorted(SECTIONS), help=argparse.SUPPRESS)
     parser.add_argument("--worker", metavar="OUT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -126,17 +217,38 @@ def main(argv=None):
     # every section in a fresh process (with SECTION_ENV): OpenBLAS threads busy-wait after
     # a threaded product, and left spinning by one section they doubled the CPU time of the
     # next one's small calls and slowed the dynamics section's N = 128 chain tenfold
-    for name in args.only or list(SECTIONS):
-        tables = subprocess.run([sys.executable, os.path.abspath(__file__), "--section", name]
-                                + (["--quick"] if args.quick else []), stdout=subprocess.PIPE,
-                                text=True, env={**os.environ, **SECTION_ENV.get(name, {})},
-                                check=True).stdout
-        print(f"## {name}\n\n{tables}", flush=True)
-        if target:                            # after every section: a later failure keeps it
-            page.update_page(target, {name: page.block(name, page.stamp(command, machine), tables)},
-                             list(SECTIONS))
+    with _Checkout(root, args.against) if args.against else _no_checkout() as other:
+        for tree in (root, other) if other else ():
+            # each tree's kernels compiled into its own cache first: a process that compiles
+            # them runs them slower than one that loads them (benchmarks/dynamics.py)
+            subprocess.run([sys.executable, "-c", "from core.warm_up import warm_up; warm_up()"],
+                           cwd=tree, check=True)
+        for i, name in enumerate(args.only or list(SECTIONS)):
+            ours = None
+            if other and i % 2:             # alternate which tree runs first
+                ours = _section_output(os.path.abspath(__file__), name, args.quick)
+            theirs = other and _section_output(os.path.join(other, "scripts", "bench.py"), name,
+                                               args.quick)
+            ours = ours or _section_output(os.path.abspath(__file__), name, args.quick)
+            tables = ours if not other else (
+                f"{ours}\n#### The same run from {args.against}\n\n{theirs}\n"
+                f"{ratio_tables(ours, theirs, args.against)}")
+            print(f"## {name}\n\n{tables}", flush=True)
+            if target:                        # after every section: a later failure keeps it
+                page.update_page(target, {name: page.block(name, page.stamp(command, machine),
+                                                           tables)}, list(SECTIONS))
     if target:
         print(f"wrote {target}")
+
+
+class _no_checkout:
+    """The context of a run without ``--against``: no other tree."""
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
 
 
 if __name__ == "__main__":
