@@ -19,6 +19,7 @@ The offset ``H`` is the sample pose nearest the centre of the coordinate box, so
 angles stay small and away from their singularity (``|phi_5| = pi/2``).
 """
 
+import functools
 import warnings
 
 import numpy as np
@@ -83,6 +84,47 @@ def _least_squares(A, Y):
     return X.T, rank
 
 
+def _grid(q):
+    """For samples on a full tensor grid (every combination of each coordinate's distinct
+    values, each once): the distinct values per coordinate and each sample's flat index into
+    the grid in C order; None for other samples."""
+    values, index = [], []
+    for column in q.T:
+        distinct, where = np.unique(column, return_inverse=True)
+        values.append(distinct)
+        index.append(where.reshape(-1))
+    sizes = tuple(len(v) for v in values)
+    if int(np.prod(sizes)) != len(q):
+        return None
+    flat = np.ravel_multi_index(index, sizes)
+    if np.bincount(flat, minlength=len(q)).max() != 1:
+        return None
+    return values, flat
+
+
+def _grid_least_squares(bases, flat, Y):
+    """:func:`_least_squares` for a basis that is the Kronecker product of ``bases`` (one
+    ``(n_a, P_a)`` matrix per coordinate, rows ordered as the grid's flat index ``flat`` of
+    each row of ``Y``): the product's singular values are the products of the factors' and
+    its pseudo-inverse is the product of their pseudo-inverses, so the solution takes one
+    small SVD per coordinate and tensor contractions instead of a factorization of the
+    ``(N, P)`` basis. Same rank rule and minimum-norm solution."""
+    sizes = [b.shape[0] for b in bases]
+    T = np.zeros((len(flat), Y.shape[1]))
+    T[flat] = Y
+    T = T.reshape(*sizes, Y.shape[1])
+    factors = [np.linalg.svd(b, full_matrices=False) for b in bases]
+    for a, (U, _, _) in enumerate(factors):
+        T = np.moveaxis(np.tensordot(U.T, T, axes=(1, a)), 0, a)
+    S = functools.reduce(np.multiply.outer, [f[1] for f in factors])
+    P = int(np.prod([b.shape[1] for b in bases]))
+    keep = S > S.max() * max(len(flat), P) * np.finfo(float).eps
+    T = np.where(keep[..., None], T / np.where(keep, S, 1.0)[..., None], 0.0)
+    for a, (_, _, Vt) in enumerate(factors):
+        T = np.moveaxis(np.tensordot(Vt.T, T, axes=(1, a)), 0, a)
+    return T.reshape(P, -1).T, int(np.count_nonzero(keep))
+
+
 def fit_spline_surface(samples, grid=(6, 6), method="se3", order=4,
                        length_scale=DEFAULT_LENGTH_SCALE, max_iterations=50, tol=1e-10):
     """Fit an n-DOF :class:`SplineJoint` (n = len(grid), 1..3) to samples with coordinates.
@@ -139,7 +181,14 @@ def fit_spline_surface(samples, grid=(6, 6), method="se3", order=4,
     H = samples.poses[int(np.argmin(np.sum(((q - centre) / (hi - lo)) ** 2, axis=1)))]
     # (a) coordinatewise weighted least squares, also the start of (b)
     sq = np.sqrt(omega)[:, None]
-    C, rank = _least_squares(W * sq, _coordinatewise_targets(H, samples.poses) * sq)
+    Y = _coordinatewise_targets(H, samples.poses)
+    grid_samples = _grid(q) if np.all(omega == omega[0]) else None
+    if grid_samples is not None:
+        values, flat = grid_samples
+        C, rank = _grid_least_squares(
+            [bspline.basis_matrix(knots[a], k, values[a], 0)[0] for a in range(n)], flat, Y)
+    else:
+        C, rank = _least_squares(W * sq, Y * sq)
     note = ""
     if rank < P:
         distinct = " x ".join(str(np.unique(q[:, a]).size) for a in range(n))

@@ -139,3 +139,36 @@ def test_least_squares_from_one_factorization_equals_lstsq(deficient):
     bound = (400 + 30) * np.finfo(float).eps * (s[0] / s[-1]) ** 2 * np.abs(expected).max()
     assert np.abs(X - expected).max() <= bound
     assert np.abs(X[:, 30 - deficient:]).max(initial=0.0) <= bound
+
+
+@pytest.mark.parametrize("values", [(7, 6, 9), (3, 6, 9)], ids=["determined", "axis_short_of_data"])
+def test_grid_least_squares_equals_the_general_solve(values):
+    """Samples on a full tensor grid (in shuffled order) are solved through the factors of
+    the Kronecker-product basis: the same minimum-norm solution and rank as the solve of the
+    whole (N, P) basis, also where one axis has fewer distinct values (3) than control points
+    (4), so the basis is rank-deficient. Rounding: both are backward stable, so they differ
+    by a few eps times the condition number squared (nonzero residual) of the solution's size,
+    with room for the N + P ulps of the reductions; the condition number is that of the
+    factors' product, over the kept singular values."""
+    from core.fitting.surface import _grid, _grid_least_squares, _least_squares
+
+    rng = np.random.default_rng(3)
+    grid, k = (4, 5, 6), 4
+    axes = [np.linspace(-0.5, 0.7, m) for m in values]
+    q = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    q = q[rng.permutation(len(q))]
+    knots = [fit_knots(-0.5, 0.7, g, k) for g in grid]
+    W = bspline.tensor_basis(knots, k, q)[0]
+    Y = rng.standard_normal((len(q), 6))
+    distinct, flat = _grid(q)
+    X, rank = _grid_least_squares([bspline.basis_matrix(knots[a], k, distinct[a], 0)[0]
+                                   for a in range(3)], flat, Y)
+    expected, expected_rank = _least_squares(W, Y)
+    assert rank == expected_rank == np.linalg.matrix_rank(W)
+    assert rank == np.prod([min(v, g) for v, g in zip(values, grid)])
+    s = np.linalg.svd(W, compute_uv=False)[:rank]
+    bound = (W.shape[0] + W.shape[1]) * np.finfo(float).eps * (s[0] / s[-1]) ** 2 \
+        * np.abs(expected).max()
+    assert np.abs(X - expected).max() <= bound
+    assert _grid(q[:-1]) is None                      # a grid with one sample missing
+    assert _grid(np.concatenate([q[:-1], q[:1]])) is None   # ... and one twice
