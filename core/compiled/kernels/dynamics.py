@@ -134,7 +134,7 @@ def _momentum_bias(reals, buf, b, bo, ext):
             buf[oP + k] -= buf[oF + k]
 
 
-@inline
+@jit
 def _pull(reals, buf, b, bo, o, row, t):
     """World tracking of body ``b`` (scratch at ``bo``, world pose at ``o``) by its ``row``
     ``[a, k, k_v, c, R*, p*, w*, v*]`` (:mod:`core.dynamics`, *World tracking*): its
