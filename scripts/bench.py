@@ -136,7 +136,8 @@ def _number(cell):
 def ratio_tables(ours, theirs, rev):
     """Markdown of one table per table title both runs printed: this tree's figure over
     ``rev``'s for every numeric cell in a row (matched by its first cell) and column both
-    have, blank where either is not a number."""
+    have, blank where either is not a number; a table none of whose rows has as many cells
+    as its header is left out."""
     out = []
     other = {title: (columns, rows) for title, columns, rows in _parse_tables(theirs)}
     for title, columns, rows in _parse_tables(ours):
@@ -146,7 +147,7 @@ def ratio_tables(ours, theirs, rev):
         lines = [f"### {title}: this tree / {rev}", "", "| " + " | ".join(columns) + " |",
                  "|" + "|".join("---" if i == 0 else "--:" for i in range(len(columns))) + "|"]
         for key, cells in rows.items():
-            if key not in their_rows:
+            if key not in their_rows or len(cells) != len(columns):
                 continue
             row = [key]
             for column, cell in zip(columns[1:], cells[1:]):
@@ -155,7 +156,8 @@ def ratio_tables(ours, theirs, rev):
                      if column in their_columns else None)
                 row.append(f"{a / b:.2f}" if a is not None and b else "")
             lines.append("| " + " | ".join(row) + " |")
-        out.append("\n".join(lines) + "\n")
+        if len(lines) > 4:                  # a header with a "|" in a cell matches no row
+            out.append("\n".join(lines) + "\n")
     return "\n".join(out)
 
 
