@@ -22,7 +22,8 @@ times from the bake call:
 
 It also counts the kernels compiled during each (``core.backend.watch_compiles``): with the
 zip's kernels, none. One more process bakes ``metarig_ragdoll`` with the zip's kernels
-deleted from the installed extension, as the Windows and macOS zips (which ship none) start.
+deleted from the installed extension, as a zip built on another platform than its own
+(the Windows and macOS zips built on Linux, which ship none) starts.
 Targets (issue "First use"): first frame within 3 s, first bake within the warm bake + 5 s.
 """
 
@@ -47,7 +48,7 @@ TIMEOUT = 900
 DEMO_VAR = "SPLINE_JOINTS_FIRST_USE_DEMO"
 SESSION_VAR = "SPLINE_JOINTS_FIRST_USE_SESSION"
 DEMOS = os.path.join(kit.ROOT, "demo_blends")
-#: the demo also baked without the zip's kernels (the Windows and macOS first use)
+#: the demo also baked without the zip's kernels (the first use of a zip built off its platform)
 COLD_DEMO = "metarig_ragdoll"
 
 
