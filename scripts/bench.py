@@ -29,6 +29,7 @@ module ``scripts/benchmarks/<name>.py`` (build tables with ``table``, time with
 """
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
@@ -219,7 +220,7 @@ def main(argv=None):
     # every section in a fresh process (with SECTION_ENV): OpenBLAS threads busy-wait after
     # a threaded product, and left spinning by one section they doubled the CPU time of the
     # next one's small calls and slowed the dynamics section's N = 128 chain tenfold
-    with _Checkout(root, args.against) if args.against else _no_checkout() as other:
+    with _Checkout(root, args.against) if args.against else contextlib.nullcontext() as other:
         for tree in (root, other) if other else ():
             # each tree's kernels compiled into its own cache first: a process that compiles
             # them runs them slower than one that loads them (benchmarks/dynamics.py)
@@ -241,16 +242,6 @@ def main(argv=None):
                                                            tables)}, list(SECTIONS))
     if target:
         print(f"wrote {target}")
-
-
-class _no_checkout:
-    """The context of a run without ``--against``: no other tree."""
-
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 if __name__ == "__main__":
