@@ -4,6 +4,9 @@ workers through these functions. ``distributed`` is imported only when one is ca
 the rest of the core (and the extension) does not need it.
 """
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
 from .checks import whole_number
 from .errors import InvalidInputError
 
@@ -28,16 +31,54 @@ def distributed_module():
 def connect(address, timeout=CONNECT_TIMEOUT):
     """A ``distributed.Client`` connected to the scheduler at ``address``
     (``"tcp://host:8786"``); InvalidInputError within ``timeout`` seconds when the address is
-    malformed or no scheduler answers there."""
+    malformed, no scheduler answers there, or something else answers there (a web server, a
+    scheduler's dashboard port). A refused address leaves no thread behind in this process."""
     distributed = distributed_module()
+    try:
+        _handshake(distributed, address, timeout)
+    except Exception as err:            # noqa: BLE001 - whatever answered, it is not a scheduler
+        raise _unreachable(address, timeout, err) from err
     try:
         return distributed.Client(address, timeout=timeout)
     except (OSError, TimeoutError, ValueError) as err:
-        detail = " ".join(str(err).split())[:200]
-        raise InvalidInputError(
-            f"could not reach a Dask scheduler at {address!r} within {timeout:g} s ({detail}); "
-            f"start one there with `dask scheduler` and workers with `dask worker "
-            f"{address}`, or check the address (tcp://HOST:PORT) and the firewall") from err
+        raise _unreachable(address, timeout, err) from err
+
+
+def _unreachable(address, timeout, err):
+    """The InvalidInputError of :func:`connect` for the failure ``err``: what went wrong and
+    what to do."""
+    text = " ".join(str(err).split())[:200]
+    if isinstance(err, TimeoutError) and not text:
+        reason = "the connection was accepted, but nothing answered distributed's handshake"
+    elif isinstance(err, (OSError, ValueError)):
+        reason = text
+    else:
+        reason = f"something answered, but not as a Dask scheduler: {type(err).__name__}: {text}"
+    return InvalidInputError(
+        f"could not reach a Dask scheduler at {address!r} within {timeout:g} s ({reason}); "
+        f"start one there with `dask scheduler` and workers with `dask worker {address}`, or "
+        f"check the address (tcp://HOST:PORT; a scheduler listens on port 8786 unless told "
+        f"otherwise, and 8787 is its dashboard) and the firewall")
+
+
+def _handshake(distributed, address, timeout):
+    """Open one connection to ``address`` and complete distributed's handshake, then close it;
+    raise when that fails or takes more than ``timeout`` seconds.
+
+    A ``distributed.Client`` is made only after this succeeds, because a Client whose start
+    fails keeps its IO-loop thread running in this process for good, and its handshake has no
+    time limit: a server that accepts the connection and never answers holds it forever. The
+    attempt runs on an event loop of its own in a thread of its own, so it also works where the
+    calling thread already runs an event loop (Jupyter)."""
+    async def attempt():
+        comm = await distributed.comm.connect(address, timeout=timeout)
+        await comm.close()
+
+    async def bounded():
+        await asyncio.wait_for(attempt(), timeout)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="spline_joints_handshake") as pool:
+        pool.submit(asyncio.run, bounded()).result()
 
 
 def local_client(n_workers):

@@ -12,7 +12,9 @@ import csv
 import importlib.util
 import math
 import os
+import re
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -242,6 +244,7 @@ def test_empty_or_contradictory_sweeps_are_refused(grid, timing, message):
 
 def test_an_unreachable_scheduler_is_a_clear_error_within_the_timeout():
     pytest.importorskip("distributed", reason="Dask distributed is not installed here")
+    threads = {t.ident for t in threading.enumerate()}
     address = f"tcp://127.0.0.1:{_free_port()}"
     start = time.perf_counter()
     with pytest.raises(InvalidInputError, match=rf"could not reach a Dask scheduler at "
@@ -250,6 +253,52 @@ def test_an_unreachable_scheduler_is_a_clear_error_within_the_timeout():
     assert time.perf_counter() - start < 12
     with pytest.raises(InvalidInputError, match="check the address"):
         run(knee_pendulum, {"knee_start": [-1.3]}, client="no-port-here", timeout=2)
+    assert {t.ident for t in threading.enumerate()} == threads     # no IO loop left running
+
+
+def _accepting(reply):
+    """A listening socket on a local port that accepts every connection and sends ``reply``
+    (b"" sends nothing), keeping the connection open: not a Dask scheduler."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:                 # the server was closed
+                return
+            held.append(conn)
+            conn.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server, held
+
+
+@pytest.mark.parametrize("reply, reason", [
+    (b"", "the connection was accepted, but nothing answered distributed's handshake"),
+    (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+     "something answered, but not as a Dask scheduler"),
+])
+def test_a_server_that_is_not_a_scheduler_is_a_clear_error_within_the_timeout(reply, reason):
+    """A port where something else listens (silent, or a web server such as a scheduler's
+    dashboard) is refused within the timeout, saying what answered and which port a scheduler
+    uses, and leaves no thread running."""
+    pytest.importorskip("distributed", reason="Dask distributed is not installed here")
+    server, held = _accepting(reply)
+    threads = {t.ident for t in threading.enumerate()}
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        start = time.perf_counter()
+        with pytest.raises(InvalidInputError, match=re.escape(f"({reason}") + ".*8787 is its "
+                                                                              "dashboard"):
+            run(knee_pendulum, {"knee_start": [-1.3]}, client=address, timeout=1)
+        assert time.perf_counter() - start < 10
+        assert {t.ident for t in threading.enumerate()} == threads
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
 
 
 def test_a_local_cluster_of_two_workers_returns_the_in_process_records(two_workers):
