@@ -26,7 +26,9 @@ Guarantees of ``python scripts/bake.py``:
   (Windows has no flock: there, concurrent runs into one folder are not detected.)
 - Every file is baked in its own child process (bpy is a process-wide singleton, and a damaged
   file can crash Blender's reader): a crash becomes ``error: FILE: Blender crashed reading or
-  baking this file (signal 11)`` and the other files go on. ``--jobs`` children run at once.
+  baking this file (signal 11; Python was in FUNC (FILE:LINE), called from FUNC (FILE:LINE))``
+  (the child's faulthandler stack, :func:`crash_site`) and the other files go on. ``--jobs``
+  children run at once.
 - SIGINT, SIGTERM and SIGHUP are forwarded to the children, which remove their temporaries and
   exit; the parent waits for them (a second signal, or GRACE seconds, kills them) and names the
   files not baked. A child receives SIGTERM when the parent dies (Linux: PR_SET_PDEATHSIG;
@@ -57,6 +59,7 @@ process at that point.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import math
 import os
 import re
@@ -236,6 +239,7 @@ def child(args: argparse.Namespace) -> int:
 
     for signum in STOP_SIGNALS:
         signal.signal(signum, stop)
+    faulthandler.enable()  # a crash prints the Python stack, which the parent names in its error line
     watch_parent(args.parent_pid)
     try:
         enable_addon(args.install)
@@ -258,8 +262,9 @@ def child_lines(label: str, returncode: int, output: str) -> tuple[bool, list[st
     if returncode < 0:
         signum = -returncode
         if signum in CRASH_SIGNALS:
-            return False, [f"error: {label}: Blender crashed reading or baking this file (signal {signum}); "
-                           "the file may be damaged: open it in Blender to check it, or restore it from a backup"]
+            return False, [f"error: {label}: Blender crashed reading or baking this file (signal {signum}"
+                           f"{crash_site(output)}); the file may be damaged: open it in Blender to check "
+                           "it, or restore it from a backup"]
         return False, [f"error: {label}: the baking process was killed (signal {signum}, "
                        f"{signal.Signals(signum).name}); run bake.py again to bake this file"]
     lines = [ln for ln in output.splitlines() if ln.startswith(("error:", "baked:", "installed:"))]
@@ -271,6 +276,31 @@ def child_lines(label: str, returncode: int, output: str) -> tuple[bool, list[st
         errors = [f"error: {label}: the baking process ended with exit status {returncode} "
                   f"(last output: {last[0]})"]
     return False, errors
+
+
+def crash_site(output: str) -> str:
+    """Where a crashed child was, from the stack that faulthandler printed into its ``output``:
+    ``"; Python was in FUNC (FILE:LINE)"`` for the innermost frame of the crashing thread, with
+    ``", called from FUNC (FILE:LINE)"`` for the innermost frame of this script or blender_kit.py
+    when that is another (``bake_file``: Blender was reading the file; ``blender_kit.py``: it
+    was baking); "" when the output has no such stack."""
+    lines = output.splitlines()
+    start = next((i for i, ln in enumerate(lines)
+                  if ln.startswith("Current thread ") and ln.endswith("(most recent call first):")), None)
+    if start is None:
+        return ""
+    frames = []  # (function, file name, line), innermost first
+    for line in lines[start + 1:]:
+        match = re.fullmatch(r'\s+File "(.*)", line (\d+) in (\S+)', line)
+        if match is None:
+            break
+        frames.append((match[3], os.path.basename(match[1]), match[2]))
+    if not frames:
+        return ""
+    caller = next((f for f in frames if f[1] in ("bake.py", "blender_kit.py")), None)
+    where = "{} ({}:{})".format
+    return f"; Python was in {where(*frames[0])}" + (
+        f", called from {where(*caller)}" if caller and caller != frames[0] else "")
 
 
 def child_command(path: str | None, out_dir: str, install: str | None = None,

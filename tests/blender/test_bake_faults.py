@@ -3,7 +3,9 @@ child while its complete temporary waits to be renamed, a damaged .blend that cr
 reader, and a second run into the same --out. After each: no partial or stale file, no process
 left, and a clean rerun bakes everything."""
 
+import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -189,9 +191,12 @@ def test_damaged_blend_among_good_ones(blender, sandbox, inputs, tmp_path):
     proc = subprocess.run([*SCRIPT, str(inputs[0]), str(damaged), str(inputs[1]), "--out", str(out),
                            "--jobs", "1"], env=sandbox["env"], capture_output=True, text=True, timeout=WAIT)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    crashed = f"error: {damaged}: Blender crashed reading or baking this file (signal 11); "
+    crashed = f"error: {damaged}: Blender crashed reading or baking this file (signal 11; Python was in "
     refused = f"error: {damaged}: Blender could not read this file ("
     assert proc.stderr.startswith((crashed, refused)), proc.stderr
+    if proc.stderr.startswith(crashed):                 # the reader crashed, opening the file
+        assert re.search(r", called from bake_file \(bake\.py:\d+\)\); the file may be damaged",
+                         proc.stderr), proc.stderr
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert sorted(os.listdir(out)) == NAMES and all(is_complete_blend(out / name) for name in NAMES)
 
@@ -209,3 +214,47 @@ def test_second_run_into_the_same_out_is_refused(sandbox, inputs, tmp_path):
     first.send_signal(signal.SIGTERM)
     first.communicate(timeout=WAIT)
     assert_clean_rerun(inputs, out, sandbox["env"])
+
+
+def _bake_module():
+    spec = importlib.util.spec_from_file_location("bake_script", ROOT / "scripts" / "bake.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CORE = "/u/extensions/user_default/spline_joints/core/mechanisms/base.py"
+CRASH_STACKS = [
+    # the reader crashed under bake_file (faulthandler of Python 3.11: the current thread only)
+    ("Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f33591f1b80 (most recent call "
+     'first):\n  File "/v/bpy/5.0/scripts/modules/bpy/ops.py", line 109 in __call__\n'
+     '  File "/tmp/w/scripts/bake.py", line 205 in bake_file\n'
+     '  File "/tmp/w/scripts/bake.py", line 249 in child\n\nExtension modules: numpy (total: 1)',
+     "; Python was in __call__ (ops.py:109), called from bake_file (bake.py:205)"),
+    # a kernel crashed during the bake, another thread listed first (Python 3.13)
+    ("Fatal Python error: Bus error\n\nThread 0x00007effba5926c0 (most recent call first):\n"
+     '  File "/p/threading.py", line 992 in run\n\nCurrent thread 0x00007effbb232b80 (most recent '
+     f'call first):\n  File "{CORE}", line 301 in step\n'
+     '  File "/r/scripts/blender_kit.py", line 512 in bake_rigs\n'
+     '  File "/r/scripts/blender_kit.py", line 530 in bake_open_file\n'
+     '  File "/r/scripts/bake.py", line 207 in bake_file\n',
+     "; Python was in step (base.py:301), called from bake_rigs (blender_kit.py:512)"),
+    # the crash was in a frame of the scripts themselves
+    ('Current thread 0x1 (most recent call first):\n  File "/r/scripts/bake.py", line 9 in child\n',
+     "; Python was in child (bake.py:9)"),
+    # no stack: a crash before faulthandler was enabled, or an empty log
+    ("Read blend: /tmp/a.blend\n", ""),
+    ("Current thread 0x1 (most recent call first):\n\n", ""),
+]
+
+
+@pytest.mark.parametrize("output, site", CRASH_STACKS)
+def test_a_crash_names_where_python_was(output, site):
+    """The crash line names the innermost frame of the crashing thread of faulthandler's stack
+    and the innermost frame of the shipped scripts (bake_file: reading; blender_kit: baking)."""
+    bake = _bake_module()
+    assert bake.crash_site(output) == site
+    ok, lines = bake.child_lines("a.blend", -7, output)
+    assert not ok and lines == [f"error: a.blend: Blender crashed reading or baking this file (signal 7"
+                                f"{site}); the file may be damaged: open it in Blender to check it, or "
+                                "restore it from a backup"]
