@@ -14,9 +14,10 @@ kernels (:mod:`core.backend`):
 * The kernels are compiled for one CPU level, :func:`core.backend.portable_cpu` (x86-64-v3 on
   x86-64 machines that have it, else generic x86-64; Apple's M1 on Apple silicon; the
   machine's own CPU on other ARM machines), not for the machine's own CPU, so the kernels
-  built into a zip are the code this machine would compile for itself, and a bake gives the
-  same frames, bit for bit, whether this session compiles its kernels or loads them from a
-  cache (each kernel calls only its own code, :mod:`core.compiled.kernels.options`).
+  built into a zip are the code this machine would compile for itself. A kernel's machine
+  code is its cache's, however it reached the process (each kernel calls only its own code,
+  :mod:`core.compiled.kernels.options`), so a bake's frames do not depend on where its
+  kernels came from, to the bit.
 * A zip built on its own platform ships the kernels compiled (``kernel_cache/<digest>`` in
   the extension's folder, written by scripts/build_extension.py; the linux-x64 zips here): the
   first session of a version copies them into the cache folder and loads them, in well under

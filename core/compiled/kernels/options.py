@@ -33,8 +33,8 @@ frame, and after a few hundred limit-solver substeps other frames, depending on 
 kernels came and what the process ran before. :func:`_private_copies` renames the linked
 copies in each optimized library of the core's kernels with a suffix of that library's own
 (a digest of the symbols it exports), so that its machine code calls only its own copies,
-which is the code its cache holds: the same bits whether the process compiles it or loads it,
-whatever the process ran before. The names change after LLVM optimized the library, so its
+which is the code its cache holds, however the kernel reached the process and whatever the
+process ran before. The names change after LLVM optimized the library, so its
 code is what it would be under the callees' names, and :func:`_shared_names` gives the
 copies their names back in the module other kernels link in (where copies of one callee
 merge into one). Relies on ``CPUCodeLibrary._optimize_final_module``, which numba runs once
