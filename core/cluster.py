@@ -74,11 +74,8 @@ def _handshake(distributed, address, timeout):
         comm = await distributed.comm.connect(address, timeout=timeout)
         await comm.close()
 
-    async def bounded():
-        await asyncio.wait_for(attempt(), timeout)
-
     with ThreadPoolExecutor(1, thread_name_prefix="spline_joints_handshake") as pool:
-        pool.submit(asyncio.run, bounded()).result()
+        pool.submit(asyncio.run, asyncio.wait_for(attempt(), timeout)).result()
 
 
 def local_client(n_workers):

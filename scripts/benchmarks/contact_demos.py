@@ -5,12 +5,12 @@ seconds per wall second of ``ragdoll_steps`` and ``chain_in_bowl`` (demo_blends/
 
 The extension is installed from its zip into a sandboxed user folder with no JIT cache yet
 (as :mod:`scripts.benchmarks.blender_latency`; a zip that ships compiled kernels has them
-copied in on first use). One fresh Blender process per backend
-(``SPLINE_JOINTS_BACKEND``) opens each demo and simulates its armature's rig as
-``spline_joints.bake_rig`` does (``addon.rig_jobs.RigJob.simulate``: the scene's frames,
-substeps and integrator): once untimed on the numba backend, where that first bake loads the
-zip's kernels or, from a zip without them, compiles them (its wall time is reported), then ``repeat`` timed bakes
-(3; 1 with ``--quick`` and on the numpy backend, whose bakes take tens of seconds). Target:
+copied in on first use). One fresh Blender process per backend (``SPLINE_JOINTS_BACKEND``)
+opens each demo and simulates its armature's rig as ``spline_joints.bake_rig`` does
+(``addon.rig_jobs.RigJob.simulate``: the scene's frames, substeps and integrator): once
+untimed on the numba backend, where that first bake loads the zip's kernels or, from a zip
+without them, compiles them (its wall time is reported), then ``repeat`` timed bakes (3; 1
+with ``--quick`` and on the numpy backend, whose bakes take tens of seconds). Target:
 every demo simulates at least 20 times faster than real time on numba.
 """
 

@@ -3,7 +3,6 @@ child while its complete temporary waits to be renamed, a damaged .blend that cr
 reader, and a second run into the same --out. After each: no partial or stale file, no process
 left, and a clean rerun bakes everything."""
 
-import importlib.util
 import os
 import re
 import shutil
@@ -14,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from scripts import bake
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = [sys.executable, str(ROOT / "scripts" / "bake.py")]
@@ -216,13 +217,6 @@ def test_second_run_into_the_same_out_is_refused(sandbox, inputs, tmp_path):
     assert_clean_rerun(inputs, out, sandbox["env"])
 
 
-def _bake_module():
-    spec = importlib.util.spec_from_file_location("bake_script", ROOT / "scripts" / "bake.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 CORE = "/u/extensions/user_default/spline_joints/core/mechanisms/base.py"
 CRASH_STACKS = [
     # the reader crashed under bake_file (faulthandler of Python 3.11: the current thread only)
@@ -252,7 +246,6 @@ CRASH_STACKS = [
 def test_a_crash_names_where_python_was(output, site):
     """The crash line names the innermost frame of the crashing thread of faulthandler's stack
     and the innermost frame of the shipped scripts (bake_file: reading; blender_kit: baking)."""
-    bake = _bake_module()
     assert bake.crash_site(output) == site
     ok, lines = bake.child_lines("a.blend", -7, output)
     assert not ok and lines == [f"error: a.blend: Blender crashed reading or baking this file (signal 7"
